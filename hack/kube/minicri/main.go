@@ -1,0 +1,107 @@
+// Command minicri is a tiny CRI client (crictl is not served by the Go module
+// proxy), used by hack/local-down.sh to tear down every pod sandbox cleanly
+// (containers killed, CNI network released, netns removed) before containerd
+// is stopped. It is also handy for looking at the node:
+//
+//	minicri [-endpoint unix:///run/containerd/containerd.sock] pods|ps|images|rmp-all
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func main() {
+	endpoint := flag.String("endpoint", "unix:///run/containerd/containerd.sock", "CRI endpoint")
+	timeout := flag.Duration("timeout", 60*time.Second, "overall deadline")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: %s [flags] pods|ps|images|rmp-all\n", os.Args[0])
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() != 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	if err := run(ctx, *endpoint, flag.Arg(0)); err != nil {
+		fmt.Fprintln(os.Stderr, "minicri:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, endpoint, cmd string) error {
+	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	rt := runtimeapi.NewRuntimeServiceClient(conn)
+	img := runtimeapi.NewImageServiceClient(conn)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	defer tw.Flush()
+
+	switch cmd {
+	case "pods":
+		resp, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(tw, "POD ID\tSTATE\tNAMESPACE\tNAME\tUID")
+		for _, p := range resp.Items {
+			m := p.GetMetadata()
+			fmt.Fprintf(tw, "%.13s\t%s\t%s\t%s\t%s\n", p.Id, p.State, m.GetNamespace(), m.GetName(), m.GetUid())
+		}
+	case "ps":
+		resp, err := rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(tw, "CONTAINER ID\tSTATE\tNAME\tATTEMPT\tIMAGE\tPOD ID")
+		for _, c := range resp.Containers {
+			fmt.Fprintf(tw, "%.13s\t%s\t%s\t%d\t%s\t%.13s\n", c.Id, c.State, c.GetMetadata().GetName(),
+				c.GetMetadata().GetAttempt(), c.GetImage().GetImage(), c.PodSandboxId)
+		}
+	case "images":
+		resp, err := img.ListImages(ctx, &runtimeapi.ListImagesRequest{})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(tw, "IMAGE ID\tTAGS")
+		for _, i := range resp.Images {
+			fmt.Fprintf(tw, "%.19s\t%v\n", i.Id, i.RepoTags)
+		}
+	case "rmp-all":
+		// Stop then remove every pod sandbox; containerd kills the containers
+		// and runs the CNI DEL for each.
+		resp, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+		if err != nil {
+			return err
+		}
+		var failed error
+		for _, p := range resp.Items {
+			if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: p.Id}); err != nil {
+				failed = fmt.Errorf("stop %s: %w", p.Id, err)
+				continue
+			}
+			if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: p.Id}); err != nil {
+				failed = fmt.Errorf("remove %s: %w", p.Id, err)
+				continue
+			}
+			fmt.Printf("removed pod sandbox %.13s (%s/%s)\n", p.Id, p.GetMetadata().GetNamespace(), p.GetMetadata().GetName())
+		}
+		return failed
+	default:
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+	return nil
+}
