@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Regenerates everything under pkg/generated and the zz_generated.* files of pkg/apis with the
+# Kubernetes code generators pinned in go.mod. Works offline once the module cache is warm.
+set -o errexit -o nounset -o pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "${ROOT}"
+
+THIS_PKG=github.com/inplace-dev/inplace
+BOILERPLATE="${ROOT}/hack/boilerplate.go.txt"
+CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
+# kube_codegen.sh go-installs its generators; keep them inside the project, not in ~/go/bin.
+export GOBIN="${ROOT}/_output/tools"
+mkdir -p "${GOBIN}"
+
+source "${CODEGEN_PKG}/kube_codegen.sh"
+
+kube::codegen::gen_helpers \
+    --boilerplate "${BOILERPLATE}" \
+    "${ROOT}/pkg/apis"
+
+kube::codegen::gen_openapi \
+    --output-dir "${ROOT}/pkg/generated/openapi" \
+    --output-pkg "${THIS_PKG}/pkg/generated/openapi" \
+    --output-model-name-file "zz_generated.model_name.go" \
+    --report-filename "${ROOT}/hack/api-rules-violations.list" \
+    --update-report \
+    --extra-pkgs k8s.io/api/core/v1 \
+    --extra-pkgs k8s.io/api/autoscaling/v1 \
+    --extra-pkgs k8s.io/apimachinery/pkg/api/resource \
+    --extra-pkgs k8s.io/apimachinery/pkg/util/intstr \
+    --boilerplate "${BOILERPLATE}" \
+    "${ROOT}/pkg/apis"
+
+# Core types our kinds embed or reference (SidecarContainer inlines a whole corev1.Container) are
+# applied with client-go's own apply configurations: map every core/v1 type client-go has one for.
+core_ac=k8s.io/client-go/applyconfigurations/core/v1
+core_ac_dir=$(go list -f '{{.Dir}}' "${core_ac}")
+externals=""
+for t in $(sed -n 's/^type \([A-Za-z0-9]*\)ApplyConfiguration struct.*/\1/p' "${core_ac_dir}"/*.go | sort -u); do
+    externals+="${externals:+,}k8s.io/api/core/v1.${t}:${core_ac}"
+done
+
+kube::codegen::gen_client \
+    --with-watch \
+    --applyconfig-externals "${externals}" \
+    --with-applyconfig \
+    --applyconfig-openapi-schema <(go run "${THIS_PKG}/pkg/generated/openapi/cmd/models-schema") \
+    --output-dir "${ROOT}/pkg/generated" \
+    --output-pkg "${THIS_PKG}/pkg/generated" \
+    --boilerplate "${BOILERPLATE}" \
+    "${ROOT}/pkg/apis"

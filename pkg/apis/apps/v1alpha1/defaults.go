@@ -1,0 +1,230 @@
+package v1alpha1
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+)
+
+// The defaults below are OpenKruise's (apis/apps/defaults in openkruise/kruise), so that an object
+// read back from inplace looks as it would from OpenKruise.
+
+func addDefaultingFuncs(scheme *runtime.Scheme) error {
+	return RegisterDefaults(scheme)
+}
+
+// SetDefaults_CloneSet fills in CloneSet defaults.
+func SetDefaults_CloneSet(obj *CloneSet) {
+	if obj.Spec.Replicas == nil {
+		obj.Spec.Replicas = ptr.To[int32](1)
+	}
+	if obj.Spec.RevisionHistoryLimit == nil {
+		obj.Spec.RevisionHistoryLimit = ptr.To[int32](10)
+	}
+	SetDefaultsPodSpec(&obj.Spec.Template.Spec)
+	for i := range obj.Spec.VolumeClaimTemplates {
+		pvc := &obj.Spec.VolumeClaimTemplates[i]
+		if pvc.Spec.VolumeMode == nil {
+			pvc.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
+		}
+		if pvc.Status.Phase == "" {
+			pvc.Status.Phase = corev1.ClaimPending
+		}
+	}
+
+	us := &obj.Spec.UpdateStrategy
+	switch us.Type {
+	case "":
+		us.Type = RecreateCloneSetUpdateStrategyType
+	case InPlaceIfPossibleCloneSetUpdateStrategyType, InPlaceOnlyCloneSetUpdateStrategyType:
+		if us.InPlaceUpdateStrategy == nil {
+			us.InPlaceUpdateStrategy = &pub.InPlaceUpdateStrategy{}
+		}
+	}
+	if us.Partition == nil {
+		us.Partition = ptr.To(intstr.FromInt32(0))
+	}
+	if us.MaxUnavailable == nil {
+		us.MaxUnavailable = ptr.To(intstr.FromString(DefaultCloneSetMaxUnavailable))
+	}
+	if us.MaxSurge == nil {
+		us.MaxSurge = ptr.To(intstr.FromInt32(0))
+	}
+}
+
+// SetDefaults_SidecarSet fills in SidecarSet defaults.
+func SetDefaults_SidecarSet(obj *SidecarSet) {
+	us := &obj.Spec.UpdateStrategy
+	if us.Type == "" {
+		us.Type = RollingUpdateSidecarSetStrategyType
+	}
+	if us.MaxUnavailable == nil {
+		us.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	}
+	if us.Partition == nil {
+		us.Partition = ptr.To(intstr.FromInt32(0))
+	}
+	for i := range obj.Spec.InitContainers {
+		setDefaultsSidecarContainer(&obj.Spec.InitContainers[i], AfterAppContainerType)
+	}
+	for i := range obj.Spec.Containers {
+		setDefaultsSidecarContainer(&obj.Spec.Containers[i], BeforeAppContainerType)
+	}
+	setDefaultsVolumes(obj.Spec.Volumes)
+	if obj.Spec.RevisionHistoryLimit == nil {
+		obj.Spec.RevisionHistoryLimit = ptr.To[int32](10)
+	}
+	for i := range obj.Spec.PatchPodMetadata {
+		if obj.Spec.PatchPodMetadata[i].PatchPolicy == "" {
+			obj.Spec.PatchPodMetadata[i].PatchPolicy = SidecarSetRetainPatchPolicy
+		}
+	}
+	if r := obj.Spec.InjectionStrategy.Revision; r != nil && r.Policy == "" {
+		r.Policy = AlwaysSidecarSetInjectRevisionPolicy
+	}
+}
+
+func setDefaultsSidecarContainer(c *SidecarContainer, policy PodInjectPolicyType) {
+	if c.PodInjectPolicy == "" {
+		c.PodInjectPolicy = policy
+	}
+	if c.UpgradeStrategy.UpgradeType == "" {
+		c.UpgradeStrategy.UpgradeType = SidecarContainerColdUpgrade
+	}
+	if c.ShareVolumePolicy.Type == "" {
+		c.ShareVolumePolicy.Type = ShareVolumePolicyDisabled
+	}
+	for i := range c.TransferEnv {
+		if from := c.TransferEnv[i].SourceContainerNameFrom; from != nil {
+			setDefaultsFieldSelector(from.FieldRef)
+		}
+	}
+	setDefaultsContainer(&c.Container)
+}
+
+// SetDefaults_ContainerRecreateRequest fills in ContainerRecreateRequest defaults. What comes from
+// the Pod (statusContext, preStop, ports, labels) is filled by admission, not here.
+func SetDefaults_ContainerRecreateRequest(obj *ContainerRecreateRequest) {
+	if obj.Spec.Strategy == nil {
+		obj.Spec.Strategy = &ContainerRecreateRequestStrategy{}
+	}
+	if obj.Spec.Strategy.FailurePolicy == "" {
+		obj.Spec.Strategy.FailurePolicy = ContainerRecreateRequestFailurePolicyFail
+	}
+}
+
+// SetDefaultsPodSpec fills in the Pod spec defaults kube-apiserver would, for the fields a workload
+// template commonly leaves empty, so that revisions hash the same before and after the Pod exists.
+func SetDefaultsPodSpec(spec *corev1.PodSpec) {
+	if spec.RestartPolicy == "" {
+		spec.RestartPolicy = corev1.RestartPolicyAlways
+	}
+	if spec.DNSPolicy == "" {
+		spec.DNSPolicy = corev1.DNSClusterFirst
+	}
+	if spec.SchedulerName == "" {
+		spec.SchedulerName = corev1.DefaultSchedulerName
+	}
+	if spec.SecurityContext == nil {
+		spec.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	if spec.TerminationGracePeriodSeconds == nil {
+		spec.TerminationGracePeriodSeconds = ptr.To[int64](corev1.DefaultTerminationGracePeriodSeconds)
+	}
+	for i := range spec.InitContainers {
+		setDefaultsContainer(&spec.InitContainers[i])
+	}
+	for i := range spec.Containers {
+		setDefaultsContainer(&spec.Containers[i])
+	}
+	setDefaultsVolumes(spec.Volumes)
+}
+
+func setDefaultsContainer(c *corev1.Container) {
+	if c.ImagePullPolicy == "" {
+		c.ImagePullPolicy = defaultPullPolicy(c.Image)
+	}
+	if c.TerminationMessagePath == "" {
+		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
+	}
+	if c.TerminationMessagePolicy == "" {
+		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
+	}
+	for i := range c.Ports {
+		if c.Ports[i].Protocol == "" {
+			c.Ports[i].Protocol = corev1.ProtocolTCP
+		}
+	}
+	for i := range c.Env {
+		if from := c.Env[i].ValueFrom; from != nil {
+			setDefaultsFieldSelector(from.FieldRef)
+		}
+	}
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		setDefaultsProbe(p)
+	}
+}
+
+// defaultPullPolicy is kube-apiserver's rule: Always for :latest or no tag, else IfNotPresent.
+func defaultPullPolicy(image string) corev1.PullPolicy {
+	if strings.Contains(image, "@") {
+		return corev1.PullIfNotPresent
+	}
+	name := image[strings.LastIndex(image, "/")+1:]
+	if i := strings.LastIndex(name, ":"); i < 0 || name[i+1:] == "latest" {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
+}
+
+func setDefaultsProbe(p *corev1.Probe) {
+	if p == nil {
+		return
+	}
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = 1
+	}
+	if p.PeriodSeconds == 0 {
+		p.PeriodSeconds = 10
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = 1
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = 3
+	}
+	if h := p.HTTPGet; h != nil {
+		if h.Path == "" {
+			h.Path = "/"
+		}
+		if h.Scheme == "" {
+			h.Scheme = corev1.URISchemeHTTP
+		}
+	}
+}
+
+func setDefaultsFieldSelector(f *corev1.ObjectFieldSelector) {
+	if f != nil && f.APIVersion == "" {
+		f.APIVersion = "v1"
+	}
+}
+
+func setDefaultsVolumes(volumes []corev1.Volume) {
+	for i := range volumes {
+		v := &volumes[i]
+		switch {
+		case v.ConfigMap != nil && v.ConfigMap.DefaultMode == nil:
+			v.ConfigMap.DefaultMode = ptr.To(corev1.ConfigMapVolumeSourceDefaultMode)
+		case v.Secret != nil && v.Secret.DefaultMode == nil:
+			v.Secret.DefaultMode = ptr.To(corev1.SecretVolumeSourceDefaultMode)
+		case v.EmptyDir == nil && v.VolumeSource == (corev1.VolumeSource{}):
+			// kube-apiserver turns a volume with no source into an emptyDir.
+			v.EmptyDir = &corev1.EmptyDirVolumeSource{}
+		}
+	}
+}

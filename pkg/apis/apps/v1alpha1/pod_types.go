@@ -1,0 +1,87 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+)
+
+// InPlaceUpdateSpec is what an in-place update changes in a running Pod.
+type InPlaceUpdateSpec struct {
+	// Revision is the revision the Pod is updated to; it is written to the Pod's
+	// controller-revision-hash label and to the in-place update state.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// Containers lists the containers to change and what to change in each.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Containers []InPlaceUpdateContainer `json:"containers,omitempty"`
+	// Metadata holds labels and annotations to set on the Pod (merged into the existing ones).
+	// +optional
+	Metadata *InPlaceUpdateMetadata `json:"metadata,omitempty"`
+	// GracePeriodSeconds is how long the Pod stays not ready before its containers change.
+	// +optional
+	GracePeriodSeconds int32 `json:"gracePeriodSeconds,omitempty"`
+}
+
+// InPlaceUpdateContainer is the change of one container.
+type InPlaceUpdateContainer struct {
+	// Name of the container in the Pod.
+	Name string `json:"name"`
+	// Image is the new image.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Resources are the new requests and limits; they go through the Pod's resize subresource.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// InPlaceUpdateMetadata is Pod metadata to set.
+type InPlaceUpdateMetadata struct {
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// InPlaceUpdateStatus is the Pod's in-place update state after the request.
+type InPlaceUpdateStatus struct {
+	// State is the Pod's in-place update state annotation, decoded.
+	// +optional
+	State *pub.InPlaceUpdateState `json:"state,omitempty"`
+	// Message says what happened and what comes next.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// InPlaceUpdate is the body of POST pods/NAME/inplaceupdate: it starts an in-place update of the
+// core Pod NAME and answers with the resulting state.
+type InPlaceUpdate struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec InPlaceUpdateSpec `json:"spec,omitempty"`
+	// +optional
+	Status InPlaceUpdateStatus `json:"status,omitempty"`
+}
+
+// +genclient
+// +genclient:skipVerbs=get,list,watch,create,update,updateStatus,patch,apply,applyStatus,delete,deleteCollection
+// +genclient:method=InPlaceUpdate,verb=create,subresource=inplaceupdate,input=InPlaceUpdate,result=InPlaceUpdate
+// +genclient:method=Recreate,verb=create,subresource=recreate,input=ContainerRecreateRequest,result=ContainerRecreateRequest
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Pod is the handle of this group's Pod subresources (inplaceupdate, recreate). The object behind
+// them is the core Pod of the same namespace and name; this kind carries nothing of its own, is
+// never stored, and has no verbs, so `kubectl get pods` keeps meaning the core resource.
+type Pod struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+}
