@@ -26,6 +26,13 @@ func SetDefaults_CloneSet(obj *CloneSet) {
 	if obj.Spec.RevisionHistoryLimit == nil {
 		obj.Spec.RevisionHistoryLimit = ptr.To[int32](10)
 	}
+	// OpenKruise defaults the pull policy of a CloneSet's (non-init) containers to Always whatever
+	// the tag, so that an in-place update to a re-pushed tag pulls it; the rest is kube-apiserver's.
+	for i := range obj.Spec.Template.Spec.Containers {
+		if c := &obj.Spec.Template.Spec.Containers[i]; c.ImagePullPolicy == "" {
+			c.ImagePullPolicy = corev1.PullAlways
+		}
+	}
 	SetDefaultsPodSpec(&obj.Spec.Template.Spec)
 	for i := range obj.Spec.VolumeClaimTemplates {
 		pvc := &obj.Spec.VolumeClaimTemplates[i]
@@ -168,15 +175,29 @@ func setDefaultsContainer(c *corev1.Container) {
 	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
 		setDefaultsProbe(p)
 	}
+	if l := c.Lifecycle; l != nil {
+		for _, h := range []*corev1.LifecycleHandler{l.PostStart, l.PreStop} {
+			if h != nil {
+				setDefaultsHTTPGet(h.HTTPGet)
+			}
+		}
+	}
 }
 
-// defaultPullPolicy is kube-apiserver's rule: Always for :latest or no tag, else IfNotPresent.
+// defaultPullPolicy is kube-apiserver's rule: Always when the tag is "latest" or when there is
+// neither a tag nor a digest (the tag then defaults to latest), else IfNotPresent. An empty image
+// has no tag to read and gets IfNotPresent, as in kube-apiserver.
 func defaultPullPolicy(image string) corev1.PullPolicy {
-	if strings.Contains(image, "@") {
+	if image == "" {
 		return corev1.PullIfNotPresent
 	}
-	name := image[strings.LastIndex(image, "/")+1:]
-	if i := strings.LastIndex(name, ":"); i < 0 || name[i+1:] == "latest" {
+	ref, _, hasDigest := strings.Cut(image, "@")
+	name := ref[strings.LastIndex(ref, "/")+1:]
+	tag := ""
+	if i := strings.LastIndex(name, ":"); i >= 0 {
+		tag = name[i+1:]
+	}
+	if tag == "latest" || (tag == "" && !hasDigest) {
 		return corev1.PullAlways
 	}
 	return corev1.PullIfNotPresent
@@ -198,13 +219,18 @@ func setDefaultsProbe(p *corev1.Probe) {
 	if p.FailureThreshold == 0 {
 		p.FailureThreshold = 3
 	}
-	if h := p.HTTPGet; h != nil {
-		if h.Path == "" {
-			h.Path = "/"
-		}
-		if h.Scheme == "" {
-			h.Scheme = corev1.URISchemeHTTP
-		}
+	setDefaultsHTTPGet(p.HTTPGet)
+}
+
+func setDefaultsHTTPGet(h *corev1.HTTPGetAction) {
+	if h == nil {
+		return
+	}
+	if h.Path == "" {
+		h.Path = "/"
+	}
+	if h.Scheme == "" {
+		h.Scheme = corev1.URISchemeHTTP
 	}
 }
 
@@ -214,17 +240,52 @@ func setDefaultsFieldSelector(f *corev1.ObjectFieldSelector) {
 	}
 }
 
+// setDefaultsVolumes applies kube-apiserver's volume defaults (as OpenKruise does for templates).
 func setDefaultsVolumes(volumes []corev1.Volume) {
 	for i := range volumes {
 		v := &volumes[i]
-		switch {
-		case v.ConfigMap != nil && v.ConfigMap.DefaultMode == nil:
-			v.ConfigMap.DefaultMode = ptr.To(corev1.ConfigMapVolumeSourceDefaultMode)
-		case v.Secret != nil && v.Secret.DefaultMode == nil:
-			v.Secret.DefaultMode = ptr.To(corev1.SecretVolumeSourceDefaultMode)
-		case v.EmptyDir == nil && v.VolumeSource == (corev1.VolumeSource{}):
+		if v.VolumeSource == (corev1.VolumeSource{}) {
 			// kube-apiserver turns a volume with no source into an emptyDir.
 			v.EmptyDir = &corev1.EmptyDirVolumeSource{}
 		}
+		if s := v.ConfigMap; s != nil && s.DefaultMode == nil {
+			s.DefaultMode = ptr.To(corev1.ConfigMapVolumeSourceDefaultMode)
+		}
+		if s := v.Secret; s != nil && s.DefaultMode == nil {
+			s.DefaultMode = ptr.To(corev1.SecretVolumeSourceDefaultMode)
+		}
+		if s := v.HostPath; s != nil && s.Type == nil {
+			s.Type = ptr.To(corev1.HostPathUnset)
+		}
+		if s := v.DownwardAPI; s != nil {
+			if s.DefaultMode == nil {
+				s.DefaultMode = ptr.To(corev1.DownwardAPIVolumeSourceDefaultMode)
+			}
+			setDefaultsDownwardAPIItems(s.Items)
+		}
+		if s := v.Projected; s != nil {
+			setDefaultsProjected(s)
+		}
+	}
+}
+
+func setDefaultsProjected(s *corev1.ProjectedVolumeSource) {
+	if s.DefaultMode == nil {
+		s.DefaultMode = ptr.To(corev1.ProjectedVolumeSourceDefaultMode)
+	}
+	for j := range s.Sources {
+		src := &s.Sources[j]
+		if src.DownwardAPI != nil {
+			setDefaultsDownwardAPIItems(src.DownwardAPI.Items)
+		}
+		if t := src.ServiceAccountToken; t != nil && t.ExpirationSeconds == nil {
+			t.ExpirationSeconds = ptr.To[int64](60 * 60)
+		}
+	}
+}
+
+func setDefaultsDownwardAPIItems(items []corev1.DownwardAPIVolumeFile) {
+	for k := range items {
+		setDefaultsFieldSelector(items[k].FieldRef)
 	}
 }
