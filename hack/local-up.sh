@@ -1,0 +1,363 @@
+#!/usr/bin/env bash
+# Starts a real single-node Kubernetes v1.35.4 cluster on this machine:
+# etcd, containerd, kube-apiserver (with the aggregation layer wired up),
+# kube-controller-manager, kube-scheduler and a kubelet, all as host
+# processes (no docker, no registry). Root is required.
+#
+#   hack/local-up.sh
+#   export KUBECONFIG=$PWD/_output/local/admin.kubeconfig   # printed at the end
+#   hack/local-down.sh
+#
+# Each run starts from a clean, empty cluster: it first runs
+# hack/local-down.sh (which also cleans up after a crashed earlier run), then
+# installs the Debian packages, builds the binaries and images (all cached),
+# and starts the daemons, waiting for each to be healthy. Everything lives in
+# _output/local/: pids/ (recorded pids), logs/ (one log per daemon; the
+# previous run's in logs.prev/), pki/, etcd/, kubelet/ (kubelet root dir),
+# containerd/ (config and root: imported images survive restarts), cni/,
+# pod-logs/, and env (variables for scripts: `source _output/local/env`).
+#
+# Test images (imagePullPolicy: Never): inplace.local/app:v1|v2|v3|bad; see
+# hack/build-images.sh.
+#
+# Hooks: at the end, every hack/local-up.d/*.sh (or $LOCAL_UP_HOOKS/*.sh) is
+# sourced in name order, with set -euo pipefail and the variables and helpers
+# of hack/lib/local.sh available: local_start / local_wait, $KUBECONFIG,
+# $PKI, $BIN, $LOGS, $NODE_NAME, $NODE_IP. A failing hook fails local-up
+# (the cluster stays up; hack/local-down.sh stops it and the hooks' daemons).
+#
+# Host paths and ports touched besides _output/: see hack/lib/local.sh
+# (PORTS) and the summary in the notes: 10.77.0.1/32 on lo, bridge inplace0,
+# /run/containerd, /var/run/netns, /var/lib/cni/results,
+# /var/lib/kubelet/device-plugins, /var/log/containers, kubepods cgroups,
+# net.ipv4.ip_forward=1 (set by the CNI bridge plugin).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source hack/lib/local.sh
+
+[[ $EUID -eq 0 ]] || die "must run as root"
+local_lock
+start_time=$SECONDS
+
+# --- 0. clean slate, dependencies, binaries, images --------------------------
+hack/local-down.sh
+hack/install-deps.sh
+hack/build-kube.sh
+hack/build-images.sh
+
+for p in "${PORTS[@]}"; do
+  if [[ -n "$(ss -Hltn "sport = :$p")" ]]; then
+    ss -Hltnp "sport = :$p" >&2
+    die "TCP port $p is in use by a process local-up did not start"
+  fi
+done
+
+mkdir -p "$PIDS" "$STATE/markers" "$STATE/containerd" "$STATE/cni/net.d" "$STATE/cni/ipam" "$STATE/pod-logs"
+rm -rf "$LOGS.prev"
+[[ -d "$LOGS" ]] && mv "$LOGS" "$LOGS.prev"
+mkdir -p "$LOGS"
+
+# --- 1. PKI (openssl; generated once, reused while the node settings hold) ---
+# ECDSA P-256 keys: fast to generate, accepted by every component.
+pki_settings="v1 $NODE_NAME $NODE_IP $SERVICE_IP"
+if [[ "$(cat "$PKI/.settings" 2>/dev/null)" != "$pki_settings" ]]; then
+  rm -rf "$PKI"
+fi
+mkdir -p "$PKI"
+
+gen_key() { [[ -f "$PKI/$1.key" ]] || openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$PKI/$1.key" 2>/dev/null; }
+
+# gen_ca NAME CN
+gen_ca() {
+  [[ -f "$PKI/$1.crt" ]] && return 0
+  gen_key "$1"
+  openssl req -x509 -new -key "$PKI/$1.key" -subj "/CN=$2" -days 3650 -out "$PKI/$1.crt" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,digitalSignature,keyCertSign,cRLSign"
+}
+
+# gen_cert NAME CA SUBJECT EXT_KEY_USAGE [SUBJECT_ALT_NAMES]
+gen_cert() {
+  local name="$1" ca="$2" subj="$3" eku="$4" san="${5:-}"
+  [[ -f "$PKI/$name.crt" ]] && return 0
+  gen_key "$name"
+  {
+    echo "basicConstraints=critical,CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    echo "extendedKeyUsage=$eku"
+    [[ -z "$san" ]] || echo "subjectAltName=$san"
+  } > "$PKI/$name.ext"
+  openssl req -new -key "$PKI/$name.key" -subj "$subj" -out "$PKI/$name.csr"
+  openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/$ca.crt" -CAkey "$PKI/$ca.key" \
+    -set_serial "0x$(openssl rand -hex 16)" -days 3650 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt" 2>/dev/null
+  rm -f "$PKI/$name.csr" "$PKI/$name.ext"
+}
+
+gen_ca ca inplace-local-ca
+gen_ca front-proxy-ca inplace-local-front-proxy-ca
+gen_cert apiserver ca /CN=kube-apiserver serverAuth \
+  "IP:$NODE_IP,IP:127.0.0.1,IP:$SERVICE_IP,DNS:localhost,DNS:$NODE_NAME,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+gen_cert apiserver-kubelet-client ca "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
+gen_cert front-proxy-client front-proxy-ca /CN=front-proxy-client clientAuth
+gen_cert admin ca "/O=system:masters/CN=kubernetes-admin" clientAuth
+gen_cert controller-manager ca /CN=system:kube-controller-manager clientAuth
+gen_cert scheduler ca /CN=system:kube-scheduler clientAuth
+gen_cert kubelet-client ca "/O=system:nodes/CN=system:node:$NODE_NAME" clientAuth
+gen_cert kubelet-serving ca "/CN=$NODE_NAME" serverAuth "IP:$NODE_IP,IP:127.0.0.1,DNS:$NODE_NAME,DNS:localhost"
+# Service account token signing key pair.
+gen_key sa
+[[ -f "$PKI/sa.pub" ]] || openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
+echo "$pki_settings" > "$PKI/.settings"
+
+# write_kubeconfig FILE CERT_NAME: a kubeconfig for the client cert CERT_NAME,
+# everything embedded (the file can be copied anywhere).
+write_kubeconfig() {
+  cat > "$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: https://127.0.0.1:6443
+    certificate-authority-data: $(base64 -w0 "$PKI/ca.crt")
+users:
+- name: $2
+  user:
+    client-certificate-data: $(base64 -w0 "$PKI/$2.crt")
+    client-key-data: $(base64 -w0 "$PKI/$2.key")
+contexts:
+- name: local
+  context:
+    cluster: local
+    user: $2
+current-context: local
+EOF
+  chmod 600 "$1"
+}
+write_kubeconfig "$KUBECONFIG" admin
+write_kubeconfig "$PKI/controller-manager.kubeconfig" controller-manager
+write_kubeconfig "$PKI/scheduler.kubeconfig" scheduler
+write_kubeconfig "$PKI/kubelet.kubeconfig" kubelet-client
+
+# Variables for scripts and humans: `source _output/local/env`.
+cat > "$STATE/env" <<EOF
+# Written by hack/local-up.sh: source it to talk to the local cluster.
+export KUBECONFIG=$KUBECONFIG
+export PATH=$BIN:\$PATH
+export NODE_NAME=$NODE_NAME
+export NODE_IP=$NODE_IP
+export CONTAINER_RUNTIME_ENDPOINT=$CONTAINER_RUNTIME_ENDPOINT
+export LOCAL_CLUSTER_STATE=$STATE
+export LOCAL_CLUSTER_PKI=$PKI
+EOF
+
+# --- 2. node IP on lo ---------------------------------------------------------
+if ! ip -o addr show dev lo | grep -qw "inet $NODE_IP/32"; then
+  ip addr add "$NODE_IP/32" dev lo
+  touch "$STATE/markers/lo-ip"
+fi
+
+# --- 3. containerd + CNI config -------------------------------------------------
+# Own config file; socket and state at the standard /run/containerd (the
+# kubelet and CRI clients expect it), root (images, snapshots) under
+# _output/local. restrict_oom_score_adj: these VMs lack CAP_SYS_RESOURCE.
+cat > "$STATE/containerd/config.toml" <<EOF
+version = 2
+root = "$STATE/containerd/root"
+state = "/run/containerd"
+disabled_plugins = ["io.containerd.internal.v1.tracing", "io.containerd.snapshotter.v1.aufs",
+  "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]
+
+[grpc]
+  address = "$CONTAINERD_SOCK"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$STATE/containerd/opt"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "inplace.local/pause:1.0"
+  restrict_oom_score_adj = true
+  stream_server_address = "127.0.0.1"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$STATE/cni/net.d"
+    max_conf_num = 1
+EOF
+
+# A plain bridge with host-local IPAM (allocations kept under _output/local);
+# no masquerading, so no iptables rules: pod IPs are reachable from the host
+# and pods reach the host (and kube-apiserver) at $NODE_IP.
+cat > "$STATE/cni/net.d/10-$CNI_NETWORK.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "$CNI_NETWORK",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$CNI_BRIDGE",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$POD_SUBNET"}]],
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "dataDir": "$STATE/cni/ipam"
+      }
+    }
+  ]
+}
+EOF
+
+# --- 4. kubelet config ----------------------------------------------------------
+# cgroup v1 host: failCgroupV1 false + cgroupfs; oomScoreAdj 0 (no
+# CAP_SYS_RESOURCE); 1 s max crash-loop back-off so a container switched back
+# to an image it just ran restarts at once; image GC effectively off (the
+# images cannot be pulled again); eviction thresholds low (shared machine);
+# no iptables chains (there is no kube-proxy).
+cat > "$STATE/kubelet-config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 0.0.0.0
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: $PKI/ca.crt
+authorization:
+  mode: Webhook
+tlsCertFile: $PKI/kubelet-serving.crt
+tlsPrivateKeyFile: $PKI/kubelet-serving.key
+containerRuntimeEndpoint: $CONTAINER_RUNTIME_ENDPOINT
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+oomScoreAdj: 0
+makeIPTablesUtilChains: false
+clusterDomain: cluster.local
+podLogsDir: $STATE/pod-logs
+serializeImagePulls: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 1%
+  nodefs.inodesFree: 1%
+  imagefs.available: 1%
+featureGates:
+  KubeletCrashLoopBackOffMax: true
+crashLoopBackOff:
+  maxContainerRestartPeriod: 1s
+EOF
+
+[[ -d /var/lib/kubelet ]] || touch "$STATE/markers/var-lib-kubelet"
+
+# --- 5. start etcd and containerd ----------------------------------------------
+# etcd: plain HTTP on loopback, short election timeout (ready in well under a
+# second), no fsync (a throwaway cluster: every local-up starts empty).
+rm -rf "$STATE/etcd"
+local_start etcd "$BIN/etcd" --name local --data-dir "$STATE/etcd" \
+  --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+  --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+  --initial-cluster local=http://127.0.0.1:2380 --initial-cluster-state new \
+  --heartbeat-interval 10 --election-timeout 100 --unsafe-no-fsync --log-level warn
+start_containerd
+
+# Images into containerd (only the missing ones), and a clean node: no pod
+# sandboxes of an earlier run (normally already removed by local-down).
+hack/build-images.sh --import
+"$BIN/minicri" -endpoint "$CONTAINER_RUNTIME_ENDPOINT" -timeout 60s rmp-all >&2
+
+local_wait etcd 30 "etcd" http_ok 127.0.0.1 2379 /health '"health":"true"'
+
+# --- 6. kube-apiserver ----------------------------------------------------------
+local_start kube-apiserver "$BIN/kube-apiserver" \
+  --etcd-servers=http://127.0.0.1:2379 \
+  --advertise-address="$NODE_IP" --bind-address=0.0.0.0 --secure-port=6443 \
+  --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+  --client-ca-file="$PKI/ca.crt" \
+  --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+  --allow-privileged=true \
+  --service-cluster-ip-range="$SERVICE_CIDR" \
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+  --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" \
+  --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
+  --kubelet-certificate-authority="$PKI/ca.crt" \
+  --kubelet-preferred-address-types=InternalIP,Hostname \
+  --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" \
+  --requestheader-allowed-names=front-proxy-client \
+  --requestheader-username-headers=X-Remote-User \
+  --requestheader-group-headers=X-Remote-Group \
+  --requestheader-extra-headers-prefix=X-Remote-Extra- \
+  --proxy-client-cert-file="$PKI/front-proxy-client.crt" \
+  --proxy-client-key-file="$PKI/front-proxy-client.key" \
+  --enable-aggregator-routing=true \
+  --v=1
+local_wait kube-apiserver 60 "kube-apiserver /readyz" https_ok 6443 /readyz
+
+# --- 7. controller-manager, scheduler, kubelet ---------------------------------
+# The controller-manager's default client rate limit (20 qps) makes its start
+# (one ServiceAccount and token per controller) take ~5 s; node-monitor-period
+# 1 s lifts the node's not-ready taint sooner.
+local_start kube-controller-manager "$BIN/kube-controller-manager" \
+  --kubeconfig="$PKI/controller-manager.kubeconfig" \
+  --authentication-kubeconfig="$PKI/controller-manager.kubeconfig" \
+  --authorization-kubeconfig="$PKI/controller-manager.kubeconfig" \
+  --bind-address=127.0.0.1 --secure-port=10257 --leader-elect=false \
+  --use-service-account-credentials=true \
+  --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
+  --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+  --service-cluster-ip-range="$SERVICE_CIDR" --allocate-node-cidrs=false \
+  --kube-api-qps=200 --kube-api-burst=400 --node-monitor-period=1s \
+  --v=1
+local_start kube-scheduler "$BIN/kube-scheduler" \
+  --kubeconfig="$PKI/scheduler.kubeconfig" \
+  --authentication-kubeconfig="$PKI/scheduler.kubeconfig" \
+  --authorization-kubeconfig="$PKI/scheduler.kubeconfig" \
+  --bind-address=127.0.0.1 --secure-port=10259 --leader-elect=false \
+  --v=1
+touch "$STATE/markers/kubelet-cgroups"
+local_start kubelet "$BIN/kubelet" \
+  --config="$STATE/kubelet-config.yaml" \
+  --kubeconfig="$PKI/kubelet.kubeconfig" \
+  --root-dir="$STATE/kubelet" \
+  --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" \
+  --v=2
+
+local_wait kubelet 60 "kubelet /healthz" http_ok 127.0.0.1 10248 /healthz ok
+local_wait kube-scheduler 60 "kube-scheduler /healthz" https_ok 10259 /healthz
+local_wait kube-controller-manager 60 "kube-controller-manager /healthz" https_ok 10257 /healthz
+
+# Node Ready and schedulable (the not-ready taint removed by the node
+# lifecycle controller).
+node_ready() {
+  [[ "$(kubectl get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}/{.spec.taints}')" == "True/" ]]
+}
+local_wait kubelet 60 "node $NODE_NAME Ready, no taints" node_ready
+# Pods need the default ServiceAccount (created by the controller-manager).
+local_wait kube-controller-manager 60 "ServiceAccount default/default" kubectl -n default get serviceaccount default
+
+# --- 8. hooks -------------------------------------------------------------------
+for hook in "${LOCAL_UP_HOOKS:-hack/local-up.d}"/*.sh; do
+  [[ -e "$hook" ]] || continue
+  log "running hook $hook"
+  # shellcheck disable=SC1090
+  source "$hook"
+done
+
+log "cluster ready in $((SECONDS - start_time))s"
+echo "export KUBECONFIG=$KUBECONFIG"
