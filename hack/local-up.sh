@@ -26,18 +26,27 @@
 # $PKI, $BIN, $LOGS, $NODE_NAME, $NODE_IP. A failing hook fails local-up
 # (the cluster stays up; hack/local-down.sh stops it and the hooks' daemons).
 #
-# Host paths and ports touched besides _output/: see hack/lib/local.sh
-# (PORTS) and the summary in the notes: 10.77.0.1/32 on lo, bridge inplace0,
-# /run/containerd, /var/run/netns, /var/lib/cni/results,
-# /var/lib/kubelet/device-plugins, /var/log/containers, kubepods cgroups,
-# net.ipv4.ip_forward=1 (set by the CNI bridge plugin).
+# Host state touched outside _output/ (local-down undoes what it can):
+#   - address 10.77.0.1/32 on lo (node IP; removed by local-down if added here)
+#   - CNI bridge inplace0, pod subnet 10.78.0.0/16 (deleted by local-down);
+#     net.ipv4.ip_forward=1 (set by the bridge plugin, left as is); no iptables
+#   - /run/containerd (containerd state and socket), /var/run/netns (pod netns),
+#     /var/lib/cni/results (libcni cache; our entries are removed)
+#   - /var/lib/kubelet/device-plugins (fixed in the kubelet; removed by
+#     local-down when /var/lib/kubelet did not exist before)
+#   - /var/log/containers (kubelet log symlinks; ours are removed)
+#   - kubepods cgroups in every cgroup v1 controller (removed when empty)
+#   - TCP ports 2379 2380 (etcd, loopback), 6443 (kube-apiserver, all
+#     addresses), 10248 (kubelet healthz, loopback), 10250 (kubelet, all
+#     addresses), 10257 (controller-manager), 10259 (scheduler), plus
+#     containerd's streaming server on a random loopback port.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source hack/lib/local.sh
 
 [[ $EUID -eq 0 ]] || die "must run as root"
 local_lock
-start_time=$SECONDS
+start_time=$(date +%s.%N)
 
 # --- 0. clean slate, dependencies, binaries, images --------------------------
 hack/local-down.sh
@@ -359,5 +368,5 @@ for hook in "${LOCAL_UP_HOOKS:-hack/local-up.d}"/*.sh; do
   source "$hook"
 done
 
-log "cluster ready in $((SECONDS - start_time))s"
+log "cluster ready in $(awk -v a="$start_time" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')s"
 echo "export KUBECONFIG=$KUBECONFIG"
