@@ -8,7 +8,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 )
 
-
 // CloneSetSpec is the desired state of a CloneSet.
 type CloneSetSpec struct {
 	// Replicas is the desired number of Pods. Defaults to 1.

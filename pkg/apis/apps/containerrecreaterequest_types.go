@@ -5,7 +5,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-
 // ContainerRecreateRequestSpec is what to recreate, and how.
 type ContainerRecreateRequestSpec struct {
 	// PodName is the Pod whose containers are recreated, in the CRR's namespace.

@@ -8,7 +8,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 )
 
-
 // SidecarSetSpec is the desired state of a SidecarSet.
 type SidecarSetSpec struct {
 	// Selector is a label query over the Pods to inject into.

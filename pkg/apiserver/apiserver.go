@@ -1,0 +1,87 @@
+// Package apiserver assembles inplace-apiserver: the apps.kruise.io group with its stored kinds and
+// subresources, on top of a k8s.io/apiserver generic server.
+package apiserver
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/cloneset"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/containerrecreaterequest"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/pod"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/sidecarset"
+)
+
+// Config is the configuration of inplace-apiserver.
+type Config struct {
+	GenericConfig *genericapiserver.RecommendedConfig
+}
+
+// CompletedConfig is a Config with every default filled in.
+type CompletedConfig struct {
+	generic genericapiserver.CompletedConfig
+}
+
+// Complete fills in the defaults of the generic server.
+func (c *Config) Complete() CompletedConfig {
+	return CompletedConfig{generic: c.GenericConfig.Complete()}
+}
+
+// Server is a running inplace-apiserver.
+type Server struct {
+	GenericAPIServer *genericapiserver.GenericAPIServer
+}
+
+// New creates the server and installs the apps.kruise.io group.
+func (c CompletedConfig) New() (*Server, error) {
+	generic, err := c.generic.New("inplace-apiserver", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, fmt.Errorf("creating the generic API server: %w", err)
+	}
+	storage, err := c.v1alpha1Storage()
+	if err != nil {
+		return nil, err
+	}
+	group := genericapiserver.NewDefaultAPIGroupInfo(apps.GroupName, Scheme, metav1.ParameterCodec, Codecs)
+	group.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = storage
+	if err := generic.InstallAPIGroup(&group); err != nil {
+		return nil, fmt.Errorf("installing the %s API group: %w", apps.GroupName, err)
+	}
+	return &Server{GenericAPIServer: generic}, nil
+}
+
+// v1alpha1Storage maps every resource and subresource path of apps.kruise.io/v1alpha1 to its storage.
+func (c CompletedConfig) v1alpha1Storage() (map[string]rest.Storage, error) {
+	optsGetter := c.generic.RESTOptionsGetter
+	cloneSets, err := cloneset.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	sidecarSets, err := sidecarset.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	crrs, err := containerrecreaterequest.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	pods := pod.NewStorage()
+	return map[string]rest.Storage{
+		"clonesets":                        cloneSets.CloneSet,
+		"clonesets/status":                 cloneSets.Status,
+		"clonesets/scale":                  cloneSets.Scale,
+		"sidecarsets":                      sidecarSets.SidecarSet,
+		"sidecarsets/status":               sidecarSets.Status,
+		"sidecarsets/inject":               sidecarSets.Inject,
+		"containerrecreaterequests":        crrs.ContainerRecreateRequest,
+		"containerrecreaterequests/status": crrs.Status,
+		"pods":                             pods.Pod,
+		"pods/inplaceupdate":               pods.InPlaceUpdate,
+		"pods/recreate":                    pods.Recreate,
+	}, nil
+}

@@ -1,0 +1,235 @@
+// Package options turns inplace-apiserver's flags into a running server: it picks the mode
+// (standalone or aggregated), starts the embedded etcd when no --etcd-servers is given, and runs
+// the generic API server until its context ends.
+package options
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sync"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	basecompatibility "k8s.io/component-base/compatibility"
+	baseversion "k8s.io/component-base/version"
+	"k8s.io/klog/v2"
+	netutils "k8s.io/utils/net"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/apiserver"
+	"github.com/inplace-dev/inplace/pkg/etcd"
+	generatedopenapi "github.com/inplace-dev/inplace/pkg/generated/openapi"
+)
+
+const (
+	// ModeStandalone serves on loopback with no authentication and no cluster behind it.
+	ModeStandalone = "standalone"
+	// ModeAggregated serves behind kube-apiserver's aggregator with delegated authn/authz.
+	ModeAggregated = "aggregated"
+
+	// etcdPathPrefix gives kube-style keys: /registry/<group>/<resource>/<namespace>/<name>.
+	etcdPathPrefix = "/registry"
+	// embeddedEtcdPlaceholder stands in --etcd-servers until the embedded etcd has a URL.
+	embeddedEtcdPlaceholder = "http://embedded-etcd.invalid"
+)
+
+// Options are the settings of inplace-apiserver.
+type Options struct {
+	Recommended *genericoptions.RecommendedOptions
+	// Mode is standalone or aggregated.
+	Mode string
+	// DataDir holds the embedded etcd's data and the self-signed serving certificate.
+	DataDir string
+	// EmbeddedEtcdPort is the loopback client port of the embedded etcd; 0 picks a free one.
+	EmbeddedEtcdPort int
+	// EmbeddedEtcdUnsafeNoFsync skips fsync in the embedded etcd (tests only).
+	EmbeddedEtcdUnsafeNoFsync bool
+
+	componentGlobals basecompatibility.ComponentGlobalsRegistry
+}
+
+// NewOptions returns the defaults: standalone, embedded etcd in ./inplace-data, port 8443.
+func NewOptions() *Options {
+	o := &Options{
+		Recommended: genericoptions.NewRecommendedOptions(etcdPathPrefix,
+			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
+		Mode:             ModeStandalone,
+		DataDir:          "inplace-data",
+		componentGlobals: compatibility.DefaultComponentGlobalsRegistry,
+	}
+	// Store every kind of the group at v1alpha1, whatever version a client wrote.
+	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
+		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
+	o.Recommended.SecureServing.BindPort = 8443
+	// The generic server reads feature gates and the effective version from this registry.
+	_, _ = o.componentGlobals.ComponentGlobalsOrRegister(basecompatibility.DefaultKubeComponent,
+		basecompatibility.NewEffectiveVersionFromString(baseversion.DefaultKubeBinaryVersion, "", ""),
+		utilfeature.DefaultMutableFeatureGate)
+	return o
+}
+
+// AddFlags adds every flag of inplace-apiserver to fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Mode, "mode", o.Mode, "standalone: loopback only, no authentication, no cluster needed; "+
+		"aggregated: behind kube-apiserver (APIService), with delegated authentication and authorization.")
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory of the embedded etcd's data and of the self-signed serving certificate.")
+	fs.IntVar(&o.EmbeddedEtcdPort, "embedded-etcd-port", o.EmbeddedEtcdPort, "Loopback client port of the embedded etcd (used when --etcd-servers is empty); 0 picks a free port.")
+	fs.BoolVar(&o.EmbeddedEtcdUnsafeNoFsync, "embedded-etcd-unsafe-no-fsync", false, "Skip fsync in the embedded etcd. Data may be lost on a crash: tests only.")
+	_ = fs.MarkHidden("embedded-etcd-unsafe-no-fsync")
+	o.Recommended.AddFlags(fs)
+	o.componentGlobals.AddFlags(fs)
+}
+
+// embeddedEtcd tells whether inplace-apiserver runs its own etcd.
+func (o *Options) embeddedEtcd() bool {
+	servers := o.Recommended.Etcd.StorageConfig.Transport.ServerList
+	return len(servers) == 0 || (len(servers) == 1 && servers[0] == embeddedEtcdPlaceholder)
+}
+
+// Complete applies the mode: standalone turns off everything that needs a cluster.
+func (o *Options) Complete() error {
+	if o.embeddedEtcd() {
+		o.Recommended.Etcd.StorageConfig.Transport.ServerList = []string{embeddedEtcdPlaceholder}
+	}
+	if o.Recommended.SecureServing.ServerCert.CertDirectory == "" ||
+		o.Recommended.SecureServing.ServerCert.CertDirectory == "apiserver.local.config/certificates" {
+		o.Recommended.SecureServing.ServerCert.CertDirectory = filepath.Join(o.DataDir, "certificates")
+	}
+	if o.Mode != ModeStandalone {
+		return nil
+	}
+	// With no cluster there is nobody to delegate authentication, authorization or admission to,
+	// and priority-and-fairness needs a core client: serve loopback only, with all of it off.
+	if o.Recommended.SecureServing.BindAddress.IsUnspecified() {
+		o.Recommended.SecureServing.BindAddress = netutils.ParseIPSloppy("127.0.0.1")
+	}
+	o.Recommended.Authentication = nil
+	o.Recommended.Authorization = nil
+	o.Recommended.CoreAPI = nil
+	o.Recommended.Admission = nil
+	o.Recommended.Features.EnablePriorityAndFairness = false
+	return nil
+}
+
+// Validate reports every bad flag at once.
+func (o *Options) Validate() error {
+	var errs []error
+	switch o.Mode {
+	case ModeStandalone:
+		if ip := o.Recommended.SecureServing.BindAddress; !ip.IsLoopback() {
+			errs = append(errs, fmt.Errorf("--bind-address=%s: standalone mode has no authentication and serves loopback addresses only", ip))
+		}
+	case ModeAggregated:
+	default:
+		errs = append(errs, fmt.Errorf("--mode=%q: must be %s or %s", o.Mode, ModeStandalone, ModeAggregated))
+	}
+	if o.embeddedEtcd() && o.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir: required for the embedded etcd (or give --etcd-servers)"))
+	}
+	errs = append(errs, o.Recommended.Validate()...)
+	errs = append(errs, o.componentGlobals.Validate()...)
+	return utilerrors.NewAggregate(errs)
+}
+
+var setComponentGlobals sync.Once
+
+// config builds the server configuration; the etcd URL must be known by now.
+func (o *Options) config() (*apiserver.Config, error) {
+	var setErr error
+	setComponentGlobals.Do(func() { setErr = o.componentGlobals.Set() })
+	if setErr != nil {
+		return nil, fmt.Errorf("applying --feature-gates and --emulated-version: %w", setErr)
+	}
+	alternateIPs := []net.IP{netutils.ParseIPSloppy("127.0.0.1")}
+	if err := o.Recommended.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, alternateIPs); err != nil {
+		return nil, fmt.Errorf("creating the self-signed serving certificate: %w", err)
+	}
+
+	c := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
+	namer := openapi.NewDefinitionNamer(apiserver.Scheme)
+	c.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
+	c.OpenAPIConfig.Info.Title = "inplace"
+	c.OpenAPIConfig.Info.Version = "v1alpha1"
+	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
+	c.OpenAPIV3Config.Info.Title = "inplace"
+	c.OpenAPIV3Config.Info.Version = "v1alpha1"
+	c.FeatureGate = o.componentGlobals.FeatureGateFor(basecompatibility.DefaultKubeComponent)
+	c.EffectiveVersion = o.componentGlobals.EffectiveVersionFor(basecompatibility.DefaultKubeComponent)
+
+	if err := o.Recommended.ApplyTo(c); err != nil {
+		return nil, fmt.Errorf("applying options: %w", err)
+	}
+	return &apiserver.Config{GenericConfig: c}, nil
+}
+
+// Run starts etcd (when embedded) and the API server, and serves until ctx ends. Then the API
+// server drains, and only after that the embedded etcd is closed, so no write is cut short.
+func (o *Options) Run(ctx context.Context) error {
+	s, err := o.Start(ctx)
+	if err != nil {
+		return err
+	}
+	return s.Wait()
+}
+
+// Running is a started inplace-apiserver.
+type Running struct {
+	done chan struct{}
+	err  error
+	// Server is the API server, for tests that need its loopback client configuration.
+	Server *apiserver.Server
+}
+
+// Wait blocks until the server and its embedded etcd have stopped, and returns why it stopped.
+func (r *Running) Wait() error {
+	<-r.done
+	return r.err
+}
+
+// Start starts etcd (when embedded) and the API server in the background; they stop when ctx ends.
+func (o *Options) Start(ctx context.Context) (*Running, error) {
+	var embedded *etcd.Server
+	if o.embeddedEtcd() {
+		var err error
+		embedded, err = etcd.Start(ctx, etcd.Options{
+			DataDir: o.DataDir, ClientPort: o.EmbeddedEtcdPort, UnsafeNoFsync: o.EmbeddedEtcdUnsafeNoFsync,
+		})
+		if err != nil {
+			return nil, err
+		}
+		o.Recommended.Etcd.StorageConfig.Transport.ServerList = []string{embedded.ClientURL}
+	}
+	closeEtcd := func() {
+		if embedded != nil {
+			embedded.Close()
+		}
+	}
+	config, err := o.config()
+	if err != nil {
+		closeEtcd()
+		return nil, err
+	}
+	server, err := config.Complete().New()
+	if err != nil {
+		closeEtcd()
+		return nil, err
+	}
+	r := &Running{done: make(chan struct{}), Server: server}
+	go func() {
+		defer close(r.done)
+		defer closeEtcd()
+		r.err = server.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+		klog.InfoS("inplace-apiserver stopped", "err", r.err)
+	}()
+	return r, nil
+}

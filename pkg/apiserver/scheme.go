@@ -1,0 +1,52 @@
+package apiserver
+
+import (
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/install"
+)
+
+var (
+	// Scheme holds every kind inplace-apiserver serves or reads.
+	Scheme = runtime.NewScheme()
+	// Codecs encode and decode the kinds of Scheme.
+	Codecs = serializer.NewCodecFactory(Scheme)
+)
+
+func init() {
+	install.Install(Scheme)
+	utilruntime.Must(addForeignKinds(Scheme))
+
+	// Kinds every API server must know, as in k8s.io/sample-apiserver.
+	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
+	unversioned := schema.GroupVersion{Group: "", Version: "v1"}
+	Scheme.AddUnversionedTypes(unversioned,
+		&metav1.Status{},
+		&metav1.APIVersions{},
+		&metav1.APIGroupList{},
+		&metav1.APIGroup{},
+		&metav1.APIResourceList{},
+	)
+}
+
+// addForeignKinds registers the kinds of other groups that our subresources speak: the
+// autoscaling/v1 Scale of clonesets/scale and the core v1 Pod of sidecarsets/inject. The request
+// handlers decode a body into the internal version of its group; these groups have no internal Go
+// types here, so the versioned type is registered as its own internal form (no conversion).
+func addForeignKinds(scheme *runtime.Scheme) error {
+	foreign := map[schema.GroupVersion][]runtime.Object{
+		autoscalingv1.SchemeGroupVersion: {&autoscalingv1.Scale{}},
+		corev1.SchemeGroupVersion:        {&corev1.Pod{}},
+	}
+	for gv, objs := range foreign {
+		scheme.AddKnownTypes(gv, objs...)
+		scheme.AddKnownTypes(schema.GroupVersion{Group: gv.Group, Version: runtime.APIVersionInternal}, objs...)
+	}
+	return nil
+}

@@ -1,0 +1,43 @@
+// Package sidecarset is the storage of the cluster-scoped sidecarsets resource and its status and
+// inject subresources.
+package sidecarset
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
+)
+
+// Storage holds the REST storage of sidecarsets and its subresources.
+type Storage struct {
+	SidecarSet *genericregistry.Store
+	Status     *strategy.StatusREST
+	Inject     *InjectREST
+}
+
+// NewStorage returns the storage of sidecarsets, sidecarsets/status and sidecarsets/inject.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
+	store, status, err := strategy.NewStores(scheme, optsGetter, kind, strategy.Resource[*apps.SidecarSet]{
+		Plural:   apps.Resource("sidecarsets"),
+		Singular: apps.Resource("sidecarset"),
+		NewList:  func() runtime.Object { return &apps.SidecarSetList{} },
+		Table:    tableConvertor,
+	})
+	if err != nil {
+		return Storage{}, err
+	}
+	return Storage{SidecarSet: store, Status: status, Inject: &InjectREST{}}, nil
+}
+
+var tableConvertor = table.New(
+	table.Column[*apps.SidecarSet]{Name: "Matched", Type: "integer", Description: "The number of pods matched.",
+		Cell: func(s *apps.SidecarSet) any { return s.Status.MatchedPods }},
+	table.Column[*apps.SidecarSet]{Name: "Updated", Type: "integer", Description: "The number of pods matched and updated.",
+		Cell: func(s *apps.SidecarSet) any { return s.Status.UpdatedPods }},
+	table.Column[*apps.SidecarSet]{Name: "Ready", Type: "integer", Description: "The number of pods matched and ready.",
+		Cell: func(s *apps.SidecarSet) any { return s.Status.ReadyPods }},
+)

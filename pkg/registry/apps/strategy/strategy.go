@@ -1,0 +1,195 @@
+// Package strategy holds the create/update/status strategy every stored kind of apps.kruise.io
+// shares: status is not writable through the main resource, spec is not writable through
+// /status, metadata.generation counts spec changes, and validation runs on every write.
+// Each resource package describes its kind with a Kind value; the behaviour lives here once.
+package strategy
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/names"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// Kind describes one stored kind: how to reach its spec and status, and how to validate it.
+type Kind[T runtime.Object] struct {
+	// NamespaceScoped is false for cluster-scoped kinds.
+	NamespaceScoped bool
+	// APIVersions are the served versions, for the server-side apply reset fields.
+	APIVersions []string
+	// New returns an empty object of the kind.
+	New func() T
+	// Spec and Status return the spec and status of an object (a pointer into it is fine).
+	Spec   func(obj T) any
+	Status func(obj T) any
+	// CopySpec sets dst's spec to src's; CopyStatus sets dst's status to src's.
+	CopySpec   func(dst, src T)
+	CopyStatus func(dst, src T)
+	// Validate, ValidateUpdate and ValidateStatusUpdate are the kind's validation.
+	Validate             func(obj T) field.ErrorList
+	ValidateUpdate       func(obj, old T) field.ErrorList
+	ValidateStatusUpdate func(obj, old T) field.ErrorList
+}
+
+// Strategy is the main-resource strategy of a kind: it owns spec and metadata, never status.
+type Strategy[T runtime.Object] struct {
+	runtime.ObjectTyper
+	names.NameGenerator
+	kind Kind[T]
+}
+
+// New returns the main-resource strategy of kind.
+func New[T runtime.Object](typer runtime.ObjectTyper, kind Kind[T]) Strategy[T] {
+	return Strategy[T]{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, kind: kind}
+}
+
+var (
+	_ rest.RESTCreateStrategy              = Strategy[runtime.Object]{}
+	_ rest.RESTUpdateStrategy              = Strategy[runtime.Object]{}
+	_ rest.RESTDeleteStrategy              = Strategy[runtime.Object]{}
+	_ rest.ResetFieldsStrategy             = Strategy[runtime.Object]{}
+	_ rest.RESTUpdateStrategy              = StatusStrategy[runtime.Object]{}
+	_ rest.ResetFieldsStrategy             = StatusStrategy[runtime.Object]{}
+	_ rest.GarbageCollectionDeleteStrategy = Strategy[runtime.Object]{}
+)
+
+// NamespaceScoped tells whether objects of the kind live in a namespace.
+func (s Strategy[T]) NamespaceScoped() bool { return s.kind.NamespaceScoped }
+
+// GetResetFields says which fields a write through the main resource leaves untouched.
+func (s Strategy[T]) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return resetFields(s.kind.APIVersions, "status")
+}
+
+// DefaultGarbageCollectionPolicy deletes dependents in the background, as for apps/v1 kinds.
+func (s Strategy[T]) DefaultGarbageCollectionPolicy(context.Context) rest.GarbageCollectionPolicy {
+	return rest.DeleteDependents
+}
+
+// PrepareForCreate drops any status the client sent and starts the generation at 1.
+func (s Strategy[T]) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	o := obj.(T)
+	s.kind.CopyStatus(o, s.kind.New())
+	mustAccessor(o).SetGeneration(1)
+}
+
+// PrepareForUpdate keeps the stored status and counts a spec change in metadata.generation.
+func (s Strategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	o, prev := obj.(T), old.(T)
+	s.kind.CopyStatus(o, prev)
+	generation := mustAccessor(prev).GetGeneration()
+	if !equality.Semantic.DeepEqual(s.kind.Spec(o), s.kind.Spec(prev)) {
+		generation++
+	}
+	mustAccessor(o).SetGeneration(generation)
+}
+
+// Validate validates a new object.
+func (s Strategy[T]) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	return s.kind.Validate(obj.(T))
+}
+
+// ValidateUpdate validates an update of an object.
+func (s Strategy[T]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return s.kind.ValidateUpdate(obj.(T), old.(T))
+}
+
+// WarningsOnCreate returns no warnings: nothing served is deprecated.
+func (s Strategy[T]) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
+
+// WarningsOnUpdate returns no warnings: nothing served is deprecated.
+func (s Strategy[T]) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
+}
+
+// AllowCreateOnUpdate is false: a PUT of a missing object is a 404, as for apps/v1 kinds.
+func (s Strategy[T]) AllowCreateOnUpdate(context.Context) bool { return false }
+
+// AllowUnconditionalUpdate lets a PUT without resourceVersion through, as for apps/v1 kinds.
+func (s Strategy[T]) AllowUnconditionalUpdate(context.Context) bool { return true }
+
+// Canonicalize leaves objects as they are.
+func (s Strategy[T]) Canonicalize(runtime.Object) {}
+
+// StatusStrategy is the /status strategy of a kind: it owns status, never spec.
+type StatusStrategy[T runtime.Object] struct {
+	Strategy[T]
+}
+
+// NewStatus returns the /status strategy of kind.
+func NewStatus[T runtime.Object](typer runtime.ObjectTyper, kind Kind[T]) StatusStrategy[T] {
+	return StatusStrategy[T]{Strategy: New(typer, kind)}
+}
+
+// GetResetFields says which fields a write through /status leaves untouched.
+func (s StatusStrategy[T]) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return resetFields(s.kind.APIVersions, "spec")
+}
+
+// PrepareForUpdate keeps the stored spec; the generation does not move.
+func (s StatusStrategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	o, prev := obj.(T), old.(T)
+	s.kind.CopySpec(o, prev)
+	mustAccessor(o).SetGeneration(mustAccessor(prev).GetGeneration())
+}
+
+// ValidateUpdate validates a status update.
+func (s StatusStrategy[T]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return s.kind.ValidateStatusUpdate(obj.(T), old.(T))
+}
+
+// GetAttrs returns the labels and the fields (metadata.name, metadata.namespace) an object is
+// selected by in list and watch.
+func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil, fmt.Errorf("selecting %T: %w", obj, err)
+	}
+	fs := fields.Set{"metadata.name": m.GetName()}
+	if ns := m.GetNamespace(); ns != "" {
+		fs["metadata.namespace"] = ns
+	}
+	return labels.Set(m.GetLabels()), fs, nil
+}
+
+// Matcher returns the selection predicate of list and watch.
+func Matcher(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
+	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
+}
+
+// StoreOptions returns the store options every kind uses.
+func StoreOptions(optsGetter generic.RESTOptionsGetter) *generic.StoreOptions {
+	return &generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}
+}
+
+func resetFields(versions []string, top string) map[fieldpath.APIVersion]*fieldpath.Set {
+	fs := make(map[fieldpath.APIVersion]*fieldpath.Set, len(versions))
+	for _, v := range versions {
+		fs[fieldpath.APIVersion(v)] = fieldpath.NewSet(fieldpath.MakePathOrDie(top))
+	}
+	return fs
+}
+
+func mustAccessor(obj runtime.Object) metav1Object {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		// Every stored kind embeds ObjectMeta; reaching this is a programming error.
+		panic(fmt.Sprintf("%T has no object metadata: %v", obj, err))
+	}
+	return m
+}
+
+type metav1Object interface {
+	GetGeneration() int64
+	SetGeneration(int64)
+}

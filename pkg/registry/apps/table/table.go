@@ -1,0 +1,112 @@
+// Package table turns objects and lists of one kind into the metav1.Table that kubectl prints,
+// with the kind's own columns between NAME and AGE, like OpenKruise's printer columns.
+package table
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apiserver/pkg/registry/rest"
+)
+
+// Column is one printed column of a kind.
+type Column[T runtime.Object] struct {
+	Name string
+	// Type is the OpenAPI type of the cells: integer, string, date...
+	Type        string
+	Description string
+	// Priority 0 columns always print; 1 only with -o wide.
+	Priority int32
+	Cell     func(obj T) any
+}
+
+// Convertor prints objects of type T with the given columns.
+type Convertor[T runtime.Object] struct {
+	columns []Column[T]
+}
+
+var _ rest.TableConvertor = Convertor[runtime.Object]{}
+
+// New returns a convertor with NAME, then columns, then AGE.
+func New[T runtime.Object](columns ...Column[T]) Convertor[T] {
+	return Convertor[T]{columns: columns}
+}
+
+// ConvertToTable prints one object or a list of them.
+func (c Convertor[T]) ConvertToTable(_ context.Context, object runtime.Object, _ runtime.Object) (*metav1.Table, error) {
+	t := &metav1.Table{ColumnDefinitions: c.definitions()}
+	if meta.IsListType(object) {
+		items, err := meta.ExtractList(object)
+		if err != nil {
+			return nil, fmt.Errorf("printing %T: %w", object, err)
+		}
+		for _, item := range items {
+			row, err := c.row(item)
+			if err != nil {
+				return nil, err
+			}
+			t.Rows = append(t.Rows, row)
+		}
+		if l, err := meta.ListAccessor(object); err == nil {
+			t.ResourceVersion = l.GetResourceVersion()
+			t.Continue = l.GetContinue()
+			t.RemainingItemCount = l.GetRemainingItemCount()
+		}
+		return t, nil
+	}
+	row, err := c.row(object)
+	if err != nil {
+		return nil, err
+	}
+	t.Rows = []metav1.TableRow{row}
+	if m, err := meta.Accessor(object); err == nil {
+		t.ResourceVersion = m.GetResourceVersion()
+	}
+	return t, nil
+}
+
+func (c Convertor[T]) definitions() []metav1.TableColumnDefinition {
+	defs := []metav1.TableColumnDefinition{{
+		Name: "Name", Type: "string", Format: "name",
+		Description: metav1.ObjectMeta{}.SwaggerDoc()["name"],
+	}}
+	for _, col := range c.columns {
+		defs = append(defs, metav1.TableColumnDefinition{
+			Name: col.Name, Type: col.Type, Description: col.Description, Priority: col.Priority,
+		})
+	}
+	return append(defs, metav1.TableColumnDefinition{
+		Name: "Age", Type: "date", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"],
+	})
+}
+
+func (c Convertor[T]) row(object runtime.Object) (metav1.TableRow, error) {
+	obj, ok := object.(T)
+	if !ok {
+		var want T
+		return metav1.TableRow{}, fmt.Errorf("cannot print %T as %T", object, want)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return metav1.TableRow{}, fmt.Errorf("printing %T: %w", object, err)
+	}
+	cells := []any{m.GetName()}
+	for _, col := range c.columns {
+		cells = append(cells, col.Cell(obj))
+	}
+	cells = append(cells, Age(m.GetCreationTimestamp()))
+	return metav1.TableRow{Cells: cells, Object: runtime.RawExtension{Object: object}}, nil
+}
+
+// Age prints how long ago t was, the way kubectl does ("<unknown>" for a zero time).
+func Age(t metav1.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(time.Since(t.Time))
+}
