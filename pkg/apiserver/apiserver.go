@@ -52,6 +52,14 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("installing the %s API group: %w", apps.GroupName, err)
 	}
+	// In aggregated mode admission (namespace lifecycle, webhooks) reads the cluster through
+	// these informers; nothing else starts them, and admission waits until they have synced.
+	if informers := c.generic.SharedInformerFactory; informers != nil {
+		generic.AddPostStartHookOrDie("start-core-informers", func(ctx genericapiserver.PostStartHookContext) error {
+			informers.Start(ctx.Done())
+			return nil
+		})
+	}
 	return &Server{GenericAPIServer: generic}, nil
 }
 

@@ -1,0 +1,66 @@
+# inplace — the two commands a fresh machine needs are `make run` and `make test`.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+GO ?= go
+BIN := _output/bin
+GO_TEST_FLAGS ?= -count=1
+
+.PHONY: all build run run-standalone test test-unit test-integration test-e2e verify codegen \
+        kube-binaries images deps cluster-up cluster-down clean
+
+all: build
+
+## build: the inplace programs into _output/bin
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+## run: a real local cluster with inplace aggregated into it (see README)
+run: build deps kube-binaries
+	hack/run.sh
+
+## run-standalone: inplace-apiserver alone on loopback with embedded etcd (no cluster)
+run-standalone: build
+	hack/run-standalone.sh
+
+## test: everything — unit, integration (real etcd, real kubectl) and e2e (real cluster)
+test: test-unit test-integration test-e2e
+
+test-unit:
+	$(GO) test $(GO_TEST_FLAGS) ./pkg/... ./cmd/...
+
+# The kubectl tests of the standalone server use the kubectl built from the module proxy.
+test-integration: build
+	hack/build-kube.sh kubectl
+	KUBECTL=$(CURDIR)/$(BIN)/kubectl INPLACE_APISERVER=$(CURDIR)/$(BIN)/inplace-apiserver \
+		$(GO) test $(GO_TEST_FLAGS) -timeout 20m ./test/integration/...
+
+# The e2e harness brings the local cluster up and down itself; it needs root.
+test-e2e: build deps kube-binaries
+	INPLACE_REPO_ROOT=$(CURDIR) $(GO) test $(GO_TEST_FLAGS) -timeout 40m -v ./test/e2e/... 2>&1 | tee _output/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; \
+		exit $${PIPESTATUS[0]}
+
+## verify: gofmt, go vet and generated code up to date
+verify:
+	hack/verify.sh
+
+## codegen: regenerate deepcopy, defaults, conversion, openapi, clientset, listers, informers, applyconfigurations
+codegen:
+	hack/update-codegen.sh
+
+deps:
+	hack/install-deps.sh
+
+kube-binaries:
+	hack/build-kube.sh
+
+images:
+	hack/build-images.sh
+
+cluster-up: deps kube-binaries build
+	hack/local-up.sh
+
+cluster-down:
+	hack/local-down.sh
+
+clean:
+	rm -rf _output/bin _output/tools
