@@ -1,0 +1,67 @@
+package table
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps"
+)
+
+var convertor = New(
+	Column[*apps.CloneSet]{Name: "Total", Type: "integer", Cell: func(c *apps.CloneSet) any { return c.Status.Replicas }},
+	Column[*apps.CloneSet]{Name: "Wide", Type: "string", Priority: 1, Cell: func(*apps.CloneSet) any { return "w" }},
+)
+
+func TestConvertList(t *testing.T) {
+	created := metav1.NewTime(time.Now().Add(-90 * time.Second))
+	list := &apps.CloneSetList{
+		ListMeta: metav1.ListMeta{ResourceVersion: "17", Continue: "next"},
+		Items: []apps.CloneSet{
+			{ObjectMeta: metav1.ObjectMeta{Name: "a", CreationTimestamp: created}, Status: apps.CloneSetStatus{Replicas: 3}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "b"}},
+		},
+	}
+	tbl, err := convertor.ConvertToTable(context.Background(), list, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range tbl.ColumnDefinitions {
+		names = append(names, c.Name)
+	}
+	if got, want := names, []string{"Name", "Total", "Wide", "Age"}; !slices.Equal(got, want) {
+		t.Fatalf("columns %v, want %v", got, want)
+	}
+	if tbl.ColumnDefinitions[2].Priority != 1 {
+		t.Errorf("wide column priority %d, want 1", tbl.ColumnDefinitions[2].Priority)
+	}
+	if len(tbl.Rows) != 2 {
+		t.Fatalf("%d rows, want 2", len(tbl.Rows))
+	}
+	if got := tbl.Rows[0].Cells; got[0] != "a" || got[1] != int32(3) || got[3] != "90s" {
+		t.Errorf("row a = %v", got)
+	}
+	if got := tbl.Rows[1].Cells[3]; got != "<unknown>" {
+		t.Errorf("age of an object without creationTimestamp = %v", got)
+	}
+	if tbl.ResourceVersion != "17" || tbl.Continue != "next" {
+		t.Errorf("list metadata not carried: %+v", tbl.ListMeta)
+	}
+	if tbl.Rows[0].Object.Object == nil {
+		t.Error("row does not carry its object (needed for -o wide / custom columns)")
+	}
+}
+
+func TestConvertOneAndWrongType(t *testing.T) {
+	tbl, err := convertor.ConvertToTable(context.Background(), &apps.CloneSet{ObjectMeta: metav1.ObjectMeta{Name: "one", ResourceVersion: "5"}}, nil)
+	if err != nil || len(tbl.Rows) != 1 || tbl.ResourceVersion != "5" {
+		t.Fatalf("table %+v, err %v", tbl, err)
+	}
+	if _, err := convertor.ConvertToTable(context.Background(), &apps.SidecarSet{}, nil); err == nil {
+		t.Error("printing a SidecarSet with CloneSet columns should fail")
+	}
+}
