@@ -1,0 +1,89 @@
+// Package manager runs inplace-controller: it connects to the cluster, elects one leader among its
+// replicas (Lease), serves health and metrics, and runs every controller while it leads.
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Options are the settings of inplace-controller.
+type Options struct {
+	// Kubeconfig is the kubeconfig file; empty means in-cluster configuration.
+	Kubeconfig string
+	// LeaderElect makes replicas elect one leader through a Lease; off only for a single replica.
+	LeaderElect bool
+	// LeaderElectionNamespace and LeaderElectionName name the Lease.
+	LeaderElectionNamespace string
+	LeaderElectionName      string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
+	// BindAddress serves /healthz, /readyz and /metrics over plain HTTP.
+	BindAddress string
+	// Workers is how many keys each controller reconciles at once.
+	Workers int
+	// QPS and Burst limit the controller's requests to the API servers.
+	QPS   float32
+	Burst int
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "kube-system"
+	}
+	return &Options{
+		LeaderElect:             true,
+		LeaderElectionNamespace: ns,
+		LeaderElectionName:      "inplace-controller",
+		LeaseDuration:           15 * time.Second,
+		RenewDeadline:           10 * time.Second,
+		RetryPeriod:             2 * time.Second,
+		BindAddress:             "127.0.0.1:10390",
+		Workers:                 4,
+		QPS:                     50,
+		Burst:                   100,
+	}
+}
+
+// AddFlags adds the flags of inplace-controller.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig file; empty uses the in-cluster configuration.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect one active replica through a Lease before running controllers.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-elect-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease (default $POD_NAMESPACE or kube-system).")
+	fs.StringVar(&o.LeaderElectionName, "leader-elect-name", o.LeaderElectionName, "Name of the leader election Lease.")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a lease holds without renewal before another replica may take over.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader retries renewing before it gives up leading.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often replicas try to acquire or renew the lease.")
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "host:port serving /healthz, /readyz and /metrics.")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "Keys each controller reconciles at once.")
+	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API servers.")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API servers.")
+}
+
+// Validate reports every bad flag at once.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.LeaderElect {
+		if o.LeaderElectionNamespace == "" || o.LeaderElectionName == "" {
+			errs = append(errs, errors.New("--leader-elect-namespace and --leader-elect-name: required with --leader-elect"))
+		}
+		if o.LeaseDuration <= o.RenewDeadline {
+			errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%s) must be longer than --leader-elect-renew-deadline (%s)", o.LeaseDuration, o.RenewDeadline))
+		}
+	}
+	if _, _, err := net.SplitHostPort(o.BindAddress); err != nil {
+		errs = append(errs, fmt.Errorf("--bind-address=%q: %w", o.BindAddress, err))
+	}
+	if o.Workers < 1 {
+		errs = append(errs, fmt.Errorf("--workers=%d: must be at least 1", o.Workers))
+	}
+	return errors.Join(errs...)
+}
