@@ -32,9 +32,32 @@ type Convertor[T runtime.Object] struct {
 
 var _ rest.TableConvertor = Convertor[runtime.Object]{}
 
-// New returns a convertor with NAME, then columns, then AGE.
+// New returns a convertor printing NAME, the columns, AGE, and then the wide (priority > 0)
+// columns, the order kubectl shows for built-in workloads and for OpenKruise's CRDs.
 func New[T runtime.Object](columns ...Column[T]) Convertor[T] {
-	return Convertor[T]{columns: columns}
+	age := Column[T]{
+		Name: "Age", Type: "date", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"],
+		Cell: func(obj T) any {
+			m, err := meta.Accessor(obj)
+			if err != nil {
+				return "<unknown>"
+			}
+			return Age(m.GetCreationTimestamp())
+		},
+	}
+	ordered := make([]Column[T], 0, len(columns)+1)
+	for _, c := range columns {
+		if c.Priority == 0 {
+			ordered = append(ordered, c)
+		}
+	}
+	ordered = append(ordered, age)
+	for _, c := range columns {
+		if c.Priority > 0 {
+			ordered = append(ordered, c)
+		}
+	}
+	return Convertor[T]{columns: ordered}
 }
 
 // ConvertToTable prints one object or a list of them.
@@ -80,9 +103,7 @@ func (c Convertor[T]) definitions() []metav1.TableColumnDefinition {
 			Name: col.Name, Type: col.Type, Description: col.Description, Priority: col.Priority,
 		})
 	}
-	return append(defs, metav1.TableColumnDefinition{
-		Name: "Age", Type: "date", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"],
-	})
+	return defs
 }
 
 func (c Convertor[T]) row(object runtime.Object) (metav1.TableRow, error) {
@@ -99,7 +120,6 @@ func (c Convertor[T]) row(object runtime.Object) (metav1.TableRow, error) {
 	for _, col := range c.columns {
 		cells = append(cells, col.Cell(obj))
 	}
-	cells = append(cells, Age(m.GetCreationTimestamp()))
 	return metav1.TableRow{Cells: cells, Object: runtime.RawExtension{Object: object}}, nil
 }
 

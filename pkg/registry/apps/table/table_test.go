@@ -33,19 +33,19 @@ func TestConvertList(t *testing.T) {
 	for _, c := range tbl.ColumnDefinitions {
 		names = append(names, c.Name)
 	}
-	if got, want := names, []string{"Name", "Total", "Wide", "Age"}; !slices.Equal(got, want) {
+	if got, want := names, []string{"Name", "Total", "Age", "Wide"}; !slices.Equal(got, want) {
 		t.Fatalf("columns %v, want %v", got, want)
 	}
-	if tbl.ColumnDefinitions[2].Priority != 1 {
-		t.Errorf("wide column priority %d, want 1", tbl.ColumnDefinitions[2].Priority)
+	if tbl.ColumnDefinitions[3].Priority != 1 {
+		t.Errorf("wide column priority %d, want 1", tbl.ColumnDefinitions[3].Priority)
 	}
 	if len(tbl.Rows) != 2 {
 		t.Fatalf("%d rows, want 2", len(tbl.Rows))
 	}
-	if got := tbl.Rows[0].Cells; got[0] != "a" || got[1] != int32(3) || got[3] != "90s" {
+	if got := tbl.Rows[0].Cells; got[0] != "a" || got[1] != int32(3) || got[2] != "90s" || got[3] != "w" {
 		t.Errorf("row a = %v", got)
 	}
-	if got := tbl.Rows[1].Cells[3]; got != "<unknown>" {
+	if got := tbl.Rows[1].Cells[2]; got != "<unknown>" {
 		t.Errorf("age of an object without creationTimestamp = %v", got)
 	}
 	if tbl.ResourceVersion != "17" || tbl.Continue != "next" {
