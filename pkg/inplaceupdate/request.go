@@ -1,0 +1,258 @@
+package inplaceupdate
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+)
+
+// reservedAnnotations are the annotations only this engine and the daemon write.
+var reservedAnnotations = map[string]bool{
+	pub.InPlaceUpdateStateKey:    true,
+	pub.InPlaceUpdateStateKeyOld: true,
+	pub.InPlaceUpdateGraceKey:    true,
+	pub.InPlaceUpdateGraceKeyOld: true,
+	pub.RuntimeContainerMetaKey:  true,
+}
+
+// SpecFromRequest checks a pods/inplaceupdate request against the live Pod and returns the
+// UpdateSpec to Begin (the same CalculateSpec would build for the same change). It expects a body
+// that apps validation (ValidateInPlaceUpdate) has accepted. Requested values the Pod already has
+// are left out; requested resources are merged over the container's current ones.
+//
+// Errors:
+//   - *PodNotUpdatableError (errors.Is ErrPodNotUpdatable): the Pod is being deleted, has
+//     terminated, or is not scheduled;
+//   - *InProgressError (errors.Is ErrInProgress): an in-place update of another revision (or of
+//     the same revision with other changes) is in progress — answer 409;
+//   - *InvalidRequestError: a container the Pod does not have (spec.containers[i].name), an init
+//     container (spec.containers[i].image / .resources), a resize that changes the Pod's QoS
+//     class or removes or changes a resource that cannot be resized, a reserved label or
+//     annotation, or a request that changes nothing — answer 422.
+//
+// Repeating a request for the revision the Pod's state already has, while that update runs or
+// after it completed, returns an empty spec of that revision, which Begin answers without change.
+func SpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSpec, error) {
+	if err := checkPodUpdatable(pod); err != nil {
+		return nil, err
+	}
+	in := &req.Spec
+	st, hasState, err := readState(pod)
+	if err != nil {
+		// A state that does not decode is overwritten by the new update.
+		st, hasState = nil, false
+	}
+	grace, inGrace, err := readGrace(pod)
+	if err != nil {
+		grace, inGrace = nil, false
+	}
+	inProgress := inGrace || (hasState && !st.completed())
+	if inProgress {
+		current := ""
+		if hasState {
+			current = st.Revision
+		} else {
+			current = grace.Revision
+		}
+		if current != in.Revision {
+			return nil, &InProgressError{Revision: current, Requested: in.Revision}
+		}
+	}
+	var pend *pending
+	if inProgress {
+		pend = pendingOf(st, grace)
+	}
+
+	spec := &UpdateSpec{Revision: in.Revision, GraceSeconds: in.GracePeriodSeconds}
+	var errs field.ErrorList
+	specPath := field.NewPath("spec")
+	resized := pod.Spec.DeepCopy()
+	var firstResized *field.Path
+	for i := range in.Containers {
+		rc := &in.Containers[i]
+		p := specPath.Child("containers").Index(i)
+		c := findContainer(pod.Spec.Containers, rc.Name)
+		if c == nil {
+			if findContainer(pod.Spec.InitContainers, rc.Name) != nil {
+				what := p.Child("image")
+				if rc.Image == "" {
+					what = p.Child("resources")
+				}
+				errs = append(errs, field.Forbidden(what, fmt.Sprintf("%q is an init container: init containers cannot be updated in place", rc.Name)))
+			} else {
+				errs = append(errs, field.NotFound(p.Child("name"), rc.Name))
+			}
+			continue
+		}
+		if rc.Image != "" && rc.Image != c.Image && !pend.hasImage(rc.Name, rc.Image) {
+			setMap(&spec.ContainerImages, rc.Name, rc.Image)
+		}
+		if rc.Resources == nil {
+			continue
+		}
+		if bad := notResizable(p.Child("resources"), rc.Resources); len(bad) > 0 {
+			errs = append(errs, bad...)
+			continue
+		}
+		// Merged over the current resources, nothing is removed and only cpu and memory change:
+		// diffResources cannot refuse.
+		merged := mergeResources(c.Resources, *rc.Resources)
+		changed, want, _ := diffResources(p.Child("resources"), c.Resources, merged)
+		findContainer(resized.Containers, rc.Name).Resources = merged
+		if changed && !pend.hasResources(rc.Name, want) {
+			setMap(&spec.ContainerResources, rc.Name, want)
+		}
+		if changed && firstResized == nil {
+			firstResized = p.Child("resources")
+		}
+	}
+	if firstResized != nil {
+		if from, to := PodQOSClass(pod), ComputeQOSClass(resized); from != to {
+			errs = append(errs, field.Forbidden(firstResized, fmt.Sprintf(
+				"the new resources would change the Pod's QoS class from %s to %s: resources can change in place only within the same QoS class", from, to)))
+		}
+	}
+
+	var setLabels, setAnnotations map[string]string
+	if md := in.Metadata; md != nil {
+		mdPath := specPath.Child("metadata")
+		for _, k := range sortedKeys(md.Labels) {
+			v := md.Labels[k]
+			switch {
+			case k == RevisionLabelKey:
+				errs = append(errs, field.Forbidden(mdPath.Child("labels").Key(k), "set spec.revision instead"))
+			case hasValue(pod.Labels, k, v) || pend.hasLabel(k, v):
+			default:
+				setMap(&setLabels, k, v)
+			}
+		}
+		for _, k := range sortedKeys(md.Annotations) {
+			v := md.Annotations[k]
+			switch {
+			case reservedAnnotations[k]:
+				errs = append(errs, field.Forbidden(mdPath.Child("annotations").Key(k), "this annotation is written by inplace itself"))
+			case hasValue(pod.Annotations, k, v) || pend.hasAnnotation(k, v):
+			default:
+				setMap(&setAnnotations, k, v)
+			}
+		}
+	}
+	spec.addMetadataChange(pod.Spec.Containers, setLabels, setAnnotations, nil, nil)
+
+	if len(errs) > 0 {
+		return nil, &InvalidRequestError{Errs: errs}
+	}
+	if spec.IsEmpty() {
+		switch {
+		case hasState && st.Revision == in.Revision && (in.Revision != "" || inProgress):
+			// The same request again: nothing more to do.
+			return &UpdateSpec{Revision: in.Revision}, nil
+		case in.Revision != "" && pod.Labels[RevisionLabelKey] != in.Revision:
+			// The Pod already has the requested content; only its revision label changes.
+			return spec, nil
+		default:
+			return nil, &InvalidRequestError{Errs: field.ErrorList{field.Invalid(specPath, "",
+				"the request changes nothing: the pod already has every requested image, resource, label and annotation")}}
+		}
+	}
+	if inProgress {
+		return nil, &InProgressError{Revision: in.Revision, Requested: in.Revision}
+	}
+	return spec, nil
+}
+
+// notResizable refuses requested resources other than cpu and memory.
+func notResizable(fldPath *field.Path, res *corev1.ResourceRequirements) field.ErrorList {
+	var errs field.ErrorList
+	for _, part := range []struct {
+		name string
+		list corev1.ResourceList
+	}{{"requests", res.Requests}, {"limits", res.Limits}} {
+		for _, name := range sortedResourceNames(part.list) {
+			if !resizable[name] {
+				errs = append(errs, field.NotSupported(fldPath.Child(part.name).Key(string(name)), name,
+					[]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}))
+			}
+		}
+	}
+	return errs
+}
+
+func hasValue(m map[string]string, k, v string) bool {
+	cur, ok := m[k]
+	return ok && cur == v
+}
+
+// pending are the values an in-progress update has yet to apply (grace period, later batches,
+// resizes not yet reported). A nil *pending has none.
+type pending struct {
+	images      map[string]string
+	resources   map[string]corev1.ResourceRequirements
+	labels      map[string]string
+	annotations map[string]string
+}
+
+func pendingOf(st *state, grace *UpdateSpec) *pending {
+	p := &pending{}
+	addMeta := func(labels, annotations map[string]string) {
+		for k, v := range labels {
+			setMap(&p.labels, k, v)
+		}
+		for k, v := range annotations {
+			setMap(&p.annotations, k, v)
+		}
+	}
+	if grace != nil {
+		for c, img := range grace.ContainerImages {
+			setMap(&p.images, c, img)
+		}
+		for c, r := range grace.ContainerResources {
+			setMap(&p.resources, c, r)
+		}
+		if grace.Metadata != nil {
+			addMeta(grace.Metadata.Labels, grace.Metadata.Annotations)
+		}
+		for _, m := range grace.ContainerRefMetadata {
+			addMeta(m.Labels, m.Annotations)
+		}
+	}
+	if st != nil {
+		for c, img := range st.NextContainerImages {
+			setMap(&p.images, c, img)
+		}
+		for c, r := range st.NextContainerResources {
+			setMap(&p.resources, c, r)
+		}
+		for c, r := range st.ContainerResources {
+			setMap(&p.resources, c, r)
+		}
+		for _, m := range st.NextContainerRefMetadata {
+			addMeta(m.Labels, m.Annotations)
+		}
+	}
+	return p
+}
+
+func (p *pending) hasImage(c, image string) bool {
+	return p != nil && p.images[c] == image
+}
+
+func (p *pending) hasResources(c string, want corev1.ResourceRequirements) bool {
+	if p == nil {
+		return false
+	}
+	r, ok := p.resources[c]
+	return ok && covers(r, want) && covers(want, r)
+}
+
+func (p *pending) hasLabel(k, v string) bool {
+	return p != nil && hasValue(p.labels, k, v)
+}
+
+func (p *pending) hasAnnotation(k, v string) bool {
+	return p != nil && hasValue(p.annotations, k, v)
+}

@@ -1,0 +1,172 @@
+package inplaceupdate
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+)
+
+// state is the JSON of the state annotation as this engine writes it: OpenKruise's
+// InPlaceUpdateState plus fields OpenKruise does not know (and ignores).
+type state struct {
+	pub.InPlaceUpdateState `json:",inline"`
+
+	// ContainerResources are the resources the containers of the current batch must reach. They
+	// are kept so that Progress can send a resize again when the caller died before sending it.
+	ContainerResources map[string]corev1.ResourceRequirements `json:"containerResources,omitempty"`
+	// EnvRestartContainers maps each container of the current batch that the daemon must restart
+	// for env-from-metadata to its containerID before the restart.
+	EnvRestartContainers map[string]string `json:"envRestartContainers,omitempty"`
+	// CompletedTimestamp is when the update was found complete.
+	CompletedTimestamp *metav1.Time `json:"completedTimestamp,omitempty"`
+}
+
+func (s *state) completed() bool { return s.CompletedTimestamp != nil }
+
+func (s *state) hasNext() bool {
+	return len(s.NextContainerImages) > 0 || len(s.NextContainerRefMetadata) > 0 || len(s.NextContainerResources) > 0
+}
+
+// currentBatch is the names of the containers of the last batch started, or nil.
+func (s *state) currentBatch() []string {
+	if n := len(s.ContainerBatchesRecord); n > 0 {
+		return s.ContainerBatchesRecord[n-1].Containers
+	}
+	return nil
+}
+
+func (s *state) public() *pub.InPlaceUpdateState {
+	return s.InPlaceUpdateState.DeepCopy()
+}
+
+func annotation(pod *corev1.Pod, key, legacyKey string) (string, bool) {
+	if v, ok := pod.Annotations[key]; ok {
+		return v, true
+	}
+	v, ok := pod.Annotations[legacyKey]
+	return v, ok
+}
+
+// readState decodes the state annotation (current or legacy key).
+func readState(pod *corev1.Pod) (*state, bool, error) {
+	raw, ok := annotation(pod, pub.InPlaceUpdateStateKey, pub.InPlaceUpdateStateKeyOld)
+	if !ok {
+		return nil, false, nil
+	}
+	st := &state{}
+	if err := json.Unmarshal([]byte(raw), st); err != nil {
+		return nil, true, fmt.Errorf("annotation %s of pod %s/%s is not a valid in-place update state: %w",
+			pub.InPlaceUpdateStateKey, pod.Namespace, pod.Name, err)
+	}
+	return st, true, nil
+}
+
+// writeState sets the state annotation (and drops the legacy key).
+func writeState(pod *corev1.Pod, st *state) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		// Only maps, strings, quantities and times: marshalling cannot fail.
+		panic(err)
+	}
+	pod.Annotations[pub.InPlaceUpdateStateKey] = string(b)
+	delete(pod.Annotations, pub.InPlaceUpdateStateKeyOld)
+}
+
+// readGrace decodes the grace annotation (current or legacy key).
+func readGrace(pod *corev1.Pod) (*UpdateSpec, bool, error) {
+	raw, ok := annotation(pod, pub.InPlaceUpdateGraceKey, pub.InPlaceUpdateGraceKeyOld)
+	if !ok {
+		return nil, false, nil
+	}
+	spec := &UpdateSpec{}
+	if err := json.Unmarshal([]byte(raw), spec); err != nil {
+		return nil, true, fmt.Errorf("annotation %s of pod %s/%s is not a valid in-place update spec: %w",
+			pub.InPlaceUpdateGraceKey, pod.Namespace, pod.Name, err)
+	}
+	return spec, true, nil
+}
+
+func writeGrace(pod *corev1.Pod, spec *UpdateSpec) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[pub.InPlaceUpdateGraceKey] = spec.String()
+	delete(pod.Annotations, pub.InPlaceUpdateGraceKeyOld)
+}
+
+func removeGrace(pod *corev1.Pod) {
+	delete(pod.Annotations, pub.InPlaceUpdateGraceKey)
+	delete(pod.Annotations, pub.InPlaceUpdateGraceKeyOld)
+}
+
+// GetState returns the Pod's in-place update state (current or legacy annotation key), whether the
+// Pod has one, and an error when the annotation does not decode.
+func GetState(pod *corev1.Pod) (*pub.InPlaceUpdateState, bool, error) {
+	st, ok, err := readState(pod)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	return st.public(), true, nil
+}
+
+// IsInProgress is true while an in-place update of the Pod is under way: a grace period runs, or
+// the state annotation is there and the update is not completed yet. A state annotation that does
+// not decode counts as no update (the next update overwrites it).
+func IsInProgress(pod *corev1.Pod) bool {
+	if _, ok := annotation(pod, pub.InPlaceUpdateGraceKey, pub.InPlaceUpdateGraceKeyOld); ok {
+		return true
+	}
+	st, ok, err := readState(pod)
+	return ok && err == nil && !st.completed()
+}
+
+// IsCompleted is true when the Pod has an in-place update state marked completed.
+func IsCompleted(pod *corev1.Pod) bool {
+	if _, ok := annotation(pod, pub.InPlaceUpdateGraceKey, pub.InPlaceUpdateGraceKeyOld); ok {
+		return false
+	}
+	st, ok, err := readState(pod)
+	return ok && err == nil && st.completed()
+}
+
+// EnvRestartContainers are the containers the daemon must restart, now, for them to see new
+// label or annotation values through env fieldRefs: those of the current batch whose image does
+// not change (the kubelet restarts those anyway). The daemon restarts such a container when its
+// runtime's ExtractedEnvFromMetadataHash differs from EnvFromMetadataHash(container, pod). Nothing
+// is returned during a grace period or once the update is completed. Sorted.
+func EnvRestartContainers(pod *corev1.Pod) []string {
+	if _, ok := annotation(pod, pub.InPlaceUpdateGraceKey, pub.InPlaceUpdateGraceKeyOld); ok {
+		return nil
+	}
+	st, ok, err := readState(pod)
+	if !ok || err != nil || st.completed() {
+		return nil
+	}
+	var names []string
+	for name := range st.EnvRestartContainers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// runtimeContainerMetas decodes the daemon's runtime-containers-meta annotation; nil when absent.
+func runtimeContainerMetas(pod *corev1.Pod) (*pub.RuntimeContainerMetaSet, error) {
+	raw, ok := pod.Annotations[pub.RuntimeContainerMetaKey]
+	if !ok {
+		return nil, nil
+	}
+	set := &pub.RuntimeContainerMetaSet{}
+	if err := json.Unmarshal([]byte(raw), set); err != nil {
+		return nil, fmt.Errorf("annotation %s of pod %s/%s does not decode: %w", pub.RuntimeContainerMetaKey, pod.Namespace, pod.Name, err)
+	}
+	return set, nil
+}
