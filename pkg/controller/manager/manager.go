@@ -10,13 +10,17 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
@@ -35,6 +39,8 @@ type Context struct {
 	InplaceClient    clientset.Interface
 	KubeInformers    kubeinformers.SharedInformerFactory
 	InplaceInformers inplaceinformers.SharedInformerFactory
+	// Recorder writes Events as inplace-controller.
+	Recorder record.EventRecorder
 }
 
 // Controller reconciles until ctx ends, with the given number of workers.
@@ -141,6 +147,10 @@ func runWithLeaderElection(ctx context.Context, o *Options, kubeClient kubernete
 
 func runControllers(ctx context.Context, cc *Context, workers int, inits []InitFunc, health *healthChecks) error {
 	health.setSyncing(true)
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cc.KubeClient.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	cc.Recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "inplace-controller"})
 	cc.KubeInformers = kubeinformers.NewSharedInformerFactory(cc.KubeClient, resync)
 	cc.InplaceInformers = inplaceinformers.NewSharedInformerFactory(cc.InplaceClient, resync)
 	var built []Controller

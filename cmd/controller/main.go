@@ -1,0 +1,38 @@
+// Command inplace-controller runs inplace's controllers (one active replica, elected through a
+// Lease): today the controller that drives in-place updates of Pods to their end.
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/component-base/cli"
+
+	"github.com/inplace-dev/inplace/pkg/controller/inplaceupdate"
+	"github.com/inplace-dev/inplace/pkg/controller/manager"
+)
+
+// controllers are every controller inplace-controller runs.
+var controllers = []manager.InitFunc{
+	{Name: inplaceupdate.Name, New: func(cc *manager.Context) (manager.Controller, error) {
+		return inplaceupdate.New(cc.KubeClient, cc.KubeInformers.Core().V1().Pods(), cc.Recorder)
+	}},
+}
+
+func main() {
+	o := manager.NewOptions()
+	cmd := &cobra.Command{
+		Use:   "inplace-controller",
+		Short: "Runs inplace's controllers: drives in-place updates of Pods to their end",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return manager.Run(cmd.Context(), o, controllers)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	cmd.SetContext(genericapiserver.SetupSignalContext())
+	os.Exit(cli.Run(cmd))
+}

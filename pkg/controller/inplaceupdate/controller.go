@@ -1,0 +1,165 @@
+// Package inplaceupdate is the controller that drives in-place updates of Pods to their end: it
+// applies a pending update when its grace period is over, starts each next batch of containers once
+// the previous batch is ready, and sets InPlaceUpdateReady back to True. The steps are the engine's
+// (package github.com/inplace-dev/inplace/pkg/inplaceupdate); everything it knows is in the Pod,
+// so a restarted controller carries on where the last one stopped.
+package inplaceupdate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate/podwriter"
+)
+
+// Name is the controller's name in logs, events and metrics.
+const Name = "inplaceupdate"
+
+// Controller drives in-place updates of Pods.
+type Controller struct {
+	kube     kubernetes.Interface
+	pods     corelisters.PodLister
+	synced   cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	recorder record.EventRecorder
+	now      func() time.Time
+}
+
+// New builds the controller on the shared Pod informer.
+func New(kube kubernetes.Interface, pods coreinformers.PodInformer, recorder record.EventRecorder) (*Controller, error) {
+	c := &Controller{
+		kube:     kube,
+		pods:     pods.Lister(),
+		synced:   pods.Informer().HasSynced,
+		recorder: recorder,
+		now:      time.Now,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
+	}
+	_, err := pods.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
+		FilterFunc: func(obj any) bool {
+			pod, ok := obj.(*corev1.Pod)
+			return ok && needsWork(pod)
+		},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.enqueue,
+			UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watching pods: %w", err)
+	}
+	return c, nil
+}
+
+// needsWork tells the Pods this controller acts on: an in-place update under way, or the
+// InPlaceUpdateReady gate without its condition True (a new Pod, or an interrupted update).
+func needsWork(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil {
+		return false
+	}
+	if inplaceupdate.IsInProgress(pod) {
+		return true
+	}
+	if !inplaceupdate.HasReadinessGate(pod) {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == "InPlaceUpdateReady" {
+			return c.Status != corev1.ConditionTrue
+		}
+	}
+	return true
+}
+
+func (c *Controller) enqueue(obj any) {
+	c.queue.Add(cache.MetaObjectToName(obj.(*corev1.Pod)))
+}
+
+// Run reconciles until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx).WithValues("controller", Name)
+	ctx = klog.NewContext(ctx, logger)
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced) {
+		return
+	}
+	logger.Info("Starting workers", "workers", workers)
+	for range workers {
+		go wait.UntilWithContext(ctx, c.worker, time.Second)
+	}
+	<-ctx.Done()
+	logger.Info("Stopping workers")
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.next(ctx) {
+	}
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	requeueAfter, err := c.sync(ctx, key)
+	switch {
+	case err != nil:
+		klog.FromContext(ctx).Info("Retrying pod", "pod", key, "err", err)
+		c.queue.AddRateLimited(key)
+	case requeueAfter > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, requeueAfter)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+// sync takes the next step of one Pod's update, and says when to look again if time, not an
+// event, is what the Pod waits for (a grace period).
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
+	pod, err := c.pods.Pods(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if !needsWork(pod) {
+		return 0, nil
+	}
+	now := c.now()
+	written, step, err := podwriter.ApplyTo(ctx, c.kube.CoreV1().Pods(pod.Namespace), pod, func(p *corev1.Pod) (*inplaceupdate.Step, error) {
+		return inplaceupdate.Progress(p, now)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("progressing the in-place update of pod %s: %w", key, err)
+	}
+	if step.Pod != nil || len(step.Conditions) > 0 || len(step.Resize) > 0 {
+		reason := "InPlaceUpdateProgressing"
+		if step.Done {
+			reason = "InPlaceUpdateCompleted"
+		}
+		c.recorder.Event(written, corev1.EventTypeNormal, reason, step.Message)
+		klog.FromContext(ctx).V(2).Info("Pod in-place update step", "pod", key, "done", step.Done, "message", step.Message)
+	}
+	return step.RequeueAfter, nil
+}
