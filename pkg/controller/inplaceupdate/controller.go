@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate/podwriter"
 )
@@ -80,7 +81,7 @@ func needsWork(pod *corev1.Pod) bool {
 		return false
 	}
 	for _, c := range pod.Status.Conditions {
-		if c.Type == "InPlaceUpdateReady" {
+		if c.Type == pub.InPlaceUpdateReady {
 			return c.Status != corev1.ConditionTrue
 		}
 	}
