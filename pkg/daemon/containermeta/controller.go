@@ -1,0 +1,260 @@
+// Package containermeta is the daemon's container meta controller. For every relevant Pod of its
+// node it reports what the container runtime runs in the Pod annotation
+// apps.kruise.io/runtime-containers-meta (OpenKruise's RuntimeContainerMetaSet), and it restarts
+// the containers that must see new label or annotation values through env fieldRefs during an
+// in-place update (pkg/inplaceupdate.EnvRestartContainers), by stopping them through the CRI so
+// that the kubelet creates them again with freshly resolved env.
+//
+// The annotation carries, for each container of the Pod spec that the runtime knows (its running
+// instance, else its newest one):
+//   - containerID: "<runtime name>://<id>", as the kubelet writes it in the Pod status;
+//   - restartCount: the CRI attempt of that instance (the kubelet sets it to the restart count);
+//   - hashes.plainHash: the kubelet's container spec hash, read from the container's
+//     io.kubernetes.container.hash annotation (0 when absent); plainHashWithoutResources likewise
+//     from io.kubernetes.container.hashWithoutResources, which only older kubelets set;
+//   - hashes.extractedEnvFromMetadataHash: inplaceupdate.RuntimeEnvFromMetadataHash of the
+//     environment the runtime started the container with (0 when it could not be read).
+//
+// The in-place update engine judges an env-from-metadata restart done when this annotation shows,
+// for the container's new containerID, the hash of the Pod's current labels and annotations.
+package containermeta
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
+)
+
+// Name is the controller's name in logs, metrics and the workqueue.
+const Name = "containermeta"
+
+// Config tunes the controller; DefaultConfig has the defaults.
+type Config struct {
+	// MaxStopGracePeriod caps the Pod's terminationGracePeriodSeconds when a container is
+	// stopped for an env-from-metadata restart (0: killed at once).
+	MaxStopGracePeriod time.Duration
+	// PendingRequeue is how soon a Pod with a pending env-from-metadata restart is looked at
+	// again, besides its own events (0: 2s).
+	PendingRequeue time.Duration
+	// RetryAfter is how soon a Pod is looked at again when a container's environment could not
+	// be read (0: 3s).
+	RetryAfter time.Duration
+}
+
+// DefaultConfig is the default Config.
+func DefaultConfig() Config {
+	return Config{MaxStopGracePeriod: 30 * time.Second, PendingRequeue: 2 * time.Second, RetryAfter: 3 * time.Second}
+}
+
+func (c *Config) defaults() {
+	d := DefaultConfig()
+	if c.PendingRequeue <= 0 {
+		c.PendingRequeue = d.PendingRequeue
+	}
+	if c.RetryAfter <= 0 {
+		c.RetryAfter = d.RetryAfter
+	}
+	c.MaxStopGracePeriod = max(c.MaxStopGracePeriod, 0)
+}
+
+// Controller is the container meta controller of one node.
+type Controller struct {
+	cfg        Config
+	kubeClient kubernetes.Interface
+	pods       corelisters.PodLister
+	podsSynced cache.InformerSynced
+	runtime    criruntime.Runtime
+	recorder   record.EventRecorder
+	queue      workqueue.TypedRateLimitingInterface[string]
+
+	// envHashes caches the env-from-metadata hash of each container instance, per Pod UID: an
+	// instance's environment never changes, so the runtime is asked once per instance.
+	envHashes *hashCache
+	// written remembers, per Pod UID, the last annotation this controller wrote and the
+	// resourceVersion of the Pod it was computed from, so that a Pod cache not yet showing the
+	// write does not cause the same write again.
+	written *writeCache
+	// stopped are the container instances this controller stopped: never stopped twice.
+	stopped *idSet
+	// warned are the container instances it refused to stop (restartPolicy), warned about once.
+	warned *idSet
+}
+
+// New builds the controller on an informer of the Pods of this node. recorder may be nil (no
+// events).
+func New(podInformer coreinformers.PodInformer, kubeClient kubernetes.Interface, runtime criruntime.Runtime,
+	recorder record.EventRecorder, cfg Config) (*Controller, error) {
+	cfg.defaults()
+	if recorder == nil {
+		recorder = &record.FakeRecorder{} // discards events
+	}
+	c := &Controller{
+		cfg:        cfg,
+		kubeClient: kubeClient,
+		pods:       podInformer.Lister(),
+		podsSynced: podInformer.Informer().HasSynced,
+		runtime:    runtime,
+		recorder:   recorder,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
+		envHashes: newHashCache(),
+		written:   newWriteCache(),
+		stopped:   newIDSet(time.Hour),
+		warned:    newIDSet(time.Hour),
+	}
+	_, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok && relevant(pod) {
+				c.enqueue(pod)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			oldPod, ok1 := oldObj.(*corev1.Pod)
+			newPod, ok2 := newObj.(*corev1.Pod)
+			if ok1 && ok2 && relevant(newPod) && changed(oldPod, newPod) {
+				c.enqueue(newPod)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				c.forget(pod.UID)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Controller) enqueue(pod *corev1.Pod) {
+	key, err := cache.MetaNamespaceKeyFunc(pod)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// forget drops what is remembered of a deleted Pod (stopped instances expire on their own).
+func (c *Controller) forget(uid types.UID) {
+	c.envHashes.forget(uid)
+	c.written.forget(uid)
+}
+
+// relevant tells which Pods get the annotation: those that an in-place update touched (state or
+// grace annotation), those already carrying it, those owned by an apps.kruise.io workload and
+// those a SidecarSet injected. Other Pods of the node are left alone, so that the daemon does not
+// write to every Pod of the cluster. Terminating and finished Pods are skipped.
+func relevant(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	for _, key := range []string{pub.RuntimeContainerMetaKey, pub.InPlaceUpdateStateKey, pub.InPlaceUpdateStateKeyOld,
+		pub.InPlaceUpdateGraceKey, pub.InPlaceUpdateGraceKeyOld, v1alpha1.SidecarSetListAnnotation} {
+		if _, ok := pod.Annotations[key]; ok {
+			return true
+		}
+	}
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err == nil && gv.Group == apps.GroupName {
+			return true
+		}
+	}
+	return false
+}
+
+// changed tells whether an update of a Pod may change what the controller writes or does:
+// metadata (env values, update state), or which container instances run. A resync (same
+// resourceVersion) counts as a change, so every Pod is checked again once per resync period.
+func changed(oldPod, newPod *corev1.Pod) bool {
+	if oldPod.ResourceVersion == newPod.ResourceVersion {
+		return true
+	}
+	if !equality.Semantic.DeepEqual(oldPod.Labels, newPod.Labels) ||
+		!equality.Semantic.DeepEqual(oldPod.Annotations, newPod.Annotations) {
+		return true
+	}
+	if len(oldPod.Status.ContainerStatuses) != len(newPod.Status.ContainerStatuses) {
+		return true
+	}
+	for i, o := range oldPod.Status.ContainerStatuses {
+		n := newPod.Status.ContainerStatuses[i]
+		if o.Name != n.Name || o.ContainerID != n.ContainerID || o.RestartCount != n.RestartCount ||
+			(o.State.Running == nil) != (n.State.Running == nil) {
+			return true
+		}
+	}
+	return false
+}
+
+// Run reconciles Pods with the given number of workers until ctx ends, then waits for the
+// workers to finish.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	logger := klog.FromContext(ctx).WithValues("controller", Name)
+	ctx = klog.NewContext(ctx, logger)
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer c.queue.ShutDown()
+
+	logger.Info("Starting controller", "runtime", c.runtime.Name(), "endpoint", c.runtime.Endpoint())
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.podsSynced) {
+		return
+	}
+	for range workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
+	}
+	<-ctx.Done()
+	logger.Info("Stopping controller")
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.processNext(ctx) {
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	requeueAfter, err := c.sync(ctx, key)
+	switch {
+	case err != nil:
+		utilruntime.HandleErrorWithContext(ctx, err, "Syncing pod failed", "pod", key)
+		c.queue.AddRateLimited(key)
+	case requeueAfter > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, requeueAfter)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}

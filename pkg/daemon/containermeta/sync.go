@@ -1,0 +1,301 @@
+package containermeta
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
+)
+
+// Annotations the kubelet sets on the containers it creates.
+const (
+	kubeletHashAnnotation                 = "io.kubernetes.container.hash"
+	kubeletHashWithoutResourcesAnnotation = "io.kubernetes.container.hashWithoutResources"
+)
+
+// Event reasons.
+const (
+	reasonEnvRestart       = "RestartingForEnvFromMetadata"
+	reasonEnvRestartFailed = "RestartForEnvFromMetadataFailed"
+	reasonEnvRestartPolicy = "EnvFromMetadataRestartSkipped"
+)
+
+// sync reconciles one Pod: report the annotation, then restart the containers whose env must
+// change. It returns how soon to look at the Pod again (0: on its next event only).
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	pod, err := c.pods.Pods(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	} else if err != nil {
+		return 0, err
+	}
+	if !relevant(pod) {
+		return 0, nil
+	}
+	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
+	ctx = klog.NewContext(ctx, logger)
+
+	containers, err := c.runtime.ListPodContainers(ctx, string(pod.UID))
+	if err != nil {
+		return 0, err
+	}
+	set, complete := c.metaSet(ctx, pod, containers)
+	var errs []error
+	if err := c.report(ctx, pod, set); err != nil {
+		errs = append(errs, err)
+	}
+	pending, err := c.restartForEnv(ctx, pod, containers, set)
+	if err != nil {
+		errs = append(errs, err)
+	}
+
+	var requeue time.Duration
+	if pending {
+		requeue = c.cfg.PendingRequeue
+	}
+	if !complete && (requeue == 0 || c.cfg.RetryAfter < requeue) {
+		requeue = c.cfg.RetryAfter
+	}
+	return requeue, errors.Join(errs...)
+}
+
+// current is the instance of the named container that counts: the running one, else the newest.
+// containers are sorted newest first (criruntime.SortNewestFirst).
+func current(containers []criruntime.Container, name string) *criruntime.Container {
+	var newest *criruntime.Container
+	for i := range containers {
+		rc := &containers[i]
+		if rc.Name != name {
+			continue
+		}
+		if rc.State == criruntime.StateRunning {
+			return rc
+		}
+		if newest == nil {
+			newest = rc
+		}
+	}
+	return newest
+}
+
+// metaSet builds the annotation from what the runtime reports, in the order of the Pod spec.
+// complete is false when some container's environment could not be read (its hash is then 0).
+func (c *Controller) metaSet(ctx context.Context, pod *corev1.Pod, containers []criruntime.Container) (*pub.RuntimeContainerMetaSet, bool) {
+	logger := klog.FromContext(ctx)
+	set := &pub.RuntimeContainerMetaSet{Containers: []pub.RuntimeContainerMeta{}}
+	complete := true
+	ids := map[string]bool{}
+	for i := range pod.Spec.Containers {
+		spec := &pod.Spec.Containers[i]
+		rc := current(containers, spec.Name)
+		if rc == nil {
+			continue
+		}
+		ids[rc.ID] = true
+		meta := pub.RuntimeContainerMeta{
+			Name:         spec.Name,
+			ContainerID:  c.containerID(rc.ID),
+			RestartCount: int32(rc.Attempt),
+			Hashes: pub.RuntimeContainerHashes{
+				PlainHash:                 hexAnnotation(rc.Annotations, kubeletHashAnnotation),
+				PlainHashWithoutResources: hexAnnotation(rc.Annotations, kubeletHashWithoutResourcesAnnotation),
+			},
+		}
+		if h, ok := c.envHashes.get(pod.UID, rc.ID); ok {
+			meta.Hashes.ExtractedEnvFromMetadataHash = h
+		} else if env, err := c.runtime.ContainerEnv(ctx, rc.ID); err != nil {
+			logger.Error(err, "Reading the environment of a container failed", "container", spec.Name, "containerID", meta.ContainerID)
+			complete = false
+		} else {
+			h := inplaceupdate.RuntimeEnvFromMetadataHash(spec, env)
+			c.envHashes.set(pod.UID, rc.ID, h)
+			meta.Hashes.ExtractedEnvFromMetadataHash = h
+			logger.V(4).Info("Hashed the env from metadata of a container", "container", spec.Name, "containerID", meta.ContainerID, "hash", h)
+		}
+		set.Containers = append(set.Containers, meta)
+	}
+	c.envHashes.retain(pod.UID, ids)
+	return set, complete
+}
+
+// containerID is a runtime id in the Pod status form "<runtime>://<id>".
+func (c *Controller) containerID(id string) string {
+	return c.runtime.Name() + "://" + id
+}
+
+// hexAnnotation parses a hexadecimal hash annotation of the kubelet; 0 when absent or malformed.
+func hexAnnotation(annotations map[string]string, key string) uint64 {
+	v, err := strconv.ParseUint(annotations[key], 16, 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// decodeMetaSet reads the Pod's annotation; nil when absent or malformed (it is then rewritten).
+func decodeMetaSet(pod *corev1.Pod) *pub.RuntimeContainerMetaSet {
+	raw, ok := pod.Annotations[pub.RuntimeContainerMetaKey]
+	if !ok {
+		return nil
+	}
+	set := &pub.RuntimeContainerMetaSet{}
+	if err := json.Unmarshal([]byte(raw), set); err != nil {
+		return nil
+	}
+	if set.Containers == nil {
+		set.Containers = []pub.RuntimeContainerMeta{}
+	}
+	return set
+}
+
+// report writes the annotation with a merge patch on pods/status, only when it changed. The
+// status subresource keeps metadata changes and needs a narrower permission than pods patch.
+func (c *Controller) report(ctx context.Context, pod *corev1.Pod, set *pub.RuntimeContainerMetaSet) error {
+	if len(set.Containers) == 0 {
+		return nil
+	}
+	if old := decodeMetaSet(pod); old != nil && equality.Semantic.DeepEqual(old, set) {
+		return nil
+	}
+	value, err := json.Marshal(set)
+	if err != nil {
+		return err
+	}
+	if c.written.pending(pod, string(value)) {
+		// Written already from this very version of the Pod: the cache has not seen it yet.
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{pub.RuntimeContainerMetaKey: string(value)}},
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := c.kubeClient.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{}, "status"); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("writing annotation %s: %w", pub.RuntimeContainerMetaKey, err)
+	}
+	c.written.record(pod, string(value))
+	annotationWrites.Inc()
+	klog.FromContext(ctx).V(2).Info("Reported runtime container meta", "meta", string(value))
+	return nil
+}
+
+// restartForEnv stops the running containers that an in-place update wants to see new env from
+// metadata and whose environment does not have the Pod's current values yet; the kubelet then
+// creates them again, resolving the env fieldRefs from the current Pod. pending is true while the
+// Pod has such containers (restarted or not yet).
+func (c *Controller) restartForEnv(ctx context.Context, pod *corev1.Pod, containers []criruntime.Container,
+	set *pub.RuntimeContainerMetaSet) (pending bool, err error) {
+	names := inplaceupdate.EnvRestartContainers(pod)
+	if len(names) == 0 {
+		return false, nil
+	}
+	logger := klog.FromContext(ctx)
+	type stop struct {
+		spec *corev1.Container
+		rc   *criruntime.Container
+		id   string
+	}
+	var stops []stop
+	for _, name := range names {
+		spec := findContainer(pod.Spec.Containers, name)
+		meta := findMeta(set, name)
+		if spec == nil || meta == nil {
+			continue
+		}
+		rc := current(containers, name)
+		if rc == nil || rc.State != criruntime.StateRunning {
+			continue // the kubelet is creating the next instance
+		}
+		have := meta.Hashes.ExtractedEnvFromMetadataHash
+		if have == 0 {
+			continue // environment unknown: sync retries
+		}
+		want := inplaceupdate.EnvFromMetadataHash(spec, pod)
+		if have == want || c.stopped.has(rc.ID) {
+			continue
+		}
+		if pod.Spec.RestartPolicy != "" && pod.Spec.RestartPolicy != corev1.RestartPolicyAlways {
+			// Stopped, the container would not be started again (Never), or maybe not (OnFailure
+			// with a clean exit on SIGTERM): leave it and say why, once per instance.
+			if c.warned.add(rc.ID) {
+				c.recorder.Eventf(pod, corev1.EventTypeWarning, reasonEnvRestartPolicy,
+					"Not restarting container %s for new env from metadata: restartPolicy is %s", name, pod.Spec.RestartPolicy)
+			}
+			continue
+		}
+		stops = append(stops, stop{spec: spec, rc: rc, id: meta.ContainerID})
+	}
+
+	grace := c.gracePeriod(pod)
+	errs := make([]error, len(stops))
+	var wg sync.WaitGroup
+	for i, s := range stops {
+		wg.Go(func() {
+			logger.Info("Stopping container so that it restarts with new env from metadata",
+				"container", s.spec.Name, "containerID", s.id, "gracePeriod", grace)
+			c.recorder.Eventf(pod, corev1.EventTypeNormal, reasonEnvRestart,
+				"Stopping container %s (%s) so that the kubelet starts it again with the new label/annotation values it reads through env", s.spec.Name, s.id)
+			if err := c.runtime.StopContainer(ctx, s.rc.ID, grace); err != nil {
+				containerStops.WithLabelValues("error").Inc()
+				c.recorder.Eventf(pod, corev1.EventTypeWarning, reasonEnvRestartFailed, "Stopping container %s (%s) failed: %v", s.spec.Name, s.id, err)
+				errs[i] = fmt.Errorf("container %s: %w", s.spec.Name, err)
+				return
+			}
+			c.stopped.add(s.rc.ID)
+			containerStops.WithLabelValues("success").Inc()
+		})
+	}
+	wg.Wait()
+	return true, errors.Join(errs...)
+}
+
+// gracePeriod is the Pod's terminationGracePeriodSeconds (default 30s), capped.
+func (c *Controller) gracePeriod(pod *corev1.Pod) time.Duration {
+	grace := 30 * time.Second
+	if s := pod.Spec.TerminationGracePeriodSeconds; s != nil && *s >= 0 {
+		grace = time.Duration(*s) * time.Second
+	}
+	return min(grace, c.cfg.MaxStopGracePeriod)
+}
+
+func findContainer(containers []corev1.Container, name string) *corev1.Container {
+	for i := range containers {
+		if containers[i].Name == name {
+			return &containers[i]
+		}
+	}
+	return nil
+}
+
+func findMeta(set *pub.RuntimeContainerMetaSet, name string) *pub.RuntimeContainerMeta {
+	for i := range set.Containers {
+		if set.Containers[i].Name == name {
+			return &set.Containers[i]
+		}
+	}
+	return nil
+}

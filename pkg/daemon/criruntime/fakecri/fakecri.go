@@ -1,0 +1,234 @@
+// Package fakecri is an in-process CRI runtime for tests: a runtime/v1 RuntimeService served over
+// gRPC on a unix socket, holding containers in memory. It answers Version, ListContainers,
+// ContainerStatus (verbose info shaped like containerd's) and StopContainer, and records calls.
+package fakecri
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Container is a container the fake runtime holds.
+type Container struct {
+	ID          string
+	PodUID      string
+	Name        string
+	Attempt     uint32
+	State       runtimeapi.ContainerState
+	Created     time.Time
+	Env         []string          // "K=V", as in the OCI spec's process.env
+	Labels      map[string]string // extra labels besides the kubelet's pod/container labels
+	Annotations map[string]string
+	// InfoMode selects the verbose status: "" = containerd-like runtimeSpec + config,
+	// "config" = config.envs only, "none" = no info entry.
+	InfoMode string
+}
+
+// Server is the fake runtime.
+type Server struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+
+	// Path is the unix socket the server listens on.
+	Path string
+
+	runtimeName string
+	grpcServer  *grpc.Server
+
+	mu         sync.Mutex
+	containers map[string]*Container
+	stopped    []string // ids passed to StopContainer, in order
+	stopGrace  []int64
+	statuses   int // ContainerStatus calls
+	lists      int // ListContainers calls
+}
+
+// Serve starts a fake runtime reporting runtimeName on a unix socket at path.
+func Serve(path, runtimeName string) (*Server, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Path: path, runtimeName: runtimeName, grpcServer: grpc.NewServer(), containers: map[string]*Container{}}
+	runtimeapi.RegisterRuntimeServiceServer(s.grpcServer, s)
+	go func() { _ = s.grpcServer.Serve(l) }()
+	return s, nil
+}
+
+// Stop stops serving and removes the socket.
+func (s *Server) Stop() {
+	s.grpcServer.Stop()
+	_ = os.Remove(s.Path)
+}
+
+// Endpoint is the server's endpoint in unix:// form.
+func (s *Server) Endpoint() string { return "unix://" + s.Path }
+
+// Add adds (or replaces) a container.
+func (s *Server) Add(c Container) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.Created.IsZero() {
+		c.Created = time.Now()
+	}
+	s.containers[c.ID] = &c
+}
+
+// SetState changes a container's state.
+func (s *Server) SetState(id string, state runtimeapi.ContainerState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.containers[id]; ok {
+		c.State = state
+	}
+}
+
+// Stopped is the ids passed to StopContainer, in order, with the timeouts asked for.
+func (s *Server) Stopped() (ids []string, timeouts []int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.stopped), slices.Clone(s.stopGrace)
+}
+
+// StatusCalls is how many ContainerStatus calls were answered.
+func (s *Server) StatusCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.statuses
+}
+
+// ListCalls is how many ListContainers calls were answered.
+func (s *Server) ListCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lists
+}
+
+// Version answers with the runtime name given to Serve.
+func (s *Server) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+	return &runtimeapi.VersionResponse{Version: "0.1.0", RuntimeName: s.runtimeName, RuntimeVersion: "fake", RuntimeApiVersion: "v1"}, nil
+}
+
+func (c *Container) labels() map[string]string {
+	l := map[string]string{
+		"io.kubernetes.pod.uid":        c.PodUID,
+		"io.kubernetes.container.name": c.Name,
+	}
+	for k, v := range c.Labels {
+		l[k] = v
+	}
+	return l
+}
+
+func (c *Container) toCRI() *runtimeapi.Container {
+	return &runtimeapi.Container{
+		Id:          c.ID,
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: c.Attempt},
+		State:       c.State,
+		CreatedAt:   c.Created.UnixNano(),
+		Labels:      c.labels(),
+		Annotations: c.Annotations,
+	}
+}
+
+// ListContainers filters by id, state and labels, as a CRI runtime does.
+func (s *Server) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lists++
+	resp := &runtimeapi.ListContainersResponse{}
+	f := req.GetFilter()
+next:
+	for _, c := range s.containers {
+		if f.GetId() != "" && f.GetId() != c.ID {
+			continue
+		}
+		if f.GetState() != nil && f.GetState().State != c.State {
+			continue
+		}
+		labels := c.labels()
+		for k, v := range f.GetLabelSelector() {
+			if labels[k] != v {
+				continue next
+			}
+		}
+		resp.Containers = append(resp.Containers, c.toCRI())
+	}
+	return resp, nil
+}
+
+// ContainerStatus answers with a containerd-like verbose info entry.
+func (s *Server) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.statuses++
+	c, ok := s.containers[req.ContainerId]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "container %q not found", req.ContainerId)
+	}
+	resp := &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{
+		Id: c.ID, Metadata: &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: c.Attempt},
+		State: c.State, CreatedAt: c.Created.UnixNano(), Labels: c.labels(), Annotations: c.Annotations,
+	}}
+	if !req.Verbose || c.InfoMode == "none" {
+		return resp, nil
+	}
+	type kv struct {
+		Key   string `json:"key"`
+		Value string `json:"value"`
+	}
+	var envs []kv
+	for _, e := range c.Env {
+		if k, v, ok := strings.Cut(e, "="); ok {
+			envs = append(envs, kv{k, v})
+		}
+	}
+	info := map[string]any{
+		"sandboxID": "sandbox-" + c.PodUID,
+		"pid":       4242,
+		"config":    map[string]any{"metadata": map[string]any{"name": c.Name, "attempt": c.Attempt}, "envs": envs},
+	}
+	if c.InfoMode == "" {
+		info["runtimeSpec"] = map[string]any{"ociVersion": "1.0.2", "process": map[string]any{
+			"env": append([]string{"PATH=/usr/bin:/bin", "HOSTNAME=fake"}, c.Env...),
+		}}
+	}
+	b, err := json.Marshal(info)
+	if err != nil {
+		return nil, err
+	}
+	resp.Info = map[string]string{"info": string(b)}
+	return resp, nil
+}
+
+// StopContainer marks the container exited and records the call.
+func (s *Server) StopContainer(_ context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.containers[req.ContainerId]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "container %q not found", req.ContainerId)
+	}
+	s.stopped = append(s.stopped, req.ContainerId)
+	s.stopGrace = append(s.stopGrace, req.Timeout)
+	c.State = runtimeapi.ContainerState_CONTAINER_EXITED
+	return &runtimeapi.StopContainerResponse{}, nil
+}
+
+// String describes the server.
+func (s *Server) String() string { return fmt.Sprintf("fake CRI %s at %s", s.runtimeName, s.Path) }

@@ -1,0 +1,80 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
+)
+
+// Options are the settings of inplace-daemon.
+type Options struct {
+	// Kubeconfig is the kubeconfig file; empty means in-cluster configuration.
+	Kubeconfig string
+	// NodeName is the node this daemon serves; only its Pods are watched.
+	NodeName string
+	// RuntimeEndpoint is the CRI socket (unix:///path); empty probes the well-known sockets.
+	RuntimeEndpoint string
+	// BindAddress serves /healthz, /readyz and /metrics over plain HTTP.
+	BindAddress string
+	// Workers is how many keys each controller reconciles at once.
+	Workers int
+	// MaxStopGracePeriod caps the grace period given to a container stopped for a restart.
+	MaxStopGracePeriod time.Duration
+	// QPS and Burst limit the daemon's requests to the API servers.
+	QPS   float32
+	Burst int
+}
+
+// NewOptions returns the defaults; the node name defaults to $NODE_NAME.
+func NewOptions() *Options {
+	return &Options{
+		NodeName:           os.Getenv("NODE_NAME"),
+		BindAddress:        "127.0.0.1:10391",
+		Workers:            4,
+		MaxStopGracePeriod: 30 * time.Second,
+		QPS:                20,
+		Burst:              40,
+	}
+}
+
+// AddFlags adds the flags of inplace-daemon.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig file; empty uses the in-cluster configuration.")
+	fs.StringVar(&o.NodeName, "node-name", o.NodeName, "Name of the node this daemon runs on (default $NODE_NAME); only its Pods are handled.")
+	fs.StringVar(&o.RuntimeEndpoint, "runtime-endpoint", o.RuntimeEndpoint,
+		"CRI runtime socket, e.g. unix:///run/containerd/containerd.sock; empty probes "+strings.Join(criruntime.DefaultEndpoints, ", ")+" in this order.")
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "host:port serving /healthz, /readyz and /metrics.")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "Keys each controller reconciles at once.")
+	fs.DurationVar(&o.MaxStopGracePeriod, "max-stop-grace-period", o.MaxStopGracePeriod,
+		"Upper bound of the grace period (the Pod's terminationGracePeriodSeconds) given to a container stopped so that it restarts.")
+	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API servers.")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API servers.")
+}
+
+// Validate reports every bad flag at once.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.NodeName == "" {
+		errs = append(errs, errors.New("--node-name: required (or set $NODE_NAME, e.g. from the downward API spec.nodeName)"))
+	}
+	if e := o.RuntimeEndpoint; e != "" && !strings.HasPrefix(e, "unix:///") && !strings.HasPrefix(e, "/") {
+		errs = append(errs, fmt.Errorf("--runtime-endpoint=%q: want unix:///absolute/path", e))
+	}
+	if _, _, err := net.SplitHostPort(o.BindAddress); err != nil {
+		errs = append(errs, fmt.Errorf("--bind-address=%q: %w", o.BindAddress, err))
+	}
+	if o.Workers < 1 {
+		errs = append(errs, fmt.Errorf("--workers=%d: must be at least 1", o.Workers))
+	}
+	if o.MaxStopGracePeriod < 0 {
+		errs = append(errs, fmt.Errorf("--max-stop-grace-period=%s: must not be negative", o.MaxStopGracePeriod))
+	}
+	return errors.Join(errs...)
+}
