@@ -104,10 +104,6 @@ func newHarness(t *testing.T, cfg Config, pods ...*corev1.Pod) *harness {
 	}
 	t.Cleanup(func() { _ = rt.Close() })
 
-	var objs []any
-	for _, p := range pods {
-		objs = append(objs, p)
-	}
 	client := fake.NewClientset()
 	for _, p := range pods {
 		if err := client.Tracker().Add(p); err != nil {
