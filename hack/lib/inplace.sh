@@ -1,0 +1,87 @@
+# shellcheck shell=bash
+# Helpers of the inplace hooks in hack/local-up.d/ (sourced after hack/lib/local.sh:
+# $PKI, $BIN, $STATE, log, die are set).
+#
+# The inplace programs run on the host as ServiceAccounts of artifacts/deploy: each has a
+# client certificate, signed by the cluster CA, whose user name is the ServiceAccount's
+# (CN=system:serviceaccount:inplace-system:NAME, O=system:serviceaccounts,
+# O=system:serviceaccounts:inplace-system). kube-apiserver's RBAC matches ServiceAccount
+# subjects by user name, so the bindings of artifacts/deploy apply to them unchanged.
+
+# shellcheck disable=SC2034 # used by the hooks
+INPLACE_NAMESPACE=inplace-system
+INPLACE_STATE="$STATE/inplace"
+INPLACE_FIELD_MANAGER=inplace-local-up
+
+# inplace_hook_mode HOOK_PATH: "fresh" when sourced by hack/local-up.sh (a new cluster),
+# "restart" when the hook runs on its own against the running cluster.
+inplace_hook_mode() {
+  if [[ "$1" == "$0" ]]; then echo restart; else echo fresh; fi
+}
+
+# inplace_binary NAME: path of _output/bin/inplace-NAME, built from cmd/NAME when missing
+# (hack/run.sh and the e2e harness build it up to date).
+inplace_binary() {
+  local bin="$BIN/inplace-$1"
+  if [[ ! -x "$bin" ]]; then
+    log "inplace: $bin missing, building it"
+    go build -o "$bin" "./cmd/$1" >&2
+  fi
+  echo "$bin"
+}
+
+# inplace_cert NAME SUBJECT EXT_KEY_USAGE [SUBJECT_ALT_NAMES]: $PKI/NAME.{crt,key} signed by
+# the cluster CA, kept while it still matches the CA and these settings.
+inplace_cert() {
+  local name="$1" subj="$2" eku="$3" san="${4:-}" settings
+  settings="$subj|$eku|$san"
+  if [[ -f "$PKI/$name.key" && -f "$PKI/$name.crt" && "$(cat "$PKI/$name.settings" 2>/dev/null)" == "$settings" ]] &&
+    openssl verify -CAfile "$PKI/ca.crt" "$PKI/$name.crt" >/dev/null 2>&1; then
+    return 0
+  fi
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$PKI/$name.key" 2>/dev/null
+  {
+    echo "basicConstraints=critical,CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    echo "extendedKeyUsage=$eku"
+    [[ -z "$san" ]] || echo "subjectAltName=$san"
+  } > "$PKI/$name.ext"
+  openssl req -new -key "$PKI/$name.key" -subj "$subj" |
+    openssl x509 -req -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -set_serial "0x$(openssl rand -hex 16)" \
+      -days 3650 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt" 2>/dev/null
+  rm -f "$PKI/$name.ext"
+  echo "$settings" > "$PKI/$name.settings"
+  log "inplace: wrote certificate $PKI/$name.crt ($subj)"
+}
+
+# inplace_sa_kubeconfig SERVICEACCOUNT: writes $INPLACE_STATE/SERVICEACCOUNT.kubeconfig, a
+# kubeconfig authenticating as inplace-system/SERVICEACCOUNT, and prints its path.
+inplace_sa_kubeconfig() {
+  local sa="$1" kubeconfig="$INPLACE_STATE/$1.kubeconfig"
+  mkdir -p "$INPLACE_STATE"
+  inplace_cert "$sa-client" \
+    "/O=system:serviceaccounts/O=system:serviceaccounts:$INPLACE_NAMESPACE/CN=system:serviceaccount:$INPLACE_NAMESPACE:$sa" \
+    clientAuth
+  cat > "$kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: https://127.0.0.1:6443
+    certificate-authority: $PKI/ca.crt
+users:
+- name: $sa
+  user:
+    client-certificate: $PKI/$sa-client.crt
+    client-key: $PKI/$sa-client.key
+contexts:
+- name: local
+  context:
+    cluster: local
+    user: $sa
+current-context: local
+EOF
+  chmod 600 "$kubeconfig"
+  echo "$kubeconfig"
+}

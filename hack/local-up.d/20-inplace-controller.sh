@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# inplace-controller on the local cluster (after 10-inplace-apiserver.sh, which
+# applied artifacts/deploy, RBAC included).
+#
+# Sourced by hack/local-up.sh once the cluster and inplace-apiserver are ready;
+# also runs on its own against a running local cluster, to (re)start it:
+#
+#   hack/local-up.d/20-inplace-controller.sh
+#
+# Host process _output/bin/inplace-controller, authenticated as the
+# ServiceAccount inplace-system/inplace-controller (client certificate, see
+# hack/lib/inplace.sh), leader election through the Lease
+# inplace-system/inplace-controller, health on 127.0.0.1:10390. Skipped when
+# the source tree has no cmd/controller.
+
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  set -euo pipefail
+  cd "$(dirname "$0")/../.."
+  # shellcheck source=hack/lib/local.sh
+  source hack/lib/local.sh
+  [[ $EUID -eq 0 ]] || die "must run as root"
+  local_lock
+  kubectl get --raw /readyz >/dev/null 2>&1 || die "the local cluster is not running (start it with hack/local-up.sh)"
+fi
+# shellcheck source=hack/lib/inplace.sh
+source hack/lib/inplace.sh
+
+INPLACE_CONTROLLER_HEALTH="${INPLACE_CONTROLLER_HEALTH:-127.0.0.1:10390}"
+
+# inplace_controller_leads: the Lease has a holder and the controller is ready
+# (caches synced).
+inplace_controller_leads() {
+  [[ -n "$(kubectl -n "$INPLACE_NAMESPACE" get lease inplace-controller -o 'jsonpath={.spec.holderIdentity}')" ]] &&
+    http_ok "${INPLACE_CONTROLLER_HEALTH%:*}" "${INPLACE_CONTROLLER_HEALTH##*:}" /readyz ok
+}
+
+inplace_start_controller() {
+  local mode="$1" bin kubeconfig
+  if [[ ! -d cmd/controller ]]; then
+    log "inplace: no cmd/controller in this tree, inplace-controller not started"
+    return 0
+  fi
+  [[ "$mode" == fresh ]] || local_stop inplace-controller
+  bin="$(inplace_binary controller)"
+  kubeconfig="$(inplace_sa_kubeconfig inplace-controller)"
+  local_start inplace-controller "$bin" \
+    --kubeconfig="$kubeconfig" \
+    --leader-elect-namespace="$INPLACE_NAMESPACE" \
+    --bind-address="$INPLACE_CONTROLLER_HEALTH" \
+    --v=1
+  local_wait inplace-controller 60 "inplace-controller leading and ready" inplace_controller_leads
+}
+
+inplace_start_controller "$(inplace_hook_mode "${BASH_SOURCE[0]}")"

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# `make run`: a real single-node Kubernetes cluster on this machine with inplace
+# aggregated into it, then a few commands to try. Root is required.
+#
+# hack/local-up.sh starts the cluster (from empty; cached binaries and images:
+# a few seconds) and then its hooks, hack/local-up.d/*.sh, start every inplace
+# program that exists: inplace-apiserver (registered as the APIService
+# v1alpha1.apps.kruise.io), inplace-controller. Everything keeps running after this script returns;
+# `make cluster-down` (hack/local-down.sh) stops all of it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The hooks start _output/bin/inplace-NAME for every cmd/NAME: build them up to
+# date (a second or so when nothing changed).
+for dir in cmd/*/; do
+  name="$(basename "$dir")"
+  go build -o "_output/bin/inplace-$name" "./cmd/$name"
+done
+
+hack/local-up.sh
+
+# shellcheck source=/dev/null
+source _output/local/env
+running=()
+for f in _output/local/pids/inplace-*.pid; do
+  [[ -e "$f" ]] && running+=("$(basename "$f" .pid)")
+done
+
+cat <<EOF
+
+inplace is running on the local cluster: ${running[*]:-(no inplace program)}
+  logs: _output/local/logs/    stop: make cluster-down  (or hack/local-down.sh)
+
+export KUBECONFIG=$KUBECONFIG PATH=$PWD/_output/bin:\$PATH
+Try this:
+  kubectl apply --server-side -f artifacts/examples/cloneset.yaml && kubectl get clonesets
+  kubectl apply -f artifacts/examples/pod.yaml && kubectl wait --for=condition=Ready pod/demo && kubectl logs demo
+  kubectl create --raw /apis/apps.kruise.io/v1alpha1/namespaces/default/pods/demo/inplaceupdate -f artifacts/examples/inplaceupdate.json
+EOF

@@ -1,0 +1,81 @@
+package e2e
+
+import (
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// TestDeployManifests: the kustomize base artifacts/deploy renders with kubectl's kustomize,
+// holds every piece of an installation, and the real cluster's API accepts all of it
+// (server-side apply, dry run: validation, defaulting and admission, nothing stored).
+func TestDeployManifests(t *testing.T) {
+	ctx := testContext(t)
+	rendered := mustKubectl(t, ctx, "", "kustomize", "artifacts/deploy")
+
+	var got []string
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(rendered), 4096)
+	for {
+		var obj unstructured.Unstructured
+		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding the rendered manifests: %v", err)
+		}
+		if obj.Object == nil {
+			continue
+		}
+		id := obj.GetKind() + " " + obj.GetName()
+		if ns := obj.GetNamespace(); ns != "" {
+			id = obj.GetKind() + " " + ns + "/" + obj.GetName()
+		}
+		got = append(got, id)
+		if obj.GetLabels()["app.kubernetes.io/part-of"] != "inplace" {
+			t.Errorf("%s lacks the label app.kubernetes.io/part-of=inplace", id)
+		}
+	}
+	for _, want := range []string{
+		"Namespace inplace-system",
+		"ServiceAccount inplace-system/inplace-apiserver",
+		"ServiceAccount inplace-system/inplace-controller",
+		"ServiceAccount inplace-system/inplace-daemon",
+		"ClusterRoleBinding inplace-apiserver:system:auth-delegator",
+		"RoleBinding kube-system/inplace-apiserver:extension-apiserver-authentication-reader",
+		"ClusterRole inplace:apiserver",
+		"ClusterRoleBinding inplace:apiserver",
+		"ClusterRole inplace:edit",
+		"ClusterRole inplace:view",
+		"Service inplace-system/inplace-apiserver",
+		"APIService " + apiServiceName,
+		"Deployment inplace-system/inplace-apiserver",
+		"PersistentVolumeClaim inplace-system/inplace-apiserver-data",
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("kubectl kustomize artifacts/deploy lacks %s; it has:\n  %s", want, strings.Join(got, "\n  "))
+		}
+	}
+
+	// The namespaced objects need their Namespace to exist even in a dry run; local-up installed
+	// this very base (through its overlay), so it does.
+	if _, err := kube.CoreV1().Namespaces().Get(ctx, inplaceNamespace, metav1.GetOptions{}); err != nil {
+		t.Fatalf("namespace %s (created by %s): %v", inplaceNamespace, apiserverHook, err)
+	}
+	out := mustKubectl(t, ctx, rendered, "apply", "--server-side", "--dry-run=server",
+		"--field-manager=inplace-e2e-dry-run", "-f", "-")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(got) {
+		t.Errorf("dry-run apply: %d lines for %d objects:\n%s", len(lines), len(got), out)
+	}
+	for _, l := range lines {
+		if !strings.HasSuffix(l, "(server dry run)") {
+			t.Errorf("dry-run apply: unexpected line %q", l)
+		}
+	}
+	t.Logf("kubectl apply --server-side --dry-run=server:\n%s", out)
+}

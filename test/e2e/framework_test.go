@@ -1,0 +1,313 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
+)
+
+const (
+	inplaceNamespace = "inplace-system"
+	apiServiceName   = "v1alpha1.apps.kruise.io"
+	groupVersion     = "apps.kruise.io/v1alpha1"
+	appImageV1       = "inplace.local/app:v1"
+	// podTimeout bounds a pod's way to Running on the local node (measured: ~1 s).
+	podTimeout = 60 * time.Second
+)
+
+// The cluster, as the child process sees it (set by setUp).
+var (
+	repo          string // repository root
+	kubectlBin    string // _output/bin/kubectl
+	kubeconfig    string // cluster-admin kubeconfig written by hack/local-up.sh
+	kubectlCache  string // kubectl's discovery cache, private to this run
+	adminConfig   *rest.Config
+	kube          kubernetes.Interface
+	inplace       clientset.Interface
+	dynamicClient dynamic.Interface
+)
+
+var apiServiceGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+
+// setUp reads the environment hack/local-up.sh wrote and makes the clients.
+func setUp() error {
+	var err error
+	if repo, err = repoRoot(); err != nil {
+		return err
+	}
+	vars, err := readEnvFile(filepath.Join(repo, "_output/local/env"))
+	if err != nil {
+		return fmt.Errorf("reading the local cluster's environment: %w", err)
+	}
+	kubeconfig = vars["KUBECONFIG"]
+	if kubeconfig == "" {
+		return fmt.Errorf("no KUBECONFIG in _output/local/env")
+	}
+	kubectlBin = filepath.Join(repo, "_output/bin/kubectl")
+	if _, err := os.Stat(kubectlBin); err != nil {
+		return fmt.Errorf("kubectl: %w", err)
+	}
+	if kubectlCache, err = os.MkdirTemp("", "inplace-e2e-kubectl-cache-"); err != nil {
+		return err
+	}
+	if adminConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+		return fmt.Errorf("loading %s: %w", kubeconfig, err)
+	}
+	adminConfig.QPS, adminConfig.Burst = 100, 200
+	if kube, err = kubernetes.NewForConfig(adminConfig); err != nil {
+		return err
+	}
+	if inplace, err = clientset.NewForConfig(adminConfig); err != nil {
+		return err
+	}
+	dynamicClient, err = dynamic.NewForConfig(adminConfig)
+	return err
+}
+
+// testContext ends with the test.
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// poll calls cond every 100 ms until it reports done, and fails the test at the deadline with
+// the last error cond gave (cond may explain a "not yet" with an error; done wins over it).
+func poll(t *testing.T, ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		done, err := cond(ctx)
+		if done {
+			return true, nil
+		}
+		if err != nil && ctx.Err() == nil {
+			last = err
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
+	}
+}
+
+// kubectl runs _output/bin/kubectl as cluster-admin and returns its stdout and stderr.
+func kubectl(ctx context.Context, stdin string, args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kubectlBin, args...)
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBECACHEDIR="+kubectlCache)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		err = fmt.Errorf("kubectl %s: %w; stderr: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), stderr.String(), err
+}
+
+// mustKubectl runs kubectl and fails the test when it fails.
+func mustKubectl(t *testing.T, ctx context.Context, stdin string, args ...string) string {
+	t.Helper()
+	out, _, err := kubectl(ctx, stdin, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// newNamespace creates a namespace for the test (deleted afterwards, without waiting) and waits
+// for its default ServiceAccount, which Pods need.
+func newNamespace(t *testing.T, ctx context.Context, prefix string) string {
+	t.Helper()
+	name := "e2e-" + prefix + "-" + utilrand.String(5)
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	poll(t, ctx, 30*time.Second, "ServiceAccount "+name+"/default", func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, err
+	})
+	return name
+}
+
+// appPod is a Pod running the local test image (no registry: pull policy Never).
+func appPod(namespace, name, image string) *corev1.Pod {
+	grace := int64(1)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{"app": name}},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{
+				Name: "main", Image: image, ImagePullPolicy: corev1.PullNever,
+			}},
+		},
+	}
+}
+
+// waitPodRunning waits until the Pod runs and returns it.
+func waitPodRunning(t *testing.T, ctx context.Context, namespace, name string) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	poll(t, ctx, podTimeout, "Pod "+namespace+"/"+name+" Running", func(ctx context.Context) (bool, error) {
+		var err error
+		pod, err = kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+			return false, fmt.Errorf("pod ended: phase %s, %s", pod.Status.Phase, pod.Status.Message)
+		}
+		return pod.Status.Phase == corev1.PodRunning, fmt.Errorf("phase %s, statuses %+v", pod.Status.Phase, pod.Status.ContainerStatuses)
+	})
+	return pod
+}
+
+// runPod creates a Pod on the local image and waits until it runs.
+func runPod(t *testing.T, ctx context.Context, namespace, name string) *corev1.Pod {
+	t.Helper()
+	if _, err := kube.CoreV1().Pods(namespace).Create(ctx, appPod(namespace, name, appImageV1), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Pod %s/%s: %v", namespace, name, err)
+	}
+	return waitPodRunning(t, ctx, namespace, name)
+}
+
+// serviceAccountConfig is a client configuration that authenticates as the ServiceAccount, with
+// a token from the TokenRequest API (and nothing of the admin's credentials).
+func serviceAccountConfig(t *testing.T, ctx context.Context, namespace, name string) *rest.Config {
+	t.Helper()
+	if _, err := kube.CoreV1().ServiceAccounts(namespace).Create(ctx,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating ServiceAccount %s/%s: %v", namespace, name, err)
+	}
+	expiry := int64(3600)
+	tr, err := kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest for %s/%s: %v", namespace, name, err)
+	}
+	cfg := rest.AnonymousClientConfig(adminConfig)
+	cfg.BearerToken = tr.Status.Token
+	return cfg
+}
+
+// apiServiceAvailable reads the APIService's Available condition.
+func apiServiceAvailable(ctx context.Context) (bool, error) {
+	obj, err := dynamicClient.Resource(apiServiceGVR).Get(ctx, apiServiceName, metav1.GetOptions{})
+	if err != nil {
+		return false, err
+	}
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conditions {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == "Available" {
+			if m["status"] == "True" {
+				return true, nil
+			}
+			return false, fmt.Errorf("Available=%v: %v: %v", m["status"], m["reason"], m["message"])
+		}
+	}
+	return false, fmt.Errorf("no Available condition yet")
+}
+
+// recordedDaemon is a daemon hack/local-up.sh (or a hook) started: pid and start time as
+// recorded in _output/local/pids/NAME.pid.
+type recordedDaemon struct {
+	name      string
+	pid       int
+	startTime string
+}
+
+// readRecordedDaemon reads NAME's pid file.
+func readRecordedDaemon(t *testing.T, name string) recordedDaemon {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repo, "_output/local/pids", name+".pid"))
+	if err != nil {
+		t.Fatalf("reading the pid of %s: %v", name, err)
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) != 2 {
+		t.Fatalf("pid file of %s: want \"PID STARTTIME\", got %q", name, data)
+	}
+	pid, err := strconv.Atoi(fields[0])
+	if err != nil {
+		t.Fatalf("pid file of %s: %v", name, err)
+	}
+	return recordedDaemon{name: name, pid: pid, startTime: fields[1]}
+}
+
+// alive tells whether the recorded process still runs (same pid and start time, not a zombie).
+func (d recordedDaemon) alive() bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.pid))
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndex(s, ") ")
+	if i < 0 {
+		return false
+	}
+	fields := strings.Fields(s[i+2:]) // fields 3.. of /proc/PID/stat
+	if len(fields) < 20 || fields[0] == "Z" || fields[0] == "X" {
+		return false
+	}
+	return fields[19] == d.startTime
+}
+
+// stop signals the recorded process (only if it still is that process) and waits up to timeout
+// for it to exit. A process still there then fails the test and is killed (SIGKILL), so that
+// the test can go on.
+func (d recordedDaemon) stop(t *testing.T, ctx context.Context, sig syscall.Signal, timeout time.Duration) {
+	t.Helper()
+	if !d.alive() {
+		t.Fatalf("%s (pid %d) is not running", d.name, d.pid)
+	}
+	if err := syscall.Kill(d.pid, sig); err != nil {
+		t.Fatalf("signalling %s (pid %d): %v", d.name, d.pid, err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return !d.alive(), nil
+	})
+	if err == nil {
+		return
+	}
+	t.Errorf("%s (pid %d) still runs %v after %v; killing it", d.name, d.pid, timeout, sig)
+	if d.alive() {
+		_ = syscall.Kill(d.pid, syscall.SIGKILL)
+	}
+	poll(t, ctx, 30*time.Second, fmt.Sprintf("%s (pid %d) to exit after SIGKILL", d.name, d.pid), func(context.Context) (bool, error) {
+		return !d.alive(), nil
+	})
+}

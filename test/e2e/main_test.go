@@ -1,0 +1,200 @@
+// Package e2e tests inplace on a real single-node cluster of this machine: kube-apiserver,
+// kubelet and containerd started by hack/local-up.sh, with inplace-apiserver aggregated into it
+// by hack/local-up.d/10-inplace-apiserver.sh, exercised through kube-apiserver with client-go,
+// the generated clientset and the real kubectl (_output/bin/kubectl).
+//
+// The harness (TestMain) brings the cluster up, runs the tests in a child process and always
+// brings the cluster down afterwards: after a failure, a panic or a -timeout in a test too,
+// since those end only the child. It needs root; without it, or without a binary it needs, it
+// fails (it never skips).
+//
+//	make test-e2e                                     # or:
+//	INPLACE_REPO_ROOT=$PWD go test -count=1 -v ./test/e2e/...
+package e2e
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// childEnv marks the child process, which runs the tests against the running cluster.
+const childEnv = "INPLACE_E2E_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		if err := setUp(); err != nil {
+			harnessLog("FAIL: %v", err)
+			os.Exit(1)
+		}
+		os.Exit(m.Run())
+	}
+	os.Exit(harness())
+}
+
+// harnessLog prints a harness message; the file name in it keeps it in make test-e2e's
+// filtered output.
+func harnessLog(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "    main_test.go: e2e harness: "+format+"\n", args...)
+}
+
+// harness brings the cluster up, runs the tests in a child process, and brings the cluster down
+// whatever happened. It returns the exit code.
+func harness() (code int) {
+	root, err := repoRoot()
+	if err != nil {
+		harnessLog("FAIL: %v", err)
+		return 1
+	}
+	if os.Geteuid() != 0 {
+		harnessLog("FAIL: the e2e tests start a real Kubernetes node (containerd, kubelet, a bridge, "+
+			"cgroups) and must run as root; this process runs as uid %d. Run `sudo make test-e2e`.", os.Geteuid())
+		return 1
+	}
+	for _, tool := range []string{"go", "openssl", "ss", "ip", "flock", "setsid"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			harnessLog("FAIL: required program %q not found in PATH (hack/install-deps.sh installs the packages)", tool)
+			return 1
+		}
+	}
+
+	// The child ends on Ctrl-C (same process group); the harness must live on to clean up.
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
+
+	// Always the programs of this source tree: _output/bin/inplace-NAME for every cmd/NAME, the
+	// names the local-up hooks start.
+	start := time.Now()
+	commands, err := os.ReadDir(filepath.Join(root, "cmd"))
+	if err != nil {
+		harnessLog("FAIL: %v", err)
+		return 1
+	}
+	for _, c := range commands {
+		if !c.IsDir() {
+			continue
+		}
+		if err := runLogged(root, "go", "build", "-o", "_output/bin/inplace-"+c.Name(), "./cmd/"+c.Name()); err != nil {
+			harnessLog("FAIL: building cmd/%s: %v", c.Name(), err)
+			return 1
+		}
+	}
+	harnessLog("built the inplace programs in %.1fs", time.Since(start).Seconds())
+
+	defer func() {
+		start := time.Now()
+		if err := runLogged(root, "hack/local-down.sh"); err != nil {
+			harnessLog("FAIL: hack/local-down.sh: %v (see its output above)", err)
+			code = 1
+			return
+		}
+		harnessLog("cluster down in %.1fs", time.Since(start).Seconds())
+	}()
+
+	start = time.Now()
+	if err := runLogged(root, "hack/local-up.sh"); err != nil {
+		harnessLog("FAIL: hack/local-up.sh: %v; logs in %s", err, filepath.Join(root, "_output/local/logs"))
+		return 1
+	}
+	harnessLog("cluster and inplace ready in %.1fs", time.Since(start).Seconds())
+	for _, bin := range []string{"kubectl", "inplace-apiserver"} { // the tests need them
+		if _, err := os.Stat(filepath.Join(root, "_output/bin", bin)); err != nil {
+			harnessLog("FAIL: required binary missing: %v", err)
+			return 1
+		}
+	}
+
+	child := exec.Command(os.Args[0], os.Args[1:]...)
+	child.Env = append(os.Environ(), childEnv+"=1", "INPLACE_REPO_ROOT="+root)
+	child.Stdin, child.Stdout, child.Stderr = nil, os.Stdout, os.Stderr
+	if err := child.Start(); err != nil {
+		harnessLog("FAIL: starting the tests: %v", err)
+		return 1
+	}
+	done := make(chan error, 1)
+	go func() { done <- child.Wait() }()
+	for waiting := true; waiting; {
+		select {
+		case sig := <-signals:
+			harnessLog("got %v: stopping the tests, then the cluster", sig)
+			_ = child.Process.Signal(sig)
+		case err = <-done:
+			waiting = false
+		}
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exitErr):
+		if exitErr.ExitCode() < 0 {
+			harnessLog("FAIL: the tests ended by %v", exitErr)
+			return 1
+		}
+		return exitErr.ExitCode()
+	default:
+		harnessLog("FAIL: running the tests: %v", err)
+		return 1
+	}
+}
+
+// runLogged runs a command in dir with its output on stderr.
+func runLogged(dir, name string, args ...string) error {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return cmd.Run()
+}
+
+// repoRoot is $INPLACE_REPO_ROOT, or the directory above this package holding go.mod.
+func repoRoot() (string, error) {
+	if root := os.Getenv("INPLACE_REPO_ROOT"); root != "" {
+		return filepath.Abs(root)
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod above %s: set INPLACE_REPO_ROOT", dir)
+		}
+	}
+}
+
+// readEnvFile reads hack/local-up.sh's _output/local/env ("export K=V" lines).
+func readEnvFile(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	vars := map[string]string{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		line := strings.TrimSpace(s.Text())
+		k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		vars[k] = os.Expand(v, func(name string) string {
+			if val, ok := vars[name]; ok {
+				return val
+			}
+			return os.Getenv(name)
+		})
+	}
+	return vars, s.Err()
+}

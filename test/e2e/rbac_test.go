@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
+)
+
+// rbacTimeout bounds how long a new RoleBinding (or ClusterRole aggregation) takes to be
+// honoured: kube-apiserver's RBAC informers, and inplace-apiserver's cache of
+// SubjectAccessReview answers (10 s for a denial).
+const rbacTimeout = 45 * time.Second
+
+// TestRBAC: apps.kruise.io requests are authorized per user, with the ClusterRoles of
+// artifacts/deploy: a ServiceAccount without rights gets 403 on creating a CloneSet and on
+// pods/inplaceupdate; with inplace:edit (or the built-in edit/admin/view it aggregates into) it
+// gets through.
+func TestRBAC(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "rbac")
+	runPod(t, ctx, ns, "target")
+
+	nobody := saClient(t, ctx, ns, "nobody", "")
+	t.Run("no rights", func(t *testing.T) {
+		_, err := nobody.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("by-nobody"), metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("create CloneSet without rights: %v, want 403 Forbidden", err)
+		}
+		_, err = nobody.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("POST pods/target/inplaceupdate without rights: %v, want 403 Forbidden", err)
+		}
+		_, err = nobody.AppsV1alpha1().Pods(ns).Recreate(ctx, "target", &v1alpha1.ContainerRecreateRequest{}, metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("POST pods/target/recreate without rights: %v, want 403 Forbidden", err)
+		}
+	})
+
+	editor := saClient(t, ctx, ns, "editor", "inplace:edit")
+	t.Run("inplace:edit", func(t *testing.T) {
+		poll(t, ctx, rbacTimeout, "CloneSet create allowed with inplace:edit", func(ctx context.Context) (bool, error) {
+			_, err := editor.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("by-editor"), metav1.CreateOptions{})
+			return err == nil, err
+		})
+		poll(t, ctx, rbacTimeout, "pods/inplaceupdate past authorization with inplace:edit", func(ctx context.Context) (bool, error) {
+			_, err := editor.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
+			return reachedSubresource(err)
+		})
+		poll(t, ctx, rbacTimeout, "pods/recreate past authorization with inplace:edit", func(ctx context.Context) (bool, error) {
+			_, err := editor.AppsV1alpha1().Pods(ns).Recreate(ctx, "target", &v1alpha1.ContainerRecreateRequest{}, metav1.CreateOptions{})
+			return reachedSubresource(err)
+		})
+	})
+
+	// The ClusterRoles aggregate into the built-in ones.
+	t.Run("built-in admin", func(t *testing.T) {
+		admin := saClient(t, ctx, ns, "ns-admin", "admin")
+		poll(t, ctx, rbacTimeout, "CloneSet create allowed with admin", func(ctx context.Context) (bool, error) {
+			_, err := admin.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("by-admin"), metav1.CreateOptions{})
+			return err == nil, err
+		})
+	})
+	t.Run("built-in view", func(t *testing.T) {
+		viewer := saClient(t, ctx, ns, "viewer", "view")
+		poll(t, ctx, rbacTimeout, "CloneSet list allowed with view", func(ctx context.Context) (bool, error) {
+			_, err := viewer.AppsV1alpha1().CloneSets(ns).List(ctx, metav1.ListOptions{})
+			return err == nil, err
+		})
+		_, err := viewer.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("by-viewer"), metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("create CloneSet with view: %v, want 403 Forbidden", err)
+		}
+		_, err = viewer.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("POST pods/target/inplaceupdate with view: %v, want 403 Forbidden", err)
+		}
+	})
+
+	// kube-apiserver authorizes before it proxies; inplace-apiserver authorizes again itself,
+	// delegating to kube-apiserver (TokenReview, SubjectAccessReview). Asked directly, on the
+	// address the aggregator dials, it gives the same answers.
+	t.Run("inplace-apiserver directly", func(t *testing.T) {
+		host := inplaceAPIServerAddress(t, ctx)
+		direct := func(c *rest.Config) clientset.Interface {
+			c = rest.CopyConfig(c)
+			c.Host = "https://" + host
+			return clientset.NewForConfigOrDie(c)
+		}
+		_, err := direct(serviceAccountConfig(t, ctx, ns, "nobody")).AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("direct pods/inplaceupdate without rights: %v, want 403 Forbidden", err)
+		}
+		_, err = direct(serviceAccountConfig(t, ctx, ns, "editor")).AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
+		if ok, _ := reachedSubresource(err); !ok {
+			t.Errorf("direct pods/inplaceupdate with inplace:edit: %v, want it past authorization", err)
+		}
+		_, err = direct(rest.AnonymousClientConfig(adminConfig)).AppsV1alpha1().CloneSets(ns).List(ctx, metav1.ListOptions{})
+		if !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
+			t.Errorf("direct anonymous list: %v, want 401 or 403", err)
+		}
+	})
+}
+
+// reachedSubresource: the request got past authentication and authorization to the
+// subresource's handler in inplace-apiserver: served, answered by the not-yet-implemented stub
+// (503 "not implemented"; a 503 of the aggregator itself does not count), or refused by the
+// handler for what it asked (a 4xx other than 401 and 403).
+func reachedSubresource(err error) (bool, error) {
+	var status apierrors.APIStatus
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsServiceUnavailable(err) && strings.Contains(err.Error(), "not implemented"):
+		return true, nil
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+		return false, err
+	case errors.As(err, &status) && status.Status().Code >= 400 && status.Status().Code < 500:
+		return true, nil
+	default:
+		return false, err
+	}
+}
+
+// saClient creates the ServiceAccount, binds it to clusterRole in the namespace (none if
+// empty), and returns a clientset that authenticates as it.
+func saClient(t *testing.T, ctx context.Context, ns, name, clusterRole string) clientset.Interface {
+	t.Helper()
+	cfg := serviceAccountConfig(t, ctx, ns, name)
+	if clusterRole != "" {
+		_, err := kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-" + clusterRole},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("binding %s to %s: %v", name, clusterRole, err)
+		}
+	}
+	return clientset.NewForConfigOrDie(cfg)
+}
+
+// inplaceAPIServerAddress is where the aggregator reaches inplace-apiserver: the local
+// EndpointSlice of its Service.
+func inplaceAPIServerAddress(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	slice, err := kube.DiscoveryV1().EndpointSlices(inplaceNamespace).Get(ctx, "inplace-apiserver-host", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(slice.Endpoints) == 0 || len(slice.Endpoints[0].Addresses) == 0 || len(slice.Ports) == 0 || slice.Ports[0].Port == nil {
+		t.Fatalf("EndpointSlice without address or port: %+v", slice)
+	}
+	return net.JoinHostPort(slice.Endpoints[0].Addresses[0], strconv.Itoa(int(*slice.Ports[0].Port)))
+}
+
+func testCloneSet(name string) *v1alpha1.CloneSet {
+	replicas := int32(1)
+	labels := map[string]string{"app": name}
+	cs := &v1alpha1.CloneSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.CloneSetSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+		},
+	}
+	cs.Spec.Template.Labels = labels
+	cs.Spec.Template.Spec = appPod("", name, appImageV1).Spec
+	return cs
+}
+
+func testInPlaceUpdate() *v1alpha1.InPlaceUpdate {
+	return &v1alpha1.InPlaceUpdate{Spec: v1alpha1.InPlaceUpdateSpec{
+		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: "inplace.local/app:v2"}},
+	}}
+}

@@ -1,0 +1,184 @@
+package e2e
+
+import (
+	"context"
+	"os/exec"
+	"reflect"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+)
+
+// stopTimeout bounds a graceful stop: hack/local-down.sh gives a daemon 15 s after SIGTERM
+// before it kills it, and so does the kubelet by default (30 s) for the Deployment's Pod. Open
+// watches (kube-controller-manager keeps some on every resource) must not hold it up.
+const stopTimeout = 15 * time.Second
+
+// apiserverHook starts inplace-apiserver on the local cluster; run on its own it restarts the
+// server and keeps its data.
+const apiserverHook = "hack/local-up.d/10-inplace-apiserver.sh"
+
+// TestRestartKeepsObjects: inplace-apiserver stopped (TERM) or killed (KILL) through its
+// recorded pid and started again by its local-up hook loses no object: CloneSets, SidecarSets
+// and ContainerRecreateRequests written before are read back with the same UID and spec.
+func TestRestartKeepsObjects(t *testing.T) {
+	ctx := testContext(t)
+	// Whatever happens here, leave a running inplace-apiserver to the tests after this one.
+	t.Cleanup(func() {
+		if !readRecordedDaemon(t, "inplace-apiserver").alive() {
+			_ = runHook(t)
+		}
+	})
+	ns := newNamespace(t, ctx, "restart")
+	runPod(t, ctx, ns, "target")
+
+	type object struct {
+		kind, name string
+		uid        types.UID
+		spec       any
+		get        func(context.Context) (types.UID, any, error)
+	}
+	var objects []*object
+	created := func(kind, name string, uid types.UID, spec any, get func(context.Context) (types.UID, any, error)) {
+		objects = append(objects, &object{kind: kind, name: name, uid: uid, spec: spec, get: get})
+	}
+	createAll := func(suffix string) {
+		t.Helper()
+		cs, err := inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("cs-"+suffix), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating CloneSet: %v", err)
+		}
+		created("CloneSet", cs.Name, cs.UID, cs.Spec, func(ctx context.Context) (types.UID, any, error) {
+			o, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+			if err != nil {
+				return "", nil, err
+			}
+			return o.UID, o.Spec, nil
+		})
+
+		ss, err := inplace.AppsV1alpha1().SidecarSets().Create(ctx, testSidecarSet("e2e-"+ns+"-"+suffix), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating SidecarSet: %v", err)
+		}
+		t.Cleanup(func() {
+			_ = inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), ss.Name, metav1.DeleteOptions{})
+		})
+		created("SidecarSet", ss.Name, ss.UID, ss.Spec, func(ctx context.Context) (types.UID, any, error) {
+			o, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, ss.Name, metav1.GetOptions{})
+			if err != nil {
+				return "", nil, err
+			}
+			return o.UID, o.Spec, nil
+		})
+
+		crr, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, &v1alpha1.ContainerRecreateRequest{
+			ObjectMeta: metav1.ObjectMeta{Name: "crr-" + suffix},
+			Spec: v1alpha1.ContainerRecreateRequestSpec{
+				PodName:    "target",
+				Containers: []v1alpha1.ContainerRecreateRequestContainer{{Name: "main"}},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating ContainerRecreateRequest: %v", err)
+		}
+		created("ContainerRecreateRequest", crr.Name, crr.UID, crr.Spec, func(ctx context.Context) (types.UID, any, error) {
+			o, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Get(ctx, crr.Name, metav1.GetOptions{})
+			if err != nil {
+				return "", nil, err
+			}
+			return o.UID, o.Spec, nil
+		})
+	}
+
+	createAll("before-term")
+	restart(t, ctx, syscall.SIGTERM)
+	checkObjects := func() {
+		t.Helper()
+		for _, o := range objects {
+			uid, spec, err := o.get(ctx)
+			if err != nil {
+				t.Errorf("%s %s after the restart: %v", o.kind, o.name, err)
+				continue
+			}
+			if uid != o.uid {
+				t.Errorf("%s %s: UID %s after the restart, was %s", o.kind, o.name, uid, o.uid)
+			}
+			if !reflect.DeepEqual(spec, o.spec) {
+				t.Errorf("%s %s: spec changed across the restart:\nbefore %+v\nafter  %+v", o.kind, o.name, o.spec, spec)
+			}
+		}
+	}
+	checkObjects()
+
+	// Written right before a crash: still there after it.
+	createAll("before-kill")
+	restart(t, ctx, syscall.SIGKILL)
+	checkObjects()
+
+	list, err := inplace.AppsV1alpha1().CloneSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 2 {
+		t.Errorf("%d CloneSets listed after the restarts, want 2", len(list.Items))
+	}
+	// And the server takes writes again.
+	if _, err := inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("cs-after"), metav1.CreateOptions{}); err != nil {
+		t.Errorf("creating a CloneSet after the restarts: %v", err)
+	}
+}
+
+// restart stops inplace-apiserver with sig through its recorded pid, starts it again with its
+// local-up hook, and waits until the aggregator reports it Available.
+func restart(t *testing.T, ctx context.Context, sig syscall.Signal) {
+	t.Helper()
+	old := readRecordedDaemon(t, "inplace-apiserver")
+	start := time.Now()
+	old.stop(t, ctx, sig, stopTimeout)
+	t.Logf("inplace-apiserver (pid %d) gone %.1fs after %v", old.pid, time.Since(start).Seconds(), sig)
+
+	start = time.Now()
+	if err := runHook(t); err != nil {
+		t.Fatalf("%s: %v", apiserverHook, err)
+	}
+	now := readRecordedDaemon(t, "inplace-apiserver")
+	if now.pid == old.pid || !now.alive() {
+		t.Fatalf("after %s: inplace-apiserver pid %d (alive %v), the old one was %d", apiserverHook, now.pid, now.alive(), old.pid)
+	}
+	poll(t, ctx, 60*time.Second, "APIService "+apiServiceName+" Available", func(ctx context.Context) (bool, error) {
+		return apiServiceAvailable(ctx)
+	})
+	t.Logf("inplace-apiserver restarted (pid %d) and Available in %.1fs", now.pid, time.Since(start).Seconds())
+}
+
+// runHook runs the inplace-apiserver hook on its own, logging its output to the test.
+func runHook(t *testing.T) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, apiserverHook)
+	cmd.Dir = repo
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s:\n%s", apiserverHook, out)
+	return err
+}
+
+func testSidecarSet(name string) *v1alpha1.SidecarSet {
+	return &v1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "e2e-restart-" + utilrand.String(4)}},
+			Containers: []v1alpha1.SidecarContainer{{
+				Container: corev1.Container{
+					Name: "sidecar", Image: appImageV1, ImagePullPolicy: corev1.PullNever,
+				},
+			}},
+		},
+	}
+}
