@@ -5,7 +5,7 @@
 # hack/local-up.sh starts the cluster (from empty; cached binaries and images:
 # a few seconds) and then its hooks, hack/local-up.d/*.sh, start every inplace
 # program that exists: inplace-apiserver (registered as the APIService
-# v1alpha1.apps.kruise.io), inplace-controller. Everything keeps running after this script returns;
+# v1alpha1.apps.kruise.io), inplace-controller, inplace-daemon. Everything keeps running after this script returns;
 # `make cluster-down` (hack/local-down.sh) stops all of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -55,6 +55,14 @@ func TestDeployManifests(t *testing.T) {
 		"APIService " + apiServiceName,
 		"Deployment inplace-system/inplace-apiserver",
 		"PersistentVolumeClaim inplace-system/inplace-apiserver-data",
+		"ClusterRole inplace:controller",
+		"ClusterRoleBinding inplace:controller",
+		"Role inplace-system/inplace:controller:leader-election",
+		"RoleBinding inplace-system/inplace:controller:leader-election",
+		"Deployment inplace-system/inplace-controller",
+		"ClusterRole inplace:daemon",
+		"ClusterRoleBinding inplace:daemon",
+		"DaemonSet inplace-system/inplace-daemon",
 	} {
 		if !slices.Contains(got, want) {
 			t.Errorf("kubectl kustomize artifacts/deploy lacks %s; it has:\n  %s", want, strings.Join(got, "\n  "))

@@ -35,7 +35,9 @@ func TestMain(m *testing.M) {
 			harnessLog("FAIL: %v", err)
 			os.Exit(1)
 		}
-		os.Exit(m.Run())
+		code := m.Run()
+		_ = os.RemoveAll(kubectlCache)
+		os.Exit(code)
 	}
 	os.Exit(harness())
 }

@@ -14,29 +14,58 @@ import (
 )
 
 // TestInplacePrograms: local-up started the inplace programs of this tree (hack/local-up.d) and
-// they run: inplace-apiserver, and inplace-controller (leading, through its Lease, and healthy).
+// they run: inplace-apiserver; inplace-controller, leading through its Lease and healthy;
+// inplace-daemon, healthy.
 func TestInplacePrograms(t *testing.T) {
 	ctx := testContext(t)
 	if d := readRecordedDaemon(t, "inplace-apiserver"); !d.alive() {
 		t.Errorf("inplace-apiserver (pid %d) is not running", d.pid)
 	}
-	if _, err := os.Stat(filepath.Join(repo, "cmd/controller")); err != nil {
-		t.Logf("no cmd/controller in this tree: %v", err)
-		return
+
+	t.Run("inplace-controller", func(t *testing.T) {
+		if !hasCommand(t, "controller") {
+			return
+		}
+		if d := readRecordedDaemon(t, "inplace-controller"); !d.alive() {
+			t.Fatalf("inplace-controller (pid %d) is not running", d.pid)
+		}
+		lease, err := kube.CoordinationV1().Leases(inplaceNamespace).Get(ctx, "inplace-controller", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("inplace-controller's Lease: %v", err)
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+			t.Errorf("Lease %s/inplace-controller has no holder", inplaceNamespace)
+		}
+		waitHealthy(t, ctx, "inplace-controller", "127.0.0.1:10390")
+	})
+
+	t.Run("inplace-daemon", func(t *testing.T) {
+		if !hasCommand(t, "daemon") {
+			return
+		}
+		if d := readRecordedDaemon(t, "inplace-daemon"); !d.alive() {
+			t.Fatalf("inplace-daemon (pid %d) is not running", d.pid)
+		}
+		waitHealthy(t, ctx, "inplace-daemon", "127.0.0.1:10391")
+	})
+}
+
+// hasCommand tells whether this tree has cmd/NAME (a program local-up starts once it exists).
+func hasCommand(t *testing.T, name string) bool {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(repo, "cmd", name)); err != nil {
+		t.Logf("no cmd/%s in this tree, so nothing to check: %v", name, err)
+		return false
 	}
-	if d := readRecordedDaemon(t, "inplace-controller"); !d.alive() {
-		t.Fatalf("inplace-controller (pid %d) is not running", d.pid)
-	}
-	lease, err := kube.CoordinationV1().Leases(inplaceNamespace).Get(ctx, "inplace-controller", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("inplace-controller's Lease: %v", err)
-	}
-	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
-		t.Errorf("Lease %s/inplace-controller has no holder", inplaceNamespace)
-	}
+	return true
+}
+
+// waitHealthy waits until the program's /healthz and /readyz answer 200.
+func waitHealthy(t *testing.T, ctx context.Context, name, address string) {
+	t.Helper()
 	for _, path := range []string{"/healthz", "/readyz"} {
-		poll(t, ctx, 30*time.Second, "inplace-controller "+path, func(ctx context.Context) (bool, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:10390"+path, nil)
+		poll(t, ctx, 30*time.Second, name+" "+path, func(ctx context.Context) (bool, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+address+path, nil)
 			if err != nil {
 				return false, err
 			}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# inplace-daemon on the local cluster's node (after 10-inplace-apiserver.sh,
+# which applied artifacts/deploy, RBAC included).
+#
+# Sourced by hack/local-up.sh once the cluster and inplace-apiserver are ready;
+# also runs on its own against a running local cluster, to (re)start it:
+#
+#   hack/local-up.d/30-inplace-daemon.sh
+#
+# Host process _output/bin/inplace-daemon for node $NODE_NAME, talking CRI to
+# the cluster's containerd ($CONTAINER_RUNTIME_ENDPOINT), authenticated as the
+# ServiceAccount inplace-system/inplace-daemon (client certificate, see
+# hack/lib/inplace.sh), health on 127.0.0.1:10391. Skipped when the source
+# tree has no cmd/daemon.
+
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  set -euo pipefail
+  cd "$(dirname "$0")/../.."
+  # shellcheck source=hack/lib/local.sh
+  source hack/lib/local.sh
+  [[ $EUID -eq 0 ]] || die "must run as root"
+  local_lock
+  kubectl get --raw /readyz >/dev/null 2>&1 || die "the local cluster is not running (start it with hack/local-up.sh)"
+fi
+# shellcheck source=hack/lib/inplace.sh
+source hack/lib/inplace.sh
+
+INPLACE_DAEMON_HEALTH="${INPLACE_DAEMON_HEALTH:-127.0.0.1:10391}"
+
+inplace_start_daemon() {
+  local mode="$1" bin kubeconfig
+  if [[ ! -d cmd/daemon ]]; then
+    log "inplace: no cmd/daemon in this tree, inplace-daemon not started"
+    return 0
+  fi
+  [[ "$mode" == fresh ]] || local_stop inplace-daemon
+  bin="$(inplace_binary daemon)"
+  kubeconfig="$(inplace_sa_kubeconfig inplace-daemon)"
+  local_start inplace-daemon "$bin" \
+    --kubeconfig="$kubeconfig" \
+    --node-name="$NODE_NAME" \
+    --runtime-endpoint="$CONTAINER_RUNTIME_ENDPOINT" \
+    --bind-address="$INPLACE_DAEMON_HEALTH" \
+    --v=1
+  local_wait inplace-daemon 60 "inplace-daemon ready" \
+    http_ok "${INPLACE_DAEMON_HEALTH%:*}" "${INPLACE_DAEMON_HEALTH##*:}" /readyz ok
+}
+
+inplace_start_daemon "$(inplace_hook_mode "${BASH_SOURCE[0]}")"
