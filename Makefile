@@ -10,9 +10,9 @@ GO_TEST_FLAGS ?= -count=1
 
 all: build
 
-## build: the inplace programs into _output/bin
+## build: the inplace programs into _output/bin as inplace-<name> for every cmd/<name>
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	for d in cmd/*/; do n=$$(basename $$d); $(GO) build -o $(BIN)/inplace-$$n ./cmd/$$n; done
 
 ## run: a real local cluster with inplace aggregated into it (see README)
 run: build deps kube-binaries

@@ -170,15 +170,6 @@ inplace_start_apiserver() {
   kubectl apply --server-side --force-conflicts --field-manager="$INPLACE_FIELD_MANAGER" \
     -k "$INPLACE_STATE/deploy" >/dev/null
 
-  # Version skew: inplace's k8s.io/apiserver (v0.37) runs the MutatingAdmissionPolicy
-  # plugin, which watches admissionregistration.k8s.io/v1 mutatingadmissionpolicies (GA
-  # in Kubernetes 1.36). A cluster that does not serve them (this one is v1.35) would
-  # leave that informer unsynced and /readyz failing for ever: turn the plugin off there.
-  local extra=()
-  if ! kubectl get --raw /apis/admissionregistration.k8s.io/v1 | grep -q '"name":"mutatingadmissionpolicies"'; then
-    extra+=(--disable-admission-plugins=MutatingAdmissionPolicy)
-  fi
-
   local_start inplace-apiserver "$bin" --mode=aggregated \
     --bind-address="$NODE_IP" --secure-port="$INPLACE_APISERVER_PORT" \
     --data-dir="$INPLACE_STATE/data" \
@@ -186,7 +177,7 @@ inplace_start_apiserver() {
     --kubeconfig="$kubeconfig" \
     --authentication-kubeconfig="$kubeconfig" \
     --authorization-kubeconfig="$kubeconfig" \
-    "${extra[@]}" --v=1
+    --v=1
   # Its own /readyz, checked against the cluster CA on the node IP (what the
   # aggregator will dial).
   local_wait inplace-apiserver 60 "inplace-apiserver /readyz" \

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
@@ -48,6 +49,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	group := genericapiserver.NewDefaultAPIGroupInfo(apps.GroupName, Scheme, metav1.ParameterCodec, Codecs)
+	group.NegotiatedSerializer = withoutProtobuf{Codecs}
 	group.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = storage
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("installing the %s API group: %w", apps.GroupName, err)
@@ -92,4 +94,23 @@ func (c CompletedConfig) v1alpha1Storage() (map[string]rest.Storage, error) {
 		"pods/inplaceupdate":               pods.InPlaceUpdate,
 		"pods/recreate":                    pods.Recreate,
 	}, nil
+}
+
+// withoutProtobuf offers JSON and YAML only. The kinds of this group have no protobuf encoding
+// (like CRDs); offering it anyway answers 406 to clients that ask for protobuf first, such as
+// kube-controller-manager's namespace and garbage collectors, which then never finish deleting a
+// namespace holding our objects. Without it in the offer, those clients fall back to JSON.
+type withoutProtobuf struct {
+	runtime.NegotiatedSerializer
+}
+
+// SupportedMediaTypes is the wrapped serializer's offer minus protobuf.
+func (w withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
+	var out []runtime.SerializerInfo
+	for _, info := range w.NegotiatedSerializer.SupportedMediaTypes() {
+		if info.MediaType != runtime.ContentTypeProtobuf {
+			out = append(out, info)
+		}
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -71,6 +72,10 @@ func NewOptions() *Options {
 	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
 	o.Recommended.SecureServing.BindPort = 8443
+	// MutatingAdmissionPolicy needs its API served by the cluster, which Kubernetes 1.35 does not do
+	// by default; with the plugin on, /readyz would never pass there. --enable-admission-plugins
+	// turns it back on for clusters that serve admissionregistration.k8s.io MutatingAdmissionPolicy.
+	o.Recommended.Admission.DisablePlugins = append(o.Recommended.Admission.DisablePlugins, "MutatingAdmissionPolicy")
 	// The generic server reads feature gates and the effective version from this registry.
 	_, _ = o.componentGlobals.ComponentGlobalsOrRegister(basecompatibility.DefaultKubeComponent,
 		basecompatibility.NewEffectiveVersionFromString(baseversion.DefaultKubeBinaryVersion, "", ""),
@@ -163,6 +168,10 @@ func (o *Options) config() (*apiserver.Config, error) {
 	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
 	c.OpenAPIV3Config.Info.Title = "inplace"
 	c.OpenAPIV3Config.Info.Version = "v1alpha1"
+	// Watches end within 5 s of SIGTERM instead of the default minute: kube-controller-manager
+	// always holds some, and a Pod or a script waiting on the stop would otherwise kill the
+	// server before the embedded etcd is closed cleanly.
+	c.ShutdownWatchTerminationGracePeriod = 5 * time.Second
 	c.FeatureGate = o.componentGlobals.FeatureGateFor(basecompatibility.DefaultKubeComponent)
 	c.EffectiveVersion = o.componentGlobals.EffectiveVersionFor(basecompatibility.DefaultKubeComponent)
 
