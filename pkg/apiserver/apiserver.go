@@ -9,6 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	restclient "k8s.io/client-go/rest"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
@@ -26,11 +30,18 @@ type Config struct {
 // CompletedConfig is a Config with every default filled in.
 type CompletedConfig struct {
 	generic genericapiserver.CompletedConfig
+	// coreClient reaches the cluster's core API; nil in standalone mode.
+	coreClient *restclient.Config
+	informers  informers.SharedInformerFactory
 }
 
 // Complete fills in the defaults of the generic server.
 func (c *Config) Complete() CompletedConfig {
-	return CompletedConfig{generic: c.GenericConfig.Complete()}
+	return CompletedConfig{
+		generic:    c.GenericConfig.Complete(),
+		coreClient: c.GenericConfig.ClientConfig,
+		informers:  c.GenericConfig.SharedInformerFactory,
+	}
 }
 
 // Server is a running inplace-apiserver.
@@ -56,9 +67,9 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	// In aggregated mode admission (namespace lifecycle, webhooks) reads the cluster through
 	// these informers; nothing else starts them, and admission waits until they have synced.
-	if informers := c.generic.SharedInformerFactory; informers != nil {
+	if factory := c.informers; factory != nil {
 		generic.AddPostStartHookOrDie("start-core-informers", func(ctx genericapiserver.PostStartHookContext) error {
-			informers.Start(ctx.Done())
+			factory.Start(ctx.Done())
 			return nil
 		})
 	}
@@ -80,7 +91,17 @@ func (c CompletedConfig) v1alpha1Storage() (map[string]rest.Storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	pods := pod.NewStorage()
+	var corePods corev1client.PodsGetter
+	if cc := c.coreClient; cc != nil {
+		// Aggregated mode: the Pod subresources act on core Pods with inplace-apiserver's own
+		// identity (--kubeconfig); who may call them is checked by this server's authorization.
+		kube, err := kubernetes.NewForConfig(cc)
+		if err != nil {
+			return nil, fmt.Errorf("creating the core client: %w", err)
+		}
+		corePods = kube.CoreV1()
+	}
+	pods := pod.NewStorage(corePods)
 	return map[string]rest.Storage{
 		"clonesets":                        cloneSets.CloneSet,
 		"clonesets/status":                 cloneSets.Status,

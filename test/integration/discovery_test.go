@@ -134,20 +134,20 @@ func TestSubresourceStubs(t *testing.T) {
 	ctx := testContext(t)
 	apps := s.Client.AppsV1alpha1()
 
-	expect503 := func(what string, err error) {
+	expect503 := func(what string, err error, message string) {
 		t.Helper()
 		if !apierrors.IsServiceUnavailable(err) {
 			t.Errorf("%s: want 503 ServiceUnavailable, got %v", what, err)
-		} else if !strings.Contains(err.Error(), "not implemented") {
-			t.Errorf("%s: want \"not implemented\" in %q", what, err.Error())
+		} else if !strings.Contains(err.Error(), message) {
+			t.Errorf("%s: want %q in %q", what, message, err.Error())
 		}
 	}
 	_, err := apps.Pods("default").InPlaceUpdate(ctx, "x", &appsv1alpha1.InPlaceUpdate{
 		Spec: appsv1alpha1.InPlaceUpdateSpec{Containers: []appsv1alpha1.InPlaceUpdateContainer{{Name: "main", Image: "inplace.local/app:v2"}}},
 	}, metav1.CreateOptions{})
-	expect503("pods/x/inplaceupdate", err)
+	expect503("pods/x/inplaceupdate", err, "standalone mode")
 	_, err = apps.Pods("default").Recreate(ctx, "x", newCRR("x"), metav1.CreateOptions{})
-	expect503("pods/x/recreate", err)
+	expect503("pods/x/recreate", err, "not implemented")
 	if _, err := apps.SidecarSets().Create(ctx, newSidecarSet("agent"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestSubresourceStubs(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default", Labels: map[string]string{"app": "agent"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "inplace.local/app:v1"}}},
 	}, metav1.CreateOptions{})
-	expect503("sidecarsets/agent/inject", err)
+	expect503("sidecarsets/agent/inject", err, "not implemented")
 
 	// pods/recreate did not create a ContainerRecreateRequest behind the scenes.
 	crrs, err := apps.ContainerRecreateRequests("default").List(ctx, metav1.ListOptions{})

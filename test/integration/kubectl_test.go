@@ -377,10 +377,11 @@ spec:
 			`"metadata":{"name":"x"},"spec":{"podName":"x","containers":[{"name":"main"}]}}`)
 		inject := k.writeFile("pod.json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x","namespace":"default"},`+
 			`"spec":{"containers":[{"name":"main","image":"inplace.local/app:v1"}]}}`)
-		for _, tc := range []struct{ path, body string }{
-			{"/apis/apps.kruise.io/v1alpha1/namespaces/default/pods/x/inplaceupdate", inplace},
-			{"/apis/apps.kruise.io/v1alpha1/namespaces/default/pods/x/recreate", recreate},
-			{"/apis/apps.kruise.io/v1alpha1/sidecarsets/log-agent/inject", inject},
+		for _, tc := range []struct{ path, body, message string }{
+			// Standalone mode has no cluster: in-place updates of Pods need aggregated mode.
+			{"/apis/apps.kruise.io/v1alpha1/namespaces/default/pods/x/inplaceupdate", inplace, "standalone mode"},
+			{"/apis/apps.kruise.io/v1alpha1/namespaces/default/pods/x/recreate", recreate, "not implemented"},
+			{"/apis/apps.kruise.io/v1alpha1/sidecarsets/log-agent/inject", inject, "not implemented"},
 		} {
 			stdout, stderr, err := k.run("create", "--raw", tc.path, "-f", tc.body)
 			var exit *exec.ExitError
@@ -388,8 +389,8 @@ spec:
 				t.Errorf("kubectl create --raw %s: want a non-zero exit, got %v (stdout %q)", tc.path, err, stdout)
 				continue
 			}
-			if !strings.Contains(stderr, "not implemented") {
-				t.Errorf("kubectl create --raw %s: want \"not implemented\" in the error, got %q", tc.path, stderr)
+			if !strings.Contains(stderr, tc.message) {
+				t.Errorf("kubectl create --raw %s: want %q in the error, got %q", tc.path, tc.message, stderr)
 			}
 		}
 	})

@@ -6,11 +6,13 @@ package pod
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 )
@@ -22,9 +24,14 @@ type Storage struct {
 	Recreate      *RecreateREST
 }
 
-// NewStorage returns the pods handle and its subresources.
-func NewStorage() Storage {
-	return Storage{Pod: &REST{}, InPlaceUpdate: &InPlaceUpdateREST{}, Recreate: &RecreateREST{}}
+// NewStorage returns the pods handle and its subresources. pods reaches the core Pods; it is nil in
+// standalone mode, where the subresources answer 503.
+func NewStorage(pods corev1client.PodsGetter) Storage {
+	return Storage{
+		Pod:           &REST{},
+		InPlaceUpdate: &InPlaceUpdateREST{pods: pods, now: time.Now},
+		Recreate:      &RecreateREST{},
+	}
 }
 
 // REST is the parent of the Pod subresources. The API server needs a parent storage to know the
@@ -48,22 +55,6 @@ func (*REST) GetSingularName() string { return "pod" }
 
 // NamespaceScoped is true: Pods live in namespaces.
 func (*REST) NamespaceScoped() bool { return true }
-
-// InPlaceUpdateREST is POST pods/NAME/inplaceupdate.
-type InPlaceUpdateREST struct{}
-
-var _ rest.NamedCreater = &InPlaceUpdateREST{}
-
-// New returns an empty InPlaceUpdate body.
-func (*InPlaceUpdateREST) New() runtime.Object { return &apps.InPlaceUpdate{} }
-
-// Destroy does nothing.
-func (*InPlaceUpdateREST) Destroy() {}
-
-// Create starts an in-place update of the core Pod name.
-func (*InPlaceUpdateREST) Create(_ context.Context, name string, _ runtime.Object, _ rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
-	return nil, notImplemented("pods/inplaceupdate", name)
-}
 
 // RecreateREST is POST pods/NAME/recreate.
 type RecreateREST struct{}
