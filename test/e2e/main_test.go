@@ -10,6 +10,13 @@
 //
 //	make test-e2e                                     # or:
 //	INPLACE_REPO_ROOT=$PWD go test -count=1 -v ./test/e2e/...
+//
+// For quicker iteration, INPLACE_E2E_REUSE_CLUSTER=1 runs the tests against a cluster already
+// brought up with hack/local-up.sh (and inplace programs as they run there): no build, no
+// local-up, no local-down. Without it (the default) the harness always brings the cluster up and
+// down.
+//
+//	hack/local-up.sh && INPLACE_E2E_REUSE_CLUSTER=1 go test -count=1 -v ./test/e2e/ -run InPlaceUpdate
 package e2e
 
 import (
@@ -20,6 +27,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,6 +36,10 @@ import (
 
 // childEnv marks the child process, which runs the tests against the running cluster.
 const childEnv = "INPLACE_E2E_CHILD"
+
+// reuseEnv (=1) makes the harness use the running local cluster as it is: it neither builds the
+// inplace programs nor runs hack/local-up.sh or hack/local-down.sh.
+const reuseEnv = "INPLACE_E2E_REUSE_CLUSTER"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
@@ -73,6 +85,17 @@ func harness() (code int) {
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(signals)
 
+	if os.Getenv(reuseEnv) == "1" {
+		for _, name := range []string{"kube-apiserver", "kubelet", "inplace-apiserver"} {
+			if !recordedRunning(root, name) {
+				harnessLog("FAIL: %s=1 but %s of the local cluster is not running: start the cluster with hack/local-up.sh", reuseEnv, name)
+				return 1
+			}
+		}
+		harnessLog("%s=1: using the running cluster as it is (no build, no local-up, no local-down)", reuseEnv)
+		return runChild(root, signals)
+	}
+
 	// Always the programs of this source tree: _output/bin/inplace-NAME for every cmd/NAME, the
 	// names the local-up hooks start.
 	start := time.Now()
@@ -115,6 +138,12 @@ func harness() (code int) {
 		}
 	}
 
+	return runChild(root, signals)
+}
+
+// runChild runs the tests in a child process against the running cluster and returns its exit
+// code; a signal to the harness is passed on to the child.
+func runChild(root string, signals <-chan os.Signal) int {
 	child := exec.Command(os.Args[0], os.Args[1:]...)
 	child.Env = append(os.Environ(), childEnv+"=1", "INPLACE_REPO_ROOT="+root)
 	child.Stdin, child.Stdout, child.Stderr = nil, os.Stdout, os.Stderr
@@ -124,6 +153,7 @@ func harness() (code int) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- child.Wait() }()
+	var err error
 	for waiting := true; waiting; {
 		select {
 		case sig := <-signals:
@@ -147,6 +177,24 @@ func harness() (code int) {
 		harnessLog("FAIL: running the tests: %v", err)
 		return 1
 	}
+}
+
+// recordedRunning tells whether the daemon NAME recorded in _output/local/pids/NAME.pid
+// ("PID STARTTIME") still runs.
+func recordedRunning(root, name string) bool {
+	data, err := os.ReadFile(filepath.Join(root, "_output/local/pids", name+".pid"))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) != 2 {
+		return false
+	}
+	pid, err := strconv.Atoi(fields[0])
+	if err != nil {
+		return false
+	}
+	return recordedDaemon{name: name, pid: pid, startTime: fields[1]}.alive()
 }
 
 // runLogged runs a command in dir with its output on stderr.

@@ -1,0 +1,932 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+)
+
+// The pods/inplaceupdate subresource on the real cluster: each test sends its requests with
+// `kubectl create --raw /apis/apps.kruise.io/v1alpha1/namespaces/NS/pods/NAME/inplaceupdate -f
+// body.json` and follows the Pod through kube-apiserver while inplace-apiserver (first step),
+// inplace-controller (grace periods, next batches, InPlaceUpdateReady) and inplace-daemon
+// (env-from-metadata restarts) and the kubelet carry the update out.
+
+// TestInPlaceUpdateImage: v1 -> v2 of one container of two, on a Pod with the
+// InPlaceUpdateReady readiness gate. The Pod stays the same Pod (UID, IP), only the updated
+// container restarts (once, on the new image: new imageID, its log shows v2), the other one is not
+// touched, InPlaceUpdateReady goes False before the container changes and True at the end, and the
+// state annotation records the batch.
+func TestInPlaceUpdateImage(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "iu-image")
+	before := createSettledPod(t, ctx, gatedPod(ns, "target", container("main", appImageV1), container("side", appImageV1)))
+	mainBefore, sideBefore := containerStatus(t, before, "main"), containerStatus(t, before, "side")
+	rec := recordPod(t, ctx, ns, "target")
+
+	answer := startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
+		Revision:   "rev-v2",
+		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV2}},
+	})
+	if st := answer.Status.State; st.Revision != "rev-v2" || len(st.ContainerBatchesRecord) != 1 ||
+		!slices.Equal(st.ContainerBatchesRecord[0].Containers, []string{"main"}) || !st.UpdateImages {
+		t.Errorf("answered state %+v, want revision rev-v2, updateImages and one batch [main]", st)
+	}
+
+	pod := waitUpdateCompleted(t, ctx, ns, "target", updateTimeout)
+	records := rec.upTo(t, ctx, pod.ResourceVersion)
+	history := describeRecords(records, "main", "side")
+
+	if pod.UID != before.UID || pod.Status.PodIP != before.Status.PodIP || pod.Status.PodIP == "" {
+		t.Errorf("Pod UID %s IP %s after the update, was UID %s IP %s: not the same Pod", pod.UID, pod.Status.PodIP, before.UID, before.Status.PodIP)
+	}
+	if got := specImage(pod, "main"); got != appImageV2 {
+		t.Errorf("spec image of main %q, want %q", got, appImageV2)
+	}
+	main := containerStatus(t, pod, "main")
+	if main.RestartCount != 1 || main.Image != appImageV2 || main.ImageID == mainBefore.ImageID || main.ContainerID == mainBefore.ContainerID {
+		t.Errorf("main after the update: restartCount %d image %s imageID %s containerID %s; want restartCount 1 on %s with an imageID and "+
+			"containerID other than before (%s, %s)", main.RestartCount, main.Image, main.ImageID, main.ContainerID, appImageV2, mainBefore.ImageID, mainBefore.ContainerID)
+	}
+	side := containerStatus(t, pod, "side")
+	if side.RestartCount != 0 || side.ContainerID != sideBefore.ContainerID || specImage(pod, "side") != appImageV1 {
+		t.Errorf("side was touched: restartCount %d containerID %s (was %s), spec image %s", side.RestartCount, side.ContainerID, sideBefore.ContainerID, specImage(pod, "side"))
+	}
+	for _, r := range records {
+		if s := findStatus(r.pod, "side"); s != nil && (s.ContainerID != sideBefore.ContainerID || s.RestartCount != 0) {
+			t.Errorf("side restarted during the update (rv %s: %s, restarts %d)", r.pod.ResourceVersion, s.ContainerID, s.RestartCount)
+			break
+		}
+	}
+	if got := pod.Labels["controller-revision-hash"]; got != "rev-v2" {
+		t.Errorf("label controller-revision-hash %q, want rev-v2", got)
+	}
+
+	// The state annotation: OpenKruise's record of the update.
+	st := stateOf(t, pod)
+	if st.Revision != "rev-v2" || !st.UpdateImages || st.CompletedTimestamp == nil ||
+		!slices.EqualFunc(batchContainers(st), [][]string{{"main"}}, slices.Equal) ||
+		st.LastContainerStatuses["main"].ImageID != mainBefore.ImageID || len(st.NextContainerImages) > 0 {
+		t.Errorf("state annotation %s: want revision rev-v2, updateImages, one batch [main], lastContainerStatuses.main.imageID %s, completed",
+			pod.Annotations[pub.InPlaceUpdateStateKey], mainBefore.ImageID)
+	}
+
+	// InPlaceUpdateReady: True before, False while the container changed, True at the end; the
+	// Pod left service (Ready False) meanwhile, and no container changed while it was in service.
+	// Exactly once each way: a flip back to True in between would put the Pod back in service
+	// while it is being updated.
+	if h := conditionHistory(records, pub.InPlaceUpdateReady); !slices.Equal(h, []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionTrue}) {
+		t.Errorf("InPlaceUpdateReady went %v, want True, False, True; history:\n%s", h, history)
+	}
+	if h := conditionHistory(records, corev1.PodReady); !slices.Contains(h, corev1.ConditionFalse) {
+		t.Errorf("Ready went %v: the Pod never left service during the update; history:\n%s", h, history)
+	}
+	for _, r := range records {
+		s := findStatus(r.pod, "main")
+		if specImage(r.pod, "main") == appImageV2 && s != nil && s.Image != appImageV2 && conditionStatus(r.pod, pub.InPlaceUpdateReady) != corev1.ConditionFalse {
+			t.Errorf("rv %s: main's spec already on %s while InPlaceUpdateReady is %s (must be False first); history:\n%s",
+				r.pod.ResourceVersion, appImageV2, conditionStatus(r.pod, pub.InPlaceUpdateReady), history)
+			break
+		}
+	}
+
+	// The running container is v2; the one before it was v1.
+	waitLog(t, ctx, ns, "target", "main", "app version v2")
+	if out := podLog(t, ctx, ns, "target", "main"); strings.Contains(out, "app version v1") {
+		t.Errorf("kubectl logs -c main shows v1: %q", out)
+	}
+	waitLog(t, ctx, ns, "target", "main", "app version v1", "--previous")
+	if t.Failed() {
+		t.Logf("history of the Pod:\n%s", history)
+	}
+}
+
+// TestInPlaceUpdateLaunchPriority: with container launch priorities (KRUISE_CONTAINER_PRIORITY
+// 10 on c1, 1 on c2) a request for both images updates them in two batches: c1, then c2 only
+// once c1 runs its new image and is ready.
+func TestInPlaceUpdateLaunchPriority(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "iu-prio")
+	c1, c2 := container("c1", appImageV1), container("c2", appImageV1)
+	c1.Env = []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "10"}}
+	c2.Env = []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "1"}}
+	before := createSettledPod(t, ctx, gatedPod(ns, "target", c1, c2))
+	c1Before, c2Before := containerStatus(t, before, "c1"), containerStatus(t, before, "c2")
+	rec := recordPod(t, ctx, ns, "target")
+
+	answer := startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
+		Revision: "rev-v2",
+		Containers: []v1alpha1.InPlaceUpdateContainer{
+			{Name: "c2", Image: appImageV2}, {Name: "c1", Image: appImageV2}, // order of the request does not matter
+		},
+	})
+	if st := answer.Status.State; len(st.ContainerBatchesRecord) != 1 || !slices.Equal(st.ContainerBatchesRecord[0].Containers, []string{"c1"}) ||
+		st.NextContainerImages["c2"] != appImageV2 || st.PreCheckBeforeNext == nil ||
+		!slices.Equal(st.PreCheckBeforeNext.ContainersRequiredReady, []string{"c1"}) {
+		t.Errorf("answered state %+v: want batch [c1] started, c2 -> %s next, after c1 is ready", st, appImageV2)
+	}
+
+	pod := waitUpdateCompleted(t, ctx, ns, "target", updateTimeout)
+	records := rec.upTo(t, ctx, pod.ResourceVersion)
+	history := describeRecords(records, "c1", "c2")
+
+	st := stateOf(t, pod)
+	if got := batchContainers(st); !slices.EqualFunc(got, [][]string{{"c1"}, {"c2"}}, slices.Equal) {
+		t.Errorf("containerBatchesRecord %v, want [[c1] [c2]]", got)
+	} else if st.ContainerBatchesRecord[1].Timestamp.Before(&st.ContainerBatchesRecord[0].Timestamp) {
+		t.Errorf("batch c2 recorded at %v, before batch c1 at %v", st.ContainerBatchesRecord[1].Timestamp, st.ContainerBatchesRecord[0].Timestamp)
+	}
+	for _, c := range []struct {
+		name   string
+		before corev1.ContainerStatus
+	}{{"c1", c1Before}, {"c2", c2Before}} {
+		s := containerStatus(t, pod, c.name)
+		if s.RestartCount != 1 || s.Image != appImageV2 || s.ImageID == c.before.ImageID {
+			t.Errorf("%s after the update: restartCount %d image %s imageID %s, want 1 restart onto %s", c.name, s.RestartCount, s.Image, s.ImageID, appImageV2)
+		}
+	}
+
+	// The order, as the watch saw it: c1's spec changed first (c2's not with it); c2's spec
+	// changed only after a version of the Pod showed c1 running v2 and ready.
+	first := func(cond func(*corev1.Pod) bool) int {
+		return slices.IndexFunc(records, func(r podRecord) bool { return cond(r.pod) })
+	}
+	i1 := first(func(p *corev1.Pod) bool { return specImage(p, "c1") == appImageV2 })
+	i2 := first(func(p *corev1.Pod) bool { return specImage(p, "c2") == appImageV2 })
+	iReady := first(func(p *corev1.Pod) bool {
+		s := findStatus(p, "c1")
+		return s != nil && s.Image == appImageV2 && s.ContainerID != c1Before.ContainerID && s.Ready
+	})
+	switch {
+	case i1 < 0 || i2 < 0:
+		t.Errorf("the watch never saw c1 (%d) or c2 (%d) change; history:\n%s", i1, i2, history)
+	case i1 >= i2 || specImage(records[i1].pod, "c2") != appImageV1:
+		t.Errorf("c1 and c2 not in two batches (c1 changed at record %d, c2 at %d); history:\n%s", i1, i2, history)
+	case iReady < 0 || iReady >= i2:
+		t.Errorf("c2 changed (record %d) before c1 was seen running %s and ready (record %d); history:\n%s", i2, appImageV2, iReady, history)
+	default:
+		// c2's batch started at or after c1's new instance started (second resolution).
+		c1Started := findStatus(records[iReady].pod, "c1").State.Running
+		if c1Started != nil && len(st.ContainerBatchesRecord) == 2 && st.ContainerBatchesRecord[1].Timestamp.Before(&c1Started.StartedAt) {
+			t.Errorf("batch c2 recorded at %v, before c1's new instance started at %v", st.ContainerBatchesRecord[1].Timestamp, c1Started.StartedAt)
+		}
+		t.Logf("c1 changed at +%.3fs, ready on v2 at +%.3fs, c2 changed at +%.3fs",
+			records[i1].at.Sub(records[0].at).Seconds(), records[iReady].at.Sub(records[0].at).Seconds(), records[i2].at.Sub(records[0].at).Seconds())
+	}
+	if t.Failed() {
+		t.Logf("history of the Pod:\n%s", history)
+	}
+}
+
+// TestInPlaceUpdateLaunchPriorityBadImage: with apps.kruise.io/container-launch-priority:
+// Ordered (c1 before c2), a request for c1 -> app:bad (exits at once) and c2 -> v2 never
+// touches c2: its batch waits for c1 to be ready, which never happens.
+func TestInPlaceUpdateLaunchPriorityBadImage(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "iu-prio-bad")
+	p := gatedPod(ns, "target", container("c1", appImageV1), container("c2", appImageV1))
+	p.Annotations = map[string]string{pub.ContainerLaunchPriorityKey: pub.ContainerLaunchOrdered}
+	before := createSettledPod(t, ctx, p)
+	c2Before := containerStatus(t, before, "c2")
+	rec := recordPod(t, ctx, ns, "target")
+
+	answer := startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
+		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "c1", Image: appImageBad}, {Name: "c2", Image: appImageV2}},
+	})
+	if st := answer.Status.State; len(st.ContainerBatchesRecord) != 1 || !slices.Equal(st.ContainerBatchesRecord[0].Containers, []string{"c1"}) ||
+		st.NextContainerImages["c2"] != appImageV2 {
+		t.Errorf("answered state %+v: want batch [c1] started, c2 -> %s next", st, appImageV2)
+	}
+
+	// c1 crashes again and again (the kubelet's back-off is capped at 1 s on this node).
+	var pod *corev1.Pod
+	poll(t, ctx, 90*time.Second, "c1 on "+appImageBad+" to have crashed twice", func(ctx context.Context) (bool, error) {
+		var err error
+		if pod, err = kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		s := findStatus(pod, "c1")
+		return s != nil && s.Image == appImageBad && s.RestartCount >= 3, fmt.Errorf("c1 status %+v", s)
+	})
+	records := rec.upTo(t, ctx, pod.ResourceVersion)
+	history := describeRecords(records, "c1", "c2")
+
+	c2 := containerStatus(t, pod, "c2")
+	if specImage(pod, "c2") != appImageV1 || c2.ContainerID != c2Before.ContainerID || c2.RestartCount != 0 || c2.Image != appImageV1 {
+		t.Errorf("c2 was touched while c1 is not ready: spec image %s, status image %s, containerID %s (was %s), restartCount %d",
+			specImage(pod, "c2"), c2.Image, c2.ContainerID, c2Before.ContainerID, c2.RestartCount)
+	}
+	for _, r := range records {
+		if specImage(r.pod, "c2") != appImageV1 {
+			t.Errorf("rv %s: c2's spec image became %s", r.pod.ResourceVersion, specImage(r.pod, "c2"))
+			break
+		}
+	}
+	st := stateOf(t, pod)
+	if st == nil || st.CompletedTimestamp != nil || len(st.ContainerBatchesRecord) != 1 || st.NextContainerImages["c2"] != appImageV2 {
+		t.Errorf("state %s: want the update still waiting after batch [c1], with c2 -> %s next", pod.Annotations[pub.InPlaceUpdateStateKey], appImageV2)
+	}
+	if got := conditionStatus(pod, pub.InPlaceUpdateReady); got != corev1.ConditionFalse {
+		t.Errorf("InPlaceUpdateReady %s while c1 crash-loops, want False", got)
+	}
+	if t.Failed() {
+		t.Logf("history of the Pod:\n%s", history)
+	}
+}
+
+// TestInPlaceUpdateEnvFromMetadata: a container reads label color through an env fieldRef; a
+// request for color=blue makes inplace-daemon stop it once, and the kubelet starts it again with
+// the new value. A container that does not read the label is not touched.
+func TestInPlaceUpdateEnvFromMetadata(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "iu-env")
+	main := container("main", appImageV1)
+	main.Command = []string{"sh", "-c", `echo "color=$MY_LABEL"; exec /app.sh`}
+	main.Env = []corev1.EnvVar{{Name: "MY_LABEL", ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['color']"}}}}
+	p := gatedPod(ns, "target", main, container("side", appImageV1))
+	p.Labels["color"] = "red"
+	before := createSettledPod(t, ctx, p)
+	mainBefore, sideBefore := containerStatus(t, before, "main"), containerStatus(t, before, "side")
+	waitLog(t, ctx, ns, "target", "main", "color=red")
+	rec := recordPod(t, ctx, ns, "target")
+
+	answer := startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
+		Metadata: &v1alpha1.InPlaceUpdateMetadata{Labels: map[string]string{"color": "blue"}},
+	})
+	if st := answer.Status.State; !st.UpdateEnvFromMetadata || len(st.ContainerBatchesRecord) != 1 ||
+		!slices.Equal(st.ContainerBatchesRecord[0].Containers, []string{"main"}) {
+		t.Errorf("answered state %+v: want updateEnvFromMetadata and one batch [main]", st)
+	}
+
+	pod := waitUpdateCompleted(t, ctx, ns, "target", updateTimeout)
+	records := rec.upTo(t, ctx, pod.ResourceVersion)
+	history := describeRecords(records, "main", "side")
+
+	if pod.Labels["color"] != "blue" {
+		t.Errorf("label color %q, want blue", pod.Labels["color"])
+	}
+	s := containerStatus(t, pod, "main")
+	if s.RestartCount != 1 || s.ContainerID == mainBefore.ContainerID {
+		t.Errorf("main restarted %d times (containerID %s, was %s), want exactly once; the instance before the running one logged %q",
+			s.RestartCount, s.ContainerID, mainBefore.ContainerID, podLog(t, ctx, ns, "target", "main", "--previous"))
+	}
+	// inplace-daemon stops the container once (its events say each stop).
+	events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=target"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stops []string
+	for _, e := range events.Items {
+		if e.Reason == "RestartingForEnvFromMetadata" {
+			for range max(e.Count, 1) {
+				stops = append(stops, e.Message)
+			}
+		}
+	}
+	if len(stops) != 1 {
+		t.Errorf("inplace-daemon stopped main %d times, want once: %q", len(stops), stops)
+	}
+	if side := containerStatus(t, pod, "side"); side.RestartCount != 0 || side.ContainerID != sideBefore.ContainerID {
+		t.Errorf("side restarted: restartCount %d containerID %s (was %s)", side.RestartCount, side.ContainerID, sideBefore.ContainerID)
+	}
+	if !stateOf(t, pod).UpdateEnvFromMetadata {
+		t.Errorf("state %s lacks updateEnvFromMetadata", pod.Annotations[pub.InPlaceUpdateStateKey])
+	}
+	// The daemon reports the running instance.
+	if meta := pod.Annotations[pub.RuntimeContainerMetaKey]; !strings.Contains(meta, s.ContainerID) {
+		t.Errorf("annotation %s %q does not report main's running instance %s", pub.RuntimeContainerMetaKey, meta, s.ContainerID)
+	}
+	if h := conditionHistory(records, pub.InPlaceUpdateReady); !slices.Contains(h, corev1.ConditionFalse) || h[len(h)-1] != corev1.ConditionTrue {
+		t.Errorf("InPlaceUpdateReady went %v, want False while main restarts and True at the end", h)
+	}
+
+	waitLog(t, ctx, ns, "target", "main", "color=blue")
+	if out := podLog(t, ctx, ns, "target", "main"); strings.Contains(out, "color=red") {
+		t.Errorf("kubectl logs -c main shows the old value: %q", out)
+	}
+	if out := podLog(t, ctx, ns, "target", "main", "--previous"); !strings.Contains(out, "color=red") {
+		t.Errorf("kubectl logs -c main --previous: %q, want the instance before the update (color=red)", out)
+	}
+	if t.Failed() {
+		t.Logf("history of the Pod:\n%s", history)
+	}
+}
+
+// TestInPlaceUpdateResources: cpu requests/limits of a Burstable Pod whose cpu resizePolicy is
+// NotRequired change through pods/resize without a restart, and the Pod stays in service.
+func TestInPlaceUpdateResources(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "iu-resize")
+	main := container("main", appImageV1)
+	main.Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")},
+	}
+	main.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired}}
+	before := createSettledPod(t, ctx, gatedPod(ns, "target", main))
+	if before.Status.QOSClass != corev1.PodQOSBurstable {
+		t.Fatalf("QoS class %s, want Burstable", before.Status.QOSClass)
+	}
+	mainBefore := containerStatus(t, before, "main")
+	rec := recordPod(t, ctx, ns, "target")
+
+	want := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("150m")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("300m")},
+	}
+	answer := startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
+		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Resources: &want}},
+	})
+	if !answer.Status.State.UpdateResources {
+		t.Errorf("answered state %+v lacks updateResources", answer.Status.State)
+	}
+
+	var pod *corev1.Pod
+	poll(t, ctx, updateTimeout, "main to report cpu 150m/300m", func(ctx context.Context) (bool, error) {
+		var err error
+		if pod, err = kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		s := findStatus(pod, "main")
+		if s == nil || s.Resources == nil {
+			return false, fmt.Errorf("no resources in the status yet")
+		}
+		return sameCPU(s.Resources.Requests, "150m") && sameCPU(s.Resources.Limits, "300m"), fmt.Errorf("status resources %+v", s.Resources)
+	})
+	pod = waitUpdateCompleted(t, ctx, ns, "target", updateTimeout)
+	records := rec.upTo(t, ctx, pod.ResourceVersion)
+	history := describeRecords(records, "main")
+
+	s := containerStatus(t, pod, "main")
+	if s.RestartCount != 0 || s.ContainerID != mainBefore.ContainerID {
+		t.Errorf("main restarted for a NotRequired cpu resize: restartCount %d containerID %s (was %s)", s.RestartCount, s.ContainerID, mainBefore.ContainerID)
+	}
+	if s.Resources == nil || !sameCPU(s.Resources.Requests, "150m") || !sameCPU(s.Resources.Limits, "300m") {
+		t.Errorf("status resources %+v, want cpu requests 150m, limits 300m", s.Resources)
+	}
+	if r := pod.Spec.Containers[0].Resources; !sameCPU(r.Requests, "150m") || !sameCPU(r.Limits, "300m") {
+		t.Errorf("spec resources %+v, want cpu requests 150m, limits 300m", r)
+	}
+	if pod.Status.QOSClass != corev1.PodQOSBurstable {
+		t.Errorf("QoS class %s after the resize", pod.Status.QOSClass)
+	}
+	if st := stateOf(t, pod); !st.UpdateResources || st.UpdateImages {
+		t.Errorf("state %s: want updateResources only", pod.Annotations[pub.InPlaceUpdateStateKey])
+	}
+	// A resize the kubelet applies to the running container keeps the Pod in service.
+	for _, ct := range []corev1.PodConditionType{pub.InPlaceUpdateReady, corev1.PodReady} {
+		if h := conditionHistory(records, ct); slices.Contains(h, corev1.ConditionFalse) {
+			t.Errorf("%s went %v during a resize without restart; it must stay True", ct, h)
+		}
+	}
+	if t.Failed() {
+		t.Logf("history of the Pod:\n%s", history)
+	}
+}
+
+func sameCPU(list corev1.ResourceList, want string) bool {
+	q, ok := list[corev1.ResourceCPU]
+	return ok && q.Cmp(resource.MustParse(want)) == 0
+}
+
+// TestInPlaceUpdateGracePeriod: with gracePeriodSeconds 5 the Pod leaves service at once but its
+// containers change only once the 5 s are over: meanwhile the spec keeps the old image and the
+// update waits in the grace annotation.
+func TestInPlaceUpdateGracePeriod(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "iu-grace")
+	createSettledPod(t, ctx, gatedPod(ns, "target", container("main", appImageV1)))
+	rec := recordPod(t, ctx, ns, "target")
+
+	const grace = 5
+	sent := time.Now()
+	answer := startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
+		Revision:           "rev-v2",
+		Containers:         []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV2}},
+		GracePeriodSeconds: grace,
+	})
+	// The grace period ends at updateTimestamp (whole seconds) + 5 s.
+	end := answer.Status.State.UpdateTimestamp.Add(grace * time.Second)
+	if d := end.Sub(sent); d < (grace-1)*time.Second || d > (grace+1)*time.Second {
+		t.Fatalf("updateTimestamp %v is not the time of the request (%v)", answer.Status.State.UpdateTimestamp, sent)
+	}
+	if len(answer.Status.State.ContainerBatchesRecord) != 0 {
+		t.Errorf("answered state %+v: a batch started during the grace period", answer.Status.State)
+	}
+
+	// Until the end of the grace period every read shows the old image and the grace annotation;
+	// the first read started after it may show the new image.
+	var during int
+	var pod *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, updateTimeout, true, func(ctx context.Context) (bool, error) {
+		started := time.Now()
+		var err error
+		if pod, err = kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		image := specImage(pod, "main")
+		_, inGrace := pod.Annotations[pub.InPlaceUpdateGraceKey]
+		if started.Before(end) {
+			during++
+			if image != appImageV1 || !inGrace || conditionStatus(pod, pub.InPlaceUpdateReady) != corev1.ConditionFalse {
+				t.Errorf("%.1fs before the grace period ends: spec image %s, grace annotation %v, InPlaceUpdateReady %s; want %s, the annotation, False",
+					end.Sub(started).Seconds(), image, inGrace, conditionStatus(pod, pub.InPlaceUpdateReady), appImageV1)
+				return false, fmt.Errorf("updated during the grace period")
+			}
+			return false, nil
+		}
+		return image == appImageV2, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for the image to change after the grace period: %v", err)
+	}
+	if during < 2 {
+		t.Errorf("only %d reads during the grace period, want at least 2", during)
+	}
+	t.Logf("%d reads during the grace period showed %s and the grace annotation; %s %.1fs after the grace period's end",
+		during, appImageV1, appImageV2, time.Since(end).Seconds())
+
+	pod = waitUpdateCompleted(t, ctx, ns, "target", updateTimeout)
+	records := rec.upTo(t, ctx, pod.ResourceVersion)
+	for _, r := range records {
+		// The watch delivers a version after it was written: one that reached us before the end
+		// was written before it.
+		if specImage(r.pod, "main") == appImageV2 && r.at.Before(end) {
+			t.Errorf("the watch saw main on %s %.2fs before the grace period ended", appImageV2, end.Sub(r.at).Seconds())
+		}
+	}
+	s := containerStatus(t, pod, "main")
+	if s.RestartCount != 1 || s.Image != appImageV2 {
+		t.Errorf("main after the update: restartCount %d image %s, want 1 restart onto %s", s.RestartCount, s.Image, appImageV2)
+	}
+	if st := stateOf(t, pod); !slices.EqualFunc(batchContainers(st), [][]string{{"main"}}, slices.Equal) ||
+		st.ContainerBatchesRecord[0].Timestamp.Time.Before(end) {
+		t.Errorf("state %s: want one batch [main] started at or after %v", pod.Annotations[pub.InPlaceUpdateStateKey], end)
+	}
+	if t.Failed() {
+		t.Logf("history of the Pod:\n%s", describeRecords(records, "main"))
+	}
+}
+
+// TestInPlaceUpdateControllerKilled: inplace-controller killed (SIGKILL, by its recorded pid)
+// after the request started batch 1 of a two-batch update and before batch 2, then started
+// again through its local-up hook: the update completes.
+func TestInPlaceUpdateControllerKilled(t *testing.T) {
+	if !hasCommand(t, "controller") {
+		t.Fatal("this tree has no cmd/controller")
+	}
+	ctx := testContext(t)
+	// Whatever happens here, leave a running inplace-controller to the tests after this one.
+	t.Cleanup(func() {
+		if !readRecordedDaemon(t, "inplace-controller").alive() {
+			_ = runLocalUpHook(t, controllerHook)
+		}
+	})
+	ns := newNamespace(t, ctx, "iu-kill")
+	c1, c2 := container("c1", appImageV1), container("c2", appImageV1)
+	c1.Env = []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "10"}}
+	c2.Env = []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "1"}}
+	before := createSettledPod(t, ctx, gatedPod(ns, "target", c1, c2))
+	c1Before := containerStatus(t, before, "c1")
+	controller := readRecordedDaemon(t, "inplace-controller")
+
+	startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
+		Revision:   "rev-v2",
+		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "c1", Image: appImageV2}, {Name: "c2", Image: appImageV2}},
+	})
+	controller.stop(t, ctx, syscall.SIGKILL, 10*time.Second)
+	t.Logf("inplace-controller (pid %d) killed", controller.pid)
+	pod, err := kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if specImage(pod, "c1") != appImageV2 || specImage(pod, "c2") != appImageV1 {
+		t.Fatalf("when inplace-controller was killed: c1 on %s, c2 on %s; want batch 1 (c1) started and batch 2 (c2) not",
+			specImage(pod, "c1"), specImage(pod, "c2"))
+	}
+
+	// Batch 1 goes on without the controller (the kubelet does it); batch 2 does not start.
+	poll(t, ctx, updateTimeout, "c1 running "+appImageV2+" and ready", func(ctx context.Context) (bool, error) {
+		if pod, err = kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		s := findStatus(pod, "c1")
+		return s != nil && s.Image == appImageV2 && s.ContainerID != c1Before.ContainerID && s.Ready, fmt.Errorf("c1 %+v", s)
+	})
+	if specImage(pod, "c2") != appImageV1 {
+		t.Fatalf("c2 changed to %s while no inplace-controller ran", specImage(pod, "c2"))
+	}
+	if st := stateOf(t, pod); st.CompletedTimestamp != nil || st.NextContainerImages["c2"] != appImageV2 {
+		t.Fatalf("state %s: want batch 2 (c2) still pending", pod.Annotations[pub.InPlaceUpdateStateKey])
+	}
+
+	start := time.Now()
+	if err := runLocalUpHook(t, controllerHook); err != nil {
+		t.Fatalf("%s: %v", controllerHook, err)
+	}
+	if now := readRecordedDaemon(t, "inplace-controller"); now.pid == controller.pid || !now.alive() {
+		t.Fatalf("after %s: inplace-controller pid %d alive %v (the killed one was %d)", controllerHook, now.pid, now.alive(), controller.pid)
+	}
+	pod = waitUpdateCompleted(t, ctx, ns, "target", updateTimeout)
+	t.Logf("update completed %.1fs after inplace-controller was started again", time.Since(start).Seconds())
+	for _, name := range []string{"c1", "c2"} {
+		s := containerStatus(t, pod, name)
+		if specImage(pod, name) != appImageV2 || s.Image != appImageV2 || s.RestartCount != 1 {
+			t.Errorf("%s after the update: spec %s, status image %s, restartCount %d; want %s, one restart", name, specImage(pod, name), s.Image, s.RestartCount, appImageV2)
+		}
+	}
+	if got := batchContainers(stateOf(t, pod)); !slices.EqualFunc(got, [][]string{{"c1"}, {"c2"}}, slices.Equal) {
+		t.Errorf("containerBatchesRecord %v, want [[c1] [c2]]", got)
+	}
+	if got := conditionStatus(pod, pub.InPlaceUpdateReady); got != corev1.ConditionTrue {
+		t.Errorf("InPlaceUpdateReady %s, want True", got)
+	}
+}
+
+// refusal is a request the subresource must refuse, and how.
+type refusal struct {
+	name  string
+	pod   string
+	spec  v1alpha1.InPlaceUpdateSpec
+	code  int
+	field string // the field path the 422 names
+	msg   string // a part of the message
+}
+
+// checkRefused sends the request with kubectl create --raw and with the typed client, and checks
+// both are refused as wanted.
+func checkRefused(t *testing.T, ctx context.Context, ns string, r refusal) {
+	t.Helper()
+	resp := postInPlaceUpdate(t, ctx, ns, r.pod, r.spec)
+	if resp.code != r.code || !strings.Contains(resp.errMsg, r.field) || !strings.Contains(resp.errMsg, r.msg) {
+		t.Errorf("%s: kubectl create --raw answered HTTP %d %q; want %d naming %q and %q", r.name, resp.code, resp.errMsg, r.code, r.field, r.msg)
+	}
+	_, err := inplace.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, r.pod, &v1alpha1.InPlaceUpdate{Spec: r.spec}, metav1.CreateOptions{})
+	status, ok := err.(apierrors.APIStatus)
+	if !ok {
+		t.Errorf("%s: typed client: %v, want a %d status", r.name, err, r.code)
+		return
+	}
+	s := status.Status()
+	if int(s.Code) != r.code {
+		t.Errorf("%s: typed client: HTTP %d %s: %s, want %d", r.name, s.Code, s.Reason, s.Message, r.code)
+	}
+	if r.code == 422 {
+		var fields []string
+		if s.Details != nil {
+			for _, c := range s.Details.Causes {
+				fields = append(fields, c.Field)
+			}
+		}
+		if !slices.Contains(fields, r.field) {
+			t.Errorf("%s: typed client: 422 causes name fields %v, want %s", r.name, fields, r.field)
+		}
+	}
+}
+
+// TestInPlaceUpdateRefused: a refused request leaves the Pod byte for byte as it was (same
+// resourceVersion, same object): invalid requests (422, naming the field), requests while
+// another update is in progress (409), a Pod being deleted (409) and no Pod (404).
+func TestInPlaceUpdateRefused(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "iu-refused")
+
+	// A settled Pod with the readiness gate and an init container.
+	p := gatedPod(ns, "target", container("main", appImageV1))
+	initC := container("init", appImageV1)
+	initC.Command = []string{"sh", "-c", "echo init done"}
+	p.Spec.InitContainers = []corev1.Container{initC}
+	createSettledPod(t, ctx, p)
+
+	v2 := []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV2}}
+	cpu := func(v string) *corev1.ResourceRequirements {
+		return &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}}
+	}
+	t.Run("invalid", func(t *testing.T) {
+		before := getPodJSON(t, ctx, ns, "target")
+		for _, r := range []refusal{
+			{name: "unknown container", spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "nope", Image: appImageV2}}},
+				code: 422, field: "spec.containers[0].name", msg: `"nope"`},
+			{name: "valid container, then an unknown one", spec: v1alpha1.InPlaceUpdateSpec{Containers: append(slices.Clone(v2),
+				v1alpha1.InPlaceUpdateContainer{Name: "nope", Image: appImageV2})}, code: 422, field: "spec.containers[1].name"},
+			{name: "init container image", spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "init", Image: appImageV2}}},
+				code: 422, field: "spec.containers[0].image", msg: "init container"},
+			{name: "image with whitespace", spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: " " + appImageV2}}},
+				code: 422, field: "spec.containers[0].image"},
+			{name: "nothing to change", spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV1}}},
+				code: 422, field: "spec", msg: "changes nothing"},
+			{name: "reserved annotation", spec: v1alpha1.InPlaceUpdateSpec{Containers: v2, Metadata: &v1alpha1.InPlaceUpdateMetadata{
+				Annotations: map[string]string{pub.InPlaceUpdateStateKey: "{}"}}}, code: 422, field: "spec.metadata.annotations[" + pub.InPlaceUpdateStateKey + "]"},
+			{name: "revision label", spec: v1alpha1.InPlaceUpdateSpec{Containers: v2, Metadata: &v1alpha1.InPlaceUpdateMetadata{
+				Labels: map[string]string{"controller-revision-hash": "x"}}}, code: 422, field: "spec.metadata.labels[controller-revision-hash]"},
+			{name: "QoS class change", spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Resources: cpu("100m")}}},
+				code: 422, field: "spec.containers[0].resources", msg: "QoS"},
+			{name: "resource that cannot be resized", spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main",
+				Resources: &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")}}}}},
+				code: 422, field: "spec.containers[0].resources.limits[ephemeral-storage]"},
+			{name: "negative grace period", spec: v1alpha1.InPlaceUpdateSpec{Containers: v2, GracePeriodSeconds: -1}, code: 422, field: "spec.gracePeriodSeconds"},
+			{name: "no such pod", pod: "nothere", spec: v1alpha1.InPlaceUpdateSpec{Containers: v2}, code: 404, msg: `"nothere" not found`},
+		} {
+			if r.pod == "" {
+				r.pod = "target"
+			}
+			checkRefused(t, ctx, ns, r)
+		}
+		comparePodJSON(t, before, getPodJSON(t, ctx, ns, "target"))
+	})
+
+	// kube-apiserver refuses the Pod update (the annotations together exceed 256 KiB) after the
+	// subresource accepted the request: still nothing of it may stay on the Pod, and the client
+	// must get kube-apiserver's 422. Without the readiness gate the Pod update is the request's
+	// only write; with it, InPlaceUpdateReady=False is written first.
+	for _, gated := range []bool{false, true} {
+		t.Run(fmt.Sprintf("refused by kube-apiserver with readiness gate %v", gated), func(t *testing.T) {
+			name := fmt.Sprintf("big-%v", gated)
+			big := gatedPod(ns, name, container("main", appImageV1))
+			if !gated {
+				big.Spec.ReadinessGates = nil
+			}
+			big.Annotations = map[string]string{"e2e.inplace.dev/big-a": strings.Repeat("a", 150<<10)}
+			createSettledPod(t, ctx, big)
+			rec := recordPod(t, ctx, ns, name)
+			before := getPodJSON(t, ctx, ns, name)
+			resp := postInPlaceUpdate(t, ctx, ns, name, v1alpha1.InPlaceUpdateSpec{
+				Containers: v2,
+				Metadata:   &v1alpha1.InPlaceUpdateMetadata{Annotations: map[string]string{"e2e.inplace.dev/big-b": strings.Repeat("b", 150<<10)}},
+			})
+			if resp.code != 422 || !strings.Contains(resp.errMsg, "metadata.annotations: Too long") {
+				t.Errorf("annotations over 256 KiB: HTTP %d %q, want 422 (kube-apiserver's Invalid) naming metadata.annotations", resp.code, resp.errMsg)
+			}
+			comparePodJSON(t, before, getPodJSON(t, ctx, ns, name))
+			pod, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if records := rec.upTo(t, ctx, pod.ResourceVersion); len(records) > 1 {
+				t.Errorf("the refused request wrote the Pod %d times:\n%s", len(records)-1, describeRecords(records, "main"))
+			}
+		})
+	}
+
+	// An update sits in a 10-minute grace period: other requests are refused with 409.
+	t.Run("in progress", func(t *testing.T) {
+		// No readiness gate: nothing but the daemon's report writes this Pod during the grace period.
+		busy := appPod(ns, "busy", appImageV1)
+		createSettledPod(t, ctx, busy)
+		startInPlaceUpdate(t, ctx, ns, "busy", v1alpha1.InPlaceUpdateSpec{Revision: "r1", Containers: v2, GracePeriodSeconds: 600})
+		poll(t, ctx, 30*time.Second, "inplace-daemon's report on Pod busy", func(ctx context.Context) (bool, error) {
+			pod, err := kube.CoreV1().Pods(ns).Get(ctx, "busy", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			_, ok := pod.Annotations[pub.RuntimeContainerMetaKey]
+			return ok, fmt.Errorf("annotations %v", pod.Annotations)
+		})
+		before := getPodJSON(t, ctx, ns, "busy")
+		for _, r := range []refusal{
+			{name: "another revision", spec: v1alpha1.InPlaceUpdateSpec{Revision: "r2", Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV3}}},
+				code: 409, msg: `in-place update to revision "r1" is in progress`},
+			{name: "same revision, other image", spec: v1alpha1.InPlaceUpdateSpec{Revision: "r1", Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV3}}},
+				code: 409, msg: "in progress"},
+			{name: "same revision, more labels", spec: v1alpha1.InPlaceUpdateSpec{Revision: "r1", Containers: v2,
+				Metadata: &v1alpha1.InPlaceUpdateMetadata{Labels: map[string]string{"extra": "yes"}}}, code: 409, msg: "in progress"},
+		} {
+			r.pod = "busy"
+			checkRefused(t, ctx, ns, r)
+		}
+		// The same request again is accepted and changes nothing.
+		if resp := postInPlaceUpdate(t, ctx, ns, "busy", v1alpha1.InPlaceUpdateSpec{Revision: "r1", Containers: v2, GracePeriodSeconds: 600}); resp.code != 201 {
+			t.Errorf("the same request again: HTTP %d %s, want 201", resp.code, resp.errMsg)
+		}
+		comparePodJSON(t, before, getPodJSON(t, ctx, ns, "busy"))
+	})
+
+	t.Run("being deleted", func(t *testing.T) {
+		// A Pod that ignores SIGTERM and has 10 minutes to stop stays terminating.
+		dying := appPod(ns, "dying", appImageV1)
+		dying.Spec.Containers[0].Command = []string{"sh", "-c", "trap '' TERM; while :; do sleep 1; done"}
+		grace := int64(600)
+		dying.Spec.TerminationGracePeriodSeconds = &grace
+		createSettledPod(t, ctx, dying)
+		t.Cleanup(func() {
+			zero := int64(0)
+			_ = kube.CoreV1().Pods(ns).Delete(context.Background(), "dying", metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		})
+		if err := kube.CoreV1().Pods(ns).Delete(ctx, "dying", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, ctx, 30*time.Second, "Pod dying terminating", func(ctx context.Context) (bool, error) {
+			pod, err := kube.CoreV1().Pods(ns).Get(ctx, "dying", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return pod.DeletionTimestamp != nil, nil
+		})
+		before := getPodJSON(t, ctx, ns, "dying")
+		checkRefused(t, ctx, ns, refusal{name: "pod being deleted", pod: "dying", spec: v1alpha1.InPlaceUpdateSpec{Containers: v2},
+			code: 409, msg: "being deleted"})
+		comparePodJSON(t, before, getPodJSON(t, ctx, ns, "dying"))
+	})
+}
+
+// comparePodJSON fails the test when the Pod changed: resourceVersion first, then every byte;
+// the message lists the fields that differ.
+func comparePodJSON(t *testing.T, before, after []byte) {
+	t.Helper()
+	var b, a map[string]any
+	if err := json.Unmarshal(before, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(after, &a); err != nil {
+		t.Fatal(err)
+	}
+	rv := func(m map[string]any) any { return m["metadata"].(map[string]any)["resourceVersion"] }
+	if rv(b) != rv(a) {
+		t.Errorf("the Pod's resourceVersion changed from %v to %v: a refused request wrote it", rv(b), rv(a))
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("the Pod changed:\n%s", strings.Join(jsonDiff("", b, a), "\n"))
+	}
+}
+
+// jsonDiff lists the paths where two decoded JSON documents differ, with both values (long ones
+// cut); list elements with a "type" or "name" are matched by it.
+func jsonDiff(path string, before, after any) []string {
+	key := func(v any, i int) string {
+		if m, ok := v.(map[string]any); ok {
+			for _, k := range []string{"type", "name"} {
+				if s, ok := m[k].(string); ok {
+					return fmt.Sprintf("[%s=%s]", k, s)
+				}
+			}
+		}
+		return fmt.Sprintf("[%d]", i)
+	}
+	switch b := before.(type) {
+	case map[string]any:
+		a, ok := after.(map[string]any)
+		if !ok {
+			break
+		}
+		var out []string
+		keys := map[string]bool{}
+		for k := range b {
+			keys[k] = true
+		}
+		for k := range a {
+			keys[k] = true
+		}
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
+			out = append(out, jsonDiff(path+"."+k, b[k], a[k])...)
+		}
+		return out
+	case []any:
+		a, ok := after.([]any)
+		if !ok {
+			break
+		}
+		bm, am := map[string]any{}, map[string]any{}
+		var order []string
+		for i, v := range b {
+			bm[key(v, i)] = v
+			order = append(order, key(v, i))
+		}
+		for i, v := range a {
+			if _, ok := bm[key(v, i)]; !ok {
+				order = append(order, key(v, i))
+			}
+			am[key(v, i)] = v
+		}
+		var out []string
+		for _, k := range order {
+			out = append(out, jsonDiff(path+k, bm[k], am[k])...)
+		}
+		return out
+	}
+	if reflect.DeepEqual(before, after) {
+		return nil
+	}
+	short := func(v any) string {
+		raw, _ := json.Marshal(v)
+		if len(raw) > 200 {
+			return fmt.Sprintf("%s... (%d bytes)", raw[:200], len(raw))
+		}
+		return string(raw)
+	}
+	return []string{fmt.Sprintf("  %s: %s -> %s", path, short(before), short(after))}
+}
+
+// TestInPlaceUpdateNoSelfConflict: requests to settled Pods that nobody else writes are accepted
+// at once, with or without the InPlaceUpdateReady readiness gate, one Pod after the other. (With
+// the gate the request writes InPlaceUpdateReady=False first and the Pod second; a Pod with that
+// condition False and no update in progress must not look to inplace-controller like one whose
+// condition it should reset to True, or the request's second write conflicts.)
+func TestInPlaceUpdateNoSelfConflict(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "iu-conflict")
+	const n = 6
+	for _, gated := range []bool{false, true} {
+		name := func(i int) string { return fmt.Sprintf("gated-%v-%d", gated, i) }
+		for i := range n {
+			p := gatedPod(ns, name(i), container("main", appImageV1))
+			if !gated {
+				p.Spec.ReadinessGates = nil
+			}
+			if _, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range n {
+			waitPodSettled(t, ctx, ns, name(i))
+		}
+		var refused []string
+		for i := range n {
+			resp := postInPlaceUpdate(t, ctx, ns, name(i), v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV2}}})
+			if resp.code != 201 {
+				refused = append(refused, fmt.Sprintf("%s: HTTP %d %s", name(i), resp.code, resp.errMsg))
+			}
+		}
+		if len(refused) > 0 {
+			t.Errorf("readiness gate %v: %d of %d requests refused:\n  %s", gated, len(refused), n, strings.Join(refused, "\n  "))
+		}
+	}
+}
+
+// TestInPlaceUpdateExamples: artifacts/examples/pod-inplace.yaml updated in place four times in
+// a row with the bodies next to it, as its comment says (kubectl apply, kubectl create --raw):
+// images in two batches, a label read through env, a cpu resize, images after a grace period.
+func TestInPlaceUpdateExamples(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "iu-examples")
+	mustKubectl(t, ctx, "", "apply", "-n", ns, "-f", "artifacts/examples/pod-inplace.yaml")
+	const name = "demo-inplace"
+	before := waitPodSettled(t, ctx, ns, name)
+	waitLog(t, ctx, ns, name, "main", "color=red")
+
+	last := before
+	// update sends the body and waits until the update is over; it checks how many times each
+	// container restarted for it.
+	update := func(body string, mainRestarts, sideRestarts int32) *corev1.Pod {
+		t.Helper()
+		startInPlaceUpdateFile(t, ctx, ns, name, "artifacts/examples/"+body)
+		pod := waitUpdateCompleted(t, ctx, ns, name, updateTimeout)
+		for _, c := range []struct {
+			name string
+			want int32
+		}{{"main", mainRestarts}, {"side", sideRestarts}} {
+			if got := containerStatus(t, pod, c.name).RestartCount - containerStatus(t, last, c.name).RestartCount; got != c.want {
+				t.Errorf("%s: %s restarted %d times, want %d", body, c.name, got, c.want)
+			}
+		}
+		last = pod
+		return pod
+	}
+
+	pod := update("inplaceupdate-images.json", 1, 1)
+	if got := batchContainers(stateOf(t, pod)); !slices.EqualFunc(got, [][]string{{"main"}, {"side"}}, slices.Equal) {
+		t.Errorf("images: batches %v, want [[main] [side]] (main has the higher launch priority)", got)
+	}
+	if containerStatus(t, pod, "main").Image != appImageV2 || containerStatus(t, pod, "side").Image != appImageV2 {
+		t.Errorf("images: %+v, want both on %s", pod.Status.ContainerStatuses, appImageV2)
+	}
+
+	pod = update("inplaceupdate-metadata.json", 1, 0) // main reads the label
+	if pod.Labels["color"] != "blue" || pod.Annotations["example.inplace.dev/note"] == "" {
+		t.Errorf("metadata: labels %v, annotations %v", pod.Labels, pod.Annotations)
+	}
+	waitLog(t, ctx, ns, name, "main", "color=blue")
+
+	pod = update("inplaceupdate-resources.json", 0, 0)
+	if s := containerStatus(t, pod, "main"); s.Resources == nil || !sameCPU(s.Resources.Requests, "150m") || !sameCPU(s.Resources.Limits, "300m") {
+		t.Errorf("resources: main reports %+v, want cpu 150m/300m", s.Resources)
+	}
+
+	pod = update("inplaceupdate-grace.json", 1, 1)
+	if containerStatus(t, pod, "main").Image != appImageV3 || containerStatus(t, pod, "side").Image != appImageV3 {
+		t.Errorf("grace: %+v, want both on %s", pod.Status.ContainerStatuses, appImageV3)
+	}
+	if st := stateOf(t, pod); st.Revision != "demo-v3" || pod.Labels["controller-revision-hash"] != "demo-v3" {
+		t.Errorf("grace: state revision %q, label %q, want demo-v3", st.Revision, pod.Labels["controller-revision-hash"])
+	}
+	if pod.UID != before.UID || pod.Status.PodIP != before.Status.PodIP {
+		t.Errorf("after four updates: UID %s IP %s, was %s %s: not the same Pod", pod.UID, pod.Status.PodIP, before.UID, before.Status.PodIP)
+	}
+}
