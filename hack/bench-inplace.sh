@@ -72,7 +72,9 @@ STARTED_CLUSTER=false
 NS=""
 WORK=""
 cleanup() {
-  local rc=$?
+  local rc=$? job
+  # Requests still being sent (after a failure): this script's own background jobs.
+  for job in $(jobs -p); do kill "$job" 2>/dev/null || true; done
   [[ -z "$WORK" ]] || rm -rf "$WORK"
   if [[ -n "$NS" ]]; then
     "$KUBECTL" delete namespace "$NS" --wait=true --timeout=120s >/dev/null 2>&1 || log "could not delete namespace $NS"
