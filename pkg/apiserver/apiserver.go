@@ -95,6 +95,10 @@ func (c CompletedConfig) v1alpha1Storage() (map[string]rest.Storage, error) {
 	if cc := c.coreClient; cc != nil {
 		// Aggregated mode: the Pod subresources act on core Pods with inplace-apiserver's own
 		// identity (--kubeconfig); who may call them is checked by this server's authorization.
+		cc = restclient.CopyConfig(cc)
+		// client-go's default of 5 requests/s would queue a burst of in-place updates behind
+		// client-side throttling; every request here is a user's request waiting for its answer.
+		cc.QPS, cc.Burst = 100, 200
 		kube, err := kubernetes.NewForConfig(cc)
 		if err != nil {
 			return nil, fmt.Errorf("creating the core client: %w", err)

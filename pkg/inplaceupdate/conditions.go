@@ -70,9 +70,11 @@ func unreadyConditions(pod *corev1.Pod, now time.Time) []corev1.PodCondition {
 	return conds
 }
 
-// readyConditions is InPlaceUpdateReady=True, when the Pod has the readiness gate and the
-// condition is not True yet. The kubelet then turns Ready True once the containers are ready.
-func readyConditions(pod *corev1.Pod, now time.Time) []corev1.PodCondition {
+// readyConditions is InPlaceUpdateReady=True with the given reason, when the Pod has the readiness
+// gate and the condition is not True yet. The kubelet then turns Ready True once the containers
+// are ready. The reason is always set: a strategic merge patch would otherwise keep the False
+// condition's reason.
+func readyConditions(pod *corev1.Pod, now time.Time, reason string) []corev1.PodCondition {
 	if !HasReadinessGate(pod) {
 		return nil
 	}
@@ -82,6 +84,7 @@ func readyConditions(pod *corev1.Pod, now time.Time) []corev1.PodCondition {
 	return []corev1.PodCondition{{
 		Type:               pub.InPlaceUpdateReady,
 		Status:             corev1.ConditionTrue,
+		Reason:             reason,
 		LastTransitionTime: metav1.NewTime(now),
 	}}
 }

@@ -25,6 +25,19 @@ const (
 	// InPlaceUpdateReady=False, so that the Pod leaves its Services at once rather than at the
 	// kubelet's next status sync.
 	ReasonReadinessGatesNotReady = "ReadinessGatesNotReady"
+	// ReasonInPlaceUpdateCompleted is the reason of InPlaceUpdateReady=True after an update.
+	ReasonInPlaceUpdateCompleted = "InPlaceUpdateCompleted"
+	// ReasonNoInPlaceUpdate is the reason of InPlaceUpdateReady=True on a Pod never updated in place.
+	ReasonNoInPlaceUpdate = "NoInPlaceUpdate"
+	// ReasonInPlaceUpdateAbandoned is the reason of InPlaceUpdateReady=True when a request set the
+	// condition False and then never wrote its update (refused by kube-apiserver, or cut short).
+	ReasonInPlaceUpdateAbandoned = "InPlaceUpdateAbandoned"
+
+	// StartWindow is how long InPlaceUpdateReady=False (reason StartInPlaceUpdate) may stand on a
+	// Pod without an update state before it counts as abandoned. pods/inplaceupdate writes the
+	// condition and then, milliseconds later, the update; within this window nothing may mistake
+	// the first write for a leftover and set the condition back to True.
+	StartWindow = 30 * time.Second
 )
 
 // UpdateSpec is what an in-place update changes in a Pod. Its JSON is the content of the grace

@@ -109,7 +109,7 @@ func Begin(pod *corev1.Pod, spec *UpdateSpec, now time.Time) (*Step, error) {
 		// leave service; InPlaceUpdateReady is set True in case an update this one replaced left
 		// it False.)
 		st.CompletedTimestamp = ptrTime(now)
-		step.Conditions = readyConditions(pod, now)
+		step.Conditions = readyConditions(pod, now, ReasonInPlaceUpdateCompleted)
 		step.Done = true
 		step.Message = "updated labels and annotations; no container changes"
 	} else {
@@ -262,7 +262,22 @@ func Progress(pod *corev1.Pod, now time.Time) (*Step, error) {
 	}
 
 	if !hasState || st.completed() {
-		step := &Step{Conditions: readyConditions(pod, now), Done: true}
+		reason := ReasonNoInPlaceUpdate
+		if hasState {
+			reason = ReasonInPlaceUpdateCompleted
+		}
+		if c := getCondition(pod, pub.InPlaceUpdateReady); !hasState && c != nil &&
+			c.Status == corev1.ConditionFalse && c.Reason == ReasonStartInPlaceUpdate {
+			// A pods/inplaceupdate request set the condition and is about to write its update.
+			// Setting it True now would undo its first write (and make its second one conflict).
+			// Past StartWindow the request is taken as abandoned. The condition's time comes from
+			// the API server's clock: a skew between it and this clock only shifts the window.
+			if left := c.LastTransitionTime.Add(StartWindow).Sub(now); left > 0 {
+				return &Step{RequeueAfter: roundUpToSecond(left), Message: "an in-place update request is being written"}, nil
+			}
+			reason = ReasonInPlaceUpdateAbandoned
+		}
+		step := &Step{Conditions: readyConditions(pod, now, reason), Done: true}
 		if hasState {
 			step.State = st.public()
 		}
@@ -298,7 +313,7 @@ func Progress(pod *corev1.Pod, now time.Time) (*Step, error) {
 	writeState(newPod, st)
 	return &Step{
 		Pod:        newPod,
-		Conditions: readyConditions(pod, now),
+		Conditions: readyConditions(pod, now, ReasonInPlaceUpdateCompleted),
 		State:      st.public(),
 		Done:       true,
 		Message:    fmt.Sprintf("in-place update to revision %q completed", st.Revision),

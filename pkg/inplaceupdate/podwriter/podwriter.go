@@ -6,13 +6,14 @@ package podwriter
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
@@ -25,74 +26,126 @@ type ComputeFunc func(pod *corev1.Pod) (*inplaceupdate.Step, error)
 // pods/status, so InPlaceUpdateReady is False before any container changes), then the Pod, then
 // the resize. A write conflict starts over from a fresh read. It returns the Pod as last written
 // and the step that was written.
+//
+// When the conditions were written but the Pod could not be (kube-apiserver refused it, or the
+// conflicts did not stop), the conditions are put back as they were, so a refused request leaves
+// the Pod in service and as it found it.
 func Apply(ctx context.Context, pods corev1client.PodInterface, name string, compute ComputeFunc) (*corev1.Pod, *inplaceupdate.Step, error) {
 	var pod *corev1.Pod
 	var step *inplaceupdate.Step
+	var before []corev1.PodCondition // conditions as first read, of the types a step wrote
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var err error
-		pod, err = pods.Get(ctx, name, metav1.GetOptions{})
+		current, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		pod, step, err = write(ctx, pods, pod, compute)
+		var wrote []corev1.PodCondition
+		pod, step, wrote, err = write(ctx, pods, current, compute)
+		if before == nil && len(wrote) > 0 {
+			before = previousConditions(current, wrote)
+		}
 		return err
 	})
+	if err != nil && len(before) > 0 {
+		restoreConditions(ctx, pods, name, before)
+	}
 	return pod, step, err
 }
 
 // ApplyTo is Apply starting from a Pod already read (from an informer cache, say); a conflict
 // means the cache was stale and is left to the caller's requeue.
 func ApplyTo(ctx context.Context, pods corev1client.PodInterface, pod *corev1.Pod, compute ComputeFunc) (*corev1.Pod, *inplaceupdate.Step, error) {
-	return write(ctx, pods, pod, compute)
+	written, step, _, err := write(ctx, pods, pod, compute)
+	return written, step, err
 }
 
-func write(ctx context.Context, pods corev1client.PodInterface, pod *corev1.Pod, compute ComputeFunc) (*corev1.Pod, *inplaceupdate.Step, error) {
+// write takes one step from pod. It returns the Pod as last written, the step, and the
+// conditions it wrote (if any).
+func write(ctx context.Context, pods corev1client.PodInterface, pod *corev1.Pod, compute ComputeFunc) (*corev1.Pod, *inplaceupdate.Step, []corev1.PodCondition, error) {
+	name := fmt.Sprintf("%s/%s", pod.Namespace, pod.Name)
 	step, err := compute(pod)
 	if err != nil {
-		return pod, nil, err
+		return pod, nil, nil, err
 	}
+	wrote := step.Conditions
 	if len(step.Conditions) > 0 {
 		patch, err := step.StatusPatch()
 		if err != nil {
-			return pod, step, fmt.Errorf("encoding the conditions of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			return pod, step, nil, fmt.Errorf("encoding the conditions of pod %s: %w", name, err)
 		}
 		// The resourceVersion precondition keeps the condition from landing on a Pod that moved on.
 		patch, err = withResourceVersion(patch, pod.ResourceVersion)
 		if err != nil {
-			return pod, step, err
+			return pod, step, nil, err
 		}
-		pod, err = pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		patched, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 		if err != nil {
-			return pod, step, fmt.Errorf("setting conditions of pod %s: %w", pod.Name, err)
+			return pod, step, nil, fmt.Errorf("setting conditions of pod %s: %w", name, err)
 		}
+		pod = patched
 		// The conditions are written; the rest of the step is computed again from the fresh Pod.
 		if step, err = compute(pod); err != nil {
-			return pod, nil, err
+			return pod, nil, wrote, err
 		}
 	}
 	if step.Pod != nil {
 		updated, err := pods.Update(ctx, step.Pod, metav1.UpdateOptions{})
 		if err != nil {
-			if apierrors.IsConflict(err) {
-				return pod, step, err
-			}
-			return pod, step, fmt.Errorf("updating pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			return pod, step, wrote, fmt.Errorf("updating pod %s: %w", name, err)
 		}
 		pod = updated
 	}
 	if len(step.Resize) > 0 {
 		patch, err := step.ResizePatch()
 		if err != nil {
-			return pod, step, fmt.Errorf("encoding the resize of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			return pod, step, wrote, fmt.Errorf("encoding the resize of pod %s: %w", name, err)
 		}
 		resized, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize")
 		if err != nil {
-			// The state records the resources; Progress sends the resize again if this one is lost.
-			return pod, step, fmt.Errorf("resizing pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			// The Pod and its state are written: Progress sends the resize again, so the update
+			// itself stands. Report the error all the same.
+			return pod, step, nil, fmt.Errorf("resizing pod %s: %w", name, err)
 		}
 		pod = resized
 	}
-	return pod, step, nil
+	return pod, step, wrote, nil
+}
+
+// previousConditions are the Pod's conditions of the types in wrote, as they were. An
+// InPlaceUpdateReady the Pod did not have yet comes back True, what inplace-controller would set.
+func previousConditions(pod *corev1.Pod, wrote []corev1.PodCondition) []corev1.PodCondition {
+	var prev []corev1.PodCondition
+	for _, w := range wrote {
+		found := false
+		for _, c := range pod.Status.Conditions {
+			if c.Type == w.Type {
+				prev = append(prev, c)
+				found = true
+				break
+			}
+		}
+		if !found && w.Type != corev1.PodReady {
+			// The gate's condition was absent: the controller sets it True for such a Pod.
+			prev = append(prev, corev1.PodCondition{Type: w.Type, Status: corev1.ConditionTrue,
+				Reason: inplaceupdate.ReasonInPlaceUpdateAbandoned, LastTransitionTime: metav1.Now()})
+		}
+	}
+	return prev
+}
+
+// restoreConditions puts conditions back after a refused request, best effort: if it fails too,
+// inplace-controller sets InPlaceUpdateReady True once inplaceupdate.StartWindow has passed.
+func restoreConditions(ctx context.Context, pods corev1client.PodInterface, name string, conds []corev1.PodCondition) {
+	// The request may have been cancelled; the restore must still happen.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	patch, err := (&inplaceupdate.Step{Conditions: conds}).StatusPatch()
+	if err == nil {
+		_, err = pods.Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	}
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Could not restore the conditions of a pod after a refused in-place update", "pod", name)
+	}
 }
 
 func withResourceVersion(patch []byte, rv string) ([]byte, error) {

@@ -78,15 +78,16 @@ func requestError(name string, err error) error {
 	var invalid *inplaceupdate.InvalidRequestError
 	var notUpdatable *inplaceupdate.PodNotUpdatableError
 	var inProgress *inplaceupdate.InProgressError
-	var status apierrors.APIStatus
+	var status *apierrors.StatusError
 	switch {
 	case errors.As(err, &invalid):
 		return apierrors.NewInvalid(apps.Kind("InPlaceUpdate"), name, invalid.Errs)
 	case errors.As(err, &notUpdatable), errors.As(err, &inProgress):
 		return apierrors.NewConflict(corev1.Resource("pods"), name, err)
 	case errors.As(err, &status):
-		// NotFound, Forbidden, ... from kube-apiserver: pass them on as they are.
-		return err
+		// NotFound, Forbidden, Invalid, ... from kube-apiserver: pass them on as they are (the
+		// unwrapped status, or the client would see a 500).
+		return status
 	default:
 		return apierrors.NewInternalError(err)
 	}

@@ -1,0 +1,62 @@
+package inplaceupdate
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+)
+
+// A pods/inplaceupdate request writes InPlaceUpdateReady=False, then its update. Progress must
+// not undo the first write while the second is on its way, and must recover the Pod when the
+// second never comes.
+func TestProgressLeavesAStartingRequestAlone(t *testing.T) {
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	gated := func(conds ...corev1.PodCondition) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
+			Spec: corev1.PodSpec{
+				ReadinessGates: []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}},
+				Containers:     []corev1.Container{{Name: "main", Image: "app:v1"}},
+			},
+			Status: corev1.PodStatus{Conditions: conds},
+		}
+	}
+	starting := func(age time.Duration) corev1.PodCondition {
+		return corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse,
+			Reason: ReasonStartInPlaceUpdate, LastTransitionTime: metav1.NewTime(now.Add(-age))}
+	}
+	for _, tc := range []struct {
+		name        string
+		pod         *corev1.Pod
+		wantReason  string // "" means no condition written
+		wantRequeue time.Duration
+	}{
+		{"new pod gets True", gated(), ReasonNoInPlaceUpdate, 0},
+		{"request being written is left alone", gated(starting(5 * time.Second)), "", StartWindow - 5*time.Second},
+		{"abandoned request is recovered", gated(starting(StartWindow + time.Second)), ReasonInPlaceUpdateAbandoned, 0},
+		{"False for another reason is set True", gated(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: "Other"}), ReasonNoInPlaceUpdate, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			step, err := Progress(tc.pod, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if step.RequeueAfter != tc.wantRequeue {
+				t.Errorf("RequeueAfter = %s, want %s", step.RequeueAfter, tc.wantRequeue)
+			}
+			if tc.wantReason == "" {
+				if len(step.Conditions) != 0 || step.Pod != nil {
+					t.Errorf("step writes %v / pod %v, want nothing", step.Conditions, step.Pod != nil)
+				}
+				return
+			}
+			if len(step.Conditions) != 1 || step.Conditions[0].Status != corev1.ConditionTrue || step.Conditions[0].Reason != tc.wantReason {
+				t.Errorf("conditions %+v, want InPlaceUpdateReady=True reason %s", step.Conditions, tc.wantReason)
+			}
+		})
+	}
+}
