@@ -69,6 +69,7 @@ func Controllers() []InitFunc {
 		{Name: containermeta.Name, New: func(cc *Context) (Controller, error) {
 			cfg := containermeta.DefaultConfig()
 			cfg.MaxStopGracePeriod = cc.Options.MaxStopGracePeriod
+			cfg.EnvRestartDelay = cc.Options.EnvRestartDelay
 			return containermeta.New(cc.KubeInformers.Core().V1().Pods(), cc.KubeClient, cc.Runtime, cc.Recorder, cfg)
 		}},
 	}

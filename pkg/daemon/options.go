@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/inplace-dev/inplace/pkg/daemon/containermeta"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
 )
 
@@ -27,6 +28,9 @@ type Options struct {
 	Workers int
 	// MaxStopGracePeriod caps the grace period given to a container stopped for a restart.
 	MaxStopGracePeriod time.Duration
+	// EnvRestartDelay is how long a container must be seen needing an env-from-metadata restart
+	// before it is stopped (see containermeta.Config.EnvRestartDelay).
+	EnvRestartDelay time.Duration
 	// QPS and Burst limit the daemon's requests to the API servers.
 	QPS   float32
 	Burst int
@@ -39,6 +43,7 @@ func NewOptions() *Options {
 		BindAddress:        "127.0.0.1:10391",
 		Workers:            4,
 		MaxStopGracePeriod: 30 * time.Second,
+		EnvRestartDelay:    containermeta.DefaultConfig().EnvRestartDelay,
 		QPS:                20,
 		Burst:              40,
 	}
@@ -54,6 +59,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Keys each controller reconciles at once.")
 	fs.DurationVar(&o.MaxStopGracePeriod, "max-stop-grace-period", o.MaxStopGracePeriod,
 		"Upper bound of the grace period (the Pod's terminationGracePeriodSeconds) given to a container stopped so that it restarts.")
+	fs.DurationVar(&o.EnvRestartDelay, "env-restart-delay", o.EnvRestartDelay,
+		"How long a container must be seen needing a restart for new env-from-metadata values before it is stopped, so the kubelet has the new Pod labels when it starts it again.")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API servers.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API servers.")
 }
@@ -72,6 +79,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers=%d: must be at least 1", o.Workers))
+	}
+	if o.EnvRestartDelay < 0 {
+		errs = append(errs, fmt.Errorf("--env-restart-delay=%s: must not be negative", o.EnvRestartDelay))
 	}
 	if o.MaxStopGracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--max-stop-grace-period=%s: must not be negative", o.MaxStopGracePeriod))

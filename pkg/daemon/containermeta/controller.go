@@ -59,11 +59,18 @@ type Config struct {
 	// RetryAfter is how soon a Pod is looked at again when a container's environment could not
 	// be read (0: 3s).
 	RetryAfter time.Duration
+	// EnvRestartDelay is how long this daemon must have seen that a container needs an
+	// env-from-metadata restart before it stops the container (0: 2s). The new labels reach the
+	// kubelet in an update that may follow another one by milliseconds (pods/inplaceupdate
+	// writes the readiness condition first); a container stopped while the kubelet still syncs
+	// the older Pod is started again with the old values. Measured on this node's clock only.
+	EnvRestartDelay time.Duration
 }
 
 // DefaultConfig is the default Config.
 func DefaultConfig() Config {
-	return Config{MaxStopGracePeriod: 30 * time.Second, PendingRequeue: 2 * time.Second, RetryAfter: 3 * time.Second}
+	return Config{MaxStopGracePeriod: 30 * time.Second, PendingRequeue: 2 * time.Second, RetryAfter: 3 * time.Second,
+		EnvRestartDelay: 2 * time.Second}
 }
 
 func (c *Config) defaults() {
@@ -73,6 +80,9 @@ func (c *Config) defaults() {
 	}
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = d.RetryAfter
+	}
+	if c.EnvRestartDelay < 0 {
+		c.EnvRestartDelay = 0
 	}
 	c.MaxStopGracePeriod = max(c.MaxStopGracePeriod, 0)
 }
@@ -98,6 +108,9 @@ type Controller struct {
 	stopped *idSet
 	// warned are the container instances it refused to stop (restartPolicy), warned about once.
 	warned *idSet
+	// needRestart remembers when each container instance was first seen needing an
+	// env-from-metadata restart (keyed by instance and wanted hash), for Config.EnvRestartDelay.
+	needRestart *idSet
 }
 
 // New builds the controller on an informer of the Pods of this node. recorder may be nil (no
@@ -118,10 +131,11 @@ func New(podInformer coreinformers.PodInformer, kubeClient kubernetes.Interface,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
-		envHashes: newHashCache(),
-		written:   newWriteCache(),
-		stopped:   newIDSet(time.Hour),
-		warned:    newIDSet(time.Hour),
+		envHashes:   newHashCache(),
+		written:     newWriteCache(),
+		stopped:     newIDSet(time.Hour),
+		warned:      newIDSet(time.Hour),
+		needRestart: newIDSet(time.Hour),
 	}
 	_, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {

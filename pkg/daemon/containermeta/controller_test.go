@@ -386,9 +386,16 @@ func beginUpdate(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 	return step.Pod
 }
 
+// noDelay is DefaultConfig without EnvRestartDelay, for tests of what is stopped rather than when.
+func noDelay() Config {
+	cfg := DefaultConfig()
+	cfg.EnvRestartDelay = 0
+	return cfg
+}
+
 func TestRestartsContainersWhoseEnvIsStale(t *testing.T) {
 	pod := newPod()
-	h := newHarness(t, DefaultConfig(), pod)
+	h := newHarness(t, noDelay(), pod)
 	h.startPod()
 	h.sync(pod)
 	pod = h.write(beginUpdate(t, h.refresh(pod)))
@@ -477,7 +484,7 @@ func TestRestartOnlyWithRestartPolicyAlways(t *testing.T) {
 
 func TestUnknownEnvIsNotRestarted(t *testing.T) {
 	pod := newPod()
-	h := newHarness(t, DefaultConfig(), pod)
+	h := newHarness(t, noDelay(), pod)
 	h.startPod()
 	h.cri.Add(fakecri.Container{ID: "app-0", PodUID: "uid-web", Name: "app", State: criruntime.StateRunning, InfoMode: "none"})
 	h.sync(pod)
@@ -648,5 +655,34 @@ func TestRunWithInformer(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if n := len(h.patches()); n != 1 {
 		t.Errorf("%d patches, want 1 (nothing the runtime reports changed yet)", n)
+	}
+}
+
+// A container is stopped only once this daemon has seen it need the restart for
+// EnvRestartDelay: the kubelet may still be syncing the Pod version from before the new labels.
+func TestEnvRestartWaitsForTheDelay(t *testing.T) {
+	pod := newPod()
+	h := newHarness(t, DefaultConfig(), pod)
+	clock := time.Now()
+	h.c.needRestart.now = func() time.Time { return clock }
+	h.startPod()
+	h.sync(pod)
+	pod = h.write(beginUpdate(t, h.refresh(pod)))
+
+	if requeue := h.sync(pod); requeue != DefaultConfig().PendingRequeue {
+		t.Errorf("requeue %s, want %s while the restart waits", requeue, DefaultConfig().PendingRequeue)
+	}
+	if got := h.stopped(); len(got) != 0 {
+		t.Fatalf("stopped %v at once, want nothing before EnvRestartDelay", got)
+	}
+	clock = clock.Add(DefaultConfig().EnvRestartDelay - time.Millisecond)
+	h.sync(h.refresh(pod))
+	if got := h.stopped(); len(got) != 0 {
+		t.Fatalf("stopped %v just before EnvRestartDelay", got)
+	}
+	clock = clock.Add(time.Millisecond)
+	h.sync(h.refresh(pod))
+	if got := h.stopped(); !reflect.DeepEqual(got, []string{"app-0", "app2-0"}) {
+		t.Errorf("stopped %v once EnvRestartDelay passed, want [app-0 app2-0]", got)
 	}
 }

@@ -114,6 +114,17 @@ func (s *idSet) has(id string) bool {
 
 // add adds id and drops expired members; false when id was there already.
 func (s *idSet) add(id string) bool {
+	added, _ := s.addAt(id)
+	return added
+}
+
+// age adds id if it is not there and says how long ago it was first added.
+func (s *idSet) age(id string) time.Duration {
+	_, at := s.addAt(id)
+	return s.now().Sub(at)
+}
+
+func (s *idSet) addAt(id string) (bool, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -122,9 +133,9 @@ func (s *idSet) add(id string) bool {
 			delete(s.ids, k)
 		}
 	}
-	if _, ok := s.ids[id]; ok {
-		return false
+	if at, ok := s.ids[id]; ok {
+		return false, at
 	}
 	s.ids[id] = now
-	return true
+	return true, now
 }

@@ -247,6 +247,9 @@ func (c *Controller) restartForEnv(ctx context.Context, pod *corev1.Pod, contain
 			}
 			continue
 		}
+		if seen := c.needRestart.age(fmt.Sprintf("%s/%d", rc.ID, want)); seen < c.cfg.EnvRestartDelay {
+			continue // pending: looked at again after PendingRequeue
+		}
 		stops = append(stops, stop{spec: spec, rc: rc, id: meta.ContainerID})
 	}
 
