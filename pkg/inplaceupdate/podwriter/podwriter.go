@@ -69,6 +69,11 @@ func write(ctx context.Context, pods corev1client.PodInterface, pod *corev1.Pod,
 	}
 	wrote := step.Conditions
 	if len(step.Conditions) > 0 {
+		// Ask kube-apiserver whether it would take the Pod (and its resize) before taking the Pod
+		// out of service: a request it refuses then writes nothing at all.
+		if err := dryRun(ctx, pods, pod.Name, step); err != nil {
+			return pod, step, nil, fmt.Errorf("pod %s would not accept the update: %w", name, err)
+		}
 		patch, err := step.StatusPatch()
 		if err != nil {
 			return pod, step, nil, fmt.Errorf("encoding the conditions of pod %s: %w", name, err)
@@ -109,6 +114,27 @@ func write(ctx context.Context, pods corev1client.PodInterface, pod *corev1.Pod,
 		pod = resized
 	}
 	return pod, step, wrote, nil
+}
+
+// dryRun sends the step's Pod update and resize with dryRun=All: admission and validation run,
+// nothing is stored.
+func dryRun(ctx context.Context, pods corev1client.PodInterface, name string, step *inplaceupdate.Step) error {
+	dry := []string{metav1.DryRunAll}
+	if step.Pod != nil {
+		if _, err := pods.Update(ctx, step.Pod, metav1.UpdateOptions{DryRun: dry}); err != nil {
+			return err
+		}
+	}
+	if len(step.Resize) > 0 {
+		patch, err := step.ResizePatch()
+		if err != nil {
+			return err
+		}
+		if _, err := pods.Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{DryRun: dry}, "resize"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // previousConditions are the Pod's conditions of the types in wrote, as they were. An
