@@ -19,10 +19,7 @@
 #   BENCH_ROUNDS=1           rounds of (a) and (b); each round starts from fresh v1 Pods
 #   BENCH_READINESS_GATE=0   1: the Pods carry the InPlaceUpdateReady readiness gate (as a
 #                            CloneSet's Pods do); a request refused with "the object has been
-#                            modified" is sent again (until BENCH_TIMEOUT) and counted. (At the
-#                            time of writing most such requests are refused again and again:
-#                            inplace-controller resets InPlaceUpdateReady between the request's
-#                            two writes; see TestInPlaceUpdateNoSelfConflict in test/e2e.)
+#                            modified" is sent again (until BENCH_TIMEOUT) and counted.
 #   BENCH_TIMEOUT=180        seconds to wait for each phase
 #   BENCH_SETTLE=3           seconds the v1 Pods run after they are Ready, before the clock
 #                            starts (a container younger than ~2 s is restarted ~2 s later
