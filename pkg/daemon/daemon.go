@@ -5,9 +5,7 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -19,10 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/workqueue" // workqueue metrics on /metrics
 	"k8s.io/klog/v2"
 
@@ -31,6 +26,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/daemon/containermeta"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
+	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
 
 // resync is how often informers replay their whole cache; controllers requeue on their own, so
@@ -86,7 +82,7 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 	defer runtime.Close()
 	logger.Info("Connected to the container runtime", "runtime", runtime.Name(), "version", runtime.Version(), "endpoint", runtime.Endpoint())
 
-	config, err := o.restConfig()
+	config, err := serving.RESTConfig(o.Kubeconfig, o.QPS, o.Burst, "inplace-daemon")
 	if err != nil {
 		return err
 	}
@@ -118,24 +114,18 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 		Options:          o,
 	}
 
-	health := &healthChecks{runtime: runtime, syncing: true}
-	listener, err := net.Listen("tcp", o.BindAddress)
+	syncing := &serving.Syncing{}
+	syncing.Set(true)
+	addr, err := serving.Serve(ctx, o.BindAddress, healthChecks(runtime, syncing))
 	if err != nil {
-		return fmt.Errorf("listening on --bind-address=%s: %w", o.BindAddress, err)
+		return err
 	}
-	server := &http.Server{Handler: health.mux(), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := server.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error(err, "Health and metrics server stopped")
-		}
-	}()
-	defer server.Close()
-	logger.Info("Serving health and metrics", "address", listener.Addr().String(), "node", o.NodeName)
+	logger.Info("Serving health and metrics", "address", addr.String(), "node", o.NodeName)
 
-	return runControllers(ctx, cc, o.Workers, controllers, health)
+	return runControllers(ctx, cc, o.Workers, controllers, syncing)
 }
 
-func runControllers(ctx context.Context, cc *Context, workers int, inits []InitFunc, health *healthChecks) error {
+func runControllers(ctx context.Context, cc *Context, workers int, inits []InitFunc, syncing *serving.Syncing) error {
 	logger := klog.FromContext(ctx)
 	var built []Controller
 	for _, init := range inits {
@@ -165,7 +155,7 @@ func runControllers(ctx context.Context, cc *Context, workers int, inits []InitF
 			return fmt.Errorf("informer cache of %s did not sync", typ)
 		}
 	}
-	health.setSyncing(false)
+	syncing.Set(false)
 	var wg sync.WaitGroup
 	for _, c := range built {
 		wg.Go(func() { c.Run(ctx, workers) })
@@ -175,56 +165,16 @@ func runControllers(ctx context.Context, cc *Context, workers int, inits []InitF
 	return nil
 }
 
-func (o *Options) restConfig() (*rest.Config, error) {
-	var config *rest.Config
-	var err error
-	if o.Kubeconfig == "" {
-		config, err = rest.InClusterConfig()
-	} else {
-		config, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("loading the client configuration (--kubeconfig=%q): %w", o.Kubeconfig, err)
-	}
-	config.QPS, config.Burst = o.QPS, o.Burst
-	config.UserAgent = "inplace-daemon"
-	return config, nil
-}
-
-// healthChecks answers /healthz (the process is alive), /readyz (informer caches synced and
-// the container runtime answers) and /metrics.
-type healthChecks struct {
-	runtime criruntime.Runtime
-	mu      sync.Mutex
-	syncing bool
-}
-
-func (h *healthChecks) setSyncing(syncing bool) {
-	h.mu.Lock()
-	h.syncing = syncing
-	h.mu.Unlock()
-}
-
-func (h *healthChecks) mux() *http.ServeMux {
-	m := http.NewServeMux()
-	m.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
-	m.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		h.mu.Lock()
-		syncing := h.syncing
-		h.mu.Unlock()
-		if syncing {
-			http.Error(w, "informer caches not synced yet", http.StatusServiceUnavailable)
-			return
+// healthChecks: /healthz passes while the process runs; /readyz once informer caches synced and
+// while the container runtime answers.
+func healthChecks(runtime criruntime.Runtime, syncing *serving.Syncing) serving.Checks {
+	return serving.Checks{Readyz: func(r *http.Request) error {
+		if err := syncing.Check(r); err != nil {
+			return err
 		}
-		if err := h.runtime.Ping(r.Context()); err != nil {
-			http.Error(w, fmt.Sprintf("container runtime %s at %s does not answer: %v", h.runtime.Name(), h.runtime.Endpoint(), err),
-				http.StatusServiceUnavailable)
-			return
+		if err := runtime.Ping(r.Context()); err != nil {
+			return fmt.Errorf("container runtime %s at %s does not answer: %w", runtime.Name(), runtime.Endpoint(), err)
 		}
-		fmt.Fprintln(w, "ok")
-	})
-	m.Handle("/metrics", legacyregistry.Handler())
-	return m
+		return nil
+	}}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime/fakecri"
+	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
 
 func TestOptions(t *testing.T) {
@@ -85,8 +86,9 @@ func get(t *testing.T, srv *httptest.Server, path string) (int, string) {
 
 func TestHealth(t *testing.T) {
 	cri, rt := fakeRuntime(t)
-	h := &healthChecks{runtime: rt, syncing: true}
-	srv := httptest.NewServer(h.mux())
+	syncing := &serving.Syncing{}
+	syncing.Set(true)
+	srv := httptest.NewServer(serving.Handler(healthChecks(rt, syncing)))
 	defer srv.Close()
 
 	if code, _ := get(t, srv, "/healthz"); code != http.StatusOK {
@@ -95,7 +97,7 @@ func TestHealth(t *testing.T) {
 	if code, body := get(t, srv, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not synced") {
 		t.Errorf("/readyz while syncing: %d %q", code, body)
 	}
-	h.setSyncing(false)
+	syncing.Set(false)
 	if code, _ := get(t, srv, "/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz: %d", code)
 	}
@@ -134,7 +136,8 @@ func TestRunControllers(t *testing.T) {
 		Recorder:         record.NewFakeRecorder(10),
 		Options:          o,
 	}
-	h := &healthChecks{runtime: rt, syncing: true}
+	h := &serving.Syncing{}
+	h.Set(true)
 	ctrl := &countingController{}
 	inits := append(Controllers(), InitFunc{Name: "counting", New: func(cc *Context) (Controller, error) {
 		cc.InplaceInformers.Apps().V1alpha1().ContainerRecreateRequests().Informer()
@@ -151,10 +154,7 @@ func TestRunControllers(t *testing.T) {
 	if ctrl.runs.Load() != 1 {
 		t.Fatal("controller not run")
 	}
-	h.mu.Lock()
-	syncing := h.syncing
-	h.mu.Unlock()
-	if syncing {
+	if h.Syncing() {
 		t.Error("still syncing after the controllers started")
 	}
 	cancel()

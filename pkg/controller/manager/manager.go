@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -16,16 +15,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
 
 // resync is how often informers replay their whole cache; controllers requeue on their own, so
@@ -58,7 +55,7 @@ type InitFunc struct {
 // leads. It returns when ctx ends, or with an error when leadership is lost (the process should
 // exit and restart, as kube-controller-manager does, so no stale cache keeps acting).
 func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
-	config, err := o.restConfig()
+	config, err := serving.RESTConfig(o.Kubeconfig, o.QPS, o.Burst, "inplace-controller")
 	if err != nil {
 		return err
 	}
@@ -72,27 +69,28 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 	}
 	cc := &Context{KubeClient: kubeClient, InplaceClient: inplaceClient}
 
-	health := &healthChecks{}
+	syncing := &serving.Syncing{}
+	checks := serving.Checks{Readyz: func(r *http.Request) error {
+		// A standby replica is ready to take over; a leader is not while its caches sync.
+		if syncing.Syncing() {
+			return errors.New("leading, informer caches not synced yet")
+		}
+		return nil
+	}}
 	var elector *leaderelection.HealthzAdaptor
 	if o.LeaderElect {
+		// Fails when this replica leads but could not renew its lease: restart it.
 		elector = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
-		health.leader = elector
+		checks.Healthz = elector.Check
 	}
-	listener, err := net.Listen("tcp", o.BindAddress)
+	addr, err := serving.Serve(ctx, o.BindAddress, checks)
 	if err != nil {
-		return fmt.Errorf("listening on --bind-address=%s: %w", o.BindAddress, err)
+		return err
 	}
-	server := &http.Server{Handler: health.mux(), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := server.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.ErrorS(err, "Health and metrics server stopped")
-		}
-	}()
-	defer server.Close()
-	klog.InfoS("Serving health and metrics", "address", listener.Addr().String())
+	klog.InfoS("Serving health and metrics", "address", addr.String())
 
 	run := func(ctx context.Context) {
-		if err := runControllers(ctx, cc, o.Workers, controllers, health); err != nil {
+		if err := runControllers(ctx, cc, o.Workers, controllers, syncing); err != nil {
 			klog.ErrorS(err, "Controllers failed")
 		}
 	}
@@ -145,8 +143,8 @@ func runWithLeaderElection(ctx context.Context, o *Options, kubeClient kubernete
 	return fmt.Errorf("lost the leader election lease %s/%s", o.LeaderElectionNamespace, o.LeaderElectionName)
 }
 
-func runControllers(ctx context.Context, cc *Context, workers int, inits []InitFunc, health *healthChecks) error {
-	health.setSyncing(true)
+func runControllers(ctx context.Context, cc *Context, workers int, inits []InitFunc, syncing *serving.Syncing) error {
+	syncing.Set(true)
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cc.KubeClient.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
@@ -174,7 +172,7 @@ func runControllers(ctx context.Context, cc *Context, workers int, inits []InitF
 			return fmt.Errorf("informer cache of %v did not sync", typ)
 		}
 	}
-	health.setSyncing(false)
+	syncing.Set(false)
 	var wg sync.WaitGroup
 	for _, c := range built {
 		wg.Add(1)
@@ -187,60 +185,4 @@ func runControllers(ctx context.Context, cc *Context, workers int, inits []InitF
 	cc.KubeInformers.Shutdown()
 	cc.InplaceInformers.Shutdown()
 	return nil
-}
-
-func (o *Options) restConfig() (*rest.Config, error) {
-	var config *rest.Config
-	var err error
-	if o.Kubeconfig == "" {
-		config, err = rest.InClusterConfig()
-	} else {
-		config, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("loading the client configuration (--kubeconfig=%q): %w", o.Kubeconfig, err)
-	}
-	config.QPS, config.Burst = o.QPS, o.Burst
-	config.UserAgent = "inplace-controller"
-	return config, nil
-}
-
-// healthChecks answers /healthz (alive; and the lease is renewed when leading), /readyz (not
-// ready only while leading with caches not synced yet: a standby replica is ready to take over)
-// and /metrics.
-type healthChecks struct {
-	leader  *leaderelection.HealthzAdaptor
-	mu      sync.Mutex
-	syncing bool
-}
-
-func (h *healthChecks) setSyncing(syncing bool) {
-	h.mu.Lock()
-	h.syncing = syncing
-	h.mu.Unlock()
-}
-
-func (h *healthChecks) mux() *http.ServeMux {
-	m := http.NewServeMux()
-	m.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if h.leader != nil {
-			if err := h.leader.Check(r); err != nil {
-				http.Error(w, "leader election: "+err.Error(), http.StatusInternalServerError)
-				return
-			}
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	m.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		h.mu.Lock()
-		syncing := h.syncing
-		h.mu.Unlock()
-		if syncing {
-			http.Error(w, "leading, informer caches not synced yet", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	m.Handle("/metrics", legacyregistry.Handler())
-	return m
 }

@@ -1,0 +1,112 @@
+// Package serving is what inplace-controller and inplace-daemon both need to run as cluster
+// components: the client configuration from --kubeconfig, and a plain-HTTP endpoint serving
+// /healthz, /readyz and /metrics.
+package serving
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+)
+
+// RESTConfig loads the client configuration: kubeconfig, or the in-cluster one when empty.
+func RESTConfig(kubeconfig string, qps float32, burst int, userAgent string) (*rest.Config, error) {
+	var config *rest.Config
+	var err error
+	if kubeconfig == "" {
+		config, err = rest.InClusterConfig()
+	} else {
+		config, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the client configuration (--kubeconfig=%q): %w", kubeconfig, err)
+	}
+	config.QPS, config.Burst = qps, burst
+	config.UserAgent = userAgent
+	return config, nil
+}
+
+// Checks are the health checks; a nil check always passes.
+type Checks struct {
+	// Healthz fails when the process should be restarted.
+	Healthz func(*http.Request) error
+	// Readyz fails while the process cannot do its work yet.
+	Readyz func(*http.Request) error
+}
+
+// Handler serves /healthz, /readyz (503 with the check's error when it fails) and /metrics.
+func Handler(checks Checks) http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("/healthz", endpoint(checks.Healthz, http.StatusInternalServerError))
+	m.HandleFunc("/readyz", endpoint(checks.Readyz, http.StatusServiceUnavailable))
+	m.Handle("/metrics", legacyregistry.Handler())
+	return m
+}
+
+func endpoint(check func(*http.Request) error, failure int) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if check != nil {
+			if err := check(r); err != nil {
+				http.Error(w, err.Error(), failure)
+				return
+			}
+		}
+		fmt.Fprintln(w, "ok")
+	}
+}
+
+// Serve listens on addr and serves Handler(checks) until ctx ends. It returns once listening.
+func Serve(ctx context.Context, addr string, checks Checks) (net.Addr, error) {
+	listener, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on --bind-address=%s: %w", addr, err)
+	}
+	server := &http.Server{Handler: Handler(checks), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := server.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "Health and metrics server stopped")
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		_ = server.Close()
+	}()
+	return listener.Addr(), nil
+}
+
+// Syncing is a readiness check that fails while informer caches sync.
+type Syncing struct {
+	mu      sync.Mutex
+	syncing bool
+}
+
+// Set says whether caches are syncing now.
+func (s *Syncing) Set(syncing bool) {
+	s.mu.Lock()
+	s.syncing = syncing
+	s.mu.Unlock()
+}
+
+// Syncing tells whether caches are syncing now.
+func (s *Syncing) Syncing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.syncing
+}
+
+// Check fails while caches sync.
+func (s *Syncing) Check(*http.Request) error {
+	if s.Syncing() {
+		return errors.New("informer caches not synced yet")
+	}
+	return nil
+}

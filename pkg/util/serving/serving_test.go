@@ -1,0 +1,52 @@
+package serving
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestHandler(t *testing.T) {
+	syncing := &Syncing{}
+	syncing.Set(true)
+	broken := errors.New("lease not renewed")
+	var healthy bool
+	srv := httptest.NewServer(Handler(Checks{
+		Healthz: func(*http.Request) error {
+			if healthy {
+				return nil
+			}
+			return broken
+		},
+		Readyz: syncing.Check,
+	}))
+	defer srv.Close()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/healthz"); code != http.StatusInternalServerError || !strings.Contains(body, "lease not renewed") {
+		t.Errorf("/healthz failing: %d %q", code, body)
+	}
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not synced") {
+		t.Errorf("/readyz while syncing: %d %q", code, body)
+	}
+	healthy = true
+	syncing.Set(false)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, _ := get(path); code != http.StatusOK {
+			t.Errorf("%s: %d, want 200", path, code)
+		}
+	}
+	if code, _ := get("/metrics"); code != http.StatusOK {
+		t.Errorf("/metrics: %d", code)
+	}
+}
