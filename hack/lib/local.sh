@@ -183,3 +183,11 @@ start_containerd() {
   local_start containerd containerd --config "$STATE/containerd/config.toml"
   local_wait containerd 30 "containerd" ctr --address "$CONTAINERD_SOCK" version
 }
+
+# local_hook_alone: a hack/local-up.d hook run on its own (to restart its program) needs root,
+# the lock that local-up and local-down hold, and the cluster running.
+local_hook_alone() {
+  [[ $EUID -eq 0 ]] || die "must run as root"
+  local_lock
+  kubectl get --raw /readyz >/dev/null 2>&1 || die "the local cluster is not running (start it with hack/local-up.sh)"
+}

@@ -18,9 +18,7 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
   cd "$(dirname "$0")/../.."
   # shellcheck source=hack/lib/local.sh
   source hack/lib/local.sh
-  [[ $EUID -eq 0 ]] || die "must run as root"
-  local_lock
-  kubectl get --raw /readyz >/dev/null 2>&1 || die "the local cluster is not running (start it with hack/local-up.sh)"
+  local_hook_alone
 fi
 # shellcheck source=hack/lib/inplace.sh
 source hack/lib/inplace.sh
