@@ -158,12 +158,18 @@ func scaleOf(cs *apps.CloneSet) *autoscalingv1.Scale {
 }
 
 func toScaleCreateValidation(f rest.ValidateObjectFunc) rest.ValidateObjectFunc {
+	if f == nil {
+		return nil
+	}
 	return func(ctx context.Context, obj runtime.Object) error {
 		return f(ctx, scaleOf(obj.(*apps.CloneSet)))
 	}
 }
 
 func toScaleUpdateValidation(f rest.ValidateObjectUpdateFunc) rest.ValidateObjectUpdateFunc {
+	if f == nil {
+		return nil
+	}
 	return func(ctx context.Context, obj, old runtime.Object) error {
 		return f(ctx, scaleOf(obj.(*apps.CloneSet)), scaleOf(old.(*apps.CloneSet)))
 	}
