@@ -1,0 +1,255 @@
+// Package cloneset is the CloneSet controller: it keeps a CloneSet's Pods at the desired number,
+// records each Pod template as a ControllerRevision, and reports the CloneSet's status.
+// OpenKruise's CloneSet controller is the behavioural reference.
+package cloneset
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/manager"
+	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
+	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
+)
+
+// Name is the controller's name in logs, events and metrics.
+const Name = "cloneset"
+
+// Controller reconciles CloneSets.
+type Controller struct {
+	kube      kubernetes.Interface
+	inplace   clientset.Interface
+	sets      listers.CloneSetLister
+	pods      corelisters.PodLister
+	revisions appslisters.ControllerRevisionLister
+	synced    []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	recorder  record.EventRecorder
+	exp       *expectations
+	now       func() time.Time
+}
+
+// New builds the controller on the shared CloneSet, Pod and ControllerRevision informers.
+func New(cc *manager.Context) (*Controller, error) {
+	setInf := cc.InplaceInformers.Apps().V1alpha1().CloneSets()
+	podInf := cc.KubeInformers.Core().V1().Pods()
+	revInf := cc.KubeInformers.Apps().V1().ControllerRevisions()
+	c := &Controller{
+		kube:      cc.KubeClient,
+		inplace:   cc.InplaceClient,
+		sets:      setInf.Lister(),
+		pods:      podInf.Lister(),
+		revisions: revInf.Lister(),
+		synced:    []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced, revInf.Informer().HasSynced},
+		recorder:  cc.Recorder,
+		now:       time.Now,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
+	}
+	c.exp = newExpectations(func() time.Time { return c.now() })
+	if _, err := setInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueSet,
+		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },
+		DeleteFunc: c.deleteSet,
+	}); err != nil {
+		return nil, fmt.Errorf("watching clonesets: %w", err)
+	}
+	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.addPod,
+		UpdateFunc: c.updatePod,
+		DeleteFunc: c.deletePod,
+	}); err != nil {
+		return nil, fmt.Errorf("watching pods: %w", err)
+	}
+	if _, err := revInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueRevisionOwner,
+		UpdateFunc: func(_, obj any) { c.enqueueRevisionOwner(obj) },
+		DeleteFunc: c.enqueueRevisionOwner,
+	}); err != nil {
+		return nil, fmt.Errorf("watching controllerrevisions: %w", err)
+	}
+	return c, nil
+}
+
+func (c *Controller) enqueueSet(obj any) {
+	if cs, ok := obj.(*v1alpha1.CloneSet); ok {
+		c.queue.Add(cache.MetaObjectToName(cs))
+	}
+}
+
+func (c *Controller) deleteSet(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	cs, ok := obj.(*v1alpha1.CloneSet)
+	if !ok {
+		return
+	}
+	c.exp.forget(cache.MetaObjectToName(cs).String())
+	c.queue.Add(cache.MetaObjectToName(cs))
+}
+
+// resolveControllerRef returns the CloneSet a controllerRef points at, if the cache has it with
+// the same UID.
+func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *v1alpha1.CloneSet {
+	if ref == nil || ref.Kind != "CloneSet" || ref.APIVersion != v1alpha1.SchemeGroupVersion.String() {
+		return nil
+	}
+	cs, err := c.sets.CloneSets(namespace).Get(ref.Name)
+	if err != nil || cs.UID != ref.UID {
+		return nil
+	}
+	return cs
+}
+
+// enqueueOrphan enqueues the CloneSets whose selector matches a Pod without a controller, so that
+// one adopts it.
+func (c *Controller) enqueueOrphan(pod *corev1.Pod) {
+	if pod.DeletionTimestamp != nil {
+		return
+	}
+	sets, err := c.sets.CloneSets(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, cs := range sets {
+		sel, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		c.queue.Add(cache.MetaObjectToName(cs))
+	}
+}
+
+func (c *Controller) addPod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if pod.DeletionTimestamp != nil {
+		// Seen for the first time already terminating (a restart): a deletion.
+		c.deletePod(pod)
+		return
+	}
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		if cs := c.resolveControllerRef(pod.Namespace, ref); cs != nil {
+			key := cache.MetaObjectToName(cs)
+			c.exp.creationObserved(key.String(), pod.Name)
+			c.queue.Add(key)
+		}
+		return
+	}
+	c.enqueueOrphan(pod)
+}
+
+func (c *Controller) updatePod(oldObj, newObj any) {
+	oldPod, ok1 := oldObj.(*corev1.Pod)
+	pod, ok2 := newObj.(*corev1.Pod)
+	if !ok1 || !ok2 || oldPod.ResourceVersion == pod.ResourceVersion {
+		return
+	}
+	oldRef, ref := metav1.GetControllerOf(oldPod), metav1.GetControllerOf(pod)
+	if oldRef != nil && (ref == nil || oldRef.UID != ref.UID) {
+		if cs := c.resolveControllerRef(oldPod.Namespace, oldRef); cs != nil {
+			c.queue.Add(cache.MetaObjectToName(cs))
+		}
+	}
+	if ref != nil {
+		if cs := c.resolveControllerRef(pod.Namespace, ref); cs != nil {
+			key := cache.MetaObjectToName(cs)
+			if pod.DeletionTimestamp != nil {
+				c.exp.deletionObserved(key.String(), pod.Name)
+			}
+			c.queue.Add(key)
+		}
+		return
+	}
+	c.enqueueOrphan(pod)
+}
+
+func (c *Controller) deletePod(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if cs := c.resolveControllerRef(pod.Namespace, metav1.GetControllerOf(pod)); cs != nil {
+		key := cache.MetaObjectToName(cs)
+		c.exp.deletionObserved(key.String(), pod.Name)
+		c.queue.Add(key)
+	}
+}
+
+func (c *Controller) enqueueRevisionOwner(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	rev, ok := obj.(*appsv1.ControllerRevision)
+	if !ok {
+		return
+	}
+	if cs := c.resolveControllerRef(rev.Namespace, metav1.GetControllerOf(rev)); cs != nil {
+		c.queue.Add(cache.MetaObjectToName(cs))
+	}
+}
+
+// Run reconciles until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx).WithValues("controller", Name)
+	ctx = klog.NewContext(ctx, logger)
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+		return
+	}
+	logger.Info("Starting workers", "workers", workers)
+	for range workers {
+		go wait.UntilWithContext(ctx, c.worker, time.Second)
+	}
+	<-ctx.Done()
+	logger.Info("Stopping workers")
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.next(ctx) {
+	}
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	requeueAfter, err := c.sync(ctx, key)
+	switch {
+	case err != nil:
+		klog.FromContext(ctx).Info("Retrying CloneSet", "cloneset", key, "err", err)
+		c.queue.AddRateLimited(key)
+	case requeueAfter > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, requeueAfter)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}

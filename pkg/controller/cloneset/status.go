@@ -1,0 +1,124 @@
+package cloneset
+
+import (
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+)
+
+func podReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodReady {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func podReady(pod *corev1.Pod) bool {
+	c := podReadyCondition(pod)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// podAvailable tells whether a Pod has been ready for minReadySeconds, and if it is ready but not
+// yet available, how long until it is.
+func podAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) (bool, time.Duration) {
+	c := podReadyCondition(pod)
+	if c == nil || c.Status != corev1.ConditionTrue {
+		return false, 0
+	}
+	if minReadySeconds <= 0 {
+		return true, 0
+	}
+	at := c.LastTransitionTime.Add(time.Duration(minReadySeconds) * time.Second)
+	if !at.After(now) {
+		return true, 0
+	}
+	return false, at.Sub(now)
+}
+
+// partition is updateStrategy.partition as a number of Pods (a percentage of replicas rounds up).
+func partition(cs *v1alpha1.CloneSet) int32 {
+	replicas := int(ptr.Deref(cs.Spec.Replicas, 1))
+	p := cs.Spec.UpdateStrategy.Partition
+	if p == nil {
+		return 0
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(p, replicas, true)
+	if err != nil {
+		return 0
+	}
+	return int32(min(max(n, 0), replicas))
+}
+
+// calculateStatus computes the CloneSet's status from its active Pods and revisions. It also says
+// when the next ready Pod becomes available (0 when none waits), for the caller to look again.
+func calculateStatus(cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsResult, now time.Time) (*v1alpha1.CloneSetStatus, time.Duration) {
+	st := cs.Status.DeepCopy()
+	st.ObservedGeneration = cs.Generation
+	st.Replicas = int32(len(pods))
+	st.ReadyReplicas, st.AvailableReplicas = 0, 0
+	st.UpdatedReplicas, st.UpdatedReadyReplicas, st.UpdatedAvailableReplicas = 0, 0, 0
+	var wait time.Duration
+	for _, pod := range pods {
+		ready := podReady(pod)
+		available, left := podAvailable(pod, cs.Spec.MinReadySeconds, now)
+		if left > 0 && (wait == 0 || left < wait) {
+			wait = left
+		}
+		updated := pod.Labels[appsv1.ControllerRevisionHashLabelKey] == revs.update.Name
+		if ready {
+			st.ReadyReplicas++
+		}
+		if available {
+			st.AvailableReplicas++
+		}
+		if updated {
+			st.UpdatedReplicas++
+			if ready {
+				st.UpdatedReadyReplicas++
+			}
+			if available {
+				st.UpdatedAvailableReplicas++
+			}
+		}
+	}
+	replicas := ptr.Deref(cs.Spec.Replicas, 1)
+	st.ExpectedUpdatedReplicas = max(replicas-partition(cs), 0)
+	st.UpdateRevision = revs.update.Name
+	st.CurrentRevision = revs.current.Name
+	if st.UpdatedReplicas == st.Replicas && st.Replicas == replicas {
+		// Every Pod is at the update revision: it is the current one now.
+		st.CurrentRevision = revs.update.Name
+	}
+	st.CollisionCount = ptr.To(revs.collisionCount)
+	st.LabelSelector = metav1.FormatLabelSelector(cs.Spec.Selector)
+	return st, wait
+}
+
+// setCondition sets a condition of the status, keeping its transition time when its status does
+// not change; a False condition that is absent is not added.
+func setCondition(st *v1alpha1.CloneSetStatus, t v1alpha1.CloneSetConditionType, status corev1.ConditionStatus, reason, message string, now time.Time) {
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		if c.Type != t {
+			continue
+		}
+		if c.Status != status {
+			c.LastTransitionTime = metav1.NewTime(now)
+		}
+		c.Status, c.Reason, c.Message = status, reason, message
+		return
+	}
+	if status == corev1.ConditionFalse {
+		return
+	}
+	st.Conditions = append(st.Conditions, v1alpha1.CloneSetCondition{Type: t, Status: status,
+		LastTransitionTime: metav1.NewTime(now), Reason: reason, Message: message})
+}

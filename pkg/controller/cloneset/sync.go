@@ -1,0 +1,226 @@
+package cloneset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+)
+
+// sync reconciles one CloneSet: claim its Pods, settle its revisions, scale, write status, trim
+// history. It says when to look again if time, not an event, is what it waits for.
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
+	cs, err := c.sets.CloneSets(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.exp.forget(key.String())
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	selector, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
+	if err != nil || selector.Empty() {
+		// Validation forbids it; nothing to act on until the spec changes.
+		c.recorder.Eventf(cs, corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
+		return 0, nil
+	}
+	pods, err := c.claimPods(ctx, cs, selector)
+	if err != nil {
+		return 0, err
+	}
+	revisions, err := c.ownedRevisions(cs)
+	if err != nil {
+		return 0, err
+	}
+	revs, revErr := c.manageRevisions(ctx, cs, revisions)
+	if revErr != nil {
+		// Keep a bumped collision count: the next try must not reuse the taken name.
+		if cs.Status.CollisionCount == nil || *cs.Status.CollisionCount != revs.collisionCount {
+			st := cs.Status.DeepCopy()
+			st.CollisionCount = &revs.collisionCount
+			_ = c.updateStatus(ctx, cs, st)
+		}
+		return 0, revErr
+	}
+
+	var requeue time.Duration
+	var scaleErr error
+	if cs.DeletionTimestamp == nil {
+		ok, left := c.exp.satisfied(key.String(), c.podState(cs.Namespace))
+		if ok {
+			scaleErr = c.scale(ctx, cs, activePods(pods), revs.update)
+		} else {
+			requeue = left
+		}
+	}
+
+	status, available := calculateStatus(cs, activePods(pods), revs, c.now())
+	if scaleErr != nil {
+		setCondition(status, v1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, "ScaleFailed", scaleErr.Error(), c.now())
+	} else if cs.DeletionTimestamp == nil {
+		setCondition(status, v1alpha1.CloneSetConditionFailedScale, corev1.ConditionFalse, "", "", c.now())
+	}
+	if err := c.updateStatus(ctx, cs, status); err != nil {
+		return 0, errors.Join(scaleErr, err)
+	}
+	if err := c.truncateHistory(ctx, cs, pods, revisions, revs); err != nil {
+		return 0, errors.Join(scaleErr, err)
+	}
+	if scaleErr != nil {
+		return 0, scaleErr
+	}
+	if available > 0 && (requeue == 0 || available < requeue) {
+		requeue = available
+	}
+	return requeue, nil
+}
+
+func (c *Controller) podState(namespace string) podState {
+	return func(name string) (bool, bool) {
+		pod, err := c.pods.Pods(namespace).Get(name)
+		if err != nil {
+			return false, false
+		}
+		return true, pod.DeletionTimestamp != nil
+	}
+}
+
+// ownedRevisions lists the CloneSet's revisions from the cache, oldest first.
+func (c *Controller) ownedRevisions(cs *v1alpha1.CloneSet) ([]*appsv1.ControllerRevision, error) {
+	all, err := c.revisions.ControllerRevisions(cs.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var owned []*appsv1.ControllerRevision
+	for _, r := range all {
+		if metav1.IsControlledBy(r, cs) {
+			owned = append(owned, r)
+		}
+	}
+	sortRevisions(owned)
+	return owned, nil
+}
+
+// claimPods returns the CloneSet's Pods (terminating ones included), like kube's ClaimPods: it
+// adopts orphans its selector matches and releases owned Pods it no longer matches. A CloneSet
+// being deleted adopts nothing; adoption first checks, uncached, that the CloneSet still is the
+// one cached.
+func (c *Controller) claimPods(ctx context.Context, cs *v1alpha1.CloneSet, selector labels.Selector) ([]*corev1.Pod, error) {
+	all, err := c.pods.Pods(cs.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var claimed []*corev1.Pod
+	var errs []error
+	canAdopt := func() error {
+		fresh, err := c.inplace.AppsV1alpha1().CloneSets(cs.Namespace).Get(ctx, cs.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if fresh.UID != cs.UID {
+			return fmt.Errorf("CloneSet %s/%s was recreated (UID %s, cached %s)", cs.Namespace, cs.Name, fresh.UID, cs.UID)
+		}
+		if fresh.DeletionTimestamp != nil {
+			return fmt.Errorf("CloneSet %s/%s is being deleted", cs.Namespace, cs.Name)
+		}
+		return nil
+	}
+	var adoptErr error
+	checked := false
+	for _, pod := range all {
+		matches := selector.Matches(labels.Set(pod.Labels))
+		if ref := metav1.GetControllerOf(pod); ref != nil {
+			if ref.UID != cs.UID {
+				continue
+			}
+			if matches || cs.DeletionTimestamp != nil {
+				claimed = append(claimed, pod)
+				continue
+			}
+			if err := c.releasePod(ctx, cs, pod); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if !matches || cs.DeletionTimestamp != nil || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if !checked {
+			adoptErr, checked = canAdopt(), true
+		}
+		if adoptErr != nil {
+			return claimed, fmt.Errorf("cannot adopt pods: %w", adoptErr)
+		}
+		adopted, err := c.adoptPod(ctx, cs, pod)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if adopted != nil {
+			claimed = append(claimed, adopted)
+		}
+	}
+	return claimed, errors.Join(errs...)
+}
+
+func (c *Controller) adoptPod(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod) (*corev1.Pod, error) {
+	ref := controllerRef(cs)
+	patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":%q,"kind":%q,"name":%q,"uid":%q,"controller":true,"blockOwnerDeletion":true}],"uid":%q}}`,
+		ref.APIVersion, ref.Kind, ref.Name, ref.UID, pod.UID)
+	adopted, err := c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+		// Gone, or its UID changed (recreated): nothing to adopt.
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("adopting pod %s: %w", pod.Name, err)
+	}
+	return adopted, nil
+}
+
+func (c *Controller) releasePod(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod) error {
+	patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"$patch":"delete","uid":%q}],"uid":%q}}`, cs.UID, pod.UID)
+	_, err := c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
+		return fmt.Errorf("releasing pod %s: %w", pod.Name, err)
+	}
+	return nil
+}
+
+// activePods are the Pods that count: not terminating, not finished.
+func activePods(pods []*corev1.Pod) []*corev1.Pod {
+	var active []*corev1.Pod
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			active = append(active, p)
+		}
+	}
+	return active
+}
+
+func (c *Controller) updateStatus(ctx context.Context, cs *v1alpha1.CloneSet, status *v1alpha1.CloneSetStatus) error {
+	if apiequality.Semantic.DeepEqual(&cs.Status, status) {
+		return nil
+	}
+	cs = cs.DeepCopy()
+	cs.Status = *status
+	_, err := c.inplace.AppsV1alpha1().CloneSets(cs.Namespace).UpdateStatus(ctx, cs, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("updating the status of CloneSet %s/%s: %w", cs.Namespace, cs.Name, err)
+	}
+	klog.FromContext(ctx).V(4).Info("Updated CloneSet status", "cloneset", klog.KObj(cs), "replicas", status.Replicas,
+		"ready", status.ReadyReplicas, "updated", status.UpdatedReplicas)
+	return nil
+}
