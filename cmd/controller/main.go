@@ -1,5 +1,6 @@
 // Command inplace-controller runs inplace's controllers (one active replica, elected through a
-// Lease): today the controller that drives in-place updates of Pods to their end.
+// Lease): the CloneSet controller (scaling, revisions, status) and the controller that drives
+// in-place updates of Pods to their end.
 package main
 
 import (
@@ -9,12 +10,16 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/component-base/cli"
 
+	"github.com/inplace-dev/inplace/pkg/controller/cloneset"
 	"github.com/inplace-dev/inplace/pkg/controller/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/controller/manager"
 )
 
 // controllers are every controller inplace-controller runs.
 var controllers = []manager.InitFunc{
+	{Name: cloneset.Name, New: func(cc *manager.Context) (manager.Controller, error) {
+		return cloneset.New(cc)
+	}},
 	{Name: inplaceupdate.Name, New: func(cc *manager.Context) (manager.Controller, error) {
 		return inplaceupdate.New(cc.KubeClient, cc.KubeInformers.Core().V1().Pods(), cc.Recorder)
 	}},
@@ -24,7 +29,7 @@ func main() {
 	o := manager.NewOptions()
 	cmd := &cobra.Command{
 		Use:   "inplace-controller",
-		Short: "Runs inplace's controllers: drives in-place updates of Pods to their end",
+		Short: "Runs inplace's controllers: CloneSets, and in-place updates of Pods to their end",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
 				return err
