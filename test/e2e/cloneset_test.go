@@ -82,7 +82,7 @@ func TestCloneSetScale(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					Containers: []corev1.Container{{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever}},
+					Containers:                    []corev1.Container{{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever}},
 				},
 			},
 			UpdateStrategy: v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
