@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
@@ -34,7 +35,7 @@ func Apply(ctx context.Context, pods corev1client.PodInterface, name string, com
 	var pod *corev1.Pod
 	var step *inplaceupdate.Step
 	var before []corev1.PodCondition // conditions as first read, of the types a step wrote
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(conflictBackoff, func() error {
 		current, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -51,6 +52,11 @@ func Apply(ctx context.Context, pods corev1client.PodInterface, name string, com
 	}
 	return pod, step, err
 }
+
+// conflictBackoff spreads retries over ~2.5 s: a young Pod's status changes several times a
+// second (kubelet, daemon, controller), and a request should outlast that churn rather than
+// answer 409 after 50 ms.
+var conflictBackoff = wait.Backoff{Steps: 8, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.1}
 
 // ApplyTo is Apply starting from a Pod already read (from an informer cache, say); a conflict
 // means the cache was stale and is left to the caller's requeue.
