@@ -10,6 +10,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
+	inplacescheme "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/scheme"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
@@ -148,7 +151,12 @@ func runControllers(ctx context.Context, cc *Context, workers int, inits []InitF
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cc.KubeClient.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
-	cc.Recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "inplace-controller"})
+	// Events are about core objects and about this group's (CloneSets...): the recorder resolves
+	// an object's kind in a scheme that knows both.
+	eventScheme := runtime.NewScheme()
+	utilruntime.Must(scheme.AddToScheme(eventScheme))
+	utilruntime.Must(inplacescheme.AddToScheme(eventScheme))
+	cc.Recorder = broadcaster.NewRecorder(eventScheme, corev1.EventSource{Component: "inplace-controller"})
 	cc.KubeInformers = kubeinformers.NewSharedInformerFactory(cc.KubeClient, resync)
 	cc.InplaceInformers = inplaceinformers.NewSharedInformerFactory(cc.InplaceClient, resync)
 	var built []Controller
