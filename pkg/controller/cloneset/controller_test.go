@@ -537,14 +537,15 @@ func TestStatus(t *testing.T) {
 
 func TestClaimPods(t *testing.T) {
 	cs := newCloneSet(2)
+	rev := updateRevisionName(t, cs)
 	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "ns", UID: "o-uid",
-		Labels: map[string]string{"app": "web"}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		Labels: map[string]string{"app": "web", appsv1.ControllerRevisionHashLabelKey: rev}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	stray := ownedPod(cs, "stray", "r")
 	stray.Labels["app"] = "other"
 	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "ns", UID: "x-uid",
 		Labels: map[string]string{"app": "web"}, OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs-uid", Controller: ptr.To(true)}}}}
-	f := newFixture(t, cs, orphan, stray, other, ownedPod(cs, "web-a", "r"))
+	f := newFixture(t, cs, orphan, stray, other, ownedPod(cs, "web-a", rev))
 	f.sync(t)
 	patches := actionsOf[k8stesting.PatchAction](f, "patch", "pods")
 	got := map[string]string{}
@@ -567,15 +568,15 @@ func TestClaimPods(t *testing.T) {
 func TestExpectationsUnit(t *testing.T) {
 	now := testNow
 	e := newExpectations(func() time.Time { return now })
-	none := func(string) (bool, bool) { return false, false }
+	none := func(string) (bool, bool, string) { return false, false, "" }
 	e.expectCreations("k", "a", "b")
 	e.expectDeletions("k", "c")
-	if ok, _ := e.satisfied("k", func(n string) (bool, bool) { return n == "c", false }); ok {
+	if ok, _ := e.satisfied("k", func(n string) (bool, bool, string) { return n == "c", false, "" }); ok {
 		t.Fatal("satisfied with nothing observed")
 	}
 	e.creationObserved("k", "a")
 	e.creationObserved("k", "b")
-	if ok, _ := e.satisfied("k", func(n string) (bool, bool) { return n == "c", false }); ok {
+	if ok, _ := e.satisfied("k", func(n string) (bool, bool, string) { return n == "c", false, "" }); ok {
 		t.Fatal("satisfied with a deletion pending")
 	}
 	if ok, _ := e.satisfied("k", none); !ok {
@@ -588,5 +589,12 @@ func TestExpectationsUnit(t *testing.T) {
 	}
 	if ok, _ := e.satisfied("other", none); !ok {
 		t.Fatal("a key without expectations is not satisfied")
+	}
+	e.expectUpdate("u", "p", "r2")
+	if ok, _ := e.satisfied("u", func(string) (bool, bool, string) { return true, false, "r1" }); ok {
+		t.Fatal("satisfied while the cache shows the pod at its old revision")
+	}
+	if ok, _ := e.satisfied("u", func(string) (bool, bool, string) { return true, false, "r2" }); !ok {
+		t.Fatal("not satisfied once the cache shows the pod at the new revision")
 	}
 }

@@ -12,9 +12,9 @@ import (
 // may have been lost).
 const expectationsTimeout = 5 * time.Minute
 
-// expectations remembers, per CloneSet key, the Pods created and deleted whose effect the Pod
-// informer has not shown yet, so that a slow informer never makes the controller create or delete
-// the same Pods twice. Pods are tracked by name: the controller chooses the names of the Pods it
+// expectations remembers, per CloneSet key, the Pods created, deleted and updated in place whose
+// effect the Pod informer has not shown yet, so that a slow informer never makes the controller
+// create or delete the same Pods twice, nor count a Pod it just began to update as available. Pods are tracked by name: the controller chooses the names of the Pods it
 // creates, and a name is unique in its namespace while the Pod exists.
 type expectations struct {
 	mu      sync.Mutex
@@ -25,6 +25,8 @@ type expectations struct {
 
 type pending struct {
 	creations, deletions sets.Set[string]
+	// updates maps a Pod updated in place to the revision it was updated to.
+	updates map[string]string
 	// since is when the last expectation was added.
 	since time.Time
 }
@@ -36,7 +38,7 @@ func newExpectations(now func() time.Time) *expectations {
 func (e *expectations) get(key string) *pending {
 	p := e.pending[key]
 	if p == nil {
-		p = &pending{creations: sets.New[string](), deletions: sets.New[string]()}
+		p = &pending{creations: sets.New[string](), deletions: sets.New[string](), updates: map[string]string{}}
 		e.pending[key] = p
 	}
 	return p
@@ -60,6 +62,24 @@ func (e *expectations) expectDeletions(key string, names ...string) {
 	p.since = e.now()
 }
 
+// expectUpdate records a Pod about to be updated in place to revision.
+func (e *expectations) expectUpdate(key, name, revision string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.get(key)
+	p.updates[name] = revision
+	p.since = e.now()
+}
+
+// updateObserved forgets an expected in-place update: its request failed.
+func (e *expectations) updateObserved(key, name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p := e.pending[key]; p != nil {
+		delete(p.updates, name)
+	}
+}
+
 // creationObserved forgets an expected creation: the informer showed the Pod, or its creation
 // failed.
 func (e *expectations) creationObserved(key, name string) {
@@ -80,8 +100,9 @@ func (e *expectations) deletionObserved(key, name string) {
 	}
 }
 
-// podState tells what the cache shows of a Pod: whether it exists, and whether it is terminating.
-type podState func(name string) (exists, terminating bool)
+// podState tells what the cache shows of a Pod: whether it exists, whether it is terminating, and
+// its revision (controller-revision-hash label).
+type podState func(name string) (exists, terminating bool, revision string)
 
 // satisfied settles the expectations of key against the cache (an event handler may have missed
 // them) and tells whether none is left; expectations older than the timeout are dropped. When not
@@ -94,16 +115,21 @@ func (e *expectations) satisfied(key string, state podState) (bool, time.Duratio
 		return true, 0
 	}
 	for name := range p.creations {
-		if exists, _ := state(name); exists {
+		if exists, _, _ := state(name); exists {
 			p.creations.Delete(name)
 		}
 	}
 	for name := range p.deletions {
-		if exists, terminating := state(name); !exists || terminating {
+		if exists, terminating, _ := state(name); !exists || terminating {
 			p.deletions.Delete(name)
 		}
 	}
-	if p.creations.Len() == 0 && p.deletions.Len() == 0 {
+	for name, want := range p.updates {
+		if exists, terminating, revision := state(name); !exists || terminating || revision == want {
+			delete(p.updates, name)
+		}
+	}
+	if p.creations.Len() == 0 && p.deletions.Len() == 0 && len(p.updates) == 0 {
 		delete(e.pending, key)
 		return true, 0
 	}

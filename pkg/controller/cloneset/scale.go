@@ -27,8 +27,9 @@ const podTemplateHashLabel = "pod-template-hash"
 // scale deletes the Pods asked for (scaleStrategy.podsToDelete, label specified-delete), then
 // creates or deletes Pods until the CloneSet has spec.replicas active Pods. New Pods are at the
 // update revision; scaleStrategy.maxUnavailable bounds how many not-ready Pods scaling up may
-// leave. pods are the active Pods.
-func (c *Controller) scale(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, update *appsv1.ControllerRevision) error {
+// leave. pods are the active Pods. It tells whether it created or deleted any Pod (then the rolling
+// update waits for the next sync, as OpenKruise's does).
+func (c *Controller) scale(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, update *appsv1.ControllerRevision) (bool, error) {
 	replicas := int(ptr.Deref(cs.Spec.Replicas, 1))
 	toDelete := sets.New(cs.Spec.ScaleStrategy.PodsToDelete...)
 	var specified, rest []*corev1.Pod
@@ -40,11 +41,14 @@ func (c *Controller) scale(ctx context.Context, cs *v1alpha1.CloneSet, pods []*c
 		}
 	}
 	var errs []error
+	acted := false
 	if len(specified) > 0 {
+		acted = true
 		errs = append(errs, c.deletePods(ctx, cs, specified, "SpecifiedDelete", "asked for by podsToDelete or label "+v1alpha1.SpecifiedDeleteKey))
 	}
 	switch diff := len(rest) - replicas; {
 	case diff > 0:
+		acted = true
 		sortForDeletion(rest)
 		errs = append(errs, c.deletePods(ctx, cs, rest[:diff], "ScaleDown", fmt.Sprintf("scaling down to %d replicas", replicas)))
 	case diff < 0:
@@ -52,7 +56,7 @@ func (c *Controller) scale(ctx context.Context, cs *v1alpha1.CloneSet, pods []*c
 		if mu := cs.Spec.ScaleStrategy.MaxUnavailable; mu != nil {
 			limit, err := intstr.GetScaledValueFromIntOrPercent(mu, replicas, true)
 			if err != nil {
-				return fmt.Errorf("scaleStrategy.maxUnavailable: %w", err)
+				return acted, fmt.Errorf("scaleStrategy.maxUnavailable: %w", err)
 			}
 			notReady := 0
 			for _, p := range rest {
@@ -63,40 +67,24 @@ func (c *Controller) scale(ctx context.Context, cs *v1alpha1.CloneSet, pods []*c
 			n = max(min(n, limit-notReady), 0)
 		}
 		if n > 0 {
+			acted = true
 			errs = append(errs, c.createPods(ctx, cs, update, n))
 		}
 	}
-	return errors.Join(errs...)
+	return acted, errors.Join(errs...)
 }
 
 // sortForDeletion orders Pods the first to delete first: not on a node, pending before running,
 // not ready, newest.
 func sortForDeletion(pods []*corev1.Pod) {
-	phaseRank := func(p *corev1.Pod) int {
-		switch p.Status.Phase {
-		case corev1.PodPending:
-			return 0
-		case corev1.PodUnknown:
-			return 1
-		case corev1.PodRunning:
-			return 2
-		}
-		return 0
-	}
-	bool2int := func(b bool) int {
-		if b {
-			return 1
-		}
-		return 0
-	}
 	slices.SortStableFunc(pods, func(a, b *corev1.Pod) int {
-		if d := bool2int(a.Spec.NodeName != "") - bool2int(b.Spec.NodeName != ""); d != 0 {
+		if d := boolRank(a.Spec.NodeName != "") - boolRank(b.Spec.NodeName != ""); d != 0 {
 			return d
 		}
 		if d := phaseRank(a) - phaseRank(b); d != 0 {
 			return d
 		}
-		if d := bool2int(podReady(a)) - bool2int(podReady(b)); d != 0 {
+		if d := boolRank(podReady(a)) - boolRank(podReady(b)); d != 0 {
 			return d
 		}
 		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
 
 func podReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
@@ -43,6 +44,12 @@ func podAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) (bool, 
 	return false, at.Sub(now)
 }
 
+// podUpdated tells whether a Pod is at the update revision: its revision label says so and no
+// in-place update of it is under way (pods/inplaceupdate writes the label when the update begins).
+func podUpdated(pod *corev1.Pod, updateRevision string) bool {
+	return pod.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision && !inplaceupdate.IsInProgress(pod)
+}
+
 // partition is updateStrategy.partition as a number of Pods (a percentage of replicas rounds up).
 func partition(cs *v1alpha1.CloneSet) int32 {
 	replicas := int(ptr.Deref(cs.Spec.Replicas, 1))
@@ -72,7 +79,7 @@ func calculateStatus(cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsRe
 		if left > 0 && (wait == 0 || left < wait) {
 			wait = left
 		}
-		updated := pod.Labels[appsv1.ControllerRevisionHashLabelKey] == revs.update.Name
+		updated := podUpdated(pod, revs.update.Name)
 		if ready {
 			st.ReadyReplicas++
 		}
@@ -93,8 +100,8 @@ func calculateStatus(cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsRe
 	st.ExpectedUpdatedReplicas = max(replicas-partition(cs), 0)
 	st.UpdateRevision = revs.update.Name
 	st.CurrentRevision = revs.current.Name
-	if st.UpdatedReplicas == st.Replicas && st.Replicas == replicas {
-		// Every Pod is at the update revision: it is the current one now.
+	if st.UpdatedReplicas == st.Replicas && st.Replicas == replicas && st.UpdatedReadyReplicas == replicas {
+		// Every Pod is at the update revision and ready: it is the current one now.
 		st.CurrentRevision = revs.update.Name
 	}
 	st.CollisionCount = ptr.To(revs.collisionCount)

@@ -57,10 +57,18 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 
 	var requeue time.Duration
 	var scaleErr error
+	var upd *updateResult
 	if cs.DeletionTimestamp == nil {
 		ok, left := c.exp.satisfied(key.String(), c.podState(cs.Namespace))
 		if ok {
-			scaleErr = c.scale(ctx, cs, activePods(pods), revs.update)
+			var scaled bool
+			scaled, scaleErr = c.scale(ctx, cs, activePods(pods), revs.update)
+			if !scaled && scaleErr == nil {
+				// Scaling and updating never happen in the same sync: the next one sees the
+				// Pods scaling created or deleted.
+				r := c.rollingUpdate(ctx, cs, activePods(pods), revs, revisions)
+				upd = &r
+			}
 		} else {
 			requeue = left
 		}
@@ -72,6 +80,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	} else if cs.DeletionTimestamp == nil {
 		setCondition(status, v1alpha1.CloneSetConditionFailedScale, corev1.ConditionFalse, "", "", c.now())
 	}
+	c.setUpdateCondition(cs, status, upd)
 	if err := c.updateStatus(ctx, cs, status); err != nil {
 		return 0, errors.Join(scaleErr, err)
 	}
@@ -81,19 +90,67 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if scaleErr != nil {
 		return 0, scaleErr
 	}
+	if upd != nil && upd.err != nil {
+		return 0, upd.err
+	}
 	if available > 0 && (requeue == 0 || available < requeue) {
 		requeue = available
 	}
 	return requeue, nil
 }
 
+// Reasons of the FailedUpdate condition.
+const (
+	reasonUpdateFailed        = "UpdateFailed"
+	reasonCannotUpdateInPlace = "CannotUpdateInPlace"
+)
+
+// setUpdateCondition sets FailedUpdate from what the rolling update did: True when a Pod's update
+// failed, or when InPlaceOnly refused a change that cannot go in place (with a Warning event when
+// the condition becomes so); False when the update ran without either (a paused update runs and
+// refuses nothing). When the update did not run (upd nil: scaling acted or failed, expectations
+// pending, CloneSet being deleted) the condition stays as it was.
+func (c *Controller) setUpdateCondition(cs *v1alpha1.CloneSet, status *v1alpha1.CloneSetStatus, upd *updateResult) {
+	if upd == nil {
+		return
+	}
+	var reason, message string
+	switch {
+	case upd.err != nil:
+		reason, message = reasonUpdateFailed, upd.err.Error()
+	case len(upd.refused) > 0:
+		reason = reasonCannotUpdateInPlace
+		message = "updateStrategy.type is InPlaceOnly and the change cannot be made in place: " + upd.refused[0]
+		if n := len(upd.refused) - 1; n > 0 {
+			message += fmt.Sprintf(" (and %d more pods)", n)
+		}
+	default:
+		setCondition(status, v1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionFalse, "", "", c.now())
+		return
+	}
+	if reason == reasonCannotUpdateInPlace && !hasCondition(&cs.Status, v1alpha1.CloneSetConditionFailedUpdate, reason, message) {
+		c.recorder.Eventf(cs, corev1.EventTypeWarning, "FailedUpdatePodInPlaceOnly", "%s", message)
+	}
+	setCondition(status, v1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionTrue, reason, message, c.now())
+}
+
+// hasCondition tells whether the status has the condition True with that reason and message.
+func hasCondition(st *v1alpha1.CloneSetStatus, t v1alpha1.CloneSetConditionType, reason, message string) bool {
+	for _, c := range st.Conditions {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue && c.Reason == reason && c.Message == message
+		}
+	}
+	return false
+}
+
 func (c *Controller) podState(namespace string) podState {
-	return func(name string) (bool, bool) {
+	return func(name string) (bool, bool, string) {
 		pod, err := c.pods.Pods(namespace).Get(name)
 		if err != nil {
-			return false, false
+			return false, false, ""
 		}
-		return true, pod.DeletionTimestamp != nil
+		return true, pod.DeletionTimestamp != nil, pod.Labels[appsv1.ControllerRevisionHashLabelKey]
 	}
 }
 

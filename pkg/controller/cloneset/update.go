@@ -1,0 +1,477 @@
+package cloneset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
+)
+
+// updateResult is what one rolling update step did.
+type updateResult struct {
+	// refused says, for each Pod that updateStrategy InPlaceOnly could not update in place, why.
+	refused []string
+	// err joins the errors of the Pods whose update failed.
+	err error
+}
+
+// updateAction is how one Pod reaches the update revision.
+type updateAction int
+
+const (
+	actionInPlace updateAction = iota
+	actionRecreate
+	actionRefuse
+)
+
+// updatePlan is the decision for one Pod: the in-place update spec, or why it is recreated or
+// refused.
+type updatePlan struct {
+	action updateAction
+	spec   *inplaceupdate.UpdateSpec
+	reason string
+}
+
+// rollingUpdate moves the CloneSet's Pods (active ones) towards the update revision, as far as
+// updateStrategy allows in this sync: paused stops it; partition keeps that many Pods at their old
+// revision; maxUnavailable bounds how many Pods may be unavailable (a Pod being updated counts).
+// Pods go first when not ready, then by priorityStrategy, then in OpenKruise's order. A Pod is
+// updated in place through pods/inplaceupdate when the strategy and the change allow, else
+// deleted (scaling then creates its successor at the update revision), except under InPlaceOnly,
+// which never deletes and reports the Pod in updateResult.refused.
+func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsResult, revisions []*appsv1.ControllerRevision) updateResult {
+	logger := klog.FromContext(ctx).WithValues("cloneset", klog.KObj(cs), "updateRevision", revs.update.Name)
+	var res updateResult
+	if cs.Spec.UpdateStrategy.Paused {
+		logger.V(4).Info("Rolling update paused")
+		return res
+	}
+	toUpdate, maxUnavailable, err := updateBudget(cs, pods, revs.update.Name)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	candidates := updateCandidates(pods, revs.update.Name)
+	if toUpdate == 0 || len(candidates) == 0 {
+		return res
+	}
+	sortForUpdate(candidates, cs.Spec.UpdateStrategy.PriorityStrategy)
+	unavailable := 0
+	for _, p := range pods {
+		if !c.podAvailableNow(cs, p) {
+			unavailable++
+		}
+	}
+	templates := newTemplateCache(revisions, revs.update)
+	var errs []error
+	started := 0
+	for _, pod := range candidates {
+		if started >= toUpdate {
+			break
+		}
+		plan, err := planUpdate(cs, pod, templates, revs.update)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if plan.action == actionRefuse {
+			logger.Info("Cannot update Pod in place and updateStrategy is InPlaceOnly", "pod", klog.KObj(pod), "reason", plan.reason)
+			res.refused = append(res.refused, fmt.Sprintf("pod %s: %s", pod.Name, plan.reason))
+			continue
+		}
+		if c.podAvailableNow(cs, pod) {
+			if unavailable >= maxUnavailable {
+				logger.V(2).Info("Rolling update waits: maxUnavailable reached", "unavailable", unavailable,
+					"maxUnavailable", maxUnavailable, "next", klog.KObj(pod))
+				break
+			}
+			unavailable++
+		}
+		started++
+		errs = append(errs, c.applyUpdate(ctx, cs, pod, plan, revs.update.Name))
+	}
+	res.err = errors.Join(errs...)
+	return res
+}
+
+// podAvailableNow is podAvailable at the controller's now, false while an in-place update runs.
+func (c *Controller) podAvailableNow(cs *v1alpha1.CloneSet, pod *corev1.Pod) bool {
+	if inplaceupdate.IsInProgress(pod) {
+		return false
+	}
+	ok, _ := podAvailable(pod, cs.Spec.MinReadySeconds, c.now())
+	return ok
+}
+
+// updateBudget computes how many more Pods this sync may move to the update revision (partition)
+// and how many Pods may be unavailable meanwhile, as OpenKruise does: partition and maxUnavailable
+// (default 20%) are counts or percentages of spec.replicas, both rounded up; Pods missing from
+// spec.replicas use up maxUnavailable, surplus Pods add to it. maxSurge is not implemented: no
+// Pods are created above spec.replicas for an update.
+func updateBudget(cs *v1alpha1.CloneSet, pods []*corev1.Pod, updateRevision string) (toUpdate, maxUnavailable int, err error) {
+	replicas := int(ptr.Deref(cs.Spec.Replicas, 1))
+	keep := int(partition(cs))
+	mu := intstr.FromString(v1alpha1.DefaultCloneSetMaxUnavailable)
+	if cs.Spec.UpdateStrategy.MaxUnavailable != nil {
+		mu = *cs.Spec.UpdateStrategy.MaxUnavailable
+	}
+	limit, err := intstr.GetScaledValueFromIntOrPercent(&mu, replicas, true)
+	if err != nil {
+		return 0, 0, fmt.Errorf("updateStrategy.maxUnavailable: %w", err)
+	}
+	atUpdate := 0
+	for _, p := range pods {
+		if p.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision {
+			atUpdate++
+		}
+	}
+	old := len(pods) - atUpdate
+	// Old Pods beyond the partition, and no more than the update revision still misses.
+	toUpdate = max(min(old-keep, replicas-keep-atUpdate), 0)
+	return toUpdate, limit + len(pods) - replicas, nil
+}
+
+// updateCandidates are the Pods not at the update revision that may start an update now: not
+// asked to be deleted (scaling deletes them), and not in the middle of an in-place update (of an
+// older revision: it must end first; pods/inplaceupdate would answer 409).
+func updateCandidates(pods []*corev1.Pod, updateRevision string) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if p.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision ||
+			p.Labels[v1alpha1.SpecifiedDeleteKey] != "" || inplaceupdate.IsInProgress(p) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// sortForUpdate orders Pods the first to update first: not ready, then by priorityStrategy when
+// set, then as OpenKruise's default (kube's ActivePods order): not on a node, pending before
+// running, ready for the shortest time, most restarts, newest.
+func sortForUpdate(pods []*corev1.Pod, priority *pub.UpdatePriorityStrategy) {
+	weights := weightSelectors(priority)
+	slices.SortStableFunc(pods, func(a, b *corev1.Pod) int {
+		if d := boolRank(podReady(a)) - boolRank(podReady(b)); d != 0 {
+			return d
+		}
+		if d := comparePriority(a, b, priority, weights); d != 0 {
+			return d
+		}
+		if d := boolRank(a.Spec.NodeName != "") - boolRank(b.Spec.NodeName != ""); d != 0 {
+			return d
+		}
+		if d := phaseRank(a) - phaseRank(b); d != 0 {
+			return d
+		}
+		if ca, cb := podReadyCondition(a), podReadyCondition(b); podReady(a) && podReady(b) && ca != nil && cb != nil &&
+			!ca.LastTransitionTime.Equal(&cb.LastTransitionTime) {
+			if cb.LastTransitionTime.Before(&ca.LastTransitionTime) {
+				return -1
+			}
+			return 1
+		}
+		if d := restarts(b) - restarts(a); d != 0 {
+			return int(d)
+		}
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			if b.CreationTimestamp.Before(&a.CreationTimestamp) {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func phaseRank(p *corev1.Pod) int {
+	switch p.Status.Phase {
+	case corev1.PodPending:
+		return 0
+	case corev1.PodUnknown:
+		return 1
+	case corev1.PodRunning:
+		return 2
+	}
+	return 0
+}
+
+func restarts(p *corev1.Pod) int32 {
+	var n int32
+	for _, s := range p.Status.ContainerStatuses {
+		n = max(n, s.RestartCount)
+	}
+	return n
+}
+
+type weightTerm struct {
+	weight   int64
+	selector labels.Selector
+}
+
+func weightSelectors(priority *pub.UpdatePriorityStrategy) []weightTerm {
+	if priority == nil {
+		return nil
+	}
+	var terms []weightTerm
+	for _, w := range priority.WeightPriority {
+		sel, err := metav1.LabelSelectorAsSelector(&w.MatchSelector)
+		if err != nil {
+			continue
+		}
+		terms = append(terms, weightTerm{weight: int64(w.Weight), selector: sel})
+	}
+	return terms
+}
+
+// comparePriority orders two Pods by priorityStrategy: the larger sum of the weights whose
+// selector matches first; or, by orderPriority, the Pod whose value of the earliest key it has is
+// the larger integer (the digits its value ends with) first. A Pod with none of the keys comes
+// after those with one.
+func comparePriority(a, b *corev1.Pod, priority *pub.UpdatePriorityStrategy, weights []weightTerm) int {
+	if priority == nil {
+		return 0
+	}
+	if len(priority.WeightPriority) > 0 {
+		wa, wb := podWeight(a, weights), podWeight(b, weights)
+		switch {
+		case wa > wb:
+			return -1
+		case wa < wb:
+			return 1
+		}
+		return 0
+	}
+	la, oa := orderPriority(a, priority.OrderPriority)
+	lb, ob := orderPriority(b, priority.OrderPriority)
+	switch {
+	case la != lb:
+		return la - lb
+	case oa > ob:
+		return -1
+	case oa < ob:
+		return 1
+	}
+	return 0
+}
+
+func podWeight(p *corev1.Pod, weights []weightTerm) int64 {
+	var w int64
+	for _, t := range weights {
+		if t.selector.Matches(labels.Set(p.Labels)) {
+			w += t.weight
+		}
+	}
+	return w
+}
+
+// orderPriority is the index of the first ordered key the Pod has (len(terms) when none) and the
+// integer its value ends with.
+func orderPriority(p *corev1.Pod, terms []pub.UpdatePriorityOrderTerm) (int, int64) {
+	for i, t := range terms {
+		if v, ok := p.Labels[t.OrderedKey]; ok {
+			return i, integerSuffix(v)
+		}
+	}
+	return len(terms), 0
+}
+
+// integerSuffix is the number the string ends with ("web-12" → 12), 0 when none.
+func integerSuffix(s string) int64 {
+	i := len(s)
+	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+		i--
+	}
+	var n int64
+	for _, ch := range s[i:] {
+		if n > (1<<62)/10 {
+			break
+		}
+		n = n*10 + int64(ch-'0')
+	}
+	return n
+}
+
+// templateCache decodes revision templates once per sync.
+type templateCache struct {
+	revisions map[string]*appsv1.ControllerRevision
+	decoded   map[string]*corev1.PodTemplateSpec
+}
+
+func newTemplateCache(revisions []*appsv1.ControllerRevision, update *appsv1.ControllerRevision) *templateCache {
+	t := &templateCache{revisions: map[string]*appsv1.ControllerRevision{}, decoded: map[string]*corev1.PodTemplateSpec{}}
+	for _, r := range revisions {
+		t.revisions[r.Name] = r
+	}
+	t.revisions[update.Name] = update
+	return t
+}
+
+// get returns the template of the named revision, nil when the CloneSet has no such revision.
+func (t *templateCache) get(name string) (*corev1.PodTemplateSpec, error) {
+	if tmpl, ok := t.decoded[name]; ok {
+		return tmpl, nil
+	}
+	r, ok := t.revisions[name]
+	if !ok {
+		return nil, nil
+	}
+	tmpl, err := revisionTemplate(r)
+	if err != nil {
+		return nil, err
+	}
+	t.decoded[name] = tmpl
+	return tmpl, nil
+}
+
+// planUpdate decides how the Pod reaches the update revision. ReCreate deletes; InPlaceIfPossible
+// and InPlaceOnly compare the template of the Pod's revision with the update revision's: a change
+// that can go in place does; one that cannot is recreated under InPlaceIfPossible and refused
+// under InPlaceOnly. A Pod whose revision the CloneSet no longer has cannot be compared, so it
+// counts as not in place.
+func planUpdate(cs *v1alpha1.CloneSet, pod *corev1.Pod, templates *templateCache, update *appsv1.ControllerRevision) (updatePlan, error) {
+	strategy := cs.Spec.UpdateStrategy.Type
+	if strategy != v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType && strategy != v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType {
+		return updatePlan{action: actionRecreate, reason: "updateStrategy.type is ReCreate"}, nil
+	}
+	newT, err := templates.get(update.Name)
+	if err != nil {
+		return updatePlan{}, err
+	}
+	podRevision := pod.Labels[appsv1.ControllerRevisionHashLabelKey]
+	oldT, err := templates.get(podRevision)
+	if err != nil {
+		return updatePlan{}, err
+	}
+	var reason string
+	if oldT == nil {
+		reason = fmt.Sprintf("the pod's revision %q is unknown: its template cannot be compared with the new one", podRevision)
+	} else {
+		spec, err := inplaceupdate.CalculateSpec(oldT, newT, update.Name)
+		var notInPlace *inplaceupdate.NotInPlaceError
+		switch {
+		case errors.As(err, &notInPlace):
+			reason = notInPlace.Error()
+		case err != nil:
+			return updatePlan{}, fmt.Errorf("comparing the templates of revisions %s and %s: %w", podRevision, update.Name, err)
+		default:
+			return updatePlan{action: actionInPlace, spec: spec}, nil
+		}
+	}
+	if strategy == v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType {
+		return updatePlan{action: actionRefuse, reason: reason}, nil
+	}
+	return updatePlan{action: actionRecreate, reason: reason}, nil
+}
+
+// applyUpdate carries out a plan: an in-place update request, or a deletion.
+func (c *Controller) applyUpdate(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod, plan updatePlan, updateRevision string) error {
+	logger := klog.FromContext(ctx)
+	if plan.action == actionInPlace {
+		return c.updateInPlace(ctx, cs, pod, plan.spec, updateRevision)
+	}
+	logger.Info("Recreating Pod for update", "cloneset", klog.KObj(cs), "pod", klog.KObj(pod),
+		"updateRevision", updateRevision, "reason", plan.reason)
+	return c.deletePods(ctx, cs, []*corev1.Pod{pod}, "SuccessfulUpdatePodReCreate",
+		fmt.Sprintf("recreating: %s (revision %s)", plan.reason, updateRevision))
+}
+
+// updateInPlace sends POST pods/NAME/inplaceupdate for the spec, expected before it is sent so that
+// no sync counts the Pod as available (or asks again) before the informer shows it updating.
+func (c *Controller) updateInPlace(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string) error {
+	key := cache.MetaObjectToName(cs).String()
+	body := inPlaceUpdateBody(cs, pod, spec, updateRevision)
+	c.exp.expectUpdate(key, pod.Name, updateRevision)
+	_, err := c.inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{})
+	if err != nil {
+		c.exp.updateObserved(key, pod.Name)
+		c.recorder.Eventf(cs, corev1.EventTypeWarning, "FailedUpdatePodInPlace",
+			"failed to update pod %s in place to revision %s: %v", pod.Name, updateRevision, err)
+		return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
+	}
+	klog.FromContext(ctx).Info("Updating Pod in place", "cloneset", klog.KObj(cs), "pod", klog.KObj(pod),
+		"updateRevision", updateRevision, "spec", spec.String())
+	c.recorder.Eventf(cs, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace",
+		"updating pod %s in place to revision %s", pod.Name, updateRevision)
+	return nil
+}
+
+// inPlaceUpdateBody is the request for the spec: each changed container with its new image and
+// resources, the labels and annotations to set (the pod-template-hash label follows the revision,
+// as on created Pods), and inPlaceUpdateStrategy.gracePeriodSeconds. Labels and annotations the
+// new template drops cannot be removed through pods/inplaceupdate: they stay on the Pod.
+func inPlaceUpdateBody(cs *v1alpha1.CloneSet, pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string) *v1alpha1.InPlaceUpdate {
+	body := &v1alpha1.InPlaceUpdate{Spec: v1alpha1.InPlaceUpdateSpec{Revision: updateRevision}}
+	if s := cs.Spec.UpdateStrategy.InPlaceUpdateStrategy; s != nil {
+		body.Spec.GracePeriodSeconds = s.GracePeriodSeconds
+	}
+	names := map[string]bool{}
+	for n := range spec.ContainerImages {
+		names[n] = true
+	}
+	for n := range spec.ContainerResources {
+		names[n] = true
+	}
+	// In the Pod's container order, so that equal specs give equal bodies.
+	for _, ctr := range pod.Spec.Containers {
+		if !names[ctr.Name] {
+			continue
+		}
+		uc := v1alpha1.InPlaceUpdateContainer{Name: ctr.Name, Image: spec.ContainerImages[ctr.Name]}
+		if r, ok := spec.ContainerResources[ctr.Name]; ok {
+			uc.Resources = r.DeepCopy()
+		}
+		body.Spec.Containers = append(body.Spec.Containers, uc)
+	}
+	md := &v1alpha1.InPlaceUpdateMetadata{}
+	set := func(m *map[string]string, k, v string) {
+		if *m == nil {
+			*m = map[string]string{}
+		}
+		(*m)[k] = v
+	}
+	if spec.Metadata != nil {
+		for k, v := range spec.Metadata.Labels {
+			set(&md.Labels, k, v)
+		}
+		for k, v := range spec.Metadata.Annotations {
+			set(&md.Annotations, k, v)
+		}
+	}
+	for _, m := range spec.ContainerRefMetadata {
+		for k, v := range m.Labels {
+			set(&md.Labels, k, v)
+		}
+		for k, v := range m.Annotations {
+			set(&md.Annotations, k, v)
+		}
+	}
+	if v, ok := pod.Labels[podTemplateHashLabel]; ok && v != updateRevision {
+		set(&md.Labels, podTemplateHashLabel, updateRevision)
+	}
+	if len(md.Labels)+len(md.Annotations) > 0 {
+		body.Spec.Metadata = md
+	}
+	return body
+}
