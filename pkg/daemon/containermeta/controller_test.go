@@ -682,7 +682,8 @@ func TestEnvRestartWaitsForTheDelay(t *testing.T) {
 	}
 	clock = clock.Add(time.Millisecond)
 	h.sync(h.refresh(pod))
-	if got := h.stopped(); !reflect.DeepEqual(got, []string{"app-0", "app2-0"}) {
+	// The two stops run in parallel: compare them in name order.
+	if got := slices.Sorted(slices.Values(h.stopped())); !reflect.DeepEqual(got, []string{"app-0", "app2-0"}) {
 		t.Errorf("stopped %v once EnvRestartDelay passed, want [app-0 app2-0]", got)
 	}
 }
