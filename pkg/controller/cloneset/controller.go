@@ -12,20 +12,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
 // Name is the controller's name in logs, events and metrics.
@@ -214,42 +212,5 @@ func (c *Controller) enqueueRevisionOwner(obj any) {
 
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx).WithValues("controller", Name)
-	ctx = klog.NewContext(ctx, logger)
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
-		return
-	}
-	logger.Info("Starting workers", "workers", workers)
-	for range workers {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
-	<-ctx.Done()
-	logger.Info("Stopping workers")
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.next(ctx) {
-	}
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	requeueAfter, err := c.sync(ctx, key)
-	switch {
-	case err != nil:
-		klog.FromContext(ctx).Info("Retrying CloneSet", "cloneset", key, "err", err)
-		c.queue.AddRateLimited(key)
-	case requeueAfter > 0:
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, requeueAfter)
-	default:
-		c.queue.Forget(key)
-	}
-	return true
+	reconcile.Run(ctx, Name, workers, c.queue, c.sync, c.synced...)
 }

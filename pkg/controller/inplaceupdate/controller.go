@@ -12,8 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -25,6 +23,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate/podwriter"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
 // Name is the controller's name in logs, events and metrics.
@@ -94,44 +93,7 @@ func (c *Controller) enqueue(obj any) {
 
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx).WithValues("controller", Name)
-	ctx = klog.NewContext(ctx, logger)
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced) {
-		return
-	}
-	logger.Info("Starting workers", "workers", workers)
-	for range workers {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
-	<-ctx.Done()
-	logger.Info("Stopping workers")
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.next(ctx) {
-	}
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	requeueAfter, err := c.sync(ctx, key)
-	switch {
-	case err != nil:
-		klog.FromContext(ctx).Info("Retrying pod", "pod", key, "err", err)
-		c.queue.AddRateLimited(key)
-	case requeueAfter > 0:
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, requeueAfter)
-	default:
-		c.queue.Forget(key)
-	}
-	return true
+	reconcile.Run(ctx, Name, workers, c.queue, c.sync, c.synced)
 }
 
 // sync takes the next step of one Pod's update, and says when to look again if time, not an

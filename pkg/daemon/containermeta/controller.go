@@ -21,7 +21,6 @@ package containermeta
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,7 +29,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -43,6 +41,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
 // Name is the controller's name in logs, metrics and the workqueue.
@@ -229,46 +228,6 @@ func changed(oldPod, newPod *corev1.Pod) bool {
 // Run reconciles Pods with the given number of workers until ctx ends, then waits for the
 // workers to finish.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrashWithContext(ctx)
-	logger := klog.FromContext(ctx).WithValues("controller", Name)
-	ctx = klog.NewContext(ctx, logger)
-
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer c.queue.ShutDown()
-
-	logger.Info("Starting controller", "runtime", c.runtime.Name(), "endpoint", c.runtime.Endpoint())
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.podsSynced) {
-		return
-	}
-	for range workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
-	}
-	<-ctx.Done()
-	logger.Info("Stopping controller")
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNext(ctx) {
-	}
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	requeueAfter, err := c.sync(ctx, key)
-	switch {
-	case err != nil:
-		utilruntime.HandleErrorWithContext(ctx, err, "Syncing pod failed", "pod", key)
-		c.queue.AddRateLimited(key)
-	case requeueAfter > 0:
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, requeueAfter)
-	default:
-		c.queue.Forget(key)
-	}
-	return true
+	klog.FromContext(ctx).Info("Starting controller", "controller", Name, "runtime", c.runtime.Name(), "endpoint", c.runtime.Endpoint())
+	reconcile.Run(ctx, Name, workers, c.queue, c.sync, c.podsSynced)
 }

@@ -1,0 +1,68 @@
+// Package reconcile runs a controller's workers: the loop every inplace controller shares of
+// taking a key off its rate-limited workqueue, syncing it, and putting it back when the sync
+// failed (with backoff) or asked to be called again later.
+package reconcile
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// SyncFunc reconciles one key. A non-zero duration asks for the key again after it (time, not
+// an event, is what the object waits for); an error retries the key with backoff.
+type SyncFunc[K comparable] func(ctx context.Context, key K) (time.Duration, error)
+
+// Run waits for the informer caches, then runs workers syncing keys from queue until ctx ends;
+// it shuts the queue down and returns once every worker has stopped. name labels the logs.
+func Run[K comparable](ctx context.Context, name string, workers int, queue workqueue.TypedRateLimitingInterface[K],
+	syncKey SyncFunc[K], synced ...cache.InformerSynced) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	logger := klog.FromContext(ctx).WithValues("controller", name)
+	ctx = klog.NewContext(ctx, logger)
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer queue.ShutDown() // runs first: the workers' Get returns quit
+
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, synced...) {
+		return
+	}
+	logger.Info("Starting workers", "workers", workers)
+	for range workers {
+		wg.Go(func() {
+			wait.UntilWithContext(ctx, func(ctx context.Context) {
+				for next(ctx, queue, syncKey) {
+				}
+			}, time.Second)
+		})
+	}
+	<-ctx.Done()
+	logger.Info("Stopping workers")
+}
+
+func next[K comparable](ctx context.Context, queue workqueue.TypedRateLimitingInterface[K], syncKey SyncFunc[K]) bool {
+	key, quit := queue.Get()
+	if quit {
+		return false
+	}
+	defer queue.Done(key)
+	requeueAfter, err := syncKey(ctx, key)
+	switch {
+	case err != nil:
+		utilruntime.HandleErrorWithContext(ctx, err, "Sync failed, retrying", "key", key)
+		queue.AddRateLimited(key)
+	case requeueAfter > 0:
+		queue.Forget(key)
+		queue.AddAfter(key, requeueAfter)
+	default:
+		queue.Forget(key)
+	}
+	return true
+}
