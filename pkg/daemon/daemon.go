@@ -15,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	_ "k8s.io/component-base/metrics/prometheus/workqueue" // workqueue metrics on /metrics
 	"k8s.io/klog/v2"
@@ -82,23 +80,13 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 	defer runtime.Close()
 	logger.Info("Connected to the container runtime", "runtime", runtime.Name(), "version", runtime.Version(), "endpoint", runtime.Endpoint())
 
-	config, err := serving.RESTConfig(o.Kubeconfig, o.QPS, o.Burst, "inplace-daemon")
+	clients, err := serving.NewClients(o.Kubeconfig, o.QPS, o.Burst, "inplace-daemon")
 	if err != nil {
 		return err
 	}
-	kubeClient, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		return fmt.Errorf("creating the Kubernetes client: %w", err)
-	}
-	inplaceClient, err := clientset.NewForConfig(config)
-	if err != nil {
-		return fmt.Errorf("creating the inplace client: %w", err)
-	}
-
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartStructuredLogging(3)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
+	kubeClient, inplaceClient := clients.Kube, clients.Inplace
+	recorder, stopEvents := serving.EventRecorder(ctx, kubeClient, corev1.EventSource{Component: "inplace-daemon", Host: o.NodeName})
+	defer stopEvents()
 
 	cc := &Context{
 		NodeName:      o.NodeName,
@@ -110,7 +98,7 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 				lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
 			})),
 		InplaceInformers: inplaceinformers.NewSharedInformerFactory(inplaceClient, resync),
-		Recorder:         broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "inplace-daemon", Host: o.NodeName}),
+		Recorder:         recorder,
 		Options:          o,
 	}
 

@@ -10,20 +10,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
-	inplacescheme "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/scheme"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
@@ -58,19 +53,11 @@ type InitFunc struct {
 // leads. It returns when ctx ends, or with an error when leadership is lost (the process should
 // exit and restart, as kube-controller-manager does, so no stale cache keeps acting).
 func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
-	config, err := serving.RESTConfig(o.Kubeconfig, o.QPS, o.Burst, "inplace-controller")
+	clients, err := serving.NewClients(o.Kubeconfig, o.QPS, o.Burst, "inplace-controller")
 	if err != nil {
 		return err
 	}
-	kubeClient, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		return fmt.Errorf("creating the Kubernetes client: %w", err)
-	}
-	inplaceClient, err := clientset.NewForConfig(config)
-	if err != nil {
-		return fmt.Errorf("creating the inplace client: %w", err)
-	}
-	cc := &Context{KubeClient: kubeClient, InplaceClient: inplaceClient}
+	cc := &Context{KubeClient: clients.Kube, InplaceClient: clients.Inplace}
 
 	syncing := &serving.Syncing{}
 	checks := serving.Checks{Readyz: func(r *http.Request) error {
@@ -101,7 +88,7 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 		run(ctx)
 		return nil
 	}
-	return runWithLeaderElection(ctx, o, kubeClient, elector, run)
+	return runWithLeaderElection(ctx, o, clients.Kube, elector, run)
 }
 
 func runWithLeaderElection(ctx context.Context, o *Options, kubeClient kubernetes.Interface,
@@ -148,15 +135,9 @@ func runWithLeaderElection(ctx context.Context, o *Options, kubeClient kubernete
 
 func runControllers(ctx context.Context, cc *Context, workers int, inits []InitFunc, syncing *serving.Syncing) error {
 	syncing.Set(true)
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cc.KubeClient.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	// Events are about core objects and about this group's (CloneSets...): the recorder resolves
-	// an object's kind in a scheme that knows both.
-	eventScheme := runtime.NewScheme()
-	utilruntime.Must(scheme.AddToScheme(eventScheme))
-	utilruntime.Must(inplacescheme.AddToScheme(eventScheme))
-	cc.Recorder = broadcaster.NewRecorder(eventScheme, corev1.EventSource{Component: "inplace-controller"})
+	var stopEvents func()
+	cc.Recorder, stopEvents = serving.EventRecorder(ctx, cc.KubeClient, corev1.EventSource{Component: "inplace-controller"})
+	defer stopEvents()
 	cc.KubeInformers = kubeinformers.NewSharedInformerFactory(cc.KubeClient, resync)
 	cc.InplaceInformers = inplaceinformers.NewSharedInformerFactory(cc.InplaceClient, resync)
 	var built []Controller

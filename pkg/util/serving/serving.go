@@ -1,5 +1,5 @@
 // Package serving is what inplace-controller and inplace-daemon both need to run as cluster
-// components: the client configuration from --kubeconfig, and a plain-HTTP endpoint serving
+// components: clients from --kubeconfig, an Event recorder, and a plain-HTTP endpoint serving
 // /healthz, /readyz and /metrics.
 package serving
 
@@ -12,10 +12,20 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
+
+	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
+	inplacescheme "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/scheme"
 )
 
 // RESTConfig loads the client configuration: kubeconfig, or the in-cluster one when empty.
@@ -109,4 +119,40 @@ func (s *Syncing) Check(*http.Request) error {
 		return errors.New("informer caches not synced yet")
 	}
 	return nil
+}
+
+// Clients are the clients every inplace component uses: core Kubernetes and apps.kruise.io,
+// both from the same configuration.
+type Clients struct {
+	Kube    kubernetes.Interface
+	Inplace clientset.Interface
+}
+
+// NewClients loads the configuration (see RESTConfig) and creates the clients.
+func NewClients(kubeconfig string, qps float32, burst int, userAgent string) (Clients, error) {
+	config, err := RESTConfig(kubeconfig, qps, burst, userAgent)
+	if err != nil {
+		return Clients{}, err
+	}
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return Clients{}, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	inplace, err := clientset.NewForConfig(config)
+	if err != nil {
+		return Clients{}, fmt.Errorf("creating the inplace client: %w", err)
+	}
+	return Clients{Kube: kube, Inplace: inplace}, nil
+}
+
+// EventRecorder writes Events as source until the returned stop is called. Its scheme knows the
+// core kinds and this group's (CloneSets...), so Events can be about either.
+func EventRecorder(ctx context.Context, kube kubernetes.Interface, source corev1.EventSource) (record.EventRecorder, func()) {
+	eventScheme := runtime.NewScheme()
+	utilruntime.Must(kubescheme.AddToScheme(eventScheme))
+	utilruntime.Must(inplacescheme.AddToScheme(eventScheme))
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	return broadcaster.NewRecorder(eventScheme, source), broadcaster.Shutdown
 }
