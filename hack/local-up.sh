@@ -117,31 +117,6 @@ gen_key sa
 [[ -f "$PKI/sa.pub" ]] || openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
 echo "$pki_settings" > "$PKI/.settings"
 
-# write_kubeconfig FILE CERT_NAME: a kubeconfig for the client cert CERT_NAME,
-# everything embedded (the file can be copied anywhere).
-write_kubeconfig() {
-  cat > "$1" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster:
-    server: https://127.0.0.1:6443
-    certificate-authority-data: $(base64 -w0 "$PKI/ca.crt")
-users:
-- name: $2
-  user:
-    client-certificate-data: $(base64 -w0 "$PKI/$2.crt")
-    client-key-data: $(base64 -w0 "$PKI/$2.key")
-contexts:
-- name: local
-  context:
-    cluster: local
-    user: $2
-current-context: local
-EOF
-  chmod 600 "$1"
-}
 write_kubeconfig "$KUBECONFIG" admin
 write_kubeconfig "$PKI/controller-manager.kubeconfig" controller-manager
 write_kubeconfig "$PKI/scheduler.kubeconfig" scheduler

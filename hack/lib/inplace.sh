@@ -62,26 +62,6 @@ inplace_sa_kubeconfig() {
   inplace_cert "$sa-client" \
     "/O=system:serviceaccounts/O=system:serviceaccounts:$INPLACE_NAMESPACE/CN=system:serviceaccount:$INPLACE_NAMESPACE:$sa" \
     clientAuth
-  cat > "$kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster:
-    server: https://127.0.0.1:6443
-    certificate-authority: $PKI/ca.crt
-users:
-- name: $sa
-  user:
-    client-certificate: $PKI/$sa-client.crt
-    client-key: $PKI/$sa-client.key
-contexts:
-- name: local
-  context:
-    cluster: local
-    user: $sa
-current-context: local
-EOF
-  chmod 600 "$kubeconfig"
+  write_kubeconfig "$kubeconfig" "$sa-client"
   echo "$kubeconfig"
 }

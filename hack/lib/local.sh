@@ -191,3 +191,29 @@ local_hook_alone() {
   local_lock
   kubectl get --raw /readyz >/dev/null 2>&1 || die "the local cluster is not running (start it with hack/local-up.sh)"
 }
+
+# write_kubeconfig FILE CERT_NAME: a kubeconfig for the client cert CERT_NAME,
+# everything embedded (the file can be copied anywhere).
+write_kubeconfig() {
+  cat > "$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: https://127.0.0.1:6443
+    certificate-authority-data: $(base64 -w0 "$PKI/ca.crt")
+users:
+- name: $2
+  user:
+    client-certificate-data: $(base64 -w0 "$PKI/$2.crt")
+    client-key-data: $(base64 -w0 "$PKI/$2.key")
+contexts:
+- name: local
+  context:
+    cluster: local
+    user: $2
+current-context: local
+EOF
+  chmod 600 "$1"
+}
