@@ -568,15 +568,16 @@ func TestClaimPods(t *testing.T) {
 func TestExpectationsUnit(t *testing.T) {
 	now := testNow
 	e := newExpectations(func() time.Time { return now })
-	none := func(string) (bool, bool, string) { return false, false, "" }
+	none := func(string) cachedPod { return cachedPod{} }
+	onlyC := func(n string) cachedPod { return cachedPod{exists: n == "c"} }
 	e.expectCreations("k", "a", "b")
 	e.expectDeletions("k", "c")
-	if ok, _ := e.satisfied("k", func(n string) (bool, bool, string) { return n == "c", false, "" }); ok {
+	if ok, _ := e.satisfied("k", onlyC); ok {
 		t.Fatal("satisfied with nothing observed")
 	}
 	e.creationObserved("k", "a")
 	e.creationObserved("k", "b")
-	if ok, _ := e.satisfied("k", func(n string) (bool, bool, string) { return n == "c", false, "" }); ok {
+	if ok, _ := e.satisfied("k", onlyC); ok {
 		t.Fatal("satisfied with a deletion pending")
 	}
 	if ok, _ := e.satisfied("k", none); !ok {
@@ -591,10 +592,17 @@ func TestExpectationsUnit(t *testing.T) {
 		t.Fatal("a key without expectations is not satisfied")
 	}
 	e.expectUpdate("u", "p", "r2")
-	if ok, _ := e.satisfied("u", func(string) (bool, bool, string) { return true, false, "r1" }); ok {
+	if ok, _ := e.satisfied("u", func(string) cachedPod { return cachedPod{exists: true, revision: "r1"} }); ok {
 		t.Fatal("satisfied while the cache shows the pod at its old revision")
 	}
-	if ok, _ := e.satisfied("u", func(string) (bool, bool, string) { return true, false, "r2" }); !ok {
+	if ok, _ := e.satisfied("u", func(string) cachedPod { return cachedPod{exists: true, revision: "r2"} }); !ok {
 		t.Fatal("not satisfied once the cache shows the pod at the new revision")
+	}
+	e.expectLifecycle("l", "p", "PreparingUpdate")
+	if ok, _ := e.satisfied("l", func(string) cachedPod { return cachedPod{exists: true, lifecycle: "Normal"} }); ok {
+		t.Fatal("satisfied while the cache shows the pod in its old lifecycle state")
+	}
+	if ok, _ := e.satisfied("l", func(string) cachedPod { return cachedPod{exists: true, lifecycle: "PreparingUpdate"} }); !ok {
+		t.Fatal("not satisfied once the cache shows the pod in its new lifecycle state")
 	}
 }

@@ -27,6 +27,8 @@ type pending struct {
 	creations, deletions sets.Set[string]
 	// updates maps a Pod updated in place to the revision it was updated to.
 	updates map[string]string
+	// lifecycles maps a Pod moved to a lifecycle state to that state.
+	lifecycles map[string]string
 	// since is when the last expectation was added.
 	since time.Time
 }
@@ -38,7 +40,8 @@ func newExpectations(now func() time.Time) *expectations {
 func (e *expectations) get(key string) *pending {
 	p := e.pending[key]
 	if p == nil {
-		p = &pending{creations: sets.New[string](), deletions: sets.New[string](), updates: map[string]string{}}
+		p = &pending{creations: sets.New[string](), deletions: sets.New[string](), updates: map[string]string{},
+			lifecycles: map[string]string{}}
 		e.pending[key] = p
 	}
 	return p
@@ -71,6 +74,15 @@ func (e *expectations) expectUpdate(key, name, revision string) {
 	p.since = e.now()
 }
 
+// expectLifecycle records a Pod just moved to a lifecycle state.
+func (e *expectations) expectLifecycle(key, name, state string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.get(key)
+	p.lifecycles[name] = state
+	p.since = e.now()
+}
+
 // updateObserved forgets an expected in-place update: its request failed.
 func (e *expectations) updateObserved(key, name string) {
 	e.mu.Lock()
@@ -100,9 +112,15 @@ func (e *expectations) deletionObserved(key, name string) {
 	}
 }
 
-// podState tells what the cache shows of a Pod: whether it exists, whether it is terminating, and
-// its revision (controller-revision-hash label).
-type podState func(name string) (exists, terminating bool, revision string)
+// cachedPod is what the cache shows of a Pod.
+type cachedPod struct {
+	exists, terminating bool
+	// revision is its controller-revision-hash label, lifecycle its lifecycle state label.
+	revision, lifecycle string
+}
+
+// podState looks a Pod up in the cache.
+type podState func(name string) cachedPod
 
 // satisfied settles the expectations of key against the cache (an event handler may have missed
 // them) and tells whether none is left; expectations older than the timeout are dropped. When not
@@ -115,21 +133,26 @@ func (e *expectations) satisfied(key string, state podState) (bool, time.Duratio
 		return true, 0
 	}
 	for name := range p.creations {
-		if exists, _, _ := state(name); exists {
+		if state(name).exists {
 			p.creations.Delete(name)
 		}
 	}
 	for name := range p.deletions {
-		if exists, terminating, _ := state(name); !exists || terminating {
+		if s := state(name); !s.exists || s.terminating {
 			p.deletions.Delete(name)
 		}
 	}
 	for name, want := range p.updates {
-		if exists, terminating, revision := state(name); !exists || terminating || revision == want {
+		if s := state(name); !s.exists || s.terminating || s.revision == want {
 			delete(p.updates, name)
 		}
 	}
-	if p.creations.Len() == 0 && p.deletions.Len() == 0 && len(p.updates) == 0 {
+	for name, want := range p.lifecycles {
+		if s := state(name); !s.exists || s.terminating || s.lifecycle == want {
+			delete(p.lifecycles, name)
+		}
+	}
+	if p.creations.Len() == 0 && p.deletions.Len() == 0 && len(p.updates) == 0 && len(p.lifecycles) == 0 {
 		delete(e.pending, key)
 		return true, 0
 	}

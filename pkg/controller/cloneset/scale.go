@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,8 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/utils/ptr"
+	"k8s.io/klog/v2"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
@@ -24,54 +26,167 @@ import (
 // podTemplateHashLabel is the label kube's Deployments give Pods; OpenKruise sets it too.
 const podTemplateHashLabel = "pod-template-hash"
 
-// scale deletes the Pods asked for (scaleStrategy.podsToDelete, label specified-delete), then
-// creates or deletes Pods until the CloneSet has spec.replicas active Pods. New Pods are at the
-// update revision; scaleStrategy.maxUnavailable bounds how many not-ready Pods scaling up may
-// leave. pods are the active Pods. It tells whether it created or deleted any Pod (then the rolling
-// update waits for the next sync, as OpenKruise's does).
-func (c *Controller) scale(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, update *appsv1.ControllerRevision) (bool, error) {
-	replicas := int(ptr.Deref(cs.Spec.Replicas, 1))
+// scale deletes the Pods asked for (scaleStrategy.podsToDelete, label specified-delete, or waiting
+// in lifecycle state PreparingDelete), then creates or deletes Pods until the CloneSet has
+// spec.replicas other active Pods, plus updateStrategy.maxSurge while an update still misses Pods
+// (planScale says which). Deletions honour the preDelete hook. It tells whether it created or
+// deleted any Pod or moved one to PreparingDelete (then the rolling update waits for the next
+// sync, as OpenKruise's does).
+func (c *Controller) scale(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsResult) (bool, error) {
+	plan, err := planScale(cs, pods, revs.update.Name, revs.current.Name, c.now())
+	if err != nil {
+		return false, err
+	}
+	var errs []error
+	acted := false
+	if len(plan.specified) > 0 {
+		acted = true
+		errs = append(errs, c.deletePods(ctx, cs, plan.specified, "SpecifiedDelete",
+			"asked for by scaleStrategy.podsToDelete or label "+v1alpha1.SpecifiedDeleteKey))
+	}
+	if len(plan.scaleDown) > 0 {
+		acted = true
+		errs = append(errs, c.deletePods(ctx, cs, plan.scaleDown, "ScaleDown", plan.scaleDownWhy))
+	}
+	if plan.createCurrent > 0 {
+		acted = true
+		errs = append(errs, c.createPods(ctx, cs, revs.current, plan.createCurrent,
+			fmt.Sprintf("at the current revision %s, to keep updateStrategy.partition", revs.current.Name)))
+	}
+	if plan.createUpdate > 0 {
+		acted = true
+		errs = append(errs, c.createPods(ctx, cs, revs.update, plan.createUpdate, plan.createWhy))
+	}
+	return acted, errors.Join(errs...)
+}
+
+// scalePlan is what scaling does in one sync.
+type scalePlan struct {
+	// specified are the Pods asked to be deleted (or waiting in PreparingDelete).
+	specified []*corev1.Pod
+	// scaleDown are the surplus Pods to delete, and why.
+	scaleDown    []*corev1.Pod
+	scaleDownWhy string
+	// createCurrent Pods are created at the current revision (to keep the partition), createUpdate
+	// at the update revision, for createWhy.
+	createCurrent, createUpdate int
+	createWhy                   string
+}
+
+// splitSpecified separates the Pods asked to be deleted (scaleStrategy.podsToDelete, label
+// specified-delete, lifecycle state PreparingDelete) from the others.
+func splitSpecified(cs *v1alpha1.CloneSet, pods []*corev1.Pod) (specified, rest []*corev1.Pod) {
 	toDelete := sets.New(cs.Spec.ScaleStrategy.PodsToDelete...)
-	var specified, rest []*corev1.Pod
 	for _, p := range pods {
-		if toDelete.Has(p.Name) || p.Labels[v1alpha1.SpecifiedDeleteKey] != "" {
+		if toDelete.Has(p.Name) || p.Labels[v1alpha1.SpecifiedDeleteKey] != "" || lifecycleState(p) == pub.LifecycleStatePreparingDelete {
 			specified = append(specified, p)
 		} else {
 			rest = append(rest, p)
 		}
 	}
-	var errs []error
-	acted := false
-	if len(specified) > 0 {
-		acted = true
-		errs = append(errs, c.deletePods(ctx, cs, specified, "SpecifiedDelete", "asked for by podsToDelete or label "+v1alpha1.SpecifiedDeleteKey))
+	return specified, rest
+}
+
+// planScale decides the creations and deletions of one sync, as OpenKruise's CloneSet does:
+//   - the Pods asked for are deleted, and do not count towards spec.replicas;
+//   - while Pods at the old revision beyond the partition wait for the update revision, up to
+//     maxSurge extra Pods are created at the update revision (fewer when fewer Pods wait); once
+//     they are no longer needed the surplus is deleted, Pods at old revisions beyond the partition
+//     first, and then no more available Pods than maxUnavailable allows;
+//   - scaling up creates Pods at the current revision while fewer than partition Pods are at old
+//     revisions, so that the partition keeps its meaning; scaleStrategy.maxUnavailable bounds how
+//     many not-ready Pods scaling up may leave;
+//   - scaling down deletes the surplus in sortForDeletion's order, old revisions beyond the
+//     partition first.
+func planScale(cs *v1alpha1.CloneSet, pods []*corev1.Pod, updateRevision, currentRevision string, now time.Time) (scalePlan, error) {
+	var plan scalePlan
+	limits, err := updateLimitsOf(cs)
+	if err != nil {
+		return plan, err
 	}
-	switch diff := len(rest) - replicas; {
+	plan.specified, pods = splitSpecified(cs, pods)
+	replicas := limits.replicas
+	var atUpdate, atOld []*corev1.Pod
+	unavailable := 0
+	for _, p := range pods {
+		if p.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision {
+			atUpdate = append(atUpdate, p)
+		} else {
+			atOld = append(atOld, p)
+		}
+		if !availableForUpdate(cs, p, now) {
+			unavailable++
+		}
+	}
+	surge := 0
+	if limits.maxSurge > 0 {
+		waiting := max(len(atOld)-limits.partition, 0)
+		missing := max(replicas-limits.partition-len(atUpdate), 0)
+		surge = min(limits.maxSurge, waiting, missing)
+	}
+	target := replicas + surge
+	switch diff := len(pods) - target; {
 	case diff > 0:
-		acted = true
-		sortForDeletion(rest)
-		errs = append(errs, c.deletePods(ctx, cs, rest[:diff], "ScaleDown", fmt.Sprintf("scaling down to %d replicas", replicas)))
+		plan.scaleDown = chooseForDeletion(atOld, atUpdate, diff, len(atOld)-limits.partition)
+		plan.scaleDownWhy = fmt.Sprintf("scaling down to %d replicas", replicas)
+		if limits.maxSurge > 0 {
+			plan.scaleDownWhy = fmt.Sprintf("%d replicas and %d surge pods are enough", replicas, surge)
+			// Deleting surplus Pods must not leave fewer than replicas-maxUnavailable available.
+			readyBudget := max(limits.maxUnavailable+len(pods)-replicas-unavailable, 0)
+			var kept []*corev1.Pod
+			for _, p := range plan.scaleDown {
+				if availableForUpdate(cs, p, now) {
+					if readyBudget == 0 {
+						continue
+					}
+					readyBudget--
+				}
+				kept = append(kept, p)
+			}
+			plan.scaleDown = kept
+		}
 	case diff < 0:
 		n := -diff
 		if mu := cs.Spec.ScaleStrategy.MaxUnavailable; mu != nil {
 			limit, err := intstr.GetScaledValueFromIntOrPercent(mu, replicas, true)
 			if err != nil {
-				return acted, fmt.Errorf("scaleStrategy.maxUnavailable: %w", err)
+				return plan, fmt.Errorf("scaleStrategy.maxUnavailable: %w", err)
 			}
 			notReady := 0
-			for _, p := range rest {
+			for _, p := range pods {
 				if !podReady(p) {
 					notReady++
 				}
 			}
 			n = max(min(n, limit-notReady), 0)
 		}
-		if n > 0 {
-			acted = true
-			errs = append(errs, c.createPods(ctx, cs, update, n))
+		if currentRevision != updateRevision {
+			plan.createCurrent = min(n, max(limits.partition-len(atOld), 0))
+		}
+		plan.createUpdate = n - plan.createCurrent
+		plan.createWhy = fmt.Sprintf("scaling up to %d replicas", replicas)
+		if surge > 0 {
+			plan.createWhy = fmt.Sprintf("%d replicas and %d surge pods (updateStrategy.maxSurge) for the update", replicas, surge)
 		}
 	}
-	return acted, errors.Join(errs...)
+	return plan, nil
+}
+
+// chooseForDeletion picks n Pods to delete: first up to oldExcess Pods at old revisions (those
+// beyond the partition), then Pods at the update revision, then other old ones; each group in
+// sortForDeletion's order.
+func chooseForDeletion(atOld, atUpdate []*corev1.Pod, n, oldExcess int) []*corev1.Pod {
+	atOld, atUpdate = slices.Clone(atOld), slices.Clone(atUpdate)
+	sortForDeletion(atOld)
+	sortForDeletion(atUpdate)
+	take := func(from []*corev1.Pod, k int) ([]*corev1.Pod, []*corev1.Pod) {
+		k = max(min(k, len(from)), 0)
+		return from[:k], from[k:]
+	}
+	first, atOld := take(atOld, min(n, oldExcess))
+	second, _ := take(atUpdate, n-len(first))
+	third, _ := take(atOld, n-len(first)-len(second))
+	return slices.Concat(first, second, third)
 }
 
 // sortForDeletion orders Pods the first to delete first: not on a node, pending before running,
@@ -104,8 +219,9 @@ func sortForDeletion(pods []*corev1.Pod) {
 }
 
 // newPod builds a CloneSet Pod of a revision: OpenKruise's instance id as name suffix and label,
-// the revision in the controller-revision-hash and pod-template-hash labels, the
-// InPlaceUpdateReady readiness gate, and the CloneSet as controller.
+// the revision in the controller-revision-hash and pod-template-hash labels, its first lifecycle
+// state, the InPlaceUpdateReady readiness gate (and KruisePodReady when a lifecycle hook marks
+// Pods not ready), and the CloneSet as controller.
 func newPod(cs *v1alpha1.CloneSet, template *corev1.PodTemplateSpec, revision, id string) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -127,14 +243,22 @@ func newPod(cs *v1alpha1.CloneSet, template *corev1.PodTemplateSpec, revision, i
 	pod.Labels[v1alpha1.CloneSetInstanceID] = id
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
 	pod.Labels[podTemplateHashLabel] = revision
+	pod.Labels[pub.LifecycleStateKey] = string(initialLifecycleState(cs))
 	inplaceupdate.InjectReadinessGate(pod)
+	if marksPodNotReady(cs) {
+		injectKruisePodReadyGate(pod)
+	}
 	return pod
 }
 
-// createPods creates n Pods at the update revision, in batches growing 1, 2, 4, … that stop at
-// the first failing batch (kube's slow start), each expected before it is sent.
-func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, update *appsv1.ControllerRevision, n int) error {
+// createPods creates n Pods at a revision, in batches growing 1, 2, 4, … that stop at the first
+// failing batch (kube's slow start), each expected before it is sent; why goes into the events.
+func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revision *appsv1.ControllerRevision, n int, why string) error {
 	key := cache.MetaObjectToName(cs).String()
+	template, err := revisionTemplate(revision)
+	if err != nil {
+		return fmt.Errorf("reading the template of revision %s: %w", revision.Name, err)
+	}
 	taken := sets.New[string]()
 	newID := func() string {
 		for {
@@ -153,7 +277,7 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, upda
 		pods := make([]*corev1.Pod, batch)
 		names := make([]string, batch)
 		for i := range pods {
-			pods[i] = newPod(cs, &cs.Spec.Template, update.Name, newID())
+			pods[i] = newPod(cs, template, revision.Name, newID())
 			names[i] = pods[i].Name
 		}
 		c.exp.expectCreations(key, names...)
@@ -168,7 +292,7 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, upda
 					c.recorder.Eventf(cs, corev1.EventTypeWarning, "FailedCreate", "failed to create pod %s: %v", pod.Name, err)
 					return
 				}
-				c.recorder.Eventf(cs, corev1.EventTypeNormal, "SuccessfulCreate", "created pod %s", pod.Name)
+				c.recorder.Eventf(cs, corev1.EventTypeNormal, "SuccessfulCreate", "created pod %s (revision %s): %s", pod.Name, revision.Name, why)
 			})
 		}
 		wg.Wait()
@@ -180,15 +304,32 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, upda
 	return nil
 }
 
-// deletePods deletes pods, each expected before it is sent.
+// deletePods deletes pods, each expected before it is sent. A Pod the preDelete hook holds is not
+// deleted: it moves to lifecycle state PreparingDelete (if not there yet) and waits there until
+// the hook releases it; a later sync deletes it then.
 func (c *Controller) deletePods(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, reason, why string) error {
 	key := cache.MetaObjectToName(cs).String()
+	var errs []error
+	if hook := preDeleteHook(cs); hook != nil {
+		var free []*corev1.Pod
+		for _, p := range pods {
+			if !hooked(hook, p) {
+				free = append(free, p)
+				continue
+			}
+			if lifecycleState(p) != pub.LifecycleStatePreparingDelete {
+				klog.FromContext(ctx).Info("Pod held by the preDelete hook", "cloneset", klog.KObj(cs), "pod", klog.KObj(p), "why", why)
+				errs = append(errs, c.setLifecycle(ctx, cs, p, pub.LifecycleStatePreparingDelete, nil))
+			}
+		}
+		pods = free
+	}
 	names := make([]string, len(pods))
 	for i, p := range pods {
 		names[i] = p.Name
 	}
 	c.exp.expectDeletions(key, names...)
-	errs := make([]error, len(pods))
+	delErrs := make([]error, len(pods))
 	var wg sync.WaitGroup
 	for i, pod := range pods {
 		wg.Go(func() {
@@ -196,7 +337,7 @@ func (c *Controller) deletePods(ctx context.Context, cs *v1alpha1.CloneSet, pods
 				Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 			if err != nil && !apierrors.IsNotFound(err) {
 				c.exp.deletionObserved(key, pod.Name)
-				errs[i] = fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+				delErrs[i] = fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 				c.recorder.Eventf(cs, corev1.EventTypeWarning, "FailedDelete", "failed to delete pod %s: %v", pod.Name, err)
 				return
 			}
@@ -204,5 +345,5 @@ func (c *Controller) deletePods(ctx context.Context, cs *v1alpha1.CloneSet, pods
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(append(errs, delErrs...)...)
 }

@@ -2,6 +2,7 @@ package cloneset
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -61,12 +62,16 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if cs.DeletionTimestamp == nil {
 		ok, left := c.exp.satisfied(key.String(), c.podState(cs.Namespace))
 		if ok {
-			var scaled bool
-			scaled, scaleErr = c.scale(ctx, cs, activePods(pods), revs.update)
-			if !scaled && scaleErr == nil {
-				// Scaling and updating never happen in the same sync: the next one sees the
-				// Pods scaling created or deleted.
-				r := c.rollingUpdate(ctx, cs, activePods(pods), revs, revisions)
+			var acted bool
+			acted, scaleErr = c.refreshLifecycles(ctx, cs, activePods(pods), revs.update.Name)
+			if !acted && scaleErr == nil {
+				acted, scaleErr = c.scale(ctx, cs, activePods(pods), revs)
+			}
+			if !acted && scaleErr == nil {
+				// Lifecycle moves, scaling and updating never happen in the same sync: the next
+				// one sees the Pods the previous step changed.
+				_, rest := splitSpecified(cs, activePods(pods))
+				r := c.rollingUpdate(ctx, cs, rest, revs, revisions)
 				upd = &r
 			}
 		} else {
@@ -85,6 +90,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		return 0, errors.Join(scaleErr, err)
 	}
 	if err := c.truncateHistory(ctx, cs, pods, revisions, revs); err != nil {
+		return 0, errors.Join(scaleErr, err)
+	}
+	if err := c.trimPodsToDelete(ctx, cs, pods); err != nil {
 		return 0, errors.Join(scaleErr, err)
 	}
 	if scaleErr != nil {
@@ -145,12 +153,13 @@ func hasCondition(st *v1alpha1.CloneSetStatus, t v1alpha1.CloneSetConditionType,
 }
 
 func (c *Controller) podState(namespace string) podState {
-	return func(name string) (bool, bool, string) {
+	return func(name string) cachedPod {
 		pod, err := c.pods.Pods(namespace).Get(name)
 		if err != nil {
-			return false, false, ""
+			return cachedPod{}
 		}
-		return true, pod.DeletionTimestamp != nil, pod.Labels[appsv1.ControllerRevisionHashLabelKey]
+		return cachedPod{exists: true, terminating: pod.DeletionTimestamp != nil,
+			revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey], lifecycle: string(lifecycleState(pod))}
 	}
 }
 
@@ -279,5 +288,45 @@ func (c *Controller) updateStatus(ctx context.Context, cs *v1alpha1.CloneSet, st
 	}
 	klog.FromContext(ctx).V(4).Info("Updated CloneSet status", "cloneset", klog.KObj(cs), "replicas", status.Replicas,
 		"ready", status.ReadyReplicas, "updated", status.UpdatedReplicas)
+	return nil
+}
+
+// trimPodsToDelete removes from spec.scaleStrategy.podsToDelete the names of Pods the CloneSet no
+// longer has (deleted, or never its own), as OpenKruise does, so the list does not grow forever
+// nor delete a later Pod that reuses a name. The patch is conditional on the cached
+// resourceVersion: a concurrent edit wins, and the next sync looks again.
+func (c *Controller) trimPodsToDelete(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod) error {
+	names := cs.Spec.ScaleStrategy.PodsToDelete
+	if len(names) == 0 || cs.DeletionTimestamp != nil {
+		return nil
+	}
+	have := make(map[string]bool, len(pods))
+	for _, p := range pods {
+		have[p.Name] = true
+	}
+	kept := make([]string, 0, len(names))
+	for _, n := range names {
+		if have[n] {
+			kept = append(kept, n)
+		}
+	}
+	if len(kept) == len(names) {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": cs.ResourceVersion},
+		"spec":     map[string]any{"scaleStrategy": map[string]any{"podsToDelete": kept}},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = c.inplace.AppsV1alpha1().CloneSets(cs.Namespace).Patch(ctx, cs.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("removing deleted pods from spec.scaleStrategy.podsToDelete of CloneSet %s/%s: %w", cs.Namespace, cs.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Trimmed podsToDelete", "cloneset", klog.KObj(cs), "kept", kept)
 	return nil
 }

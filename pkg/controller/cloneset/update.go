@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -46,13 +48,14 @@ type updatePlan struct {
 	reason string
 }
 
-// rollingUpdate moves the CloneSet's Pods (active ones) towards the update revision, as far as
-// updateStrategy allows in this sync: paused stops it; partition keeps that many Pods at their old
-// revision; maxUnavailable bounds how many Pods may be unavailable (a Pod being updated counts).
-// Pods go first when not ready, then by priorityStrategy, then in OpenKruise's order. A Pod is
-// updated in place through pods/inplaceupdate when the strategy and the change allow, else
-// deleted (scaling then creates its successor at the update revision), except under InPlaceOnly,
-// which never deletes and reports the Pod in updateResult.refused.
+// rollingUpdate moves the CloneSet's Pods (active ones not asked to be deleted) towards the update
+// revision, as far as updateStrategy allows in this sync: paused stops it; partition keeps that
+// many Pods at their old revision; maxUnavailable bounds how many Pods may be unavailable (a Pod
+// being updated, or waiting for a lifecycle hook, counts). Pods go in sortForUpdate's order. A
+// Pod is updated in place through pods/inplaceupdate when the strategy and the change allow (after
+// the inPlaceUpdate hook releases it), else deleted (scaling then creates its successor at the
+// update revision), except under InPlaceOnly, which never deletes and reports the Pod in
+// updateResult.refused.
 func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsResult, revisions []*appsv1.ControllerRevision) updateResult {
 	logger := klog.FromContext(ctx).WithValues("cloneset", klog.KObj(cs), "updateRevision", revs.update.Name)
 	var res updateResult
@@ -60,6 +63,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, p
 		logger.V(4).Info("Rolling update paused")
 		return res
 	}
+	now := c.now()
 	toUpdate, maxUnavailable, err := updateBudget(cs, pods, revs.update.Name)
 	if err != nil {
 		res.err = err
@@ -69,10 +73,10 @@ func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, p
 	if toUpdate == 0 || len(candidates) == 0 {
 		return res
 	}
-	sortForUpdate(candidates, cs.Spec.UpdateStrategy.PriorityStrategy)
+	sortForUpdate(candidates, &cs.Spec.UpdateStrategy)
 	unavailable := 0
 	for _, p := range pods {
-		if !c.podAvailableNow(cs, p) {
+		if !availableForUpdate(cs, p, now) {
 			unavailable++
 		}
 	}
@@ -93,7 +97,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, p
 			res.refused = append(res.refused, fmt.Sprintf("pod %s: %s", pod.Name, plan.reason))
 			continue
 		}
-		if c.podAvailableNow(cs, pod) {
+		if availableForUpdate(cs, pod, now) {
 			if unavailable >= maxUnavailable {
 				logger.V(2).Info("Rolling update waits: maxUnavailable reached", "unavailable", unavailable,
 					"maxUnavailable", maxUnavailable, "next", klog.KObj(pod))
@@ -108,30 +112,53 @@ func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, p
 	return res
 }
 
-// podAvailableNow is podAvailable at the controller's now, false while an in-place update runs.
-func (c *Controller) podAvailableNow(cs *v1alpha1.CloneSet, pod *corev1.Pod) bool {
-	if inplaceupdate.IsInProgress(pod) {
+// availableForUpdate tells whether a Pod counts as available for the update budget: available
+// (ready for minReadySeconds), not in an in-place update, not waiting for a lifecycle hook.
+func availableForUpdate(cs *v1alpha1.CloneSet, pod *corev1.Pod, now time.Time) bool {
+	if inplaceupdate.IsInProgress(pod) || preparing(pod) {
 		return false
 	}
-	ok, _ := podAvailable(pod, cs.Spec.MinReadySeconds, c.now())
+	ok, _ := podAvailable(pod, cs.Spec.MinReadySeconds, now)
 	return ok
 }
 
-// updateBudget computes how many more Pods this sync may move to the update revision (partition)
-// and how many Pods may be unavailable meanwhile, as OpenKruise does: partition and maxUnavailable
-// (default 20%) are counts or percentages of spec.replicas, both rounded up; Pods missing from
-// spec.replicas use up maxUnavailable, surplus Pods add to it. maxSurge is not implemented: no
-// Pods are created above spec.replicas for an update.
-func updateBudget(cs *v1alpha1.CloneSet, pods []*corev1.Pod, updateRevision string) (toUpdate, maxUnavailable int, err error) {
-	replicas := int(ptr.Deref(cs.Spec.Replicas, 1))
-	keep := int(partition(cs))
+// updateLimits are a CloneSet's update bounds as numbers of Pods.
+type updateLimits struct {
+	replicas, partition, maxSurge, maxUnavailable int
+}
+
+// updateLimitsOf scales partition, maxSurge and maxUnavailable (default 20%) to spec.replicas, as
+// OpenKruise does: partition and maxSurge round up; maxUnavailable rounds up, or down when
+// maxSurge is set (as a Deployment's).
+func updateLimitsOf(cs *v1alpha1.CloneSet) (updateLimits, error) {
+	l := updateLimits{replicas: int(ptr.Deref(cs.Spec.Replicas, 1)), partition: int(partition(cs))}
+	if ms := cs.Spec.UpdateStrategy.MaxSurge; ms != nil {
+		n, err := intstr.GetScaledValueFromIntOrPercent(ms, l.replicas, true)
+		if err != nil {
+			return l, fmt.Errorf("updateStrategy.maxSurge: %w", err)
+		}
+		l.maxSurge = max(n, 0)
+	}
 	mu := intstr.FromString(v1alpha1.DefaultCloneSetMaxUnavailable)
 	if cs.Spec.UpdateStrategy.MaxUnavailable != nil {
 		mu = *cs.Spec.UpdateStrategy.MaxUnavailable
 	}
-	limit, err := intstr.GetScaledValueFromIntOrPercent(&mu, replicas, true)
+	n, err := intstr.GetScaledValueFromIntOrPercent(&mu, l.replicas, l.maxSurge == 0)
 	if err != nil {
-		return 0, 0, fmt.Errorf("updateStrategy.maxUnavailable: %w", err)
+		return l, fmt.Errorf("updateStrategy.maxUnavailable: %w", err)
+	}
+	l.maxUnavailable = max(n, 0)
+	return l, nil
+}
+
+// updateBudget computes how many more Pods this sync may move to the update revision (partition)
+// and how many Pods may be unavailable meanwhile, as OpenKruise does: Pods missing from
+// spec.replicas use up maxUnavailable, surplus Pods (maxSurge) add to it. Pods created at the
+// update revision by maxSurge leave as many old Pods to be deleted instead of updated.
+func updateBudget(cs *v1alpha1.CloneSet, pods []*corev1.Pod, updateRevision string) (toUpdate, maxUnavailable int, err error) {
+	l, err := updateLimitsOf(cs)
+	if err != nil {
+		return 0, 0, err
 	}
 	atUpdate := 0
 	for _, p := range pods {
@@ -141,8 +168,8 @@ func updateBudget(cs *v1alpha1.CloneSet, pods []*corev1.Pod, updateRevision stri
 	}
 	old := len(pods) - atUpdate
 	// Old Pods beyond the partition, and no more than the update revision still misses.
-	toUpdate = max(min(old-keep, replicas-keep-atUpdate), 0)
-	return toUpdate, limit + len(pods) - replicas, nil
+	toUpdate = max(min(old-l.partition, l.replicas-l.partition-atUpdate), 0)
+	return toUpdate, l.maxUnavailable + len(pods) - l.replicas, nil
 }
 
 // updateCandidates are the Pods not at the update revision that may start an update now: not
@@ -162,8 +189,18 @@ func updateCandidates(pods []*corev1.Pod, updateRevision string) []*corev1.Pod {
 
 // sortForUpdate orders Pods the first to update first: not ready, then by priorityStrategy when
 // set, then as OpenKruise's default (kube's ActivePods order): not on a node, pending before
-// running, ready for the shortest time, most restarts, newest.
-func sortForUpdate(pods []*corev1.Pod, priority *pub.UpdatePriorityStrategy) {
+// running, ready for the shortest time, most restarts, newest. scatterStrategy then spreads the
+// Pods of each of its terms evenly over that order, and Pods already waiting in PreparingUpdate go
+// first (they hold a place in the update budget already).
+func sortForUpdate(pods []*corev1.Pod, strategy *v1alpha1.CloneSetUpdateStrategy) {
+	sortByPriority(pods, strategy.PriorityStrategy)
+	scatter(pods, strategy.ScatterStrategy)
+	slices.SortStableFunc(pods, func(a, b *corev1.Pod) int {
+		return boolRank(lifecycleState(b) == pub.LifecycleStatePreparingUpdate) - boolRank(lifecycleState(a) == pub.LifecycleStatePreparingUpdate)
+	})
+}
+
+func sortByPriority(pods []*corev1.Pod, priority *pub.UpdatePriorityStrategy) {
 	weights := weightSelectors(priority)
 	slices.SortStableFunc(pods, func(a, b *corev1.Pod) int {
 		if d := boolRank(podReady(a)) - boolRank(podReady(b)); d != 0 {
@@ -385,10 +422,30 @@ func planUpdate(cs *v1alpha1.CloneSet, pod *corev1.Pod, templates *templateCache
 	return updatePlan{action: actionRecreate, reason: reason}, nil
 }
 
-// applyUpdate carries out a plan: an in-place update request, or a deletion.
+// applyUpdate carries out a plan: an in-place update request, or a deletion. Before an in-place
+// update, the inPlaceUpdate hook may hold the Pod: it moves to PreparingUpdate and waits there
+// until the hook's labels and finalizers are gone (a Pod still Updated from the last update has
+// the hook armed again first).
 func (c *Controller) applyUpdate(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod, plan updatePlan, updateRevision string) error {
 	logger := klog.FromContext(ctx)
 	if plan.action == actionInPlace {
+		hook := inPlaceUpdateHook(cs)
+		switch lifecycleState(pod) {
+		case pub.LifecycleStateUpdated:
+			if hook != nil {
+				return c.setLifecycle(ctx, cs, pod, pub.LifecycleStatePreparingUpdate, hook)
+			}
+		case pub.LifecycleStatePreparingUpdate:
+			if hooked(hook, pod) {
+				logger.V(4).Info("Pod waits for the inPlaceUpdate hook", "cloneset", klog.KObj(cs), "pod", klog.KObj(pod))
+				return nil
+			}
+		default:
+			if hooked(hook, pod) {
+				logger.Info("Pod held by the inPlaceUpdate hook", "cloneset", klog.KObj(cs), "pod", klog.KObj(pod))
+				return c.setLifecycle(ctx, cs, pod, pub.LifecycleStatePreparingUpdate, nil)
+			}
+		}
 		return c.updateInPlace(ctx, cs, pod, plan.spec, updateRevision)
 	}
 	logger.Info("Recreating Pod for update", "cloneset", klog.KObj(cs), "pod", klog.KObj(pod),
@@ -401,7 +458,7 @@ func (c *Controller) applyUpdate(ctx context.Context, cs *v1alpha1.CloneSet, pod
 // no sync counts the Pod as available (or asks again) before the informer shows it updating.
 func (c *Controller) updateInPlace(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string) error {
 	key := cache.MetaObjectToName(cs).String()
-	body := inPlaceUpdateBody(cs, pod, spec, updateRevision)
+	body := inPlaceUpdateBody(cs, pod, spec, updateRevision, c.now())
 	c.exp.expectUpdate(key, pod.Name, updateRevision)
 	_, err := c.inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{})
 	if err != nil {
@@ -421,7 +478,7 @@ func (c *Controller) updateInPlace(ctx context.Context, cs *v1alpha1.CloneSet, p
 // resources, the labels and annotations to set (the pod-template-hash label follows the revision,
 // as on created Pods), and inPlaceUpdateStrategy.gracePeriodSeconds. Labels and annotations the
 // new template drops cannot be removed through pods/inplaceupdate: they stay on the Pod.
-func inPlaceUpdateBody(cs *v1alpha1.CloneSet, pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string) *v1alpha1.InPlaceUpdate {
+func inPlaceUpdateBody(cs *v1alpha1.CloneSet, pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string, now time.Time) *v1alpha1.InPlaceUpdate {
 	body := &v1alpha1.InPlaceUpdate{Spec: v1alpha1.InPlaceUpdateSpec{Revision: updateRevision}}
 	if s := cs.Spec.UpdateStrategy.InPlaceUpdateStrategy; s != nil {
 		body.Spec.GracePeriodSeconds = s.GracePeriodSeconds
@@ -470,6 +527,9 @@ func inPlaceUpdateBody(cs *v1alpha1.CloneSet, pod *corev1.Pod, spec *inplaceupda
 	if v, ok := pod.Labels[podTemplateHashLabel]; ok && v != updateRevision {
 		set(&md.Labels, podTemplateHashLabel, updateRevision)
 	}
+	// The Pod is Updating from the same write that starts the update.
+	set(&md.Labels, pub.LifecycleStateKey, string(pub.LifecycleStateUpdating))
+	set(&md.Labels, pub.LifecycleTimestampKey, strconv.FormatInt(now.Unix(), 10))
 	if len(md.Labels)+len(md.Annotations) > 0 {
 		body.Spec.Metadata = md
 	}

@@ -3,6 +3,7 @@ package cloneset
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -265,7 +266,8 @@ func TestUpdateInPlaceImage(t *testing.T) {
 		Revision:   r.new.Name,
 		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: "nginx:2"}},
 		Metadata: &v1alpha1.InPlaceUpdateMetadata{Labels: map[string]string{
-			"tier": "front", podTemplateHashLabel: r.new.Name}},
+			"tier": "front", podTemplateHashLabel: r.new.Name,
+			pub.LifecycleStateKey: "Updating", pub.LifecycleTimestampKey: strconv.FormatInt(testNow.Unix(), 10)}},
 		GracePeriodSeconds: 7,
 	}
 	if !apiequality.Semantic.DeepEqual(got.Spec, want) {
@@ -368,18 +370,18 @@ func TestUpdateOrder(t *testing.T) {
 		mk("mid", true, map[string]string{"zone": "a"}, 2*time.Hour),
 		mk("unready", false, map[string]string{"zone": "b", "idx": "web-1"}, 4*time.Hour),
 	}
-	sortForUpdate(pods, nil)
+	sortForUpdate(pods, &v1alpha1.CloneSetUpdateStrategy{})
 	if got, want := names(pods), []string{"unready", "young", "mid", "old"}; !slices.Equal(got, want) {
 		t.Errorf("default order %v, want %v", got, want)
 	}
 	weight := &pub.UpdatePriorityStrategy{WeightPriority: []pub.UpdatePriorityWeightTerm{
 		{Weight: 50, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}}}}
-	sortForUpdate(pods, weight)
+	sortForUpdate(pods, &v1alpha1.CloneSetUpdateStrategy{PriorityStrategy: weight})
 	if got, want := names(pods), []string{"unready", "mid", "old", "young"}; !slices.Equal(got, want) {
 		t.Errorf("weight order %v, want %v", got, want)
 	}
 	order := &pub.UpdatePriorityStrategy{OrderPriority: []pub.UpdatePriorityOrderTerm{{OrderedKey: "idx"}}}
-	sortForUpdate(pods, order)
+	sortForUpdate(pods, &v1alpha1.CloneSetUpdateStrategy{PriorityStrategy: order})
 	if got, want := names(pods), []string{"unready", "young", "old", "mid"}; !slices.Equal(got, want) {
 		t.Errorf("orderedKey order %v, want %v", got, want)
 	}

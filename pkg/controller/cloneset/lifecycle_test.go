@@ -1,0 +1,261 @@
+package cloneset
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
+)
+
+const hookLabel = "example.io/hold"
+
+func holdHook(markNotReady bool) *pub.LifecycleHook {
+	return &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}, MarkPodNotReady: markNotReady}
+}
+
+// podPatches are the pod patches sent (subresource "" or "status"), by pod name, decoded.
+func podPatches(t *testing.T, f *fixture, subresource string) map[string][]map[string]any {
+	t.Helper()
+	out := map[string][]map[string]any{}
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() != "patch" || a.GetResource().Resource != "pods" || a.GetSubresource() != subresource {
+			continue
+		}
+		pa := a.(k8stesting.PatchAction)
+		var m map[string]any
+		if err := json.Unmarshal(pa.GetPatch(), &m); err != nil {
+			t.Fatal(err)
+		}
+		out[pa.GetName()] = append(out[pa.GetName()], m)
+	}
+	return out
+}
+
+func patchedState(patches []map[string]any) string {
+	for _, p := range slices.Backward(patches) {
+		md, _ := p["metadata"].(map[string]any)
+		lbls, _ := md["labels"].(map[string]any)
+		if s, ok := lbls[pub.LifecycleStateKey].(string); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+func patchedKruisePodReady(patches []map[string]any) string {
+	for _, p := range slices.Backward(patches) {
+		st, _ := p["status"].(map[string]any)
+		conds, _ := st["conditions"].([]any)
+		for _, c := range conds {
+			if m := c.(map[string]any); m["type"] == string(pub.KruisePodReadyConditionType) {
+				return m["status"].(string)
+			}
+		}
+	}
+	return ""
+}
+
+func TestNewPodLifecycle(t *testing.T) {
+	cs := newCloneSet(1)
+	pod := newPod(cs, &cs.Spec.Template, "rev", "abcde")
+	if got := lifecycleState(pod); got != pub.LifecycleStateNormal {
+		t.Errorf("state %q, want Normal", got)
+	}
+	if hasKruisePodReadyGate(pod) {
+		t.Error("KruisePodReady gate without a markPodNotReady hook")
+	}
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreNormal: holdHook(false), InPlaceUpdate: holdHook(true)}
+	pod = newPod(cs, &cs.Spec.Template, "rev", "abcde")
+	if got := lifecycleState(pod); got != pub.LifecycleStatePreparingNormal {
+		t.Errorf("state %q, want PreparingNormal", got)
+	}
+	if !hasKruisePodReadyGate(pod) || !inplaceupdate.HasReadinessGate(pod) {
+		t.Errorf("readiness gates %v, want InPlaceUpdateReady and KruisePodReady", pod.Spec.ReadinessGates)
+	}
+}
+
+func TestNextLifecycleState(t *testing.T) {
+	const upd = "rev-new"
+	hook := holdHook(false)
+	for _, tc := range []struct {
+		name      string
+		lifecycle *pub.Lifecycle
+		state     pub.LifecycleStateType
+		revision  string
+		hookLabel bool
+		want      pub.LifecycleStateType
+	}{
+		{"preparing normal without hook", nil, pub.LifecycleStatePreparingNormal, upd, false, pub.LifecycleStateNormal},
+		{"preparing normal, hook labels missing", &pub.Lifecycle{PreNormal: hook}, pub.LifecycleStatePreparingNormal, upd, false, ""},
+		{"preparing normal, hook labels all there", &pub.Lifecycle{PreNormal: hook}, pub.LifecycleStatePreparingNormal, upd, true, pub.LifecycleStateNormal},
+		{"updating, done, hook not re-armed", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdating, upd, false, pub.LifecycleStateUpdated},
+		{"updating, done, hook re-armed", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdating, upd, true, pub.LifecycleStateNormal},
+		{"updating, done, no hook", nil, pub.LifecycleStateUpdating, upd, false, pub.LifecycleStateNormal},
+		{"updating, not done", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdating, "rev-old", false, ""},
+		{"preparing update, rolled back", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStatePreparingUpdate, upd, true, pub.LifecycleStateNormal},
+		{"preparing update, old revision", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStatePreparingUpdate, "rev-old", false, ""},
+		{"updated, hook back", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdated, upd, true, pub.LifecycleStateNormal},
+		{"updated, hook still off", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdated, upd, false, ""},
+		{"normal stays", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateNormal, upd, true, ""},
+		{"preparing delete stays", &pub.Lifecycle{PreDelete: hook}, pub.LifecycleStatePreparingDelete, upd, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := newCloneSet(1)
+			cs.Spec.Lifecycle = tc.lifecycle
+			pod := ownedPod(cs, "web-0", tc.revision, withLabel(pub.LifecycleStateKey, string(tc.state)))
+			if tc.hookLabel {
+				pod.Labels[hookLabel] = "true"
+			}
+			if got := nextLifecycleState(cs, pod, upd); got != tc.want {
+				t.Errorf("next state %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The inPlaceUpdate hook holds a Pod in PreparingUpdate (KruisePodReady False with
+// markPodNotReady) until its label is removed; then the Pod is updated in place and labelled
+// Updating in the same request.
+func TestInPlaceUpdateHook(t *testing.T) {
+	r := newRollout(t, 2, v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, newImage)
+	r.cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: holdHook(true)}
+	r.cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	for _, p := range r.pods {
+		p.Labels[hookLabel] = "true"
+		p.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateNormal)
+		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.KruisePodReadyConditionType}}
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: pub.KruisePodReadyConditionType, Status: corev1.ConditionTrue})
+	}
+	f := r.fixture(t)
+	f.sync(t)
+	if u := inPlaceUpdates(f); len(u) != 0 {
+		t.Fatalf("in-place requests %v while the hook holds", u)
+	}
+	patches := podPatches(t, f, "")
+	if len(patches) != 1 {
+		t.Fatalf("patched pods %v, want exactly one (maxUnavailable 1)", patches)
+	}
+	var held string
+	for name, p := range patches {
+		held = name
+		if got := patchedState(p); got != string(pub.LifecycleStatePreparingUpdate) {
+			t.Errorf("pod %s state %q, want PreparingUpdate", name, got)
+		}
+	}
+	if got := patchedKruisePodReady(podPatches(t, f, "status")[held]); got != "False" {
+		t.Errorf("KruisePodReady of %s set to %q, want False", held, got)
+	}
+	if ev := strings.Join(events(f), "\n"); !strings.Contains(ev, "PodLifecyclePreparingUpdate") {
+		t.Errorf("events %q: want PodLifecyclePreparingUpdate", ev)
+	}
+
+	// Still held: the Pod waits and no other Pod starts (it holds the one unavailable place).
+	var heldPod *corev1.Pod
+	for _, p := range r.pods {
+		if p.Name == held {
+			heldPod = p
+			p.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingUpdate)
+			p.Status.Conditions[len(p.Status.Conditions)-1].Status = corev1.ConditionFalse
+		}
+	}
+	f = r.fixture(t)
+	f.sync(t)
+	if u := inPlaceUpdates(f); len(u) != 0 {
+		t.Fatalf("in-place requests %v while the hook still holds", u)
+	}
+	if p := podPatches(t, f, ""); len(p) != 0 {
+		t.Fatalf("patched pods %v while one waits in PreparingUpdate", p)
+	}
+
+	// Released: updated in place, Updating set by the request itself.
+	delete(heldPod.Labels, hookLabel)
+	f = r.fixture(t)
+	f.sync(t)
+	u := inPlaceUpdates(f)
+	if len(u) != 1 || u[held] == nil {
+		t.Fatalf("in-place requests %v, want one for %s", u, held)
+	}
+	if got := u[held].Spec.Metadata.Labels[pub.LifecycleStateKey]; got != string(pub.LifecycleStateUpdating) {
+		t.Errorf("request sets state %q, want Updating", got)
+	}
+}
+
+// The preDelete hook keeps a Pod asked to be deleted in PreparingDelete; a replacement is created
+// meanwhile; once released it is deleted.
+func TestPreDeleteHook(t *testing.T) {
+	cs := newCloneSet(2)
+	rev := updateRevisionName(t, cs)
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: holdHook(false)}
+	cs.Spec.ScaleStrategy.PodsToDelete = []string{"web-a"}
+	a := ownedPod(cs, "web-a", rev, ready(testNow), withLabel(hookLabel, "true"), withLabel(pub.LifecycleStateKey, "Normal"))
+	b := ownedPod(cs, "web-b", rev, ready(testNow), withLabel(pub.LifecycleStateKey, "Normal"))
+	f := newFixture(t, cs, a, b)
+	f.sync(t)
+	if d := deletedPods(f); len(d) != 0 {
+		t.Fatalf("deleted %v while the preDelete hook holds", d)
+	}
+	if got := patchedState(podPatches(t, f, "")["web-a"]); got != string(pub.LifecycleStatePreparingDelete) {
+		t.Errorf("web-a state %q, want PreparingDelete", got)
+	}
+	if n := len(createdPods(f)); n != 1 {
+		t.Errorf("created %d pods, want 1 replacement", n)
+	}
+
+	// Released (the hook label is gone): deleted; no second replacement.
+	a.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingDelete)
+	delete(a.Labels, hookLabel)
+	c := ownedPod(cs, "web-c", rev, ready(testNow), withLabel(pub.LifecycleStateKey, "Normal"))
+	f = newFixture(t, cs, a, b, c)
+	f.sync(t)
+	if d := deletedPods(f); !slices.Equal(d, []string{"web-a"}) {
+		t.Errorf("deleted %v, want [web-a]", d)
+	}
+	if n := len(createdPods(f)); n != 0 {
+		t.Errorf("created %d pods, want none", n)
+	}
+}
+
+// A Pod with the KruisePodReady gate and no condition gets it True (else it never becomes Ready).
+func TestKruisePodReadyInitialised(t *testing.T) {
+	cs := newCloneSet(1)
+	rev := updateRevisionName(t, cs)
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: holdHook(true)}
+	p := ownedPod(cs, "web-a", rev, running(), withLabel(pub.LifecycleStateKey, "Normal"))
+	p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.KruisePodReadyConditionType}}
+	f := newFixture(t, cs, p)
+	f.sync(t)
+	if got := patchedKruisePodReady(podPatches(t, f, "status")["web-a"]); got != "True" {
+		t.Errorf("KruisePodReady set to %q, want True", got)
+	}
+}
+
+func TestTrimPodsToDelete(t *testing.T) {
+	cs := newCloneSet(1)
+	rev := updateRevisionName(t, cs)
+	cs.ResourceVersion = "42"
+	cs.Spec.ScaleStrategy.PodsToDelete = []string{"gone", "web-a"}
+	a := ownedPod(cs, "web-a", rev, ready(testNow))
+	a.DeletionTimestamp = ptr.To(a.CreationTimestamp)
+	b := ownedPod(cs, "web-b", rev, ready(testNow))
+	f := newFixture(t, cs, a, b)
+	f.sync(t)
+	var patch string
+	for _, act := range f.inplace.Actions() {
+		if act.GetVerb() == "patch" && act.GetResource().Resource == "clonesets" {
+			patch = string(act.(k8stesting.PatchAction).GetPatch())
+		}
+	}
+	want := `{"metadata":{"resourceVersion":"42"},"spec":{"scaleStrategy":{"podsToDelete":["web-a"]}}}`
+	if patch != want {
+		t.Errorf("patch %s, want %s", patch, want)
+	}
+}

@@ -1,0 +1,181 @@
+package cloneset
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+)
+
+// podsAt builds n ready Pods at a revision named prefix-0 ... prefix-(n-1), the later the newer.
+func podsAt(cs *v1alpha1.CloneSet, prefix, revision string, n int, opts ...podOpt) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := range n {
+		o := append([]podOpt{ready(testNow.Add(-time.Hour)), created(testNow.Add(-time.Duration(100-i) * time.Minute))}, opts...)
+		out = append(out, ownedPod(cs, fmt.Sprintf("%s-%d", prefix, i), revision, o...))
+	}
+	return out
+}
+
+func podNames(pods []*corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestPlanScale(t *testing.T) {
+	cs := newCloneSet(4)
+	notReady := func(p *corev1.Pod) { p.Status.Conditions = nil }
+	for _, tc := range []struct {
+		name          string
+		change        func(cs *v1alpha1.CloneSet)
+		pods          func(cs *v1alpha1.CloneSet) []*corev1.Pod
+		createCurrent int
+		createUpdate  int
+		scaleDown     []string
+	}{
+		{
+			name: "maxSurge creates surge pods at the update revision",
+			change: func(cs *v1alpha1.CloneSet) {
+				cs.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(2))
+			},
+			pods:         func(cs *v1alpha1.CloneSet) []*corev1.Pod { return podsAt(cs, "old", "r1", 4) },
+			createUpdate: 2,
+		},
+		{
+			name: "maxSurge is no more than the pods still waiting",
+			change: func(cs *v1alpha1.CloneSet) {
+				cs.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(3))
+			},
+			pods: func(cs *v1alpha1.CloneSet) []*corev1.Pod {
+				return append(podsAt(cs, "old", "r1", 1), podsAt(cs, "new", "r2", 3)...)
+			},
+			createUpdate: 1,
+		},
+		{
+			name: "surge no longer needed: the old pod goes first",
+			change: func(cs *v1alpha1.CloneSet) {
+				cs.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(1))
+			},
+			pods: func(cs *v1alpha1.CloneSet) []*corev1.Pod {
+				return append(podsAt(cs, "old", "r1", 1), podsAt(cs, "new", "r2", 4)...)
+			},
+			scaleDown: []string{"old-0"},
+		},
+		{
+			name: "surge deletion keeps replicas-maxUnavailable available",
+			change: func(cs *v1alpha1.CloneSet) {
+				cs.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(1))
+				cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+			},
+			pods: func(cs *v1alpha1.CloneSet) []*corev1.Pod {
+				// 5 pods, 2 of them not ready: deleting a ready one would leave 2 < 4 available.
+				return append(append(podsAt(cs, "old", "r1", 1), podsAt(cs, "new", "r2", 2)...),
+					podsAt(cs, "fresh", "r2", 2, notReady)...)
+			},
+			scaleDown: nil,
+		},
+		{
+			name: "scale-up keeps the partition at the current revision",
+			change: func(cs *v1alpha1.CloneSet) {
+				cs.Spec.Replicas = ptr.To[int32](6)
+				cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(3))
+			},
+			pods: func(cs *v1alpha1.CloneSet) []*corev1.Pod {
+				return append(podsAt(cs, "old", "r1", 1), podsAt(cs, "new", "r2", 1)...)
+			},
+			createCurrent: 2,
+			createUpdate:  2,
+		},
+		{
+			name: "scale-down removes old pods beyond the partition first",
+			change: func(cs *v1alpha1.CloneSet) {
+				cs.Spec.Replicas = ptr.To[int32](3)
+				cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(1))
+			},
+			pods: func(cs *v1alpha1.CloneSet) []*corev1.Pod {
+				return append(podsAt(cs, "old", "r1", 3), podsAt(cs, "new", "r2", 2)...)
+			},
+			scaleDown: []string{"old-1", "old-2"},
+		},
+		{
+			name: "pods in PreparingDelete do not count",
+			pods: func(cs *v1alpha1.CloneSet) []*corev1.Pod {
+				return append(podsAt(cs, "new", "r2", 4)[:3], podsAt(cs, "leaving", "r2", 1,
+					withLabel(pub.LifecycleStateKey, string(pub.LifecycleStatePreparingDelete)))...)
+			},
+			createUpdate: 1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := cs.DeepCopy()
+			if tc.change != nil {
+				tc.change(cs)
+			}
+			plan, err := planScale(cs, tc.pods(cs), "r2", "r1", testNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan.createCurrent != tc.createCurrent || plan.createUpdate != tc.createUpdate {
+				t.Errorf("creates %d at current, %d at update; want %d, %d", plan.createCurrent, plan.createUpdate, tc.createCurrent, tc.createUpdate)
+			}
+			if got := podNames(plan.scaleDown); !slices.Equal(got, tc.scaleDown) {
+				t.Errorf("scale down %v, want %v", got, tc.scaleDown)
+			}
+		})
+	}
+}
+
+// With maxSurge the rolling update leaves the surge's share of old Pods to scaling (deleted rather
+// than updated), and maxUnavailable rounds down.
+func TestUpdateBudgetWithSurge(t *testing.T) {
+	cs := newCloneSet(4)
+	cs.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(1))
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("30%")) // 1.2: 1 with surge, 2 without
+	pods := append(podsAt(cs, "old", "r1", 4), podsAt(cs, "new", "r2", 1)...)
+	toUpdate, maxUnavailable, err := updateBudget(cs, pods, "r2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if toUpdate != 3 || maxUnavailable != 2 {
+		t.Errorf("toUpdate %d, maxUnavailable %d; want 3 and 1+1 surplus", toUpdate, maxUnavailable)
+	}
+	cs.Spec.UpdateStrategy.MaxSurge = nil
+	if _, maxUnavailable, _ = updateBudget(cs, pods[:4], "r2"); maxUnavailable != 2 {
+		t.Errorf("maxUnavailable %d without surge, want 2 (rounded up)", maxUnavailable)
+	}
+}
+
+func TestScatter(t *testing.T) {
+	cs := newCloneSet(1)
+	var pods []*corev1.Pod
+	// Zone a first in the incoming order: a0 a1 a2 b0 b1 b2 b3 b4 b5.
+	pods = append(pods, podsAt(cs, "a", "r", 3, withLabel("zone", "a"))...)
+	pods = append(pods, podsAt(cs, "b", "r", 6, withLabel("zone", "b"))...)
+	scatter(pods, pub.UpdateScatterStrategy{{Key: "zone", Value: "a"}})
+	var got []string
+	for _, p := range pods {
+		got = append(got, p.Name)
+	}
+	want := []string{"b-0", "a-0", "b-1", "b-2", "a-1", "b-3", "b-4", "a-2", "b-5"}
+	if !slices.Equal(got, want) {
+		t.Errorf("scattered %v, want %v", got, want)
+	}
+	// One matching Pod, or all: unchanged.
+	one := podsAt(cs, "x", "r", 3)
+	one[2].Labels["zone"] = "a"
+	scatter(one, pub.UpdateScatterStrategy{{Key: "zone", Value: "a"}})
+	if one[2].Name != "x-2" {
+		t.Errorf("a single matching pod moved: %v", podNames(one))
+	}
+}
