@@ -2,6 +2,7 @@ package inplaceupdate
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -118,6 +119,7 @@ func SpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSpec, err
 	}
 
 	var setLabels, setAnnotations map[string]string
+	var removeLabels, removeAnnotations []string
 	if md := in.Metadata; md != nil {
 		mdPath := specPath.Child("metadata")
 		for _, k := range sortedKeys(md.Labels) {
@@ -140,8 +142,24 @@ func SpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSpec, err
 				setMap(&setAnnotations, k, v)
 			}
 		}
+		for i, k := range md.RemoveLabels {
+			switch _, has := pod.Labels[k]; {
+			case k == RevisionLabelKey:
+				errs = append(errs, field.Forbidden(mdPath.Child("removeLabels").Index(i), "the revision label cannot be removed"))
+			case has && !pend.removesLabel(k):
+				removeLabels = append(removeLabels, k)
+			}
+		}
+		for i, k := range md.RemoveAnnotations {
+			switch _, has := pod.Annotations[k]; {
+			case reservedAnnotations[k]:
+				errs = append(errs, field.Forbidden(mdPath.Child("removeAnnotations").Index(i), "this annotation is written by inplace itself"))
+			case has && !pend.removesAnnotation(k):
+				removeAnnotations = append(removeAnnotations, k)
+			}
+		}
 	}
-	spec.addMetadataChange(pod.Spec.Containers, setLabels, setAnnotations, nil, nil)
+	spec.addMetadataChange(pod.Spec.Containers, setLabels, setAnnotations, removeLabels, removeAnnotations)
 
 	if len(errs) > 0 {
 		return nil, &InvalidRequestError{Errs: errs}
@@ -194,6 +212,8 @@ type pending struct {
 	resources   map[string]corev1.ResourceRequirements
 	labels      map[string]string
 	annotations map[string]string
+	// removedLabels and removedAnnotations are keys a grace period has yet to remove.
+	removedLabels, removedAnnotations []string
 }
 
 func pendingOf(st *state, grace *UpdateSpec) *pending {
@@ -215,6 +235,8 @@ func pendingOf(st *state, grace *UpdateSpec) *pending {
 		}
 		if grace.Metadata != nil {
 			addMeta(grace.Metadata.Labels, grace.Metadata.Annotations)
+			p.removedLabels = grace.Metadata.RemoveLabels
+			p.removedAnnotations = grace.Metadata.RemoveAnnotations
 		}
 		for _, m := range grace.ContainerRefMetadata {
 			addMeta(m.Labels, m.Annotations)
@@ -255,4 +277,12 @@ func (p *pending) hasLabel(k, v string) bool {
 
 func (p *pending) hasAnnotation(k, v string) bool {
 	return p != nil && hasValue(p.annotations, k, v)
+}
+
+func (p *pending) removesLabel(k string) bool {
+	return p != nil && slices.Contains(p.removedLabels, k)
+}
+
+func (p *pending) removesAnnotation(k string) bool {
+	return p != nil && slices.Contains(p.removedAnnotations, k)
 }

@@ -72,6 +72,17 @@ func TestSpecFromRequest(t *testing.T) {
 			Metadata:              &MetadataChange{Labels: map[string]string{"tier": "gold"}, Annotations: map[string]string{"team": "a"}},
 			UpdateEnvFromMetadata: true, GraceSeconds: 15},
 	}, {
+		name: "labels and annotations removed; a container reading a removed label restarts; absent keys ignored",
+		req: func() *apps.InPlaceUpdate {
+			r := request("rev-2")
+			r.Spec.Metadata = &apps.InPlaceUpdateMetadata{RemoveLabels: []string{"version", "absent"}, RemoveAnnotations: []string{"note"}}
+			return r
+		}(),
+		want: &UpdateSpec{Revision: "rev-2",
+			ContainerRefMetadata:  map[string]metav1.ObjectMeta{"app": {}},
+			Metadata:              &MetadataChange{RemoveLabels: []string{"version"}, RemoveAnnotations: []string{"note"}},
+			UpdateEnvFromMetadata: true},
+	}, {
 		name: "only the revision changes",
 		req:  request("rev-2", apps.InPlaceUpdateContainer{Name: "app", Image: "app:v1"}),
 		want: &UpdateSpec{Revision: "rev-2"},
@@ -144,6 +155,16 @@ func TestSpecFromRequestInvalid(t *testing.T) {
 			[]fieldErr{{field.ErrorTypeForbidden, "spec.metadata.labels[controller-revision-hash]"}}, "spec.revision", nil},
 		{"state annotation through metadata", withMetadata(request("r"), nil, map[string]string{pub.InPlaceUpdateStateKey: "{}"}),
 			[]fieldErr{{field.ErrorTypeForbidden, "spec.metadata.annotations[apps.kruise.io/inplace-update-state]"}}, "", nil},
+		{"revision label removed", func() *apps.InPlaceUpdate {
+			r := request("r")
+			r.Spec.Metadata = &apps.InPlaceUpdateMetadata{RemoveLabels: []string{"app", RevisionLabelKey}}
+			return r
+		}(), []fieldErr{{field.ErrorTypeForbidden, "spec.metadata.removeLabels[1]"}}, "cannot be removed", nil},
+		{"state annotation removed", func() *apps.InPlaceUpdate {
+			r := request("r")
+			r.Spec.Metadata = &apps.InPlaceUpdateMetadata{RemoveAnnotations: []string{pub.InPlaceUpdateStateKey}}
+			return r
+		}(), []fieldErr{{field.ErrorTypeForbidden, "spec.metadata.removeAnnotations[0]"}}, "written by inplace", nil},
 		{"nothing to change", withMetadata(request("", apps.InPlaceUpdateContainer{Name: "app", Image: "app:v1"}), map[string]string{"app": "web"}, nil),
 			[]fieldErr{{field.ErrorTypeInvalid, "spec"}}, "changes nothing", nil},
 		{"nothing to change, revision the pod already has", request("rev-1", apps.InPlaceUpdateContainer{Name: "app", Image: "app:v1"}),

@@ -476,8 +476,8 @@ func (c *Controller) updateInPlace(ctx context.Context, cs *v1alpha1.CloneSet, p
 
 // inPlaceUpdateBody is the request for the spec: each changed container with its new image and
 // resources, the labels and annotations to set (the pod-template-hash label follows the revision,
-// as on created Pods), and inPlaceUpdateStrategy.gracePeriodSeconds. Labels and annotations the
-// new template drops cannot be removed through pods/inplaceupdate: they stay on the Pod.
+// as on created Pods) and to remove (the new template dropped them), and
+// inPlaceUpdateStrategy.gracePeriodSeconds.
 func inPlaceUpdateBody(cs *v1alpha1.CloneSet, pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string, now time.Time) *v1alpha1.InPlaceUpdate {
 	body := &v1alpha1.InPlaceUpdate{Spec: v1alpha1.InPlaceUpdateSpec{Revision: updateRevision}}
 	if s := cs.Spec.UpdateStrategy.InPlaceUpdateStrategy; s != nil {
@@ -515,6 +515,8 @@ func inPlaceUpdateBody(cs *v1alpha1.CloneSet, pod *corev1.Pod, spec *inplaceupda
 		for k, v := range spec.Metadata.Annotations {
 			set(&md.Annotations, k, v)
 		}
+		md.RemoveLabels = slices.Clone(spec.Metadata.RemoveLabels)
+		md.RemoveAnnotations = slices.Clone(spec.Metadata.RemoveAnnotations)
 	}
 	for _, m := range spec.ContainerRefMetadata {
 		for k, v := range m.Labels {
@@ -530,7 +532,7 @@ func inPlaceUpdateBody(cs *v1alpha1.CloneSet, pod *corev1.Pod, spec *inplaceupda
 	// The Pod is Updating from the same write that starts the update.
 	set(&md.Labels, pub.LifecycleStateKey, string(pub.LifecycleStateUpdating))
 	set(&md.Labels, pub.LifecycleTimestampKey, strconv.FormatInt(now.Unix(), 10))
-	if len(md.Labels)+len(md.Annotations) > 0 {
+	if len(md.Labels)+len(md.Annotations)+len(md.RemoveLabels)+len(md.RemoveAnnotations) > 0 {
 		body.Spec.Metadata = md
 	}
 	return body

@@ -410,3 +410,20 @@ func TestStatusInPlaceUpdate(t *testing.T) {
 		t.Errorf("status %+v: want 2 updated and current revision %s", st, r.new.Name)
 	}
 }
+
+// Labels and annotations the new template drops are removed from Pods updated in place.
+func TestUpdateInPlaceRemovesDroppedMetadata(t *testing.T) {
+	r := newRollout(t, 1, v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, func(tmpl *corev1.PodTemplateSpec) {
+		newImage(tmpl)
+		delete(tmpl.Annotations, "a")
+	})
+	f := r.fixture(t)
+	f.sync(t)
+	got := inPlaceUpdates(f)["web-0"]
+	if got == nil || got.Spec.Metadata == nil {
+		t.Fatalf("request %+v: want metadata changes", got)
+	}
+	if !slices.Equal(got.Spec.Metadata.RemoveAnnotations, []string{"a"}) || len(got.Spec.Metadata.RemoveLabels) != 0 {
+		t.Errorf("removeAnnotations %v, removeLabels %v; want [a] and none", got.Spec.Metadata.RemoveAnnotations, got.Spec.Metadata.RemoveLabels)
+	}
+}

@@ -38,12 +38,22 @@ type InPlaceUpdateContainer struct {
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 }
 
-// InPlaceUpdateMetadata is Pod metadata to set.
+// InPlaceUpdateMetadata is Pod metadata to set or remove.
 type InPlaceUpdateMetadata struct {
+	// Labels to set.
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations to set.
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// RemoveLabels are label keys to remove (a key the Pod lacks is ignored).
+	// +optional
+	// +listType=set
+	RemoveLabels []string `json:"removeLabels,omitempty"`
+	// RemoveAnnotations are annotation keys to remove (a key the Pod lacks is ignored).
+	// +optional
+	// +listType=set
+	RemoveAnnotations []string `json:"removeAnnotations,omitempty"`
 }
 
 // InPlaceUpdateStatus is the Pod's in-place update state after the request.

@@ -548,6 +548,16 @@ func (in *InPlaceUpdateMetadata) DeepCopyInto(out *InPlaceUpdateMetadata) {
 			(*out)[key] = val
 		}
 	}
+	if in.RemoveLabels != nil {
+		in, out := &in.RemoveLabels, &out.RemoveLabels
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.RemoveAnnotations != nil {
+		in, out := &in.RemoveAnnotations, &out.RemoveAnnotations
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 

@@ -729,7 +729,7 @@ func ValidateInPlaceUpdate(u *apps.InPlaceUpdate) field.ErrorList {
 	spec := &u.Spec
 	var allErrs field.ErrorList
 	md := spec.Metadata
-	if len(spec.Containers) == 0 && (md == nil || len(md.Labels)+len(md.Annotations) == 0) {
+	if len(spec.Containers) == 0 && (md == nil || len(md.Labels)+len(md.Annotations)+len(md.RemoveLabels)+len(md.RemoveAnnotations) == 0) {
 		allErrs = append(allErrs, field.Required(specPath.Child("containers"),
 			"an in-place update must change at least one container, or the Pod's labels or annotations"))
 	}
@@ -746,8 +746,30 @@ func ValidateInPlaceUpdate(u *apps.InPlaceUpdate) field.ErrorList {
 		mdPath := specPath.Child("metadata")
 		allErrs = append(allErrs, metav1validation.ValidateLabels(md.Labels, mdPath.Child("labels"))...)
 		allErrs = append(allErrs, apivalidation.ValidateAnnotations(md.Annotations, mdPath.Child("annotations"))...)
+		allErrs = append(allErrs, validateRemovedKeys(md.RemoveLabels, md.Labels, mdPath.Child("removeLabels"), "labels")...)
+		allErrs = append(allErrs, validateRemovedKeys(md.RemoveAnnotations, md.Annotations, mdPath.Child("removeAnnotations"), "annotations")...)
 	}
 	return append(allErrs, apivalidation.ValidateNonnegativeField(int64(spec.GracePeriodSeconds), specPath.Child("gracePeriodSeconds"))...)
+}
+
+// validateRemovedKeys checks keys to remove: qualified names, each once, none also set.
+func validateRemovedKeys(keys []string, set map[string]string, fldPath *field.Path, setName string) field.ErrorList {
+	var allErrs field.ErrorList
+	seen := sets.New[string]()
+	for i, k := range keys {
+		p := fldPath.Index(i)
+		for _, msg := range content.IsQualifiedName(k) {
+			allErrs = append(allErrs, field.Invalid(p, k, msg))
+		}
+		if seen.Has(k) {
+			allErrs = append(allErrs, field.Duplicate(p, k))
+		}
+		seen.Insert(k)
+		if _, ok := set[k]; ok {
+			allErrs = append(allErrs, field.Invalid(p, k, fmt.Sprintf("also set in %s: a key is either set or removed", setName)))
+		}
+	}
+	return allErrs
 }
 
 func validateInPlaceUpdateContainer(c *apps.InPlaceUpdateContainer, seen sets.Set[string], fldPath *field.Path) field.ErrorList {

@@ -623,6 +623,10 @@ func TestValidateInPlaceUpdate(t *testing.T) {
 		Metadata: &apps.InPlaceUpdateMetadata{Labels: map[string]string{"version": "v3"}},
 	}}
 	expectErrors(t, ValidateInPlaceUpdate(metadataOnly))
+	removalOnly := &apps.InPlaceUpdate{Spec: apps.InPlaceUpdateSpec{
+		Metadata: &apps.InPlaceUpdateMetadata{RemoveLabels: []string{"version"}},
+	}}
+	expectErrors(t, ValidateInPlaceUpdate(removalOnly))
 
 	sidecar := "spec.containers[1]"
 	cases := []struct {
@@ -650,6 +654,9 @@ func TestValidateInPlaceUpdate(t *testing.T) {
 		}, notSupported(sidecar + ".resources.limits[nvidia.com/gpu]")},
 		{"bad label value", func(u *apps.InPlaceUpdate) { u.Spec.Metadata.Labels["version"] = "not a value!" }, invalid("spec.metadata.labels")},
 		{"bad annotation key", func(u *apps.InPlaceUpdate) { u.Spec.Metadata.Annotations["bad key"] = "x" }, invalid("spec.metadata.annotations")},
+		{"label both set and removed", func(u *apps.InPlaceUpdate) { u.Spec.Metadata.RemoveLabels = []string{"version"} }, invalid("spec.metadata.removeLabels[0]")},
+		{"removed annotation not a key", func(u *apps.InPlaceUpdate) { u.Spec.Metadata.RemoveAnnotations = []string{"bad key"} }, invalid("spec.metadata.removeAnnotations[0]")},
+		{"label removed twice", func(u *apps.InPlaceUpdate) { u.Spec.Metadata.RemoveLabels = []string{"tier", "tier"} }, duplicate("spec.metadata.removeLabels[1]")},
 		{"negative grace period", func(u *apps.InPlaceUpdate) { u.Spec.GracePeriodSeconds = -1 }, invalid("spec.gracePeriodSeconds")},
 		{"revision not a label value", func(u *apps.InPlaceUpdate) { u.Spec.Revision = "web/5d8f9c" }, invalid("spec.revision")},
 	}
