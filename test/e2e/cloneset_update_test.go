@@ -171,14 +171,19 @@ func TestCloneSetInPlaceRollout(t *testing.T) {
 	waitCloneSetEvent(t, ctx, got, "SuccessfulUpdatePodInPlace", "in place to revision "+got.Status.UpdateRevision)
 }
 
-// TestCloneSetPartition: with partition 2 of 4 exactly 2 Pods are updated and it stays so; with
-// partition 0 all 4 are, each in place.
+// TestCloneSetPartition: with partition 2 of 4 (as a count, and as "50%") exactly 2 Pods are
+// updated and it stays so; with partition 0 all 4 are, each in place.
 func TestCloneSetPartition(t *testing.T) {
+	t.Run("count", func(t *testing.T) { testPartition(t, intstr.FromInt32(2)) })
+	t.Run("percent", func(t *testing.T) { testPartition(t, intstr.FromString("50%")) })
+}
+
+func testPartition(t *testing.T, partition intstr.IntOrString) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx, "clone-part")
 	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:      v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
-		Partition: ptr.To(intstr.FromInt32(2)),
+		Partition: &partition,
 	})
 	before := waitCloneSetReady(t, ctx, cs, 4)
 	oldRevision := podRevision(before[slices.Sorted(maps.Keys(before))[0]])
@@ -220,7 +225,7 @@ func TestCloneSetPartition(t *testing.T) {
 		return state, nil
 	}
 	var settled map[string]string
-	poll(t, ctx, rolloutTimeout, "2 of 4 Pods updated (partition 2)", func(ctx context.Context) (bool, error) {
+	poll(t, ctx, rolloutTimeout, "2 of 4 Pods updated (partition "+partition.String()+")", func(ctx context.Context) (bool, error) {
 		var err error
 		settled, err = snapshot(ctx)
 		return err == nil, err
@@ -230,10 +235,10 @@ func TestCloneSetPartition(t *testing.T) {
 	for time.Now().Before(deadline) {
 		now, err := snapshot(ctx)
 		if err != nil {
-			t.Fatalf("with partition 2: %v", err)
+			t.Fatalf("with partition %s: %v", partition.String(), err)
 		}
 		if !maps.Equal(now, settled) {
-			t.Fatalf("with partition 2 the Pods changed: %v, were %v", now, settled)
+			t.Fatalf("with partition %s the Pods changed: %v, were %v", partition.String(), now, settled)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

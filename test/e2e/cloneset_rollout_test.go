@@ -1,0 +1,465 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+)
+
+// podEvent is one change of a namespace's Pods, as its watch delivered it.
+type podEvent struct {
+	typ watch.EventType
+	pod *corev1.Pod
+}
+
+// podEvents records every change of the Pods of a namespace from the moment it starts (a watch
+// delivers every change, in order), so a test can check a property at every observation, not only
+// at the ones its polling happened to make.
+type podEvents struct {
+	mu      sync.Mutex
+	initial []*corev1.Pod
+	events  []podEvent
+	err     error
+}
+
+func recordPods(t *testing.T, ctx context.Context, ns string) *podEvents {
+	t.Helper()
+	list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &podEvents{}
+	for i := range list.Items {
+		r.initial = append(r.initial, &list.Items[i])
+	}
+	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+		return kube.CoreV1().Pods(ns).Watch(ctx, options)
+	}}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, lw)
+	if err != nil {
+		t.Fatalf("watching the Pods of %s: %v", ns, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			r.mu.Lock()
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				r.events = append(r.events, podEvent{typ: ev.Type, pod: p})
+			} else if ev.Type == watch.Error {
+				r.err = fmt.Errorf("watch error: %v", ev.Object)
+			}
+			r.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		w.Stop()
+		<-done
+	})
+	return r
+}
+
+// upTo waits until the recorder has seen the Pods as current as a List now, and returns the
+// events so far.
+func (r *podEvents) upTo(t *testing.T, ctx context.Context, ns string) []podEvent {
+	t.Helper()
+	list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, p := range list.Items {
+		want[p.Name] = p.ResourceVersion
+	}
+	var events []podEvent
+	poll(t, ctx, 30*time.Second, "the Pod watch to catch up", func(context.Context) (bool, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		events = slices.Clone(r.events)
+		seen := map[string]string{}
+		for _, p := range r.initial {
+			seen[p.Name] = p.ResourceVersion
+		}
+		for _, e := range events {
+			if e.typ == watch.Deleted {
+				delete(seen, e.pod.Name)
+			} else {
+				seen[e.pod.Name] = e.pod.ResourceVersion
+			}
+		}
+		return maps.Equal(seen, want), r.err
+	})
+	return events
+}
+
+// replay calls at(pods) with the namespace's Pods (not terminating) after each event.
+func (r *podEvents) replay(events []podEvent, at func(ev podEvent, pods map[string]*corev1.Pod)) {
+	pods := map[string]*corev1.Pod{}
+	for _, p := range r.initial {
+		pods[p.Name] = p
+	}
+	for _, e := range events {
+		if e.typ == watch.Deleted || e.pod.DeletionTimestamp != nil {
+			delete(pods, e.pod.Name)
+		} else {
+			pods[e.pod.Name] = e.pod
+		}
+		at(e, pods)
+	}
+}
+
+// podsAddedOrDeleted are the Pods the events created or deleted, as "+name" and "-name".
+func podsAddedOrDeleted(r *podEvents, events []podEvent) []string {
+	known := map[string]bool{}
+	for _, p := range r.initial {
+		known[p.Name] = true
+	}
+	var out []string
+	for _, e := range events {
+		switch {
+		case e.typ == watch.Added && !known[e.pod.Name]:
+			out = append(out, "+"+e.pod.Name)
+			known[e.pod.Name] = true
+		case e.typ == watch.Deleted || e.pod.DeletionTimestamp != nil:
+			if known[e.pod.Name] {
+				out = append(out, "-"+e.pod.Name)
+				delete(known, e.pod.Name)
+			}
+		}
+	}
+	return out
+}
+
+func setImage(image string) func(*v1alpha1.CloneSet) {
+	return func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = image }
+}
+
+// checkKubectlCounts checks the row `kubectl get clone NAME` prints: DESIRED UPDATED UPDATED_READY
+// READY TOTAL.
+func checkKubectlCounts(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, want ...string) {
+	t.Helper()
+	lines := tableLines(mustKubectl(t, ctx, "", "get", "clone", cs.Name, "-n", cs.Namespace))
+	if len(lines) != 2 || len(lines[1]) < 6 {
+		t.Fatalf("kubectl get clone %s: %q", cs.Name, lines)
+	}
+	if got := lines[1][1:6]; !slices.Equal(got, want) {
+		t.Errorf("kubectl get clone %s: DESIRED UPDATED UPDATED_READY READY TOTAL = %v, want %v", cs.Name, got, want)
+	}
+}
+
+// TestCloneSetMaxUnavailable: with maxUnavailable 1, an in-place rollout over 4 Pods never has
+// more than one Pod unready at any moment the Pod watch shows, and creates or deletes nothing.
+func TestCloneSetMaxUnavailable(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-mu")
+	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
+		MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+	})
+	waitCloneSetReady(t, ctx, cs, 4)
+	rec := recordPods(t, ctx, ns)
+
+	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
+	got, _ := waitRolledOut(t, ctx, cs, 4)
+	events := rec.upTo(t, ctx, ns)
+	maxUnready, observations := 0, 0
+	var worst string
+	rec.replay(events, func(_ podEvent, pods map[string]*corev1.Pod) {
+		observations++
+		var unready []string
+		for name, p := range pods {
+			if !podReady(p) {
+				unready = append(unready, name)
+			}
+		}
+		if len(unready) > maxUnready {
+			maxUnready = len(unready)
+			worst = strings.Join(slices.Sorted(slices.Values(unready)), ",")
+		}
+	})
+	t.Logf("%d observations, at most %d Pod(s) unready", observations, maxUnready)
+	if maxUnready != 1 {
+		t.Errorf("at most %d Pods unready at once (%s), want exactly 1 (maxUnavailable 1)", maxUnready, worst)
+	}
+	if changed := podsAddedOrDeleted(rec, events); len(changed) > 0 {
+		t.Errorf("pods created or deleted during an in-place rollout: %v", changed)
+	}
+	checkKubectlCounts(t, ctx, got, "4", "4", "4", "4", "4")
+}
+
+// TestCloneSetPaused: a paused CloneSet changes no Pod after a template change; unpaused, it rolls
+// out.
+func TestCloneSetPaused(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-pause")
+	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{
+		Type:   v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
+		Paused: true,
+	})
+	before := waitCloneSetReady(t, ctx, cs, 2)
+	rec := recordPods(t, ctx, ns)
+	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
+
+	// The controller saw the change (a new update revision in status), and for a while after
+	// that no Pod changes.
+	poll(t, ctx, 30*time.Second, "the new update revision in status", func(ctx context.Context) (bool, error) {
+		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return got.Status.ObservedGeneration == got.Generation && got.Status.UpdateRevision != got.Status.CurrentRevision,
+			fmt.Errorf("status %+v", got.Status)
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.UpdatedReplicas != 0 {
+			t.Fatalf("paused: status.updatedReplicas %d", got.Status.UpdatedReplicas)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	events := rec.upTo(t, ctx, ns)
+	for _, e := range events {
+		b := before[e.pod.Name]
+		if b == nil || e.pod.UID != b.UID || specImage(e.pod, "main") != appImageV1 || podRevision(e.pod) != podRevision(b) {
+			t.Fatalf("paused: pod %s changed (%s): image %s, revision %s", e.pod.Name, e.typ, specImage(e.pod, "main"), podRevision(e.pod))
+		}
+	}
+
+	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.UpdateStrategy.Paused = false })
+	_, after := waitRolledOut(t, ctx, cs, 2)
+	for name, p := range after {
+		if b := before[name]; b == nil || b.UID != p.UID {
+			t.Errorf("pod %s was recreated: want an in-place update", name)
+		}
+	}
+}
+
+// TestCloneSetInPlaceOnly: under InPlaceOnly a template change that cannot go in place is refused
+// when written (422 naming spec.template), and Pods left at a revision that cannot be reached in
+// place (the change was made under InPlaceIfPossible while paused) are never recreated: the
+// FailedUpdate condition and a Warning event say why.
+func TestCloneSetInPlaceOnly(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-ipo")
+	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType})
+	before := waitCloneSetReady(t, ctx, cs, 2)
+
+	_, stderr, err := kubectl(ctx, "", "-n", ns, "patch", "clone/web", "--type=json", "-p",
+		`[{"op":"add","path":"/spec/template/spec/containers/0/env","value":[{"name":"GREETING","value":"hello"}]}]`)
+	if err == nil || !strings.Contains(stderr, "spec.template") || !strings.Contains(stderr, "InPlaceOnly") {
+		t.Fatalf("env change under InPlaceOnly: err %v, stderr %q; want a 422 naming spec.template and InPlaceOnly", err, stderr)
+	}
+
+	// Written under InPlaceIfPossible while paused, then InPlaceOnly and unpaused.
+	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
+		cs.Spec.UpdateStrategy.Type = v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+		cs.Spec.UpdateStrategy.Paused = true
+	})
+	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
+		cs.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "GREETING", Value: "hello"}}
+	})
+	rec := recordPods(t, ctx, ns)
+	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
+		cs.Spec.UpdateStrategy.Type = v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType
+		cs.Spec.UpdateStrategy.Paused = false
+	})
+	var cond *v1alpha1.CloneSetCondition
+	poll(t, ctx, 30*time.Second, "condition FailedUpdate True", func(ctx context.Context) (bool, error) {
+		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for i := range got.Status.Conditions {
+			if c := &got.Status.Conditions[i]; c.Type == v1alpha1.CloneSetConditionFailedUpdate && c.Status == corev1.ConditionTrue {
+				cond = c
+				return got.Status.ObservedGeneration == got.Generation, nil
+			}
+		}
+		return false, fmt.Errorf("conditions %+v", got.Status.Conditions)
+	})
+	if cond.Reason != "CannotUpdateInPlace" || !strings.Contains(cond.Message, "InPlaceOnly") || !strings.Contains(cond.Message, "env") {
+		t.Errorf("condition FailedUpdate: reason %q, message %q; want CannotUpdateInPlace naming InPlaceOnly and the env change", cond.Reason, cond.Message)
+	}
+	waitCloneSetEvent(t, ctx, cs, "FailedUpdatePodInPlaceOnly", "cannot be made in place")
+	// And it stays so: the Pod watch records any change during this observation window.
+	time.Sleep(3 * time.Second)
+	events := rec.upTo(t, ctx, ns)
+	if changed := podsAddedOrDeleted(rec, events); len(changed) > 0 {
+		t.Errorf("InPlaceOnly created or deleted pods: %v", changed)
+	}
+	pods, err := cloneSetPods(ctx, cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range pods {
+		if b := before[name]; b == nil || b.UID != p.UID || len(p.Spec.Containers[0].Env) != 0 {
+			t.Errorf("pod %s changed under InPlaceOnly (env %v)", name, p.Spec.Containers[0].Env)
+		}
+	}
+}
+
+// TestCloneSetInPlaceUpdateHook: with an inPlaceUpdate lifecycle hook (labelsHandler,
+// markPodNotReady) the Pod waits in PreparingUpdate, out of service and not updated, until the
+// hook label is removed; then it is updated in place (Updated), and Normal once the label is back.
+func TestCloneSetInPlaceUpdateHook(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-hook")
+	const hold = "example.io/hold"
+	labels := map[string]string{"app": "web"}
+	cs, err := inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, &v1alpha1.CloneSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: v1alpha1.CloneSetSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web", hold: "true"}},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](1),
+					Containers:                    []corev1.Container{{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever}},
+				},
+			},
+			UpdateStrategy: v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
+			Lifecycle: &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{
+				LabelsHandler: map[string]string{hold: "true"}, MarkPodNotReady: true}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ready needs KruisePodReady True, which the controller sets on the new Pod.
+	before := waitCloneSetReady(t, ctx, cs, 1)
+	var name string
+	for name = range before {
+	}
+	if s := before[name].Labels[pub.LifecycleStateKey]; s != string(pub.LifecycleStateNormal) {
+		t.Errorf("new pod in lifecycle state %q, want Normal", s)
+	}
+
+	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
+	stateIs := func(want pub.LifecycleStateType, extra func(*corev1.Pod) error) func(context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			p, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if s := pub.LifecycleStateType(p.Labels[pub.LifecycleStateKey]); s != want {
+				return false, fmt.Errorf("state %q", s)
+			}
+			if extra != nil {
+				if err := extra(p); err != nil {
+					return false, err
+				}
+			}
+			return true, nil
+		}
+	}
+	held := func(p *corev1.Pod) error {
+		if specImage(p, "main") != appImageV1 || conditionStatus(p, pub.KruisePodReadyConditionType) != corev1.ConditionFalse || podReady(p) {
+			return fmt.Errorf("image %s, KruisePodReady %s, ready %v; want %s, False, false",
+				specImage(p, "main"), conditionStatus(p, pub.KruisePodReadyConditionType), podReady(p), appImageV1)
+		}
+		return nil
+	}
+	poll(t, ctx, 30*time.Second, "pod "+name+" PreparingUpdate, not ready, not updated", stateIs(pub.LifecycleStatePreparingUpdate, held))
+	// It waits there while the hook label stays.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if ok, err := stateIs(pub.LifecycleStatePreparingUpdate, held)(ctx); !ok {
+			t.Fatalf("while the hook holds: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	mustKubectl(t, ctx, "", "-n", ns, "label", "pod", name, hold+"-")
+	updated := func(p *corev1.Pod) error {
+		s := findStatus(p, "main")
+		if p.UID != before[name].UID || s == nil || s.Image != appImageV2 || s.RestartCount != 1 || !podReady(p) ||
+			conditionStatus(p, pub.KruisePodReadyConditionType) != corev1.ConditionTrue {
+			return fmt.Errorf("uid %s, status %+v, ready %v, KruisePodReady %s", p.UID, s, podReady(p), conditionStatus(p, pub.KruisePodReadyConditionType))
+		}
+		return nil
+	}
+	poll(t, ctx, rolloutTimeout, "pod "+name+" updated in place and Updated", stateIs(pub.LifecycleStateUpdated, updated))
+
+	mustKubectl(t, ctx, "", "-n", ns, "label", "pod", name, hold+"=true")
+	poll(t, ctx, 30*time.Second, "pod "+name+" Normal again", stateIs(pub.LifecycleStateNormal, updated))
+	got, _ := waitRolledOut(t, ctx, cs, 1)
+	checkKubectlCounts(t, ctx, got, "1", "1", "1", "1", "1")
+}
+
+// TestCloneSetControllerKilledMidRollout: inplace-controller SIGKILLed in the middle of an in-place
+// rollout and started again finishes the rollout, creating and deleting no Pod.
+func TestCloneSetControllerKilledMidRollout(t *testing.T) {
+	ctx := testContext(t)
+	t.Cleanup(func() {
+		if !readRecordedDaemon(t, "inplace-controller").alive() {
+			_ = runLocalUpHook(t, controllerHook)
+		}
+	})
+	ns := newNamespace(t, ctx, "clone-kill")
+	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
+		MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+	})
+	before := waitCloneSetReady(t, ctx, cs, 4)
+	rec := recordPods(t, ctx, ns)
+	controller := readRecordedDaemon(t, "inplace-controller")
+
+	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
+	var started int
+	poll(t, ctx, rolloutTimeout, "the rollout to start", func(ctx context.Context) (bool, error) {
+		pods, err := cloneSetPods(ctx, cs)
+		if err != nil {
+			return false, err
+		}
+		started = 0
+		for _, p := range pods {
+			if specImage(p, "main") == appImageV2 {
+				started++
+			}
+		}
+		return started > 0, nil
+	})
+	controller.stop(t, ctx, syscall.SIGKILL, 10*time.Second)
+	t.Logf("inplace-controller (pid %d) killed with %d of 4 Pods started", controller.pid, started)
+	if started == 4 {
+		t.Fatal("the rollout was over before inplace-controller was killed")
+	}
+	if err := runLocalUpHook(t, controllerHook); err != nil {
+		t.Fatalf("%s: %v", controllerHook, err)
+	}
+	got, after := waitRolledOut(t, ctx, cs, 4)
+	for name, p := range after {
+		if b := before[name]; b == nil || b.UID != p.UID {
+			t.Errorf("pod %s is new: want the same 4 Pods updated in place", name)
+		}
+		if s := findStatus(p, "main"); s == nil || s.RestartCount != 1 {
+			t.Errorf("pod %s: container status %+v, want restartCount 1", name, s)
+		}
+	}
+	if changed := podsAddedOrDeleted(rec, rec.upTo(t, ctx, ns)); len(changed) > 0 {
+		t.Errorf("pods created or deleted: %v", changed)
+	}
+	checkKubectlCounts(t, ctx, got, "4", "4", "4", "4", "4")
+}
