@@ -30,73 +30,15 @@
 # its Pods live in a namespace of their own, deleted at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT="$PWD"
+# shellcheck source=hack/lib/bench.sh
+source hack/lib/bench.sh
 
-N="${1:-${BENCH_PODS:-10}}"
-ROUNDS="${BENCH_ROUNDS:-1}"
+bench_settings 10 "${1:-}"
 GATE="${BENCH_READINESS_GATE:-0}"
-TIMEOUT="${BENCH_TIMEOUT:-180}"
-SETTLE="${BENCH_SETTLE:-3}"
-[[ "$N" =~ ^[1-9][0-9]*$ ]] || { echo "usage: $0 [N]   (N: number of Pods, > 0)" >&2; exit 2; }
-[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_ROUNDS must be > 0" >&2; exit 2; }
 
 IMAGE_OLD=inplace.local/app:v1
 IMAGE_NEW=inplace.local/app:v2
-export KUBECONFIG="$ROOT/_output/local/admin.kubeconfig"
-KUBECTL="$ROOT/_output/bin/kubectl"
-
-log() { echo "[$(date +%T.%3N)] $*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
-
-# cluster_running: kube-apiserver recorded by local-up runs and answers, and so
-# does inplace-apiserver (the in-place subresource).
-cluster_running() {
-  local f pid start stat
-  for f in kube-apiserver inplace-apiserver; do
-    read -r pid start < "$ROOT/_output/local/pids/$f.pid" 2>/dev/null || return 1
-    stat="$(cat "/proc/$pid/stat" 2>/dev/null)" || return 1
-    stat="${stat##*) }"
-    # shellcheck disable=SC2086 # fields on purpose
-    set -- $stat
-    [[ "${20}" == "$start" ]] || return 1
-  done
-  [[ -x "$KUBECTL" ]] && "$KUBECTL" get --raw /readyz >/dev/null 2>&1
-}
-
-STARTED_CLUSTER=false
-NS=""
-WORK=""
-cleanup() {
-  local rc=$? job
-  # Requests still being sent (after a failure): this script's own background jobs.
-  for job in $(jobs -p); do kill "$job" 2>/dev/null || true; done
-  [[ -z "$WORK" ]] || rm -rf "$WORK"
-  if [[ -n "$NS" ]]; then
-    "$KUBECTL" delete namespace "$NS" --wait=true --timeout=120s >/dev/null 2>&1 || log "could not delete namespace $NS"
-  fi
-  if $STARTED_CLUSTER; then
-    log "bringing the cluster down again (it was not running)"
-    hack/local-down.sh >&2 || rc=1
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-
-if ! cluster_running; then
-  [[ $EUID -eq 0 ]] || die "the local cluster is not running and starting it needs root"
-  log "the local cluster is not running: starting it with hack/local-up.sh"
-  STARTED_CLUSTER=true
-  hack/local-up.sh >&2
-fi
-cluster_running || die "the local cluster is not up"
-
-NS="bench-inplace-$(date +%s)-$$"
-"$KUBECTL" create namespace "$NS" >/dev/null
-until "$KUBECTL" -n "$NS" get serviceaccount default >/dev/null 2>&1; do sleep 0.1; done
-
-WORK="$(mktemp -d)"
+bench_start bench-inplace
 
 # pods_yaml GROUP IMAGE: the N Pods of a group (names GROUP-0 ... GROUP-N-1).
 pods_yaml() {
@@ -127,17 +69,17 @@ ready_on() {
     awk -F'|' -v img="$2" '$1 == "" && $2 == img && $3 == "true" && $4 == "True" { n++ } END { print n + 0 }'
 }
 
+# all_ready_on GROUP IMAGE: whether all N Pods of the group are Ready on IMAGE.
+all_ready_on() {
+  local n
+  n="$(ready_on "$1" "$2")"
+  BENCH_POLL_STATE="only $n of $N Pods Ready on $2"
+  [[ "$n" == "$N" ]]
+}
+
 # wait_ready GROUP IMAGE WHAT: poll (0.1 s) until all N Pods of the group are
 # Ready on IMAGE.
-wait_ready() {
-  local deadline=$((SECONDS + TIMEOUT)) n
-  while :; do
-    n="$(ready_on "$1" "$2")"
-    [[ "$n" == "$N" ]] && return 0
-    ((SECONDS < deadline)) || die "$3: only $n of $N Pods Ready on $2 after ${TIMEOUT}s"
-    sleep 0.1
-  done
-}
+wait_ready() { bench_poll "$TIMEOUT" "$3" all_ready_on "$1" "$2"; }
 
 # inplace_update NAME: POST pods/NAME/inplaceupdate; a refusal "the object has
 # been modified" (409, or 500 when it hit the status write: inplace losing a
@@ -208,10 +150,9 @@ for ((round = 1; round <= ROUNDS; round++)); do
   "$KUBECTL" -n "$NS" delete pods -l "bench in ($A,$B)" --wait=false >/dev/null
 done
 
-mean() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.2f", s / NR }'; }
 a="$(mean "${inplace_times[@]}")"
 b="$(mean "${recreate_times[@]}")"
 echo "pods: $N  rounds: $ROUNDS  readiness gate: $([[ "$GATE" == 1 ]] && echo yes || echo no)"
 echo "in-place update (a): ${a}s   [${inplace_times[*]}]$([[ $retries_total -gt 0 ]] && echo "  ($retries_total requests resent after 409)")"
 echo "delete+recreate (b): ${b}s   [${recreate_times[*]}]"
-echo "ratio recreate/in-place: $(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", b / a }')"
+echo "ratio recreate/in-place: $(ratio "$b" "$a")"

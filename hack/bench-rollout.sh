@@ -1,0 +1,418 @@
+#!/usr/bin/env bash
+# Benchmarks a rollout of a new image on the local cluster: for N Pods whose
+# container "app" runs inplace.local/app:v1, the wall time from the moment the
+# change is submitted until all N Pods are Ready with app running
+# inplace.local/app:v2 (imagePullPolicy Never), four ways:
+#
+#   floor       plain Pods (no owner, no readiness gate), the image patched with
+#               the core API (kubectl patch of spec.containers[app].image, the
+#               Pods of a wave in parallel) in waves of maxUnavailable Pods: a
+#               wave is patched, then waited for (Ready on v2), then the next;
+#   inplace     a CloneSet (apps.kruise.io/v1alpha1), updateStrategy.type
+#               InPlaceIfPossible, maxUnavailable; its template image patched;
+#   recreate    the same CloneSet with updateStrategy.type ReCreate;
+#   deployment  an apps/v1 Deployment, RollingUpdate, maxUnavailable, maxSurge 0;
+#
+# for two Pod shapes:
+#
+#   a   one container, app;
+#   b   a fat Pod: app plus two sidecars (the same app image v1, never changed)
+#       whose readiness probe passes from 5 s after they start
+#       (initialDelaySeconds 5, periodSeconds 1): by default a tcpSocket probe
+#       of a port the sidecar serves (busybox httpd), or with
+#       BENCH_SIDECAR_PROBE=exec, exec cat /proc/1/status. 20 fat Pods' exec
+#       probes (40 runc execs a second) keep ~1.3 CPUs busy, which on a small
+#       node slows every container restart; tcp probes cost next to nothing.
+#
+# A workload is done when its Pods are, and its controller's status says so: a
+# CloneSet's status.updatedReplicas == updatedReadyReplicas == N, and all its
+# active Pods at status.updateRevision; a Deployment's status.updatedReplicas
+# == readyReplicas == N. Active Pods are those not being deleted (terminating
+# Pods of a recreate are out of service already and not waited for).
+# It prints each time, its ratio to the Deployment's and to the floor's, how
+# many Pods have a UID and an IP that none of the N Pods had before, and how
+# busy the node's CPUs were meanwhile (everything counts: the cluster, this
+# script's kubectl calls, and whatever else runs on the machine).
+#
+#   bash hack/bench-rollout.sh [N]          # N: number of Pods (default 20, or $BENCH_PODS)
+#   BENCH_ROUNDS=2 BENCH_SHAPES=b bash hack/bench-rollout.sh 20
+#   BENCH_WAYS=floor,inplace BENCH_TRACE=/tmp/trace bash hack/bench-rollout.sh
+#
+# Settings (environment):
+#   BENCH_PODS=20               number of Pods when no argument is given
+#   BENCH_ROUNDS=1              rounds; each way of each round starts from fresh v1 Pods
+#   BENCH_SHAPES=a,b            Pod shapes to run (see above)
+#   BENCH_WAYS=floor,inplace,recreate,deployment    ways to run, in this order
+#   BENCH_MAX_UNAVAILABLE=50%   maxUnavailable of the workloads, and the floor's wave size
+#                               (a percentage rounds up, as CloneSet does; Deployment rounds
+#                               down: equal for an even N at 50%)
+#   BENCH_SIDECAR_PROBE=tcp     readiness probe of the fat Pod's sidecars: exec or tcp
+#   BENCH_TIMEOUT=180           seconds to wait for each phase
+#   BENCH_SETTLE=3              seconds the v1 Pods run after they are Ready, before the clock
+#                               starts (see hack/bench-inplace.sh)
+#   BENCH_TRACE=                a directory: keep there, per measured rollout GROUP
+#                               (SHAPE-WAY-rROUND), GROUP.pods and GROUP.workload (every
+#                               watch event of its Pods / its workload, one line each,
+#                               prefixed with the Unix time it arrived) and GROUP.times
+#                               (t0, the floor's waves, t1)
+#
+# The cluster is left as found (see hack/lib/bench.sh); everything lives in a
+# namespace of its own, deleted at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=hack/lib/bench.sh
+source hack/lib/bench.sh
+
+bench_settings 20 "${1:-}"
+SHAPES="${BENCH_SHAPES:-a,b}"
+WAYS="${BENCH_WAYS:-floor,inplace,recreate,deployment}"
+MAX_UNAVAILABLE="${BENCH_MAX_UNAVAILABLE:-50%}"
+TRACE="${BENCH_TRACE:-}"
+PROBE="${BENCH_SIDECAR_PROBE:-tcp}"
+usage() { echo "$*; settings: see the header of $0" >&2; exit 2; }
+[[ "$PROBE" == exec || "$PROBE" == tcp ]] || usage "BENCH_SIDECAR_PROBE must be exec or tcp"
+IFS=, read -r -a shapes <<< "$SHAPES"
+IFS=, read -r -a ways <<< "$WAYS"
+for s in "${shapes[@]}"; do [[ "$s" == a || "$s" == b ]] || usage "BENCH_SHAPES: unknown shape '$s'"; done
+for w in "${ways[@]}"; do
+  [[ "$w" =~ ^(floor|inplace|recreate|deployment)$ ]] || usage "BENCH_WAYS: unknown way '$w'"
+done
+if [[ "$MAX_UNAVAILABLE" =~ ^([0-9]+)%$ ]]; then
+  WAVE=$(((N * BASH_REMATCH[1] + 99) / 100))
+elif [[ "$MAX_UNAVAILABLE" =~ ^[0-9]+$ ]]; then
+  WAVE="$MAX_UNAVAILABLE"
+else
+  usage "BENCH_MAX_UNAVAILABLE must be a count or a percentage"
+fi
+((WAVE > 0)) || usage "BENCH_MAX_UNAVAILABLE must allow at least one Pod"
+WAVE=$((WAVE < N ? WAVE : N))
+if [[ -n "$TRACE" ]]; then
+  mkdir -p "$TRACE"
+  TRACE="$(cd "$TRACE" && pwd)"
+fi
+
+IMAGE_OLD=inplace.local/app:v1
+IMAGE_NEW=inplace.local/app:v2
+SIDECAR_IMAGE=inplace.local/app:v1
+
+declare -A WAY_NAME=(
+  [floor]="floor: core API patch, waves of $WAVE"
+  [inplace]="CloneSet InPlaceIfPossible"
+  [recreate]="CloneSet ReCreate"
+  [deployment]="Deployment RollingUpdate"
+)
+declare -A SHAPE_NAME=(
+  [a]="one container (app)"
+  [b]="fat: app + 2 sidecars ready 5 s after start ($PROBE probes)"
+)
+
+bench_start bench-rollout
+
+# --- manifests -----------------------------------------------------------------
+
+# pod_spec SHAPE IMAGE: the Pod spec (at indentation 0); app is container 0.
+pod_spec() {
+  cat <<EOF
+containers:
+- name: app
+  image: $2
+  imagePullPolicy: Never
+EOF
+  [[ "$1" == b ]] || return 0
+  local i
+  for i in 1 2; do
+    cat <<EOF
+- name: sidecar-$i
+  image: $SIDECAR_IMAGE
+  imagePullPolicy: Never
+EOF
+    if [[ "$PROBE" == exec ]]; then
+      echo "  readinessProbe: {exec: {command: [cat, /proc/1/status]}, initialDelaySeconds: 5, periodSeconds: 1}"
+    else
+      # sh as PID 1 exits on TERM (busybox httpd alone would ignore it).
+      echo "  command: [sh, -c, 'trap \"exit 0\" TERM; httpd -f -p 808$i -h /tmp & wait']"
+      echo "  readinessProbe: {tcpSocket: {port: 808$i}, initialDelaySeconds: 5, periodSeconds: 1}"
+    fi
+  done
+}
+
+# indent N: stdin indented by N spaces.
+indent() { sed "s/^/$(printf "%$1s")/"; }
+
+# floor_yaml GROUP SHAPE: N plain Pods GROUP-0 ... GROUP-N-1 on v1, labelled
+# with their wave (0, 1, ...).
+floor_yaml() {
+  local i
+  for ((i = 0; i < N; i++)); do
+    cat <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1-$i
+  labels: {bench: $1, wave: "$((i / WAVE))"}
+spec:
+$(pod_spec "$2" "$IMAGE_OLD" | indent 2)
+---
+EOF
+  done
+}
+
+# workload_yaml GROUP SHAPE WAY: the way's workload, a CloneSet or a
+# Deployment of N Pods on v1.
+workload_yaml() {
+  local api kind strategy
+  case "$3" in
+    inplace | recreate)
+      api=apps.kruise.io/v1alpha1 kind=CloneSet
+      strategy="updateStrategy: {type: $([[ "$3" == inplace ]] && echo InPlaceIfPossible || echo ReCreate), maxUnavailable: $MAX_UNAVAILABLE}"
+      ;;
+    deployment)
+      api=apps/v1 kind=Deployment
+      strategy="strategy: {type: RollingUpdate, rollingUpdate: {maxUnavailable: $MAX_UNAVAILABLE, maxSurge: 0}}"
+      ;;
+  esac
+  cat <<EOF
+apiVersion: $api
+kind: $kind
+metadata:
+  name: $1
+  labels: {bench: $1}
+spec:
+  replicas: $N
+  selector:
+    matchLabels: {bench: $1}
+  template:
+    metadata:
+      labels: {bench: $1}
+    spec:
+$(pod_spec "$2" "$IMAGE_OLD" | indent 6)
+  $strategy
+EOF
+}
+
+# workload_resource WAY: the resource of the way's workload (empty for the floor).
+workload_resource() {
+  case "$1" in
+    inplace | recreate) echo clonesets.apps.kruise.io ;;
+    deployment) echo deployments.apps ;;
+    *) echo "" ;;
+  esac
+}
+
+# --- waiting -------------------------------------------------------------------
+
+# One line per Pod and per workload: kind|name|deletionTimestamp|uid|podIP|
+# revision label|app image in spec|app image in status|app ready|Pod Ready|
+# generation|observedGeneration|replicas|updatedReplicas|readyReplicas|
+# updatedReadyReplicas|updateRevision|app image in the template
+STATE_JSONPATH='{range .items[*]}{.kind}|{.metadata.name}|{.metadata.deletionTimestamp}|{.metadata.uid}|{.status.podIP}|{.metadata.labels.controller-revision-hash}|{.spec.containers[?(@.name=="app")].image}|{.status.containerStatuses[?(@.name=="app")].image}|{.status.containerStatuses[?(@.name=="app")].ready}|{.status.conditions[?(@.type=="Ready")].status}|{.metadata.generation}|{.status.observedGeneration}|{.status.replicas}|{.status.updatedReplicas}|{.status.readyReplicas}|{.status.updatedReadyReplicas}|{.status.updateRevision}|{.spec.template.spec.containers[?(@.name=="app")].image}{"\n"}{end}'
+
+# all_on SELECTOR COUNT IMAGE [RESOURCE]: whether exactly COUNT Pods of the
+# selector are active, all Ready with app on IMAGE (spec and status) and ready;
+# and, with RESOURCE (its object labelled like its Pods), whether its status
+# says all COUNT Pods are updated to its template (on IMAGE) and ready (a
+# CloneSet: with no active Pod off status.updateRevision). One kubectl call.
+all_on() {
+  local selector="$1" count="$2" image="$3" resource="${4:-}" kinds=pods out
+  [[ -z "$resource" ]] || kinds="pods,$resource"
+  out="$("$KUBECTL" -n "$NS" get "$kinds" -l "$selector" -o "jsonpath=$STATE_JSONPATH")" || {
+    BENCH_POLL_STATE="kubectl get failed"
+    return 1
+  }
+  BENCH_POLL_STATE="$(awk -F'|' -v img="$image" -v n="$count" -v wl="$resource" '
+    $1 == "Pod" && $3 == "" {
+      active++
+      if ($7 == img && $8 == img && $9 == "true" && $10 == "True") on++
+      rev[$6]++
+    }
+    $1 == "CloneSet" {
+      found = 1; updrev = $17
+      ok = $11 == $12 && $13 == n && $14 == n && $16 == n && $18 == img
+      st = sprintf("CloneSet observedGeneration %s/%s replicas %s updated %s updatedReady %s", $12, $11, $13, $14, $16)
+    }
+    $1 == "Deployment" {
+      found = 1
+      ok = $11 == $12 && $13 == n && $14 == n && $15 == n && $18 == img
+      st = sprintf("Deployment observedGeneration %s/%s replicas %s updated %s ready %s", $12, $11, $13, $14, $15)
+    }
+    END {
+      if (updrev != "") for (r in rev) if (r != updrev) { ok = 0; st = st sprintf(", %d active Pods off updateRevision", rev[r]) }
+      done = active + 0 == n && on + 0 == n && (wl == "" || ok)
+      printf "%s%d of %d Pods Ready on %s (%d active)%s", done ? "DONE " : "", on, n, img, active, wl == "" ? "" : (found ? "; " st : "; no workload")
+    }' <<< "$out")"
+  [[ "$BENCH_POLL_STATE" == DONE* ]]
+}
+
+# pod_ids GROUP: "uid ip" of each active Pod of the group.
+pod_ids() {
+  "$KUBECTL" -n "$NS" get pods -l "bench=$1" -o \
+    'jsonpath={range .items[*]}{.metadata.deletionTimestamp}|{.metadata.uid}|{.status.podIP}{"\n"}{end}' |
+    awk -F'|' '$1 == "" { print $2, $3 }'
+}
+
+# cpu_ticks: "BUSY IDLE" jiffies of all CPUs so far (/proc/stat).
+cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat; }
+# cpu_busy BEFORE AFTER: percentage of CPU time busy between two cpu_ticks.
+cpu_busy() {
+  awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); busy = y[1] - x[1]; idle = y[2] - x[2]
+    if (busy + idle > 0) printf "%.0f", 100 * busy / (busy + idle); else print 0 }'
+}
+
+# changed BEFORE AFTER FIELD: how many lines of AFTER have a FIELD (1 uid,
+# 2 ip) that no line of BEFORE has.
+changed() {
+  awk -v f="$3" 'NR == FNR { seen[$f] = 1; next } !($f in seen) { n++ } END { print n + 0 }' <(echo "$1") <(echo "$2")
+}
+
+# --- tracing (BENCH_TRACE) -----------------------------------------------------
+
+# (No {range} in a watch: kubectl's printer fails on the second object.)
+cond() { echo "$1={.status.conditions[?(@.type==\"$1\")].status}@{.status.conditions[?(@.type==\"$1\")].lastTransitionTime}"; }
+TRACE_PODS_JSONPATH="{.metadata.name} rv={.metadata.resourceVersion} del={.metadata.deletionTimestamp} rev={.metadata.labels.controller-revision-hash} spec={.spec.containers[?(@.name==\"app\")].image} ip={.status.podIP} $(cond InPlaceUpdateReady) $(cond ContainersReady) $(cond Ready) app={.status.containerStatuses[?(@.name==\"app\")].image}/ready={.status.containerStatuses[?(@.name==\"app\")].ready}/restarts={.status.containerStatuses[?(@.name==\"app\")].restartCount}/startedAt={.status.containerStatuses[?(@.name==\"app\")].state.running.startedAt}{\"\\n\"}"
+TRACE_WORKLOAD_JSONPATH='{.metadata.name} rv={.metadata.resourceVersion} gen={.metadata.generation} observed={.status.observedGeneration} replicas={.status.replicas} updated={.status.updatedReplicas} ready={.status.readyReplicas} updatedReady={.status.updatedReadyReplicas}{"\n"}'
+
+# stamp: stdin with each line prefixed by the Unix time it was read.
+stamp() {
+  local line
+  while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done
+}
+
+trace_pids=()
+# trace_start GROUP WAY: watches of the group's Pods and workload into $TRACE,
+# returning once the Pod watch has listed the N Pods.
+trace_start() {
+  [[ -n "$TRACE" ]] || return 0
+  local g="$1" resource
+  resource="$(workload_resource "$2")"
+  : > "$TRACE/$g.times"
+  "$KUBECTL" -n "$NS" get pods -l "bench=$g" -w -o "jsonpath=$TRACE_PODS_JSONPATH" > >(stamp > "$TRACE/$g.pods") &
+  trace_pids+=($!)
+  if [[ -n "$resource" ]]; then
+    "$KUBECTL" -n "$NS" get "$resource" "$g" -w -o "jsonpath=$TRACE_WORKLOAD_JSONPATH" > >(stamp > "$TRACE/$g.workload") &
+    trace_pids+=($!)
+  fi
+  bench_poll "$TIMEOUT" "starting the Pod watch of $g" trace_listed "$TRACE/$g.pods" "${trace_pids[0]}"
+}
+# trace_listed FILE PID: whether the watch PID has written N lines to FILE.
+trace_listed() {
+  kill -0 "$2" 2>/dev/null || die "the Pod watch (kubectl get -w) ended"
+  [[ -f "$1" && "$(wc -l < "$1")" -ge "$N" ]]
+}
+
+# trace_mark GROUP WHAT TIME: a line "WHAT TIME" in GROUP.times.
+trace_mark() { [[ -z "$TRACE" ]] || echo "$2 $3" >> "$TRACE/$1.times"; }
+
+trace_stop() {
+  local p
+  for p in "${trace_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${trace_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  trace_pids=()
+}
+
+# --- one measured rollout --------------------------------------------------------
+
+# patch_pod NAME: the app image of the Pod to v2 (core API).
+patch_pod() {
+  "$KUBECTL" -n "$NS" patch pod "$1" --type=json \
+    -p "[{\"op\":\"replace\",\"path\":\"/spec/containers/0/image\",\"value\":\"$IMAGE_NEW\"}]" >/dev/null
+}
+
+# roll_floor GROUP: patch the Pods wave by wave, each wave waited for.
+roll_floor() {
+  local g="$1" w i pids
+  for ((w = 0; w * WAVE < N; w++)); do
+    pids=()
+    for ((i = w * WAVE; i < N && i < (w + 1) * WAVE; i++)); do
+      patch_pod "$g-$i" &
+      pids+=($!)
+    done
+    for i in "${pids[@]}"; do wait "$i" || die "patching a Pod of $g failed"; done
+    trace_mark "$g" "wave$w-sent" "$(now)"
+    bench_poll "$TIMEOUT" "$g: wave $w" all_on "bench=$g,wave=$w" "${#pids[@]}" "$IMAGE_NEW"
+    trace_mark "$g" "wave$w-ready" "$(now)"
+  done
+}
+
+declare -A TIMES UIDS IPS CPU
+# run_way SHAPE WAY ROUND: one measured rollout; its time, changed UIDs and
+# IPs, and CPU busy percentage are appended to TIMES, UIDS, IPS and CPU [SHAPE/WAY].
+run_way() {
+  local shape="$1" way="$2" round="$3" g resource before after t0 t1 t c0 c1
+  g="$shape-$way-r$round"
+  resource="$(workload_resource "$way")"
+  if [[ "$way" == floor ]]; then floor_yaml "$g" "$shape"; else workload_yaml "$g" "$shape" "$way"; fi |
+    "$KUBECTL" -n "$NS" create -f - >/dev/null
+  bench_poll "$TIMEOUT" "$g: creating the Pods on v1" all_on "bench=$g" "$N" "$IMAGE_OLD" "$resource"
+  sleep "$SETTLE" # not synchronisation: the same settled start for every way
+  before="$(pod_ids "$g")"
+  trace_start "$g" "$way"
+
+  c0="$(cpu_ticks)"
+  t0="$(now)"
+  trace_mark "$g" t0 "$t0"
+  if [[ "$way" == floor ]]; then
+    roll_floor "$g"
+  else
+    "$KUBECTL" -n "$NS" patch "$resource" "$g" --type=json \
+      -p "[{\"op\":\"replace\",\"path\":\"/spec/template/spec/containers/0/image\",\"value\":\"$IMAGE_NEW\"}]" >/dev/null
+    trace_mark "$g" patched "$(now)"
+  fi
+  bench_poll "$TIMEOUT" "$g: rolling out v2" all_on "bench=$g" "$N" "$IMAGE_NEW" "$resource"
+  t1="$(now)"
+  c1="$(cpu_ticks)"
+  trace_mark "$g" t1 "$t1"
+  trace_stop
+
+  t="$(elapsed "$t0" "$t1")"
+  after="$(pod_ids "$g")"
+  TIMES[$shape/$way]+="$t "
+  UIDS[$shape/$way]+="$(changed "$before" "$after" 1) "
+  IPS[$shape/$way]+="$(changed "$before" "$after" 2) "
+  CPU[$shape/$way]+="$(cpu_busy "$c0" "$c1") "
+  log "round $round shape $shape ${WAY_NAME[$way]}: ${t}s (Pod UIDs changed: $(changed "$before" "$after" 1)/$N, IPs changed: $(changed "$before" "$after" 2)/$N, CPU busy $(cpu_busy "$c0" "$c1")%)"
+
+  # The next way starts on a quiet node.
+  [[ -z "$resource" ]] || "$KUBECTL" -n "$NS" delete "$resource" "$g" --wait=true --timeout="${TIMEOUT}s" >/dev/null
+  "$KUBECTL" -n "$NS" delete pods,replicasets.apps -l "bench=$g" --ignore-not-found \
+    --wait=true --timeout="${TIMEOUT}s" >/dev/null
+}
+
+log "benchmark: $N Pods, $ROUNDS round(s), shapes ${shapes[*]}, ways ${ways[*]}, maxUnavailable $MAX_UNAVAILABLE, sidecar probes $PROBE, settle ${SETTLE}s, namespace $NS${TRACE:+, trace in $TRACE}"
+for ((round = 1; round <= ROUNDS; round++)); do
+  for shape in "${shapes[@]}"; do
+    for way in "${ways[@]}"; do
+      run_way "$shape" "$way" "$round"
+    done
+  done
+done
+
+# counts LIST: "X/N" when every round gave X, else "X,Y,.../N".
+counts() {
+  local uniq
+  uniq="$(tr ' ' '\n' <<< "$1" | sed '/^$/d' | sort -nu | paste -sd,)"
+  if [[ "$uniq" == *,* ]]; then echo "$(tr ' ' ',' <<< "${1% }")/$N"; else echo "$uniq/$N"; fi
+}
+
+echo "pods: $N  rounds: $ROUNDS  maxUnavailable: $MAX_UNAVAILABLE  settle: ${SETTLE}s"
+for shape in "${shapes[@]}"; do
+  echo
+  echo "shape $shape: ${SHAPE_NAME[$shape]}"
+  printf '  %-38s %8s  %8s  %8s  %9s  %9s  %5s  %s\n' way time "/deploy" "/floor" "UIDs chg" "IPs chg" "CPU%" rounds
+  deploy="" floor=""
+  if [[ -n "${TIMES[$shape/deployment]:-}" ]]; then
+    read -r -a ts <<< "${TIMES[$shape/deployment]}"
+    deploy="$(mean "${ts[@]}")"
+  fi
+  if [[ -n "${TIMES[$shape/floor]:-}" ]]; then
+    read -r -a ts <<< "${TIMES[$shape/floor]}"
+    floor="$(mean "${ts[@]}")"
+  fi
+  for way in "${ways[@]}"; do
+    read -r -a ts <<< "${TIMES[$shape/$way]}"
+    t="$(mean "${ts[@]}")"
+    read -r -a cs <<< "${CPU[$shape/$way]}"
+    printf '  %-38s %7ss  %8s  %8s  %9s  %9s  %5s  [%s]\n' "${WAY_NAME[$way]}" "$t" \
+      "$([[ -n "$deploy" ]] && ratio "$t" "$deploy" || echo -)" "$([[ -n "$floor" ]] && ratio "$t" "$floor" || echo -)" \
+      "$(counts "${UIDS[$shape/$way]}")" "$(counts "${IPS[$shape/$way]}")" "$(mean "${cs[@]}" | cut -d. -f1)" "${ts[*]}"
+  done
+done
