@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -604,5 +605,26 @@ func TestExpectationsUnit(t *testing.T) {
 	}
 	if ok, _ := e.satisfied("l", func(string) cachedPod { return cachedPod{exists: true, lifecycle: "PreparingUpdate"} }); !ok {
 		t.Fatal("not satisfied once the cache shows the pod in its new lifecycle state")
+	}
+}
+
+// In a namespace being deleted, Pod creation is refused: the controller stops trying and reports
+// no failure.
+func TestScaleUpInTerminatingNamespace(t *testing.T) {
+	cs := newCloneSet(4)
+	f := newFixture(t, cs)
+	f.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		err := apierrors.NewForbidden(corev1.Resource("pods"), "x", fmt.Errorf("namespace ns is being terminated"))
+		err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
+		return true, nil, err
+	})
+	f.sync(t)
+	if n := len(actionsOf[k8stesting.CreateAction](f, "create", "pods")); n != 1 {
+		t.Errorf("%d creations tried, want 1 (then stop)", n)
+	}
+	for _, e := range events(f) {
+		if strings.Contains(e, "FailedCreate") {
+			t.Errorf("event %q", e)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -272,6 +273,7 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revi
 		}
 	}
 	created := 0
+	var nsTerminating atomic.Bool
 	for batch := 1; created < n; batch *= 2 {
 		batch = min(batch, n-created)
 		pods := make([]*corev1.Pod, batch)
@@ -286,6 +288,12 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revi
 		for i, pod := range pods {
 			wg.Go(func() {
 				_, err := c.kube.CoreV1().Pods(cs.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+					// The namespace is going away with the CloneSet: nothing to create, nothing to report.
+					c.exp.creationObserved(key, pod.Name)
+					nsTerminating.Store(true)
+					return
+				}
 				if err != nil {
 					c.exp.creationObserved(key, pod.Name)
 					errs[i] = fmt.Errorf("creating pod %s: %w", pod.Name, err)
@@ -298,6 +306,9 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revi
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
 			return err
+		}
+		if nsTerminating.Load() {
+			return nil
 		}
 		created += batch
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -82,6 +83,11 @@ func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, p
 	}
 	templates := newTemplateCache(revisions, revs.update)
 	var errs []error
+	type decision struct {
+		pod  *corev1.Pod
+		plan updatePlan
+	}
+	var decided []decision
 	started := 0
 	for _, pod := range candidates {
 		if started >= toUpdate {
@@ -106,9 +112,17 @@ func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, p
 			unavailable++
 		}
 		started++
-		errs = append(errs, c.applyUpdate(ctx, cs, pod, plan, revs.update.Name))
+		decided = append(decided, decision{pod, plan})
 	}
-	res.err = errors.Join(errs...)
+	// The Pods of one step go at once: each request is a few API round trips, and a wave of
+	// maxUnavailable Pods sent one after the other would start its last Pod late.
+	applyErrs := make([]error, len(decided))
+	var wg sync.WaitGroup
+	for i, d := range decided {
+		wg.Go(func() { applyErrs[i] = c.applyUpdate(ctx, cs, d.pod, d.plan, revs.update.Name) })
+	}
+	wg.Wait()
+	res.err = errors.Join(append(errs, applyErrs...)...)
 	return res
 }
 
