@@ -687,3 +687,33 @@ func TestEnvRestartWaitsForTheDelay(t *testing.T) {
 		t.Errorf("stopped %v once EnvRestartDelay passed, want [app-0 app2-0]", got)
 	}
 }
+
+func TestReportNow(t *testing.T) {
+	withAnn := func(kv ...string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
+		for i := 0; i < len(kv); i += 2 {
+			p.Annotations[kv[i]] = kv[i+1]
+		}
+		return p
+	}
+	const running = `{"revision":"r2","updateTimestamp":"2026-01-02T03:04:05Z","updateImages":true}`
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"no in-place update", withAnn(), true},
+		{"image update under way", withAnn(pub.InPlaceUpdateStateKey, running), false},
+		{"env-from-metadata update under way", withAnn(pub.InPlaceUpdateStateKey,
+			`{"revision":"r2","updateTimestamp":"2026-01-02T03:04:05Z","updateEnvFromMetadata":true}`), true},
+		{"grace period", withAnn(pub.InPlaceUpdateStateKey, running, pub.InPlaceUpdateGraceKey, `{"revision":"r2"}`), true},
+		{"completed", withAnn(pub.InPlaceUpdateStateKey,
+			`{"revision":"r2","updateTimestamp":"2026-01-02T03:04:05Z","updateImages":true,"completedTimestamp":"2026-01-02T03:04:09Z"}`), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := reportNow(tc.pod); got != tc.want {
+				t.Errorf("reportNow %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

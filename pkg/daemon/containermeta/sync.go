@@ -60,8 +60,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	set, complete := c.metaSet(ctx, pod, containers)
 	var errs []error
-	if err := c.report(ctx, pod, set); err != nil {
-		errs = append(errs, err)
+	if reportNow(pod) {
+		if err := c.report(ctx, pod, set); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	pending, err := c.restartForEnv(ctx, pod, containers, set)
 	if err != nil {
@@ -76,6 +78,24 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		requeue = c.cfg.RetryAfter
 	}
 	return requeue, errors.Join(errs...)
+}
+
+// reportNow tells whether to write the annotation now. Not while the containers of an in-place
+// update that changes no env-from-metadata are being replaced (a grace period, when nothing
+// changes yet, does not count): nothing reads the annotation then, and a Pod write between the
+// kubelet reporting the new containers and InPlaceUpdateReady turning True makes the kubelet
+// take one more PLEG relist (~1 s) to turn the Pod Ready. It is written once the update ends.
+func reportNow(pod *corev1.Pod) bool {
+	for _, k := range []string{pub.InPlaceUpdateGraceKey, pub.InPlaceUpdateGraceKeyOld} {
+		if _, inGrace := pod.Annotations[k]; inGrace {
+			return true
+		}
+	}
+	st, ok, err := inplaceupdate.GetState(pod)
+	if err != nil || !ok || st == nil {
+		return true
+	}
+	return !inplaceupdate.IsInProgress(pod) || st.UpdateEnvFromMetadata
 }
 
 // current is the instance of the named container that counts: the running one, else the newest.
