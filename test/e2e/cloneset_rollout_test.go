@@ -15,8 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -49,29 +47,14 @@ func recordPods(t *testing.T, ctx context.Context, ns string) *podEvents {
 	for i := range list.Items {
 		r.initial = append(r.initial, &list.Items[i])
 	}
-	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-		return kube.CoreV1().Pods(ns).Watch(ctx, options)
-	}}
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, lw)
-	if err != nil {
-		t.Fatalf("watching the Pods of %s: %v", ns, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			r.mu.Lock()
-			if p, ok := ev.Object.(*corev1.Pod); ok {
-				r.events = append(r.events, podEvent{typ: ev.Type, pod: p})
-			} else if ev.Type == watch.Error {
-				r.err = fmt.Errorf("watch error: %v", ev.Object)
-			}
-			r.mu.Unlock()
+	watchPods(t, ctx, ns, "", list.ResourceVersion, func(ev watch.Event) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if p, ok := ev.Object.(*corev1.Pod); ok {
+			r.events = append(r.events, podEvent{typ: ev.Type, pod: p})
+		} else if ev.Type == watch.Error {
+			r.err = fmt.Errorf("watch error: %v", ev.Object)
 		}
-	}()
-	t.Cleanup(func() {
-		w.Stop()
-		<-done
 	})
 	return r
 }
@@ -178,10 +161,17 @@ func TestCloneSetMaxUnavailable(t *testing.T) {
 
 	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
 	got, _ := waitRolledOut(t, ctx, cs, 4)
+	// inplace writes Ready=True with InPlaceUpdateReady=True; the kubelet must not take it back
+	// later (its status manager reconciles its cached status every 10 s): watch a while longer.
+	time.Sleep(11 * time.Second)
 	events := rec.upTo(t, ctx, ns)
 	maxUnready, observations := 0, 0
 	var worst string
-	rec.replay(events, func(_ podEvent, pods map[string]*corev1.Pod) {
+	history := map[string][]bool{}
+	rec.replay(events, func(ev podEvent, pods map[string]*corev1.Pod) {
+		if h := history[ev.pod.Name]; len(h) == 0 || h[len(h)-1] != podReady(ev.pod) {
+			history[ev.pod.Name] = append(h, podReady(ev.pod))
+		}
 		observations++
 		var unready []string
 		for name, p := range pods {
@@ -200,6 +190,15 @@ func TestCloneSetMaxUnavailable(t *testing.T) {
 	}
 	if changed := podsAddedOrDeleted(rec, events); len(changed) > 0 {
 		t.Errorf("pods created or deleted during an in-place rollout: %v", changed)
+	}
+	for name, h := range history {
+		// Ready went False once and came back once (the first event may show it True still).
+		if !slices.Equal(h, []bool{false, true}) && !slices.Equal(h, []bool{true, false, true}) {
+			t.Errorf("pod %s: Ready history %v, want one False then True", name, h)
+		}
+	}
+	if len(history) != 4 {
+		t.Errorf("Ready history of %d pods, want 4: %v", len(history), history)
 	}
 	checkKubectlCounts(t, ctx, got, "4", "4", "4", "4", "4")
 }
@@ -248,11 +247,7 @@ func TestCloneSetPaused(t *testing.T) {
 
 	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.UpdateStrategy.Paused = false })
 	_, after := waitRolledOut(t, ctx, cs, 2)
-	for name, p := range after {
-		if b := before[name]; b == nil || b.UID != p.UID {
-			t.Errorf("pod %s was recreated: want an in-place update", name)
-		}
-	}
+	checkSamePods(t, before, after)
 }
 
 // TestCloneSetInPlaceOnly: under InPlaceOnly a template change that cannot go in place is refused
@@ -326,27 +321,12 @@ func TestCloneSetInPlaceUpdateHook(t *testing.T) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx, "clone-hook")
 	const hold = "example.io/hold"
-	labels := map[string]string{"app": "web"}
-	cs, err := inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, &v1alpha1.CloneSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: v1alpha1.CloneSetSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web", hold: "true"}},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					Containers:                    []corev1.Container{{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever}},
-				},
-			},
-			UpdateStrategy: v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
-			Lifecycle: &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{
-				LabelsHandler: map[string]string{hold: "true"}, MarkPodNotReady: true}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
+		func(cs *v1alpha1.CloneSet) {
+			cs.Spec.Template.Labels[hold] = "true"
+			cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{
+				LabelsHandler: map[string]string{hold: "true"}, MarkPodNotReady: true}}
+		})
 	// Ready needs KruisePodReady True, which the controller sets on the new Pod.
 	before := waitCloneSetReady(t, ctx, cs, 1)
 	var name string
@@ -450,10 +430,8 @@ func TestCloneSetControllerKilledMidRollout(t *testing.T) {
 		t.Fatalf("%s: %v", controllerHook, err)
 	}
 	got, after := waitRolledOut(t, ctx, cs, 4)
+	checkSamePods(t, before, after)
 	for name, p := range after {
-		if b := before[name]; b == nil || b.UID != p.UID {
-			t.Errorf("pod %s is new: want the same 4 Pods updated in place", name)
-		}
 		if s := findStatus(p, "main"); s == nil || s.RestartCount != 1 {
 			t.Errorf("pod %s: container status %+v, want restartCount 1", name, s)
 		}

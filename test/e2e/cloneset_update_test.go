@@ -23,17 +23,18 @@ import (
 // change takes ~1-3 s per Pod, a recreate a few seconds; maxUnavailable 1 updates one at a time).
 const rolloutTimeout = 3 * time.Minute
 
-// newUpdateCloneSet creates a CloneSet of n Pods on appImageV1 with the update strategy.
-func newUpdateCloneSet(t *testing.T, ctx context.Context, ns string, n int32, strategy v1alpha1.CloneSetUpdateStrategy) *v1alpha1.CloneSet {
+// newUpdateCloneSet creates a CloneSet "web" of n Pods on appImageV1 with the update strategy,
+// changed by the mutators before it is sent.
+func newUpdateCloneSet(t *testing.T, ctx context.Context, ns string, n int32, strategy v1alpha1.CloneSetUpdateStrategy, mutate ...func(*v1alpha1.CloneSet)) *v1alpha1.CloneSet {
 	t.Helper()
-	labels := map[string]string{"app": "web"}
-	cs, err := inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, &v1alpha1.CloneSet{
+	cs := &v1alpha1.CloneSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: v1alpha1.CloneSetSpec{
 			Replicas: ptr.To(n),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				// Its own map: a mutator adding template labels must not change the selector.
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: ptr.To[int64](1),
 					Containers:                    []corev1.Container{{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever}},
@@ -41,11 +42,29 @@ func newUpdateCloneSet(t *testing.T, ctx context.Context, ns string, n int32, st
 			},
 			UpdateStrategy: strategy,
 		},
-	}, metav1.CreateOptions{})
+	}
+	for _, m := range mutate {
+		m(cs)
+	}
+	cs, err := inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, cs, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cs
+}
+
+// checkSamePods checks that the Pods after a rollout are the Pods before it (same names and
+// UIDs): updated in place, none recreated.
+func checkSamePods(t *testing.T, before, after map[string]*corev1.Pod) {
+	t.Helper()
+	if len(after) != len(before) {
+		t.Errorf("%d pods after the rollout, %d before", len(after), len(before))
+	}
+	for name, p := range after {
+		if b := before[name]; b == nil || b.UID != p.UID {
+			t.Errorf("pod %s was recreated: want an in-place update", name)
+		}
+	}
 }
 
 // updateCloneSet changes the CloneSet's spec (retrying on conflicts) and returns the result.
@@ -149,10 +168,10 @@ func TestCloneSetInPlaceRollout(t *testing.T) {
 	if got.Status.UpdateRevision == old.Status.UpdateRevision {
 		t.Fatalf("update revision %s did not change", got.Status.UpdateRevision)
 	}
+	checkSamePods(t, before, after)
 	for name, p := range after {
 		b, ok := before[name]
-		if !ok || b.UID != p.UID {
-			t.Errorf("pod %s was recreated: want an in-place update", name)
+		if !ok {
 			continue
 		}
 		if p.Status.PodIP != b.Status.PodIP {
@@ -251,11 +270,7 @@ func testPartition(t *testing.T, partition intstr.IntOrString) {
 	if got.Status.UpdateRevision != updateRevision {
 		t.Errorf("update revision %s, want %s (partition is not part of the template)", got.Status.UpdateRevision, updateRevision)
 	}
-	for name, p := range after {
-		if b, ok := before[name]; !ok || b.UID != p.UID {
-			t.Errorf("pod %s was recreated: want an in-place update", name)
-		}
-	}
+	checkSamePods(t, before, after)
 }
 
 // TestCloneSetRecreateOnEnvChange: an env change cannot go in place: under InPlaceIfPossible every

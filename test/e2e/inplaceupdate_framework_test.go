@@ -362,37 +362,45 @@ func recordPod(t *testing.T, ctx context.Context, namespace, name string) *podRe
 	}
 	r := &podRecorder{records: []podRecord{{at: time.Now(), pod: pod}}}
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	watchPods(t, ctx, namespace, selector, pod.ResourceVersion, func(ev watch.Event) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		switch ev.Type {
+		case watch.Added, watch.Modified:
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				r.records = append(r.records, podRecord{at: time.Now(), pod: p})
+			}
+		case watch.Error:
+			r.err = fmt.Errorf("watch error: %v", ev.Object)
+		}
+	})
+	return r
+}
+
+// watchPods watches the Pods of a namespace (matching fieldSelector, when set) from
+// resourceVersion rv until the test ends, re-establishing the watch when it breaks; handle sees
+// every event, in order, on one goroutine.
+func watchPods(t *testing.T, ctx context.Context, namespace, fieldSelector, rv string, handle func(watch.Event)) {
+	t.Helper()
 	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-		options.FieldSelector = selector
+		options.FieldSelector = fieldSelector
 		return kube.CoreV1().Pods(namespace).Watch(ctx, options)
 	}}
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, pod.ResourceVersion, lw)
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, rv, lw)
 	if err != nil {
-		t.Fatalf("watching Pod %s/%s: %v", namespace, name, err)
+		t.Fatalf("watching the Pods of %s: %v", namespace, err)
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ev := range w.ResultChan() {
-			switch ev.Type {
-			case watch.Added, watch.Modified:
-				if p, ok := ev.Object.(*corev1.Pod); ok {
-					r.mu.Lock()
-					r.records = append(r.records, podRecord{at: time.Now(), pod: p})
-					r.mu.Unlock()
-				}
-			case watch.Error:
-				r.mu.Lock()
-				r.err = fmt.Errorf("watch error: %v", ev.Object)
-				r.mu.Unlock()
-			}
+			handle(ev)
 		}
 	}()
 	t.Cleanup(func() {
 		w.Stop()
 		<-done
 	})
-	return r
 }
 
 // upTo waits until the recorder has seen resourceVersion rv of the Pod (or a later one) and
