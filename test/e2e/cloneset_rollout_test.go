@@ -441,3 +441,47 @@ func TestCloneSetControllerKilledMidRollout(t *testing.T) {
 	}
 	checkKubectlCounts(t, ctx, got, "4", "4", "4", "4", "4")
 }
+
+// TestCloneSetMaxSurge: a ReCreate rollout with maxSurge 1 and maxUnavailable 0 over 3 Pods
+// creates each new Pod before an old one goes: at every watched moment at most 4 Pods exist and at
+// least 3 are Ready once the rollout started; at the end 3 new Pods.
+func TestCloneSetMaxSurge(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-surge")
+	cs := newUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{
+		Type:           v1alpha1.RecreateCloneSetUpdateStrategyType,
+		MaxSurge:       ptr.To(intstr.FromInt32(1)),
+		MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+	})
+	before := waitCloneSetReady(t, ctx, cs, 3)
+	rec := recordPods(t, ctx, ns)
+
+	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
+	_, after := waitRolledOut(t, ctx, cs, 3)
+	for name := range after {
+		if before[name] != nil {
+			t.Errorf("pod %s was kept: ReCreate replaces every Pod", name)
+		}
+	}
+	events := rec.upTo(t, ctx, ns)
+	maxPods, minReady := 0, 3
+	rec.replay(events, func(_ podEvent, pods map[string]*corev1.Pod) {
+		ready := 0
+		for _, p := range pods {
+			if podReady(p) {
+				ready++
+			}
+		}
+		maxPods, minReady = max(maxPods, len(pods)), min(minReady, ready)
+	})
+	t.Logf("%d events: at most %d Pods, at least %d Ready", len(events), maxPods, minReady)
+	if maxPods != 4 {
+		t.Errorf("at most %d Pods at once, want 4 (3 replicas + maxSurge 1)", maxPods)
+	}
+	if minReady < 3 {
+		t.Errorf("only %d Pods Ready at some moment, want at least 3 (maxUnavailable 0)", minReady)
+	}
+	if changed := podsAddedOrDeleted(rec, events); len(changed) != 6 {
+		t.Errorf("pods created and deleted: %v, want 3 of each", changed)
+	}
+}
