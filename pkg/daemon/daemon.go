@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -115,7 +114,7 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 
 func runControllers(ctx context.Context, cc *Context, workers int, inits []InitFunc, syncing *serving.Syncing) error {
 	logger := klog.FromContext(ctx)
-	var built []Controller
+	var built []serving.Runner
 	for _, init := range inits {
 		c, err := init.New(cc)
 		if err != nil {
@@ -124,31 +123,10 @@ func runControllers(ctx context.Context, cc *Context, workers int, inits []InitF
 		built = append(built, c)
 		logger.Info("Created controller", "controller", init.Name)
 	}
-	cc.KubeInformers.Start(ctx.Done())
-	cc.InplaceInformers.Start(ctx.Done())
-	defer cc.KubeInformers.Shutdown()
-	defer cc.InplaceInformers.Shutdown()
-	synced := map[string]bool{}
-	for typ, ok := range cc.KubeInformers.WaitForCacheSync(ctx.Done()) {
-		synced[typ.String()] = ok
+	if err := serving.RunControllers(ctx, workers, syncing,
+		[]serving.InformerFactory{cc.KubeInformers, cc.InplaceInformers}, built); err != nil {
+		return err
 	}
-	for typ, ok := range cc.InplaceInformers.WaitForCacheSync(ctx.Done()) {
-		synced[typ.String()] = ok
-	}
-	for typ, ok := range synced {
-		if !ok {
-			if ctx.Err() != nil {
-				return nil // stopped before the caches synced
-			}
-			return fmt.Errorf("informer cache of %s did not sync", typ)
-		}
-	}
-	syncing.Set(false)
-	var wg sync.WaitGroup
-	for _, c := range built {
-		wg.Go(func() { c.Run(ctx, workers) })
-	}
-	wg.Wait()
 	logger.Info("Controllers stopped")
 	return nil
 }

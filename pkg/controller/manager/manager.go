@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -140,7 +139,7 @@ func runControllers(ctx context.Context, cc *Context, workers int, inits []InitF
 	defer stopEvents()
 	cc.KubeInformers = kubeinformers.NewSharedInformerFactory(cc.KubeClient, resync)
 	cc.InplaceInformers = inplaceinformers.NewSharedInformerFactory(cc.InplaceClient, resync)
-	var built []Controller
+	var built []serving.Runner
 	for _, init := range inits {
 		c, err := init.New(cc)
 		if err != nil {
@@ -149,29 +148,6 @@ func runControllers(ctx context.Context, cc *Context, workers int, inits []InitF
 		built = append(built, c)
 		klog.InfoS("Created controller", "controller", init.Name)
 	}
-	cc.KubeInformers.Start(ctx.Done())
-	cc.InplaceInformers.Start(ctx.Done())
-	for typ, ok := range cc.KubeInformers.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("informer cache of %v did not sync", typ)
-		}
-	}
-	for typ, ok := range cc.InplaceInformers.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("informer cache of %v did not sync", typ)
-		}
-	}
-	syncing.Set(false)
-	var wg sync.WaitGroup
-	for _, c := range built {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.Run(ctx, workers)
-		}()
-	}
-	wg.Wait()
-	cc.KubeInformers.Shutdown()
-	cc.InplaceInformers.Shutdown()
-	return nil
+	return serving.RunControllers(ctx, workers, syncing,
+		[]serving.InformerFactory{cc.KubeInformers, cc.InplaceInformers}, built)
 }
