@@ -65,3 +65,21 @@ inplace_sa_kubeconfig() {
   write_kubeconfig "$kubeconfig" "$sa-client"
   echo "$kubeconfig"
 }
+
+# inplace_start_host_program NAME MODE READY_WHAT READY_FN [FLAG...]: (re)starts the host process
+# _output/bin/inplace-NAME as the ServiceAccount inplace-system/inplace-NAME (--kubeconfig) with
+# the flags and --v=1, then waits until READY_FN succeeds. MODE "fresh" (hook sourced by
+# local-up.sh) has nothing to stop first. Skipped when the tree has no cmd/NAME.
+inplace_start_host_program() {
+  local name="$1" mode="$2" what="$3" ready="$4" bin kubeconfig
+  shift 4
+  if [[ ! -d "cmd/$name" ]]; then
+    log "inplace: no cmd/$name in this tree, inplace-$name not started"
+    return 0
+  fi
+  [[ "$mode" == fresh ]] || local_stop "inplace-$name"
+  bin="$(inplace_binary "$name")"
+  kubeconfig="$(inplace_sa_kubeconfig "inplace-$name")"
+  local_start "inplace-$name" "$bin" --kubeconfig="$kubeconfig" "$@" --v=1
+  local_wait "inplace-$name" 60 "$what" "$ready"
+}

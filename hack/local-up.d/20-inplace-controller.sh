@@ -32,21 +32,7 @@ inplace_controller_leads() {
     http_ok "${INPLACE_CONTROLLER_HEALTH%:*}" "${INPLACE_CONTROLLER_HEALTH##*:}" /readyz ok
 }
 
-inplace_start_controller() {
-  local mode="$1" bin kubeconfig
-  if [[ ! -d cmd/controller ]]; then
-    log "inplace: no cmd/controller in this tree, inplace-controller not started"
-    return 0
-  fi
-  [[ "$mode" == fresh ]] || local_stop inplace-controller
-  bin="$(inplace_binary controller)"
-  kubeconfig="$(inplace_sa_kubeconfig inplace-controller)"
-  local_start inplace-controller "$bin" \
-    --kubeconfig="$kubeconfig" \
-    --leader-elect-namespace="$INPLACE_NAMESPACE" \
-    --bind-address="$INPLACE_CONTROLLER_HEALTH" \
-    --v=1
-  local_wait inplace-controller 60 "inplace-controller leading and ready" inplace_controller_leads
-}
-
-inplace_start_controller "$(inplace_hook_mode "${BASH_SOURCE[0]}")"
+inplace_start_host_program controller "$(inplace_hook_mode "${BASH_SOURCE[0]}")" \
+  "inplace-controller leading and ready" inplace_controller_leads \
+  --leader-elect-namespace="$INPLACE_NAMESPACE" \
+  --bind-address="$INPLACE_CONTROLLER_HEALTH"

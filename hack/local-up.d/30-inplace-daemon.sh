@@ -25,23 +25,12 @@ source hack/lib/inplace.sh
 
 INPLACE_DAEMON_HEALTH="${INPLACE_DAEMON_HEALTH:-127.0.0.1:10391}"
 
-inplace_start_daemon() {
-  local mode="$1" bin kubeconfig
-  if [[ ! -d cmd/daemon ]]; then
-    log "inplace: no cmd/daemon in this tree, inplace-daemon not started"
-    return 0
-  fi
-  [[ "$mode" == fresh ]] || local_stop inplace-daemon
-  bin="$(inplace_binary daemon)"
-  kubeconfig="$(inplace_sa_kubeconfig inplace-daemon)"
-  local_start inplace-daemon "$bin" \
-    --kubeconfig="$kubeconfig" \
-    --node-name="$NODE_NAME" \
-    --runtime-endpoint="$CONTAINER_RUNTIME_ENDPOINT" \
-    --bind-address="$INPLACE_DAEMON_HEALTH" \
-    --v=1
-  local_wait inplace-daemon 60 "inplace-daemon ready" \
-    http_ok "${INPLACE_DAEMON_HEALTH%:*}" "${INPLACE_DAEMON_HEALTH##*:}" /readyz ok
+inplace_daemon_ready() {
+  http_ok "${INPLACE_DAEMON_HEALTH%:*}" "${INPLACE_DAEMON_HEALTH##*:}" /readyz ok
 }
 
-inplace_start_daemon "$(inplace_hook_mode "${BASH_SOURCE[0]}")"
+inplace_start_host_program daemon "$(inplace_hook_mode "${BASH_SOURCE[0]}")" \
+  "inplace-daemon ready" inplace_daemon_ready \
+  --node-name="$NODE_NAME" \
+  --runtime-endpoint="$CONTAINER_RUNTIME_ENDPOINT" \
+  --bind-address="$INPLACE_DAEMON_HEALTH"
