@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os/exec"
 	"reflect"
 	"syscall"
 	"testing"
@@ -33,7 +32,7 @@ func TestRestartKeepsObjects(t *testing.T) {
 	// Whatever happens here, leave a running inplace-apiserver to the tests after this one.
 	t.Cleanup(func() {
 		if !readRecordedDaemon(t, "inplace-apiserver").alive() {
-			_ = runHook(t)
+			_ = runLocalUpHook(t, apiserverHook)
 		}
 	})
 	ns := newNamespace(t, ctx, "restart")
@@ -145,7 +144,7 @@ func restart(t *testing.T, ctx context.Context, sig syscall.Signal) {
 	t.Logf("inplace-apiserver (pid %d) gone %.1fs after %v", old.pid, time.Since(start).Seconds(), sig)
 
 	start = time.Now()
-	if err := runHook(t); err != nil {
+	if err := runLocalUpHook(t, apiserverHook); err != nil {
 		t.Fatalf("%s: %v", apiserverHook, err)
 	}
 	now := readRecordedDaemon(t, "inplace-apiserver")
@@ -156,17 +155,6 @@ func restart(t *testing.T, ctx context.Context, sig syscall.Signal) {
 		return apiServiceAvailable(ctx)
 	})
 	t.Logf("inplace-apiserver restarted (pid %d) and Available in %.1fs", now.pid, time.Since(start).Seconds())
-}
-
-// runHook runs the inplace-apiserver hook on its own, logging its output to the test.
-func runHook(t *testing.T) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, apiserverHook)
-	cmd.Dir = repo
-	out, err := cmd.CombinedOutput()
-	t.Logf("%s:\n%s", apiserverHook, out)
-	return err
 }
 
 func testSidecarSet(name string) *v1alpha1.SidecarSet {

@@ -56,6 +56,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		return 0, revErr
 	}
 
+	active := activePods(pods)
 	var requeue time.Duration
 	var scaleErr error
 	var upd *updateResult
@@ -63,14 +64,14 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		ok, left := c.exp.satisfied(key.String(), c.podState(cs.Namespace))
 		if ok {
 			var acted bool
-			acted, scaleErr = c.refreshLifecycles(ctx, cs, activePods(pods), revs.update.Name)
+			acted, scaleErr = c.refreshLifecycles(ctx, cs, active, revs.update.Name)
 			if !acted && scaleErr == nil {
-				acted, scaleErr = c.scale(ctx, cs, activePods(pods), revs)
+				acted, scaleErr = c.scale(ctx, cs, active, revs)
 			}
 			if !acted && scaleErr == nil {
 				// Lifecycle moves, scaling and updating never happen in the same sync: the next
 				// one sees the Pods the previous step changed.
-				_, rest := splitSpecified(cs, activePods(pods))
+				_, rest := splitSpecified(cs, active)
 				r := c.rollingUpdate(ctx, cs, rest, revs, revisions)
 				upd = &r
 			}
@@ -79,7 +80,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		}
 	}
 
-	status, available := calculateStatus(cs, activePods(pods), revs, c.now())
+	status, available := calculateStatus(cs, active, revs, c.now())
 	if scaleErr != nil {
 		setCondition(status, v1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, "ScaleFailed", scaleErr.Error(), c.now())
 	} else if cs.DeletionTimestamp == nil {
