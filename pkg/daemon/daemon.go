@@ -1,6 +1,7 @@
 // Package daemon runs inplace-daemon, one per node: it connects to the node's CRI runtime and to
 // the cluster, watches the Pods of its node, serves health and metrics, and runs the daemon's
-// controllers (container meta and env-from-metadata restarts; more to come) until stopped.
+// controllers (container meta and env-from-metadata restarts; InPlaceUpdateReady as soon as new
+// images run) until stopped.
 package daemon
 
 import (
@@ -23,6 +24,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/daemon/containermeta"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
+	"github.com/inplace-dev/inplace/pkg/daemon/inplaceready"
 	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
 
@@ -64,6 +66,11 @@ func Controllers() []InitFunc {
 			cfg.MaxStopGracePeriod = cc.Options.MaxStopGracePeriod
 			cfg.EnvRestartDelay = cc.Options.EnvRestartDelay
 			return containermeta.New(cc.KubeInformers.Core().V1().Pods(), cc.KubeClient, cc.Runtime, cc.Recorder, cfg)
+		}},
+		{Name: inplaceready.Name, New: func(cc *Context) (Controller, error) {
+			cfg := inplaceready.DefaultConfig()
+			cfg.PollInterval = cc.Options.InPlaceReadyPollInterval
+			return inplaceready.New(cc.KubeInformers.Core().V1().Pods(), cc.KubeClient, cc.Runtime, cfg)
 		}},
 	}
 }

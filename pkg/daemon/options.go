@@ -12,6 +12,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/daemon/containermeta"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
+	"github.com/inplace-dev/inplace/pkg/daemon/inplaceready"
 )
 
 // Options are the settings of inplace-daemon.
@@ -31,6 +32,9 @@ type Options struct {
 	// EnvRestartDelay is how long a container must be seen needing an env-from-metadata restart
 	// before it is stopped (see containermeta.Config.EnvRestartDelay).
 	EnvRestartDelay time.Duration
+	// InPlaceReadyPollInterval is how often the runtime is asked whether the new containers of an
+	// in-place image update run (see inplaceready.Config.PollInterval).
+	InPlaceReadyPollInterval time.Duration
 	// QPS and Burst limit the daemon's requests to the API servers.
 	QPS   float32
 	Burst int
@@ -39,13 +43,14 @@ type Options struct {
 // NewOptions returns the defaults; the node name defaults to $NODE_NAME.
 func NewOptions() *Options {
 	return &Options{
-		NodeName:           os.Getenv("NODE_NAME"),
-		BindAddress:        "127.0.0.1:10391",
-		Workers:            4,
-		MaxStopGracePeriod: 30 * time.Second,
-		EnvRestartDelay:    containermeta.DefaultConfig().EnvRestartDelay,
-		QPS:                20,
-		Burst:              40,
+		NodeName:                 os.Getenv("NODE_NAME"),
+		BindAddress:              "127.0.0.1:10391",
+		Workers:                  4,
+		MaxStopGracePeriod:       30 * time.Second,
+		EnvRestartDelay:          containermeta.DefaultConfig().EnvRestartDelay,
+		InPlaceReadyPollInterval: inplaceready.DefaultConfig().PollInterval,
+		QPS:                      20,
+		Burst:                    40,
 	}
 }
 
@@ -61,6 +66,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Upper bound of the grace period (the Pod's terminationGracePeriodSeconds) given to a container stopped so that it restarts.")
 	fs.DurationVar(&o.EnvRestartDelay, "env-restart-delay", o.EnvRestartDelay,
 		"How long a container must be seen needing a restart for new env-from-metadata values before it is stopped, so the kubelet has the new Pod labels when it starts it again.")
+	fs.DurationVar(&o.InPlaceReadyPollInterval, "inplace-ready-poll-interval", o.InPlaceReadyPollInterval,
+		"How often the container runtime is asked whether the new containers of an in-place image update run, to set InPlaceUpdateReady True before the kubelet's next relist (keep it well under 1s).")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API servers.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API servers.")
 }
@@ -82,6 +89,9 @@ func (o *Options) Validate() error {
 	}
 	if o.EnvRestartDelay < 0 {
 		errs = append(errs, fmt.Errorf("--env-restart-delay=%s: must not be negative", o.EnvRestartDelay))
+	}
+	if o.InPlaceReadyPollInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--inplace-ready-poll-interval=%s: must be positive", o.InPlaceReadyPollInterval))
 	}
 	if o.MaxStopGracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--max-stop-grace-period=%s: must not be negative", o.MaxStopGracePeriod))

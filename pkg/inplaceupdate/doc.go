@@ -15,6 +15,9 @@
 //     grace period, judges the current batch of containers done from what the kubelet and the daemon
 //     report, starts the next batch once the previous one is ready, and finally marks the update
 //     completed and sets InPlaceUpdateReady back to True.
+//  4. Meanwhile ImagesToWatch tells a node agent (inplace-daemon) which new images an update's last
+//     batch waits for; once the container runtime runs them, ImagesRunningConditions sets
+//     InPlaceUpdateReady True ahead of the kubelet's report (Progress still completes the update).
 //
 // All progress lives in the Pod itself (annotation apps.kruise.io/inplace-update-state, OpenKruise's
 // InPlaceUpdateState), so any program may be killed at any moment and a later Progress resumes.

@@ -32,6 +32,10 @@ const (
 	// ReasonInPlaceUpdateAbandoned is the reason of InPlaceUpdateReady=True when a request set the
 	// condition False and then never wrote its update (refused by kube-apiserver, or cut short).
 	ReasonInPlaceUpdateAbandoned = "InPlaceUpdateAbandoned"
+	// ReasonNewImagesRunning is the reason of InPlaceUpdateReady=True set by inplace-daemon when the
+	// container runtime runs the new images of an update's last batch, before the kubelet reports
+	// them in the Pod status (see ImagesToWatch). The update completes once it does.
+	ReasonNewImagesRunning = "NewImagesRunning"
 
 	// StartWindow is how long InPlaceUpdateReady=False (reason StartInPlaceUpdate) may stand on a
 	// Pod without an update state before it counts as abandoned. pods/inplaceupdate writes the

@@ -98,11 +98,20 @@ func TestInPlaceUpdateImage(t *testing.T) {
 	if h := conditionHistory(records, corev1.PodReady); !slices.Contains(h, corev1.ConditionFalse) {
 		t.Errorf("Ready went %v: the Pod never left service during the update; history:\n%s", h, history)
 	}
+	// The gate went False before the spec changed, and did not put the Pod back in service (Ready
+	// and InPlaceUpdateReady True) until the kubelet reported main on the new image. (inplace-daemon
+	// may set the gate True as soon as the runtime runs the new container, before the kubelet
+	// reports it; Ready stays the kubelet's.)
+	if i := slices.IndexFunc(records, func(r podRecord) bool { return specImage(r.pod, "main") == appImageV2 }); i < 0 ||
+		conditionStatus(records[i].pod, pub.InPlaceUpdateReady) != corev1.ConditionFalse {
+		t.Errorf("main's spec changed to %s without InPlaceUpdateReady False first; history:\n%s", appImageV2, history)
+	}
 	for _, r := range records {
 		s := findStatus(r.pod, "main")
-		if specImage(r.pod, "main") == appImageV2 && s != nil && s.Image != appImageV2 && conditionStatus(r.pod, pub.InPlaceUpdateReady) != corev1.ConditionFalse {
-			t.Errorf("rv %s: main's spec already on %s while InPlaceUpdateReady is %s (must be False first); history:\n%s",
-				r.pod.ResourceVersion, appImageV2, conditionStatus(r.pod, pub.InPlaceUpdateReady), history)
+		if specImage(r.pod, "main") == appImageV2 && s != nil && s.Image != appImageV2 &&
+			conditionStatus(r.pod, pub.InPlaceUpdateReady) == corev1.ConditionTrue && conditionStatus(r.pod, corev1.PodReady) == corev1.ConditionTrue {
+			t.Errorf("rv %s: main's spec already on %s, the kubelet still reports %s, yet the Pod is Ready with InPlaceUpdateReady True; history:\n%s",
+				r.pod.ResourceVersion, appImageV2, s.Image, history)
 			break
 		}
 	}
@@ -541,6 +550,10 @@ func TestInPlaceUpdateControllerKilled(t *testing.T) {
 	if st := stateOf(t, pod); st.CompletedTimestamp != nil || st.NextContainerImages["c2"] != appImageV2 {
 		t.Fatalf("state %s: want batch 2 (c2) still pending", pod.Annotations[pub.InPlaceUpdateStateKey])
 	}
+	// inplace-daemon sets InPlaceUpdateReady True only for the last batch.
+	if got := conditionStatus(pod, pub.InPlaceUpdateReady); got != corev1.ConditionFalse {
+		t.Fatalf("InPlaceUpdateReady %s after batch 1 of 2, want False", got)
+	}
 
 	start := time.Now()
 	if err := runLocalUpHook(t, controllerHook); err != nil {
@@ -562,6 +575,89 @@ func TestInPlaceUpdateControllerKilled(t *testing.T) {
 	}
 	if got := conditionStatus(pod, pub.InPlaceUpdateReady); got != corev1.ConditionTrue {
 		t.Errorf("InPlaceUpdateReady %s, want True", got)
+	}
+}
+
+// TestInPlaceUpdateReadyFromRuntime: with inplace-controller stopped, an image update still
+// brings the Pod back to Ready: inplace-daemon sees the new container run through the CRI and
+// sets InPlaceUpdateReady True (reason NewImagesRunning), the kubelet turns Ready True on its own
+// once it reports the new container, and the update completes when inplace-controller is back.
+func TestInPlaceUpdateReadyFromRuntime(t *testing.T) {
+	ctx := testContext(t)
+	t.Cleanup(func() {
+		if !readRecordedDaemon(t, "inplace-controller").alive() {
+			_ = runLocalUpHook(t, controllerHook)
+		}
+	})
+	ns := newNamespace(t, ctx, "iu-runtime")
+	before := createSettledPod(t, ctx, gatedPod(ns, "target", container("main", appImageV1), container("sidecar", appImageV1)))
+	mainBefore, sidecarBefore := containerStatus(t, before, "main"), containerStatus(t, before, "sidecar")
+	controller := readRecordedDaemon(t, "inplace-controller")
+	controller.stop(t, ctx, syscall.SIGTERM, 30*time.Second)
+	rec := recordPod(t, ctx, ns, "target")
+
+	startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
+		Revision:   "rev-v2",
+		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV2}},
+	})
+	var pod *corev1.Pod
+	poll(t, ctx, updateTimeout, "Pod Ready on "+appImageV2+" with no inplace-controller", func(ctx context.Context) (bool, error) {
+		var err error
+		if pod, err = kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		s := findStatus(pod, "main")
+		c := podCondition(pod, pub.InPlaceUpdateReady)
+		switch {
+		case s == nil || s.Image != appImageV2 || s.ContainerID == mainBefore.ContainerID || !s.Ready:
+			return false, fmt.Errorf("main %+v", s)
+		case c == nil || c.Status != corev1.ConditionTrue:
+			return false, fmt.Errorf("InPlaceUpdateReady %+v", c)
+		case conditionStatus(pod, corev1.PodReady) != corev1.ConditionTrue:
+			return false, fmt.Errorf("not Ready")
+		}
+		return true, nil
+	})
+	if c := podCondition(pod, pub.InPlaceUpdateReady); c.Reason != "NewImagesRunning" {
+		t.Errorf("InPlaceUpdateReady reason %q, want NewImagesRunning (set by inplace-daemon)", c.Reason)
+	}
+	if st := stateOf(t, pod); st == nil || st.CompletedTimestamp != nil {
+		t.Fatalf("state %s: want the update not completed while no inplace-controller runs", pod.Annotations[pub.InPlaceUpdateStateKey])
+	}
+	if s := containerStatus(t, pod, "sidecar"); s.ContainerID != sidecarBefore.ContainerID || s.RestartCount != 0 {
+		t.Errorf("sidecar restarted: %+v", s)
+	}
+	// The gate, set from what the runtime runs, never puts the old container back in service: in
+	// every version where the Pod is Ready with InPlaceUpdateReady True after the update began,
+	// the kubelet reports main's new container. (Ready may briefly flip back to True before that,
+	// with the gate False, when the kubelet's periodic status reconcile writes its cached status
+	// over the Ready=False that pods/inplaceupdate wrote, as with OpenKruise; that is the kubelet's
+	// view of the old container, still running then.)
+	records := rec.upTo(t, ctx, pod.ResourceVersion)
+	for _, r := range records[1:] {
+		s := findStatus(r.pod, "main")
+		if conditionStatus(r.pod, corev1.PodReady) == corev1.ConditionTrue && conditionStatus(r.pod, pub.InPlaceUpdateReady) == corev1.ConditionTrue &&
+			(s == nil || s.ContainerID == mainBefore.ContainerID) {
+			t.Errorf("rv %s: Ready with InPlaceUpdateReady True while main is the old container:\n%s", r.pod.ResourceVersion, describeRecords(records, "main"))
+			break
+		}
+	}
+	// Informational: whether the gate was there before the kubelet's report of the new container
+	// (then Ready came with that report, as for a plain image patch).
+	for _, r := range records {
+		if s := findStatus(r.pod, "main"); s != nil && s.ContainerID != mainBefore.ContainerID && s.State.Running != nil {
+			t.Logf("first report of the new container: Ready %s, InPlaceUpdateReady %s",
+				conditionStatus(r.pod, corev1.PodReady), conditionStatus(r.pod, pub.InPlaceUpdateReady))
+			break
+		}
+	}
+
+	if err := runLocalUpHook(t, controllerHook); err != nil {
+		t.Fatalf("%s: %v", controllerHook, err)
+	}
+	pod = waitUpdateCompleted(t, ctx, ns, "target", updateTimeout)
+	if s := containerStatus(t, pod, "main"); s.RestartCount != 1 {
+		t.Errorf("main restartCount %d, want 1", s.RestartCount)
 	}
 }
 

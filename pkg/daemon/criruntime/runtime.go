@@ -1,6 +1,7 @@
 // Package criruntime is the daemon's small client of the node's container runtime, spoken over the
 // CRI (k8s.io/cri-api runtime/v1, gRPC on a unix socket): list a Pod's containers, read a
-// container's environment, stop a container so that the kubelet creates it again.
+// container's environment, stop a container so that the kubelet creates it again, resolve an
+// image reference to the runtime's image id.
 //
 // A container's environment is read from ContainerStatus(verbose=true): containerd (1.6 and
 // later) and CRI-O return in info["info"] the OCI runtime spec the container was created with,
@@ -73,6 +74,9 @@ type Container struct {
 	Attempt uint32
 	// CreatedAt is when the runtime created the container.
 	CreatedAt time.Time
+	// ImageID is the runtime's id of the image the container runs (CRI imageRef; containerd and
+	// CRI-O report the image id here, while their ContainerStatus may give a repo digest).
+	ImageID string
 	// Labels and Annotations are those the kubelet set at creation.
 	Labels      map[string]string
 	Annotations map[string]string
@@ -98,6 +102,9 @@ type Runtime interface {
 	// instance of it (restartPolicy permitting) as it does after a crash. Stopping a stopped
 	// container is not an error.
 	StopContainer(ctx context.Context, id string, timeout time.Duration) error
+	// ImageID is the runtime's id of the image that ref (a name, name:tag, repo digest or id)
+	// names on this node; "" when the runtime does not have that image.
+	ImageID(ctx context.Context, ref string) (string, error)
 	// Close releases the connection.
 	Close() error
 }
@@ -109,6 +116,7 @@ type client struct {
 	endpoint string
 	conn     *grpc.ClientConn
 	rs       runtimeapi.RuntimeServiceClient
+	is       runtimeapi.ImageServiceClient
 }
 
 var _ Runtime = &client{}
@@ -172,7 +180,8 @@ func dial(ctx context.Context, endpoint string) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &client{endpoint: "unix://" + path, conn: conn, rs: runtimeapi.NewRuntimeServiceClient(conn)}
+	c := &client{endpoint: "unix://" + path, conn: conn, rs: runtimeapi.NewRuntimeServiceClient(conn),
+		is: runtimeapi.NewImageServiceClient(conn)}
 	vctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	v, err := c.rs.Version(vctx, &runtimeapi.VersionRequest{})
@@ -227,6 +236,7 @@ func fromCRI(rc *runtimeapi.Container) Container {
 		ID:          rc.Id,
 		Name:        rc.Labels[ContainerNameLabel],
 		State:       rc.State,
+		ImageID:     rc.ImageRef,
 		Labels:      rc.Labels,
 		Annotations: rc.Annotations,
 	}
@@ -282,4 +292,17 @@ func (c *client) StopContainer(ctx context.Context, id string, timeout time.Dura
 		return fmt.Errorf("stopping container %s: %w", id, err)
 	}
 	return nil
+}
+
+func (c *client) ImageID(ctx context.Context, ref string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	if err != nil {
+		return "", fmt.Errorf("status of image %s: %w", ref, err)
+	}
+	if resp.Image == nil {
+		return "", nil
+	}
+	return resp.Image.Id, nil
 }

@@ -142,7 +142,7 @@ func TestListPodContainers(t *testing.T) {
 	t0 := time.Unix(1700000000, 0)
 	s.Add(fakecri.Container{ID: "a0", PodUID: "uid-1", Name: "app", Attempt: 0, State: criruntime.StateExited, Created: t0})
 	s.Add(fakecri.Container{ID: "a1", PodUID: "uid-1", Name: "app", Attempt: 1, State: criruntime.StateRunning, Created: t0.Add(time.Minute),
-		Annotations: map[string]string{"io.kubernetes.container.hash": "c939881b"}})
+		ImageRef: "sha256:1111", Annotations: map[string]string{"io.kubernetes.container.hash": "c939881b"}})
 	s.Add(fakecri.Container{ID: "s0", PodUID: "uid-1", Name: "sidecar", State: criruntime.StateRunning, Created: t0})
 	s.Add(fakecri.Container{ID: "x0", PodUID: "uid-2", Name: "app", State: criruntime.StateRunning, Created: t0})
 
@@ -161,11 +161,22 @@ func TestListPodContainers(t *testing.T) {
 	a1 := got[0]
 	if a1.Name != "app" || a1.Attempt != 1 || a1.State != runtimeapi.ContainerState_CONTAINER_RUNNING ||
 		!a1.CreatedAt.Equal(t0.Add(time.Minute)) || a1.Labels[criruntime.PodUIDLabel] != "uid-1" ||
-		a1.Annotations["io.kubernetes.container.hash"] != "c939881b" {
+		a1.Annotations["io.kubernetes.container.hash"] != "c939881b" || a1.ImageID != "sha256:1111" {
 		t.Errorf("container a1 = %+v", a1)
 	}
 	if got, err := rt.ListPodContainers(context.Background(), "uid-none"); err != nil || len(got) != 0 {
 		t.Errorf("ListPodContainers(unknown uid) = %v, %v", got, err)
+	}
+}
+
+func TestImageID(t *testing.T) {
+	s := serve(t, filepath.Join(shortDir(t), "rt.sock"), "containerd")
+	s.AddImage("app:v1", "sha256:1111")
+	rt := connect(t, s.Endpoint(), nil)
+	for ref, want := range map[string]string{"app:v1": "sha256:1111", "sha256:1111": "sha256:1111", "app:v9": ""} {
+		if got, err := rt.ImageID(context.Background(), ref); err != nil || got != want {
+			t.Errorf("ImageID(%q) = %q, %v; want %q", ref, got, err, want)
+		}
 	}
 }
 
@@ -279,7 +290,10 @@ func TestRealRuntimeReadOnly(t *testing.T) {
 			t.Errorf("container %s (%s): %v", c.Name, c.ID, err)
 			continue
 		}
-		t.Logf("container %s %s attempt %d %v: %d env vars, PATH=%q", c.Name, c.ID, c.Attempt, c.State, len(env), env["PATH"])
+		t.Logf("container %s %s attempt %d %v image %s: %d env vars, PATH=%q", c.Name, c.ID, c.Attempt, c.State, c.ImageID, len(env), env["PATH"])
+		if id, err := rt.ImageID(context.Background(), c.ImageID); err != nil || id == "" || id != c.ImageID {
+			t.Errorf("container %s: its image %q resolves to %q (%v), want itself", c.Name, c.ImageID, id, err)
+		}
 		if env["PATH"] == "" {
 			t.Errorf("container %s: no PATH in its environment", c.Name)
 		}

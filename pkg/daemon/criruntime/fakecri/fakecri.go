@@ -1,6 +1,7 @@
 // Package fakecri is an in-process CRI runtime for tests: a runtime/v1 RuntimeService served over
 // gRPC on a unix socket, holding containers in memory. It answers Version, ListContainers,
-// ContainerStatus (verbose info shaped like containerd's) and StopContainer, and records calls.
+// ContainerStatus (verbose info shaped like containerd's) and StopContainer, and records calls; its
+// image service answers ImageStatus from images added with AddImage.
 package fakecri
 
 import (
@@ -29,6 +30,7 @@ type Container struct {
 	Attempt     uint32
 	State       runtimeapi.ContainerState
 	Created     time.Time
+	ImageRef    string            // the image id, as ListContainers reports it
 	Env         []string          // "K=V", as in the OCI spec's process.env
 	Labels      map[string]string // extra labels besides the kubelet's pod/container labels
 	Annotations map[string]string
@@ -40,6 +42,7 @@ type Container struct {
 // Server is the fake runtime.
 type Server struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
+	images imageService
 
 	// Path is the unix socket the server listens on.
 	Path string
@@ -51,8 +54,9 @@ type Server struct {
 	containers map[string]*Container
 	stopped    []string // ids passed to StopContainer, in order
 	stopGrace  []int64
-	statuses   int // ContainerStatus calls
-	lists      int // ListContainers calls
+	imageIDs   map[string]string // image reference -> id
+	statuses   int               // ContainerStatus calls
+	lists      int               // ListContainers calls
 }
 
 // Serve starts a fake runtime reporting runtimeName on a unix socket at path.
@@ -64,8 +68,11 @@ func Serve(path, runtimeName string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Path: path, runtimeName: runtimeName, grpcServer: grpc.NewServer(), containers: map[string]*Container{}}
+	s := &Server{Path: path, runtimeName: runtimeName, grpcServer: grpc.NewServer(), containers: map[string]*Container{},
+		imageIDs: map[string]string{}}
+	s.images.s = s
 	runtimeapi.RegisterRuntimeServiceServer(s.grpcServer, s)
+	runtimeapi.RegisterImageServiceServer(s.grpcServer, &s.images)
 	go func() { _ = s.grpcServer.Serve(l) }()
 	return s, nil
 }
@@ -87,6 +94,14 @@ func (s *Server) Add(c Container) {
 		c.Created = time.Now()
 	}
 	s.containers[c.ID] = &c
+}
+
+// AddImage makes ref (and the id itself) resolve to the image id in ImageStatus.
+func (s *Server) AddImage(ref, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.imageIDs[ref] = id
+	s.imageIDs[id] = id
 }
 
 // SetState changes a container's state.
@@ -141,6 +156,7 @@ func (c *Container) toCRI() *runtimeapi.Container {
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: c.Attempt},
 		State:       c.State,
 		CreatedAt:   c.Created.UnixNano(),
+		ImageRef:    c.ImageRef,
 		Labels:      c.labels(),
 		Annotations: c.Annotations,
 	}
@@ -228,6 +244,25 @@ func (s *Server) StopContainer(_ context.Context, req *runtimeapi.StopContainerR
 	s.stopGrace = append(s.stopGrace, req.Timeout)
 	c.State = runtimeapi.ContainerState_CONTAINER_EXITED
 	return &runtimeapi.StopContainerResponse{}, nil
+}
+
+// imageService is the fake's CRI image service (a separate type: its method names would clash
+// with the runtime service's).
+type imageService struct {
+	runtimeapi.UnimplementedImageServiceServer
+	s *Server
+}
+
+// ImageStatus answers with the id AddImage gave the reference; no image when it is unknown, as a
+// CRI runtime does.
+func (is *imageService) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusRequest) (*runtimeapi.ImageStatusResponse, error) {
+	is.s.mu.Lock()
+	defer is.s.mu.Unlock()
+	id, ok := is.s.imageIDs[req.GetImage().GetImage()]
+	if !ok {
+		return &runtimeapi.ImageStatusResponse{}, nil
+	}
+	return &runtimeapi.ImageStatusResponse{Image: &runtimeapi.Image{Id: id}}, nil
 }
 
 // String describes the server.
