@@ -57,7 +57,7 @@ func (c *Controller) scale(ctx context.Context, cs *v1alpha1.CloneSet, pods []*c
 		}
 		ch := chooseInstanceIDs(cs, claims, pods, c.podState(cs.Namespace), n, func() string { return rand.String(5) })
 		if len(ch.waiting) > 0 {
-			klog.FromContext(ctx).Info("Pods wait for their former Pods to terminate before reusing their PVCs",
+			klog.FromContext(ctx).V(2).Info("Pods wait for their former Pods to terminate before reusing their PVCs",
 				"cloneset", klog.KObj(cs), "instanceIDs", ch.waiting)
 		}
 		ids, reused := ch.ids(), sets.New(ch.reused...)
