@@ -35,6 +35,7 @@ type Controller struct {
 	inplace   clientset.Interface
 	sets      listers.CloneSetLister
 	pods      corelisters.PodLister
+	claims    corelisters.PersistentVolumeClaimLister
 	revisions appslisters.ControllerRevisionLister
 	synced    []cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[cache.ObjectName]
@@ -43,20 +44,24 @@ type Controller struct {
 	now       func() time.Time
 }
 
-// New builds the controller on the shared CloneSet, Pod and ControllerRevision informers.
+// New builds the controller on the shared CloneSet, Pod, PersistentVolumeClaim and
+// ControllerRevision informers.
 func New(cc *manager.Context) (*Controller, error) {
 	setInf := cc.InplaceInformers.Apps().V1alpha1().CloneSets()
 	podInf := cc.KubeInformers.Core().V1().Pods()
+	pvcInf := cc.KubeInformers.Core().V1().PersistentVolumeClaims()
 	revInf := cc.KubeInformers.Apps().V1().ControllerRevisions()
 	c := &Controller{
 		kube:      cc.KubeClient,
 		inplace:   cc.InplaceClient,
 		sets:      setInf.Lister(),
 		pods:      podInf.Lister(),
+		claims:    pvcInf.Lister(),
 		revisions: revInf.Lister(),
-		synced:    []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced, revInf.Informer().HasSynced},
-		recorder:  cc.Recorder,
-		now:       time.Now,
+		synced: []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced,
+			pvcInf.Informer().HasSynced, revInf.Informer().HasSynced},
+		recorder: cc.Recorder,
+		now:      time.Now,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
@@ -75,6 +80,13 @@ func New(cc *manager.Context) (*Controller, error) {
 		DeleteFunc: c.deletePod,
 	}); err != nil {
 		return nil, fmt.Errorf("watching pods: %w", err)
+	}
+	if _, err := pvcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueueClaimOwner(obj, false) },
+		UpdateFunc: func(_, obj any) { c.enqueueClaimOwner(obj, false) },
+		DeleteFunc: func(obj any) { c.enqueueClaimOwner(obj, true) },
+	}); err != nil {
+		return nil, fmt.Errorf("watching persistentvolumeclaims: %w", err)
 	}
 	if _, err := revInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueRevisionOwner,

@@ -85,6 +85,8 @@ func (f *fixture) addToCache(obj runtime.Object) {
 		inf = f.kinf.Core().V1().Pods().Informer()
 	case *appsv1.ControllerRevision:
 		inf = f.kinf.Apps().V1().ControllerRevisions().Informer()
+	case *corev1.PersistentVolumeClaim:
+		inf = f.kinf.Core().V1().PersistentVolumeClaims().Informer()
 	}
 	if err := inf.GetIndexer().Add(obj); err != nil {
 		panic(err)

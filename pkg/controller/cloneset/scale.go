@@ -49,14 +49,28 @@ func (c *Controller) scale(ctx context.Context, cs *v1alpha1.CloneSet, pods []*c
 		acted = true
 		errs = append(errs, c.deletePods(ctx, cs, plan.scaleDown, "ScaleDown", plan.scaleDownWhy))
 	}
-	if plan.createCurrent > 0 {
-		acted = true
-		errs = append(errs, c.createPods(ctx, cs, revs.current, plan.createCurrent,
-			fmt.Sprintf("at the current revision %s, to keep updateStrategy.partition", revs.current.Name)))
-	}
-	if plan.createUpdate > 0 {
-		acted = true
-		errs = append(errs, c.createPods(ctx, cs, revs.update, plan.createUpdate, plan.createWhy))
+	if n := plan.createCurrent + plan.createUpdate; n > 0 {
+		// One choice of instance ids for both revisions, so that no free PVC is given twice.
+		claims, err := c.ownedClaims(cs)
+		if err != nil {
+			return acted, errors.Join(append(errs, err)...)
+		}
+		ch := chooseInstanceIDs(cs, claims, pods, c.podState(cs.Namespace), n, func() string { return rand.String(5) })
+		if len(ch.waiting) > 0 {
+			klog.FromContext(ctx).V(2).Info("Pods wait for their former Pods to terminate before reusing their PVCs",
+				"cloneset", klog.KObj(cs), "instanceIDs", ch.waiting)
+		}
+		ids, reused := ch.ids(), sets.New(ch.reused...)
+		current := min(plan.createCurrent, len(ids))
+		if current > 0 {
+			acted = true
+			errs = append(errs, c.createPods(ctx, cs, revs.current, ids[:current], reused,
+				fmt.Sprintf("at the current revision %s, to keep updateStrategy.partition", revs.current.Name)))
+		}
+		if len(ids) > current {
+			acted = true
+			errs = append(errs, c.createPods(ctx, cs, revs.update, ids[current:], reused, plan.createWhy))
+		}
 	}
 	return acted, errors.Join(errs...)
 }
@@ -221,8 +235,8 @@ func sortForDeletion(pods []*corev1.Pod) {
 
 // newPod builds a CloneSet Pod of a revision: OpenKruise's instance id as name suffix and label,
 // the revision in the controller-revision-hash and pod-template-hash labels, its first lifecycle
-// state, the InPlaceUpdateReady readiness gate (and KruisePodReady when a lifecycle hook marks
-// Pods not ready), and the CloneSet as controller.
+// state, a volume per volumeClaimTemplate claiming its PVC, the InPlaceUpdateReady readiness gate
+// (and KruisePodReady when a lifecycle hook marks Pods not ready), and the CloneSet as controller.
 func newPod(cs *v1alpha1.CloneSet, template *corev1.PodTemplateSpec, revision, id string) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -245,6 +259,7 @@ func newPod(cs *v1alpha1.CloneSet, template *corev1.PodTemplateSpec, revision, i
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
 	pod.Labels[podTemplateHashLabel] = revision
 	pod.Labels[pub.LifecycleStateKey] = string(initialLifecycleState(cs))
+	injectClaimVolumes(cs, pod)
 	inplaceupdate.InjectReadinessGate(pod)
 	if marksPodNotReady(cs) {
 		injectKruisePodReadyGate(pod)
@@ -252,26 +267,18 @@ func newPod(cs *v1alpha1.CloneSet, template *corev1.PodTemplateSpec, revision, i
 	return pod
 }
 
-// createPods creates n Pods at a revision, in batches growing 1, 2, 4, … that stop at the first
-// failing batch (kube's slow start), each expected before it is sent; why goes into the events.
-func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revision *appsv1.ControllerRevision, n int, why string) error {
+// createPods creates a Pod at a revision for each instance id, in batches growing 1, 2, 4, … that
+// stop at the first failing batch (kube's slow start), each expected before it is sent; a Pod's
+// PVCs (spec.volumeClaimTemplates) are created before it. reused are the ids whose PVCs are
+// reused; why goes into the events.
+func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revision *appsv1.ControllerRevision, ids []string,
+	reused sets.Set[string], why string) error {
 	key := cache.MetaObjectToName(cs).String()
 	template, err := revisionTemplate(revision)
 	if err != nil {
 		return fmt.Errorf("reading the template of revision %s: %w", revision.Name, err)
 	}
-	taken := sets.New[string]()
-	newID := func() string {
-		for {
-			id := rand.String(5)
-			name := cs.Name + "-" + id
-			if _, err := c.pods.Pods(cs.Namespace).Get(name); err == nil || taken.Has(name) {
-				continue
-			}
-			taken.Insert(name)
-			return id
-		}
-	}
+	n := len(ids)
 	created := 0
 	var nsTerminating atomic.Bool
 	for batch := 1; created < n; batch *= 2 {
@@ -279,7 +286,7 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revi
 		pods := make([]*corev1.Pod, batch)
 		names := make([]string, batch)
 		for i := range pods {
-			pods[i] = newPod(cs, template, revision.Name, newID())
+			pods[i] = newPod(cs, template, revision.Name, ids[created+i])
 			names[i] = pods[i].Name
 		}
 		c.exp.expectCreations(key, names...)
@@ -287,7 +294,16 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revi
 		var wg sync.WaitGroup
 		for i, pod := range pods {
 			wg.Go(func() {
-				_, err := c.kube.CoreV1().Pods(cs.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+				err := c.ensureClaims(ctx, cs, pod)
+				if err == nil {
+					_, err = c.kube.CoreV1().Pods(cs.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+					if err != nil {
+						err = fmt.Errorf("creating pod %s: %w", pod.Name, err)
+						if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+							c.recorder.Eventf(cs, corev1.EventTypeWarning, "FailedCreate", "failed to create pod %s: %v", pod.Name, err)
+						}
+					}
+				}
 				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 					// The namespace is going away with the CloneSet: nothing to create, nothing to report.
 					c.exp.creationObserved(key, pod.Name)
@@ -296,11 +312,14 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revi
 				}
 				if err != nil {
 					c.exp.creationObserved(key, pod.Name)
-					errs[i] = fmt.Errorf("creating pod %s: %w", pod.Name, err)
-					c.recorder.Eventf(cs, corev1.EventTypeWarning, "FailedCreate", "failed to create pod %s: %v", pod.Name, err)
+					errs[i] = err
 					return
 				}
-				c.recorder.Eventf(cs, corev1.EventTypeNormal, "SuccessfulCreate", "created pod %s (revision %s): %s", pod.Name, revision.Name, why)
+				msg := fmt.Sprintf("created pod %s (revision %s): %s", pod.Name, revision.Name, why)
+				if id := pod.Labels[v1alpha1.CloneSetInstanceID]; reused.Has(id) {
+					msg += fmt.Sprintf("; it reuses the PVCs of instance id %s", id)
+				}
+				c.recorder.Eventf(cs, corev1.EventTypeNormal, "SuccessfulCreate", "%s", msg)
 			})
 		}
 		wg.Wait()
@@ -341,6 +360,7 @@ func (c *Controller) deletePods(ctx context.Context, cs *v1alpha1.CloneSet, pods
 	}
 	c.exp.expectDeletions(key, names...)
 	delErrs := make([]error, len(pods))
+	deleted := make([]bool, len(pods))
 	var wg sync.WaitGroup
 	for i, pod := range pods {
 		wg.Go(func() {
@@ -352,9 +372,22 @@ func (c *Controller) deletePods(ctx context.Context, cs *v1alpha1.CloneSet, pods
 				c.recorder.Eventf(cs, corev1.EventTypeWarning, "FailedDelete", "failed to delete pod %s: %v", pod.Name, err)
 				return
 			}
+			deleted[i] = true
 			c.recorder.Eventf(cs, corev1.EventTypeNormal, reason, "deleted pod %s: %s", pod.Name, why)
 		})
 	}
 	wg.Wait()
+	// The PVCs of the Pods the CloneSet deletes go with them, as in OpenKruise (whatever the
+	// reason: scale-in, podsToDelete, specified-delete, recreate for an update); only a Pod deleted
+	// some other way leaves its PVCs for its replacement.
+	var gone []*corev1.Pod
+	for i, pod := range pods {
+		if deleted[i] {
+			gone = append(gone, pod)
+		}
+	}
+	if err := c.deleteClaimsOf(ctx, cs, gone); err != nil {
+		delErrs = append(delErrs, fmt.Errorf("deleting the PVCs of deleted pods: %w", err))
+	}
 	return errors.Join(append(errs, delErrs...)...)
 }

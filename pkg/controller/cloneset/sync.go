@@ -64,6 +64,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		ok, left := c.exp.satisfied(key.String(), c.podState(cs.Namespace))
 		if ok {
 			var acted bool
+			// With scaleStrategy.disablePVCReuse, PVCs no active Pod uses go first, as in
+			// OpenKruise; a failure there counts as a scaling failure but stops nothing else.
+			claimErr := c.cleanUpClaims(ctx, cs, active)
 			acted, scaleErr = c.refreshLifecycles(ctx, cs, active, revs.update.Name)
 			if !acted && scaleErr == nil {
 				acted, scaleErr = c.scale(ctx, cs, active, revs)
@@ -75,6 +78,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 				r := c.rollingUpdate(ctx, cs, rest, revs, revisions)
 				upd = &r
 			}
+			scaleErr = errors.Join(claimErr, scaleErr)
 		} else {
 			requeue = left
 		}
@@ -155,6 +159,9 @@ func hasCondition(st *v1alpha1.CloneSetStatus, t v1alpha1.CloneSetConditionType,
 
 func (c *Controller) podState(namespace string) podState {
 	return func(name string) cachedPod {
+		if claim, ok := isClaimKey(name); ok {
+			return c.claimState(namespace, claim)
+		}
 		pod, err := c.pods.Pods(namespace).Get(name)
 		if err != nil {
 			return cachedPod{}

@@ -1,0 +1,271 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+)
+
+// pvcTimeout bounds a PVC's way to Bound (kube-controller-manager's binder) or to gone (the
+// pvc-protection finalizer waits for its Pod to be gone).
+const pvcTimeout = 60 * time.Second
+
+// staticVolumes creates n hostPath PersistentVolumes of 1Mi in a storage class of their own (the
+// local cluster has no provisioner), each on a fresh directory of this machine; they and their
+// directories are removed when the test ends. It returns the class.
+func staticVolumes(t *testing.T, ctx context.Context, n int) string {
+	t.Helper()
+	suffix := utilrand.String(5)
+	class := "inplace-e2e-static-" + suffix
+	root, err := os.MkdirTemp("", "inplace-e2e-pv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	for i := range n {
+		dir := filepath.Join(root, fmt.Sprint(i))
+		if err := os.Mkdir(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o777); err != nil { // whatever the umask
+			t.Fatal(err)
+		}
+		pv := &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("e2e-%s-%d", suffix, i)},
+			Spec: corev1.PersistentVolumeSpec{
+				StorageClassName:              class,
+				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
+				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+				PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
+					Path: dir, Type: ptr.To(corev1.HostPathDirectory)}},
+			},
+		}
+		if _, err := kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating PersistentVolume %s: %v", pv.Name, err)
+		}
+		t.Cleanup(func() {
+			_ = kube.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+		})
+	}
+	return class
+}
+
+// podClaim checks the Pod's PVC of template "data": name, labels, controller, Bound, claimed by
+// the Pod's volume "data"; and that the file the container wrote on it (read through the
+// hostPath directory on this machine) lists the Pod's UID. It returns the PVC and the file.
+func podClaim(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod) (*corev1.PersistentVolumeClaim, string) {
+	t.Helper()
+	id := pod.Labels[v1alpha1.CloneSetInstanceID]
+	name := "data-" + cs.Name + "-" + id
+	var vol *corev1.Volume
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == "data" {
+			vol = &pod.Spec.Volumes[i]
+		}
+	}
+	if vol == nil || vol.PersistentVolumeClaim == nil || vol.PersistentVolumeClaim.ClaimName != name {
+		t.Fatalf("pod %s: volume data %+v, want a claim of %s", pod.Name, vol, name)
+	}
+	pvc, err := kube.CoreV1().PersistentVolumeClaims(cs.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("pvc of pod %s: %v", pod.Name, err)
+	}
+	if pvc.Labels["app"] != cs.Name || pvc.Labels[v1alpha1.CloneSetInstanceID] != id {
+		t.Errorf("pvc %s labels %v, want app=%s and instance id %s", name, pvc.Labels, cs.Name, id)
+	}
+	if ref := metav1.GetControllerOf(pvc); ref == nil || ref.UID != cs.UID {
+		t.Errorf("pvc %s controller %+v, want CloneSet %s", name, ref, cs.UID)
+	}
+	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "" {
+		t.Fatalf("pvc %s: phase %s volume %q, want Bound (the Pod runs)", name, pvc.Status.Phase, pvc.Spec.VolumeName)
+	}
+	pv, err := kube.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(pv.Spec.HostPath.Path, "uids")
+	var data []byte
+	poll(t, ctx, 10*time.Second, fmt.Sprintf("pod %s's uid in %s", pod.Name, file), func(context.Context) (bool, error) {
+		data, err = os.ReadFile(file)
+		return err == nil && strings.Contains(string(data), string(pod.UID)), err
+	})
+	return pvc, string(data)
+}
+
+// waitClaimGone waits until the PVC no longer exists.
+func waitClaimGone(t *testing.T, ctx context.Context, namespace, name string) {
+	t.Helper()
+	poll(t, ctx, pvcTimeout, "pvc "+name+" deleted", func(ctx context.Context) (bool, error) {
+		pvc, err := kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return false, fmt.Errorf("still there (deletionTimestamp %v, finalizers %v)", pvc.DeletionTimestamp, pvc.Finalizers)
+	})
+}
+
+// otherPod returns a Pod of the map whose name is not skip.
+func otherPod(pods map[string]*corev1.Pod, skip string) *corev1.Pod {
+	for name, p := range pods {
+		if name != skip {
+			return p
+		}
+	}
+	return nil
+}
+
+// TestCloneSetPVC: volumeClaimTemplates on the real cluster, with static hostPath PVs. Each Pod
+// runs with its own PVC bound and mounted (the container appends its UID to a file on it); a
+// Pod deleted directly comes back with the same instance id and PVC, data included; scaling in
+// deletes the removed Pod's PVC; with disablePVCReuse a directly deleted Pod's PVC is deleted
+// and its replacement gets a new instance id and PVC.
+func TestCloneSetPVC(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-pvc")
+	class := staticVolumes(t, ctx, 4)
+	labels := map[string]string{"app": "db"}
+	main := corev1.Container{
+		Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever,
+		Command:      []string{"sh", "-c", `echo "$POD_UID" >> /data/uids; exec /app.sh`},
+		Env:          []corev1.EnvVar{{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}}},
+		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+	}
+	cs, err := inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, &v1alpha1.CloneSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "db"},
+		Spec: v1alpha1.CloneSetSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](1),
+					Containers:                    []corev1.Container{main},
+				},
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					StorageClassName: ptr.To(class),
+					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources: corev1.VolumeResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
+				},
+			}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// 1. Two Pods, each with its PVC bound and written to.
+	pods := waitCloneSetReady(t, ctx, cs, 2)
+	claims := map[string]*corev1.PersistentVolumeClaim{}
+	for name, p := range pods {
+		claims[name], _ = podClaim(t, ctx, cs, p)
+	}
+
+	// 2. A Pod deleted directly comes back with the same instance id, the same PVC, its data.
+	var victim *corev1.Pod
+	for _, p := range pods {
+		victim = p
+		break
+	}
+	if err := kube.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The deleted Pod is terminating, so two Ready Pods means its replacement runs.
+	pods = waitCloneSetReady(t, ctx, cs, 2)
+	back := pods[victim.Name]
+	if back == nil || back.UID == victim.UID || back.Labels[v1alpha1.CloneSetInstanceID] != victim.Labels[v1alpha1.CloneSetInstanceID] {
+		t.Fatalf("pods %v: want a new pod %s with instance id %s", podNameList(pods), victim.Name, victim.Labels[v1alpha1.CloneSetInstanceID])
+	}
+	pvc, data := podClaim(t, ctx, cs, back)
+	if pvc.UID != claims[victim.Name].UID {
+		t.Errorf("replacement %s claims pvc %s uid %s, want the same pvc as before (uid %s)", back.Name, pvc.Name, pvc.UID, claims[victim.Name].UID)
+	}
+	if !strings.Contains(data, string(victim.UID)) {
+		t.Errorf("the replacement's volume lacks the deleted pod's data: %q", data)
+	}
+
+	// 3. Scaling to 1 deletes the removed Pod's PVC, and only that one.
+	if _, err := inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, cs.Name, types.MergePatchType,
+		[]byte(`{"spec":{"replicas":1}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	left := waitCloneSetReady(t, ctx, cs, 1)
+	var kept *corev1.Pod
+	for _, p := range left {
+		kept = p
+	}
+	removed := otherPod(pods, kept.Name)
+	removedClaim := "data-" + cs.Name + "-" + removed.Labels[v1alpha1.CloneSetInstanceID]
+	waitClaimGone(t, ctx, ns, removedClaim)
+	podClaim(t, ctx, cs, kept)
+	poll(t, ctx, 30*time.Second, "an event about the deletion of pvc "+removedClaim, func(ctx context.Context) (bool, error) {
+		evs, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.InvolvedObject.UID == cs.UID && e.Reason == "SuccessfulDelete" && strings.Contains(e.Message, "deleted pvc "+removedClaim) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+
+	// 4. disablePVCReuse: back to 2 Pods (a new instance id, a new PVC on a free PV); one of them
+	// deleted directly loses its PVC, and its replacement gets a new instance id and PVC.
+	if _, err := inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, cs.Name, types.MergePatchType,
+		[]byte(`{"spec":{"replicas":2,"scaleStrategy":{"disablePVCReuse":true}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods = waitCloneSetReady(t, ctx, cs, 2)
+	added := otherPod(pods, kept.Name)
+	if added.Labels[v1alpha1.CloneSetInstanceID] == removed.Labels[v1alpha1.CloneSetInstanceID] {
+		t.Errorf("scale-up reused the instance id %s whose pvc was deleted", removed.Labels[v1alpha1.CloneSetInstanceID])
+	}
+	addedClaim, _ := podClaim(t, ctx, cs, added)
+	if err := kube.CoreV1().Pods(ns).Delete(ctx, added.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitClaimGone(t, ctx, ns, addedClaim.Name)
+	pods = waitCloneSetReady(t, ctx, cs, 2)
+	if _, ok := pods[kept.Name]; !ok {
+		t.Fatalf("pods %v: %s is gone", podNameList(pods), kept.Name)
+	}
+	fresh := otherPod(pods, kept.Name)
+	if fresh.Labels[v1alpha1.CloneSetInstanceID] == added.Labels[v1alpha1.CloneSetInstanceID] {
+		t.Errorf("replacement %s kept instance id %s under disablePVCReuse", fresh.Name, added.Labels[v1alpha1.CloneSetInstanceID])
+	}
+	freshClaim, data := podClaim(t, ctx, cs, fresh)
+	if freshClaim.Spec.VolumeName == addedClaim.Spec.VolumeName || strings.Contains(data, string(added.UID)) {
+		t.Errorf("replacement %s got the deleted pod's volume %s (data %q)", fresh.Name, freshClaim.Spec.VolumeName, data)
+	}
+}
+
+func podNameList(pods map[string]*corev1.Pod) []string {
+	out := make([]string, 0, len(pods))
+	for name := range pods {
+		out = append(out, name)
+	}
+	return out
+}
