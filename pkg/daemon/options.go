@@ -67,7 +67,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.EnvRestartDelay, "env-restart-delay", o.EnvRestartDelay,
 		"How long a container must be seen needing a restart for new env-from-metadata values before it is stopped, so the kubelet has the new Pod labels when it starts it again.")
 	fs.DurationVar(&o.InPlaceReadyPollInterval, "inplace-ready-poll-interval", o.InPlaceReadyPollInterval,
-		"How often the container runtime is asked whether the new containers of an in-place image update run, to set InPlaceUpdateReady True before the kubelet's next relist (keep it well under 1s).")
+		"With a kubelet that reports no status.observedGeneration (before 1.34): how often the container runtime is asked whether the new containers of an in-place image update run, to set InPlaceUpdateReady True before the kubelet's next relist (keep it well under 1s).")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API servers.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API servers.")
 }

@@ -16,8 +16,9 @@
 //     report, starts the next batch once the previous one is ready, and finally marks the update
 //     completed and sets InPlaceUpdateReady back to True.
 //  4. Meanwhile ImagesToWatch tells a node agent (inplace-daemon) which new images an update's last
-//     batch waits for; once the container runtime runs them, ImagesRunningConditions sets
-//     InPlaceUpdateReady True ahead of the kubelet's report (Progress still completes the update).
+//     batch waits for; once the kubelet took them over (KubeletObservedSpec, or the container
+//     runtime runs them), HandedOverConditions sets InPlaceUpdateReady True ahead of the kubelet's
+//     report of the new containers (Progress still completes the update).
 //
 // All progress lives in the Pod itself (annotation apps.kruise.io/inplace-update-state, OpenKruise's
 // InPlaceUpdateState), so any program may be killed at any moment and a later Progress resumes.

@@ -24,12 +24,12 @@ type ImageWait struct {
 // way, not in a grace period, in its last batch (no next batch), and that batch changes only
 // images (no resize, no env-from-metadata restart).
 //
-// It lets inplace-daemon, which sees the new containers in the runtime as soon as the kubelet
-// starts them, set InPlaceUpdateReady True before the kubelet's next PLEG relist reports them:
-// the kubelet then computes Ready from the new containers and the gate in that same sync,
-// instead of a relist later (about one second). Ready itself stays the kubelet's: a new
-// container that is not ready keeps the Pod unready. The update completes, as always, when the
-// Pod status reports the new images (Progress).
+// It lets inplace-daemon set InPlaceUpdateReady True as soon as the kubelet has taken the new
+// images over (KubeletObservedSpec, or the runtime runs the new containers), before the kubelet's
+// PLEG relist reports the new containers: the kubelet then computes Ready from them and the gate
+// in that same sync, instead of one relist later (about one second). Ready itself stays the
+// kubelet's: a new container that is not ready keeps the Pod unready. The update completes, as
+// always, when the Pod status reports the new images (Progress).
 func ImagesToWatch(pod *corev1.Pod) (map[string]ImageWait, bool) {
 	if pod.DeletionTimestamp != nil || !HasReadinessGate(pod) {
 		return nil, false
@@ -60,9 +60,19 @@ func ImagesToWatch(pod *corev1.Pod) (map[string]ImageWait, bool) {
 	return waits, true
 }
 
-// ImagesRunningConditions is InPlaceUpdateReady=True (reason ReasonNewImagesRunning) for a Pod
-// whose ImagesToWatch all run in the runtime; nil when the condition is True already or the Pod
-// has no readiness gate.
-func ImagesRunningConditions(pod *corev1.Pod, now time.Time) []corev1.PodCondition {
-	return readyConditions(pod, now.Truncate(time.Second), ReasonNewImagesRunning)
+// KubeletObservedSpec tells whether the kubelet has begun to sync the Pod's current spec: it
+// reports status.observedGeneration (Kubernetes 1.34+, PodObservedGenerationTracking) at or past
+// metadata.generation. The kubelet writes it from the status it generates at the start of the
+// sync that kills the old containers and starts the new ones; every later sync of the Pod waits
+// for a PLEG relist after that one ends, so from then on the kubelet's Ready reflects the new
+// containers, never the old ones.
+func KubeletObservedSpec(pod *corev1.Pod) bool {
+	return pod.Generation > 0 && pod.Status.ObservedGeneration >= pod.Generation
+}
+
+// HandedOverConditions is InPlaceUpdateReady=True with the given reason (ReasonNewSpecObserved
+// or ReasonNewImagesRunning) for a Pod whose ImagesToWatch the kubelet took over; nil when the
+// condition is True already or the Pod has no readiness gate.
+func HandedOverConditions(pod *corev1.Pod, now time.Time, reason string) []corev1.PodCondition {
+	return readyConditions(pod, now.Truncate(time.Second), reason)
 }

@@ -35,14 +35,14 @@ func TestImagesToWatch(t *testing.T) {
 			t.Fatalf("got %v %v, want %v", waits, ok, want)
 		}
 		// Once the condition is True (set by the daemon, or the update completed), nothing to do.
-		SetConditions(&pod.Status, ImagesRunningConditions(pod, t0.Add(time.Second))...)
+		SetConditions(&pod.Status, HandedOverConditions(pod, t0.Add(time.Second), ReasonNewImagesRunning)...)
 		if c := getCondition(pod, pub.InPlaceUpdateReady); c.Status != corev1.ConditionTrue || c.Reason != ReasonNewImagesRunning {
 			t.Fatalf("condition %+v", c)
 		}
 		if _, ok := ImagesToWatch(pod); ok {
 			t.Fatal("watched with the condition True")
 		}
-		if conds := ImagesRunningConditions(pod, t0); conds != nil {
+		if conds := HandedOverConditions(pod, t0, ReasonNewSpecObserved); conds != nil {
 			t.Fatalf("conditions again: %+v", conds)
 		}
 		// The update still completes from the Pod status, keeping the condition.
@@ -126,5 +126,24 @@ func TestImagesToWatch(t *testing.T) {
 				t.Fatalf("watched: %v", waits)
 			}
 		})
+	}
+}
+
+func TestKubeletObservedSpec(t *testing.T) {
+	for _, tc := range []struct {
+		generation, observed int64
+		want                 bool
+	}{
+		{0, 0, false}, // no generation tracking
+		{3, 0, false}, // a kubelet that does not report it
+		{3, 2, false},
+		{3, 3, true},
+		{3, 4, true},
+	} {
+		pod := runningPod(ctr("app", "app:v1"))
+		pod.Generation, pod.Status.ObservedGeneration = tc.generation, tc.observed
+		if got := KubeletObservedSpec(pod); got != tc.want {
+			t.Errorf("generation %d observed %d: %v, want %v", tc.generation, tc.observed, got, tc.want)
+		}
 	}
 }

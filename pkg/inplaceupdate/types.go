@@ -32,9 +32,14 @@ const (
 	// ReasonInPlaceUpdateAbandoned is the reason of InPlaceUpdateReady=True when a request set the
 	// condition False and then never wrote its update (refused by kube-apiserver, or cut short).
 	ReasonInPlaceUpdateAbandoned = "InPlaceUpdateAbandoned"
+	// ReasonNewSpecObserved is the reason of InPlaceUpdateReady=True set by inplace-daemon when the
+	// kubelet reports, through status.observedGeneration, that it syncs the Pod spec with the new
+	// images of an update's last batch (see ImagesToWatch, KubeletObservedSpec).
+	ReasonNewSpecObserved = "NewSpecObservedByKubelet"
 	// ReasonNewImagesRunning is the reason of InPlaceUpdateReady=True set by inplace-daemon when the
 	// container runtime runs the new images of an update's last batch, before the kubelet reports
-	// them in the Pod status (see ImagesToWatch). The update completes once it does.
+	// them in the Pod status (kubelets that report no observedGeneration). The update completes
+	// once the kubelet reports them.
 	ReasonNewImagesRunning = "NewImagesRunning"
 
 	// StartWindow is how long InPlaceUpdateReady=False (reason StartInPlaceUpdate) may stand on a

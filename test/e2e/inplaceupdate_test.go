@@ -21,6 +21,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
 )
 
 // The pods/inplaceupdate subresource on the real cluster: each test sends its requests with
@@ -578,11 +579,14 @@ func TestInPlaceUpdateControllerKilled(t *testing.T) {
 	}
 }
 
-// TestInPlaceUpdateReadyFromRuntime: with inplace-controller stopped, an image update still
-// brings the Pod back to Ready: inplace-daemon sees the new container run through the CRI and
-// sets InPlaceUpdateReady True (reason NewImagesRunning), the kubelet turns Ready True on its own
-// once it reports the new container, and the update completes when inplace-controller is back.
-func TestInPlaceUpdateReadyFromRuntime(t *testing.T) {
+// TestInPlaceUpdateReadyFromDaemon: with inplace-controller stopped, an image update still
+// brings the Pod back to Ready: inplace-daemon sets InPlaceUpdateReady True once the kubelet
+// reports it observed the new spec (reason NewSpecObservedByKubelet: this kubelet reports
+// status.observedGeneration), the kubelet turns Ready True on its own once it reports the new
+// container, and the update completes when inplace-controller is back. The facts the daemon's
+// fallback for older kubelets reads from the CRI (image ids of running containers and of image
+// references) are checked against this node's containerd.
+func TestInPlaceUpdateReadyFromDaemon(t *testing.T) {
 	ctx := testContext(t)
 	t.Cleanup(func() {
 		if !readRecordedDaemon(t, "inplace-controller").alive() {
@@ -618,9 +622,10 @@ func TestInPlaceUpdateReadyFromRuntime(t *testing.T) {
 		}
 		return true, nil
 	})
-	if c := podCondition(pod, pub.InPlaceUpdateReady); c.Reason != "NewImagesRunning" {
-		t.Errorf("InPlaceUpdateReady reason %q, want NewImagesRunning (set by inplace-daemon)", c.Reason)
+	if c := podCondition(pod, pub.InPlaceUpdateReady); c.Reason != "NewSpecObservedByKubelet" {
+		t.Errorf("InPlaceUpdateReady reason %q, want NewSpecObservedByKubelet (set by inplace-daemon)", c.Reason)
 	}
+	checkRuntimeImageIDs(t, ctx, pod, "main", appImageV2, mainBefore.ImageID)
 	if st := stateOf(t, pod); st == nil || st.CompletedTimestamp != nil {
 		t.Fatalf("state %s: want the update not completed while no inplace-controller runs", pod.Annotations[pub.InPlaceUpdateStateKey])
 	}
@@ -658,6 +663,37 @@ func TestInPlaceUpdateReadyFromRuntime(t *testing.T) {
 	pod = waitUpdateCompleted(t, ctx, ns, "target", updateTimeout)
 	if s := containerStatus(t, pod, "main"); s.RestartCount != 1 {
 		t.Errorf("main restartCount %d, want 1", s.RestartCount)
+	}
+}
+
+// checkRuntimeImageIDs checks, through the node's CRI runtime (the e2e runs on the node), what
+// inplace-daemon's runtime fallback relies on: the running instance of the container runs the image
+// id that the runtime resolves the spec image to, and the image id the Pod status had before the
+// update resolves to another one.
+func checkRuntimeImageIDs(t *testing.T, ctx context.Context, pod *corev1.Pod, name, image, previousImageID string) {
+	t.Helper()
+	rt, err := criruntime.Connect(ctx, "unix:///run/containerd/containerd.sock", nil)
+	if err != nil {
+		t.Fatalf("connecting to the node's containerd: %v", err)
+	}
+	defer rt.Close()
+	containers, err := rt.ListPodContainers(ctx, string(pod.UID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := ""
+	for _, c := range containers {
+		if c.Name == name && c.State == criruntime.StateRunning {
+			running = c.ImageID
+		}
+	}
+	want, err := rt.ImageID(ctx, image)
+	if err != nil || want == "" || running != want {
+		t.Errorf("runtime: %s runs image id %q; %s resolves to %q (%v)", name, running, image, want, err)
+	}
+	before, err := rt.ImageID(ctx, previousImageID)
+	if err != nil || before == "" || before == want {
+		t.Errorf("runtime: the previous image id %s resolves to %q (%v), want an id other than %q", previousImageID, before, err, want)
 	}
 }
 

@@ -1,22 +1,29 @@
 // Package inplaceready is the daemon's in-place readiness controller: for the Pods of its node
 // whose in-place update waits only for new container images (inplaceupdate.ImagesToWatch), it
-// watches the container runtime and sets InPlaceUpdateReady True as soon as every container of the
-// update's last batch runs its new image.
+// sets InPlaceUpdateReady True as soon as the kubelet has taken the new images over.
 //
-// Why: the kubelet reports a restarted container at its next PLEG relist (once a second). If
-// InPlaceUpdateReady turns True only after that report (as inplace-controller does, reading the Pod
-// status), the kubelet needs one more relist to turn the Pod Ready, about a second later than a
-// plain image patch of the same Pod. The daemon sees the new container in the runtime right after
-// the kubelet started it, before that relist; with the gate already True, the relist that reports
-// the container also turns the Pod Ready. Ready stays the kubelet's alone: a new container that is
-// not ready (readiness probe) keeps the Pod unready. inplace-controller still completes the update
-// once the Pod status reports the new images; it is only quicker, never different: a Pod this
-// controller misses (daemon down, a container that never starts) is handled there as before.
+// Why: the kubelet reports a restarted container at its next PLEG relist (once a second), and a
+// Pod sync waits for a relist newer than the previous sync. If InPlaceUpdateReady turns True only
+// after the kubelet reported the new containers (as inplace-controller does, reading the Pod
+// status), the kubelet needs one more relist to turn the Pod Ready: about a second later than a
+// plain image patch of the same Pod. The gate must instead be True in the Pod the kubelet syncs
+// right after the one that replaced the containers.
 //
-// A container counts as running its new image when the runtime runs an instance of it whose image
-// id is the id the runtime resolves the Pod spec's image to, and that id differs from the one the
-// Pod status reported when the update began. An update that keeps the image id (a new tag of the
-// same image) is left to inplace-controller: the runtime cannot tell the new instance by its image.
+// When the kubelet has taken over:
+//   - it reports status.observedGeneration >= metadata.generation (Kubernetes 1.34+): it writes
+//     that from the status it generates at the start of the sync that kills the old containers and
+//     starts the new ones, milliseconds after the spec changed. Every later sync of the Pod waits
+//     for a relist after that sync ends, so with the gate True the kubelet's Ready follows the new
+//     containers and never again the old ones;
+//   - with a kubelet that reports no observedGeneration, the runtime runs every new container:
+//     an instance whose image id is the id the runtime resolves the Pod spec's image to, different
+//     from the one the Pod status reported when the update began (polled every PollInterval; an
+//     update that keeps the image id, a new tag of the same image, is left to inplace-controller).
+//
+// Ready stays the kubelet's alone: a new container that is not ready (readiness probe) keeps the
+// Pod unready. inplace-controller still completes the update once the Pod status reports the new
+// images; this controller only makes the Pod ready sooner, never differently: a Pod it misses
+// (daemon down) is handled there as before.
 package inplaceready
 
 import (
@@ -64,8 +71,9 @@ func init() {
 
 // Config tunes the controller; DefaultConfig has the defaults.
 type Config struct {
-	// PollInterval is how often the runtime is asked about a Pod waiting for its new containers.
-	// It must stay well under the kubelet's relist period (1 s) for the gate to be there first.
+	// PollInterval is how often the runtime is asked about a Pod waiting for its new containers,
+	// with a kubelet that reports no observedGeneration. It must stay well under the kubelet's
+	// relist period (1 s) for the gate to be there first.
 	PollInterval time.Duration
 	// PollFor is how long a Pod is polled at PollInterval (an image pull may take a while); after
 	// that it is looked at only when it changes, and by inplace-controller.
@@ -158,9 +166,9 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	reconcile.Run(ctx, Name, workers, c.queue, c.sync, c.podsSynced)
 }
 
-// sync looks at one Pod: when all the new containers of its update run, it sets
-// InPlaceUpdateReady True; otherwise it asks to be called again after PollInterval while the
-// update is young.
+// sync looks at one Pod: once the kubelet took the new images of its update over, it sets
+// InPlaceUpdateReady True; with a kubelet that reports no observedGeneration it polls the runtime
+// every PollInterval while the update is young.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
 	pod, err := c.pods.Pods(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
@@ -175,18 +183,27 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
 
-	running, err := c.newImagesRunning(ctx, pod, waits)
-	if err != nil {
-		return 0, err
-	}
-	if !running {
-		if c.age(watchKey(pod)) > c.cfg.PollFor {
-			return 0, nil
+	reason := inplaceupdate.ReasonNewSpecObserved
+	switch {
+	case inplaceupdate.KubeletObservedSpec(pod):
+	case pod.Status.ObservedGeneration > 0:
+		// This kubelet reports observedGeneration: its next status write says when it took over.
+		return 0, nil
+	default:
+		running, err := c.newImagesRunning(ctx, pod, waits)
+		if err != nil {
+			return 0, err
 		}
-		return c.cfg.PollInterval, nil
+		if !running {
+			if c.age(watchKey(pod)) > c.cfg.PollFor {
+				return 0, nil
+			}
+			return c.cfg.PollInterval, nil
+		}
+		reason = inplaceupdate.ReasonNewImagesRunning
 	}
 
-	patch, err := statusPatch(pod, inplaceupdate.ImagesRunningConditions(pod, c.now()))
+	patch, err := statusPatch(pod, inplaceupdate.HandedOverConditions(pod, c.now(), reason))
 	if err != nil {
 		return 0, err
 	}
@@ -206,7 +223,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	gateWrites.WithLabelValues("success").Inc()
 	c.forget(pod.UID)
-	logger.V(2).Info("New containers run: set InPlaceUpdateReady True", "containers", strings.Join(slices.Sorted(maps.Keys(waits)), ","))
+	logger.V(2).Info("The kubelet took the new images over: set InPlaceUpdateReady True", "reason", reason,
+		"containers", strings.Join(slices.Sorted(maps.Keys(waits)), ","))
 	return 0, nil
 }
 

@@ -149,8 +149,8 @@ func (h *harness) condition() *corev1.PodCondition {
 	return nil
 }
 
-// The kubelet killed app-0 and started app-1 on the new image: the condition turns True at once,
-// with a patch that carries the Pod's resourceVersion.
+// A kubelet that reports no observedGeneration killed app-0 and started app-1 on the new image:
+// the condition turns True at once, with a patch that carries the Pod's resourceVersion.
 func TestSetsConditionWhenNewImageRuns(t *testing.T) {
 	cfg := Config{PollInterval: 50 * time.Millisecond, PollFor: time.Minute}
 	h := newHarness(t, cfg, begin(t, runningPod(), "app:v2"))
@@ -175,6 +175,35 @@ func TestSetsConditionWhenNewImageRuns(t *testing.T) {
 		t.Errorf("patch %s lacks %s", patches[0].GetPatch(), want)
 	}
 	if c := h.condition(); c == nil || c.Status != corev1.ConditionTrue || c.Reason != inplaceupdate.ReasonNewImagesRunning {
+		t.Fatalf("condition %+v", c)
+	}
+}
+
+// A kubelet that reports observedGeneration: the condition is set as soon as it observed the
+// generation with the new image (it is killing the old container then), without asking the
+// runtime; before that, nothing is polled (its status write is the event).
+func TestSetsConditionWhenKubeletObservedSpec(t *testing.T) {
+	cfg := Config{PollInterval: 50 * time.Millisecond, PollFor: time.Minute}
+	pod := begin(t, runningPod(), "app:v2")
+	pod.Generation, pod.Status.ObservedGeneration = 2, 1
+	h := newHarness(t, cfg, pod)
+	lists := h.cri.ListCalls()
+	if got := h.sync(); got != 0 || len(h.statusPatches()) != 0 {
+		t.Fatalf("kubelet on generation 1 of 2: requeue %v, patches %v", got, h.statusPatches())
+	}
+
+	pod = pod.DeepCopy()
+	pod.Status.ObservedGeneration = 2
+	if err := h.factory.Core().V1().Pods().Informer().GetIndexer().Update(pod); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.sync(); got != 0 {
+		t.Fatalf("requeue %v", got)
+	}
+	if n := h.cri.ListCalls() - lists; n != 0 {
+		t.Errorf("%d runtime list calls; the kubelet's observedGeneration needs none", n)
+	}
+	if c := h.condition(); c == nil || c.Status != corev1.ConditionTrue || c.Reason != inplaceupdate.ReasonNewSpecObserved {
 		t.Fatalf("condition %+v", c)
 	}
 }
