@@ -485,3 +485,61 @@ func TestCloneSetMaxSurge(t *testing.T) {
 		t.Errorf("pods created and deleted: %v, want 3 of each", changed)
 	}
 }
+
+// TestCloneSetScatterStrategy: partition 2 of 4 with priorityStrategy favouring the two Pods
+// labelled prio=high, which are also the two of zone=a; scatterStrategy zone=a spreads zone a over
+// the update order, so the two Pods updated are one of zone a and one of zone b (priority alone
+// would pick both zone a Pods).
+func TestCloneSetScatterStrategy(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-scatter")
+	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
+		Partition:      ptr.To(intstr.FromInt32(2)),
+		MaxUnavailable: ptr.To(intstr.FromInt32(2)),
+		PriorityStrategy: &pub.UpdatePriorityStrategy{WeightPriority: []pub.UpdatePriorityWeightTerm{{
+			Weight: 100, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"prio": "high"}},
+		}}},
+		ScatterStrategy: pub.UpdateScatterStrategy{{Key: "zone", Value: "a"}},
+	})
+	before := waitCloneSetReady(t, ctx, cs, 4)
+	names := slices.Sorted(maps.Keys(before))
+	zoneA := map[string]bool{names[0]: true, names[1]: true}
+	for _, name := range names {
+		labels := "zone=b"
+		if zoneA[name] {
+			labels = "zone=a prio=high"
+		}
+		mustKubectl(t, ctx, "", append([]string{"-n", ns, "label", "pod", name}, strings.Fields(labels)...)...)
+	}
+
+	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
+	var updated []string
+	poll(t, ctx, rolloutTimeout, "2 of 4 Pods updated", func(ctx context.Context) (bool, error) {
+		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		pods, err := cloneSetPods(ctx, got)
+		if err != nil {
+			return false, err
+		}
+		updated = nil
+		for name, p := range pods {
+			if podSettledAt(t, p, got.Status.UpdateRevision) {
+				updated = append(updated, name)
+			}
+		}
+		slices.Sort(updated)
+		return len(updated) == 2 && got.Status.UpdatedReadyReplicas == 2, fmt.Errorf("updated %v, status %+v", updated, got.Status)
+	})
+	inA := 0
+	for _, name := range updated {
+		if zoneA[name] {
+			inA++
+		}
+	}
+	if inA != 1 {
+		t.Errorf("updated %v (zone a: %v): want one Pod of zone a and one of zone b", updated, slices.Sorted(maps.Keys(zoneA)))
+	}
+}
