@@ -1,7 +1,7 @@
 // Package daemon runs inplace-daemon, one per node: it connects to the node's CRI runtime and to
 // the cluster, watches the Pods of its node, serves health and metrics, and runs the daemon's
-// controllers (container meta and env-from-metadata restarts; InPlaceUpdateReady as soon as new
-// images run) until stopped.
+// controllers (container meta and env-from-metadata restarts; InPlaceUpdateReady as soon as the
+// kubelet took an in-place update's new images over) until stopped.
 package daemon
 
 import (

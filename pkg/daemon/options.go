@@ -33,7 +33,8 @@ type Options struct {
 	// before it is stopped (see containermeta.Config.EnvRestartDelay).
 	EnvRestartDelay time.Duration
 	// InPlaceReadyPollInterval is how often the runtime is asked whether the new containers of an
-	// in-place image update run (see inplaceready.Config.PollInterval).
+	// in-place image update run, with kubelets that report no observedGeneration (see
+	// inplaceready.Config.PollInterval).
 	InPlaceReadyPollInterval time.Duration
 	// QPS and Burst limit the daemon's requests to the API servers.
 	QPS   float32
