@@ -5,8 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,7 +17,6 @@ import (
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 
-	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime/fakecri"
 	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
@@ -53,26 +50,6 @@ func TestOptions(t *testing.T) {
 	}
 }
 
-func fakeRuntime(t *testing.T) (*fakecri.Server, criruntime.Runtime) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "cri")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	s, err := fakecri.Serve(filepath.Join(dir, "containerd.sock"), "containerd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
-	rt, err := criruntime.Connect(context.Background(), s.Endpoint(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close() })
-	return s, rt
-}
-
 func get(t *testing.T, srv *httptest.Server, path string) (int, string) {
 	t.Helper()
 	resp, err := srv.Client().Get(srv.URL + path)
@@ -85,7 +62,7 @@ func get(t *testing.T, srv *httptest.Server, path string) (int, string) {
 }
 
 func TestHealth(t *testing.T) {
-	cri, rt := fakeRuntime(t)
+	cri, rt := fakecri.Start(t)
 	syncing := &serving.Syncing{}
 	syncing.Set(true)
 	srv := httptest.NewServer(serving.Handler(healthChecks(rt, syncing)))
@@ -124,7 +101,7 @@ func (c *countingController) Run(ctx context.Context, _ int) {
 // TestRunControllers: controllers are built, informers synced, readiness flips, and everything
 // stops when the context ends (SIGTERM).
 func TestRunControllers(t *testing.T) {
-	_, rt := fakeRuntime(t)
+	_, rt := fakecri.Start(t)
 	kubeClient := fake.NewClientset()
 	inplaceClient := inplacefake.NewClientset()
 	o := NewOptions()

@@ -3,8 +3,6 @@ package containermeta
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -88,21 +86,7 @@ type harness struct {
 
 func newHarness(t *testing.T, cfg Config, pods ...*corev1.Pod) *harness {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "cri")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	cri, err := fakecri.Serve(filepath.Join(dir, "containerd.sock"), "containerd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cri.Stop)
-	rt, err := criruntime.Connect(context.Background(), cri.Endpoint(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close() })
+	cri, rt := fakecri.Start(t)
 
 	client := fake.NewClientset()
 	for _, p := range pods {

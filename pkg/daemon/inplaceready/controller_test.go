@@ -2,8 +2,6 @@ package inplaceready
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -82,21 +80,7 @@ type harness struct {
 
 func newHarness(t *testing.T, cfg Config, pod *corev1.Pod) *harness {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "cri")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	cri, err := fakecri.Serve(filepath.Join(dir, "containerd.sock"), "containerd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cri.Stop)
-	rt, err := criruntime.Connect(context.Background(), cri.Endpoint(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close() })
+	cri, rt := fakecri.Start(t)
 	cri.AddImage("app:v1", idV1)
 	cri.AddImage("app@sha256:aaaa", idV1)
 	cri.AddImage("app:v2", idV2)
