@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates everything under pkg/generated and the zz_generated.* files of pkg/apis with the
-# Kubernetes code generators pinned in go.mod. Works offline once the module cache is warm.
+# Kubernetes code generators pinned in go.mod. Downloads what it reads first (a fresh machine has an
+# empty module cache, and `go list -m -f {{.Dir}}` prints nothing for a module not downloaded);
+# works offline once the module cache is warm.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -8,7 +10,18 @@ cd "${ROOT}"
 
 THIS_PKG=github.com/inplace-dev/inplace
 BOILERPLATE="${ROOT}/hack/boilerplate.go.txt"
-CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
+# module_dir MODULE: the module's directory in the module cache, downloading it first.
+module_dir() {
+    go mod download "$1"
+    local dir
+    dir=$(go list -m -f '{{.Dir}}' "$1")
+    if [[ -z "${dir}" || ! -d "${dir}" ]]; then
+        echo "update-codegen: module $1 has no directory in the module cache after go mod download" >&2
+        return 1
+    fi
+    echo "${dir}"
+}
+CODEGEN_PKG=$(module_dir k8s.io/code-generator)
 # kube_codegen.sh go-installs its generators; keep them inside the project, not in ~/go/bin.
 export GOBIN="${ROOT}/_output/tools"
 mkdir -p "${GOBIN}"
@@ -35,7 +48,7 @@ kube::codegen::gen_openapi \
 # Core types our kinds embed or reference (SidecarContainer inlines a whole corev1.Container) are
 # applied with client-go's own apply configurations: map every core/v1 type client-go has one for.
 core_ac=k8s.io/client-go/applyconfigurations/core/v1
-core_ac_dir=$(go list -f '{{.Dir}}' "${core_ac}")
+core_ac_dir=$(module_dir k8s.io/client-go)/applyconfigurations/core/v1
 externals=""
 for t in $(sed -n 's/^type \([A-Za-z0-9]*\)ApplyConfiguration struct.*/\1/p' "${core_ac_dir}"/*.go | sort -u); do
     externals+="${externals:+,}k8s.io/api/core/v1.${t}:${core_ac}"
