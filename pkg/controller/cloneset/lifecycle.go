@@ -17,6 +17,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/podreadiness"
 )
 
 // A CloneSet's lifecycle hooks (spec.lifecycle), as in OpenKruise: every Pod carries its state in
@@ -112,14 +113,7 @@ func initialLifecycleState(cs *v1alpha1.CloneSet) pub.LifecycleStateType {
 	return pub.LifecycleStateNormal
 }
 
-func hasKruisePodReadyGate(pod *corev1.Pod) bool {
-	for _, g := range pod.Spec.ReadinessGates {
-		if g.ConditionType == pub.KruisePodReadyConditionType {
-			return true
-		}
-	}
-	return false
-}
+func hasKruisePodReadyGate(pod *corev1.Pod) bool { return podreadiness.HasGate(pod) }
 
 // kruisePodReadyFor is the KruisePodReady status a Pod in a state should have.
 func kruisePodReadyFor(state pub.LifecycleStateType) corev1.ConditionStatus {
@@ -243,33 +237,22 @@ func missingFinalizers(pod *corev1.Pod, finalizers []string) []string {
 	return out
 }
 
-// syncKruisePodReady sets the KruisePodReady condition the state calls for, if it differs. It
-// tells whether it wrote.
+// syncKruisePodReady makes the lifecycle's hold on the KruisePodReady condition (shared with
+// other holders, see pkg/podreadiness) the one the state calls for, if it differs. It tells
+// whether it wrote.
 func (c *Controller) syncKruisePodReady(ctx context.Context, pod *corev1.Pod, state pub.LifecycleStateType) (bool, error) {
-	want := kruisePodReadyFor(state)
-	for _, cond := range pod.Status.Conditions {
-		if cond.Type == pub.KruisePodReadyConditionType && cond.Status == want {
-			return false, nil
+	change := func(holders []podreadiness.Holder) []podreadiness.Holder {
+		holders = slices.DeleteFunc(holders, func(h podreadiness.Holder) bool { return h.UserAgent == podreadiness.UserAgentLifecycle })
+		if kruisePodReadyFor(state) == corev1.ConditionFalse {
+			holders = append(holders, podreadiness.Holder{UserAgent: podreadiness.UserAgentLifecycle, Key: string(state)})
 		}
+		return holders
 	}
-	cond := corev1.PodCondition{Type: pub.KruisePodReadyConditionType, Status: want,
-		LastTransitionTime: metav1.NewTime(c.now()), Reason: "Lifecycle" + string(state)}
-	if want == corev1.ConditionFalse {
-		cond.Message = fmt.Sprintf("the pod is %s (lifecycle hook markPodNotReady)", state)
-	}
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"uid": pod.UID},
-		"status":   map[string]any{"conditions": []corev1.PodCondition{cond}},
-	})
-	if err != nil {
-		return false, err
-	}
-	_, err = c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
-	if apierrors.IsNotFound(err) {
+	if _, changed := podreadiness.Desired(pod, change, c.now()); !changed {
 		return false, nil
 	}
-	if err != nil {
-		return false, fmt.Errorf("setting condition %s of pod %s to %s: %w", pub.KruisePodReadyConditionType, pod.Name, want, err)
+	if _, err := podreadiness.Update(ctx, c.kube.CoreV1(), pod, change, c.now()); err != nil {
+		return false, err
 	}
 	return true, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/podreadiness"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
 
@@ -164,7 +165,10 @@ func TestInPlaceUpdateHook(t *testing.T) {
 		if p.Name == held {
 			heldPod = p
 			p.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingUpdate)
-			p.Status.Conditions[len(p.Status.Conditions)-1].Status = corev1.ConditionFalse
+			// As the first sync wrote it: False, held by the lifecycle.
+			cond, _ := podreadiness.Desired(p, podreadiness.Hold(podreadiness.Holder{
+				UserAgent: podreadiness.UserAgentLifecycle, Key: string(pub.LifecycleStatePreparingUpdate)}), testNow)
+			p.Status.Conditions[len(p.Status.Conditions)-1] = cond
 		}
 	}
 	f = r.fixture(t)
