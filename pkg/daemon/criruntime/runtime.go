@@ -1,7 +1,7 @@
 // Package criruntime is the daemon's small client of the node's container runtime, spoken over the
 // CRI (k8s.io/cri-api runtime/v1, gRPC on a unix socket): list a Pod's containers, read a
 // container's environment, stop a container so that the kubelet creates it again, resolve an
-// image reference to the runtime's image id.
+// image reference to the runtime's image id, run a command in a container (a preStop hook).
 //
 // A container's environment is read from ContainerStatus(verbose=true): containerd (1.6 and
 // later) and CRI-O return in info["info"] the OCI runtime spec the container was created with,
@@ -82,6 +82,12 @@ type Container struct {
 	Annotations map[string]string
 }
 
+// ExecResult is what a command run in a container through ExecSync printed, and how it ended.
+type ExecResult struct {
+	Stdout, Stderr []byte
+	ExitCode       int32
+}
+
 // Runtime is what the daemon needs of a container runtime.
 type Runtime interface {
 	// Name is the runtime's name as it reports it (containerd, cri-o, docker): the kubelet writes
@@ -102,6 +108,10 @@ type Runtime interface {
 	// instance of it (restartPolicy permitting) as it does after a crash. Stopping a stopped
 	// container is not an error.
 	StopContainer(ctx context.Context, id string, timeout time.Duration) error
+	// ExecSync runs cmd in the container and waits for it to end, killing it after timeout
+	// (rounded up to whole seconds, at least one, as the runtime counts them). A command that ran
+	// and failed is no error: its exit code is in the result.
+	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (ExecResult, error)
 	// ImageID is the runtime's id of the image that ref (a name, name:tag, repo digest or id)
 	// names on this node; "" when the runtime does not have that image.
 	ImageID(ctx context.Context, ref string) (string, error)
@@ -292,6 +302,18 @@ func (c *client) StopContainer(ctx context.Context, id string, timeout time.Dura
 		return fmt.Errorf("stopping container %s: %w", id, err)
 	}
 	return nil
+}
+
+func (c *client) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (ExecResult, error) {
+	seconds := max(int64((timeout+time.Second-1)/time.Second), 1)
+	// The runtime kills the command after timeout: leave it that long to answer.
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(seconds)*time.Second+callTimeout)
+	defer cancel()
+	resp, err := c.rs.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: seconds})
+	if err != nil {
+		return ExecResult{}, fmt.Errorf("running %q in container %s: %w", strings.Join(cmd, " "), id, err)
+	}
+	return ExecResult{Stdout: resp.Stdout, Stderr: resp.Stderr, ExitCode: resp.ExitCode}, nil
 }
 
 func (c *client) ImageID(ctx context.Context, ref string) (string, error) {

@@ -262,3 +262,26 @@ func TestStopContainer(t *testing.T) {
 		t.Errorf("state after stop: %v", got[0].State)
 	}
 }
+
+func TestExecSync(t *testing.T) {
+	s := serve(t, filepath.Join(shortDir(t), "rt.sock"), "containerd")
+	s.Add(fakecri.Container{ID: "a", PodUID: "u", Name: "a", State: criruntime.StateRunning})
+	s.SetExecFunc(func(id string, cmd []string) ([]byte, []byte, int32, error) {
+		return []byte("out " + strings.Join(cmd, ",")), []byte("err"), 3, nil
+	})
+	rt := connect(t, s.Endpoint(), nil)
+	res, err := rt.ExecSync(context.Background(), "a", []string{"sh", "-c", "exit 3"}, 1500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Stdout) != "out sh,-c,exit 3" || string(res.Stderr) != "err" || res.ExitCode != 3 {
+		t.Errorf("result %+v", res)
+	}
+	if _, err := rt.ExecSync(context.Background(), "gone", []string{"true"}, 0); err == nil || !strings.Contains(err.Error(), "gone") {
+		t.Errorf("exec in a missing container: err = %v", err)
+	}
+	want := []fakecri.Exec{{ID: "a", Cmd: []string{"sh", "-c", "exit 3"}, Timeout: 2}, {ID: "gone", Cmd: []string{"true"}, Timeout: 1}}
+	if got := s.Execs(); !reflect.DeepEqual(got, want) {
+		t.Errorf("execs %+v, want %+v (timeouts rounded up to whole seconds, at least 1)", got, want)
+	}
+}

@@ -1,7 +1,7 @@
 // Package fakecri is an in-process CRI runtime for tests: a runtime/v1 RuntimeService served over
 // gRPC on a unix socket, holding containers in memory. It answers Version, ListContainers,
-// ContainerStatus (verbose info shaped like containerd's) and StopContainer, and records calls; its
-// image service answers ImageStatus from images added with AddImage.
+// ContainerStatus (verbose info shaped like containerd's), StopContainer and ExecSync, and records
+// calls; its image service answers ImageStatus from images added with AddImage.
 package fakecri
 
 import (
@@ -57,7 +57,21 @@ type Server struct {
 	imageIDs   map[string]string // image reference -> id
 	statuses   int               // ContainerStatus calls
 	lists      int               // ListContainers calls
+	execs      []Exec            // ExecSync calls, in order
+	execFunc   ExecFunc
+	stopHook   func(id string)
 }
+
+// Exec is one ExecSync call.
+type Exec struct {
+	ID      string
+	Cmd     []string
+	Timeout int64 // seconds
+}
+
+// ExecFunc answers an ExecSync call: what the command printed and its exit code, or an error (as
+// gRPC status) for a call the runtime refuses.
+type ExecFunc func(id string, cmd []string) (stdout, stderr []byte, exitCode int32, err error)
 
 // Serve starts a fake runtime reporting runtimeName on a unix socket at path.
 func Serve(path, runtimeName string) (*Server, error) {
@@ -111,6 +125,29 @@ func (s *Server) SetState(id string, state runtimeapi.ContainerState) {
 	if c, ok := s.containers[id]; ok {
 		c.State = state
 	}
+}
+
+// SetExecFunc sets how ExecSync answers; by default a command in a known container prints
+// nothing and exits 0.
+func (s *Server) SetExecFunc(f ExecFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.execFunc = f
+}
+
+// SetStopHook makes StopContainer call hook with the container id before it stops the container
+// (without the server's lock held: hook may block, e.g. until several stops arrived).
+func (s *Server) SetStopHook(hook func(id string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopHook = hook
+}
+
+// Execs is the ExecSync calls, in order.
+func (s *Server) Execs() []Exec {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.execs)
 }
 
 // Stopped is the ids passed to StopContainer, in order, with the timeouts asked for.
@@ -232,8 +269,14 @@ func (s *Server) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSta
 	return resp, nil
 }
 
-// StopContainer marks the container exited and records the call.
+// StopContainer calls the stop hook, then marks the container exited and records the call.
 func (s *Server) StopContainer(_ context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
+	s.mu.Lock()
+	hook := s.stopHook
+	s.mu.Unlock()
+	if hook != nil {
+		hook(req.ContainerId)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.containers[req.ContainerId]
@@ -244,6 +287,26 @@ func (s *Server) StopContainer(_ context.Context, req *runtimeapi.StopContainerR
 	s.stopGrace = append(s.stopGrace, req.Timeout)
 	c.State = runtimeapi.ContainerState_CONTAINER_EXITED
 	return &runtimeapi.StopContainerResponse{}, nil
+}
+
+// ExecSync records the call and answers with the ExecFunc; NotFound for an unknown container.
+func (s *Server) ExecSync(_ context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
+	s.mu.Lock()
+	_, ok := s.containers[req.ContainerId]
+	s.execs = append(s.execs, Exec{ID: req.ContainerId, Cmd: slices.Clone(req.Cmd), Timeout: req.Timeout})
+	f := s.execFunc
+	s.mu.Unlock()
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "container %q not found", req.ContainerId)
+	}
+	if f == nil {
+		return &runtimeapi.ExecSyncResponse{}, nil
+	}
+	stdout, stderr, code, err := f(req.ContainerId, req.Cmd)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ExecSyncResponse{Stdout: stdout, Stderr: stderr, ExitCode: code}, nil
 }
 
 // imageService is the fake's CRI image service (a separate type: its method names would clash
