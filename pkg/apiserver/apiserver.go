@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/informers"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/cloneset"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/containerrecreaterequest"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/pod"
@@ -25,6 +27,9 @@ import (
 // Config is the configuration of inplace-apiserver.
 type Config struct {
 	GenericConfig *genericapiserver.RecommendedConfig
+	// InplaceInformers feed the built-in admission plugins; nil in standalone mode. Started with
+	// the server.
+	InplaceInformers inplaceinformers.SharedInformerFactory
 }
 
 // CompletedConfig is a Config with every default filled in.
@@ -33,6 +38,7 @@ type CompletedConfig struct {
 	// coreClient reaches the cluster's core API; nil in standalone mode.
 	coreClient *restclient.Config
 	informers  informers.SharedInformerFactory
+	inplace    inplaceinformers.SharedInformerFactory
 }
 
 // Complete fills in the defaults of the generic server.
@@ -41,6 +47,7 @@ func (c *Config) Complete() CompletedConfig {
 		generic:    c.GenericConfig.Complete(),
 		coreClient: c.GenericConfig.ClientConfig,
 		informers:  c.GenericConfig.SharedInformerFactory,
+		inplace:    c.InplaceInformers,
 	}
 }
 
@@ -69,6 +76,14 @@ func (c CompletedConfig) New() (*Server, error) {
 	// these informers; nothing else starts them, and admission waits until they have synced.
 	if factory := c.informers; factory != nil {
 		generic.AddPostStartHookOrDie("start-core-informers", func(ctx genericapiserver.PostStartHookContext) error {
+			factory.Start(ctx.Done())
+			return nil
+		})
+	}
+	// The admission plugins' informers of this group read it through the loopback client, which
+	// answers only once the server serves.
+	if factory := c.inplace; factory != nil {
+		generic.AddPostStartHookOrDie("start-inplace-admission-informers", func(ctx genericapiserver.PostStartHookContext) error {
 			factory.Start(ctx.Done())
 			return nil
 		})
@@ -105,7 +120,12 @@ func (c CompletedConfig) v1alpha1Storage() (map[string]rest.Storage, error) {
 		}
 		corePods = kube.CoreV1()
 	}
-	pods := pod.NewStorage(corePods)
+	// pods/recreate creates ContainerRecreateRequests through the same admission chain and store
+	// as a direct create.
+	pods := pod.NewStorage(corePods, pod.RecreateStorage{
+		Store: crrs.ContainerRecreateRequest.Store, Admission: c.generic.AdmissionControl,
+		ObjectInterfaces: admission.NewObjectInterfacesFromScheme(Scheme),
+	})
 	return map[string]rest.Storage{
 		"clonesets":                        cloneSets.CloneSet,
 		"clonesets/status":                 cloneSets.Status,

@@ -126,8 +126,9 @@ func TestDiscovery(t *testing.T) {
 	}
 }
 
-// TestSubresourceStubs calls the not yet implemented subresources through the typed client: they
-// answer 503 ServiceUnavailable saying so, and store nothing.
+// TestSubresourceStubs calls the subresources that need a cluster (pods/*) or are not implemented
+// yet (sidecarsets/inject) through the typed client: they answer 503 ServiceUnavailable saying
+// so, and store nothing.
 func TestSubresourceStubs(t *testing.T) {
 	t.Parallel()
 	s := framework.StartServer(t)
@@ -147,7 +148,7 @@ func TestSubresourceStubs(t *testing.T) {
 	}, metav1.CreateOptions{})
 	expect503("pods/x/inplaceupdate", err, "standalone mode")
 	_, err = apps.Pods("default").Recreate(ctx, "x", newCRR("x"), metav1.CreateOptions{})
-	expect503("pods/x/recreate", err, "not implemented")
+	expect503("pods/x/recreate", err, "standalone mode")
 	if _, err := apps.SidecarSets().Create(ctx, newSidecarSet("agent"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
@@ -26,9 +27,13 @@ import (
 	"k8s.io/klog/v2"
 	netutils "k8s.io/utils/net"
 
+	inplaceadmission "github.com/inplace-dev/inplace/pkg/admission"
+	admissioninitializer "github.com/inplace-dev/inplace/pkg/admission/initializer"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apiserver"
 	"github.com/inplace-dev/inplace/pkg/etcd"
+	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
+	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 	generatedopenapi "github.com/inplace-dev/inplace/pkg/generated/openapi"
 )
 
@@ -57,6 +62,8 @@ type Options struct {
 	EmbeddedEtcdUnsafeNoFsync bool
 
 	componentGlobals basecompatibility.ComponentGlobalsRegistry
+	// inplaceInformers feed the admission plugins (aggregated mode; set while applying options).
+	inplaceInformers inplaceinformers.SharedInformerFactory
 }
 
 // NewOptions returns the defaults: standalone, embedded etcd in ./inplace-data, port 8443.
@@ -111,6 +118,10 @@ func (o *Options) Complete() error {
 		o.Recommended.SecureServing.ServerCert.CertDirectory = filepath.Join(o.DataDir, "certificates")
 	}
 	if o.Mode != ModeStandalone {
+		// inplace's own admission plugins run in the server's chain, after the generic ones.
+		inplaceadmission.Register(o.Recommended.Admission.Plugins)
+		o.Recommended.Admission.RecommendedPluginOrder = append(o.Recommended.Admission.RecommendedPluginOrder, inplaceadmission.Names()...)
+		o.Recommended.ExtraAdmissionInitializers = o.admissionInitializers
 		return nil
 	}
 	// With no cluster there is nobody to delegate authentication, authorization or admission to,
@@ -124,6 +135,17 @@ func (o *Options) Complete() error {
 	o.Recommended.Admission = nil
 	o.Recommended.Features.EnablePriorityAndFairness = false
 	return nil
+}
+
+// admissionInitializers hands the built-in plugins this group's client and informers, through the
+// server's loopback connection. The informers start with the server (Config.InplaceInformers).
+func (o *Options) admissionInitializers(c *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
+	client, err := clientset.NewForConfig(c.LoopbackClientConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating the loopback client of the admission plugins: %w", err)
+	}
+	o.inplaceInformers = inplaceinformers.NewSharedInformerFactory(client, 10*time.Minute)
+	return []admission.PluginInitializer{admissioninitializer.New(client, o.inplaceInformers)}, nil
 }
 
 // Validate reports every bad flag at once.
@@ -178,7 +200,7 @@ func (o *Options) config() (*apiserver.Config, error) {
 	if err := o.Recommended.ApplyTo(c); err != nil {
 		return nil, fmt.Errorf("applying options: %w", err)
 	}
-	return &apiserver.Config{GenericConfig: c}, nil
+	return &apiserver.Config{GenericConfig: c, InplaceInformers: o.inplaceInformers}, nil
 }
 
 // Run starts etcd (when embedded) and the API server, and serves until ctx ends. Then the API

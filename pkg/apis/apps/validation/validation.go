@@ -691,6 +691,17 @@ func validateCRRSpec(spec *apps.ContainerRecreateRequestSpec, fldPath *field.Pat
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("activeDeadlineSeconds"), *d,
 			fmt.Sprintf("must be at least %d seconds", MinCRRActiveDeadlineSeconds)))
 	}
+	// A request whose waits outlast its deadline could never recreate anything.
+	if d, s := spec.ActiveDeadlineSeconds, spec.Strategy; d != nil && *d >= MinCRRActiveDeadlineSeconds && s != nil {
+		if u := s.UnreadyGracePeriodSeconds; u != nil && *u >= *d {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("strategy", "unreadyGracePeriodSeconds"), *u,
+				fmt.Sprintf("must be less than activeDeadlineSeconds (%d): the request would end before any container is stopped", *d)))
+		}
+		if m := int64(s.MinStartedSeconds); m >= *d {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("strategy", "minStartedSeconds"), m,
+				fmt.Sprintf("must be less than activeDeadlineSeconds (%d): the request would end before a container counts as started", *d)))
+		}
+	}
 	return append(allErrs, validateOptionalNonNegative(spec.TTLSecondsAfterFinished, fldPath.Child("ttlSecondsAfterFinished"))...)
 }
 

@@ -508,6 +508,16 @@ func TestValidateContainerRecreateRequest(t *testing.T) {
 			c.Spec.Strategy.UnreadyGracePeriodSeconds = ptr.To[int64](-1)
 		}, invalid("spec.strategy.unreadyGracePeriodSeconds")},
 		{"negative minStartedSeconds", func(c *apps.ContainerRecreateRequest) { c.Spec.Strategy.MinStartedSeconds = -1 }, invalid("spec.strategy.minStartedSeconds")},
+		{"unready grace outlasts the deadline", func(c *apps.ContainerRecreateRequest) {
+			c.Spec.ActiveDeadlineSeconds = ptr.To[int64](10)
+			c.Spec.Strategy.UnreadyGracePeriodSeconds = ptr.To[int64](10)
+			c.Spec.Strategy.MinStartedSeconds = 1
+		}, invalid("spec.strategy.unreadyGracePeriodSeconds")},
+		{"minStartedSeconds outlasts the deadline", func(c *apps.ContainerRecreateRequest) {
+			c.Spec.ActiveDeadlineSeconds = ptr.To[int64](10)
+			c.Spec.Strategy.MinStartedSeconds = 12
+			c.Spec.Strategy.UnreadyGracePeriodSeconds = ptr.To[int64](1)
+		}, invalid("spec.strategy.minStartedSeconds")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

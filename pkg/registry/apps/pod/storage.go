@@ -4,12 +4,8 @@
 package pod
 
 import (
-	"context"
-	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -26,11 +22,11 @@ type Storage struct {
 
 // NewStorage returns the pods handle and its subresources. pods reaches the core Pods; it is nil in
 // standalone mode, where the subresources answer 503.
-func NewStorage(pods corev1client.PodsGetter) Storage {
+func NewStorage(pods corev1client.PodsGetter, crrs RecreateStorage) Storage {
 	return Storage{
 		Pod:           &REST{},
 		InPlaceUpdate: &InPlaceUpdateREST{pods: pods, now: time.Now},
-		Recreate:      &RecreateREST{},
+		Recreate:      &RecreateREST{pods: pods, crrs: crrs},
 	}
 }
 
@@ -55,23 +51,3 @@ func (*REST) GetSingularName() string { return "pod" }
 
 // NamespaceScoped is true: Pods live in namespaces.
 func (*REST) NamespaceScoped() bool { return true }
-
-// RecreateREST is POST pods/NAME/recreate.
-type RecreateREST struct{}
-
-var _ rest.NamedCreater = &RecreateREST{}
-
-// New returns an empty ContainerRecreateRequest body.
-func (*RecreateREST) New() runtime.Object { return &apps.ContainerRecreateRequest{} }
-
-// Destroy does nothing.
-func (*RecreateREST) Destroy() {}
-
-// Create creates a ContainerRecreateRequest for the Pod name.
-func (*RecreateREST) Create(_ context.Context, name string, _ runtime.Object, _ rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
-	return nil, notImplemented("pods/recreate", name)
-}
-
-func notImplemented(subresource, name string) error {
-	return apierrors.NewServiceUnavailable(fmt.Sprintf("%s of %q: not implemented yet in this version of inplace", subresource, name))
-}
