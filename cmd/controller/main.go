@@ -1,6 +1,6 @@
 // Command inplace-controller runs inplace's controllers (one active replica, elected through a
-// Lease): the CloneSet controller (scaling, revisions, status) and the controller that drives
-// in-place updates of Pods to their end.
+// Lease): the CloneSet controller (scaling, revisions, status), the controller that drives
+// in-place updates of Pods to their end, and the ContainerRecreateRequest controller.
 package main
 
 import (
@@ -9,8 +9,10 @@ import (
 	"github.com/spf13/cobra"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/component-base/cli"
+	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/controller/cloneset"
+	"github.com/inplace-dev/inplace/pkg/controller/containerrecreaterequest"
 	"github.com/inplace-dev/inplace/pkg/controller/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/controller/manager"
 )
@@ -22,6 +24,11 @@ var controllers = []manager.InitFunc{
 	}},
 	{Name: inplaceupdate.Name, New: func(cc *manager.Context) (manager.Controller, error) {
 		return inplaceupdate.New(cc.KubeClient, cc.KubeInformers.Core().V1().Pods(), cc.Recorder)
+	}},
+	{Name: containerrecreaterequest.Name, New: func(cc *manager.Context) (manager.Controller, error) {
+		return containerrecreaterequest.New(cc.KubeClient, cc.InplaceClient,
+			cc.InplaceInformers.Apps().V1alpha1().ContainerRecreateRequests(), cc.KubeInformers.Core().V1().Pods(),
+			cc.Recorder, clock.RealClock{}, containerrecreaterequest.DefaultResponseTimeout)
 	}},
 }
 
