@@ -267,7 +267,9 @@ func TestUnreadyGrace(t *testing.T) {
 	gated := pod()
 	gated.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.KruisePodReadyConditionType}}
 	gated.Status.Conditions = []corev1.PodCondition{{Type: pub.KruisePodReadyConditionType, Status: corev1.ConditionTrue}}
-	crr := request(func(c *v1alpha1.ContainerRecreateRequest) { c.Spec.Strategy.UnreadyGracePeriodSeconds = ptr.To[int64](3) })
+	crr := request(func(c *v1alpha1.ContainerRecreateRequest) {
+		c.Spec.Strategy.UnreadyGracePeriodSeconds = ptr.To[int64](3)
+	})
 	f := newFixture(t, crr, gated)
 	f.sync(t, crr)
 
