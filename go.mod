@@ -3,6 +3,7 @@ module github.com/inplace-dev/inplace
 go 1.26.0
 
 require (
+	github.com/openkruise/kruise-api v1.8.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	go.etcd.io/etcd/server/v3 v3.7.0

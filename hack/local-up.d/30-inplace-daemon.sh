@@ -11,7 +11,8 @@
 # the cluster's containerd ($CONTAINER_RUNTIME_ENDPOINT), authenticated as the
 # ServiceAccount inplace-system/inplace-daemon (client certificate, see
 # hack/lib/inplace.sh), health on 127.0.0.1:10391. Skipped when the source
-# tree has no cmd/daemon.
+# tree has no cmd/daemon. $INPLACE_DAEMON_FLAGS (space-separated) adds flags,
+# e.g. the tests' INPLACE_DAEMON_FLAGS=--clock-skew=-10m.
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
   set -euo pipefail
@@ -33,4 +34,5 @@ inplace_start_host_program daemon "$(inplace_hook_mode "${BASH_SOURCE[0]}")" \
   "inplace-daemon ready" inplace_daemon_ready \
   --node-name="$NODE_NAME" \
   --runtime-endpoint="$CONTAINER_RUNTIME_ENDPOINT" \
-  --bind-address="$INPLACE_DAEMON_HEALTH"
+  --bind-address="$INPLACE_DAEMON_HEALTH" \
+  ${INPLACE_DAEMON_FLAGS:-} # word splitting wanted: a list of flags

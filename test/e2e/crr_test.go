@@ -1,0 +1,575 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	kruiseappsv1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
+	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/podreadiness"
+)
+
+// TestCRRRecreateSubresource: `kubectl create --raw .../pods/NAME/recreate -f -` with {} on a
+// two-container Pod answers 201 with a ContainerRecreateRequest for all its containers, which
+// completes; both containers run again as new instances (restartCount 1), the Pod keeps its UID
+// and IP, and `kubectl get crr` shows PHASE POD NODE AGE.
+func TestCRRRecreateSubresource(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "crr-raw")
+	before := createCRRPod(t, ctx, crrPod(ns, "web", false, container("main", appImageV1), container("side", appImageV1)))
+
+	resp := postRaw(t, ctx, "/apis/apps.kruise.io/v1alpha1/namespaces/"+ns+"/pods/web/recreate", "{}")
+	if resp.code != 201 {
+		t.Fatalf("POST pods/web/recreate: HTTP %d %s %v, want 201", resp.code, resp.errMsg, resp.err)
+	}
+	var crr v1alpha1.ContainerRecreateRequest
+	if err := json.Unmarshal([]byte(resp.body), &crr); err != nil {
+		t.Fatalf("decoding the answer %q: %v", resp.body, err)
+	}
+	if crr.Kind != "ContainerRecreateRequest" || !strings.HasPrefix(crr.Name, "web-") || crr.Spec.PodName != "web" {
+		t.Fatalf("answer %s/%s %s for pod %q: want a ContainerRecreateRequest web-... for pod web", crr.Kind, crr.Namespace, crr.Name, crr.Spec.PodName)
+	}
+	if len(crr.Spec.Containers) != 2 || crr.Spec.Containers[0].Name != "main" || crr.Spec.Containers[1].Name != "side" {
+		t.Errorf("containers %+v: {} means every container of the Pod", crr.Spec.Containers)
+	}
+	for i, c := range crr.Spec.Containers {
+		if sc := c.StatusContext; sc == nil || sc.ContainerID != before.Status.ContainerStatuses[i].ContainerID {
+			t.Errorf("container %s statusContext %+v, want the running instance %s", c.Name, sc, before.Status.ContainerStatuses[i].ContainerID)
+		}
+	}
+	for k, want := range map[string]string{
+		v1alpha1.ContainerRecreateRequestPodUIDKey:   string(before.UID),
+		v1alpha1.ContainerRecreateRequestNodeNameKey: before.Spec.NodeName,
+		v1alpha1.ContainerRecreateRequestActiveKey:   "true",
+	} {
+		if crr.Labels[k] != want {
+			t.Errorf("label %s=%q, want %q", k, crr.Labels[k], want)
+		}
+	}
+	if s := crr.Spec.Strategy; s == nil || s.FailurePolicy != v1alpha1.ContainerRecreateRequestFailurePolicyFail || ptr.Deref(s.TerminationGracePeriodSeconds, -1) != 1 {
+		t.Errorf("strategy %+v: want failurePolicy Fail and the Pod's grace period 1", s)
+	}
+
+	done := waitCRRCompleted(t, ctx, ns, crr.Name, crrTimeout)
+	expectStates(t, done, succeeded("main"), succeeded("side"))
+	if done.Status.CompletionTime == nil || done.Status.Message != "" {
+		t.Errorf("status %+v: want a completionTime and no message", done.Status)
+	}
+	poll(t, ctx, 10*time.Second, "active label removed", func(ctx context.Context) (bool, error) {
+		got, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Get(ctx, crr.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		_, active := got.Labels[v1alpha1.ContainerRecreateRequestActiveKey]
+		return !active, fmt.Errorf("labels %v", got.Labels)
+	})
+	after, err := kube.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectRecreated(t, before, after, "main", "side")
+
+	rows := tableLines(mustKubectl(t, ctx, "", "get", "crr", "-n", ns))
+	if len(rows) != 2 || strings.Join(rows[0], " ") != "NAME PHASE POD NODE AGE" {
+		t.Fatalf("kubectl get crr:\n%v\nwant the header NAME PHASE POD NODE AGE and one row", rows)
+	}
+	if got := rows[1][:4]; got[0] != crr.Name || got[1] != "Completed" || got[2] != "web" || got[3] != before.Spec.NodeName {
+		t.Errorf("kubectl get crr row %v, want %s Completed web %s", rows[1], crr.Name, before.Spec.NodeName)
+	}
+}
+
+// postRaw is `kubectl create --raw PATH -f -` with body on stdin.
+func postRaw(t *testing.T, ctx context.Context, path, body string) rawResponse {
+	t.Helper()
+	out, stderr, err := kubectl(ctx, body, "create", "--raw", path, "-f", "-", "-v=6")
+	r := rawResponse{body: out, err: err}
+	for _, line := range strings.Split(stderr, "\n") {
+		if m := responseLine.FindStringSubmatch(line); m != nil {
+			_, _ = fmt.Sscan(m[1], &r.code)
+		} else if !isKlogLine(line) && strings.TrimSpace(line) != "" {
+			r.errMsg += line + "\n"
+		}
+	}
+	return r
+}
+
+// TestCRRDocsManifestAndKruiseClient: a ContainerRecreateRequest written as in OpenKruise's docs
+// (kubectl apply) and one created with OpenKruise's own typed client (kruise-api) both complete.
+func TestCRRDocsManifestAndKruiseClient(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "crr-compat")
+	before := createCRRPod(t, ctx, crrPod(ns, "sample-abcde", false, container("main", appImageV1)))
+
+	// The docs' manifest, unchanged but for its namespace (it names Pod sample-abcde).
+	out := mustKubectl(t, ctx, "", "apply", "-n", ns, "-f", "artifacts/examples/containerrecreaterequest.yaml")
+	if !strings.Contains(out, "sample-recreate created") {
+		t.Errorf("kubectl apply: %q", out)
+	}
+	done := waitCRRCompleted(t, ctx, ns, "sample-recreate", crrTimeout)
+	expectStates(t, done, succeeded("main"))
+	mid := waitContainersRecreated(t, ctx, before, "main")
+	expectRecreated(t, before, mid, "main")
+
+	kc, err := kruiseclient.NewForConfig(adminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, &kruiseappsv1alpha1.ContainerRecreateRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "by-kruise-client"},
+		Spec: kruiseappsv1alpha1.ContainerRecreateRequestSpec{
+			PodName:    "sample-abcde",
+			Containers: []kruiseappsv1alpha1.ContainerRecreateRequestContainer{{Name: "main"}},
+			Strategy:   &kruiseappsv1alpha1.ContainerRecreateRequestStrategy{FailurePolicy: kruiseappsv1alpha1.ContainerRecreateRequestFailurePolicyFail},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating with kruise-api's client: %v", err)
+	}
+	if sc := created.Spec.Containers[0].StatusContext; sc == nil || sc.ContainerID != containerStatus(t, mid, "main").ContainerID {
+		t.Errorf("statusContext %+v read back through kruise-api, want the running instance", sc)
+	}
+	var got *kruiseappsv1alpha1.ContainerRecreateRequest
+	poll(t, ctx, crrTimeout, "the kruise-api request Completed", func(ctx context.Context) (bool, error) {
+		got, err = kc.AppsV1alpha1().ContainerRecreateRequests(ns).Get(ctx, "by-kruise-client", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return got.Status.Phase == kruiseappsv1alpha1.ContainerRecreateRequestCompleted, fmt.Errorf("status %+v", got.Status)
+	})
+	if len(got.Status.ContainerRecreateStates) != 1 || got.Status.ContainerRecreateStates[0].Phase != kruiseappsv1alpha1.ContainerRecreateRequestSucceeded {
+		t.Errorf("states %+v read through kruise-api", got.Status.ContainerRecreateStates)
+	}
+	expectRecreated(t, mid, waitContainersRecreated(t, ctx, mid, "main"), "main")
+}
+
+// TestCRROrderedRecreate: with orderedRecreate the second container is stopped only once the
+// first runs again and is ready (here 3 s after its start, by its readiness probe); without it,
+// three containers are stopped at once (openkruise/kruise#1058): containers that ignore SIGTERM
+// take their whole 2 s grace period to stop, and the runtime's finish times of the three stops
+// lie within a second of each other, where one after the other would spread them over 4 s.
+func TestCRROrderedRecreate(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "crr-order")
+
+	t.Run("ordered", func(t *testing.T) {
+		first := container("first", appImageV1)
+		first.ReadinessProbe = readinessAfter(3)
+		before := createCRRPod(t, ctx, crrPod(ns, "ordered", false, first, container("second", appImageV1)))
+		crr := newCRR("ordered", "ordered", "first", "second")
+		crr.Spec.Strategy.OrderedRecreate = true
+		createCRR(t, ctx, ns, crr)
+		done := waitCRRCompleted(t, ctx, ns, "ordered", crrTimeout)
+		expectStates(t, done, succeeded("first"), succeeded("second"))
+		after := waitContainersRecreated(t, ctx, before, "first", "second")
+		expectRecreated(t, before, after, "first", "second")
+		finished := criFinishedAt(t, ctx, containerStatus(t, before, "first").ContainerID, containerStatus(t, before, "second").ContainerID)
+		restarted := containerStatus(t, after, "first").State.Running.StartedAt.Time
+		if gap := finished[1].Sub(finished[0]); gap < 3*time.Second {
+			t.Errorf("second stopped %v after first: want it stopped only once first ran again and was ready (>= 3 s)", gap)
+		}
+		if finished[1].Before(restarted) {
+			t.Errorf("second stopped at %v, before first ran again at %v", finished[1], restarted)
+		}
+	})
+
+	t.Run("parallel", func(t *testing.T) {
+		pod := crrPod(ns, "parallel", false, stubbornContainer("a"), stubbornContainer("b"), stubbornContainer("c"))
+		before := createCRRPod(t, ctx, pod)
+		crr := newCRR("parallel", "parallel", "a", "b", "c")
+		crr.Spec.Strategy.TerminationGracePeriodSeconds = ptr.To[int64](2)
+		created := createCRR(t, ctx, ns, crr)
+		done := waitCRRCompleted(t, ctx, ns, created.Name, crrTimeout)
+		expectStates(t, done, succeeded("a"), succeeded("b"), succeeded("c"))
+		expectRecreated(t, before, waitContainersRecreated(t, ctx, before, "a", "b", "c"), "a", "b", "c")
+		var ids []string
+		for _, n := range []string{"a", "b", "c"} {
+			ids = append(ids, containerStatus(t, before, n).ContainerID)
+		}
+		finished := criFinishedAt(t, ctx, ids...)
+		if s := spread(finished); s >= time.Second {
+			t.Errorf("the three stops finished over %v (%v): want them stopped at once, not one after the other", s, finished)
+		}
+	})
+}
+
+// TestCRRPreStop: the container's preStop hook runs (in the running container) before it is
+// stopped: it leaves a mark in a shared volume that the new instance prints when it starts.
+func TestCRRPreStop(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "crr-prestop")
+	main := shContainer("main", "echo start: $(cat /mark/stopped 2>/dev/null || echo none); trap 'exit 0' TERM; while true; do sleep 1; done")
+	main.VolumeMounts = []corev1.VolumeMount{{Name: "mark", MountPath: "/mark"}}
+	main.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+		Command: []string{"/bin/sh", "-c", "echo by-prestop-of-$HOSTNAME > /mark/stopped"}}}}
+	pod := crrPod(ns, "hooked", false, main)
+	pod.Spec.Volumes = []corev1.Volume{{Name: "mark", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	before := createCRRPod(t, ctx, pod)
+	waitLog(t, ctx, ns, "hooked", "main", "start: none")
+
+	crr := createCRR(t, ctx, ns, newCRR("hooked", "hooked", "main"))
+	if p := crr.Spec.Containers[0].PreStop; p == nil || p.Exec == nil {
+		t.Fatalf("preStop %+v: want the container's exec hook filled in", p)
+	}
+	done := waitCRRCompleted(t, ctx, ns, "hooked", crrTimeout)
+	expectStates(t, done, succeeded("main"))
+	expectRecreated(t, before, waitContainersRecreated(t, ctx, before, "main"), "main")
+	waitLog(t, ctx, ns, "hooked", "main", "start: by-prestop-of-hooked")
+}
+
+// TestCRRUnreadyGrace: with unreadyGracePeriodSeconds the Pod is taken out of service
+// (KruisePodReady False, held by the request, OpenKruise's message) before the container is
+// stopped, at least the grace period before; it is back in service afterwards.
+func TestCRRUnreadyGrace(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "crr-unready")
+	before := createCRRPod(t, ctx, crrPod(ns, "gated", true, container("main", appImageV1)))
+	rec := recordPod(t, ctx, ns, "gated")
+
+	crr := newCRR("drain", "gated", "main")
+	crr.Spec.Strategy.UnreadyGracePeriodSeconds = ptr.To[int64](2)
+	createCRR(t, ctx, ns, crr)
+	poll(t, ctx, 10*time.Second, "KruisePodReady False held by the request", func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, "gated", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		c := podreadiness.Condition(p)
+		return c != nil && c.Status == corev1.ConditionFalse && c.Message == `[{"userAgent":"ContainerRecreateRequest","key":"`+ns+`/drain"}]`,
+			fmt.Errorf("KruisePodReady %+v", c)
+	})
+	done := waitCRRCompleted(t, ctx, ns, "drain", crrTimeout)
+	expectStates(t, done, succeeded("main"))
+	after := waitContainersRecreated(t, ctx, before, "main")
+	poll(t, ctx, 10*time.Second, "Pod Ready again", func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, "gated", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return conditionStatus(p, pub.KruisePodReadyConditionType) == corev1.ConditionTrue && conditionStatus(p, corev1.PodReady) == corev1.ConditionTrue,
+			fmt.Errorf("conditions %+v", p.Status.Conditions)
+	})
+	got, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Get(ctx, "drain", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Finalizers) != 0 || got.Annotations[v1alpha1.ContainerRecreateRequestUnreadyAcquiredKey] == "" {
+		t.Errorf("finalizers %v annotations %v: want the unready-acquired annotation and no finalizer left", got.Finalizers, got.Annotations)
+	}
+
+	// The Pod went NotReady, then the old container stopped at least 2 s later (runtime clock,
+	// same node as the kubelet's), then Ready again with the new one.
+	stopped := criFinishedAt(t, ctx, containerStatus(t, before, "main").ContainerID)[0]
+	var notReady time.Time
+	for _, r := range rec.upTo(t, ctx, after.ResourceVersion) {
+		if c := podCondition(r.pod, corev1.PodReady); c != nil && c.Status == corev1.ConditionFalse && notReady.IsZero() {
+			notReady = r.at
+		}
+	}
+	if notReady.IsZero() {
+		t.Fatal("the Pod was never seen NotReady")
+	}
+	if gap := stopped.Sub(notReady); gap < 1500*time.Millisecond {
+		t.Errorf("container stopped %v after the Pod went NotReady, want the 2 s grace period in between", gap)
+	}
+}
+
+// TestCRRDeadlineAndTTL: activeDeadlineSeconds ends a request that cannot finish in time
+// (a preStop hook of 8 s) with OpenKruise's message; ttlSecondsAfterFinished deletes a completed
+// request that long after it completed, not before.
+func TestCRRDeadlineAndTTL(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "crr-deadline")
+	slow := container("main", appImageV1)
+	slow.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "8"}}}}
+	pod := crrPod(ns, "slow", false, slow)
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](20)
+	before := createCRRPod(t, ctx, pod)
+
+	crr := newCRR("deadline", "slow", "main")
+	crr.Spec.ActiveDeadlineSeconds = ptr.To[int64](3)
+	start := time.Now()
+	createCRR(t, ctx, ns, crr)
+	done := waitCRRCompleted(t, ctx, ns, "deadline", 15*time.Second)
+	took := time.Since(start)
+	if done.Status.Message != "recreating has exceeded the activeDeadlineSeconds" {
+		t.Errorf("message %q", done.Status.Message)
+	}
+	if took < 3*time.Second || took > 8*time.Second {
+		t.Errorf("completed after %v, want just after the 3 s deadline (the preStop hook alone takes 8 s)", took)
+	}
+	// The stop under way goes on: the container still runs again.
+	expectRecreated(t, before, waitContainersRecreated(t, ctx, before, "main"), "main")
+
+	ttl := newCRR("ttl", "slow", "main")
+	ttl.Spec.TTLSecondsAfterFinished = ptr.To[int32](3)
+	createCRR(t, ctx, ns, ttl)
+	completed := waitCRRCompleted(t, ctx, ns, "ttl", crrTimeout)
+	seen := time.Now()
+	poll(t, ctx, 20*time.Second, "the request deleted after its TTL", func(ctx context.Context) (bool, error) {
+		_, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Get(ctx, "ttl", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+	if gone := time.Since(seen); gone < 2*time.Second {
+		t.Errorf("deleted %v after it was seen Completed (at %v), want about the 3 s TTL", gone, completed.Status.CompletionTime)
+	}
+}
+
+// TestCRRFailurePolicy: with restartPolicy OnFailure, a container that exits 0 when stopped is not
+// started again: its recreation Failed. Ordered, failurePolicy Fail then stops there (the second
+// container is left alone); Ignore goes on and recreates it.
+func TestCRRFailurePolicy(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "crr-failure")
+	for _, policy := range []v1alpha1.ContainerRecreateRequestFailurePolicyType{
+		v1alpha1.ContainerRecreateRequestFailurePolicyFail, v1alpha1.ContainerRecreateRequestFailurePolicyIgnore,
+	} {
+		t.Run(string(policy), func(t *testing.T) {
+			name := strings.ToLower(string(policy))
+			// app:v1 exits 0 on SIGTERM; "keeps" exits 1, so OnFailure starts it again.
+			pod := crrPod(ns, name, false, container("quits", appImageV1), shContainer("keeps", "trap 'exit 1' TERM; while true; do sleep 1; done"))
+			pod.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+			before := createCRRPod(t, ctx, pod)
+			crr := newCRR(name, name, "quits", "keeps")
+			crr.Spec.Strategy.OrderedRecreate = true
+			crr.Spec.Strategy.FailurePolicy = policy
+			createCRR(t, ctx, ns, crr)
+			done := waitCRRCompleted(t, ctx, ns, name, crrTimeout)
+			states := done.Status.ContainerRecreateStates
+			if len(states) != 2 || states[0].Phase != v1alpha1.ContainerRecreateRequestFailed || !strings.Contains(states[0].Message, "OnFailure") {
+				t.Fatalf("states %+v: want quits Failed saying restartPolicy OnFailure does not start it again", states)
+			}
+			if !strings.Contains(done.Status.Message, "failurePolicy "+string(policy)+": container quits failed") {
+				t.Errorf("message %q", done.Status.Message)
+			}
+			after, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			keeps := containerStatus(t, after, "keeps")
+			if policy == v1alpha1.ContainerRecreateRequestFailurePolicyFail {
+				if states[1].Phase != v1alpha1.ContainerRecreateRequestPending || keeps.ContainerID != containerStatus(t, before, "keeps").ContainerID {
+					t.Errorf("keeps: state %+v, container %s (was %s): Fail must leave it alone", states[1], keeps.ContainerID, containerStatus(t, before, "keeps").ContainerID)
+				}
+			} else {
+				expectStates(t, done, v1alpha1.ContainerRecreateRequestContainerRecreateState{Name: "quits", Phase: v1alpha1.ContainerRecreateRequestFailed, IsKilled: true}, succeeded("keeps"))
+				expectRecreated(t, before, waitContainersRecreated(t, ctx, before, "keeps"), "keeps")
+			}
+		})
+	}
+}
+
+// TestCRRRefused: requests that cannot be carried out are refused with a 4xx that names the
+// field and says why, and nothing is stored.
+func TestCRRRefused(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "crr-refused")
+	createCRRPod(t, ctx, crrPod(ns, "web", false, container("main", appImageV1)))
+	unscheduled := crrPod(ns, "unscheduled", false, container("main", appImageV1))
+	unscheduled.Spec.NodeSelector = map[string]string{"inplace.e2e/no-such-node": "true"}
+	if _, err := kube.CoreV1().Pods(ns).Create(ctx, unscheduled, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	done := crrPod(ns, "done", false, shContainer("main", "exit 0"))
+	done.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	if _, err := kube.CoreV1().Pods(ns).Create(ctx, done, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, podTimeout, "Pod done Succeeded", func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, "done", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return p.Status.Phase == corev1.PodSucceeded, fmt.Errorf("phase %s", p.Status.Phase)
+	})
+
+	for _, tc := range []struct {
+		name, field, msg string
+		crr              *v1alpha1.ContainerRecreateRequest
+	}{
+		{"pod not found", "spec.podName", "Not found", newCRR("a", "nope", "main")},
+		{"pod not scheduled", "spec.podName", "not scheduled", newCRR("b", "unscheduled", "main")},
+		{"pod terminated", "spec.podName", "has terminated (phase Succeeded)", newCRR("c", "done", "main")},
+		{"unknown container", "spec.containers[0].name", `no container "app"`, newCRR("d", "web", "app")},
+		{"duplicate container", "spec.containers[1].name", "Duplicate", newCRR("e", "web", "main", "main")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, tc.crr, metav1.CreateOptions{})
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("create: %v, want 422 at %s saying %q", err, tc.field, tc.msg)
+			}
+			// The same through pods/recreate.
+			body := tc.crr.DeepCopy()
+			body.Name, body.Spec.PodName = "", ""
+			_, err = inplace.AppsV1alpha1().Pods(ns).Recreate(ctx, tc.crr.Spec.PodName, body, metav1.CreateOptions{})
+			if tc.name == "pod not found" {
+				if !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
+					t.Errorf("pods/nope/recreate: %v, want 404 or 422", err)
+				}
+			} else if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("pods/%s/recreate: %v, want 422 saying %q", tc.crr.Spec.PodName, err, tc.msg)
+			}
+		})
+	}
+	list, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) != 0 {
+		t.Fatalf("requests stored after refusals: %v %v", list, err)
+	}
+
+	t.Run("spec update after create", func(t *testing.T) {
+		createCRR(t, ctx, ns, newCRR("immutable", "web", "main"))
+		// A patch: no resourceVersion to conflict with the daemon's status writes.
+		_, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Patch(ctx, "immutable", types.MergePatchType,
+			[]byte(`{"spec":{"strategy":{"orderedRecreate":true}}}`), metav1.PatchOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "cannot be changed after creation") {
+			t.Errorf("spec update: %v, want 422 saying the spec cannot change", err)
+		}
+	})
+}
+
+// TestCRRSeveralOnOnePod: three requests created back to back on one Pod all complete, in the
+// order they were created, none left Pending (openkruise/kruise#1626, #2474). The third names the
+// container instances the first two replace: it completes without stopping the new ones.
+func TestCRRSeveralOnOnePod(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "crr-several")
+	before := createCRRPod(t, ctx, crrPod(ns, "web", false, container("main", appImageV1), container("side", appImageV1)))
+
+	w, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	var order []string
+	go func() {
+		for ev := range w.ResultChan() {
+			crr, ok := ev.Object.(*v1alpha1.ContainerRecreateRequest)
+			if ok && ev.Type == watch.Modified && crr.Status.Phase == v1alpha1.ContainerRecreateRequestCompleted {
+				mu.Lock()
+				if !slices.Contains(order, crr.Name) {
+					order = append(order, crr.Name)
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	for _, c := range []*v1alpha1.ContainerRecreateRequest{newCRR("one", "web", "main"), newCRR("two", "web", "side"), newCRR("three", "web", "main", "side")} {
+		createCRR(t, ctx, ns, c)
+	}
+	for _, n := range []string{"one", "two", "three"} {
+		waitCRRCompleted(t, ctx, ns, n, crrTimeout)
+	}
+	poll(t, ctx, 10*time.Second, "three completions watched", func(context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) == 3, fmt.Errorf("completed: %v", order)
+	})
+	mu.Lock()
+	if strings.Join(order, ",") != "one,two,three" {
+		t.Errorf("completed in the order %v, want one,two,three", order)
+	}
+	mu.Unlock()
+	three, _ := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Get(ctx, "three", metav1.GetOptions{})
+	expectStates(t, three,
+		v1alpha1.ContainerRecreateRequestContainerRecreateState{Name: "main", Phase: v1alpha1.ContainerRecreateRequestSucceeded},
+		v1alpha1.ContainerRecreateRequestContainerRecreateState{Name: "side", Phase: v1alpha1.ContainerRecreateRequestSucceeded})
+	after := waitContainersRecreated(t, ctx, before, "main", "side")
+	expectRecreated(t, before, after, "main", "side") // once each, not twice
+}
+
+// TestCRRDaemonClockSkew: inplace-daemon with its clock 10 minutes behind, then ahead of the
+// cluster's still completes requests with unreadyGracePeriodSeconds and minStartedSeconds, and
+// the deadline and TTL hold (openkruise/kruise#895: a node clock behind the API server's left
+// requests Recreating forever).
+func TestCRRDaemonClockSkew(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "crr-skew")
+	t.Cleanup(func() {
+		t.Setenv("INPLACE_DAEMON_FLAGS", "")
+		if err := runLocalUpHook(t, daemonHook); err != nil {
+			t.Errorf("restarting inplace-daemon without skew: %v", err)
+		}
+	})
+	for _, skew := range []string{"-10m", "10m"} {
+		t.Run(skew, func(t *testing.T) {
+			t.Setenv("INPLACE_DAEMON_FLAGS", "--clock-skew="+skew)
+			if err := runLocalUpHook(t, daemonHook); err != nil {
+				t.Fatalf("restarting inplace-daemon with --clock-skew=%s: %v", skew, err)
+			}
+			name := "skew" + strings.TrimPrefix(skew, "-")
+			if strings.HasPrefix(skew, "-") {
+				name = "skew-behind"
+			}
+			before := createCRRPod(t, ctx, crrPod(ns, name, true, container("main", appImageV1)))
+			crr := newCRR(name, name, "main")
+			crr.Spec.Strategy.UnreadyGracePeriodSeconds = ptr.To[int64](1)
+			crr.Spec.Strategy.MinStartedSeconds = 2
+			crr.Spec.ActiveDeadlineSeconds = ptr.To[int64](60)
+			crr.Spec.TTLSecondsAfterFinished = ptr.To[int32](3)
+			start := time.Now()
+			createCRR(t, ctx, ns, crr)
+			done := waitCRRCompleted(t, ctx, ns, name, crrTimeout)
+			took := time.Since(start)
+			expectStates(t, done, succeeded("main"))
+			if took < 3*time.Second || took > 30*time.Second {
+				t.Errorf("completed after %v: want the 1 s unready grace and the 2 s minStartedSeconds to hold, no more", took)
+			}
+			expectRecreated(t, before, waitContainersRecreated(t, ctx, before, "main"), "main")
+			poll(t, ctx, 20*time.Second, "the request deleted after its TTL", func(ctx context.Context) (bool, error) {
+				_, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Get(ctx, name, metav1.GetOptions{})
+				return apierrors.IsNotFound(err), err
+			})
+		})
+	}
+}
+
+// TestCRRDaemonKilledMidRecreate: inplace-daemon SIGKILLed while it runs a container's preStop
+// hook, and started again: the request completes and the container was recreated exactly once.
+func TestCRRDaemonKilledMidRecreate(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "crr-kill")
+	t.Cleanup(func() {
+		if !readRecordedDaemon(t, "inplace-daemon").alive() {
+			_ = runLocalUpHook(t, daemonHook)
+		}
+	})
+	main := container("main", appImageV1)
+	main.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "3"}}}}
+	pod := crrPod(ns, "web", false, main)
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](10)
+	before := createCRRPod(t, ctx, pod)
+
+	createCRR(t, ctx, ns, newCRR("interrupted", "web", "main"))
+	poll(t, ctx, crrTimeout, "the daemon recreating main", func(ctx context.Context) (bool, error) {
+		crr, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Get(ctx, "interrupted", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		s := crr.Status.ContainerRecreateStates
+		return len(s) == 1 && s[0].Phase == v1alpha1.ContainerRecreateRequestRecreating, fmt.Errorf("status %+v", crr.Status)
+	})
+	readRecordedDaemon(t, "inplace-daemon").stop(t, ctx, syscall.SIGKILL, stopTimeout)
+	if err := runLocalUpHook(t, daemonHook); err != nil {
+		t.Fatalf("restarting inplace-daemon: %v", err)
+	}
+	done := waitCRRCompleted(t, ctx, ns, "interrupted", crrTimeout)
+	expectStates(t, done, succeeded("main"))
+	after := waitContainersRecreated(t, ctx, before, "main")
+	expectRecreated(t, before, after, "main") // restartCount exactly one higher
+}
