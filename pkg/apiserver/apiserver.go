@@ -4,6 +4,7 @@ package apiserver
 
 import (
 	"fmt"
+	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,6 +44,10 @@ type CompletedConfig struct {
 
 // Complete fills in the defaults of the generic server.
 func (c *Config) Complete() CompletedConfig {
+	chain := c.GenericConfig.BuildHandlerChainFunc
+	c.GenericConfig.BuildHandlerChainFunc = func(h http.Handler, gc *genericapiserver.Config) http.Handler {
+		return emptyBodyIsEmptyObject(chain(h, gc))
+	}
 	return CompletedConfig{
 		generic:    c.GenericConfig.Complete(),
 		coreClient: c.GenericConfig.ClientConfig,

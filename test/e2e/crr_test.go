@@ -92,6 +92,18 @@ func TestCRRRecreateSubresource(t *testing.T) {
 	if got := rows[1][:4]; got[0] != crr.Name || got[1] != "Completed" || got[2] != "web" || got[3] != before.Spec.NodeName {
 		t.Errorf("kubectl get crr row %v, want %s Completed web %s", rows[1], crr.Name, before.Spec.NodeName)
 	}
+
+	// An empty body means the same as {}.
+	resp = postRaw(t, ctx, "/apis/apps.kruise.io/v1alpha1/namespaces/"+ns+"/pods/web/recreate", "")
+	if resp.code != 201 {
+		t.Fatalf("POST pods/web/recreate with an empty body: HTTP %d %s %v, want 201", resp.code, resp.errMsg, resp.err)
+	}
+	var second v1alpha1.ContainerRecreateRequest
+	if err := json.Unmarshal([]byte(resp.body), &second); err != nil || len(second.Spec.Containers) != 2 {
+		t.Fatalf("answer %q (%v): want a request for both containers", resp.body, err)
+	}
+	expectStates(t, waitCRRCompleted(t, ctx, ns, second.Name, crrTimeout), succeeded("main"), succeeded("side"))
+	expectRecreated(t, after, waitContainersRecreated(t, ctx, after, "main", "side"), "main", "side")
 }
 
 // postRaw is `kubectl create --raw PATH -f -` with body on stdin.
