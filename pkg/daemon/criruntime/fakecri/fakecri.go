@@ -59,7 +59,7 @@ type Server struct {
 	lists      int               // ListContainers calls
 	execs      []Exec            // ExecSync calls, in order
 	execFunc   ExecFunc
-	stopHook   func(id string)
+	stopHook   func(id string) error
 }
 
 // Exec is one ExecSync call.
@@ -136,8 +136,9 @@ func (s *Server) SetExecFunc(f ExecFunc) {
 }
 
 // SetStopHook makes StopContainer call hook with the container id before it stops the container
-// (without the server's lock held: hook may block, e.g. until several stops arrived).
-func (s *Server) SetStopHook(hook func(id string)) {
+// (without the server's lock held: hook may block, e.g. until several stops arrived). An error
+// from hook fails the call (a gRPC status error keeps its code) and leaves the container as it is.
+func (s *Server) SetStopHook(hook func(id string) error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stopHook = hook
@@ -275,7 +276,9 @@ func (s *Server) StopContainer(_ context.Context, req *runtimeapi.StopContainerR
 	hook := s.stopHook
 	s.mu.Unlock()
 	if hook != nil {
-		hook(req.ContainerId)
+		if err := hook(req.ContainerId); err != nil {
+			return nil, err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
