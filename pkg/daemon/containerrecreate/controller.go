@@ -1,0 +1,222 @@
+// Package containerrecreate is the daemon's side of ContainerRecreateRequests (CRRs): on the
+// Pod's node it stops the containers a request names through the CRI, so that the kubelet creates
+// them again, and reports each container's progress in the request's status. Who writes what is
+// in pkg/containerrecreate: this controller owns status.phase Pending and Recreating and
+// status.containerRecreateStates; inplace-controller completes the request (phase Completed,
+// completionTime, message, the active label), takes the Pod out of service for
+// unreadyGracePeriodSeconds and enforces the deadlines.
+//
+// The flow, per Pod (the queue key is "<namespace>/<podName>", so one Pod's requests are handled
+// by one worker at a time):
+//
+//  1. The active requests of the Pod (a CRR informer filtered on the server by this node's name
+//     and the active label, indexed by Pod) whose pod-uid label is the Pod's UID are sorted with
+//     containerrecreate.Order; finished ones are skipped. A Pod that is gone, terminating or has
+//     another UID is left alone: inplace-controller completes its requests.
+//  2. The first request is the one handled; every other one without a phase is marked Pending,
+//     so that it is seen to have reached the node.
+//  3. plan (pure) compares, per container, what the runtime runs and the kubelet reports with
+//     the instance the request names (statusContext), and says which containers are recreated
+//     (Succeeded), which failed, and which running instances to stop now: all at once, or
+//     (orderedRecreate) one after the other, each once the previous one runs and is ready again.
+//  4. The intent (phase Recreating, the container Recreating with isKilled) is written before
+//     the stop, then each container's preStop hook runs and the container is stopped, all in
+//     parallel. A daemon killed in between never stops a replaced instance: only a running
+//     instance that the request names is ever stopped (forceRecreate: once, per isKilled).
+//  5. When the request is done (every container Succeeded or Failed, see Done), the next request
+//     of the Pod is handled in the same sync: none waits for an unrelated event.
+//
+// Every wait (unreadyGracePeriodSeconds from when this daemon saw the unready-acquired
+// annotation; minStartedSeconds from when it first saw the new instance running) is measured on
+// this daemon's clock only, from observations it made itself; no time written by another machine
+// or by the runtime is compared with it.
+package containerrecreate
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	crr "github.com/inplace-dev/inplace/pkg/containerrecreate"
+	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
+	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
+	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
+)
+
+// Name is the controller's name in logs and the workqueue.
+const Name = "containerrecreate"
+
+// Event reasons, on the Pod.
+const (
+	// ReasonKilling: a container is stopped for a request (the kubelet's reason for a stop).
+	ReasonKilling = "Killing"
+	// ReasonFailedPreStopHook: a container's preStop hook failed; the container is stopped anyway.
+	ReasonFailedPreStopHook = "FailedPreStopHook"
+	// ReasonFailedStop: the runtime refused to stop a container; its state is Failed.
+	ReasonFailedStop = "FailedStopContainer"
+)
+
+// podIndex indexes requests by the key of their Pod, containerrecreate.PodKey.
+const podIndex = "pod"
+
+// Config tunes the controller; DefaultConfig has the defaults.
+type Config struct {
+	// MaxStopGracePeriod caps the grace period (the request's terminationGracePeriodSeconds,
+	// preStop hook included) of a stopped container (0: killed at once, no preStop).
+	MaxStopGracePeriod time.Duration
+	// Recheck is how soon a Pod whose containers are being recreated is looked at again besides
+	// its own events (0: 1s).
+	Recheck time.Duration
+	// Clock is this daemon's clock, on which every wait is measured (nil: the real clock).
+	Clock clock.PassiveClock
+}
+
+// DefaultConfig is the default Config.
+func DefaultConfig() Config {
+	return Config{MaxStopGracePeriod: 30 * time.Second, Recheck: time.Second}
+}
+
+// Controller is the daemon's CRR controller of one node.
+type Controller struct {
+	cfg           Config
+	kubeClient    kubernetes.Interface
+	inplaceClient clientset.Interface
+	crrIndexer    cache.Indexer
+	crrsSynced    cache.InformerSynced
+	pods          corelisters.PodLister
+	podsSynced    cache.InformerSynced
+	runtime       criruntime.Runtime
+	recorder      record.EventRecorder
+	queue         workqueue.TypedRateLimitingInterface[string]
+	mem           *memory
+	// httpClient runs httpGet preStop hooks: like the kubelet's, it does not verify certificates
+	// nor keep connections.
+	httpClient *http.Client
+}
+
+// New builds the controller on an informer of this node's active requests (filtered on the
+// server by the node-name and active labels) and one of this node's Pods. recorder may be nil
+// (no events).
+func New(crrInformer appsinformers.ContainerRecreateRequestInformer, podInformer coreinformers.PodInformer,
+	kubeClient kubernetes.Interface, inplaceClient clientset.Interface, runtime criruntime.Runtime,
+	recorder record.EventRecorder, cfg Config) (*Controller, error) {
+	if cfg.Recheck <= 0 {
+		cfg.Recheck = DefaultConfig().Recheck
+	}
+	cfg.MaxStopGracePeriod = max(cfg.MaxStopGracePeriod, 0)
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if recorder == nil {
+		recorder = &record.FakeRecorder{} // discards events
+	}
+	informer := crrInformer.Informer()
+	if err := informer.AddIndexers(cache.Indexers{podIndex: func(obj any) ([]string, error) {
+		if r, ok := obj.(*v1alpha1.ContainerRecreateRequest); ok {
+			return []string{crr.PodKey(r)}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, fmt.Errorf("indexing requests by Pod: %w", err)
+	}
+	c := &Controller{
+		cfg:           cfg,
+		kubeClient:    kubeClient,
+		inplaceClient: inplaceClient,
+		crrIndexer:    informer.GetIndexer(),
+		crrsSynced:    informer.HasSynced,
+		pods:          podInformer.Lister(),
+		podsSynced:    podInformer.Informer().HasSynced,
+		runtime:       runtime,
+		recorder:      recorder,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
+		mem: newMemory(cfg.Clock),
+		httpClient: &http.Client{Transport: &http.Transport{
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // as the kubelet's lifecycle handlers
+			DisableKeepAlives: true,
+		}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+	}
+
+	// Every change of a request may let the Pod's next request start (the one before it was
+	// completed, deleted or lost its active label), so each one queues its Pod.
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueueRequest(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueueRequest(obj) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if r, ok := obj.(*v1alpha1.ContainerRecreateRequest); ok {
+				c.mem.forgetRequest(r.UID)
+			}
+			c.enqueueRequest(obj)
+		},
+	}); err != nil {
+		return nil, err
+	}
+	// The kubelet writes the Pod status when a container starts and turns ready: the Pods with
+	// active requests are looked at again then.
+	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueuePod(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueuePod(obj) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				c.mem.forgetPod(pod.UID)
+			}
+			c.enqueuePod(obj)
+		},
+	}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Controller) enqueueRequest(obj any) {
+	if r, ok := obj.(*v1alpha1.ContainerRecreateRequest); ok {
+		c.queue.Add(crr.PodKey(r))
+	}
+}
+
+// enqueuePod queues a Pod that has active requests.
+func (c *Controller) enqueuePod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	key := pod.Namespace + "/" + pod.Name
+	requests, err := c.crrIndexer.ByIndex(podIndex, key)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	if len(requests) > 0 {
+		c.queue.Add(key)
+	}
+}
+
+// Run reconciles Pods with the given number of workers until ctx ends, then waits for the
+// workers to finish.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	klog.FromContext(ctx).Info("Starting controller", "controller", Name, "runtime", c.runtime.Name(), "endpoint", c.runtime.Endpoint())
+	reconcile.Run(ctx, Name, workers, c.queue, c.sync, c.crrsSynced, c.podsSynced)
+}
