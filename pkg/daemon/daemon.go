@@ -1,7 +1,8 @@
 // Package daemon runs inplace-daemon, one per node: it connects to the node's CRI runtime and to
 // the cluster, watches the Pods of its node, serves health and metrics, and runs the daemon's
 // controllers (container meta and env-from-metadata restarts; InPlaceUpdateReady as soon as the
-// kubelet took an in-place update's new images over) until stopped.
+// kubelet took an in-place update's new images over; the node's side of ContainerRecreateRequests)
+// until stopped.
 package daemon
 
 import (
@@ -13,18 +14,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	_ "k8s.io/component-base/metrics/prometheus/workqueue" // workqueue metrics on /metrics
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/daemon/containermeta"
+	"github.com/inplace-dev/inplace/pkg/daemon/containerrecreate"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
 	"github.com/inplace-dev/inplace/pkg/daemon/inplaceready"
+	"github.com/inplace-dev/inplace/pkg/daemon/skewclock"
 	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
 
@@ -33,9 +39,10 @@ import (
 const resync = 10 * time.Minute
 
 // Context is what every daemon controller is built from. KubeInformers sees only the Pods of
-// this node (field selector spec.nodeName); InplaceInformers sees whole kinds, so a controller
-// filters by node itself (e.g. the crr.apps.kruise.io/node-name label). The daemon starts the
-// factories after all controllers registered their informers.
+// this node (field selector spec.nodeName); NodeCRRInformers only this node's active
+// ContainerRecreateRequests (label selector, on the server); InplaceInformers sees whole kinds, so
+// a controller filters by node itself. The daemon starts the factories after all controllers
+// registered their informers. Clock is the daemon's clock (shifted by --clock-skew).
 type Context struct {
 	NodeName         string
 	Runtime          criruntime.Runtime
@@ -43,7 +50,9 @@ type Context struct {
 	InplaceClient    clientset.Interface
 	KubeInformers    kubeinformers.SharedInformerFactory
 	InplaceInformers inplaceinformers.SharedInformerFactory
+	NodeCRRInformers inplaceinformers.SharedInformerFactory
 	Recorder         record.EventRecorder
+	Clock            clock.WithTicker
 	Options          *Options
 }
 
@@ -72,7 +81,26 @@ func Controllers() []InitFunc {
 			cfg.PollInterval = cc.Options.InPlaceReadyPollInterval
 			return inplaceready.New(cc.KubeInformers.Core().V1().Pods(), cc.KubeClient, cc.Runtime, cfg)
 		}},
+		{Name: containerrecreate.Name, New: func(cc *Context) (Controller, error) {
+			cfg := containerrecreate.DefaultConfig()
+			cfg.MaxStopGracePeriod = cc.Options.MaxStopGracePeriod
+			cfg.Clock = cc.Clock
+			return containerrecreate.New(cc.NodeCRRInformers.Apps().V1alpha1().ContainerRecreateRequests(),
+				cc.KubeInformers.Core().V1().Pods(), cc.KubeClient, cc.InplaceClient, cc.Runtime, cc.Recorder, cfg)
+		}},
 	}
+}
+
+// NodeCRRInformers is an informer factory of the node's active ContainerRecreateRequests only:
+// the API server filters them by the node-name and active labels, so the daemon never lists or
+// watches the requests of the whole cluster.
+func NodeCRRInformers(client clientset.Interface, nodeName string) inplaceinformers.SharedInformerFactory {
+	selector := labels.SelectorFromSet(labels.Set{
+		v1alpha1.ContainerRecreateRequestNodeNameKey: nodeName,
+		v1alpha1.ContainerRecreateRequestActiveKey:   "true",
+	}).String()
+	return inplaceinformers.NewSharedInformerFactoryWithOptions(client, resync,
+		inplaceinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = selector }))
 }
 
 // Run connects to the runtime and the cluster, serves health and metrics, and runs controllers
@@ -104,8 +132,13 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 				lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
 			})),
 		InplaceInformers: inplaceinformers.NewSharedInformerFactory(inplaceClient, resync),
+		NodeCRRInformers: NodeCRRInformers(inplaceClient, o.NodeName),
 		Recorder:         recorder,
+		Clock:            skewclock.New(clock.RealClock{}, o.ClockSkew),
 		Options:          o,
+	}
+	if o.ClockSkew != 0 {
+		logger.Info("Clock set off for tests", "clockSkew", o.ClockSkew)
 	}
 
 	syncing := &serving.Syncing{}
@@ -131,7 +164,7 @@ func runControllers(ctx context.Context, cc *Context, workers int, inits []InitF
 		logger.Info("Created controller", "controller", init.Name)
 	}
 	if err := serving.RunControllers(ctx, workers, syncing,
-		[]serving.InformerFactory{cc.KubeInformers, cc.InplaceInformers}, built); err != nil {
+		[]serving.InformerFactory{cc.KubeInformers, cc.InplaceInformers, cc.NodeCRRInformers}, built); err != nil {
 		return err
 	}
 	logger.Info("Controllers stopped")

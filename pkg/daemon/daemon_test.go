@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
@@ -47,6 +49,42 @@ func TestOptions(t *testing.T) {
 		if err := o.Validate(); err != nil {
 			t.Errorf("--runtime-endpoint=%q: %v", ok, err)
 		}
+	}
+}
+
+func TestClockSkewFlag(t *testing.T) {
+	o := NewOptions()
+	fs := pflag.NewFlagSet("inplace-daemon", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if f := fs.Lookup("clock-skew"); f == nil || !f.Hidden {
+		t.Fatal("--clock-skew is missing or not hidden")
+	}
+	if err := fs.Parse([]string{"--clock-skew=-10m"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.ClockSkew != -10*time.Minute {
+		t.Errorf("ClockSkew %v, want -10m", o.ClockSkew)
+	}
+}
+
+// TestNodeCRRInformers: the daemon lists only its node's active requests.
+func TestNodeCRRInformers(t *testing.T) {
+	client := inplacefake.NewSimpleClientset()
+	f := NodeCRRInformers(client, "node-1")
+	f.Apps().V1alpha1().ContainerRecreateRequests().Informer()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	var selectors []string
+	for _, a := range client.Actions() {
+		if l, ok := a.(k8stesting.ListAction); ok {
+			selectors = append(selectors, l.GetListRestrictions().Labels.String())
+		}
+	}
+	want := "crr.apps.kruise.io/active=true,crr.apps.kruise.io/node-name=node-1"
+	if len(selectors) == 0 || selectors[0] != want {
+		t.Errorf("list label selectors %q, want %q", selectors, want)
 	}
 }
 
@@ -110,6 +148,7 @@ func TestRunControllers(t *testing.T) {
 		NodeName: "node-1", Runtime: rt, KubeClient: kubeClient, InplaceClient: inplaceClient,
 		KubeInformers:    kubeinformers.NewSharedInformerFactory(kubeClient, 0),
 		InplaceInformers: inplaceinformers.NewSharedInformerFactory(inplaceClient, 0),
+		NodeCRRInformers: NodeCRRInformers(inplaceClient, "node-1"),
 		Recorder:         record.NewFakeRecorder(10),
 		Options:          o,
 	}

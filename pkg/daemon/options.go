@@ -39,6 +39,10 @@ type Options struct {
 	// QPS and Burst limit the daemon's requests to the API servers.
 	QPS   float32
 	Burst int
+	// ClockSkew sets the daemon's clock off the machine's by this much (test only, hidden
+	// --clock-skew): every wait the daemon measures must come out the same, since it only ever
+	// compares times of its own clock.
+	ClockSkew time.Duration
 }
 
 // NewOptions returns the defaults; the node name defaults to $NODE_NAME.
@@ -71,6 +75,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"With a kubelet that reports no status.observedGeneration (before 1.34): how often the container runtime is asked whether the new containers of an in-place image update run, to set InPlaceUpdateReady True before the kubelet's next relist (keep it well under 1s).")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API servers.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API servers.")
+	fs.DurationVar(&o.ClockSkew, "clock-skew", o.ClockSkew,
+		"Test only: shift the daemon's clock by this duration (may be negative), to show that no wait depends on another machine's clock.")
+	_ = fs.MarkHidden("clock-skew")
 }
 
 // Validate reports every bad flag at once.
