@@ -8,8 +8,9 @@
 #   hack/build-kube.sh kubectl     # only the named binaries
 #
 # Cached: each binary has a stamp (_output/bin/.stamp/NAME) holding the
-# Kubernetes version, the Go version and a hash of hack/kube's go.mod, go.sum
-# and sources; a binary whose stamp matches is not rebuilt.
+# Kubernetes version, the Go version and a hash of hack/kube's go.mod and
+# go.sum (and, for etcd and minicri, of their sources); a binary whose stamp
+# matches is not rebuilt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,13 +36,21 @@ pkg_of() {
 if (($# == 0)); then set -- "${ALL[@]}"; fi
 for b in "$@"; do pkg_of "$b" >/dev/null; done
 
-# Everything that determines the output.
-inputs_hash="$(cd "$MODDIR" && cat go.mod go.sum ./*/*.go | sha256sum | cut -c1-16)"
-stamp="$KUBE_VERSION $(go env GOVERSION) $inputs_hash"
+# stamp_of NAME: everything that determines the binary: the module's go.mod and go.sum, and for
+# the programs of hack/kube (etcd, minicri) their own sources; a change to minicri does not
+# rebuild kube-apiserver.
+go_version="$(go env GOVERSION)"
+stamp_of() {
+  local sources=(go.mod go.sum)
+  case "$1" in
+    etcd|minicri) sources+=("$1"/*.go) ;;
+  esac
+  echo "$KUBE_VERSION $go_version $(cd "$MODDIR" && cat "${sources[@]}" | sha256sum | cut -c1-16)"
+}
 
 todo=()
 for b in "$@"; do
-  if [[ -x "$OUT/$b" && -f "$STAMPS/$b" && "$(cat "$STAMPS/$b")" == "$stamp" ]]; then
+  if [[ -x "$OUT/$b" && -f "$STAMPS/$b" && "$(cat "$STAMPS/$b")" == "$(stamp_of "$b")" ]]; then
     continue
   fi
   todo+=("$b")
@@ -74,6 +83,6 @@ trap 'rm -rf "$tmp"' EXIT
 )
 for b in "${todo[@]}"; do
   mv -f "$tmp/$b" "$OUT/$b"
-  echo "$stamp" > "$STAMPS/$b"
+  stamp_of "$b" > "$STAMPS/$b"
 done
 echo "build-kube: done in $((SECONDS - start))s" >&2
