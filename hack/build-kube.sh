@@ -41,11 +41,11 @@ for b in "$@"; do pkg_of "$b" >/dev/null; done
 # rebuild kube-apiserver.
 go_version="$(go env GOVERSION)"
 stamp_of() {
-  local sources=(go.mod go.sum)
+  local own=""
   case "$1" in
-    etcd|minicri) sources+=("$1"/*.go) ;;
+    etcd|minicri) own="$1" ;;
   esac
-  echo "$KUBE_VERSION $go_version $(cd "$MODDIR" && cat "${sources[@]}" | sha256sum | cut -c1-16)"
+  echo "$KUBE_VERSION $go_version $(cd "$MODDIR" && cat go.mod go.sum ${own:+"$own"/*.go} | sha256sum | cut -c1-16)"
 }
 
 todo=()
