@@ -587,3 +587,26 @@ func sortedCopy(s []string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestStandaloneCRRUnchecked: standalone mode has no cluster and no admission chain, so a
+// ContainerRecreateRequest is stored after field validation alone: its Pod is not looked up
+// (none exists) and nothing is filled in from it. Nothing acts on it either (documented).
+func TestStandaloneCRRUnchecked(t *testing.T) {
+	t.Parallel()
+	s := framework.StartServer(t)
+	ctx := testContext(t)
+	crrs := s.Client.AppsV1alpha1().ContainerRecreateRequests("default")
+	created, err := crrs.Create(ctx, newCRR("no-such-pod"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("standalone create of a request for a Pod that does not exist: %v", err)
+	}
+	if len(created.Labels) != 0 || created.Spec.Containers[0].StatusContext != nil {
+		t.Errorf("labels %v statusContext %+v: standalone mode has no Pod to fill them from", created.Labels, created.Spec.Containers[0].StatusContext)
+	}
+	// Field validation still runs.
+	bad := newCRR("bad")
+	bad.Spec.Containers = nil
+	if _, err := crrs.Create(ctx, bad, metav1.CreateOptions{}); statusCode(err) != 422 {
+		t.Errorf("a request without containers: %v, want 422", err)
+	}
+}

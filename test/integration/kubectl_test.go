@@ -378,9 +378,9 @@ spec:
 		inject := k.writeFile("pod.json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x","namespace":"default"},`+
 			`"spec":{"containers":[{"name":"main","image":"inplace.local/app:v1"}]}}`)
 		for _, tc := range []struct{ path, body, message string }{
-			// Standalone mode has no cluster: in-place updates of Pods need aggregated mode.
+			// Standalone mode has no cluster: the Pod subresources need aggregated mode.
 			{"/apis/apps.kruise.io/v1alpha1/namespaces/default/pods/x/inplaceupdate", inplace, "standalone mode"},
-			{"/apis/apps.kruise.io/v1alpha1/namespaces/default/pods/x/recreate", recreate, "not implemented"},
+			{"/apis/apps.kruise.io/v1alpha1/namespaces/default/pods/x/recreate", recreate, "standalone mode"},
 			{"/apis/apps.kruise.io/v1alpha1/sidecarsets/log-agent/inject", inject, "not implemented"},
 		} {
 			stdout, stderr, err := k.run("create", "--raw", tc.path, "-f", tc.body)
