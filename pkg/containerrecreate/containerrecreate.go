@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 )
@@ -58,8 +59,24 @@ func describeFailure(s v1alpha1.ContainerRecreateRequestContainerRecreateState) 
 	return fmt.Sprintf("container %s failed: %s", s.Name, s.Message)
 }
 
+// AdmittedAtAnnotation is when admission accepted a request (RFC 3339 with nanoseconds, the API
+// server's clock). creationTimestamp has whole seconds: requests made back to back in one second
+// are ordered by this instead of by name.
+const AdmittedAtAnnotation = "crr.apps.kruise.io/admitted-at"
+
+// admittedAt is the request's AdmittedAtAnnotation, false when it has none (or a bad one).
+func admittedAt(crr *v1alpha1.ContainerRecreateRequest) (time.Time, bool) {
+	v, ok := crr.Annotations[AdmittedAtAnnotation]
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	return t, err == nil
+}
+
 // Order sorts the requests of one Pod into the order the daemon handles them: a request already
-// Recreating first (it was started and must finish), then the oldest, by creation time and name.
+// Recreating first (it was started and must finish), then the oldest, by creation time, then
+// admission time, then name.
 func Order(crrs []*v1alpha1.ContainerRecreateRequest) {
 	slices.SortStableFunc(crrs, func(a, b *v1alpha1.ContainerRecreateRequest) int {
 		ar := a.Status.Phase == v1alpha1.ContainerRecreateRequestRecreating
@@ -72,6 +89,13 @@ func Order(crrs []*v1alpha1.ContainerRecreateRequest) {
 		}
 		if c := a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time); c != 0 {
 			return c
+		}
+		at, aok := admittedAt(a)
+		bt, bok := admittedAt(b)
+		if aok && bok {
+			if c := at.Compare(bt); c != 0 {
+				return c
+			}
 		}
 		return cmp.Compare(a.Name, b.Name)
 	})

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -61,9 +62,11 @@ func createCRRPod(t *testing.T, ctx context.Context, pod *corev1.Pod) *corev1.Po
 		t.Fatalf("creating Pod %s/%s: %v", pod.Namespace, pod.Name, err)
 	}
 	if len(pod.Spec.ReadinessGates) > 0 {
-		created.Status.Conditions = append(created.Status.Conditions, corev1.PodCondition{
-			Type: pub.KruisePodReadyConditionType, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
-		if _, err := kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		// A strategic merge patch: the kubelet writes the status at the same time.
+		patch := fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"status":"True","lastTransitionTime":%q}]}}`,
+			pub.KruisePodReadyConditionType, time.Now().UTC().Format(time.RFC3339))
+		if _, err := kube.CoreV1().Pods(pod.Namespace).Patch(ctx, created.Name, types.StrategicMergePatchType, []byte(patch),
+			metav1.PatchOptions{}, "status"); err != nil {
 			t.Fatalf("setting KruisePodReady of %s: %v", pod.Name, err)
 		}
 	}

@@ -9,7 +9,9 @@
 //   - labels crr.apps.kruise.io/pod-uid, crr.apps.kruise.io/node-name and
 //     crr.apps.kruise.io/active=true; each container's statusContext (the instance to replace:
 //     containerID and restartCount), preStop (the container's lifecycle.preStop) and, for an
-//     httpGet preStop, ports; strategy.terminationGracePeriodSeconds from the Pod when unset.
+//     httpGet preStop, ports; strategy.terminationGracePeriodSeconds from the Pod when unset;
+//     the annotation crr.apps.kruise.io/admitted-at, which orders a Pod's requests made within
+//     one second (creationTimestamp has whole seconds).
 //
 // preStop, ports and statusContext are the server's to fill: a request that sets them is refused.
 // Field validation (names, bounds, immutability on UPDATE) is the registry strategy's.
@@ -24,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,6 +39,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/containerrecreate"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
 )
 
@@ -54,6 +58,7 @@ func Register(plugins *admission.Plugins) {
 type Plugin struct {
 	*admission.Handler
 	kube kubernetes.Interface
+	now  func() time.Time
 }
 
 var (
@@ -65,7 +70,7 @@ var (
 
 // New returns the plugin; it acts on CREATE only (UPDATE is the strategy's: the spec is immutable).
 func New() *Plugin {
-	return &Plugin{Handler: admission.NewHandler(admission.Create)}
+	return &Plugin{Handler: admission.NewHandler(admission.Create), now: time.Now}
 }
 
 // SetExternalKubeClientSet gives the plugin the core client it reads Pods with.
@@ -106,6 +111,10 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	if errs := Fill(crr, pod); len(errs) > 0 {
 		return apierrors.NewInvalid(apps.Kind("ContainerRecreateRequest"), objectName(crr), errs)
 	}
+	if crr.Annotations == nil {
+		crr.Annotations = map[string]string{}
+	}
+	crr.Annotations[containerrecreate.AdmittedAtAnnotation] = p.now().UTC().Format(time.RFC3339Nano)
 	if w := Warning(crr, pod); w != "" {
 		warning.AddWarning(ctx, "", w)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/containerrecreate"
 )
 
 func runningPod() *corev1.Pod {
@@ -137,6 +138,9 @@ func TestAdmitReadsTheLivePod(t *testing.T) {
 	}
 	if crr.Labels[v1alpha1.ContainerRecreateRequestPodUIDKey] != "uid-1" {
 		t.Errorf("labels %v not filled", crr.Labels)
+	}
+	if at := crr.Annotations[containerrecreate.AdmittedAtAnnotation]; at == "" {
+		t.Errorf("annotations %v: want the admission time, which orders a Pod's requests", crr.Annotations)
 	}
 
 	err := p.Admit(ctx, attributes(crrFor("gone", "app"), "containerrecreaterequests", ""), nil)
