@@ -83,6 +83,7 @@ func Controllers() []InitFunc {
 		}},
 		{Name: containerrecreate.Name, New: func(cc *Context) (Controller, error) {
 			cfg := containerrecreate.DefaultConfig()
+			cfg.Workers = cc.Options.CRRWorkers
 			cfg.MaxStopGracePeriod = cc.Options.MaxStopGracePeriod
 			cfg.Clock = cc.Clock
 			return containerrecreate.New(cc.NodeCRRInformers.Apps().V1alpha1().ContainerRecreateRequests(),

@@ -27,6 +27,8 @@ type Options struct {
 	BindAddress string
 	// Workers is how many keys each controller reconciles at once.
 	Workers int
+	// CRRWorkers is how many Pods' ContainerRecreateRequests are carried out at once.
+	CRRWorkers int
 	// MaxStopGracePeriod caps the grace period given to a container stopped for a restart.
 	MaxStopGracePeriod time.Duration
 	// EnvRestartDelay is how long a container must be seen needing an env-from-metadata restart
@@ -51,6 +53,7 @@ func NewOptions() *Options {
 		NodeName:                 os.Getenv("NODE_NAME"),
 		BindAddress:              "127.0.0.1:10391",
 		Workers:                  4,
+		CRRWorkers:               32,
 		MaxStopGracePeriod:       30 * time.Second,
 		EnvRestartDelay:          containermeta.DefaultConfig().EnvRestartDelay,
 		InPlaceReadyPollInterval: inplaceready.DefaultConfig().PollInterval,
@@ -67,6 +70,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"CRI runtime socket, e.g. unix:///run/containerd/containerd.sock; empty probes "+strings.Join(criruntime.DefaultEndpoints, ", ")+" in this order.")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "host:port serving /healthz, /readyz and /metrics.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Keys each controller reconciles at once.")
+	fs.IntVar(&o.CRRWorkers, "crr-workers", o.CRRWorkers,
+		"Pods whose ContainerRecreateRequests are carried out at once; each waits for its containers' stops (grace period, preStop hook), so this bounds how many Pods have containers recreated in parallel.")
 	fs.DurationVar(&o.MaxStopGracePeriod, "max-stop-grace-period", o.MaxStopGracePeriod,
 		"Upper bound of the grace period (the Pod's terminationGracePeriodSeconds) given to a container stopped so that it restarts.")
 	fs.DurationVar(&o.EnvRestartDelay, "env-restart-delay", o.EnvRestartDelay,
@@ -94,6 +99,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers=%d: must be at least 1", o.Workers))
+	}
+	if o.CRRWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--crr-workers=%d: must be at least 1", o.CRRWorkers))
 	}
 	if o.EnvRestartDelay < 0 {
 		errs = append(errs, fmt.Errorf("--env-restart-delay=%s: must not be negative", o.EnvRestartDelay))

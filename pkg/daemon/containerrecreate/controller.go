@@ -84,6 +84,10 @@ type Config struct {
 	Recheck time.Duration
 	// Clock is this daemon's clock, on which every wait is measured (nil: the real clock).
 	Clock clock.PassiveClock
+	// Workers is how many Pods are handled at once, instead of the daemon's --workers (0). A
+	// worker waits for the stops it makes (a grace period, a preStop hook), so this bounds how
+	// many Pods' containers are recreated in parallel.
+	Workers int
 }
 
 // DefaultConfig is the default Config.
@@ -217,6 +221,9 @@ func (c *Controller) enqueuePod(obj any) {
 // Run reconciles Pods with the given number of workers until ctx ends, then waits for the
 // workers to finish.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	if c.cfg.Workers > 0 {
+		workers = c.cfg.Workers
+	}
 	klog.FromContext(ctx).Info("Starting controller", "controller", Name, "runtime", c.runtime.Name(), "endpoint", c.runtime.Endpoint())
 	reconcile.Run(ctx, Name, workers, c.queue, c.sync, c.crrsSynced, c.podsSynced)
 }
