@@ -98,25 +98,6 @@ func reportNow(pod *corev1.Pod) bool {
 	return !inplaceupdate.IsInProgress(pod) || st.UpdateEnvFromMetadata
 }
 
-// current is the instance of the named container that counts: the running one, else the newest.
-// containers are sorted newest first (criruntime.SortNewestFirst).
-func current(containers []criruntime.Container, name string) *criruntime.Container {
-	var newest *criruntime.Container
-	for i := range containers {
-		rc := &containers[i]
-		if rc.Name != name {
-			continue
-		}
-		if rc.State == criruntime.StateRunning {
-			return rc
-		}
-		if newest == nil {
-			newest = rc
-		}
-	}
-	return newest
-}
-
 // metaSet builds the annotation from what the runtime reports, in the order of the Pod spec.
 // complete is false when some container's environment could not be read (its hash is then 0).
 func (c *Controller) metaSet(ctx context.Context, pod *corev1.Pod, containers []criruntime.Container) (*pub.RuntimeContainerMetaSet, bool) {
@@ -126,7 +107,7 @@ func (c *Controller) metaSet(ctx context.Context, pod *corev1.Pod, containers []
 	ids := map[string]bool{}
 	for i := range pod.Spec.Containers {
 		spec := &pod.Spec.Containers[i]
-		rc := current(containers, spec.Name)
+		rc := criruntime.Current(containers, spec.Name)
 		if rc == nil {
 			continue
 		}
@@ -246,7 +227,7 @@ func (c *Controller) restartForEnv(ctx context.Context, pod *corev1.Pod, contain
 		if spec == nil || meta == nil {
 			continue
 		}
-		rc := current(containers, name)
+		rc := criruntime.Current(containers, name)
 		if rc == nil || rc.State != criruntime.StateRunning {
 			continue // the kubelet is creating the next instance
 		}

@@ -183,7 +183,7 @@ func (in *planInput) decide(c *v1alpha1.ContainerRecreateRequestContainer, s v1a
 	if s.Phase == v1alpha1.ContainerRecreateRequestSucceeded || s.Phase == v1alpha1.ContainerRecreateRequestFailed {
 		return decision{state: s}
 	}
-	cur := current(in.containers, c.Name)
+	cur := criruntime.Current(in.containers, c.Name)
 	if cur == nil {
 		return decision{state: state(c.Name, v1alpha1.ContainerRecreateRequestPending, msgNotFound, s.IsKilled), waiting: true}
 	}
@@ -283,25 +283,6 @@ func (in *planInput) notRestarted(rc *criruntime.Container) (string, bool) {
 		return fmt.Sprintf(msgExitedNotRestartF, " with code 0", policy), true
 	}
 	return "", false
-}
-
-// current is the instance of the named container that counts: the running one, else the newest.
-// containers are sorted newest first.
-func current(containers []criruntime.Container, name string) *criruntime.Container {
-	var newest *criruntime.Container
-	for i := range containers {
-		rc := &containers[i]
-		if rc.Name != name {
-			continue
-		}
-		if rc.State == criruntime.StateRunning {
-			return rc
-		}
-		if newest == nil {
-			newest = rc
-		}
-	}
-	return newest
 }
 
 // trimRuntime is the runtime's id in a Pod status container id "<runtime>://<id>".

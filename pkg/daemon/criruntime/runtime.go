@@ -279,6 +279,25 @@ func SortNewestFirst(containers []Container) {
 	})
 }
 
+// Current is the instance of the named container that counts: the running one, else the newest.
+// containers are sorted newest first (SortNewestFirst, as ListPodContainers returns them).
+func Current(containers []Container, name string) *Container {
+	var newest *Container
+	for i := range containers {
+		rc := &containers[i]
+		if rc.Name != name {
+			continue
+		}
+		if rc.State == StateRunning {
+			return rc
+		}
+		if newest == nil {
+			newest = rc
+		}
+	}
+	return newest
+}
+
 func (c *client) ContainerEnv(ctx context.Context, id string) (map[string]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
