@@ -107,7 +107,9 @@ func TestHashProperties(t *testing.T) {
 	if h3, _ := Hash(other); h3 != h {
 		t.Errorf("non-container change altered the hash")
 	}
-	initOnly := sidecarSet("i", func(s *appsv1alpha1.SidecarSet) { s.Spec.InitContainers = []appsv1alpha1.SidecarContainer{sidecar("init", nil)} })
+	initOnly := sidecarSet("i", func(s *appsv1alpha1.SidecarSet) {
+		s.Spec.InitContainers = []appsv1alpha1.SidecarContainer{sidecar("init", nil)}
+	})
 	empty := sidecarSet("e", nil)
 	if a, b := mustHash(t, initOnly), mustHash(t, empty); a != b {
 		t.Errorf("init containers without a native sidecar must not count: %s != %s", a, b)
