@@ -1,0 +1,109 @@
+package sidecarset
+
+import (
+	"maps"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+)
+
+func TestPatchPodMetadata(t *testing.T) {
+	patch := func(policy appsv1alpha1.SidecarSetPatchPolicyType, kv ...string) appsv1alpha1.SidecarSetPatchPodMetadata {
+		p := appsv1alpha1.SidecarSetPatchPodMetadata{PatchPolicy: policy, Annotations: map[string]string{}}
+		for i := 0; i < len(kv); i += 2 {
+			p.Annotations[kv[i]] = kv[i+1]
+		}
+		return p
+	}
+	cases := []struct {
+		name        string
+		pod         map[string]string
+		patches     []appsv1alpha1.SidecarSetPatchPodMetadata
+		want        map[string]string
+		wantChanged bool
+		wantErr     string
+	}{
+		{name: "retain keeps the Pod's", pod: map[string]string{"a": "pod"},
+			patches: []appsv1alpha1.SidecarSetPatchPodMetadata{patch(appsv1alpha1.SidecarSetRetainPatchPolicy, "a", "x", "b", "y")},
+			want:    map[string]string{"a": "pod", "b": "y"}, wantChanged: true},
+		{name: "empty policy is retain", pod: map[string]string{"a": "pod"},
+			patches: []appsv1alpha1.SidecarSetPatchPodMetadata{patch("", "a", "x")},
+			want:    map[string]string{"a": "pod"}},
+		{name: "overwrite", pod: map[string]string{"a": "pod"},
+			patches: []appsv1alpha1.SidecarSetPatchPodMetadata{patch(appsv1alpha1.SidecarSetOverwritePatchPolicy, "a", "x")},
+			want:    map[string]string{"a": "x"}, wantChanged: true},
+		{name: "overwrite with the same value changes nothing", pod: map[string]string{"a": "x"},
+			patches: []appsv1alpha1.SidecarSetPatchPodMetadata{patch(appsv1alpha1.SidecarSetOverwritePatchPolicy, "a", "x")},
+			want:    map[string]string{"a": "x"}},
+		{name: "merge patch json", pod: map[string]string{"j": `{"keep": 1, "drop": true, "n": {"x": 1, "y": 2}}`},
+			patches: []appsv1alpha1.SidecarSetPatchPodMetadata{patch(appsv1alpha1.SidecarSetMergePatchJsonPatchPolicy, "j", `{"drop": null, "n": {"y": 3, "z": {"a": null, "b": 1}}, "new": "v"}`)},
+			want:    map[string]string{"j": `{"keep":1,"n":{"x":1,"y":3,"z":{"b":1}},"new":"v"}`}, wantChanged: true},
+		{name: "merge patch json sets a missing annotation as written", pod: nil,
+			patches: []appsv1alpha1.SidecarSetPatchPodMetadata{patch(appsv1alpha1.SidecarSetMergePatchJsonPatchPolicy, "j", `{"a": null}`)},
+			want:    map[string]string{"j": `{"a": null}`}, wantChanged: true},
+		{name: "merge patch json on a non-object replaces it", pod: map[string]string{"j": `"s"`},
+			patches: []appsv1alpha1.SidecarSetPatchPodMetadata{patch(appsv1alpha1.SidecarSetMergePatchJsonPatchPolicy, "j", `{"a":1,"b":null}`)},
+			want:    map[string]string{"j": `{"a":1}`}, wantChanged: true},
+		{name: "merge patch json with an invalid document", pod: map[string]string{"j": `not json`},
+			patches: []appsv1alpha1.SidecarSetPatchPodMetadata{patch(appsv1alpha1.SidecarSetMergePatchJsonPatchPolicy, "j", `{}`)},
+			wantErr: "invalid JSON document"},
+		{name: "merge patch json with a scalar patch", pod: map[string]string{"j": `{}`},
+			patches: []appsv1alpha1.SidecarSetPatchPodMetadata{patch(appsv1alpha1.SidecarSetMergePatchJsonPatchPolicy, "j", `3`)},
+			wantErr: "invalid JSON merge patch"},
+		{name: "patches in order", pod: nil,
+			patches: []appsv1alpha1.SidecarSetPatchPodMetadata{patch(appsv1alpha1.SidecarSetRetainPatchPolicy, "a", "1"), patch(appsv1alpha1.SidecarSetOverwritePatchPolicy, "a", "2")},
+			want:    map[string]string{"a": "2"}, wantChanged: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			meta := &metav1.ObjectMeta{Annotations: maps.Clone(tc.pod)}
+			changed, err := PatchPodMetadata(meta, tc.patches)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if changed != tc.wantChanged || !maps.Equal(meta.Annotations, tc.want) {
+				t.Errorf("got %v changed=%v, want %v changed=%v", meta.Annotations, changed, tc.want, tc.wantChanged)
+			}
+		})
+	}
+}
+
+func TestValidatePatchPodMetadata(t *testing.T) {
+	s := sidecarSet("s", func(s *appsv1alpha1.SidecarSet) {
+		s.Labels = map[string]string{"team": "mesh"}
+		s.Spec.PatchPodMetadata = []appsv1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"mesh.io/inject": "x"}}}
+	})
+	cases := []struct {
+		name    string
+		allow   *PatchMetadataAllowList
+		wantErr string
+	}{
+		{name: "no allow-list", wantErr: "whitelist not found"},
+		{name: "allowed", allow: &PatchMetadataAllowList{Rules: []PatchMetadataAllowRule{{AllowedAnnotationKeyExprs: []string{`^mesh\.io/`}}}}},
+		{name: "key not allowed", allow: &PatchMetadataAllowList{Rules: []PatchMetadataAllowRule{{AllowedAnnotationKeyExprs: []string{`^other/`}}}},
+			wantErr: "annotation(mesh.io/inject) is not allowed"},
+		{name: "rule for other SidecarSets", allow: &PatchMetadataAllowList{Rules: []PatchMetadataAllowRule{{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "other"}}, AllowedAnnotationKeyExprs: []string{`.*`}}}},
+			wantErr: "is not allowed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ValidatePatchPodMetadata(s, tc.allow)
+			if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("err %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+	if err := ValidatePatchPodMetadata(sample(t), nil); err != nil {
+		t.Errorf("no patchPodMetadata needs no allow-list: %v", err)
+	}
+}
