@@ -158,7 +158,7 @@ func newBuilder(pod *corev1.Pod) (*builder, error) {
 	return b, nil
 }
 
-// PodUpgradeSpecs reads a Pod's kruise.io/sidecarset-hash (or -without-image) annotation, also in
+// podUpgradeSpecs reads a Pod's kruise.io/sidecarset-hash (or -without-image) annotation, also in
 // its older form, a JSON object of SidecarSet name to hash.
 func podUpgradeSpecs(pod *corev1.Pod, key string) (map[string]UpgradeSpec, error) {
 	specs := map[string]UpgradeSpec{}
