@@ -9,6 +9,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/inplace-dev/inplace/pkg/admission/plugin/containerrecreaterequest"
+	"github.com/inplace-dev/inplace/pkg/admission/plugin/sidecarset"
 )
 
 // plugins are the built-in plugins, in the order they run (mutating phase, then validating).
@@ -17,6 +18,7 @@ var plugins = []struct {
 	register func(*admission.Plugins)
 }{
 	{containerrecreaterequest.PluginName, containerrecreaterequest.Register},
+	{sidecarset.PluginName, sidecarset.Register},
 }
 
 // Register registers every built-in plugin.
