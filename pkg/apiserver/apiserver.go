@@ -103,15 +103,13 @@ func (c CompletedConfig) v1alpha1Storage() (map[string]rest.Storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	sidecarSets, err := sidecarset.NewStorage(Scheme, optsGetter)
-	if err != nil {
-		return nil, err
-	}
+
 	crrs, err := containerrecreaterequest.NewStorage(Scheme, optsGetter)
 	if err != nil {
 		return nil, err
 	}
 	var corePods corev1client.PodsGetter
+	var namespaces corev1client.NamespacesGetter
 	if cc := c.coreClient; cc != nil {
 		// Aggregated mode: the Pod subresources act on core Pods with inplace-apiserver's own
 		// identity (--kubeconfig); who may call them is checked by this server's authorization.
@@ -123,7 +121,11 @@ func (c CompletedConfig) v1alpha1Storage() (map[string]rest.Storage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("creating the core client: %w", err)
 		}
-		corePods = kube.CoreV1()
+		corePods, namespaces = kube.CoreV1(), kube.CoreV1()
+	}
+	sidecarSets, err := sidecarset.NewStorage(Scheme, optsGetter, namespaces)
+	if err != nil {
+		return nil, err
 	}
 	// pods/recreate creates ContainerRecreateRequests through the same admission chain and store
 	// as a direct create.

@@ -126,9 +126,8 @@ func TestDiscovery(t *testing.T) {
 	}
 }
 
-// TestSubresourceStubs calls the subresources that need a cluster (pods/*) or are not implemented
-// yet (sidecarsets/inject) through the typed client: they answer 503 ServiceUnavailable saying
-// so, and store nothing.
+// TestSubresourceStubs calls the subresources that need a cluster (pods/*) through the typed
+// client: they answer 503 ServiceUnavailable saying so, and store nothing.
 func TestSubresourceStubs(t *testing.T) {
 	t.Parallel()
 	s := framework.StartServer(t)
@@ -149,15 +148,6 @@ func TestSubresourceStubs(t *testing.T) {
 	expect503("pods/x/inplaceupdate", err, "standalone mode")
 	_, err = apps.Pods("default").Recreate(ctx, "x", newCRR("x"), metav1.CreateOptions{})
 	expect503("pods/x/recreate", err, "standalone mode")
-	if _, err := apps.SidecarSets().Create(ctx, newSidecarSet("agent"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	_, err = apps.SidecarSets().Inject(ctx, "agent", &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default", Labels: map[string]string{"app": "agent"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "inplace.local/app:v1"}}},
-	}, metav1.CreateOptions{})
-	expect503("sidecarsets/agent/inject", err, "not implemented")
-
 	// pods/recreate did not create a ContainerRecreateRequest behind the scenes.
 	crrs, err := apps.ContainerRecreateRequests("default").List(ctx, metav1.ListOptions{})
 	if err != nil || len(crrs.Items) != 0 {
@@ -328,5 +318,45 @@ func TestHealthAndMetrics(t *testing.T) {
 	}
 	if code, body := httpGet(t, s, "/version"); code != http.StatusOK || !strings.Contains(string(body), "gitVersion") {
 		t.Errorf("GET /version: %d %s", code, body)
+	}
+}
+
+// TestSidecarSetInject: POST sidecarsets/NAME/inject answers the Pod as the SidecarSet would
+// inject it (even in standalone mode: it reads no Pod), stores nothing, and refuses with 422 a Pod
+// the SidecarSet does not select, saying why.
+func TestSidecarSetInject(t *testing.T) {
+	t.Parallel()
+	s := framework.StartServer(t)
+	ctx := testContext(t)
+	apps := s.Client.AppsV1alpha1()
+	if _, err := apps.SidecarSets().Create(ctx, newSidecarSet("agent"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default", Labels: map[string]string{"app": "agent"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "inplace.local/app:v1"}}},
+	}
+	injected, err := apps.SidecarSets().Inject(ctx, "agent", pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("inject: %v", err)
+	}
+	var names []string
+	for _, c := range injected.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "sidecar,main" {
+		t.Errorf("containers %v, want the sidecar before main (BeforeAppContainer, the default)", names)
+	}
+	if injected.Annotations["kruise.io/sidecarset-injected-list"] != "agent" || injected.Annotations["kruise.io/sidecarset-hash"] == "" {
+		t.Errorf("annotations %v, want OpenKruise's injected list and hash", injected.Annotations)
+	}
+	other := pod.DeepCopy()
+	other.Labels = map[string]string{"app": "another"}
+	_, err = apps.SidecarSets().Inject(ctx, "agent", other, metav1.CreateOptions{})
+	if statusCode(err) != 422 || !strings.Contains(err.Error(), "not injected") {
+		t.Errorf("inject into a Pod the SidecarSet does not select: %v, want 422 saying why", err)
+	}
+	if _, err := apps.SidecarSets().Inject(ctx, "missing", pod, metav1.CreateOptions{}); statusCode(err) != 404 {
+		t.Errorf("inject of a missing SidecarSet: %v, want 404", err)
 	}
 }

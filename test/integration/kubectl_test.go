@@ -370,18 +370,25 @@ spec:
 		}
 	})
 
+	t.Run("sidecarsets inject", func(t *testing.T) {
+		// log-agent (applied above) selects app=sample: the answer is the Pod with its sidecar.
+		pod := k.writeFile("pod.json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x","namespace":"default","labels":{"app":"sample"}},`+
+			`"spec":{"containers":[{"name":"main","image":"inplace.local/app:v1"}]}}`)
+		out := k.mustRun("create", "--raw", "/apis/apps.kruise.io/v1alpha1/sidecarsets/log-agent/inject", "-f", pod)
+		if !strings.Contains(out, `"name":"sidecar1"`) || !strings.Contains(out, `"kruise.io/sidecarset-injected-list":"log-agent"`) {
+			t.Errorf("kubectl create --raw .../sidecarsets/log-agent/inject: want the Pod with sidecar1, got %s", out)
+		}
+	})
+
 	t.Run("pod subresources answer 503", func(t *testing.T) {
 		inplace := k.writeFile("inplaceupdate.json", `{"apiVersion":"apps.kruise.io/v1alpha1","kind":"InPlaceUpdate",`+
 			`"spec":{"containers":[{"name":"main","image":"inplace.local/app:v2"}]}}`)
 		recreate := k.writeFile("recreate.json", `{"apiVersion":"apps.kruise.io/v1alpha1","kind":"ContainerRecreateRequest",`+
 			`"metadata":{"name":"x"},"spec":{"podName":"x","containers":[{"name":"main"}]}}`)
-		inject := k.writeFile("pod.json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x","namespace":"default"},`+
-			`"spec":{"containers":[{"name":"main","image":"inplace.local/app:v1"}]}}`)
 		for _, tc := range []struct{ path, body, message string }{
 			// Standalone mode has no cluster: the Pod subresources need aggregated mode.
 			{"/apis/apps.kruise.io/v1alpha1/namespaces/default/pods/x/inplaceupdate", inplace, "standalone mode"},
 			{"/apis/apps.kruise.io/v1alpha1/namespaces/default/pods/x/recreate", recreate, "standalone mode"},
-			{"/apis/apps.kruise.io/v1alpha1/sidecarsets/log-agent/inject", inject, "not implemented"},
 		} {
 			stdout, stderr, err := k.run("create", "--raw", tc.path, "-f", tc.body)
 			var exit *exec.ExitError

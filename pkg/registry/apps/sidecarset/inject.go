@@ -3,18 +3,33 @@ package sidecarset
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/warning"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
 )
 
 // InjectREST is POST sidecarsets/NAME/inject: it takes a core Pod and answers the Pod as it would
-// be after that SidecarSet's injection, with no side effect.
-type InjectREST struct{}
+// be after that SidecarSet's injection (pkg/sidecarset, the code Pod creation uses), with no side
+// effect. A Pod the SidecarSet does not select is refused with 422 saying why.
+type InjectREST struct {
+	sidecarSets rest.Getter
+	// namespaces reads the labels a namespaceSelector matches; nil in standalone mode.
+	namespaces corev1client.NamespacesGetter
+	convertor  runtime.ObjectConvertor
+	now        func() time.Time
+}
 
 var (
 	_ rest.NamedCreater             = &InjectREST{}
@@ -33,6 +48,66 @@ func (*InjectREST) New() runtime.Object { return &corev1.Pod{} }
 func (*InjectREST) Destroy() {}
 
 // Create answers the injected Pod.
-func (*InjectREST) Create(_ context.Context, name string, _ runtime.Object, _ rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
-	return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("sidecarsets/inject of %q: not implemented yet in this version of inplace", name))
+func (r *InjectREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected a Pod body, got %T", obj))
+	}
+	if createValidation != nil {
+		if err := createValidation(ctx, pod); err != nil {
+			return nil, err
+		}
+	}
+	stored, err := r.sidecarSets.Get(ctx, name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	set := &v1alpha1.SidecarSet{}
+	if err := r.convertor.Convert(stored.(*apps.SidecarSet), set, nil); err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("converting SidecarSet %s: %w", name, err))
+	}
+	namespace := pod.Namespace
+	if namespace == "" {
+		namespace = metav1.NamespaceDefault
+	}
+	nsLabels, err := r.namespaceLabels(ctx, namespace, set)
+	if err != nil {
+		return nil, err
+	}
+	if ok, why := sidecars.Matches(pod, nsLabels, set); !ok {
+		return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), pod.Name,
+			field.ErrorList{field.Invalid(field.NewPath("metadata"), pod.Name, "not injected: "+why)})
+	}
+	if set.Spec.InjectionStrategy.Revision != nil {
+		warning.AddWarning(ctx, "", "spec.injectionStrategy.revision is not supported yet: the SidecarSet's current spec is injected")
+	}
+	res, err := sidecars.Inject(pod, []*v1alpha1.SidecarSet{set}, metav1.NewTime(r.now()))
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("injecting SidecarSet %s: %w", name, err))
+	}
+	return res.Pod, nil
+}
+
+// namespaceLabels are the labels of the Pod's namespace, read from the cluster when the
+// SidecarSet has a namespaceSelector. Standalone mode has no namespaces: there only the
+// kubernetes.io/metadata.name label, which every namespace carries, is known.
+func (r *InjectREST) namespaceLabels(ctx context.Context, namespace string, set *v1alpha1.SidecarSet) (map[string]string, error) {
+	known := map[string]string{corev1.LabelMetadataName: namespace}
+	if set.Spec.NamespaceSelector == nil {
+		return known, nil
+	}
+	if r.namespaces == nil {
+		warning.AddWarning(ctx, "", "standalone mode: spec.namespaceSelector is matched against the label "+
+			corev1.LabelMetadataName+" only (there is no cluster to read the namespace from)")
+		return known, nil
+	}
+	ns, err := r.namespaces.Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), "",
+			field.ErrorList{field.NotFound(field.NewPath("metadata", "namespace"), namespace)})
+	}
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("reading namespace %s: %w", namespace, err))
+	}
+	return ns.Labels, nil
 }

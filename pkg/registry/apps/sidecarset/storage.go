@@ -3,9 +3,12 @@
 package sidecarset
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
@@ -20,7 +23,8 @@ type Storage struct {
 }
 
 // NewStorage returns the storage of sidecarsets, sidecarsets/status and sidecarsets/inject.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
+// namespaces reads the labels of a Pod's namespace for inject; nil in standalone mode.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, namespaces corev1client.NamespacesGetter) (Storage, error) {
 	store, status, err := strategy.NewStores(scheme, optsGetter, kind, strategy.Resource[*apps.SidecarSet]{
 		Plural:   apps.Resource("sidecarsets"),
 		Singular: apps.Resource("sidecarset"),
@@ -30,7 +34,8 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (S
 	if err != nil {
 		return Storage{}, err
 	}
-	return Storage{SidecarSet: store, Status: status, Inject: &InjectREST{}}, nil
+	inject := &InjectREST{sidecarSets: store, namespaces: namespaces, convertor: scheme, now: time.Now}
+	return Storage{SidecarSet: store, Status: status, Inject: inject}, nil
 }
 
 var tableConvertor = table.New(
