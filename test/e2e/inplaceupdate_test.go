@@ -1066,3 +1066,39 @@ func TestInPlaceUpdateExamples(t *testing.T) {
 		t.Errorf("after four updates: UID %s IP %s, was %s %s: not the same Pod", pod.UID, pod.Status.PodIP, before.UID, before.Status.PodIP)
 	}
 }
+
+// TestInPlaceUpdateDryRun: pods/inplaceupdate with dryRun=All answers the state the update would
+// start with, after kube-apiserver's admission and validation of every write (dry-run), and
+// writes nothing: the Pod keeps its resourceVersion and image; an update kube-apiserver would
+// refuse is refused the same in a dry run.
+func TestInPlaceUpdateDryRun(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "iu-dryrun")
+	before := createSettledPod(t, ctx, gatedPod(ns, "target", container("main", appImageV1)))
+	answer, err := inplace.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", &v1alpha1.InPlaceUpdate{
+		Spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV2}}},
+	}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		t.Fatalf("dry run: %v", err)
+	}
+	if st := answer.Status.State; !st.UpdateImages || len(st.ContainerBatchesRecord) != 1 {
+		t.Errorf("answered state %+v, want the images update the request would start", st)
+	}
+	after, err := kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != before.ResourceVersion || specImage(after, "main") != appImageV1 ||
+		conditionStatus(after, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
+		t.Errorf("after a dry run: resourceVersion %s (was %s), image %s, InPlaceUpdateReady %s: want the Pod untouched",
+			after.ResourceVersion, before.ResourceVersion, specImage(after, "main"), conditionStatus(after, pub.InPlaceUpdateReady))
+	}
+	// Annotations over 256 KiB: only kube-apiserver knows to refuse it.
+	_, err = inplace.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", &v1alpha1.InPlaceUpdate{
+		Spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV2}},
+			Metadata: &v1alpha1.InPlaceUpdateMetadata{Annotations: map[string]string{"e2e.inplace.dev/big": strings.Repeat("b", 300<<10)}}},
+	}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "Too long") {
+		t.Errorf("dry run of an update kube-apiserver refuses: %v, want its 422", err)
+	}
+}

@@ -53,6 +53,33 @@ func Apply(ctx context.Context, pods corev1client.PodInterface, name string, com
 	return pod, step, err
 }
 
+// DryRun reads the Pod, computes its step and sends each write of it with dryRun=All (the
+// conditions, the Pod, the resize): admission and validation run, nothing is stored. It returns
+// the Pod as read and the step that would be written.
+func DryRun(ctx context.Context, pods corev1client.PodInterface, name string, compute ComputeFunc) (*corev1.Pod, *inplaceupdate.Step, error) {
+	pod, err := pods.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	step, err := compute(pod)
+	if err != nil {
+		return pod, nil, err
+	}
+	if len(step.Conditions) > 0 {
+		patch, err := step.StatusPatch()
+		if err != nil {
+			return pod, step, fmt.Errorf("encoding the conditions of pod %s: %w", name, err)
+		}
+		if _, err := pods.Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}, "status"); err != nil {
+			return pod, step, fmt.Errorf("pod %s would not accept the update: %w", name, err)
+		}
+	}
+	if err := dryRun(ctx, pods, name, step); err != nil {
+		return pod, step, fmt.Errorf("pod %s would not accept the update: %w", name, err)
+	}
+	return pod, step, nil
+}
+
 // conflictBackoff spreads retries over ~2.5 s: a young Pod's status changes several times a
 // second (kubelet, daemon, controller), and a request should outlast that churn rather than
 // answer 409 after 50 ms.

@@ -38,7 +38,7 @@ func (*InPlaceUpdateREST) New() runtime.Object { return &apps.InPlaceUpdate{} }
 func (*InPlaceUpdateREST) Destroy() {}
 
 // Create starts an in-place update of the core Pod name and answers the resulting state.
-func (r *InPlaceUpdateREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
+func (r *InPlaceUpdateREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	if r.pods == nil {
 		return nil, noCluster("pods/inplaceupdate", name)
 	}
@@ -56,7 +56,13 @@ func (r *InPlaceUpdateREST) Create(ctx context.Context, name string, obj runtime
 		}
 	}
 	now := r.now()
-	pod, step, err := podwriter.Apply(ctx, r.pods.Pods(namespace), name, func(pod *corev1.Pod) (*inplaceupdate.Step, error) {
+	// dryRun=All: every write is sent with dryRun, so kube-apiserver's admission and validation
+	// answer, and nothing is stored.
+	write := podwriter.Apply
+	if options != nil && len(options.DryRun) > 0 {
+		write = podwriter.DryRun
+	}
+	pod, step, err := write(ctx, r.pods.Pods(namespace), name, func(pod *corev1.Pod) (*inplaceupdate.Step, error) {
 		spec, err := inplaceupdate.SpecFromRequest(pod, req)
 		if err != nil {
 			return nil, err
