@@ -1,0 +1,148 @@
+package podwebhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
+	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+)
+
+func handler(t *testing.T, nsErr error, sets ...*v1alpha1.SidecarSet) *Handler {
+	t.Helper()
+	f := informers.NewSharedInformerFactory(inplacefake.NewSimpleClientset(), 0)
+	for _, s := range sets {
+		if err := f.Apps().V1alpha1().SidecarSets().Informer().GetIndexer().Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &Handler{
+		SidecarSets: f.Apps().V1alpha1().SidecarSets().Lister(),
+		NamespaceLabels: func(_ context.Context, ns string) (map[string]string, error) {
+			return map[string]string{corev1.LabelMetadataName: ns}, nsErr
+		},
+		Now: func() time.Time { return time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC) },
+	}
+}
+
+func agent() *v1alpha1.SidecarSet {
+	return &v1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent"},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "agent", Image: "agent:1"},
+				PodInjectPolicy: v1alpha1.BeforeAppContainerType}},
+		},
+	}
+}
+
+// review posts a Pod CREATE review and returns the response.
+func review(t *testing.T, h *Handler, pod *corev1.Pod) *admissionv1.AdmissionResponse {
+	t.Helper()
+	raw, _ := json.Marshal(pod)
+	body, _ := json.Marshal(&admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{UID: types.UID("req-1"), Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Namespace: "ns", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}},
+	})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body)))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
+	}
+	out := &admissionv1.AdmissionReview{}
+	if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil || out.Response == nil {
+		t.Fatalf("response %s: %v", rec.Body, err)
+	}
+	if out.Response.UID != "req-1" || !out.Response.Allowed {
+		t.Fatalf("response %+v: want allowed, for request req-1", out.Response)
+	}
+	return out.Response
+}
+
+func webPod(labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Labels: labels},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "app:1"}}}}
+}
+
+// applyPatch applies the handler's patch (replace /spec, add /metadata/labels and annotations).
+func applyPatch(t *testing.T, pod *corev1.Pod, patch []byte) *corev1.Pod {
+	t.Helper()
+	var ops []struct {
+		Op, Path string
+		Value    json.RawMessage
+	}
+	if err := json.Unmarshal(patch, &ops); err != nil {
+		t.Fatal(err)
+	}
+	out := pod.DeepCopy()
+	for _, op := range ops {
+		var err error
+		switch op.Path {
+		case "/spec":
+			out.Spec = corev1.PodSpec{}
+			err = json.Unmarshal(op.Value, &out.Spec)
+		case "/metadata/labels":
+			err = json.Unmarshal(op.Value, &out.Labels)
+		case "/metadata/annotations":
+			err = json.Unmarshal(op.Value, &out.Annotations)
+		default:
+			t.Fatalf("unexpected patch op %s %s", op.Op, op.Path)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func TestInjectsOnCreate(t *testing.T) {
+	pod := webPod(map[string]string{"app": "web"})
+	resp := review(t, handler(t, nil, agent()), pod)
+	if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
+		t.Fatalf("response %+v: want a JSON patch", resp)
+	}
+	got := applyPatch(t, pod, resp.Patch)
+	if len(got.Spec.Containers) != 2 || got.Spec.Containers[0].Name != "agent" || got.Spec.Containers[1].Name != "main" {
+		t.Errorf("containers %+v, want agent before main", got.Spec.Containers)
+	}
+	if got.Annotations["kruise.io/sidecarset-injected-list"] != "agent" || got.Labels["app"] != "web" {
+		t.Errorf("labels %v annotations %v", got.Labels, got.Annotations)
+	}
+}
+
+func TestLeavesOtherPodsAlone(t *testing.T) {
+	if resp := review(t, handler(t, nil, agent()), webPod(map[string]string{"app": "db"})); resp.Patch != nil {
+		t.Errorf("patch %s for a Pod no SidecarSet selects", resp.Patch)
+	}
+	if resp := review(t, handler(t, nil), webPod(map[string]string{"app": "web"})); resp.Patch != nil {
+		t.Errorf("patch %s with no SidecarSet at all", resp.Patch)
+	}
+}
+
+// Whatever fails, the Pod is allowed as it came, with a warning.
+func TestFailsOpen(t *testing.T) {
+	resp := review(t, handler(t, errors.New("namespaces unreachable"), agent()), webPod(map[string]string{"app": "web"}))
+	if resp.Patch != nil || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "namespaces unreachable") {
+		t.Errorf("response %+v: want allowed without a patch, warning why", resp)
+	}
+	rec := httptest.NewRecorder()
+	handler(t, nil).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, strings.NewReader("not json")))
+	if rec.Code != http.StatusBadRequest {
+		t.Errorf("a body that is no AdmissionReview: HTTP %d, want 400", rec.Code)
+	}
+}
