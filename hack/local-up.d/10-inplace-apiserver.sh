@@ -139,6 +139,13 @@ patches:
     - op: add
       path: /spec/caBundle
       value: $(base64 -w0 "$PKI/ca.crt")
+- target:
+    kind: MutatingWebhookConfiguration
+    name: inplace-pod-webhook
+  patch: |-
+    - op: add
+      path: /webhooks/0/clientConfig/caBundle
+      value: $(base64 -w0 "$PKI/ca.crt")
 EOF
 }
 

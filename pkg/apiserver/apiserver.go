@@ -3,8 +3,10 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,6 +18,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	restclient "k8s.io/client-go/rest"
 
+	"github.com/inplace-dev/inplace/pkg/admission/podwebhook"
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
@@ -83,6 +86,21 @@ func (c CompletedConfig) New() (*Server, error) {
 		generic.AddPostStartHookOrDie("start-core-informers", func(ctx genericapiserver.PostStartHookContext) error {
 			factory.Start(ctx.Done())
 			return nil
+		})
+	}
+	// Aggregated mode: the Pod webhook (registered by a MutatingWebhookConfiguration).
+	if c.inplace != nil && c.informers != nil {
+		namespaces := c.informers.Core().V1().Namespaces().Lister()
+		generic.Handler.NonGoRestfulMux.Handle(podwebhook.Path, &podwebhook.Handler{
+			SidecarSets: c.inplace.Apps().V1alpha1().SidecarSets().Lister(),
+			NamespaceLabels: func(_ context.Context, name string) (map[string]string, error) {
+				ns, err := namespaces.Get(name)
+				if err != nil {
+					return nil, err
+				}
+				return ns.Labels, nil
+			},
+			Now: time.Now,
 		})
 	}
 	// The admission plugins' informers of this group read it through the loopback client, which

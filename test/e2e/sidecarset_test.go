@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -68,4 +70,86 @@ func TestSidecarSetAdmission(t *testing.T) {
 	} else {
 		_ = sets.Delete(ctx, other.Name, metav1.DeleteOptions{})
 	}
+}
+
+// TestSidecarSetInjectionAtCreation: a Pod created with kubectl that a SidecarSet selects gets its
+// sidecar from inplace-apiserver's Pod webhook, and the sidecar runs; a Pod it does not select is
+// untouched. With inplace-apiserver stopped, Pods are still created, well within the webhook's
+// timeout (failurePolicy Ignore; OpenKruise's webhook blocks every Pod then, openkruise/kruise#634).
+func TestSidecarSetInjectionAtCreation(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "inject")
+	app := "e2e-inject-" + utilrand.String(5)
+	set := &v1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: app},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{
+				Name: "agent", Image: appImageV1, ImagePullPolicy: corev1.PullNever}}},
+		},
+	}
+	if _, err := inplace.AppsV1alpha1().SidecarSets().Create(ctx, set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), app, metav1.DeleteOptions{}) })
+
+	podYAML := func(name, label string) string {
+		return `apiVersion: v1
+kind: Pod
+metadata: {name: ` + name + `, labels: {app: ` + label + `}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers: [{name: main, image: ` + appImageV1 + `, imagePullPolicy: Never}]
+`
+	}
+	// The webhook's SidecarSet cache may lag the new SidecarSet for a moment.
+	var pod *corev1.Pod
+	poll(t, ctx, rbacTimeout, "a Pod created with its sidecar", func(ctx context.Context) (bool, error) {
+		name := "web-" + utilrand.String(4)
+		if _, _, err := kubectl(ctx, podYAML(name, app), "create", "-n", ns, "-f", "-"); err != nil {
+			return false, err
+		}
+		var err error
+		if pod, err = kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		return len(pod.Spec.Containers) == 2, nil
+	})
+	if pod.Spec.Containers[0].Name != "agent" || pod.Spec.Containers[1].Name != "main" ||
+		pod.Annotations["kruise.io/sidecarset-injected-list"] != app {
+		t.Errorf("containers %v annotations %v: want agent injected before main", pod.Spec.Containers, pod.Annotations)
+	}
+	if running := waitPodSettled(t, ctx, ns, pod.Name); containerStatus(t, running, "agent").State.Running == nil {
+		t.Errorf("the sidecar does not run: %+v", running.Status.ContainerStatuses)
+	}
+
+	plain := mustKubectl(t, ctx, podYAML("plain", "other"), "create", "-n", ns, "-f", "-")
+	if !strings.Contains(plain, "created") {
+		t.Fatalf("kubectl create: %s", plain)
+	}
+	if p, err := kube.CoreV1().Pods(ns).Get(ctx, "plain", metav1.GetOptions{}); err != nil || len(p.Spec.Containers) != 1 {
+		t.Errorf("a Pod no SidecarSet selects: %v %v", p, err)
+	}
+
+	// inplace-apiserver down: the webhook fails open.
+	t.Cleanup(func() {
+		if !readRecordedDaemon(t, "inplace-apiserver").alive() {
+			_ = runLocalUpHook(t, apiserverHook)
+		}
+	})
+	readRecordedDaemon(t, "inplace-apiserver").stop(t, ctx, syscall.SIGTERM, stopTimeout)
+	start := time.Now()
+	mustKubectl(t, ctx, podYAML("while-down", app), "create", "-n", ns, "-f", "-")
+	took := time.Since(start)
+	if took > 3*time.Second {
+		t.Errorf("creating a Pod with inplace-apiserver stopped took %v, want under the webhook's 3 s timeout", took)
+	}
+	t.Logf("Pod created in %v with inplace-apiserver stopped", took)
+	if p, err := kube.CoreV1().Pods(ns).Get(ctx, "while-down", metav1.GetOptions{}); err != nil || len(p.Spec.Containers) != 1 {
+		t.Errorf("Pod created while inplace-apiserver was down: %v %v, want it created as written", p, err)
+	}
+	if err := runLocalUpHook(t, apiserverHook); err != nil {
+		t.Fatalf("starting inplace-apiserver again: %v", err)
+	}
+	poll(t, ctx, 60*time.Second, "APIService Available again", func(ctx context.Context) (bool, error) { return apiServiceAvailable(ctx) })
 }
