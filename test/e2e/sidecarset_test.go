@@ -91,7 +91,9 @@ func TestSidecarSetInjectionAtCreation(t *testing.T) {
 	if _, err := inplace.AppsV1alpha1().SidecarSets().Create(ctx, set, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), app, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), app, metav1.DeleteOptions{})
+	})
 
 	podYAML := func(name, label string) string {
 		return `apiVersion: v1
