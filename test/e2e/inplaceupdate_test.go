@@ -207,11 +207,15 @@ func TestInPlaceUpdateLaunchPriority(t *testing.T) {
 
 // TestInPlaceUpdateLaunchPriorityBadImage: with apps.kruise.io/container-launch-priority:
 // Ordered (c1 before c2), a request for c1 -> app:bad (exits at once) and c2 -> v2 never
-// touches c2: its batch waits for c1 to be ready, which never happens.
+// touches c2: its batch waits for c1 to be ready, which never happens. c1 has a readiness probe:
+// without one, the kubelet reports a container ready whenever it sees it running, and a
+// crash-looping one restarted every second (this node's back-off cap) is now and then seen so.
 func TestInPlaceUpdateLaunchPriorityBadImage(t *testing.T) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx, "iu-prio-bad")
-	p := gatedPod(ns, "target", container("c1", appImageV1), container("c2", appImageV1))
+	c1 := container("c1", appImageV1)
+	c1.ReadinessProbe = readinessAfter(0)
+	p := gatedPod(ns, "target", c1, container("c2", appImageV1))
 	p.Annotations = map[string]string{pub.ContainerLaunchPriorityKey: pub.ContainerLaunchOrdered}
 	before := createSettledPod(t, ctx, p)
 	c2Before := containerStatus(t, before, "c2")
