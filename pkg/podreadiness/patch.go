@@ -25,15 +25,9 @@ func Update(ctx context.Context, pods corev1client.PodsGetter, pod *corev1.Pod, 
 	if !changed {
 		return pod, nil
 	}
-	conditions := []corev1.PodCondition{cond}
-	if HasGate(pod) {
-		if ready, changed := ReadyAlong(pod, cond, now); changed {
-			conditions = append(conditions, ready)
-		}
-	}
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"uid": pod.UID, "resourceVersion": pod.ResourceVersion},
-		"status":   map[string]any{"conditions": conditions},
+		"status":   map[string]any{"conditions": []corev1.PodCondition{cond}},
 	})
 	if err != nil {
 		return nil, err

@@ -6,16 +6,12 @@
 //	[{"userAgent":"ContainerRecreateRequest","key":"default/restart-web"}]
 //
 // so that one party releasing its hold never puts the Pod back in service while another still
-// holds it. The Pod's Ready condition is written along with it (False with a hold; True on the
-// last release when the containers are ready and every other gate is True): the kubelet would come
-// to the same result, but only at its next sync of the Pod, and until then Endpoints would still
-// send traffic to a Pod taken out of service. The functions here are pure; Update writes them.
+// holds it. The functions here are pure; Patch writes a computed condition.
 package podreadiness
 
 import (
 	"cmp"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"time"
 
@@ -116,47 +112,4 @@ func Desired(pod *corev1.Pod, change func([]Holder) []Holder, now time.Time) (co
 		want.LastTransitionTime = cur.LastTransitionTime
 	}
 	return want, true
-}
-
-// ReadyAlong is the Pod's Ready condition to write along with KruisePodReady cond, and whether it
-// differs from the Pod's: False while cond is False; True when cond is True, the Pod's containers
-// are ready and every other readiness gate is True; otherwise the Pod's (the kubelet's) as it is.
-func ReadyAlong(pod *corev1.Pod, cond corev1.PodCondition, now time.Time) (corev1.PodCondition, bool) {
-	var cur *corev1.PodCondition
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			cur = &pod.Status.Conditions[i]
-		}
-	}
-	want := corev1.ConditionFalse
-	if cond.Status == corev1.ConditionTrue {
-		if !conditionTrue(pod, corev1.ContainersReady) {
-			return corev1.PodCondition{}, false
-		}
-		for _, g := range pod.Spec.ReadinessGates {
-			if g.ConditionType != pub.KruisePodReadyConditionType && !conditionTrue(pod, g.ConditionType) {
-				return corev1.PodCondition{}, false
-			}
-		}
-		want = corev1.ConditionTrue
-	}
-	if cur != nil && cur.Status == want {
-		return *cur, false
-	}
-	ready := corev1.PodCondition{Type: corev1.PodReady, Status: want, LastTransitionTime: metav1.NewTime(now)}
-	if want == corev1.ConditionFalse {
-		// The kubelet's words for the same state.
-		ready.Reason = "ReadinessGatesNotReady"
-		ready.Message = fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but False", pub.KruisePodReadyConditionType)
-	}
-	return ready, true
-}
-
-func conditionTrue(pod *corev1.Pod, t corev1.PodConditionType) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == t {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

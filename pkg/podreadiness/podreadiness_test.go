@@ -77,34 +77,3 @@ func TestForeignMessage(t *testing.T) {
 		t.Fatalf("holders %v, want the CRR", h)
 	}
 }
-
-// Ready follows the hold at once: False with it; True on release only when the containers are
-// ready and every other gate is True (else the kubelet's Ready is left as it is).
-func TestReadyAlong(t *testing.T) {
-	pod := gatedPod()
-	pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.InPlaceUpdateReady})
-	pod.Status.Conditions = []corev1.PodCondition{
-		{Type: corev1.PodReady, Status: corev1.ConditionTrue},
-		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
-		{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue},
-	}
-	held, _ := Desired(pod, Hold(crr), now)
-	ready, changed := ReadyAlong(pod, held, now)
-	if !changed || ready.Status != corev1.ConditionFalse || ready.Reason != "ReadinessGatesNotReady" {
-		t.Fatalf("Ready along a hold: %+v %v, want False", ready, changed)
-	}
-	pod.Status.Conditions[0] = ready
-	released, _ := Desired(pod, Release(crr), now)
-	if ready, changed := ReadyAlong(pod, released, now); !changed || ready.Status != corev1.ConditionTrue {
-		t.Errorf("Ready along the release: %+v %v, want True", ready, changed)
-	}
-	pod.Status.Conditions[2].Status = corev1.ConditionFalse // an update in place under way
-	if _, changed := ReadyAlong(pod, released, now); changed {
-		t.Error("Ready set True while another readiness gate is False")
-	}
-	pod.Status.Conditions[2].Status = corev1.ConditionTrue
-	pod.Status.Conditions[1].Status = corev1.ConditionFalse
-	if _, changed := ReadyAlong(pod, released, now); changed {
-		t.Error("Ready set True while the containers are not ready")
-	}
-}
