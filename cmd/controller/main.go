@@ -1,6 +1,7 @@
 // Command inplace-controller runs inplace's controllers (one active replica, elected through a
 // Lease): the CloneSet controller (scaling, revisions, status), the controller that drives
-// in-place updates of Pods to their end, and the ContainerRecreateRequest controller.
+// in-place updates of Pods to their end, the ContainerRecreateRequest controller, and the one that
+// releases the containers of Pods launching in order (their barrier ConfigMaps).
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/cloneset"
 	"github.com/inplace-dev/inplace/pkg/controller/containerrecreaterequest"
 	"github.com/inplace-dev/inplace/pkg/controller/inplaceupdate"
+	"github.com/inplace-dev/inplace/pkg/controller/launchpriority"
 	"github.com/inplace-dev/inplace/pkg/controller/manager"
 )
 
@@ -29,6 +31,9 @@ var controllers = []manager.InitFunc{
 		return containerrecreaterequest.New(cc.KubeClient, cc.InplaceClient,
 			cc.InplaceInformers.Apps().V1alpha1().ContainerRecreateRequests(), cc.KubeInformers.Core().V1().Pods(),
 			cc.Recorder, clock.RealClock{}, containerrecreaterequest.DefaultResponseTimeout)
+	}},
+	{Name: launchpriority.Name, New: func(cc *manager.Context) (manager.Controller, error) {
+		return launchpriority.New(cc.KubeClient, cc.KubeInformers.Core().V1().Pods(), cc.Recorder)
 	}},
 }
 

@@ -58,8 +58,6 @@ func barrier(p string) containerOpt {
 	}
 }
 
-func priority(p string) containerOpt { return envValue(pub.ContainerLaunchPriorityEnvName, p) }
-
 // res sets requests and limits: res("cpu=100m,memory=64Mi", "cpu=200m") ("" for none).
 func res(requests, limits string) containerOpt {
 	return func(c *corev1.Container) { c.Resources = resources(requests, limits) }

@@ -6,8 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 )
 
 func TestComputeQOSClass(t *testing.T) {
@@ -98,35 +96,6 @@ func TestEnvFromMetadataHash(t *testing.T) {
 	}
 	if h := EnvFromMetadataHash(&corev1.Container{}, meta); h == 0 {
 		t.Error("the hash must never be 0")
-	}
-}
-
-func TestContainerPriorities(t *testing.T) {
-	ordered := func(p *corev1.Pod) *corev1.Pod {
-		p.Annotations[pub.ContainerLaunchPriorityKey] = pub.ContainerLaunchOrdered
-		return p
-	}
-	cases := []struct {
-		name string
-		pod  *corev1.Pod
-		want map[string]int
-	}{
-		{"none", runningPod(ctr("a", "i"), ctr("b", "i")), map[string]int{}},
-		{"injected barrier env only is read when present",
-			ordered(runningPod(ctr("a", "i", barrier("10")), ctr("b", "i", priority("99")), ctr("c", "i", barrier("-5")))),
-			map[string]int{"a": 10, "c": -5}},
-		{"Ordered annotation: first container highest", ordered(runningPod(ctr("a", "i"), ctr("b", "i"), ctr("c", "i"))),
-			map[string]int{"a": 0, "b": -1, "c": -2}},
-		{"Ordered with one container is no priority", ordered(runningPod(ctr("a", "i"))), map[string]int{}},
-		{"KRUISE_CONTAINER_PRIORITY: others default to 0", runningPod(ctr("a", "i"), ctr("b", "i", priority("10"))),
-			map[string]int{"a": 0, "b": 10}},
-		{"KRUISE_CONTAINER_PRIORITY all equal is no priority", runningPod(ctr("a", "i", priority("5")), ctr("b", "i", priority("5"))),
-			map[string]int{}},
-	}
-	for _, tc := range cases {
-		if got := containerPriorities(tc.pod); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
-		}
 	}
 }
 

@@ -172,6 +172,32 @@ func waitContainersRecreated(t *testing.T, ctx context.Context, before *corev1.P
 // "containerd://...") finished, in nanoseconds of the runtime's clock.
 func criFinishedAt(t *testing.T, ctx context.Context, ids ...string) []time.Time {
 	t.Helper()
+	var out []time.Time
+	for _, st := range criStatuses(t, ctx, ids...) {
+		if st.FinishedAt == 0 {
+			t.Fatalf("CRI reports container %s (%s) not finished", st.Id, st.Metadata.GetName())
+		}
+		out = append(out, time.Unix(0, st.FinishedAt))
+	}
+	return out
+}
+
+// criStartedAt asks the node's container runtime when each container instance started.
+func criStartedAt(t *testing.T, ctx context.Context, ids ...string) []time.Time {
+	t.Helper()
+	var out []time.Time
+	for _, st := range criStatuses(t, ctx, ids...) {
+		if st.StartedAt == 0 {
+			t.Fatalf("CRI reports container %s (%s) not started", st.Id, st.Metadata.GetName())
+		}
+		out = append(out, time.Unix(0, st.StartedAt))
+	}
+	return out
+}
+
+// criStatuses asks the node's container runtime for the status of container instances.
+func criStatuses(t *testing.T, ctx context.Context, ids ...string) []*runtimeapi.ContainerStatus {
+	t.Helper()
 	vars, err := readEnvFile(repo + "/_output/local/env")
 	if err != nil {
 		t.Fatal(err)
@@ -182,17 +208,14 @@ func criFinishedAt(t *testing.T, ctx context.Context, ids ...string) []time.Time
 	}
 	defer conn.Close()
 	rs := runtimeapi.NewRuntimeServiceClient(conn)
-	var out []time.Time
+	var out []*runtimeapi.ContainerStatus
 	for _, id := range ids {
 		_, raw, _ := strings.Cut(id, "://")
 		resp, err := rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: raw})
 		if err != nil {
 			t.Fatalf("CRI ContainerStatus %s: %v", id, err)
 		}
-		if resp.Status.FinishedAt == 0 {
-			t.Fatalf("CRI reports container %s (%s) not finished", id, resp.Status.Metadata.GetName())
-		}
-		out = append(out, time.Unix(0, resp.Status.FinishedAt))
+		out = append(out, resp.Status)
 	}
 	return out
 }

@@ -1,10 +1,12 @@
 // Package podwebhook is the handler of the Pod admission webhook that inplace-apiserver serves on
-// its own secure port (Path), for core Pod CREATE: it injects the SidecarSets that select the
-// Pod, with the same code as sidecarsets/NAME/inject (pkg/sidecarset).
+// its own secure port (Path), for core Pod CREATE: it makes the Pod what inplace creates (package
+// podcreate: the readiness gate of inplace's workloads, the SidecarSets that select the Pod, the
+// launch barriers of ordered containers), with the same code as sidecarsets/NAME/inject.
 //
 // It fails open: whatever goes wrong (a body it cannot read, a SidecarSet it cannot inject), the
 // Pod is allowed as it came, with a warning, so that inplace is never the reason a Pod cannot be
-// created. The MutatingWebhookConfiguration that points kube-apiserver here is not installed yet.
+// created. artifacts/deploy/pod-webhook.yaml (and hack/local-up.sh) registers it with
+// failurePolicy Ignore and a short timeout, for when inplace-apiserver is down.
 package podwebhook
 
 import (
@@ -21,7 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
+	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/podcreate"
 	"github.com/inplace-dev/inplace/pkg/sidecarset"
 )
 
@@ -66,17 +70,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Admit answers one request: allowed always; for a Pod CREATE that SidecarSets select, with the
-// JSON patch that injects them.
+// Admit answers one request: allowed always; for a Pod CREATE that inplace mutates (see package
+// podcreate), with the JSON patch that does it.
 func (h *Handler) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	allowed := &admissionv1.AdmissionResponse{Allowed: true}
 	if req.Operation != admissionv1.Create || req.Kind.Kind != "Pod" || req.SubResource != "" {
 		return allowed
 	}
-	patch, err := h.mutate(ctx, req)
+	patch, warnings, err := h.mutate(ctx, req)
+	allowed.Warnings = warnings
 	if err != nil {
-		klog.FromContext(ctx).Error(err, "Pod admitted without sidecar injection", "namespace", req.Namespace, "name", req.Name)
-		allowed.Warnings = []string{"inplace: no SidecarSet injected: " + err.Error()}
+		klog.FromContext(ctx).Error(err, "Pod admitted as it came", "namespace", req.Namespace, "name", req.Name)
+		allowed.Warnings = append(allowed.Warnings, "inplace: the Pod was created without its SidecarSets, readiness gate and launch order: "+err.Error())
 		return allowed
 	}
 	if patch != nil {
@@ -86,15 +91,37 @@ func (h *Handler) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) 
 	return allowed
 }
 
-// mutate returns the JSON patch that injects the SidecarSets selecting the Pod, nil when none does.
-func (h *Handler) mutate(ctx context.Context, req *admissionv1.AdmissionRequest) ([]byte, error) {
+// mutate returns the JSON patch that makes the Pod what inplace creates, nil when that is the Pod
+// as it came, and the warnings for its creator.
+func (h *Handler) mutate(ctx context.Context, req *admissionv1.AdmissionRequest) ([]byte, []string, error) {
 	pod := &corev1.Pod{}
 	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
-		return nil, fmt.Errorf("decoding the Pod: %w", err)
+		return nil, nil, fmt.Errorf("decoding the Pod: %w", err)
 	}
 	if pod.Namespace == "" {
 		pod.Namespace = req.Namespace // not set yet on a Pod being created
 	}
+	matched, err := h.matching(ctx, pod)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := podcreate.Mutate(pod, matched, metav1.NewTime(h.Now()))
+	if err != nil {
+		return nil, nil, err
+	}
+	var warnings []string
+	for _, w := range res.Warnings {
+		warnings = append(warnings, "inplace: "+w)
+	}
+	if !res.Changed {
+		return nil, warnings, nil
+	}
+	patch, err := replacePatch(pod, res.Pod)
+	return patch, warnings, err
+}
+
+// matching returns the SidecarSets that select the Pod.
+func (h *Handler) matching(ctx context.Context, pod *corev1.Pod) ([]*appsv1alpha1.SidecarSet, error) {
 	all, err := h.SidecarSets.List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("listing SidecarSets: %w", err)
@@ -106,25 +133,21 @@ func (h *Handler) mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 	if err != nil {
 		return nil, fmt.Errorf("reading namespace %s: %w", pod.Namespace, err)
 	}
-	matched := sidecarset.Matching(pod, nsLabels, all)
-	if len(matched) == 0 {
-		return nil, nil
-	}
-	res, err := sidecarset.Inject(pod, matched, metav1.NewTime(h.Now()))
-	if err != nil {
-		return nil, err
-	}
-	return replacePatch(res.Pod)
+	return sidecarset.Matching(pod, nsLabels, all), nil
 }
 
-// replacePatch is a JSON patch that sets the Pod's spec, labels and annotations to the injected
-// ones. The Pod is being created: nothing else can have changed them in between.
-func replacePatch(pod *corev1.Pod) ([]byte, error) {
+// replacePatch is a JSON patch that sets the Pod's spec, labels and annotations (and its name, when
+// it had only generateName) to the mutated ones. The Pod is being created: nothing else can have
+// changed them in between.
+func replacePatch(in, out *corev1.Pod) ([]byte, error) {
 	ops := []map[string]any{
-		{"op": "replace", "path": "/spec", "value": pod.Spec},
+		{"op": "replace", "path": "/spec", "value": out.Spec},
 		// "add" sets a member whether or not it exists (RFC 6902).
-		{"op": "add", "path": "/metadata/labels", "value": nonNil(pod.Labels)},
-		{"op": "add", "path": "/metadata/annotations", "value": nonNil(pod.Annotations)},
+		{"op": "add", "path": "/metadata/labels", "value": nonNil(out.Labels)},
+		{"op": "add", "path": "/metadata/annotations", "value": nonNil(out.Annotations)},
+	}
+	if out.Name != in.Name {
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/name", "value": out.Name})
 	}
 	return json.Marshal(ops)
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
@@ -100,6 +101,8 @@ func applyPatch(t *testing.T, pod *corev1.Pod, patch []byte) *corev1.Pod {
 			err = json.Unmarshal(op.Value, &out.Labels)
 		case "/metadata/annotations":
 			err = json.Unmarshal(op.Value, &out.Annotations)
+		case "/metadata/name":
+			err = json.Unmarshal(op.Value, &out.Name)
 		default:
 			t.Fatalf("unexpected patch op %s %s", op.Op, op.Path)
 		}
@@ -144,5 +147,58 @@ func TestFailsOpen(t *testing.T) {
 	handler(t, nil).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, strings.NewReader("not json")))
 	if rec.Code != http.StatusBadRequest {
 		t.Errorf("a body that is no AdmissionReview: HTTP %d, want 400", rec.Code)
+	}
+}
+
+// An injected sidecar takes part in the launch order; a Pod with only generateName is named, since
+// its barrier ConfigMap is named after it.
+func TestLaunchPriorityAfterInjection(t *testing.T) {
+	pod := webPod(map[string]string{"app": "web"})
+	pod.Name, pod.GenerateName = "", "web-"
+	pod.Annotations = map[string]string{pub.ContainerLaunchPriorityKey: pub.ContainerLaunchOrdered}
+	resp := review(t, handler(t, nil, agent()), pod)
+	got := applyPatch(t, pod, resp.Patch)
+	if !strings.HasPrefix(got.Name, "web-") || len(got.Name) == len("web-") {
+		t.Fatalf("name %q, want one generated from web-", got.Name)
+	}
+	for i, want := range []string{"p_0", "p_-1"} {
+		c := got.Spec.Containers[i]
+		env := c.Env[len(c.Env)-1]
+		if env.Name != pub.ContainerLaunchBarrierEnvName || env.ValueFrom.ConfigMapKeyRef.Key != want ||
+			env.ValueFrom.ConfigMapKeyRef.Name != got.Name+"-barrier" {
+			t.Errorf("container %s: last env %+v, want %s from %s-barrier", c.Name, env, want, got.Name)
+		}
+	}
+
+	// Without SidecarSets too, and a priority that is not an integer is a warning.
+	pod = webPod(nil)
+	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "second", Image: "app:1",
+		Env: []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "first"}}})
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "5"}}
+	resp = review(t, handler(t, nil), pod)
+	got = applyPatch(t, pod, resp.Patch)
+	if got.Name != "web-1" || len(got.Spec.Containers[1].Env) != 2 || got.Spec.Containers[1].Env[1].ValueFrom.ConfigMapKeyRef.Key != "p_0" {
+		t.Errorf("pod %+v: want the barriers p_5 and p_0", got.Spec.Containers)
+	}
+	if len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "spec.containers[1].env[0].value") {
+		t.Errorf("warnings %q, want one naming spec.containers[1].env[0].value", resp.Warnings)
+	}
+}
+
+// Pods of inplace's workloads get the InPlaceUpdateReady readiness gate; others do not.
+func TestReadinessGateForWorkloadPods(t *testing.T) {
+	yes := true
+	pod := webPod(nil)
+	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "web", UID: "u", Controller: &yes}}
+	got := applyPatch(t, pod, review(t, handler(t, nil), pod).Patch)
+	if len(got.Spec.ReadinessGates) != 1 || got.Spec.ReadinessGates[0].ConditionType != pub.InPlaceUpdateReady {
+		t.Errorf("readiness gates %v, want InPlaceUpdateReady", got.Spec.ReadinessGates)
+	}
+	if resp := review(t, handler(t, nil), got); resp.Patch != nil {
+		t.Errorf("a Pod that has the gate already: patch %s", resp.Patch)
+	}
+	pod.OwnerReferences[0].APIVersion = "apps/v1"
+	if resp := review(t, handler(t, nil), pod); resp.Patch != nil {
+		t.Errorf("a ReplicaSet's Pod: patch %s", resp.Patch)
 	}
 }

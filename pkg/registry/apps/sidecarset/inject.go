@@ -17,12 +17,13 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/podcreate"
 	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
 )
 
 // InjectREST is POST sidecarsets/NAME/inject: it takes a core Pod and answers the Pod as it would
-// be after that SidecarSet's injection (pkg/sidecarset, the code Pod creation uses), with no side
-// effect. A Pod the SidecarSet does not select is refused with 422 saying why.
+// be created with that SidecarSet (pkg/podcreate, the code of the Pod webhook: the injection, and
+// the readiness gate and launch barriers it brings), with no side effect. A Pod the SidecarSet does not select is refused with 422 saying why.
 type InjectREST struct {
 	sidecarSets rest.Getter
 	// namespaces reads the labels a namespaceSelector matches; nil in standalone mode.
@@ -81,9 +82,12 @@ func (r *InjectREST) Create(ctx context.Context, name string, obj runtime.Object
 	if set.Spec.InjectionStrategy.Revision != nil {
 		warning.AddWarning(ctx, "", "spec.injectionStrategy.revision is not supported yet: the SidecarSet's current spec is injected")
 	}
-	res, err := sidecars.Inject(pod, []*v1alpha1.SidecarSet{set}, metav1.NewTime(r.now()))
+	res, err := podcreate.Mutate(pod, []*v1alpha1.SidecarSet{set}, metav1.NewTime(r.now()))
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("injecting SidecarSet %s: %w", name, err))
+	}
+	for _, w := range res.Warnings {
+		warning.AddWarning(ctx, "", w)
 	}
 	return res.Pod, nil
 }

@@ -1,0 +1,232 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+)
+
+// launchTimeout bounds an ordered launch of three containers: the kubelet tries a container whose
+// barrier key is missing again at its next sync of the Pod, about 10 s later.
+const launchTimeout = 120 * time.Second
+
+// waitLaunchCompleted waits until the Pod is marked launch-priority-completed and every container
+// is ready, and returns it.
+func waitLaunchCompleted(t *testing.T, ctx context.Context, namespace, name string) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	poll(t, ctx, launchTimeout, "pod "+name+" launched in order", func(ctx context.Context) (bool, error) {
+		var err error
+		if pod, err = kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		if pod.Annotations[pub.ContainerLaunchPriorityCompletedKey] != "true" {
+			return false, fmt.Errorf("not completed; statuses %s", describeStatuses(pod))
+		}
+		for _, s := range pod.Status.ContainerStatuses {
+			if !s.Ready {
+				return false, fmt.Errorf("completed, container %s not ready yet", s.Name)
+			}
+		}
+		return len(pod.Status.ContainerStatuses) == len(pod.Spec.Containers), nil
+	})
+	return pod
+}
+
+func describeStatuses(pod *corev1.Pod) string {
+	var parts []string
+	for _, s := range pod.Status.ContainerStatuses {
+		state := "running"
+		if s.State.Waiting != nil {
+			state = "waiting " + s.State.Waiting.Reason
+		}
+		parts = append(parts, fmt.Sprintf("%s %s ready=%v", s.Name, state, s.Ready))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// expectBarriers checks each container's injected KRUISE_CONTAINER_BARRIER (key and ConfigMap),
+// and that the barrier ConfigMap, owned by the Pod, holds every key.
+func expectBarriers(t *testing.T, ctx context.Context, pod *corev1.Pod, want map[string]string) {
+	t.Helper()
+	for _, c := range pod.Spec.Containers {
+		var got string
+		for _, e := range c.Env {
+			if e.Name == pub.ContainerLaunchBarrierEnvName && e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+				if e.ValueFrom.ConfigMapKeyRef.Name != pod.Name+"-barrier" {
+					t.Errorf("container %s reads ConfigMap %s, want %s-barrier", c.Name, e.ValueFrom.ConfigMapKeyRef.Name, pod.Name)
+				}
+				got = e.ValueFrom.ConfigMapKeyRef.Key
+			}
+		}
+		if got != want[c.Name] {
+			t.Errorf("container %s: barrier key %q, want %q", c.Name, got, want[c.Name])
+		}
+	}
+	cm, err := kube.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, pod.Name+"-barrier", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the barrier ConfigMap: %v", err)
+	}
+	if len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].UID != pod.UID {
+		t.Errorf("barrier owners %v, want the Pod", cm.OwnerReferences)
+	}
+	for _, key := range want {
+		if cm.Data[key] != "true" {
+			t.Errorf("barrier data %v: want %s=true", cm.Data, key)
+		}
+	}
+}
+
+// startOrder returns the Pod's containers sorted by when the runtime started them, and those times.
+func startOrder(t *testing.T, ctx context.Context, pod *corev1.Pod) ([]string, map[string]time.Time) {
+	t.Helper()
+	var names, ids []string
+	for _, s := range pod.Status.ContainerStatuses {
+		names, ids = append(names, s.Name), append(ids, s.ContainerID)
+	}
+	started := map[string]time.Time{}
+	for i, at := range criStartedAt(t, ctx, ids...) {
+		started[names[i]] = at
+	}
+	slices.SortFunc(names, func(a, b string) int { return started[a].Compare(started[b]) })
+	return names, started
+}
+
+// TestContainerLaunchPriority: containers start strictly in priority order, each only once the
+// ones before it are ready — with apps.kruise.io/container-launch-priority: Ordered on a Pod
+// created with kubectl (generateName: the webhook names it, its barrier is named after it) and
+// with KRUISE_CONTAINER_PRIORITY env.
+func TestContainerLaunchPriority(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "launch")
+
+	// first is ready 3 s after it starts: second must wait for it.
+	out := mustKubectl(t, ctx, `apiVersion: v1
+kind: Pod
+metadata:
+  generateName: ordered-
+  annotations: {apps.kruise.io/container-launch-priority: Ordered}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: first, image: `+appImageV1+`, imagePullPolicy: Never,
+     readinessProbe: {exec: {command: ["true"]}, initialDelaySeconds: 3, periodSeconds: 1}}
+  - {name: second, image: `+appImageV1+`, imagePullPolicy: Never}
+  - {name: third, image: `+appImageV1+`, imagePullPolicy: Never}
+`, "create", "-n", ns, "-o", "name", "-f", "-")
+	orderedName := strings.TrimPrefix(strings.TrimSpace(out), "pod/")
+	if !strings.HasPrefix(orderedName, "ordered-") || orderedName == "ordered-" {
+		t.Fatalf("kubectl create printed %q, want pod/ordered-<generated>", out)
+	}
+
+	env := func(name, priority string) corev1.Container {
+		c := container(name, appImageV1)
+		if priority != "" {
+			c.Env = []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: priority}}
+		}
+		return c
+	}
+	byEnv := crrPod(ns, "by-env", false, env("low", "1"), env("high", "3"), env("zero", ""))
+	if _, err := kube.CoreV1().Pods(ns).Create(ctx, byEnv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	ordered := waitLaunchCompleted(t, ctx, ns, orderedName)
+	expectBarriers(t, ctx, ordered, map[string]string{"first": "p_0", "second": "p_-1", "third": "p_-2"})
+	order, started := startOrder(t, ctx, ordered)
+	if !slices.Equal(order, []string{"first", "second", "third"}) {
+		t.Errorf("Ordered: start order %v, want first, second, third", order)
+	}
+	if gap := started["second"].Sub(started["first"]); gap < 3*time.Second {
+		t.Errorf("second started %v after first, want at least first's 3 s to readiness", gap)
+	}
+	t.Logf("Ordered: second started %v after first, third %v after second",
+		started["second"].Sub(started["first"]), started["third"].Sub(started["second"]))
+
+	pod := waitLaunchCompleted(t, ctx, ns, "by-env")
+	expectBarriers(t, ctx, pod, map[string]string{"high": "p_3", "low": "p_1", "zero": "p_0"})
+	if order, _ := startOrder(t, ctx, pod); !slices.Equal(order, []string{"high", "low", "zero"}) {
+		t.Errorf("KRUISE_CONTAINER_PRIORITY: start order %v, want high (3), low (1), zero (0)", order)
+	}
+}
+
+// TestCloneSetOrderedLaunchWithSidecar: a CloneSet's Pods get a SidecarSet's sidecar at creation
+// (BeforeAppContainer: first), the InPlaceUpdateReady gate, and, with a template annotated Ordered,
+// the sidecar starts before the app container.
+func TestCloneSetOrderedLaunchWithSidecar(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "launch-cs")
+	app := "e2e-launch-" + utilrand.String(5)
+	set := &v1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: app},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+			Containers: []v1alpha1.SidecarContainer{{
+				Container:       corev1.Container{Name: "agent", Image: appImageV1, ImagePullPolicy: corev1.PullNever},
+				PodInjectPolicy: v1alpha1.BeforeAppContainerType,
+			}},
+		},
+	}
+	if _, err := inplace.AppsV1alpha1().SidecarSets().Create(ctx, set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), app, metav1.DeleteOptions{})
+	})
+	// The webhook's SidecarSet cache may lag the new SidecarSet for a moment: dry-run Pods until
+	// one comes back injected.
+	probe := crrPod(ns, "probe", false, container("main", appImageV1))
+	probe.Labels = map[string]string{"app": app}
+	poll(t, ctx, rbacTimeout, "the webhook sees the SidecarSet", func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && len(p.Spec.Containers) == 2, err
+	})
+
+	labels := map[string]string{"app": app}
+	cs, err := inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, &v1alpha1.CloneSet{
+		ObjectMeta: metav1.ObjectMeta{Name: app}, // cloneSetPods selects app=<name>
+		Spec: v1alpha1.CloneSetSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels,
+					Annotations: map[string]string{pub.ContainerLaunchPriorityKey: pub.ContainerLaunchOrdered}},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](1),
+					Containers:                    []corev1.Container{{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever}},
+				},
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	for n := range waitCloneSetReady(t, ctx, cs, 1) {
+		name = n
+	}
+	pod := waitLaunchCompleted(t, ctx, ns, name)
+	if names := []string{pod.Spec.Containers[0].Name, pod.Spec.Containers[1].Name}; !slices.Equal(names, []string{"agent", "main"}) {
+		t.Errorf("containers %v, want the sidecar agent before main", names)
+	}
+	if pod.Annotations["kruise.io/sidecarset-injected-list"] != app || conditionStatus(pod, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
+		t.Errorf("annotations %v, InPlaceUpdateReady %s: want %s injected and the condition True",
+			pod.Annotations, conditionStatus(pod, pub.InPlaceUpdateReady), app)
+	}
+	expectBarriers(t, ctx, pod, map[string]string{"agent": "p_0", "main": "p_-1"})
+	if order, _ := startOrder(t, ctx, pod); !slices.Equal(order, []string{"agent", "main"}) {
+		t.Errorf("start order %v, want the sidecar agent, then main", order)
+	}
+}
