@@ -5,10 +5,14 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"os"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -26,7 +30,11 @@ import (
 	"github.com/inplace-dev/inplace/pkg/registry/apps/containerrecreaterequest"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/pod"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/sidecarset"
+	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
 )
+
+// DefaultNamespace is inplace's own namespace when $POD_NAMESPACE does not say.
+const DefaultNamespace = "inplace-system"
 
 // Config is the configuration of inplace-apiserver.
 type Config struct {
@@ -49,7 +57,7 @@ type CompletedConfig struct {
 func (c *Config) Complete() CompletedConfig {
 	chain := c.GenericConfig.BuildHandlerChainFunc
 	c.GenericConfig.BuildHandlerChainFunc = func(h http.Handler, gc *genericapiserver.Config) http.Handler {
-		return emptyBodyIsEmptyObject(chain(h, gc))
+		return emptyBodyIsEmptyObject(chain(injectKeepsPodNamespace(h), gc))
 	}
 	return CompletedConfig{
 		generic:    c.GenericConfig.Complete(),
@@ -70,7 +78,12 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the generic API server: %w", err)
 	}
-	storage, err := c.v1alpha1Storage()
+	kube, err := c.kubeClient()
+	if err != nil {
+		return nil, err
+	}
+	revisions := revisionLister(kube)
+	storage, err := c.v1alpha1Storage(kube, revisions)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +113,9 @@ func (c CompletedConfig) New() (*Server, error) {
 				}
 				return ns.Labels, nil
 			},
-			Now: time.Now,
+			Revisions: revisions,
+			Random:    rand.Float64,
+			Now:       time.Now,
 		})
 	}
 	// The admission plugins' informers of this group read it through the loopback client, which
@@ -114,8 +129,46 @@ func (c CompletedConfig) New() (*Server, error) {
 	return &Server{GenericAPIServer: generic}, nil
 }
 
+// kubeClient reaches the cluster with inplace-apiserver's own identity (--kubeconfig): the Pod
+// subresources act on core Pods, the webhook and inject read namespaces and SidecarSet revisions;
+// who may call them is checked by this server's authorization. nil in standalone mode.
+func (c CompletedConfig) kubeClient() (kubernetes.Interface, error) {
+	if c.coreClient == nil {
+		return nil, nil
+	}
+	cc := restclient.CopyConfig(c.coreClient)
+	// client-go's default of 5 requests/s would queue a burst of in-place updates behind
+	// client-side throttling; every request here is a user's request waiting for its answer.
+	cc.QPS, cc.Burst = 100, 200
+	kube, err := kubernetes.NewForConfig(cc)
+	if err != nil {
+		return nil, fmt.Errorf("creating the core client: %w", err)
+	}
+	return kube, nil
+}
+
+// revisionLister lists a SidecarSet's ControllerRevisions in inplace's namespace ($POD_NAMESPACE,
+// default inplace-system, as OpenKruise keeps them in its own); nil in standalone mode.
+func revisionLister(kube kubernetes.Interface) sidecars.RevisionLister {
+	if kube == nil {
+		return nil
+	}
+	namespace := os.Getenv("POD_NAMESPACE")
+	if namespace == "" {
+		namespace = DefaultNamespace
+	}
+	return func(ctx context.Context, setName string) ([]appsv1.ControllerRevision, error) {
+		list, err := kube.AppsV1().ControllerRevisions(namespace).List(ctx, metav1.ListOptions{
+			LabelSelector: labels.Set{sidecars.RevisionSetLabel: setName}.String()})
+		if err != nil {
+			return nil, err
+		}
+		return list.Items, nil
+	}
+}
+
 // v1alpha1Storage maps every resource and subresource path of apps.kruise.io/v1alpha1 to its storage.
-func (c CompletedConfig) v1alpha1Storage() (map[string]rest.Storage, error) {
+func (c CompletedConfig) v1alpha1Storage(kube kubernetes.Interface, revisions sidecars.RevisionLister) (map[string]rest.Storage, error) {
 	optsGetter := c.generic.RESTOptionsGetter
 	cloneSets, err := cloneset.NewStorage(Scheme, optsGetter)
 	if err != nil {
@@ -128,20 +181,10 @@ func (c CompletedConfig) v1alpha1Storage() (map[string]rest.Storage, error) {
 	}
 	var corePods corev1client.PodsGetter
 	var namespaces corev1client.NamespacesGetter
-	if cc := c.coreClient; cc != nil {
-		// Aggregated mode: the Pod subresources act on core Pods with inplace-apiserver's own
-		// identity (--kubeconfig); who may call them is checked by this server's authorization.
-		cc = restclient.CopyConfig(cc)
-		// client-go's default of 5 requests/s would queue a burst of in-place updates behind
-		// client-side throttling; every request here is a user's request waiting for its answer.
-		cc.QPS, cc.Burst = 100, 200
-		kube, err := kubernetes.NewForConfig(cc)
-		if err != nil {
-			return nil, fmt.Errorf("creating the core client: %w", err)
-		}
+	if kube != nil {
 		corePods, namespaces = kube.CoreV1(), kube.CoreV1()
 	}
-	sidecarSets, err := sidecarset.NewStorage(Scheme, optsGetter, namespaces)
+	sidecarSets, err := sidecarset.NewStorage(Scheme, optsGetter, namespaces, revisions)
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,11 @@ type Handler struct {
 	SidecarSets listers.SidecarSetLister
 	// NamespaceLabels returns the labels of a namespace, for SidecarSets' namespaceSelector.
 	NamespaceLabels func(ctx context.Context, namespace string) (map[string]string, error)
-	Now             func() time.Time
+	// Revisions lists a SidecarSet's ControllerRevisions (injectionStrategy.revision).
+	Revisions sidecarset.RevisionLister
+	// Random draws in [0, 1) (injectionStrategy.revision.policy Partial with a partition).
+	Random func() float64
+	Now    func() time.Time
 }
 
 // ServeHTTP decodes the review, admits its request and writes the review back.
@@ -105,12 +109,13 @@ func (h *Handler) mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 	if err != nil {
 		return nil, nil, err
 	}
+	matched, revisionWarnings := sidecarset.AtRevisions(ctx, matched, labels.Set(pod.Labels), h.Revisions, h.Random)
 	res, err := podcreate.Mutate(pod, matched, metav1.NewTime(h.Now()))
 	if err != nil {
 		return nil, nil, err
 	}
 	var warnings []string
-	for _, w := range res.Warnings {
+	for _, w := range append(revisionWarnings, res.Warnings...) {
 		warnings = append(warnings, "inplace: "+w)
 	}
 	if !res.Changed {

@@ -111,7 +111,7 @@ func setDefaultsSidecarContainer(c *SidecarContainer, policy PodInjectPolicyType
 			setDefaultsFieldSelector(from.FieldRef)
 		}
 	}
-	setDefaultsContainer(&c.Container)
+	setDefaultsSidecarContainerFields(&c.Container)
 }
 
 // SetDefaults_ContainerRecreateRequest fills in ContainerRecreateRequest defaults. What comes from
@@ -153,6 +153,14 @@ func SetDefaultsPodSpec(spec *corev1.PodSpec) {
 }
 
 func setDefaultsContainer(c *corev1.Container) {
+	setDefaultsSidecarContainerFields(c)
+	setDefaultsProbe(c.StartupProbe)
+}
+
+// setDefaultsSidecarContainerFields is setDefaultsContainer without the startup probe, as
+// OpenKruise defaults a SidecarSet's containers (liveness and readiness probes only): the
+// kruise.io/sidecarset-hash of a SidecarSet whose sidecar has a startup probe is then the same.
+func setDefaultsSidecarContainerFields(c *corev1.Container) {
 	if c.ImagePullPolicy == "" {
 		c.ImagePullPolicy = defaultPullPolicy(c.Image)
 	}
@@ -172,7 +180,7 @@ func setDefaultsContainer(c *corev1.Container) {
 			setDefaultsFieldSelector(from.FieldRef)
 		}
 	}
-	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
 		setDefaultsProbe(p)
 	}
 	if l := c.Lifecycle; l != nil {

@@ -1,6 +1,7 @@
 package v1alpha1_test
 
 import (
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -248,6 +249,29 @@ func TestSidecarSetDefaults(t *testing.T) {
 	}
 	check(t, "patchPodMetadata patchPolicy", s.Spec.PatchPodMetadata[0].PatchPolicy, v1alpha1.SidecarSetRetainPatchPolicy)
 	check(t, "injection revision policy", s.Spec.InjectionStrategy.Revision.Policy, v1alpha1.AlwaysSidecarSetInjectRevisionPolicy)
+}
+
+// A SidecarSet's containers get their liveness and readiness probes defaulted and not their
+// startup probe, as in OpenKruise, so that kruise.io/sidecarset-hash is the same there and here.
+func TestSidecarSetProbeDefaults(t *testing.T) {
+	probe := func() *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	}
+	s := &v1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent"},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "agent", Image: "agent:v1",
+				LivenessProbe: probe(), ReadinessProbe: probe(), StartupProbe: probe()}}},
+		},
+	}
+	applyDefaults(t, s)
+	c := s.Spec.Containers[0]
+	check(t, "livenessProbe periodSeconds", c.LivenessProbe.PeriodSeconds, 10)
+	check(t, "readinessProbe failureThreshold", c.ReadinessProbe.FailureThreshold, 3)
+	if !reflect.DeepEqual(c.StartupProbe, probe()) {
+		t.Errorf("startupProbe defaulted to %+v, want it as written", c.StartupProbe)
+	}
 }
 
 func TestSidecarSetDefaultsKeepExplicitValues(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -28,8 +29,12 @@ type InjectREST struct {
 	sidecarSets rest.Getter
 	// namespaces reads the labels a namespaceSelector matches; nil in standalone mode.
 	namespaces corev1client.NamespacesGetter
-	convertor  runtime.ObjectConvertor
-	now        func() time.Time
+	// revisions lists the SidecarSet's ControllerRevisions (injectionStrategy.revision); nil in
+	// standalone mode.
+	revisions sidecars.RevisionLister
+	convertor runtime.ObjectConvertor
+	now       func() time.Time
+	random    func() float64
 }
 
 var (
@@ -67,10 +72,16 @@ func (r *InjectREST) Create(ctx context.Context, name string, obj runtime.Object
 	if err := r.convertor.Convert(stored.(*apps.SidecarSet), set, nil); err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("converting SidecarSet %s: %w", name, err))
 	}
+	// The generic handler cleared the body's namespace (sidecarsets are cluster-scoped); the
+	// server's handler chain kept it aside.
 	namespace := pod.Namespace
+	if namespace == "" {
+		namespace = PodNamespaceFrom(ctx)
+	}
 	if namespace == "" {
 		namespace = metav1.NamespaceDefault
 	}
+	pod.Namespace = namespace
 	nsLabels, err := r.namespaceLabels(ctx, namespace, set)
 	if err != nil {
 		return nil, err
@@ -79,10 +90,11 @@ func (r *InjectREST) Create(ctx context.Context, name string, obj runtime.Object
 		return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), pod.Name,
 			field.ErrorList{field.Invalid(field.NewPath("metadata"), pod.Name, "not injected: "+why)})
 	}
-	if set.Spec.InjectionStrategy.Revision != nil {
-		warning.AddWarning(ctx, "", "spec.injectionStrategy.revision is not supported yet: the SidecarSet's current spec is injected")
+	sets, warnings := sidecars.AtRevisions(ctx, []*v1alpha1.SidecarSet{set}, labels.Set(pod.Labels), r.revisions, r.random)
+	for _, w := range warnings {
+		warning.AddWarning(ctx, "", w)
 	}
-	res, err := podcreate.Mutate(pod, []*v1alpha1.SidecarSet{set}, metav1.NewTime(r.now()))
+	res, err := podcreate.Mutate(pod, sets, metav1.NewTime(r.now()))
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("injecting SidecarSet %s: %w", name, err))
 	}
@@ -114,4 +126,17 @@ func (r *InjectREST) namespaceLabels(ctx context.Context, namespace string, set 
 		return nil, apierrors.NewInternalError(fmt.Errorf("reading namespace %s: %w", namespace, err))
 	}
 	return ns.Labels, nil
+}
+
+type podNamespaceKey struct{}
+
+// WithPodNamespace records the namespace written in the body of a sidecarsets/NAME/inject request.
+func WithPodNamespace(ctx context.Context, namespace string) context.Context {
+	return context.WithValue(ctx, podNamespaceKey{}, namespace)
+}
+
+// PodNamespaceFrom returns what WithPodNamespace recorded, "" when nothing.
+func PodNamespaceFrom(ctx context.Context) string {
+	ns, _ := ctx.Value(podNamespaceKey{}).(string)
+	return ns
 }

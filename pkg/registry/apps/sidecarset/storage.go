@@ -3,6 +3,7 @@
 package sidecarset
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,6 +14,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
+	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
 )
 
 // Storage holds the REST storage of sidecarsets and its subresources.
@@ -23,8 +25,10 @@ type Storage struct {
 }
 
 // NewStorage returns the storage of sidecarsets, sidecarsets/status and sidecarsets/inject.
-// namespaces reads the labels of a Pod's namespace for inject; nil in standalone mode.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, namespaces corev1client.NamespacesGetter) (Storage, error) {
+// namespaces reads the labels of a Pod's namespace for inject, revisions the SidecarSet's
+// ControllerRevisions; both nil in standalone mode.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, namespaces corev1client.NamespacesGetter,
+	revisions sidecars.RevisionLister) (Storage, error) {
 	store, status, err := strategy.NewStores(scheme, optsGetter, kind, strategy.Resource[*apps.SidecarSet]{
 		Plural:   apps.Resource("sidecarsets"),
 		Singular: apps.Resource("sidecarset"),
@@ -34,7 +38,8 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, na
 	if err != nil {
 		return Storage{}, err
 	}
-	inject := &InjectREST{sidecarSets: store, namespaces: namespaces, convertor: scheme, now: time.Now}
+	inject := &InjectREST{sidecarSets: store, namespaces: namespaces, revisions: revisions, convertor: scheme,
+		now: time.Now, random: rand.Float64}
 	return Storage{SidecarSet: store, Status: status, Inject: inject}, nil
 }
 
