@@ -34,3 +34,22 @@ func TestInjectKeepsPodNamespace(t *testing.T) {
 
 // podNamespace reads what the filter recorded, through the registry's own accessor.
 func podNamespace(ctx context.Context) string { return sidecarset.PodNamespaceFrom(ctx) }
+
+// The Pod webhook's path skips the generic chain; everything else goes through it; a panic in the
+// webhook answers 500 (kube-apiserver then creates the Pod as it came).
+func TestServedAhead(t *testing.T) {
+	var chained bool
+	chain := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { chained = true })
+	webhook := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })
+	h := servedAhead("/admission/pods", webhook, chain)
+
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/admission/pods", nil))
+	if chained || rec.Code != http.StatusInternalServerError {
+		t.Errorf("webhook path: chained %v, HTTP %d; want served ahead, 500 after the panic", chained, rec.Code)
+	}
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if !chained {
+		t.Error("another path did not go through the chain")
+	}
+}

@@ -29,7 +29,6 @@ import (
 
 	inplaceadmission "github.com/inplace-dev/inplace/pkg/admission"
 	admissioninitializer "github.com/inplace-dev/inplace/pkg/admission/initializer"
-	"github.com/inplace-dev/inplace/pkg/admission/podwebhook"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apiserver"
 	"github.com/inplace-dev/inplace/pkg/etcd"
@@ -123,9 +122,6 @@ func (o *Options) Complete() error {
 		inplaceadmission.Register(o.Recommended.Admission.Plugins)
 		o.Recommended.Admission.RecommendedPluginOrder = append(o.Recommended.Admission.RecommendedPluginOrder, inplaceadmission.Names()...)
 		o.Recommended.ExtraAdmissionInitializers = o.admissionInitializers
-		// kube-apiserver calls the Pod webhook without credentials (anonymous): the path is
-		// authorized for everyone, like /healthz; it only answers AdmissionReviews.
-		o.Recommended.Authorization.AlwaysAllowPaths = append(o.Recommended.Authorization.AlwaysAllowPaths, podwebhook.Path)
 		return nil
 	}
 	// With no cluster there is nobody to delegate authentication, authorization or admission to,
