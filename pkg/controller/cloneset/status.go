@@ -50,7 +50,9 @@ func podUpdated(pod *corev1.Pod, updateRevision string) bool {
 	return pod.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision && !inplaceupdate.IsInProgress(pod)
 }
 
-// partition is updateStrategy.partition as a number of Pods (a percentage of replicas rounds up).
+// partition is updateStrategy.partition as a number of Pods, as OpenKruise counts it: a percentage
+// of replicas rounds up, except that a percentage below 100% keeps at least one Pod updated when
+// there are several ("99%" of 4 is 3, not 4).
 func partition(cs *v1alpha1.CloneSet) int32 {
 	replicas := int(ptr.Deref(cs.Spec.Replicas, 1))
 	p := cs.Spec.UpdateStrategy.Partition
@@ -60,6 +62,9 @@ func partition(cs *v1alpha1.CloneSet) int32 {
 	n, err := intstr.GetScaledValueFromIntOrPercent(p, replicas, true)
 	if err != nil {
 		return 0
+	}
+	if replicas > 1 && n == replicas && p.Type == intstr.String && p.StrVal != "100%" {
+		n = replicas - 1
 	}
 	return int32(min(max(n, 0), replicas))
 }

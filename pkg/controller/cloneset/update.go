@@ -142,8 +142,8 @@ type updateLimits struct {
 }
 
 // updateLimitsOf scales partition, maxSurge and maxUnavailable (default 20%) to spec.replicas, as
-// OpenKruise does: partition and maxSurge round up; maxUnavailable rounds up, or down when
-// maxSurge is set (as a Deployment's).
+// OpenKruise does: partition and maxSurge round up (maxSurge is 0 while paused); maxUnavailable
+// rounds up, or down when maxSurge is set (as a Deployment's).
 func updateLimitsOf(cs *v1alpha1.CloneSet) (updateLimits, error) {
 	l := updateLimits{replicas: int(ptr.Deref(cs.Spec.Replicas, 1)), partition: int(partition(cs))}
 	if ms := cs.Spec.UpdateStrategy.MaxSurge; ms != nil {
@@ -152,6 +152,11 @@ func updateLimitsOf(cs *v1alpha1.CloneSet) (updateLimits, error) {
 			return l, fmt.Errorf("updateStrategy.maxSurge: %w", err)
 		}
 		l.maxSurge = max(n, 0)
+	}
+	if cs.Spec.UpdateStrategy.Paused {
+		// As in OpenKruise: no surge Pods for an update that is paused (and maxUnavailable then
+		// rounds up, as without maxSurge).
+		l.maxSurge = 0
 	}
 	mu := intstr.FromString(v1alpha1.DefaultCloneSetMaxUnavailable)
 	if cs.Spec.UpdateStrategy.MaxUnavailable != nil {

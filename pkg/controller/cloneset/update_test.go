@@ -133,6 +133,9 @@ func TestUpdatePartition(t *testing.T) {
 		{intstr.FromString("50%"), 4, 2},
 		{intstr.FromString("50%"), 3, 1}, // 1.5 rounds up: 2 stay old
 		{intstr.FromString("100%"), 3, 0},
+		// Below 100% keeps one Pod updated, as in OpenKruise, though it rounds up to all.
+		{intstr.FromString("99%"), 4, 1},
+		{intstr.FromString("99%"), 1, 0},
 	} {
 		t.Run(fmt.Sprintf("%s of %d", tc.partition.String(), tc.replicas), func(t *testing.T) {
 			r := newRollout(t, tc.replicas, v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, newImage)
@@ -230,6 +233,8 @@ func TestUpdatePaused(t *testing.T) {
 			r := newRollout(t, 3, strategy, newEnv)
 			r.cs.Spec.UpdateStrategy.Paused = true
 			r.cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+			// No surge Pods for a paused update either (OpenKruise's maxSurge is 0 then).
+			r.cs.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(2))
 			f := r.fixture(t)
 			f.sync(t)
 			if got := inPlaceUpdates(f); len(got) != 0 {
