@@ -75,8 +75,7 @@ func admittedAt(crr *v1alpha1.ContainerRecreateRequest) (time.Time, bool) {
 }
 
 // Order sorts the requests of one Pod into the order the daemon handles them: a request already
-// Recreating first (it was started and must finish), then the oldest, by creation time, then
-// admission time, then name.
+// Recreating first (it was started and must finish), then the oldest (see Compare).
 func Order(crrs []*v1alpha1.ContainerRecreateRequest) {
 	slices.SortStableFunc(crrs, func(a, b *v1alpha1.ContainerRecreateRequest) int {
 		ar := a.Status.Phase == v1alpha1.ContainerRecreateRequestRecreating
@@ -87,18 +86,24 @@ func Order(crrs []*v1alpha1.ContainerRecreateRequest) {
 			}
 			return 1
 		}
-		if c := a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time); c != 0 {
+		return Compare(a, b)
+	})
+}
+
+// Compare orders two requests of one Pod by age: creation time, then admission time (the API
+// server's timestamps have only seconds), then name.
+func Compare(a, b *v1alpha1.ContainerRecreateRequest) int {
+	if c := a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	at, aok := admittedAt(a)
+	bt, bok := admittedAt(b)
+	if aok && bok {
+		if c := at.Compare(bt); c != 0 {
 			return c
 		}
-		at, aok := admittedAt(a)
-		bt, bok := admittedAt(b)
-		if aok && bok {
-			if c := at.Compare(bt); c != 0 {
-				return c
-			}
-		}
-		return cmp.Compare(a.Name, b.Name)
-	})
+	}
+	return cmp.Compare(a.Name, b.Name)
 }
 
 // PodKey is the key of the Pod a request is for: "<namespace>/<spec.podName>".

@@ -180,6 +180,33 @@ func TestCompletesWhenTheDaemonIsDone(t *testing.T) {
 	}
 }
 
+// A request done while an older one of the same Pod is still open waits for it, so that a Pod's
+// requests complete in the order they were made (the daemon handles them so).
+func TestCompletesAfterOlderRequests(t *testing.T) {
+	older := request(states(v1alpha1.ContainerRecreateRequestRecreating, v1alpha1.ContainerRecreateRequestPending), func(c *v1alpha1.ContainerRecreateRequest) {
+		c.Name, c.UID, c.CreationTimestamp = "first", "first-uid", metav1.NewTime(testNow.Add(-time.Second))
+	})
+	newer := request(states(v1alpha1.ContainerRecreateRequestSucceeded, v1alpha1.ContainerRecreateRequestSucceeded), func(c *v1alpha1.ContainerRecreateRequest) {
+		c.CreationTimestamp = metav1.NewTime(testNow)
+	})
+	f := newFixture(t, newer, pod())
+	if err := f.c.crrIndex.Add(older); err != nil {
+		t.Fatal(err)
+	}
+	if requeue := f.sync(t, newer); requeue <= 0 {
+		t.Errorf("requeue %v, want a retry while the older request is open", requeue)
+	}
+	if got := f.get(t, newer); got.Status.Phase == v1alpha1.ContainerRecreateRequestCompleted {
+		t.Fatal("completed before the older request of its Pod")
+	}
+	older.Status.Phase = v1alpha1.ContainerRecreateRequestCompleted
+	if err := f.c.crrIndex.Update(older); err != nil {
+		t.Fatal(err)
+	}
+	f.sync(t, newer)
+	expectCompleted(t, f.get(t, newer), "")
+}
+
 // Under Ignore, one failure does not end the request while another container is under way.
 func TestIgnoreWaitsForTheOthers(t *testing.T) {
 	crr := request(states(v1alpha1.ContainerRecreateRequestFailed, v1alpha1.ContainerRecreateRequestRecreating), func(c *v1alpha1.ContainerRecreateRequest) {

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -51,12 +52,42 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		return c.finish(ctx, crr, pod, now)
 	}
 	if reason, message, ok := c.ending(crr, pod, age); ok {
+		if (reason == ReasonCompleted || reason == ReasonFailed) && c.olderActive(crr) {
+			// The daemon handles a Pod's requests oldest first, so an older one still open is
+			// about to be completed: completing in that order too keeps the API's story straight
+			// (a request whose containers an older one already replaced is done at once).
+			return olderActiveRetry, nil
+		}
 		return 0, c.complete(ctx, crr, reason, message, now)
 	}
 	if err := c.acquireUnready(ctx, crr, pod, now); err != nil {
 		return 0, err
 	}
 	return c.nextDeadline(crr, age), nil
+}
+
+// olderActiveRetry is how soon a done request waiting for an older one of its Pod is looked at again.
+const olderActiveRetry = 200 * time.Millisecond
+
+// olderActive tells whether an older request of the same Pod (same pod-uid label) is not
+// Completed yet.
+func (c *Controller) olderActive(crr *v1alpha1.ContainerRecreateRequest) bool {
+	uid := crr.Labels[v1alpha1.ContainerRecreateRequestPodUIDKey]
+	if uid == "" {
+		return false
+	}
+	others, err := c.crrs.ContainerRecreateRequests(crr.Namespace).List(labels.SelectorFromSet(labels.Set{
+		v1alpha1.ContainerRecreateRequestPodUIDKey: uid}))
+	if err != nil {
+		return false
+	}
+	for _, o := range others {
+		if o.UID != crr.UID && o.DeletionTimestamp == nil && o.Status.Phase != v1alpha1.ContainerRecreateRequestCompleted &&
+			containerrecreate.Compare(o, crr) < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // pod is the request's Pod, nil when it is gone or was recreated (another UID).
