@@ -630,3 +630,21 @@ func TestScaleUpInTerminatingNamespace(t *testing.T) {
 		}
 	}
 }
+
+// A ready Pod that a lifecycle hook still holds is not available, as in OpenKruise: only Normal
+// (or no state) counts, so a rollout does not look done while a hook holds a Pod.
+func TestPodAvailableNeedsNormal(t *testing.T) {
+	cs := newCloneSet(1)
+	for state, want := range map[pub.LifecycleStateType]bool{
+		"": true, pub.LifecycleStateNormal: true,
+		pub.LifecycleStatePreparingNormal: false, pub.LifecycleStateUpdated: false, pub.LifecycleStatePreparingDelete: false,
+	} {
+		pod := ownedPod(cs, "web-0", "rev", ready(testNow.Add(-time.Hour)))
+		if state != "" {
+			pod.Labels[pub.LifecycleStateKey] = string(state)
+		}
+		if got, _ := podAvailable(pod, 10, testNow); got != want {
+			t.Errorf("state %q: available %v, want %v", state, got, want)
+		}
+	}
+}

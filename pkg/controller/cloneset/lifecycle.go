@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -105,13 +105,9 @@ func marksPodNotReady(cs *v1alpha1.CloneSet) bool {
 	return false
 }
 
-// initialLifecycleState is the state of a Pod the CloneSet creates.
-func initialLifecycleState(cs *v1alpha1.CloneSet) pub.LifecycleStateType {
-	if preNormalHook(cs) != nil {
-		return pub.LifecycleStatePreparingNormal
-	}
-	return pub.LifecycleStateNormal
-}
+// initialLifecycleState is the state of a Pod the CloneSet creates: PreparingNormal, with or
+// without a preNormal hook, as in OpenKruise (see nextLifecycleState).
+const initialLifecycleState = pub.LifecycleStatePreparingNormal
 
 func hasKruisePodReadyGate(pod *corev1.Pod) bool { return podreadiness.HasGate(pod) }
 
@@ -125,8 +121,8 @@ func kruisePodReadyFor(state pub.LifecycleStateType) corev1.ConditionStatus {
 }
 
 // nextLifecycleState is the state a Pod moves to by itself (no update or deletion decided), ""
-// when it stays: PreparingNormal becomes Normal once the preNormal hook's labels and finalizers
-// are all present; Updating becomes Updated (or Normal) when its in-place update is done;
+// when it stays: PreparingNormal becomes Normal once the Pod is scheduled (no preNormal hook) or
+// once the preNormal hook's labels and finalizers are all present; Updating becomes Updated (or Normal) when its in-place update is done;
 // PreparingUpdate becomes so too when the Pod is already at the update revision (the update was
 // rolled back while it waited); Updated becomes Normal once the inPlaceUpdate hook's labels and
 // finalizers are all back.
@@ -139,7 +135,9 @@ func nextLifecycleState(cs *v1alpha1.CloneSet, pod *corev1.Pod, updateRevision s
 	}
 	switch lifecycleState(pod) {
 	case pub.LifecycleStatePreparingNormal:
-		if h := preNormalHook(cs); h == nil || allHooked(h, pod) {
+		// Without a hook a Pod is Normal once scheduled, as in OpenKruise; with one, once the
+		// hook's labels and finalizers are all present, scheduled or not.
+		if h := preNormalHook(cs); (h == nil && pod.Spec.NodeName != "") || (h != nil && allHooked(h, pod)) {
 			return pub.LifecycleStateNormal
 		}
 	case pub.LifecycleStatePreparingUpdate, pub.LifecycleStateUpdating:
@@ -183,16 +181,21 @@ func (c *Controller) refreshLifecycles(ctx context.Context, cs *v1alpha1.CloneSe
 	return changed, nil
 }
 
+// lifecycleTimestamp is the value of the lifecycle.apps.kruise.io/timestamp annotation, as
+// OpenKruise writes it.
+func lifecycleTimestamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
 // setLifecycle moves a Pod to a lifecycle state (label and timestamp), adding the labels and
 // finalizers of addHook (a hook armed again), then sets KruisePodReady to match when the Pod has
 // that gate. The patch carries the Pod's UID, so a recreated Pod of the same name is not touched.
 func (c *Controller) setLifecycle(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod, state pub.LifecycleStateType, addHook *pub.LifecycleHook) error {
 	if lifecycleState(pod) != state || addHook != nil {
-		lbls := map[string]string{
-			pub.LifecycleStateKey:     string(state),
-			pub.LifecycleTimestampKey: strconv.FormatInt(c.now().Unix(), 10),
+		lbls := map[string]any{pub.LifecycleStateKey: string(state)}
+		if _, ok := pod.Labels[pub.LifecycleTimestampKey]; ok {
+			lbls[pub.LifecycleTimestampKey] = nil // where older inplace versions wrote it
 		}
-		meta := map[string]any{"uid": pod.UID, "labels": lbls}
+		meta := map[string]any{"uid": pod.UID, "labels": lbls,
+			"annotations": map[string]string{pub.LifecycleTimestampKey: lifecycleTimestamp(c.now())}}
 		if addHook != nil {
 			for k, v := range addHook.LabelsHandler {
 				lbls[k] = v

@@ -68,8 +68,9 @@ func patchedKruisePodReady(patches []map[string]any) string {
 func TestNewPodLifecycle(t *testing.T) {
 	cs := newCloneSet(1)
 	pod := newPod(cs, &cs.Spec.Template, "rev", "abcde")
-	if got := lifecycleState(pod); got != pub.LifecycleStateNormal {
-		t.Errorf("state %q, want Normal", got)
+	// PreparingNormal with or without a preNormal hook, as in OpenKruise: Normal once scheduled.
+	if got := lifecycleState(pod); got != pub.LifecycleStatePreparingNormal {
+		t.Errorf("state %q, want PreparingNormal", got)
 	}
 	if hasKruisePodReadyGate(pod) {
 		t.Error("KruisePodReady gate without a markPodNotReady hook")
@@ -94,25 +95,32 @@ func TestNextLifecycleState(t *testing.T) {
 		revision  string
 		hookLabel bool
 		want      pub.LifecycleStateType
+		// unscheduled leaves spec.nodeName empty.
+		unscheduled bool
 	}{
-		{"preparing normal without hook", nil, pub.LifecycleStatePreparingNormal, upd, false, pub.LifecycleStateNormal},
-		{"preparing normal, hook labels missing", &pub.Lifecycle{PreNormal: hook}, pub.LifecycleStatePreparingNormal, upd, false, ""},
-		{"preparing normal, hook labels all there", &pub.Lifecycle{PreNormal: hook}, pub.LifecycleStatePreparingNormal, upd, true, pub.LifecycleStateNormal},
-		{"updating, done, hook not re-armed", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdating, upd, false, pub.LifecycleStateUpdated},
-		{"updating, done, hook re-armed", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdating, upd, true, pub.LifecycleStateNormal},
-		{"updating, done, no hook", nil, pub.LifecycleStateUpdating, upd, false, pub.LifecycleStateNormal},
-		{"updating, not done", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdating, "rev-old", false, ""},
-		{"preparing update, rolled back", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStatePreparingUpdate, upd, true, pub.LifecycleStateNormal},
-		{"preparing update, old revision", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStatePreparingUpdate, "rev-old", false, ""},
-		{"updated, hook back", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdated, upd, true, pub.LifecycleStateNormal},
-		{"updated, hook still off", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdated, upd, false, ""},
-		{"normal stays", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateNormal, upd, true, ""},
-		{"preparing delete stays", &pub.Lifecycle{PreDelete: hook}, pub.LifecycleStatePreparingDelete, upd, false, ""},
+		{"preparing normal without hook", nil, pub.LifecycleStatePreparingNormal, upd, false, pub.LifecycleStateNormal, false},
+		{"preparing normal without hook, not scheduled", nil, pub.LifecycleStatePreparingNormal, upd, false, "", true},
+		{"preparing normal, hook labels all there, not scheduled", &pub.Lifecycle{PreNormal: hook}, pub.LifecycleStatePreparingNormal, upd, true, pub.LifecycleStateNormal, true},
+		{"preparing normal, hook labels missing", &pub.Lifecycle{PreNormal: hook}, pub.LifecycleStatePreparingNormal, upd, false, "", false},
+		{"preparing normal, hook labels all there", &pub.Lifecycle{PreNormal: hook}, pub.LifecycleStatePreparingNormal, upd, true, pub.LifecycleStateNormal, false},
+		{"updating, done, hook not re-armed", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdating, upd, false, pub.LifecycleStateUpdated, false},
+		{"updating, done, hook re-armed", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdating, upd, true, pub.LifecycleStateNormal, false},
+		{"updating, done, no hook", nil, pub.LifecycleStateUpdating, upd, false, pub.LifecycleStateNormal, false},
+		{"updating, not done", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdating, "rev-old", false, "", false},
+		{"preparing update, rolled back", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStatePreparingUpdate, upd, true, pub.LifecycleStateNormal, false},
+		{"preparing update, old revision", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStatePreparingUpdate, "rev-old", false, "", false},
+		{"updated, hook back", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdated, upd, true, pub.LifecycleStateNormal, false},
+		{"updated, hook still off", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdated, upd, false, "", false},
+		{"normal stays", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateNormal, upd, true, "", false},
+		{"preparing delete stays", &pub.Lifecycle{PreDelete: hook}, pub.LifecycleStatePreparingDelete, upd, false, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := newCloneSet(1)
 			cs.Spec.Lifecycle = tc.lifecycle
 			pod := ownedPod(cs, "web-0", tc.revision, withLabel(pub.LifecycleStateKey, string(tc.state)))
+			if !tc.unscheduled {
+				pod.Spec.NodeName = "node-1"
+			}
 			if tc.hookLabel {
 				pod.Labels[hookLabel] = "true"
 			}

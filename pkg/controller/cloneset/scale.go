@@ -258,7 +258,7 @@ func newPod(cs *v1alpha1.CloneSet, template *corev1.PodTemplateSpec, revision, i
 	pod.Labels[v1alpha1.CloneSetInstanceID] = id
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
 	pod.Labels[podTemplateHashLabel] = revision
-	pod.Labels[pub.LifecycleStateKey] = string(initialLifecycleState(cs))
+	pod.Labels[pub.LifecycleStateKey] = string(initialLifecycleState)
 	injectClaimVolumes(cs, pod)
 	inplaceupdate.InjectReadinessGate(pod)
 	if marksPodNotReady(cs) {
@@ -287,6 +287,7 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revi
 		names := make([]string, batch)
 		for i := range pods {
 			pods[i] = newPod(cs, template, revision.Name, ids[created+i])
+			pods[i].Annotations[pub.LifecycleTimestampKey] = lifecycleTimestamp(c.now())
 			names[i] = pods[i].Name
 		}
 		c.exp.expectCreations(key, names...)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
@@ -28,8 +29,13 @@ func podReady(pod *corev1.Pod) bool {
 }
 
 // podAvailable tells whether a Pod has been ready for minReadySeconds, and if it is ready but not
-// yet available, how long until it is.
+// yet available, how long until it is. As in OpenKruise only a Pod in lifecycle state Normal (or
+// none) can be available: one a hook still holds (PreparingNormal, Updated, ...) is not, ready or
+// not, so a rollout does not look done while a hook holds a Pod.
 func podAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) (bool, time.Duration) {
+	if s := lifecycleState(pod); s != "" && s != pub.LifecycleStateNormal {
+		return false, 0
+	}
 	c := podReadyCondition(pod)
 	if c == nil || c.Status != corev1.ConditionTrue {
 		return false, 0

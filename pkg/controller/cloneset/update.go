@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -550,7 +549,7 @@ func inPlaceUpdateBody(cs *v1alpha1.CloneSet, pod *corev1.Pod, spec *inplaceupda
 	}
 	// The Pod is Updating from the same write that starts the update.
 	set(&md.Labels, pub.LifecycleStateKey, string(pub.LifecycleStateUpdating))
-	set(&md.Labels, pub.LifecycleTimestampKey, strconv.FormatInt(now.Unix(), 10))
+	set(&md.Annotations, pub.LifecycleTimestampKey, lifecycleTimestamp(now))
 	if len(md.Labels)+len(md.Annotations)+len(md.RemoveLabels)+len(md.RemoveAnnotations) > 0 {
 		body.Spec.Metadata = md
 	}

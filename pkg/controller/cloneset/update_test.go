@@ -3,7 +3,6 @@ package cloneset
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -271,8 +270,8 @@ func TestUpdateInPlaceImage(t *testing.T) {
 		Revision:   r.new.Name,
 		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: "nginx:2"}},
 		Metadata: &v1alpha1.InPlaceUpdateMetadata{Labels: map[string]string{
-			"tier": "front", podTemplateHashLabel: r.new.Name,
-			pub.LifecycleStateKey: "Updating", pub.LifecycleTimestampKey: strconv.FormatInt(testNow.Unix(), 10)}},
+			"tier": "front", podTemplateHashLabel: r.new.Name, pub.LifecycleStateKey: "Updating"},
+			Annotations: map[string]string{pub.LifecycleTimestampKey: testNow.UTC().Format(time.RFC3339)}},
 		GracePeriodSeconds: 7,
 	}
 	if !apiequality.Semantic.DeepEqual(got.Spec, want) {

@@ -5,7 +5,8 @@ import corev1 "k8s.io/api/core/v1"
 const (
 	// LifecycleStateKey is the Pod label holding its LifecycleStateType.
 	LifecycleStateKey = "lifecycle.apps.kruise.io/state"
-	// LifecycleTimestampKey is the Pod label holding when the lifecycle state last changed.
+	// LifecycleTimestampKey is the Pod annotation holding when the lifecycle state last changed
+	// (RFC 3339).
 	LifecycleTimestampKey = "lifecycle.apps.kruise.io/timestamp"
 
 	// KruisePodReadyConditionType is the shared Pod condition (and readiness gate) that hooks and
