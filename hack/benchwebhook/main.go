@@ -140,10 +140,10 @@ func run(ctx context.Context, kubeconfig, namespace string, pods, rounds, warmup
 				return err
 			}
 			injected := p.selected && p.mode == inplaceWebhook
-			if _, err := b.create(ctx, warmup, p.name, injected); err != nil {
+			if _, err := b.create(ctx, warmup, p.name, p.selected, injected); err != nil {
 				return err
 			}
-			d, err := b.create(ctx, pods, p.name, injected)
+			d, err := b.create(ctx, pods, p.name, p.selected, injected)
 			if err != nil {
 				return err
 			}
@@ -242,8 +242,7 @@ func (b *bench) pod(name string, selected bool) *corev1.Pod {
 
 // create creates n Pods one after another and returns how long each Create took. It checks that
 // each Pod got the sidecar exactly when it should, so the phase timed is the one named.
-func (b *bench) create(ctx context.Context, n int, phase string, injected bool) ([]time.Duration, error) {
-	selected := phase != "webhook, no SidecarSet selects"
+func (b *bench) create(ctx context.Context, n int, phase string, selected, injected bool) ([]time.Duration, error) {
 	out := make([]time.Duration, 0, n)
 	for range n {
 		b.created++

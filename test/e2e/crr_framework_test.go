@@ -172,25 +172,24 @@ func waitContainersRecreated(t *testing.T, ctx context.Context, before *corev1.P
 // "containerd://...") finished, in nanoseconds of the runtime's clock.
 func criFinishedAt(t *testing.T, ctx context.Context, ids ...string) []time.Time {
 	t.Helper()
-	var out []time.Time
-	for _, st := range criStatuses(t, ctx, ids...) {
-		if st.FinishedAt == 0 {
-			t.Fatalf("CRI reports container %s (%s) not finished", st.Id, st.Metadata.GetName())
-		}
-		out = append(out, time.Unix(0, st.FinishedAt))
-	}
-	return out
+	return criTimes(t, ctx, "finished", func(st *runtimeapi.ContainerStatus) int64 { return st.FinishedAt }, ids)
 }
 
 // criStartedAt asks the node's container runtime when each container instance started.
 func criStartedAt(t *testing.T, ctx context.Context, ids ...string) []time.Time {
 	t.Helper()
+	return criTimes(t, ctx, "started", func(st *runtimeapi.ContainerStatus) int64 { return st.StartedAt }, ids)
+}
+
+// criTimes reads one timestamp of each container instance's CRI status; a zero one fails the test.
+func criTimes(t *testing.T, ctx context.Context, what string, at func(*runtimeapi.ContainerStatus) int64, ids []string) []time.Time {
+	t.Helper()
 	var out []time.Time
 	for _, st := range criStatuses(t, ctx, ids...) {
-		if st.StartedAt == 0 {
-			t.Fatalf("CRI reports container %s (%s) not started", st.Id, st.Metadata.GetName())
+		if at(st) == 0 {
+			t.Fatalf("CRI reports container %s (%s) not %s", st.Id, st.Metadata.GetName(), what)
 		}
-		out = append(out, time.Unix(0, st.StartedAt))
+		out = append(out, time.Unix(0, at(st)))
 	}
 	return out
 }

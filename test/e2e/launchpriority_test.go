@@ -168,31 +168,12 @@ func TestCloneSetOrderedLaunchWithSidecar(t *testing.T) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx, "launch-cs")
 	app := "e2e-launch-" + utilrand.String(5)
-	set := &v1alpha1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: app},
-		Spec: v1alpha1.SidecarSetSpec{
-			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
-			Containers: []v1alpha1.SidecarContainer{{
-				Container:       corev1.Container{Name: "agent", Image: appImageV1, ImagePullPolicy: corev1.PullNever},
-				PodInjectPolicy: v1alpha1.BeforeAppContainerType,
-			}},
-		},
-	}
-	if _, err := inplace.AppsV1alpha1().SidecarSets().Create(ctx, set, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), app, metav1.DeleteOptions{})
-	})
-	// The webhook's SidecarSet cache may lag the new SidecarSet for a moment: dry-run Pods until
-	// one comes back injected.
-	probe := crrPod(ns, "probe", false, container("main", appImageV1))
-	probe.Labels = map[string]string{"app": app}
-	poll(t, ctx, rbacTimeout, "the webhook sees the SidecarSet", func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return err == nil && len(p.Spec.Containers) == 2, err
-	})
+	set := ssScopedSet(app, ns, app)
+	set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(
+		corev1.Container{Name: "agent", Image: appImageV1, ImagePullPolicy: corev1.PullNever}, v1alpha1.BeforeAppContainerType)}
+	ssCreateSet(t, ctx, set)
+	ssWaitWebhook(t, ctx, "the webhook sees the SidecarSet", ssPod(ns, "probe", app, container("main", appImageV1)),
+		func(p *corev1.Pod) bool { return len(p.Spec.Containers) == 2 })
 
 	labels := map[string]string{"app": app}
 	cs, err := inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, &v1alpha1.CloneSet{

@@ -44,32 +44,17 @@ func TestSidecarSetInjectionRevision(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = revisions.Delete(context.Background(), rev.Name, metav1.DeleteOptions{}) })
 
-	set := &v1alpha1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: app},
-		Spec: v1alpha1.SidecarSetSpec{
-			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
-			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{
-				Name: "agent", Image: current, ImagePullPolicy: corev1.PullNever}}},
-			InjectionStrategy: v1alpha1.SidecarSetInjectionStrategy{
-				Revision: &v1alpha1.SidecarSetInjectRevision{RevisionName: ptr.To(rev.Name)}},
-		},
-	}
+	set := ssScopedSet(app, ns, app)
+	set.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{
+		Name: "agent", Image: current, ImagePullPolicy: corev1.PullNever}}}
+	set.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: ptr.To(rev.Name)}
+	ssCreateSet(t, ctx, set)
 	sets := inplace.AppsV1alpha1().SidecarSets()
-	if _, err := sets.Create(ctx, set, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sets.Delete(context.Background(), app, metav1.DeleteOptions{}) })
 
-	pod := crrPod(ns, "web", false, container("main", appImageV1))
-	pod.Labels = map[string]string{"app": app}
+	pod := ssPod(ns, "web", app, container("main", appImageV1))
 	// The webhook's cache may lag the new SidecarSet: dry-run until the sidecar comes back.
-	var injected *corev1.Pod
-	poll(t, ctx, rbacTimeout, "a Pod injected at the recorded revision", func(ctx context.Context) (bool, error) {
-		var err error
-		injected, err = kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return err == nil && len(injected.Spec.Containers) == 2, err
-	})
+	injected := ssWaitWebhook(t, ctx, "a Pod injected at the recorded revision", pod,
+		func(p *corev1.Pod) bool { return len(p.Spec.Containers) == 2 })
 	if got := injected.Spec.Containers[0].Image; got != recorded {
 		t.Errorf("revisionName: sidecar image %s, want the recorded %s (current spec has %s)", got, recorded, current)
 	}
