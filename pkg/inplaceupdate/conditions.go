@@ -2,7 +2,6 @@ package inplaceupdate
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,10 +38,18 @@ func getCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodConditi
 }
 
 // unreadyConditions are the conditions that take the Pod out of service for an in-place update:
-// InPlaceUpdateReady=False and, when the kubelet currently reports the Pod Ready because all its
-// containers are ready, Ready=False too (so Endpoints drop it now rather than at the kubelet's
-// next sync, as OpenKruise does). Nothing when the Pod has no InPlaceUpdateReady readiness gate
-// or the condition is already False.
+// InPlaceUpdateReady=False, which the kubelet turns into Ready=False. Nothing when the Pod has no
+// InPlaceUpdateReady readiness gate or the condition is already False.
+//
+// Ready itself is left to the kubelet, unlike OpenKruise, which writes Ready=False along with the
+// gate. Ready is the kubelet's condition: its status manager keeps the Pod status it last
+// generated (Ready=True) and, every 10 s, writes it back over an API status that differs from it,
+// taking Ready from its cache and the gate from the API. A Pod whose kill sync is still waiting
+// for the kubelet's next relist (up to ~2 s for a container that started just before) then goes
+// Ready False, True (old containers, gate False), False, True: measured in 2 of 6 runs of e2e
+// TestCloneSetMaxUnavailable. With the gate alone the kubelet writes Ready=False in the sync that
+// kills the old containers, before it kills them; inplace-controller counts a Pod whose gate is
+// False as unready from the moment the gate is written.
 func unreadyConditions(pod *corev1.Pod, now time.Time) []corev1.PodCondition {
 	if !HasReadinessGate(pod) {
 		return nil
@@ -50,24 +57,12 @@ func unreadyConditions(pod *corev1.Pod, now time.Time) []corev1.PodCondition {
 	if c := getCondition(pod, pub.InPlaceUpdateReady); c != nil && c.Status == corev1.ConditionFalse && c.Reason == ReasonStartInPlaceUpdate {
 		return nil
 	}
-	conds := []corev1.PodCondition{{
+	return []corev1.PodCondition{{
 		Type:               pub.InPlaceUpdateReady,
 		Status:             corev1.ConditionFalse,
 		Reason:             ReasonStartInPlaceUpdate,
 		LastTransitionTime: metav1.NewTime(now),
 	}}
-	ready := getCondition(pod, corev1.PodReady)
-	containersReady := getCondition(pod, corev1.ContainersReady)
-	if ready != nil && ready.Status == corev1.ConditionTrue && containersReady != nil && containersReady.Status == corev1.ConditionTrue {
-		conds = append(conds, corev1.PodCondition{
-			Type:               corev1.PodReady,
-			Status:             corev1.ConditionFalse,
-			Reason:             ReasonReadinessGatesNotReady,
-			Message:            fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but False", pub.InPlaceUpdateReady),
-			LastTransitionTime: metav1.NewTime(now),
-		})
-	}
-	return conds
 }
 
 // readyConditions is InPlaceUpdateReady=True with the given reason, when the Pod has the readiness

@@ -21,10 +21,6 @@ const (
 
 	// ReasonStartInPlaceUpdate is the reason of the InPlaceUpdateReady=False condition.
 	ReasonStartInPlaceUpdate = "StartInPlaceUpdate"
-	// ReasonReadinessGatesNotReady is the reason of the Ready=False condition set together with
-	// InPlaceUpdateReady=False, so that the Pod leaves its Services at once rather than at the
-	// kubelet's next status sync.
-	ReasonReadinessGatesNotReady = "ReadinessGatesNotReady"
 	// ReasonInPlaceUpdateCompleted is the reason of InPlaceUpdateReady=True after an update.
 	ReasonInPlaceUpdateCompleted = "InPlaceUpdateCompleted"
 	// ReasonNoInPlaceUpdate is the reason of InPlaceUpdateReady=True on a Pod never updated in place.

@@ -403,21 +403,28 @@ func watchPods(t *testing.T, ctx context.Context, namespace, fieldSelector, rv s
 	})
 }
 
+// mustParseRV reads a resourceVersion as the etcd revision it is, so two can be ordered (tests
+// only: clients in general must treat resourceVersions as opaque).
+func mustParseRV(t *testing.T, rv string) uint64 {
+	t.Helper()
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		t.Fatalf("resourceVersion %q: %v", rv, err)
+	}
+	return n
+}
+
 // upTo waits until the recorder has seen resourceVersion rv of the Pod (or a later one) and
 // returns every version seen so far.
 func (r *podRecorder) upTo(t *testing.T, ctx context.Context, rv string) []podRecord {
 	t.Helper()
-	want, err := strconv.ParseUint(rv, 10, 64)
-	if err != nil {
-		t.Fatalf("resourceVersion %q: %v", rv, err)
-	}
+	want := mustParseRV(t, rv)
 	var records []podRecord
 	poll(t, ctx, 30*time.Second, "the Pod watch to deliver resourceVersion "+rv, func(context.Context) (bool, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		records = slices.Clone(r.records)
-		last, _ := strconv.ParseUint(records[len(records)-1].pod.ResourceVersion, 10, 64)
-		return last >= want, r.err
+		return mustParseRV(t, records[len(records)-1].pod.ResourceVersion) >= want, r.err
 	})
 	return records
 }

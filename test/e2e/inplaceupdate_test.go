@@ -636,20 +636,23 @@ func TestInPlaceUpdateReadyFromDaemon(t *testing.T) {
 	if s := containerStatus(t, pod, "sidecar"); s.ContainerID != sidecarBefore.ContainerID || s.RestartCount != 0 {
 		t.Errorf("sidecar restarted: %+v", s)
 	}
-	// The gate, set from what the runtime runs, never puts the old container back in service: in
-	// every version where the Pod is Ready with InPlaceUpdateReady True after the update began,
-	// the kubelet reports main's new container. (Ready may briefly flip back to True before that,
-	// with the gate False, when the kubelet's periodic status reconcile writes its cached status
-	// over the Ready=False that pods/inplaceupdate wrote, as with OpenKruise; that is the kubelet's
-	// view of the old container, still running then.)
+	// The old container never comes back into service: in every version where the Pod is Ready
+	// after the update began, either the kubelet has not yet turned Ready False (pods/inplaceupdate
+	// writes the gate alone and leaves Ready to the kubelet) or it reports main's new container.
+	// In particular the gate, set from what the kubelet observed, is never True with the old
+	// container Ready, and Ready does not flip False, True, False (what writing Ready=False beside
+	// the gate, as OpenKruise does, let the kubelet's cached status do).
 	records := rec.upTo(t, ctx, pod.ResourceVersion)
+	wentUnready := false
 	for _, r := range records[1:] {
 		s := findStatus(r.pod, "main")
-		if conditionStatus(r.pod, corev1.PodReady) == corev1.ConditionTrue && conditionStatus(r.pod, pub.InPlaceUpdateReady) == corev1.ConditionTrue &&
-			(s == nil || s.ContainerID == mainBefore.ContainerID) {
-			t.Errorf("rv %s: Ready with InPlaceUpdateReady True while main is the old container:\n%s", r.pod.ResourceVersion, describeRecords(records, "main"))
+		ready := conditionStatus(r.pod, corev1.PodReady) == corev1.ConditionTrue
+		old := s == nil || s.ContainerID == mainBefore.ContainerID
+		if ready && old && (wentUnready || conditionStatus(r.pod, pub.InPlaceUpdateReady) == corev1.ConditionTrue) {
+			t.Errorf("rv %s: Ready again while main is the old container:\n%s", r.pod.ResourceVersion, describeRecords(records, "main"))
 			break
 		}
+		wentUnready = wentUnready || !ready
 	}
 	// Informational: whether the gate was there before the kubelet's report of the new container
 	// (then Ready came with that report, as for a plain image patch).

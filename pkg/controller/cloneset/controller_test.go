@@ -648,3 +648,33 @@ func TestPodAvailableNeedsNormal(t *testing.T) {
 		}
 	}
 }
+
+// A Pod is ready, for the counters and the update budget, only when it runs, is Ready and no
+// in-place update holds its InPlaceUpdateReady gate False: inplace writes the gate alone and the
+// kubelet turns Ready False a moment later, so the gate must count at once.
+func TestPodReadyNeedsGateAndRunning(t *testing.T) {
+	cs := newCloneSet(1)
+	gate := func(s corev1.ConditionStatus) podOpt {
+		return func(p *corev1.Pod) {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: s})
+		}
+	}
+	for name, tc := range map[string]struct {
+		opts []podOpt
+		want bool
+	}{
+		"ready":                          {[]podOpt{ready(testNow.Add(-time.Hour))}, true},
+		"ready, gate True":               {[]podOpt{ready(testNow.Add(-time.Hour)), gate(corev1.ConditionTrue)}, true},
+		"ready, gate False":              {[]podOpt{ready(testNow.Add(-time.Hour)), gate(corev1.ConditionFalse)}, false},
+		"ready condition, phase Pending": {[]podOpt{ready(testNow.Add(-time.Hour)), func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }}, false},
+		"running, not ready":             {[]podOpt{running()}, false},
+	} {
+		pod := ownedPod(cs, "web-0", "rev", tc.opts...)
+		if got := podReady(pod); got != tc.want {
+			t.Errorf("%s: ready %v, want %v", name, got, tc.want)
+		}
+		if got, _ := podAvailable(pod, 0, testNow); got != tc.want {
+			t.Errorf("%s: available %v, want %v", name, got, tc.want)
+		}
+	}
+}

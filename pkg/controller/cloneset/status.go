@@ -23,9 +23,23 @@ func podReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
 	return nil
 }
 
+// podReady is OpenKruise's "update ready": the Pod runs, is Ready, and no in-place update holds
+// its InPlaceUpdateReady gate False. The gate counts from the moment inplace writes it False,
+// before the kubelet turns Ready False (inplaceupdate leaves Ready to the kubelet), so a rollout's
+// maxUnavailable budget sees the Pod leave at once.
 func podReady(pod *corev1.Pod) bool {
-	c := podReadyCondition(pod)
-	return c != nil && c.Status == corev1.ConditionTrue
+	if pod.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	if c := podReadyCondition(pod); c == nil || c.Status != corev1.ConditionTrue {
+		return false
+	}
+	for i := range pod.Status.Conditions {
+		if c := pod.Status.Conditions[i]; c.Type == pub.InPlaceUpdateReady && c.Status == corev1.ConditionFalse {
+			return false
+		}
+	}
+	return true
 }
 
 // podAvailable tells whether a Pod has been ready for minReadySeconds, and if it is ready but not
@@ -36,10 +50,10 @@ func podAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) (bool, 
 	if s := lifecycleState(pod); s != "" && s != pub.LifecycleStateNormal {
 		return false, 0
 	}
-	c := podReadyCondition(pod)
-	if c == nil || c.Status != corev1.ConditionTrue {
+	if !podReady(pod) {
 		return false, 0
 	}
+	c := podReadyCondition(pod)
 	if minReadySeconds <= 0 {
 		return true, 0
 	}

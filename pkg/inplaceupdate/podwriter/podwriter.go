@@ -183,7 +183,7 @@ func previousConditions(pod *corev1.Pod, wrote []corev1.PodCondition) []corev1.P
 				break
 			}
 		}
-		if !found && w.Type != corev1.PodReady {
+		if !found {
 			// The gate's condition was absent: the controller sets it True for such a Pod.
 			prev = append(prev, corev1.PodCondition{Type: w.Type, Status: corev1.ConditionTrue,
 				Reason: inplaceupdate.ReasonInPlaceUpdateAbandoned, LastTransitionTime: metav1.Now()})
