@@ -3,10 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -138,5 +141,106 @@ func TestCloneSetPercentPartitionKeepsOneUpdated(t *testing.T) {
 	}
 	if updated != 1 {
 		t.Errorf("%d Pods run %s, want exactly 1", updated, appImageV2)
+	}
+}
+
+// TestCloneSetScaleUpPacedByMinReadySeconds (OpenKruise "scales with minReadySeconds and
+// scaleStrategy"): with scaleStrategy.maxUnavailable 1 and minReadySeconds 3, a Pod that is ready
+// but not yet available for 3 s holds the next creation back: each Pod is created 3 s (and not
+// much more) after the one before it turned Ready.
+func TestCloneSetScaleUpPacedByMinReadySeconds(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-pace")
+	const replicas, minReady = 3, 3
+	cs := newUpdateCloneSet(t, ctx, ns, replicas, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
+		cs.Spec.MinReadySeconds = minReady
+		cs.Spec.ScaleStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	})
+	var pods []*corev1.Pod
+	poll(t, ctx, 90*time.Second, fmt.Sprintf("%d Pods available", replicas), func(ctx context.Context) (bool, error) {
+		st, err := cloneSetStatus(ctx, cs)
+		if err != nil {
+			return false, err
+		}
+		got, err := cloneSetPods(ctx, cs)
+		pods = slices.SortedFunc(maps.Values(got), func(a, b *corev1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+		return st.AvailableReplicas == replicas && len(pods) == replicas, fmt.Errorf("status %+v, %d pods (%v)", st, len(pods), err)
+	})
+	waitCloneSetEvent(t, ctx, cs, "ScaleUpLimited", "scaleUp is limited because of scaleStrategy.maxUnavailable, limit: 0")
+	// Creation timestamps have whole seconds, Ready's transition time too: allow 1 s either way,
+	// plus 2 s of sync as OpenKruise's scenario does.
+	for i := 1; i < len(pods); i++ {
+		prev := podConditionOf(pods[i-1], corev1.PodReady)
+		if prev == nil {
+			t.Fatalf("pod %s has no Ready condition", pods[i-1].Name)
+		}
+		gap := pods[i].CreationTimestamp.Sub(prev.LastTransitionTime.Time)
+		t.Logf("pod %s created %v after %s turned Ready", pods[i].Name, gap, pods[i-1].Name)
+		if gap < (minReady-1)*time.Second || gap > (minReady+3)*time.Second {
+			t.Errorf("pod %s created %v after %s turned Ready, want about minReadySeconds (%ds)", pods[i].Name, gap, pods[i-1].Name, minReady)
+		}
+	}
+}
+
+func podConditionOf(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// TestCloneSetSpecifiedDeleteWaitsInPreparingDelete (OpenKruise "specific delete a Pod, when
+// scalingExcludePreparingDelete is disabled"): a Pod labelled specified-delete that the preDelete
+// hook holds waits in PreparingDelete and still counts: no replacement meanwhile. Released, it is
+// deleted, and then replaced; the two other Pods stay.
+func TestCloneSetSpecifiedDeleteWaitsInPreparingDelete(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-specdel")
+	cs := newUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
+		cs.Spec.Template.Labels["lifecycle-hook"] = "true"
+		cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"lifecycle-hook": "true"}}}
+	})
+	before := waitCloneSetReady(t, ctx, cs, 3)
+	victim := slices.Sorted(maps.Keys(before))[0]
+	mustKubectl(t, ctx, "", "-n", ns, "label", "pod", victim, v1alpha1.SpecifiedDeleteKey+"=true")
+	poll(t, ctx, 30*time.Second, "the Pod in PreparingDelete", func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, victim, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingDelete), fmt.Errorf("state %q", p.Labels[pub.LifecycleStateKey])
+	})
+	// OpenKruise's scenario watches 5 s for a replacement that must not come.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		pods, err := cloneSetPods(ctx, cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods) != 3 {
+			t.Fatalf("%d Pods while %s waits in PreparingDelete, want 3 (it still counts)", len(pods), victim)
+		}
+		time.Sleep(500 * time.Millisecond) // an observation window, not a synchronisation
+	}
+
+	mustKubectl(t, ctx, "", "-n", ns, "label", "pod", victim, "lifecycle-hook-")
+	poll(t, ctx, 60*time.Second, victim+" deleted", func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().Pods(ns).Get(ctx, victim, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("still there (%v)", err)
+	})
+	after := waitCloneSetReady(t, ctx, cs, 3)
+	kept := 0
+	for name := range after {
+		if before[name] != nil {
+			kept++
+		}
+	}
+	if kept != 2 || after[victim] != nil {
+		t.Errorf("pods after %v, before %v: want the two others kept and one new", slices.Sorted(maps.Keys(after)), slices.Sorted(maps.Keys(before)))
 	}
 }

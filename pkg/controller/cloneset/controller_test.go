@@ -338,6 +338,8 @@ func TestScaleDownOrder(t *testing.T) {
 	}
 }
 
+// A Pod asked to be deleted is deleted first and replaced once it is gone, as in OpenKruise: it
+// counts towards spec.replicas until then.
 func TestSpecifiedDeleteIsReplaced(t *testing.T) {
 	cs := newCloneSet(2)
 	f := newFixture(t, cs,
@@ -347,8 +349,13 @@ func TestSpecifiedDeleteIsReplaced(t *testing.T) {
 	if got := deletedPods(f); len(got) != 1 || got[0] != "web-a" {
 		t.Errorf("deleted %v, want [web-a]", got)
 	}
+	if n := len(createdPods(f)); n != 0 {
+		t.Errorf("created %d pods while web-a still exists, want 0", n)
+	}
+	f = newFixture(t, cs, ownedPod(cs, "web-b", "r", ready(testNow)))
+	f.sync(t)
 	if n := len(createdPods(f)); n != 1 {
-		t.Errorf("created %d pods, want 1 replacement", n)
+		t.Errorf("created %d pods once web-a is gone, want 1 replacement", n)
 	}
 }
 

@@ -201,8 +201,9 @@ func TestInPlaceUpdateHook(t *testing.T) {
 	}
 }
 
-// The preDelete hook keeps a Pod asked to be deleted in PreparingDelete; a replacement is created
-// meanwhile; once released it is deleted.
+// The preDelete hook keeps a Pod asked to be deleted in PreparingDelete; as in OpenKruise it still
+// counts towards spec.replicas there (no replacement yet); once released it is deleted, and then
+// replaced.
 func TestPreDeleteHook(t *testing.T) {
 	cs := newCloneSet(2)
 	rev := updateRevisionName(t, cs)
@@ -218,21 +219,34 @@ func TestPreDeleteHook(t *testing.T) {
 	if got := patchedState(podPatches(t, f, "")["web-a"]); got != string(pub.LifecycleStatePreparingDelete) {
 		t.Errorf("web-a state %q, want PreparingDelete", got)
 	}
-	if n := len(createdPods(f)); n != 1 {
-		t.Errorf("created %d pods, want 1 replacement", n)
+	if n := len(createdPods(f)); n != 0 {
+		t.Errorf("created %d pods, want none while web-a waits", n)
 	}
 
-	// Released (the hook label is gone): deleted; no second replacement.
+	// Still held in PreparingDelete: nothing changes.
 	a.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingDelete)
+	f = newFixture(t, cs, a, b)
+	f.sync(t)
+	if d, n := deletedPods(f), len(createdPods(f)); len(d) != 0 || n != 0 {
+		t.Errorf("deleted %v and created %d pods while the hook holds web-a, want nothing", d, n)
+	}
+
+	// Released (the hook label is gone): deleted, not yet replaced.
 	delete(a.Labels, hookLabel)
-	c := ownedPod(cs, "web-c", rev, ready(testNow), withLabel(pub.LifecycleStateKey, "Normal"))
-	f = newFixture(t, cs, a, b, c)
+	f = newFixture(t, cs, a, b)
 	f.sync(t)
 	if d := deletedPods(f); !slices.Equal(d, []string{"web-a"}) {
 		t.Errorf("deleted %v, want [web-a]", d)
 	}
 	if n := len(createdPods(f)); n != 0 {
-		t.Errorf("created %d pods, want none", n)
+		t.Errorf("created %d pods in the sync that deleted web-a, want none", n)
+	}
+
+	// Gone: replaced.
+	f = newFixture(t, cs, b)
+	f.sync(t)
+	if n := len(createdPods(f)); n != 1 {
+		t.Errorf("created %d pods after web-a went, want 1", n)
 	}
 }
 

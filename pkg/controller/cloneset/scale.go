@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -27,73 +28,120 @@ import (
 // podTemplateHashLabel is the label kube's Deployments give Pods; OpenKruise sets it too.
 const podTemplateHashLabel = "pod-template-hash"
 
-// scale deletes the Pods asked for (scaleStrategy.podsToDelete, label specified-delete, or waiting
-// in lifecycle state PreparingDelete), then creates or deletes Pods until the CloneSet has
-// spec.replicas other active Pods, plus updateStrategy.maxSurge while an update still misses Pods
-// (planScale says which). Deletions honour the preDelete hook. It tells whether it created or
-// deleted any Pod or moved one to PreparingDelete (then the rolling update waits for the next
-// sync, as OpenKruise's does).
+// scalingExcludePreparingDeleteLabel, "true" on a CloneSet, makes Pods waiting in PreparingDelete
+// not count towards spec.replicas, so their replacements are created at once (OpenKruise's label;
+// its controller flag --cloneset-scaling-exclude-preparing-delete has no counterpart here).
+const scalingExcludePreparingDeleteLabel = "apps.kruise.io/cloneset-scaling-exclude-preparing-delete"
+
+// scale takes the first scaling step planScale finds, in OpenKruise's order, and tells whether it
+// changed anything (then the rolling update waits for the next sync, as OpenKruise's does):
+//
+//  1. Pods waiting in PreparingDelete that spec.replicas needs again go back to PreparingNormal
+//     (scale-in cancelled; not with a markPodNotReady hook);
+//  2. missing Pods are created, no more than scaleStrategy.maxUnavailable allows (a Warning
+//     ScaleUpLimited event says when it held creations back); while Pods are missing nothing is
+//     deleted;
+//  3. Pods in PreparingDelete that their preDelete hook released are deleted;
+//  4. the Pods asked for (scaleStrategy.podsToDelete, label specified-delete) are deleted: those not
+//     ready at once, ready ones within the deletion budget of updateStrategy.maxUnavailable;
+//  5. surplus Pods are deleted (within the same budget), only once no deletion asked for is pending.
+//
+// Deletions honour the preDelete hook: a Pod it holds moves to PreparingDelete instead.
 func (c *Controller) scale(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsResult) (bool, error) {
 	plan, err := planScale(cs, pods, revs.update.Name, revs.current.Name, c.now())
 	if err != nil {
 		return false, err
 	}
-	var errs []error
-	acted := false
+	if len(plan.cancelDelete) > 0 {
+		var errs []error
+		for _, p := range plan.cancelDelete {
+			errs = append(errs, c.setLifecycle(ctx, cs, p, pub.LifecycleStatePreparingNormal, nil))
+		}
+		return true, errors.Join(errs...)
+	}
+	if plan.scaleUpLimited {
+		c.recorder.Eventf(cs, corev1.EventTypeWarning, "ScaleUpLimited",
+			"scaleUp is limited because of scaleStrategy.maxUnavailable, limit: %d", plan.createCurrent+plan.createUpdate)
+	}
+	if plan.scaleUp {
+		return c.createPlanned(ctx, cs, pods, revs, plan)
+	}
+	if len(plan.preDeleteReleased) > 0 {
+		return true, c.deletePods(ctx, cs, plan.preDeleteReleased, "SpecifiedDelete", "released by the preDelete hook")
+	}
 	if len(plan.specified) > 0 {
-		acted = true
-		errs = append(errs, c.deletePods(ctx, cs, plan.specified, "SpecifiedDelete",
-			"asked for by scaleStrategy.podsToDelete or label "+v1alpha1.SpecifiedDeleteKey))
+		return true, c.deletePods(ctx, cs, plan.specified, "SpecifiedDelete",
+			"asked for by scaleStrategy.podsToDelete or label "+v1alpha1.SpecifiedDeleteKey)
 	}
 	if len(plan.scaleDown) > 0 {
-		acted = true
-		errs = append(errs, c.deletePods(ctx, cs, plan.scaleDown, "ScaleDown", plan.scaleDownWhy))
+		return true, c.deletePods(ctx, cs, plan.scaleDown, "ScaleDown", plan.scaleDownWhy)
 	}
-	if n := plan.createCurrent + plan.createUpdate; n > 0 {
-		// One choice of instance ids for both revisions, so that no free PVC is given twice.
-		claims, err := c.ownedClaims(cs)
-		if err != nil {
-			return acted, errors.Join(append(errs, err)...)
-		}
-		ch := chooseInstanceIDs(cs, claims, pods, c.podState(cs.Namespace), n, func() string { return rand.String(5) })
-		if len(ch.waiting) > 0 {
-			klog.FromContext(ctx).V(2).Info("Pods wait for their former Pods to terminate before reusing their PVCs",
-				"cloneset", klog.KObj(cs), "instanceIDs", ch.waiting)
-		}
-		ids, reused := ch.ids(), sets.New(ch.reused...)
-		current := min(plan.createCurrent, len(ids))
-		if current > 0 {
-			acted = true
-			errs = append(errs, c.createPods(ctx, cs, revs.current, ids[:current], reused,
-				fmt.Sprintf("at the current revision %s, to keep updateStrategy.partition", revs.current.Name)))
-		}
-		if len(ids) > current {
-			acted = true
-			errs = append(errs, c.createPods(ctx, cs, revs.update, ids[current:], reused, plan.createWhy))
-		}
+	return false, nil
+}
+
+// createPlanned creates the Pods of a scale-up plan, those at the current revision first.
+func (c *Controller) createPlanned(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsResult, plan scalePlan) (bool, error) {
+	n := plan.createCurrent + plan.createUpdate
+	if n == 0 {
+		return false, nil
+	}
+	// One choice of instance ids for both revisions, so that no free PVC is given twice.
+	claims, err := c.ownedClaims(cs)
+	if err != nil {
+		return false, err
+	}
+	ch := chooseInstanceIDs(cs, claims, pods, c.podState(cs.Namespace), n, func() string { return rand.String(5) })
+	if len(ch.waiting) > 0 {
+		klog.FromContext(ctx).V(2).Info("Pods wait for their former Pods to terminate before reusing their PVCs",
+			"cloneset", klog.KObj(cs), "instanceIDs", ch.waiting)
+	}
+	ids, reused := ch.ids(), sets.New(ch.reused...)
+	current := min(plan.createCurrent, len(ids))
+	var errs []error
+	acted := false
+	if current > 0 {
+		acted = true
+		errs = append(errs, c.createPods(ctx, cs, revs.current, ids[:current], reused,
+			fmt.Sprintf("at the current revision %s, to keep updateStrategy.partition", revs.current.Name)))
+	}
+	if len(ids) > current {
+		acted = true
+		errs = append(errs, c.createPods(ctx, cs, revs.update, ids[current:], reused, plan.createWhy))
 	}
 	return acted, errors.Join(errs...)
 }
 
-// scalePlan is what scaling does in one sync.
+// scalePlan is what scaling may do in one sync; scale takes its first step.
 type scalePlan struct {
-	// specified are the Pods asked to be deleted (or waiting in PreparingDelete).
-	specified []*corev1.Pod
-	// scaleDown are the surplus Pods to delete, and why.
-	scaleDown    []*corev1.Pod
-	scaleDownWhy string
-	// createCurrent Pods are created at the current revision (to keep the partition), createUpdate
-	// at the update revision, for createWhy.
+	// cancelDelete are Pods in PreparingDelete, not asked for, that spec.replicas needs again.
+	cancelDelete []*corev1.Pod
+	// scaleUp says Pods are missing; createCurrent of them are created at the current revision (to
+	// keep the partition) and createUpdate at the update revision, for createWhy. scaleUpLimited
+	// says scaleStrategy.maxUnavailable held some back.
+	scaleUp                     bool
 	createCurrent, createUpdate int
 	createWhy                   string
+	scaleUpLimited              bool
+	// preDeleteReleased are Pods in PreparingDelete that no hook holds any more.
+	preDeleteReleased []*corev1.Pod
+	// specified are the Pods asked to be deleted that may go now.
+	specified []*corev1.Pod
+	// scaleDown are the surplus Pods to delete now, and why.
+	scaleDown    []*corev1.Pod
+	scaleDownWhy string
+}
+
+// specifiedDelete tells whether the Pod is asked to be deleted: named in scaleStrategy.podsToDelete
+// or labelled specified-delete.
+func specifiedDelete(cs *v1alpha1.CloneSet, pod *corev1.Pod) bool {
+	return pod.Labels[v1alpha1.SpecifiedDeleteKey] != "" || slices.Contains(cs.Spec.ScaleStrategy.PodsToDelete, pod.Name)
 }
 
 // splitSpecified separates the Pods asked to be deleted (scaleStrategy.podsToDelete, label
 // specified-delete, lifecycle state PreparingDelete) from the others.
 func splitSpecified(cs *v1alpha1.CloneSet, pods []*corev1.Pod) (specified, rest []*corev1.Pod) {
-	toDelete := sets.New(cs.Spec.ScaleStrategy.PodsToDelete...)
 	for _, p := range pods {
-		if toDelete.Has(p.Name) || p.Labels[v1alpha1.SpecifiedDeleteKey] != "" || lifecycleState(p) == pub.LifecycleStatePreparingDelete {
+		if specifiedDelete(cs, p) || lifecycleState(p) == pub.LifecycleStatePreparingDelete {
 			specified = append(specified, p)
 		} else {
 			rest = append(rest, p)
@@ -102,86 +150,191 @@ func splitSpecified(cs *v1alpha1.CloneSet, pods []*corev1.Pod) (specified, rest 
 	return specified, rest
 }
 
-// planScale decides the creations and deletions of one sync, as OpenKruise's CloneSet does:
-//   - the Pods asked for are deleted, and do not count towards spec.replicas;
-//   - while Pods at the old revision beyond the partition wait for the update revision, up to
-//     maxSurge extra Pods are created at the update revision (fewer when fewer Pods wait); once
-//     they are no longer needed the surplus is deleted, Pods at old revisions beyond the partition
-//     first, and then no more available Pods than maxUnavailable allows;
+// scaleCounts are OpenKruise's counts of a CloneSet's active Pods for scaling.
+type scaleCounts struct {
+	// atUpdate and atOld are the Pods at the update revision (by label) and the others.
+	atUpdate, atOld []*corev1.Pod
+	// activeUpdate and activeOld count those not in PreparingDelete.
+	activeUpdate, activeOld int
+	// preDeleteUpdate and preDeleteOld count those in PreparingDelete.
+	preDeleteUpdate, preDeleteOld int
+	// toDeleteUpdate and toDeleteOld count those asked to be deleted (not in PreparingDelete).
+	toDeleteUpdate, toDeleteOld int
+	// unavailable counts the Pods in PreparingDelete and the others, not asked to be deleted, that
+	// are not available (ready for minReadySeconds, in lifecycle state Normal).
+	unavailable int
+}
+
+func countForScale(cs *v1alpha1.CloneSet, pods []*corev1.Pod, updateRevision string, now time.Time) scaleCounts {
+	var n scaleCounts
+	for _, p := range pods {
+		atUpdate := p.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision
+		active, preDelete, toDelete := &n.activeOld, &n.preDeleteOld, &n.toDeleteOld
+		if atUpdate {
+			n.atUpdate = append(n.atUpdate, p)
+			active, preDelete, toDelete = &n.activeUpdate, &n.preDeleteUpdate, &n.toDeleteUpdate
+		} else {
+			n.atOld = append(n.atOld, p)
+		}
+		switch available, _ := podAvailable(p, cs.Spec.MinReadySeconds, now); {
+		case lifecycleState(p) == pub.LifecycleStatePreparingDelete:
+			*preDelete++
+			n.unavailable++
+		case specifiedDelete(cs, p):
+			*active++
+			*toDelete++
+		case !available:
+			*active++
+			n.unavailable++
+		default:
+			*active++
+		}
+	}
+	return n
+}
+
+// surgeOf is how many Pods above spec.replicas scaling may keep now, and how many of them at old
+// revisions, as OpenKruise computes it: for Pods asked to be deleted while maxUnavailable is used
+// up (their replacements come first), or for an update that still moves Pods between revisions.
+func surgeOf(l updateLimits, n scaleCounts) (surge, surgeOld int) {
+	if l.maxSurge <= 0 {
+		return 0, 0
+	}
+	var scaleSurge, scaleSurgeOld int
+	if toDelete := n.toDeleteUpdate + n.toDeleteOld; toDelete > 0 {
+		scaleSurge = min(max(n.unavailable+toDelete-l.maxUnavailable, 0), toDelete)
+		scaleSurgeOld = max(scaleSurge-n.toDeleteUpdate, 0)
+	}
+	// Old Pods beyond the partition still to update, and update-revision Pods still missing.
+	oldDiff := max(n.activeOld-l.partition, 0)
+	newDiff := min(n.activeUpdate-(l.replicas-l.partition), 0)
+	updateSurge := 0
+	if oldDiff > 0 && newDiff < 0 {
+		updateSurge = min(oldDiff, -newDiff)
+	}
+	if scaleSurge >= updateSurge {
+		surge = min(l.maxSurge, scaleSurge)
+		return surge, min(surge, scaleSurgeOld)
+	}
+	return min(l.maxSurge, updateSurge), 0
+}
+
+// planScale decides what scaling may do in one sync, as OpenKruise's CloneSet does
+// (calculateDiffsWithExpectation and Scale):
+//   - every active Pod counts towards spec.replicas, also one asked to be deleted or waiting in
+//     PreparingDelete (unless the CloneSet has scalingExcludePreparingDeleteLabel): its
+//     replacement comes once it is gone;
+//   - while Pods at old revisions beyond the partition wait for the update revision, up to
+//     maxSurge extra Pods are created at the update revision; likewise for Pods asked to be
+//     deleted while maxUnavailable is used up;
 //   - scaling up creates Pods at the current revision while fewer than partition Pods are at old
-//     revisions, so that the partition keeps its meaning; scaleStrategy.maxUnavailable bounds how
-//     many not-ready Pods scaling up may leave;
-//   - scaling down deletes the surplus in sortForDeletion's order, old revisions beyond the
-//     partition first.
+//     revisions, so that the partition keeps its meaning; no more than scaleStrategy.maxUnavailable
+//     minus the unavailable Pods (not available for minReadySeconds, or not Normal) at a time;
+//   - ready Pods are deleted (asked for, or surplus) only while maxUnavailable plus the surplus
+//     allows; Pods that are not ready go at once;
+//   - surplus Pods go in sortForDeletion's order, old revisions beyond the partition first.
 func planScale(cs *v1alpha1.CloneSet, pods []*corev1.Pod, updateRevision, currentRevision string, now time.Time) (scalePlan, error) {
 	var plan scalePlan
-	limits, err := updateLimitsOf(cs)
+	l, err := updateLimitsOf(cs)
 	if err != nil {
 		return plan, err
 	}
-	plan.specified, pods = splitSpecified(cs, pods)
-	replicas := limits.replicas
-	var atUpdate, atOld []*corev1.Pod
-	unavailable := 0
+	scaleMaxUnavailable := math.MaxInt32
+	if mu := cs.Spec.ScaleStrategy.MaxUnavailable; mu != nil {
+		if scaleMaxUnavailable, err = intstr.GetScaledValueFromIntOrPercent(mu, l.replicas, true); err != nil {
+			return plan, fmt.Errorf("scaleStrategy.maxUnavailable: %w", err)
+		}
+	}
+	n := countForScale(cs, pods, updateRevision, now)
+	var preDelete, specified []*corev1.Pod
 	for _, p := range pods {
-		if p.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision {
-			atUpdate = append(atUpdate, p)
-		} else {
-			atOld = append(atOld, p)
-		}
-		if !availableForUpdate(cs, p, now) {
-			unavailable++
+		switch {
+		case lifecycleState(p) == pub.LifecycleStatePreparingDelete:
+			preDelete = append(preDelete, p)
+		case specifiedDelete(cs, p):
+			specified = append(specified, p)
 		}
 	}
-	surge := 0
-	if limits.maxSurge > 0 {
-		waiting := max(len(atOld)-limits.partition, 0)
-		missing := max(replicas-limits.partition-len(atUpdate), 0)
-		surge = min(limits.maxSurge, waiting, missing)
+	numToDelete := len(preDelete) + len(specified)
+
+	// 1. Scale-in cancelled: Pods waiting in PreparingDelete go back while spec.replicas needs them.
+	if !marksPodNotReady(cs) {
+		need := l.replicas - len(pods) + numToDelete
+		for _, p := range preDelete {
+			if need <= 0 {
+				break
+			}
+			if specifiedDelete(cs, p) {
+				continue
+			}
+			plan.cancelDelete = append(plan.cancelDelete, p)
+			need--
+		}
+		if len(plan.cancelDelete) > 0 {
+			return plan, nil
+		}
 	}
-	target := replicas + surge
-	switch diff := len(pods) - target; {
-	case diff > 0:
-		plan.scaleDown = chooseForDeletion(atOld, atUpdate, diff, len(atOld)-limits.partition)
-		plan.scaleDownWhy = fmt.Sprintf("scaling down to %d replicas", replicas)
-		if limits.maxSurge > 0 {
-			plan.scaleDownWhy = fmt.Sprintf("%d replicas and %d surge pods are enough", replicas, surge)
-			// Deleting surplus Pods must not leave fewer than replicas-maxUnavailable available.
-			readyBudget := max(limits.maxUnavailable+len(pods)-replicas-unavailable, 0)
-			var kept []*corev1.Pod
-			for _, p := range plan.scaleDown {
-				if availableForUpdate(cs, p, now) {
-					if readyBudget == 0 {
-						continue
-					}
-					readyBudget--
-				}
-				kept = append(kept, p)
-			}
-			plan.scaleDown = kept
-		}
-	case diff < 0:
-		n := -diff
-		if mu := cs.Spec.ScaleStrategy.MaxUnavailable; mu != nil {
-			limit, err := intstr.GetScaledValueFromIntOrPercent(mu, replicas, true)
-			if err != nil {
-				return plan, fmt.Errorf("scaleStrategy.maxUnavailable: %w", err)
-			}
-			notReady := 0
-			for _, p := range pods {
-				if !podReady(p) {
-					notReady++
-				}
-			}
-			n = max(min(n, limit-notReady), 0)
-		}
+
+	surge, surgeOld := surgeOf(l, n)
+	total, totalOld := len(pods), len(n.atOld)
+	if cs.Labels[scalingExcludePreparingDeleteLabel] == "true" {
+		total -= n.preDeleteUpdate + n.preDeleteOld
+		totalOld -= n.preDeleteOld
+	}
+	want, wantOld := l.replicas+surge, l.partition+surgeOld
+
+	// 2. Scale up.
+	if up := want - total; up > 0 {
+		plan.scaleUp = true
+		limit := min(up, max(scaleMaxUnavailable-n.unavailable, 0))
+		plan.scaleUpLimited = limit < up
 		if currentRevision != updateRevision {
-			plan.createCurrent = min(n, max(limits.partition-len(atOld), 0))
+			plan.createCurrent = min(limit, max(wantOld-totalOld, 0))
 		}
-		plan.createUpdate = n - plan.createCurrent
-		plan.createWhy = fmt.Sprintf("scaling up to %d replicas", replicas)
+		plan.createUpdate = limit - plan.createCurrent
+		plan.createWhy = fmt.Sprintf("scaling up to %d replicas", l.replicas)
 		if surge > 0 {
-			plan.createWhy = fmt.Sprintf("%d replicas and %d surge pods (updateStrategy.maxSurge) for the update", replicas, surge)
+			plan.createWhy = fmt.Sprintf("%d replicas and %d surge pods (updateStrategy.maxSurge) for the update", l.replicas, surge)
+		}
+		return plan, nil
+	}
+
+	// Ready Pods may be deleted while maxUnavailable, plus the Pods above spec.replicas, allows.
+	down := total - n.toDeleteUpdate - n.toDeleteOld - want
+	readyBudget := 0
+	if n.toDeleteUpdate+n.toDeleteOld > 0 || down > 0 {
+		readyBudget = max(l.maxUnavailable+len(pods)-l.replicas-n.unavailable, 0)
+	}
+	withinBudget := func(candidates []*corev1.Pod) []*corev1.Pod {
+		var out []*corev1.Pod
+		for _, p := range candidates {
+			if ready, _ := podAvailable(p, 0, now); ready {
+				if readyBudget == 0 {
+					continue
+				}
+				readyBudget--
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+
+	// 3. Pods the preDelete hook released.
+	hook := preDeleteHook(cs)
+	for _, p := range preDelete {
+		if !hooked(hook, p) {
+			plan.preDeleteReleased = append(plan.preDeleteReleased, p)
+		}
+	}
+	// 4. Pods asked to be deleted.
+	plan.specified = withinBudget(specified)
+	// 5. Surplus Pods, once no deletion asked for is pending.
+	if down > 0 && numToDelete == 0 {
+		oldExcess := max(totalOld-n.toDeleteOld-wantOld, 0)
+		plan.scaleDown = withinBudget(chooseForDeletion(n.atOld, n.atUpdate, down, oldExcess))
+		plan.scaleDownWhy = fmt.Sprintf("scaling down to %d replicas", l.replicas)
+		if l.maxSurge > 0 {
+			plan.scaleDownWhy = fmt.Sprintf("%d replicas and %d surge pods are enough", l.replicas, surge)
 		}
 	}
 	return plan, nil

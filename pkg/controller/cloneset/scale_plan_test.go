@@ -43,6 +43,7 @@ func TestPlanScale(t *testing.T) {
 		createCurrent int
 		createUpdate  int
 		scaleDown     []string
+		limited       bool
 	}{
 		{
 			name: "maxSurge creates surge pods at the update revision",
@@ -109,12 +110,48 @@ func TestPlanScale(t *testing.T) {
 			scaleDown: []string{"old-1", "old-2"},
 		},
 		{
-			name: "pods in PreparingDelete do not count",
+			name: "a pod in PreparingDelete still counts: no replacement until it is gone",
 			pods: func(cs *v1alpha1.CloneSet) []*corev1.Pod {
-				return append(podsAt(cs, "new", "r2", 4)[:3], podsAt(cs, "leaving", "r2", 1,
+				return append(podsAt(cs, "new", "r2", 4)[:3], podsAt(cs, "leaving", "r2", 1, withLabel(v1alpha1.SpecifiedDeleteKey, "true"),
+					withLabel(pub.LifecycleStateKey, string(pub.LifecycleStatePreparingDelete)))...)
+			},
+		},
+		{
+			name: "with the exclude label a pod in PreparingDelete is replaced at once",
+			change: func(cs *v1alpha1.CloneSet) {
+				cs.Labels = map[string]string{scalingExcludePreparingDeleteLabel: "true"}
+			},
+			pods: func(cs *v1alpha1.CloneSet) []*corev1.Pod {
+				return append(podsAt(cs, "new", "r2", 4)[:3], podsAt(cs, "leaving", "r2", 1, withLabel(v1alpha1.SpecifiedDeleteKey, "true"),
 					withLabel(pub.LifecycleStateKey, string(pub.LifecycleStatePreparingDelete)))...)
 			},
 			createUpdate: 1,
+		},
+		{
+			name: "scaleStrategy.maxUnavailable counts pods not yet available for minReadySeconds",
+			change: func(cs *v1alpha1.CloneSet) {
+				cs.Spec.Replicas = ptr.To[int32](5)
+				cs.Spec.MinReadySeconds = 10
+				cs.Spec.ScaleStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+			},
+			pods: func(cs *v1alpha1.CloneSet) []*corev1.Pod {
+				// Two pods ready for 5 s only: not available yet, so nothing more is created.
+				return podsAt(cs, "young", "r2", 2, notReady, ready(testNow.Add(-5*time.Second)))
+			},
+			limited: true,
+		},
+		{
+			name: "scaleStrategy.maxUnavailable: available pods leave room",
+			change: func(cs *v1alpha1.CloneSet) {
+				cs.Spec.Replicas = ptr.To[int32](5)
+				cs.Spec.MinReadySeconds = 10
+				cs.Spec.ScaleStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+			},
+			pods: func(cs *v1alpha1.CloneSet) []*corev1.Pod {
+				return append(podsAt(cs, "old", "r2", 2), podsAt(cs, "young", "r2", 1, notReady, ready(testNow.Add(-5*time.Second)))...)
+			},
+			createUpdate: 1,
+			limited:      true,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,6 +168,9 @@ func TestPlanScale(t *testing.T) {
 			}
 			if got := podNames(plan.scaleDown); !slices.Equal(got, tc.scaleDown) {
 				t.Errorf("scale down %v, want %v", got, tc.scaleDown)
+			}
+			if plan.scaleUpLimited != tc.limited {
+				t.Errorf("scale-up limited %v, want %v", plan.scaleUpLimited, tc.limited)
 			}
 		})
 	}
@@ -177,5 +217,92 @@ func TestScatter(t *testing.T) {
 	scatter(one, pub.UpdateScatterStrategy{{Key: "zone", Value: "a"}})
 	if one[2].Name != "x-2" {
 		t.Errorf("a single matching pod moved: %v", podNames(one))
+	}
+}
+
+// OpenKruise's order for deletions: a Pod left in PreparingDelete by a scale-in comes back when
+// spec.replicas needs it; ready Pods asked for go within maxUnavailable (a PreparingDelete Pod
+// uses it up); while any deletion is pending, surplus Pods stay.
+func TestPlanScaleDeletions(t *testing.T) {
+	preDelete := withLabel(pub.LifecycleStateKey, string(pub.LifecycleStatePreparingDelete))
+	specified := withLabel(v1alpha1.SpecifiedDeleteKey, "true")
+	for _, tc := range []struct {
+		name                         string
+		replicas                     int32
+		pods                         func(cs *v1alpha1.CloneSet) []*corev1.Pod
+		cancel, specified, scaleDown []string
+	}{
+		{
+			name:     "scale-in cancelled",
+			replicas: 3,
+			pods: func(cs *v1alpha1.CloneSet) []*corev1.Pod {
+				return append(podsAt(cs, "a", "r2", 2), podsAt(cs, "leaving", "r2", 1, preDelete)...)
+			},
+			cancel: []string{"leaving-0"},
+		},
+		{
+			name:     "a pod asked for is never taken back",
+			replicas: 3,
+			pods: func(cs *v1alpha1.CloneSet) []*corev1.Pod {
+				return append(podsAt(cs, "a", "r2", 2), podsAt(cs, "leaving", "r2", 1, preDelete, specified)...)
+			},
+		},
+		{
+			name:     "a ready pod asked for waits while a PreparingDelete pod uses maxUnavailable",
+			replicas: 3,
+			pods: func(cs *v1alpha1.CloneSet) []*corev1.Pod {
+				// maxUnavailable 20% of 3 rounds up to 1: the held pod uses it.
+				return slices.Concat(podsAt(cs, "held", "r2", 1, preDelete, specified), podsAt(cs, "b", "r2", 1, specified), podsAt(cs, "c", "r2", 1))
+			},
+		},
+		{
+			name:     "a pod asked for that is not ready goes at once",
+			replicas: 3,
+			pods: func(cs *v1alpha1.CloneSet) []*corev1.Pod {
+				return slices.Concat(podsAt(cs, "held", "r2", 1, preDelete, specified),
+					podsAt(cs, "b", "r2", 1, specified, func(p *corev1.Pod) { p.Status.Conditions = nil }), podsAt(cs, "c", "r2", 1))
+			},
+			specified: []string{"b-0"},
+		},
+		{
+			name:     "surplus waits for a pending deletion",
+			replicas: 1,
+			pods: func(cs *v1alpha1.CloneSet) []*corev1.Pod {
+				return slices.Concat(podsAt(cs, "held", "r2", 1, preDelete, specified), podsAt(cs, "b", "r2", 2))
+			},
+		},
+		{
+			name:      "surplus goes when nothing is pending",
+			replicas:  1,
+			pods:      func(cs *v1alpha1.CloneSet) []*corev1.Pod { return podsAt(cs, "b", "r2", 3) },
+			scaleDown: []string{"b-1", "b-2"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := newCloneSet(tc.replicas)
+			cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}}}
+			pods := tc.pods(cs)
+			for _, p := range pods {
+				if lifecycleState(p) == pub.LifecycleStatePreparingDelete {
+					p.Labels["hold"] = "true"
+				}
+			}
+			plan, err := planScale(cs, pods, "r2", "r2", testNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan.scaleUp {
+				t.Errorf("scale up %d", plan.createUpdate)
+			}
+			for what, got := range map[string][2][]string{
+				"cancelled":  {podNames(plan.cancelDelete), tc.cancel},
+				"specified":  {podNames(plan.specified), tc.specified},
+				"scale down": {podNames(plan.scaleDown), tc.scaleDown},
+			} {
+				if !slices.Equal(got[0], got[1]) {
+					t.Errorf("%s %v, want %v", what, got[0], got[1])
+				}
+			}
+		})
 	}
 }

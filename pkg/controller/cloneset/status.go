@@ -104,7 +104,9 @@ func calculateStatus(cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsRe
 		if left > 0 && (wait == 0 || left < wait) {
 			wait = left
 		}
-		updated := podUpdated(pod, revs.update.Name)
+		// As OpenKruise counts: by the revision label, which pods/inplaceupdate writes when an
+		// update begins; such a Pod is not ready (InPlaceUpdateReady False) until it is done.
+		updated := pod.Labels[appsv1.ControllerRevisionHashLabelKey] == revs.update.Name
 		if ready {
 			st.ReadyReplicas++
 		}
@@ -125,8 +127,9 @@ func calculateStatus(cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsRe
 	st.ExpectedUpdatedReplicas = max(replicas-partition(cs), 0)
 	st.UpdateRevision = revs.update.Name
 	st.CurrentRevision = revs.current.Name
-	if st.UpdatedReplicas == st.Replicas && st.Replicas == replicas && st.UpdatedReadyReplicas == replicas {
-		// Every Pod is at the update revision and ready: it is the current one now.
+	if st.UpdatedReplicas == st.Replicas && st.Replicas == replicas {
+		// Every Pod is at the update revision (ready or not, as in OpenKruise): it is the current
+		// one now.
 		st.CurrentRevision = revs.update.Name
 	}
 	st.CollisionCount = ptr.To(revs.collisionCount)

@@ -397,14 +397,18 @@ func TestStatusInPlaceUpdate(t *testing.T) {
 	for _, p := range r.pods {
 		p.Labels[appsv1.ControllerRevisionHashLabelKey] = r.new.Name
 	}
-	// web-1 is still being updated: it does not count as updated.
+	// web-1 is still being updated (InPlaceUpdateReady False): it counts as updated, as in
+	// OpenKruise (by its revision label), not as ready; every Pod carries the update revision, so
+	// it is the current one.
 	r.pods[1].Annotations = map[string]string{pub.InPlaceUpdateStateKey: fmt.Sprintf(`{"revision":%q,"updateTimestamp":"2026-01-02T03:00:00Z"}`, r.new.Name)}
+	r.pods[1].Status.Conditions = append(r.pods[1].Status.Conditions, corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse})
 	f := r.fixture(t)
 	f.sync(t)
 	st := lastStatus(t, f)
-	if st.UpdatedReplicas != 1 || st.UpdatedReadyReplicas != 1 || st.CurrentRevision != r.old.Name || st.UpdateRevision != r.new.Name {
-		t.Errorf("status %+v: want 1 updated, current revision still %s", st, r.old.Name)
+	if st.UpdatedReplicas != 2 || st.UpdatedReadyReplicas != 1 || st.ReadyReplicas != 1 || st.CurrentRevision != r.new.Name || st.UpdateRevision != r.new.Name {
+		t.Errorf("status %+v: want 2 updated, 1 ready, current revision %s", st, r.new.Name)
 	}
+	r.pods[1].Status.Conditions = r.pods[1].Status.Conditions[:len(r.pods[1].Status.Conditions)-1]
 	// Completed: every Pod updated and ready, the update revision becomes the current one.
 	r.pods[1].Annotations[pub.InPlaceUpdateStateKey] = fmt.Sprintf(`{"revision":%q,"updateTimestamp":"2026-01-02T03:00:00Z","completedTimestamp":"2026-01-02T03:01:00Z"}`, r.new.Name)
 	f = r.fixture(t)
