@@ -87,9 +87,65 @@ type SidecarContainer struct {
 	// ShareVolumePolicy mounts the app containers' volumes into the sidecar when enabled.
 	// +optional
 	ShareVolumePolicy ShareVolumePolicy `json:"shareVolumePolicy,omitempty"`
+	// ShareVolumeDevicePolicy gives the sidecar the app containers' volumeDevices when enabled
+	// (OpenKruise v1.9). A pointer, as in OpenKruise, so that leaving it out keeps the
+	// kruise.io/sidecarset-hash of existing SidecarSets. Stored only: inplace does not act on it.
+	// +optional
+	ShareVolumeDevicePolicy *ShareVolumePolicy `json:"shareVolumeDevicePolicy,omitempty"`
 	// TransferEnv copies env vars from app containers into the sidecar.
 	// +optional
 	TransferEnv []TransferEnvVar `json:"transferEnv,omitempty"`
+	// ResourcesPolicy computes the sidecar's resources from those of the Pod's containers when
+	// the Pod is created (OpenKruise v1.9). Stored only: inplace does not act on it.
+	// +optional
+	ResourcesPolicy *ResourcesPolicy `json:"resourcesPolicy,omitempty"`
+}
+
+// ResourcesPolicy computes a sidecar's resources from those of the Pod's target containers.
+type ResourcesPolicy struct {
+	// TargetContainersMode is how the target containers' resources are aggregated: sum or max.
+	TargetContainersMode TargetContainersModeType `json:"targetContainersMode"`
+	// TargetContainersNameRegex selects the target containers by name. Defaults to ".*".
+	// +optional
+	TargetContainersNameRegex string `json:"targetContainersNameRegex,omitempty"`
+	// ResourcesExpr are the expressions that compute the sidecar's resources.
+	ResourcesExpr ResourcesExpr `json:"resourcesExpr"`
+}
+
+// TargetContainersModeType is how the target containers' resources are aggregated.
+type TargetContainersModeType string
+
+const (
+	// TargetContainersModeSum adds up the target containers' resources.
+	TargetContainersModeSum TargetContainersModeType = "sum"
+	// TargetContainersModeMax takes the largest of the target containers' resources.
+	TargetContainersModeMax TargetContainersModeType = "max"
+)
+
+// ResourcesExpr are the expressions that compute a sidecar's limits and requests.
+type ResourcesExpr struct {
+	// +optional
+	Limits *ResourceExprLimits `json:"limits,omitempty"`
+	// +optional
+	Requests *ResourceExprRequests `json:"requests,omitempty"`
+}
+
+// ResourceExprLimits are the expressions of a sidecar's limits, over the variables cpu and
+// memory (the aggregated limits of the target containers).
+type ResourceExprLimits struct {
+	// +optional
+	CPU string `json:"cpu,omitempty"`
+	// +optional
+	Memory string `json:"memory,omitempty"`
+}
+
+// ResourceExprRequests are the expressions of a sidecar's requests, over the variables cpu and
+// memory (the aggregated requests of the target containers).
+type ResourceExprRequests struct {
+	// +optional
+	CPU string `json:"cpu,omitempty"`
+	// +optional
+	Memory string `json:"memory,omitempty"`
 }
 
 // ShareVolumePolicy says whether the sidecar mounts the app containers' volumes.

@@ -90,7 +90,8 @@ func partition(cs *v1alpha1.CloneSet) int32 {
 }
 
 // calculateStatus computes the CloneSet's status from its active Pods and revisions. It also says
-// when the next ready Pod becomes available (0 when none waits), for the caller to look again.
+// when the caller should look again (0 when nothing waits): when the next ready Pod becomes
+// available or the progress deadline passes, whichever comes first.
 func calculateStatus(cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsResult, now time.Time) (*v1alpha1.CloneSetStatus, time.Duration) {
 	st := cs.Status.DeepCopy()
 	st.ObservedGeneration = cs.Generation
@@ -134,6 +135,10 @@ func calculateStatus(cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsRe
 	}
 	st.CollisionCount = ptr.To(revs.collisionCount)
 	st.LabelSelector = metav1.FormatLabelSelector(cs.Spec.Selector)
+	// Last: the Progressing condition reads the counters and revisions above.
+	if d := setProgressingCondition(cs, st, now); d > 0 && (wait == 0 || d < wait) {
+		wait = d
+	}
 	return st, wait
 }
 

@@ -84,7 +84,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		}
 	}
 
-	status, available := calculateStatus(cs, active, revs, c.now())
+	status, wait := calculateStatus(cs, active, revs, c.now())
 	if scaleErr != nil {
 		setCondition(status, v1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, "ScaleFailed", scaleErr.Error(), c.now())
 	} else if cs.DeletionTimestamp == nil {
@@ -106,8 +106,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if upd != nil && upd.err != nil {
 		return 0, upd.err
 	}
-	if available > 0 && (requeue == 0 || available < requeue) {
-		requeue = available
+	// A Pod becoming available, or the progress deadline passing, is not an event.
+	if wait > 0 && (requeue == 0 || wait < requeue) {
+		requeue = wait
 	}
 	return requeue, nil
 }

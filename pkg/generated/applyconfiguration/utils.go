@@ -60,6 +60,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.ContainerRecreateRequestStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ProbeHandler"):
 		return &appsv1alpha1.ProbeHandlerApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceExprLimits"):
+		return &appsv1alpha1.ResourceExprLimitsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceExprRequests"):
+		return &appsv1alpha1.ResourceExprRequestsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourcesExpr"):
+		return &appsv1alpha1.ResourcesExprApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourcesPolicy"):
+		return &appsv1alpha1.ResourcesPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ShareVolumePolicy"):
 		return &appsv1alpha1.ShareVolumePolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SidecarContainer"):

@@ -74,6 +74,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.InPlaceUpdateStatus{}.OpenAPIModelName():                            schema_pkg_apis_apps_v1alpha1_InPlaceUpdateStatus(ref),
 		v1alpha1.Pod{}.OpenAPIModelName():                                            schema_pkg_apis_apps_v1alpha1_Pod(ref),
 		v1alpha1.ProbeHandler{}.OpenAPIModelName():                                   schema_pkg_apis_apps_v1alpha1_ProbeHandler(ref),
+		v1alpha1.ResourceExprLimits{}.OpenAPIModelName():                             schema_pkg_apis_apps_v1alpha1_ResourceExprLimits(ref),
+		v1alpha1.ResourceExprRequests{}.OpenAPIModelName():                           schema_pkg_apis_apps_v1alpha1_ResourceExprRequests(ref),
+		v1alpha1.ResourcesExpr{}.OpenAPIModelName():                                  schema_pkg_apis_apps_v1alpha1_ResourcesExpr(ref),
+		v1alpha1.ResourcesPolicy{}.OpenAPIModelName():                                schema_pkg_apis_apps_v1alpha1_ResourcesPolicy(ref),
 		v1alpha1.ShareVolumePolicy{}.OpenAPIModelName():                              schema_pkg_apis_apps_v1alpha1_ShareVolumePolicy(ref),
 		v1alpha1.SidecarContainer{}.OpenAPIModelName():                               schema_pkg_apis_apps_v1alpha1_SidecarContainer(ref),
 		v1alpha1.SidecarContainerUpgradeStrategy{}.OpenAPIModelName():                schema_pkg_apis_apps_v1alpha1_SidecarContainerUpgradeStrategy(ref),
@@ -1020,9 +1024,16 @@ func schema_pkg_apis_apps_v1alpha1_CloneSetCondition(ref common.ReferenceCallbac
 							Format:  "",
 						},
 					},
+					"lastUpdateTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastUpdateTime is when the condition last changed status or reason. As in OpenKruise, only the Progressing condition sets it.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
 					"lastTransitionTime": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(metav1.Time{}.OpenAPIModelName()),
+							Description: "LastTransitionTime is when the condition last changed status.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
 						},
 					},
 					"reason": {
@@ -1208,6 +1219,13 @@ func schema_pkg_apis_apps_v1alpha1_CloneSetSpec(ref common.ReferenceCallback) co
 						SchemaProps: spec.SchemaProps{
 							Description: "Lifecycle defines the hooks honoured around Pod deletion and in-place update.",
 							Ref:         ref(pub.Lifecycle{}.OpenAPIModelName()),
+						},
+					},
+					"progressDeadlineSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ProgressDeadlineSeconds is how long, in seconds, the CloneSet may take to become available (or paused, or done up to its partition) before its Progressing condition turns False with reason ProgressDeadlineExceeded, counted from the moment that condition last changed reason. Unset (the default) or math.MaxInt32 means no deadline and no Progressing condition.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 				},
@@ -2150,6 +2168,119 @@ func schema_pkg_apis_apps_v1alpha1_ProbeHandler(ref common.ReferenceCallback) co
 	}
 }
 
+func schema_pkg_apis_apps_v1alpha1_ResourceExprLimits(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ResourceExprLimits are the expressions of a sidecar's limits, over the variables cpu and memory (the aggregated limits of the target containers).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cpu": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"memory": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1alpha1_ResourceExprRequests(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ResourceExprRequests are the expressions of a sidecar's requests, over the variables cpu and memory (the aggregated requests of the target containers).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cpu": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"memory": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1alpha1_ResourcesExpr(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ResourcesExpr are the expressions that compute a sidecar's limits and requests.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"limits": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(v1alpha1.ResourceExprLimits{}.OpenAPIModelName()),
+						},
+					},
+					"requests": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(v1alpha1.ResourceExprRequests{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ResourceExprLimits{}.OpenAPIModelName(), v1alpha1.ResourceExprRequests{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1alpha1_ResourcesPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ResourcesPolicy computes a sidecar's resources from those of the Pod's target containers.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"targetContainersMode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetContainersMode is how the target containers' resources are aggregated: sum or max.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"targetContainersNameRegex": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetContainersNameRegex selects the target containers by name. Defaults to \".*\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"resourcesExpr": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ResourcesExpr are the expressions that compute the sidecar's resources.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ResourcesExpr{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"targetContainersMode", "resourcesExpr"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ResourcesExpr{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_apps_v1alpha1_ShareVolumePolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2493,6 +2624,12 @@ func schema_pkg_apis_apps_v1alpha1_SidecarContainer(ref common.ReferenceCallback
 							Ref:         ref(v1alpha1.ShareVolumePolicy{}.OpenAPIModelName()),
 						},
 					},
+					"shareVolumeDevicePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ShareVolumeDevicePolicy gives the sidecar the app containers' volumeDevices when enabled (OpenKruise v1.9). A pointer, as in OpenKruise, so that leaving it out keeps the kruise.io/sidecarset-hash of existing SidecarSets. Stored only: inplace does not act on it.",
+							Ref:         ref(v1alpha1.ShareVolumePolicy{}.OpenAPIModelName()),
+						},
+					},
 					"transferEnv": {
 						SchemaProps: spec.SchemaProps{
 							Description: "TransferEnv copies env vars from app containers into the sidecar.",
@@ -2506,12 +2643,18 @@ func schema_pkg_apis_apps_v1alpha1_SidecarContainer(ref common.ReferenceCallback
 							},
 						},
 					},
+					"resourcesPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ResourcesPolicy computes the sidecar's resources from those of the Pod's containers when the Pod is created (OpenKruise v1.9). Stored only: inplace does not act on it.",
+							Ref:         ref(v1alpha1.ResourcesPolicy{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"name"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ShareVolumePolicy{}.OpenAPIModelName(), v1alpha1.SidecarContainerUpgradeStrategy{}.OpenAPIModelName(), v1alpha1.TransferEnvVar{}.OpenAPIModelName(), corev1.ContainerPort{}.OpenAPIModelName(), corev1.ContainerResizePolicy{}.OpenAPIModelName(), corev1.ContainerRestartRule{}.OpenAPIModelName(), corev1.EnvFromSource{}.OpenAPIModelName(), corev1.EnvVar{}.OpenAPIModelName(), corev1.Lifecycle{}.OpenAPIModelName(), corev1.Probe{}.OpenAPIModelName(), corev1.ResourceRequirements{}.OpenAPIModelName(), corev1.SecurityContext{}.OpenAPIModelName(), corev1.VolumeDevice{}.OpenAPIModelName(), corev1.VolumeMount{}.OpenAPIModelName()},
+			v1alpha1.ResourcesPolicy{}.OpenAPIModelName(), v1alpha1.ShareVolumePolicy{}.OpenAPIModelName(), v1alpha1.SidecarContainerUpgradeStrategy{}.OpenAPIModelName(), v1alpha1.TransferEnvVar{}.OpenAPIModelName(), corev1.ContainerPort{}.OpenAPIModelName(), corev1.ContainerResizePolicy{}.OpenAPIModelName(), corev1.ContainerRestartRule{}.OpenAPIModelName(), corev1.EnvFromSource{}.OpenAPIModelName(), corev1.EnvVar{}.OpenAPIModelName(), corev1.Lifecycle{}.OpenAPIModelName(), corev1.Probe{}.OpenAPIModelName(), corev1.ResourceRequirements{}.OpenAPIModelName(), corev1.SecurityContext{}.OpenAPIModelName(), corev1.VolumeDevice{}.OpenAPIModelName(), corev1.VolumeMount{}.OpenAPIModelName()},
 	}
 }
 

@@ -46,6 +46,12 @@ type CloneSetSpec struct {
 	// Lifecycle defines the hooks honoured around Pod deletion and in-place update.
 	// +optional
 	Lifecycle *pub.Lifecycle `json:"lifecycle,omitempty"`
+	// ProgressDeadlineSeconds is how long, in seconds, the CloneSet may take to become available
+	// (or paused, or done up to its partition) before its Progressing condition turns False with
+	// reason ProgressDeadlineExceeded, counted from the moment that condition last changed reason.
+	// Unset (the default) or math.MaxInt32 means no deadline and no Progressing condition.
+	// +optional
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 }
 
 // CloneSetScaleStrategy says how Pods are created and deleted when scaling.
@@ -144,12 +150,38 @@ const (
 	CloneSetConditionFailedScale CloneSetConditionType = "FailedScale"
 	// CloneSetConditionFailedUpdate is True when Pods could not be updated.
 	CloneSetConditionFailedUpdate CloneSetConditionType = "FailedUpdate"
+	// CloneSetConditionTypeProgressing tracks spec.progressDeadlineSeconds; it is present only
+	// while a deadline is set.
+	CloneSetConditionTypeProgressing CloneSetConditionType = "Progressing"
+)
+
+// CloneSetConditionReason is a reason of the Progressing condition.
+type CloneSetConditionReason string
+
+const (
+	// CloneSetProgressDeadlineExceeded (status False): the CloneSet did not become available,
+	// paused or partition-available within progressDeadlineSeconds.
+	CloneSetProgressDeadlineExceeded CloneSetConditionReason = "ProgressDeadlineExceeded"
+	// CloneSetProgressPaused (status True): updateStrategy.paused is set.
+	CloneSetProgressPaused CloneSetConditionReason = "CloneSetPaused"
+	// CloneSetProgressUpdated (status True): the CloneSet is progressing and the deadline runs.
+	CloneSetProgressUpdated CloneSetConditionReason = "CloneSetUpdated"
+	// CloneSetProgressPartitionAvailable (status True): the Pods the partition lets update are
+	// updated and available.
+	CloneSetProgressPartitionAvailable CloneSetConditionReason = "ProgressPartitionAvailable"
+	// CloneSetAvailable (status True): every replica is updated and available.
+	CloneSetAvailable CloneSetConditionReason = "CloneSetAvailable"
 )
 
 // CloneSetCondition is one observation of a CloneSet's state.
 type CloneSetCondition struct {
 	Type   CloneSetConditionType  `json:"type"`
 	Status corev1.ConditionStatus `json:"status"`
+	// LastUpdateTime is when the condition last changed status or reason. As in OpenKruise, only
+	// the Progressing condition sets it.
+	// +optional
+	LastUpdateTime metav1.Time `json:"lastUpdateTime,omitempty"`
+	// LastTransitionTime is when the condition last changed status.
 	// +optional
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
 	// +optional

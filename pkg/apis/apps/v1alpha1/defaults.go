@@ -106,6 +106,10 @@ func setDefaultsSidecarContainer(c *SidecarContainer, policy PodInjectPolicyType
 	if c.ShareVolumePolicy.Type == "" {
 		c.ShareVolumePolicy.Type = ShareVolumePolicyDisabled
 	}
+	// A schema default of OpenKruise's CRD, so it is in the stored object, and in the hash.
+	if p := c.ResourcesPolicy; p != nil && p.TargetContainersNameRegex == "" {
+		p.TargetContainersNameRegex = DefaultTargetContainersNameRegex
+	}
 	for i := range c.TransferEnv {
 		if from := c.TransferEnv[i].SourceContainerNameFrom; from != nil {
 			setDefaultsFieldSelector(from.FieldRef)

@@ -296,6 +296,38 @@ func TestSidecarSetDefaultsKeepExplicitValues(t *testing.T) {
 	}
 }
 
+// OpenKruise's CRD defaults resourcesPolicy.targetContainersNameRegex to ".*"; shareVolumeDevicePolicy
+// stays unset (a pointer, so that the hash of existing SidecarSets does not change).
+func TestSidecarSetResourcesPolicyDefaults(t *testing.T) {
+	policy := func(regex string) *v1alpha1.ResourcesPolicy {
+		return &v1alpha1.ResourcesPolicy{TargetContainersMode: v1alpha1.TargetContainersModeSum, TargetContainersNameRegex: regex,
+			ResourcesExpr: v1alpha1.ResourcesExpr{Requests: &v1alpha1.ResourceExprRequests{CPU: "cpu*0.1"}}}
+	}
+	s := &v1alpha1.SidecarSet{Spec: v1alpha1.SidecarSetSpec{
+		Containers: []v1alpha1.SidecarContainer{
+			{Container: corev1.Container{Name: "none", Image: "agent:v1"}},
+			{Container: corev1.Container{Name: "empty", Image: "agent:v1"}, ResourcesPolicy: policy("")},
+			{Container: corev1.Container{Name: "set", Image: "agent:v1"}, ResourcesPolicy: policy("^app$")},
+		},
+	}}
+	applyDefaults(t, s)
+	c := s.Spec.Containers
+	if c[0].ResourcesPolicy != nil || c[0].ShareVolumeDevicePolicy != nil {
+		t.Errorf("container without policies got resourcesPolicy %+v, shareVolumeDevicePolicy %+v", c[0].ResourcesPolicy, c[0].ShareVolumeDevicePolicy)
+	}
+	check(t, "empty targetContainersNameRegex", c[1].ResourcesPolicy.TargetContainersNameRegex, ".*")
+	check(t, "explicit targetContainersNameRegex", c[2].ResourcesPolicy.TargetContainersNameRegex, "^app$")
+}
+
+// progressDeadlineSeconds has no default in OpenKruise: unset means no deadline.
+func TestCloneSetProgressDeadlineNotDefaulted(t *testing.T) {
+	cs := minimalCloneSet()
+	applyDefaults(t, cs)
+	if cs.Spec.ProgressDeadlineSeconds != nil {
+		t.Errorf("progressDeadlineSeconds = %d, want unset", *cs.Spec.ProgressDeadlineSeconds)
+	}
+}
+
 func TestContainerRecreateRequestDefaults(t *testing.T) {
 	crr := &v1alpha1.ContainerRecreateRequest{Spec: v1alpha1.ContainerRecreateRequestSpec{
 		PodName:    "web-1",

@@ -8,6 +8,7 @@ package validation
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -104,7 +105,23 @@ func validateCloneSetSpec(spec *apps.CloneSetSpec, fldPath *field.Path) field.Er
 	allErrs = append(allErrs, validateCloneSetUpdateStrategy(&spec.UpdateStrategy, replicas, fldPath.Child("updateStrategy"))...)
 	allErrs = append(allErrs, validateOptionalNonNegative(spec.RevisionHistoryLimit, fldPath.Child("revisionHistoryLimit"))...)
 	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(spec.MinReadySeconds), fldPath.Child("minReadySeconds"))...)
-	return append(allErrs, validateLifecycle(spec.Lifecycle, fldPath.Child("lifecycle"))...)
+	allErrs = append(allErrs, validateLifecycle(spec.Lifecycle, fldPath.Child("lifecycle"))...)
+	return append(allErrs, validateProgressDeadline(spec, fldPath.Child("progressDeadlineSeconds"))...)
+}
+
+// validateProgressDeadline checks progressDeadlineSeconds as OpenKruise does: not negative and,
+// unless it is math.MaxInt32 (which means no deadline), greater than minReadySeconds, as no Pod
+// can become available, and so the CloneSet either, before minReadySeconds have passed.
+func validateProgressDeadline(spec *apps.CloneSetSpec, fldPath *field.Path) field.ErrorList {
+	pds := spec.ProgressDeadlineSeconds
+	if pds == nil {
+		return nil
+	}
+	allErrs := apivalidation.ValidateNonnegativeField(int64(*pds), fldPath)
+	if *pds != math.MaxInt32 && *pds <= spec.MinReadySeconds {
+		allErrs = append(allErrs, field.Invalid(fldPath, *pds, "must be greater than minReadySeconds"))
+	}
+	return allErrs
 }
 
 // validateSelectorMatchesTemplate checks a workload selector: required, valid, not empty, and

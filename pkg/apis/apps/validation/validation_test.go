@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -254,6 +255,55 @@ func TestValidateCloneSetUpdate(t *testing.T) {
 			tc.mutate(cs)
 			expectErrors(t, ValidateCloneSetUpdate(cs, validCloneSet()), tc.want...)
 		})
+	}
+}
+
+// progressDeadlineSeconds, as OpenKruise's webhook checks it on create and on update: optional,
+// not negative, and greater than minReadySeconds unless it is math.MaxInt32 (no deadline).
+func TestValidateCloneSetProgressDeadline(t *testing.T) {
+	pds := "spec.progressDeadlineSeconds"
+	cases := []struct {
+		name            string
+		deadline        *int32
+		minReadySeconds int32
+		want            []want
+	}{
+		{"unset", nil, 5, nil},
+		{"greater than minReadySeconds", ptr.To[int32](6), 5, nil},
+		{"equal to minReadySeconds", ptr.To[int32](5), 5, []want{invalid(pds)}},
+		{"less than minReadySeconds", ptr.To[int32](1), 5, []want{invalid(pds)}},
+		{"zero", ptr.To[int32](0), 0, []want{invalid(pds)}},
+		{"one with minReadySeconds zero", ptr.To[int32](1), 0, nil},
+		{"negative", ptr.To[int32](-1), 0, []want{invalid(pds), invalid(pds)}},
+		{"MaxInt32", ptr.To[int32](math.MaxInt32), 5, nil},
+		{"MaxInt32 with minReadySeconds MaxInt32", ptr.To[int32](math.MaxInt32), math.MaxInt32, nil},
+		{"below MaxInt32 with minReadySeconds MaxInt32", ptr.To[int32](math.MaxInt32 - 1), math.MaxInt32, []want{invalid(pds)}},
+	}
+	for _, tc := range cases {
+		mutate := func(cs *apps.CloneSet) {
+			cs.Spec.ProgressDeadlineSeconds = tc.deadline
+			cs.Spec.MinReadySeconds = tc.minReadySeconds
+		}
+		t.Run("create/"+tc.name, func(t *testing.T) {
+			cs := validCloneSet()
+			mutate(cs)
+			expectErrors(t, ValidateCloneSet(cs), tc.want...)
+		})
+		t.Run("update/"+tc.name, func(t *testing.T) {
+			cs := validCloneSet()
+			mutate(cs)
+			expectErrors(t, ValidateCloneSetUpdate(cs, validCloneSet()), tc.want...)
+		})
+	}
+}
+
+// The error says what the rule is, in OpenKruise's words.
+func TestValidateCloneSetProgressDeadlineMessage(t *testing.T) {
+	cs := validCloneSet()
+	cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](5)
+	errs := ValidateCloneSet(cs)
+	if len(errs) != 1 || errs[0].Detail != "must be greater than minReadySeconds" || errs[0].BadValue != int32(5) {
+		t.Errorf("got %v, want one Invalid error of value 5 saying \"must be greater than minReadySeconds\"", errs)
 	}
 }
 

@@ -29,11 +29,15 @@ import (
 //
 // CloneSetCondition is one observation of a CloneSet's state.
 type CloneSetConditionApplyConfiguration struct {
-	Type               *appsv1alpha1.CloneSetConditionType `json:"type,omitempty"`
-	Status             *v1.ConditionStatus                 `json:"status,omitempty"`
-	LastTransitionTime *metav1.Time                        `json:"lastTransitionTime,omitempty"`
-	Reason             *string                             `json:"reason,omitempty"`
-	Message            *string                             `json:"message,omitempty"`
+	Type   *appsv1alpha1.CloneSetConditionType `json:"type,omitempty"`
+	Status *v1.ConditionStatus                 `json:"status,omitempty"`
+	// LastUpdateTime is when the condition last changed status or reason. As in OpenKruise, only
+	// the Progressing condition sets it.
+	LastUpdateTime *metav1.Time `json:"lastUpdateTime,omitempty"`
+	// LastTransitionTime is when the condition last changed status.
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+	Reason             *string      `json:"reason,omitempty"`
+	Message            *string      `json:"message,omitempty"`
 }
 
 // CloneSetConditionApplyConfiguration constructs a declarative configuration of the CloneSetCondition type for use with
@@ -55,6 +59,14 @@ func (b *CloneSetConditionApplyConfiguration) WithType(value appsv1alpha1.CloneS
 // If called multiple times, the Status field is set to the value of the last call.
 func (b *CloneSetConditionApplyConfiguration) WithStatus(value v1.ConditionStatus) *CloneSetConditionApplyConfiguration {
 	b.Status = &value
+	return b
+}
+
+// WithLastUpdateTime sets the LastUpdateTime field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastUpdateTime field is set to the value of the last call.
+func (b *CloneSetConditionApplyConfiguration) WithLastUpdateTime(value metav1.Time) *CloneSetConditionApplyConfiguration {
+	b.LastUpdateTime = &value
 	return b
 }
 

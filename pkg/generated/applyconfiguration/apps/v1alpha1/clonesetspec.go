@@ -49,6 +49,11 @@ type CloneSetSpecApplyConfiguration struct {
 	MinReadySeconds *int32 `json:"minReadySeconds,omitempty"`
 	// Lifecycle defines the hooks honoured around Pod deletion and in-place update.
 	Lifecycle *pub.Lifecycle `json:"lifecycle,omitempty"`
+	// ProgressDeadlineSeconds is how long, in seconds, the CloneSet may take to become available
+	// (or paused, or done up to its partition) before its Progressing condition turns False with
+	// reason ProgressDeadlineExceeded, counted from the moment that condition last changed reason.
+	// Unset (the default) or math.MaxInt32 means no deadline and no Progressing condition.
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 }
 
 // CloneSetSpecApplyConfiguration constructs a declarative configuration of the CloneSetSpec type for use with
@@ -131,5 +136,13 @@ func (b *CloneSetSpecApplyConfiguration) WithMinReadySeconds(value int32) *Clone
 // If called multiple times, the Lifecycle field is set to the value of the last call.
 func (b *CloneSetSpecApplyConfiguration) WithLifecycle(value pub.Lifecycle) *CloneSetSpecApplyConfiguration {
 	b.Lifecycle = &value
+	return b
+}
+
+// WithProgressDeadlineSeconds sets the ProgressDeadlineSeconds field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ProgressDeadlineSeconds field is set to the value of the last call.
+func (b *CloneSetSpecApplyConfiguration) WithProgressDeadlineSeconds(value int32) *CloneSetSpecApplyConfiguration {
+	b.ProgressDeadlineSeconds = &value
 	return b
 }

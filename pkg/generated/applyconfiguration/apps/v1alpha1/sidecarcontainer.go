@@ -36,8 +36,15 @@ type SidecarContainerApplyConfiguration struct {
 	UpgradeStrategy *SidecarContainerUpgradeStrategyApplyConfiguration `json:"upgradeStrategy,omitempty"`
 	// ShareVolumePolicy mounts the app containers' volumes into the sidecar when enabled.
 	ShareVolumePolicy *ShareVolumePolicyApplyConfiguration `json:"shareVolumePolicy,omitempty"`
+	// ShareVolumeDevicePolicy gives the sidecar the app containers' volumeDevices when enabled
+	// (OpenKruise v1.9). A pointer, as in OpenKruise, so that leaving it out keeps the
+	// kruise.io/sidecarset-hash of existing SidecarSets. Stored only: inplace does not act on it.
+	ShareVolumeDevicePolicy *ShareVolumePolicyApplyConfiguration `json:"shareVolumeDevicePolicy,omitempty"`
 	// TransferEnv copies env vars from app containers into the sidecar.
 	TransferEnv []TransferEnvVarApplyConfiguration `json:"transferEnv,omitempty"`
+	// ResourcesPolicy computes the sidecar's resources from those of the Pod's containers when
+	// the Pod is created (OpenKruise v1.9). Stored only: inplace does not act on it.
+	ResourcesPolicy *ResourcesPolicyApplyConfiguration `json:"resourcesPolicy,omitempty"`
 }
 
 // SidecarContainerApplyConfiguration constructs a declarative configuration of the SidecarContainer type for use with
@@ -309,6 +316,14 @@ func (b *SidecarContainerApplyConfiguration) WithShareVolumePolicy(value *ShareV
 	return b
 }
 
+// WithShareVolumeDevicePolicy sets the ShareVolumeDevicePolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ShareVolumeDevicePolicy field is set to the value of the last call.
+func (b *SidecarContainerApplyConfiguration) WithShareVolumeDevicePolicy(value *ShareVolumePolicyApplyConfiguration) *SidecarContainerApplyConfiguration {
+	b.ShareVolumeDevicePolicy = value
+	return b
+}
+
 // WithTransferEnv adds the given value to the TransferEnv field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the TransferEnv field.
@@ -319,5 +334,13 @@ func (b *SidecarContainerApplyConfiguration) WithTransferEnv(values ...*Transfer
 		}
 		b.TransferEnv = append(b.TransferEnv, *values[i])
 	}
+	return b
+}
+
+// WithResourcesPolicy sets the ResourcesPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ResourcesPolicy field is set to the value of the last call.
+func (b *SidecarContainerApplyConfiguration) WithResourcesPolicy(value *ResourcesPolicyApplyConfiguration) *SidecarContainerApplyConfiguration {
+	b.ResourcesPolicy = value
 	return b
 }
