@@ -106,8 +106,11 @@ func CalculateSpec(oldTemplate, newTemplate *corev1.PodTemplateSpec, revision st
 // addMetadataChange records label and annotation changes. A key set that some container reads
 // through an env fieldRef goes to that container's ContainerRefMetadata, so that the value
 // changes in the container's batch; other keys go to Metadata, applied with the first batch. A
-// removed key is removed with the first batch; a container reading it is recorded in
-// ContainerRefMetadata (without the key) so that it is restarted to see the value "".
+// removed key is removed with the first batch and restarts nothing, as in OpenKruise (only
+// replaced or added keys are env-from-metadata changes there): a container reading it keeps the
+// value it started with until it restarts for another reason. (While a Pod of an OpenKruise
+// workload is not InPlaceUpdateReady, inplace-daemon restarts any container whose env no longer
+// matches the Pod's metadata, which then covers it.)
 func (s *UpdateSpec) addMetadataChange(containers []corev1.Container, setLabels, setAnnotations map[string]string, removeLabels, removeAnnotations []string) {
 	md := &MetadataChange{}
 	refMeta := func(c string) metav1.ObjectMeta {
@@ -137,20 +140,10 @@ func (s *UpdateSpec) addMetadataChange(containers []corev1.Container, setLabels,
 			}
 		}
 	}
-	remove := func(path string, keys []string, into *[]string) {
-		for _, k := range keys {
-			*into = append(*into, k)
-			for i := range containers {
-				if readsMetadata(&containers[i], path, k) {
-					s.ContainerRefMetadata[containers[i].Name] = refMeta(containers[i].Name)
-				}
-			}
-		}
-	}
 	set(labelsFieldPath, setLabels, &md.Labels)
 	set(annotationsFieldPath, setAnnotations, &md.Annotations)
-	remove(labelsFieldPath, removeLabels, &md.RemoveLabels)
-	remove(annotationsFieldPath, removeAnnotations, &md.RemoveAnnotations)
+	md.RemoveLabels = append(md.RemoveLabels, removeLabels...)
+	md.RemoveAnnotations = append(md.RemoveAnnotations, removeAnnotations...)
 	if !md.isEmpty() {
 		s.Metadata = md
 	}

@@ -72,12 +72,23 @@ func TestCalculateSpecInPlace(t *testing.T) {
 			ContainerImages:      map[string]string{"app": "app:v2"},
 			ContainerRefMetadata: map[string]metav1.ObjectMeta{"app": {Labels: map[string]string{"version": "2"}}}},
 	}, {
-		name: "removed label read through env: removed, and the reader restarted",
+		// OpenKruise restarts for replaced or added keys only.
+		name: "removed label read through env: removed, the reader not restarted",
 		old:  template(map[string]string{"version": "1"}, app(envLabel("VERSION", "version"))),
 		new:  template(nil, app(envLabel("VERSION", "version"))),
 		want: &UpdateSpec{Revision: "rev-2",
-			ContainerRefMetadata:  map[string]metav1.ObjectMeta{"app": {}},
-			Metadata:              &MetadataChange{RemoveLabels: []string{"version"}},
+			Metadata: &MetadataChange{RemoveLabels: []string{"version"}}},
+	}, {
+		name: "removed annotation read through env, another label replaced: only the replaced key restarts",
+		old: func() *corev1.PodTemplateSpec {
+			t := template(map[string]string{"version": "1"}, app(envLabel("VERSION", "version"), envAnnotation("NOTE", "note")))
+			t.Annotations = map[string]string{"note": "x"}
+			return t
+		}(),
+		new: template(map[string]string{"version": "2"}, app(envLabel("VERSION", "version"), envAnnotation("NOTE", "note"))),
+		want: &UpdateSpec{Revision: "rev-2",
+			ContainerRefMetadata:  map[string]metav1.ObjectMeta{"app": {Labels: map[string]string{"version": "2"}}},
+			Metadata:              &MetadataChange{RemoveAnnotations: []string{"note"}},
 			UpdateEnvFromMetadata: true},
 	}, {
 		name: "cpu resize within Burstable",

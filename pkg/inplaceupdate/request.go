@@ -23,7 +23,9 @@ var reservedAnnotations = map[string]bool{
 // SpecFromRequest checks a pods/inplaceupdate request against the live Pod and returns the
 // UpdateSpec to Begin (the same CalculateSpec would build for the same change). It expects a body
 // that apps validation (ValidateInPlaceUpdate) has accepted. Requested values the Pod already has
-// are left out; requested resources are merged over the container's current ones.
+// are left out, except labels and annotations a container reads through env in a request for a
+// new revision (they stay in ContainerRefMetadata, see below); requested resources are merged
+// over the container's current ones.
 //
 // Errors:
 //   - *PodNotUpdatableError (errors.Is ErrPodNotUpdatable): the Pod is being deleted, has
@@ -118,6 +120,29 @@ func SpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSpec, err
 		}
 	}
 
+	// A label or annotation the Pod already has with the requested value is left out, unless a
+	// container reads it through env and the request is for another revision than the Pod's
+	// update state: then the key stays an env-from-metadata change, as in OpenKruise, which
+	// derives those from the template diff and never looks at the live Pod. A value edited by
+	// hand before the template changed has not reached the container's env (nothing restarts
+	// it); the daemon restarts the container only if its env indeed differs, and the update
+	// completes at once otherwise. A repeated request (same revision as the state's) keeps the
+	// shortcut, so that it stays a harmless no-op.
+	repeat := hasState && st.Revision == in.Revision
+	alreadySet := func(current map[string]string, path, k, v string) bool {
+		if !hasValue(current, k, v) {
+			return false
+		}
+		if repeat {
+			return true
+		}
+		for i := range pod.Spec.Containers {
+			if readsMetadata(&pod.Spec.Containers[i], path, k) {
+				return false
+			}
+		}
+		return true
+	}
 	var setLabels, setAnnotations map[string]string
 	var removeLabels, removeAnnotations []string
 	if md := in.Metadata; md != nil {
@@ -127,7 +152,7 @@ func SpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSpec, err
 			switch {
 			case k == RevisionLabelKey:
 				errs = append(errs, field.Forbidden(mdPath.Child("labels").Key(k), "set spec.revision instead"))
-			case hasValue(pod.Labels, k, v) || pend.hasLabel(k, v):
+			case alreadySet(pod.Labels, labelsFieldPath, k, v) || pend.hasLabel(k, v):
 			default:
 				setMap(&setLabels, k, v)
 			}
@@ -137,7 +162,7 @@ func SpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSpec, err
 			switch {
 			case reservedAnnotations[k]:
 				errs = append(errs, field.Forbidden(mdPath.Child("annotations").Key(k), "this annotation is written by inplace itself"))
-			case hasValue(pod.Annotations, k, v) || pend.hasAnnotation(k, v):
+			case alreadySet(pod.Annotations, annotationsFieldPath, k, v) || pend.hasAnnotation(k, v):
 			default:
 				setMap(&setAnnotations, k, v)
 			}

@@ -43,6 +43,7 @@ func TestSpecFromRequest(t *testing.T) {
 	cases := []struct {
 		name string
 		req  *apps.InPlaceUpdate
+		pod  func(*corev1.Pod) // changes requestPod, when set
 		want *UpdateSpec
 	}{{
 		name: "image",
@@ -72,16 +73,41 @@ func TestSpecFromRequest(t *testing.T) {
 			Metadata:              &MetadataChange{Labels: map[string]string{"tier": "gold"}, Annotations: map[string]string{"team": "a"}},
 			UpdateEnvFromMetadata: true, GraceSeconds: 15},
 	}, {
-		name: "labels and annotations removed; a container reading a removed label restarts; absent keys ignored",
+		// As in OpenKruise, a removed key restarts nothing, even for a container reading it.
+		name: "labels and annotations removed; a container reading a removed label is not restarted; absent keys ignored",
 		req: func() *apps.InPlaceUpdate {
 			r := request("rev-2")
 			r.Spec.Metadata = &apps.InPlaceUpdateMetadata{RemoveLabels: []string{"version", "absent"}, RemoveAnnotations: []string{"note"}}
 			return r
 		}(),
 		want: &UpdateSpec{Revision: "rev-2",
-			ContainerRefMetadata:  map[string]metav1.ObjectMeta{"app": {}},
-			Metadata:              &MetadataChange{RemoveLabels: []string{"version"}, RemoveAnnotations: []string{"note"}},
+			Metadata: &MetadataChange{RemoveLabels: []string{"version"}, RemoveAnnotations: []string{"note"}}},
+	}, {
+		// Edited by hand to the new value before the template changed: the container still runs
+		// with the old one, so the key stays an env-from-metadata change (OpenKruise derives them
+		// from the template diff, not from the live Pod). A key no container reads is left out.
+		name: "a label a container reads that the pod already has (hand edit) stays an env change",
+		req:  withMetadata(request("rev-2"), map[string]string{"version": "1", "app": "web"}, nil),
+		want: &UpdateSpec{Revision: "rev-2",
+			ContainerRefMetadata:  map[string]metav1.ObjectMeta{"app": {Labels: map[string]string{"version": "1"}}},
 			UpdateEnvFromMetadata: true},
+	}, {
+		name: "an annotation a container reads that the pod already has stays an env change",
+		req: withMetadata(request("rev-2", apps.InPlaceUpdateContainer{Name: "sidecar", Image: "sidecar:v2"}),
+			nil, map[string]string{"note": "x"}),
+		pod: func(p *corev1.Pod) {
+			p.Spec.Containers[1].Env = append(p.Spec.Containers[1].Env, corev1.EnvVar{Name: "NOTE", ValueFrom: &corev1.EnvVarSource{
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['note']"}}})
+		},
+		want: &UpdateSpec{Revision: "rev-2", ContainerImages: map[string]string{"sidecar": "sidecar:v2"},
+			ContainerRefMetadata: map[string]metav1.ObjectMeta{"sidecar": {Annotations: map[string]string{"note": "x"}}}},
+	}, {
+		name: "a label a container reads that the pod already has, repeated for the pod's own revision: left out",
+		req:  withMetadata(request("rev-1"), map[string]string{"version": "1"}, nil),
+		pod: func(p *corev1.Pod) {
+			p.Annotations[pub.InPlaceUpdateStateKey] = `{"revision":"rev-1","updateTimestamp":"2026-03-04T05:06:07Z","completedTimestamp":"2026-03-04T05:06:09Z"}`
+		},
+		want: &UpdateSpec{Revision: "rev-1"},
 	}, {
 		name: "only the revision changes",
 		req:  request("rev-2", apps.InPlaceUpdateContainer{Name: "app", Image: "app:v1"}),
@@ -90,6 +116,9 @@ func TestSpecFromRequest(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := requestPod()
+			if tc.pod != nil {
+				tc.pod(pod)
+			}
 			before := pod.DeepCopy()
 			got, err := SpecFromRequest(pod, tc.req)
 			if err != nil {

@@ -20,7 +20,8 @@ type state struct {
 	// are kept so that Progress can send a resize again when the caller died before sending it.
 	ContainerResources map[string]corev1.ResourceRequirements `json:"containerResources,omitempty"`
 	// EnvRestartContainers maps each container of the current batch that the daemon must restart
-	// for env-from-metadata to its containerID before the restart.
+	// for env-from-metadata to its containerID when the batch began (a record only: completion
+	// compares the env hash of whatever instance the status shows, see envUpdated).
 	EnvRestartContainers map[string]string `json:"envRestartContainers,omitempty"`
 	// CompletedTimestamp is when the update was found complete.
 	CompletedTimestamp *metav1.Time `json:"completedTimestamp,omitempty"`
@@ -126,6 +127,13 @@ func IsInProgress(pod *corev1.Pod) bool {
 	}
 	st, ok, err := readState(pod)
 	return ok && err == nil && !st.completed()
+}
+
+// InGracePeriod is true while an in-place update waits out its grace period (the grace annotation
+// is there): its containers have not changed yet.
+func InGracePeriod(pod *corev1.Pod) bool {
+	_, ok := annotation(pod, pub.InPlaceUpdateGraceKey, pub.InPlaceUpdateGraceKeyOld)
+	return ok
 }
 
 // IsCompleted is true when the Pod has an in-place update state marked completed.

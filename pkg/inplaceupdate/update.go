@@ -211,12 +211,15 @@ func applyMetadataChange(pod *corev1.Pod, md *MetadataChange) {
 //
 //   - ends a grace period once updateTimestamp + graceSeconds has passed, applying the stored spec
 //     as Begin would have (before that, Step.RequeueAfter is the time left);
-//   - judges each container of the current batch done: a new image when its imageID differs from
+//   - judges each container of the current batch done: a new image when the daemon's
+//     runtime-containers-meta shows every container the status reports created from its spec
+//     image (RunsCurrentSpec, the kubelet's container hash), else when its imageID differs from
 //     the one recorded before the update or its status image is the spec image (a tag-less image
-//     equals the same name with :latest); new env-from-metadata when the daemon reports, for a new
-//     containerID, the hash of the values the Pod's metadata now holds; new resources when the
-//     container status reports them and the Pod has no PodResizePending or PodResizeInProgress
-//     condition (a resize the caller never sent is returned again in Step.Resize);
+//     equals the same name with :latest); new env-from-metadata when the daemon reports, for the
+//     containerID the status shows, the hash of the values the Pod's metadata now holds; new
+//     resources when the container status reports them and the Pod has no PodResizePending or
+//     PodResizeInProgress condition (a resize the caller never sent is returned again in
+//     Step.Resize);
 //   - starts the next batch once the current one is done and its containers are ready;
 //   - when all batches are done, marks the state completed (the annotation stays, so its revision
 //     stays visible) and returns InPlaceUpdateReady=True when the Pod has the readiness gate.
@@ -336,13 +339,23 @@ func checkBatch(pod *corev1.Pod, st *state) ([]string, map[string]corev1.Resourc
 		}
 	}
 
+	// OpenKruise's first image check: when the daemon reports that every container the kubelet
+	// reports was created from the spec's image reference (the kubelet's container hash), the
+	// new images run, even a new reference to the same image content whose imageID does not
+	// change. Otherwise (no daemon, a kubelet before 1.31, a report not caught up yet) the image
+	// id comparison decides.
+	specRunning := false
+	if metas, err := runtimeContainerMetas(pod); err == nil {
+		specRunning = RunsCurrentSpec(pod, metas)
+	}
+
 	for _, name := range st.currentBatch() {
 		c := findContainer(pod.Spec.Containers, name)
 		if c == nil {
 			continue
 		}
 		status := findStatus(pod, name)
-		if last, ok := st.LastContainerStatuses[name]; ok && !imageUpdated(c, status, last) {
+		if last, ok := st.LastContainerStatuses[name]; ok && !specRunning && !imageUpdated(c, status, last) {
 			waiting = append(waiting, fmt.Sprintf("container %s to run image %s", name, c.Image))
 		}
 		if want, ok := st.ContainerResources[name]; ok {
@@ -356,7 +369,7 @@ func checkBatch(pod *corev1.Pod, st *state) ([]string, map[string]corev1.Resourc
 				waiting = append(waiting, fmt.Sprintf("container %s to report its new resources", name))
 			}
 		}
-		if oldID, ok := st.EnvRestartContainers[name]; ok && !envUpdated(pod, c, status, oldID) {
+		if _, ok := st.EnvRestartContainers[name]; ok && !envUpdated(pod, c, status) {
 			waiting = append(waiting, fmt.Sprintf("container %s to be restarted with the new env from metadata", name))
 		}
 	}
@@ -365,7 +378,8 @@ func checkBatch(pod *corev1.Pod, st *state) ([]string, map[string]corev1.Resourc
 
 // imageUpdated is true when the container runs its new image: the imageID changed since the
 // update began, or the status reports the spec image (which also covers a new tag of the same
-// digest, whose imageID does not change).
+// digest, whose imageID does not change, when the runtime reports the new name). It is the
+// fallback of checkBatch when the runtime-containers-meta annotation cannot tell (RunsCurrentSpec).
 func imageUpdated(c *corev1.Container, status *corev1.ContainerStatus, last pub.InPlaceUpdateContainerStatus) bool {
 	if status == nil {
 		return false
@@ -376,10 +390,14 @@ func imageUpdated(c *corev1.Container, status *corev1.ContainerStatus, last pub.
 	return status.Image != "" && SameImage(status.Image, c.Image)
 }
 
-// envUpdated is true when the daemon reports, for the container's current (new) instance, the
-// env-from-metadata hash of the Pod's current labels and annotations.
-func envUpdated(pod *corev1.Pod, c *corev1.Container, status *corev1.ContainerStatus, oldContainerID string) bool {
-	if status == nil || status.ContainerID == "" || status.ContainerID == oldContainerID {
+// envUpdated is true when the daemon reports, for the container instance the Pod status shows,
+// the env-from-metadata hash of the Pod's current labels and annotations (OpenKruise's
+// ExtractedEnvFromMetadataHash consistency check). The instance need not be a new one: the env
+// of an instance never changes and the daemon hashes it per instance, so an equal hash means the
+// container sees the current values, e.g. when a label edited by hand before the template
+// change was already picked up by a crash restart and the daemon had nothing to restart.
+func envUpdated(pod *corev1.Pod, c *corev1.Container, status *corev1.ContainerStatus) bool {
+	if status == nil || status.ContainerID == "" {
 		return false
 	}
 	metas, err := runtimeContainerMetas(pod)

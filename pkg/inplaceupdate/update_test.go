@@ -383,8 +383,15 @@ func TestEnvCompletion(t *testing.T) {
 			daemonReports(t, pod, map[string]metav1.Object{"app": oldMeta}) // old instance, old hash
 			kubeletRestart(pod, "app")
 		}, false},
-		{"same instance with the new hash (no restart)", func(t *testing.T, pod *corev1.Pod) {
+		// The env of an instance never changes: when the daemon reports that the instance the
+		// status shows already sees the new value, nothing needs a restart (OpenKruise's check).
+		{"same instance that already sees the new value (no restart needed)", func(t *testing.T, pod *corev1.Pod) {
 			daemonReports(t, pod, nil)
+		}, true},
+		{"the daemon reports another instance than the status with the new hash", func(t *testing.T, pod *corev1.Pod) {
+			kubeletRestart(pod, "app")
+			daemonReports(t, pod, nil)
+			status(pod, "app").ContainerID = "containerd://app-1-older"
 		}, false},
 		{"new instance that still sees the old value", func(t *testing.T, pod *corev1.Pod) {
 			kubeletRestart(pod, "app")
@@ -692,27 +699,83 @@ func TestEnvFromMetadataDeferredToItsBatch(t *testing.T) {
 	}
 }
 
-// A removed label that a container reads is removed with the first batch, and the reader is
-// restarted to see "".
+// A removed label that a container reads is removed with the first batch, and the reader is not
+// restarted (OpenKruise restarts for replaced or added keys only): the update is done at once.
 func TestRemovedLabelReadThroughEnv(t *testing.T) {
 	c := ctr("app", "app:v1", envLabel("VERSION", "version"))
 	spec, err := CalculateSpec(template(map[string]string{"version": "1"}, c), template(nil, c), "rev-2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := runningPod(c)
+	pod := withGate(runningPod(c))
 	pod.Labels["version"] = "1"
 	step, _ := Begin(pod, spec, t0)
 	if _, ok := step.Pod.Labels["version"]; ok {
 		t.Fatal("label not removed")
 	}
-	if got := EnvRestartContainers(step.Pod); len(got) != 1 || got[0] != "app" {
-		t.Fatalf("EnvRestartContainers = %v", got)
+	if got := EnvRestartContainers(step.Pod); len(got) != 0 {
+		t.Fatalf("EnvRestartContainers = %v, want none", got)
 	}
-	pod = write(t, pod, step)
-	kubeletRestart(pod, "app")
-	daemonReports(t, pod, nil)
-	if step, _ = Progress(pod, t0.Add(time.Second)); !step.Done {
-		t.Fatalf("not done: %s", step.Message)
+	if !step.Done || mustState(t, step.Pod).UpdateEnvFromMetadata {
+		t.Fatalf("a removal alone is a metadata-only update: done %v, state %+v", step.Done, mustState(t, step.Pod))
 	}
+	if c := condition(step.Conditions, pub.InPlaceUpdateReady); c != nil && c.Status != corev1.ConditionTrue {
+		t.Fatalf("the pod must stay in service: %+v", c)
+	}
+}
+
+// A label edited by hand to its next value before the template changes: the running container
+// still has the old value in its env. The update of the template (through pods/inplaceupdate, as
+// the CloneSet controller sends it) must still restart the container for env, and completes once
+// the daemon reports the instance with the new value; when the container already sees the value
+// (restarted since the edit), it completes without a restart.
+func TestHandEditedLabelBeforeTemplateChange(t *testing.T) {
+	c := ctr("app", "app:v1", envLabel("VERSION", "version"))
+	setup := func(t *testing.T) *corev1.Pod {
+		pod := withGate(runningPod(c, ctr("sidecar", "sidecar:v1")))
+		pod.Labels["version"] = "1"
+		daemonReports(t, pod, nil)  // the containers run with version=1
+		pod.Labels["version"] = "2" // the hand edit
+		return pod
+	}
+	begin := func(t *testing.T, pod *corev1.Pod) *corev1.Pod {
+		spec, err := SpecFromRequest(pod, withMetadata(request("rev-2"), map[string]string{"version": "2"}, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		step, err := Begin(pod, spec, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := EnvRestartContainers(step.Pod); len(got) != 1 || got[0] != "app" {
+			t.Fatalf("EnvRestartContainers = %v, want [app]", got)
+		}
+		if c := condition(step.Conditions, pub.InPlaceUpdateReady); c == nil || c.Status != corev1.ConditionFalse {
+			t.Fatalf("InPlaceUpdateReady must turn False for the daemon to restart: %+v", step.Conditions)
+		}
+		return write(t, pod, step)
+	}
+
+	t.Run("the container runs the old value: restarted", func(t *testing.T) {
+		pod := begin(t, setup(t))
+		old := &metav1.ObjectMeta{Labels: map[string]string{"version": "1"}}
+		if step, _ := Progress(pod, t0.Add(time.Second)); step.Done {
+			t.Fatal("done while the container still runs version=1")
+		}
+		kubeletRestart(pod, "app") // the daemon stopped it
+		daemonReports(t, pod, map[string]metav1.Object{"sidecar": old})
+		step, _ := Progress(pod, t0.Add(2*time.Second))
+		if !step.Done {
+			t.Fatalf("not done: %s", step.Message)
+		}
+	})
+	t.Run("the container already sees the new value: done without a restart", func(t *testing.T) {
+		pod := setup(t)
+		daemonReports(t, pod, nil) // restarted (crash) after the edit: it sees version=2
+		pod = begin(t, pod)
+		step, _ := Progress(pod, t0.Add(time.Second))
+		if !step.Done {
+			t.Fatalf("not done: %s", step.Message)
+		}
+	})
 }

@@ -2,8 +2,9 @@
 // node it reports what the container runtime runs in the Pod annotation
 // apps.kruise.io/runtime-containers-meta (OpenKruise's RuntimeContainerMetaSet), and it restarts
 // the containers that must see new label or annotation values through env fieldRefs during an
-// in-place update (pkg/inplaceupdate.EnvRestartContainers), by stopping them through the CRI so
-// that the kubelet creates them again with freshly resolved env.
+// in-place update (pkg/inplaceupdate.EnvRestartContainers; for Pods of OpenKruise workloads, as
+// in OpenKruise, any container whose env is stale while InPlaceUpdateReady is False), by stopping
+// them through the CRI so that the kubelet creates them again with freshly resolved env.
 //
 // The annotation carries, for each container of the Pod spec that the runtime knows (its running
 // instance, else its newest one):
@@ -16,7 +17,10 @@
 //     environment the runtime started the container with (0 when it could not be read).
 //
 // The in-place update engine judges an env-from-metadata restart done when this annotation shows,
-// for the container's new containerID, the hash of the Pod's current labels and annotations.
+// for the containerID the Pod status reports, the hash of the Pod's current labels and
+// annotations; and an image update done when it shows every container the status reports with
+// plainHash equal to the kubelet's hash of its spec (a new reference to the same image content
+// leaves the imageID unchanged, so only this tells).
 package containermeta
 
 import (
@@ -192,6 +196,16 @@ func relevant(pod *corev1.Pod) bool {
 		if _, ok := pod.Annotations[key]; ok {
 			return true
 		}
+	}
+	return kruiseManaged(pod)
+}
+
+// kruiseManaged is OpenKruise's daemon filter: the Pod's controller is an apps.kruise.io workload,
+// or a SidecarSet injected it (annotation kruise.io/sidecarset-hash). Such Pods get every
+// container with stale env from metadata restarted during an in-place update (sweepsEnv).
+func kruiseManaged(pod *corev1.Pod) bool {
+	if _, ok := pod.Annotations[v1alpha1.SidecarSetHashAnnotation]; ok {
+		return true
 	}
 	if ref := metav1.GetControllerOf(pod); ref != nil {
 		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err == nil && gv.Group == apps.GroupName {

@@ -695,7 +695,7 @@ func TestReportNow(t *testing.T) {
 			`{"revision":"r2","updateTimestamp":"2026-01-02T03:04:05Z","updateImages":true,"completedTimestamp":"2026-01-02T03:04:09Z"}`), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := reportNow(tc.pod); got != tc.want {
+			if got := reportNow(tc.pod, nil); got != tc.want {
 				t.Errorf("reportNow %v, want %v", got, tc.want)
 			}
 		})

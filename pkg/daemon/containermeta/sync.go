@@ -60,7 +60,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	set, complete := c.metaSet(ctx, pod, containers)
 	var errs []error
-	if reportNow(pod) {
+	if reportNow(pod, set) {
 		if err := c.report(ctx, pod, set); err != nil {
 			errs = append(errs, err)
 		}
@@ -80,12 +80,17 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	return requeue, errors.Join(errs...)
 }
 
-// reportNow tells whether to write the annotation now. Not while the containers of an in-place
-// update that changes no env-from-metadata are being replaced (a grace period, when nothing
-// changes yet, does not count): nothing reads the annotation then, and a Pod write between the
-// kubelet reporting the new containers and InPlaceUpdateReady turning True makes the kubelet
-// take one more PLEG relist (~1 s) to turn the Pod Ready. It is written once the update ends.
-func reportNow(pod *corev1.Pod) bool {
+// reportNow tells whether to write the annotation set now. Not while the containers of an
+// in-place update that changes no env-from-metadata are being replaced (a grace period, when
+// nothing changes yet, does not count): the engine needs the annotation only when the Pod status
+// cannot show a new image, and a Pod write between the kubelet reporting the new containers and
+// InPlaceUpdateReady turning True makes the kubelet take one more PLEG relist (~1 s) to turn the
+// Pod Ready. It is written once the update ends. The exception is a new reference to the same
+// image content: the status keeps the old imageID (and maybe the old image name), so the update
+// could never complete without the annotation. It is written as soon as set shows every
+// container the status reports created from its spec image (the kubelet's container hash),
+// which is what the engine then checks (inplaceupdate.RunsCurrentSpec).
+func reportNow(pod *corev1.Pod, set *pub.RuntimeContainerMetaSet) bool {
 	for _, k := range []string{pub.InPlaceUpdateGraceKey, pub.InPlaceUpdateGraceKeyOld} {
 		if _, inGrace := pod.Annotations[k]; inGrace {
 			return true
@@ -95,7 +100,10 @@ func reportNow(pod *corev1.Pod) bool {
 	if err != nil || !ok || st == nil {
 		return true
 	}
-	return !inplaceupdate.IsInProgress(pod) || st.UpdateEnvFromMetadata
+	if !inplaceupdate.IsInProgress(pod) || st.UpdateEnvFromMetadata {
+		return true
+	}
+	return len(inplaceupdate.UnconfirmedImages(pod)) > 0 && inplaceupdate.RunsCurrentSpec(pod, set)
 }
 
 // metaSet builds the annotation from what the runtime reports, in the order of the Pod spec.
@@ -204,15 +212,41 @@ func (c *Controller) report(ctx context.Context, pod *corev1.Pod, set *pub.Runti
 	return nil
 }
 
-// restartForEnv stops the running containers that an in-place update wants to see new env from
-// metadata and whose environment does not have the Pod's current values yet; the kubelet then
-// creates them again, resolving the env fieldRefs from the current Pod. pending is true while the
-// Pod has such containers (restarted or not yet).
+// restartForEnv stops running containers whose env from metadata does not have the Pod's current
+// values; the kubelet then creates them again, resolving the env fieldRefs from the current Pod.
+// Which containers:
+//   - those an in-place update lists for an env-from-metadata restart
+//     (inplaceupdate.EnvRestartContainers), for any Pod;
+//   - as in OpenKruise, any other container of a Pod owned by an apps.kruise.io workload or
+//     injected by a SidecarSet while its InPlaceUpdateReady condition is False (an in-place
+//     update is under way and the Pod is out of service anyway), e.g. a container reading a label
+//     edited by hand before the template changed. Not during a grace period (no container may
+//     change yet), and not a container whose image the update changes (the kubelet replaces it
+//     anyway, and the replacement reads the current values) until its running instance is the one
+//     the kubelet created from the new spec image.
+//
+// Each instance is stopped at most once, only after this daemon has seen it need the restart for
+// EnvRestartDelay, and only with restartPolicy Always. pending is true while the Pod has
+// containers to restart (restarted or not yet), or the update lists some.
 func (c *Controller) restartForEnv(ctx context.Context, pod *corev1.Pod, containers []criruntime.Container,
 	set *pub.RuntimeContainerMetaSet) (pending bool, err error) {
 	names := inplaceupdate.EnvRestartContainers(pod)
-	if len(names) == 0 {
+	listed := map[string]bool{}
+	for _, name := range names {
+		listed[name] = true
+	}
+	sweep := sweepsEnv(pod)
+	if len(names) == 0 && !sweep {
 		return false, nil
+	}
+	pending = len(names) > 0
+	current, later := imageChanges(pod)
+	candidates := names
+	if sweep {
+		candidates = nil
+		for i := range pod.Spec.Containers {
+			candidates = append(candidates, pod.Spec.Containers[i].Name)
+		}
 	}
 	logger := klog.FromContext(ctx)
 	type stop struct {
@@ -221,7 +255,7 @@ func (c *Controller) restartForEnv(ctx context.Context, pod *corev1.Pod, contain
 		id   string
 	}
 	var stops []stop
-	for _, name := range names {
+	for _, name := range candidates {
 		spec := findContainer(pod.Spec.Containers, name)
 		meta := findMeta(set, name)
 		if spec == nil || meta == nil {
@@ -236,7 +270,17 @@ func (c *Controller) restartForEnv(ctx context.Context, pod *corev1.Pod, contain
 			continue // environment unknown: sync retries
 		}
 		want := inplaceupdate.EnvFromMetadataHash(spec, pod)
-		if have == want || c.stopped.has(rc.ID) {
+		if have == want {
+			continue
+		}
+		if !listed[name] && (later[name] || current[name] && meta.Hashes.PlainHash != inplaceupdate.KubeletContainerHash(spec)) {
+			// The kubelet replaces this instance for its new image (now, or in a later batch of
+			// the update), and the new one reads the Pod's values then: restarting it first
+			// would restart it twice (OpenKruise issue #1239).
+			continue
+		}
+		pending = true
+		if c.stopped.has(rc.ID) {
 			continue
 		}
 		if pod.Spec.RestartPolicy != "" && pod.Spec.RestartPolicy != corev1.RestartPolicyAlways {
@@ -260,7 +304,7 @@ func (c *Controller) restartForEnv(ctx context.Context, pod *corev1.Pod, contain
 	for i, s := range stops {
 		wg.Go(func() {
 			logger.Info("Stopping container so that it restarts with new env from metadata",
-				"container", s.spec.Name, "containerID", s.id, "gracePeriod", grace)
+				"container", s.spec.Name, "containerID", s.id, "gracePeriod", grace, "listedByUpdate", listed[s.spec.Name])
 			c.recorder.Eventf(pod, corev1.EventTypeNormal, reasonEnvRestart,
 				"Stopping container %s (%s) so that the kubelet starts it again with the new label/annotation values it reads through env", s.spec.Name, s.id)
 			if err := c.runtime.StopContainer(ctx, s.rc.ID, grace); err != nil {
@@ -274,7 +318,45 @@ func (c *Controller) restartForEnv(ctx context.Context, pod *corev1.Pod, contain
 		})
 	}
 	wg.Wait()
-	return true, errors.Join(errs...)
+	return pending, errors.Join(errs...)
+}
+
+// sweepsEnv tells whether every container of the Pod is checked for stale env from metadata, as
+// OpenKruise's daemon does: the Pod is owned by an apps.kruise.io workload or injected by a
+// SidecarSet, its InPlaceUpdateReady condition is False, and no grace period runs.
+func sweepsEnv(pod *corev1.Pod) bool {
+	if !kruiseManaged(pod) {
+		return false
+	}
+	for _, k := range []string{pub.InPlaceUpdateGraceKey, pub.InPlaceUpdateGraceKeyOld} {
+		if _, inGrace := pod.Annotations[k]; inGrace {
+			return false
+		}
+	}
+	for i := range pod.Status.Conditions {
+		if cond := &pod.Status.Conditions[i]; cond.Type == pub.InPlaceUpdateReady {
+			return cond.Status == corev1.ConditionFalse
+		}
+	}
+	return false
+}
+
+// imageChanges are the containers whose image the Pod's in-place update changes: in the batches
+// begun so far (LastContainerStatuses; their running instance may be the new one already) and in
+// later batches (NextContainerImages).
+func imageChanges(pod *corev1.Pod) (begun, later map[string]bool) {
+	st, ok, err := inplaceupdate.GetState(pod)
+	if !ok || err != nil || !inplaceupdate.IsInProgress(pod) {
+		return nil, nil
+	}
+	begun, later = map[string]bool{}, map[string]bool{}
+	for name := range st.LastContainerStatuses {
+		begun[name] = true
+	}
+	for name := range st.NextContainerImages {
+		later[name] = true
+	}
+	return begun, later
 }
 
 // gracePeriod is the Pod's terminationGracePeriodSeconds (default 30s), capped.
