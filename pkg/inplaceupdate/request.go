@@ -30,8 +30,10 @@ var reservedAnnotations = map[string]bool{
 // Errors:
 //   - *PodNotUpdatableError (errors.Is ErrPodNotUpdatable): the Pod is being deleted, has
 //     terminated, or is not scheduled;
-//   - *InProgressError (errors.Is ErrInProgress): an in-place update of another revision (or of
-//     the same revision with other changes) is in progress — answer 409;
+//   - *InProgressError (errors.Is ErrInProgress): an in-place update of another revision is in
+//     its grace period, or one of the same revision with other changes, or either of the two
+//     revisions is unnamed, is in progress — answer 409 (an unfinished update of another named
+//     revision is superseded);
 //   - *InvalidRequestError: a container the Pod does not have (spec.containers[i].name), an init
 //     container (spec.containers[i].image / .resources), a resize that changes the Pod's QoS
 //     class or removes or changes a resource that cannot be resized, a reserved label or
@@ -61,7 +63,15 @@ func SpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSpec, err
 		} else {
 			current = grace.Revision
 		}
-		if current != in.Revision {
+		switch {
+		case current == in.Revision:
+		case !inGrace && in.Revision != "" && current != "":
+			// A named revision supersedes the unfinished update of another one, as OpenKruise's
+			// CloneSet does: an update that cannot finish (the kubelet finds its resize
+			// Infeasible) must not hold the Pod forever. The new update starts afresh from the
+			// live Pod (Begin replaces the state); a grace period still running is not cut short.
+			inProgress = false
+		default:
 			return nil, &InProgressError{Revision: current, Requested: in.Revision}
 		}
 	}

@@ -323,8 +323,28 @@ func TestSpecFromRequestWhileInProgress(t *testing.T) {
 		}
 		repeatIsUnchanged(t, pod, sidecarV2)
 	})
-	t.Run("a different revision while in progress: conflict", func(t *testing.T) {
-		_, err := SpecFromRequest(begun(t, sidecarV2), request("rev-3", apps.InPlaceUpdateContainer{Name: "sidecar", Image: "sidecar:v3"}))
+	t.Run("a different revision while in progress supersedes it", func(t *testing.T) {
+		pod := begun(t, sidecarV2)
+		spec, err := SpecFromRequest(pod, request("rev-3", apps.InPlaceUpdateContainer{Name: "sidecar", Image: "sidecar:v3"}))
+		if err != nil || spec.Revision != "rev-3" || spec.ContainerImages["sidecar"] != "sidecar:v3" {
+			t.Fatalf("got %v, %+v", err, spec)
+		}
+		step, err := Begin(pod, spec, t0.Add(time.Minute))
+		if err != nil || step.State == nil || step.State.Revision != "rev-3" || !step.State.UpdateTimestamp.Equal(&metav1.Time{Time: t0.Add(time.Minute)}) {
+			t.Fatalf("Begin: %v %+v: want a fresh state of rev-3", err, step)
+		}
+	})
+	t.Run("an unnamed revision while in progress: conflict", func(t *testing.T) {
+		_, err := SpecFromRequest(begun(t, sidecarV2), request("", apps.InPlaceUpdateContainer{Name: "sidecar", Image: "sidecar:v3"}))
+		var inProgress *InProgressError
+		if !errors.Is(err, ErrInProgress) || !errors.As(err, &inProgress) || inProgress.Revision != "rev-2" {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("a different revision during a grace period: conflict", func(t *testing.T) {
+		req := request("rev-2", apps.InPlaceUpdateContainer{Name: "sidecar", Image: "sidecar:v2"})
+		req.Spec.GracePeriodSeconds = 30
+		_, err := SpecFromRequest(begun(t, req), request("rev-3", apps.InPlaceUpdateContainer{Name: "sidecar", Image: "sidecar:v3"}))
 		var inProgress *InProgressError
 		if !errors.Is(err, ErrInProgress) || !errors.As(err, &inProgress) || inProgress.Revision != "rev-2" || inProgress.Requested != "rev-3" {
 			t.Fatalf("got %v", err)

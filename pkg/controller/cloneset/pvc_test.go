@@ -2,6 +2,7 @@ package cloneset
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -61,7 +62,7 @@ func TestNewClaimsAndVolumes(t *testing.T) {
 		t.Errorf("pvc %s/%s, want ns/data-web-abcde", pvc.Namespace, pvc.Name)
 	}
 	want := map[string]string{"tier": "storage", "app": "web", v1alpha1.CloneSetInstanceID: "abcde"}
-	if !maps(pvc.Labels, want) {
+	if !maps.Equal(pvc.Labels, want) {
 		t.Errorf("labels %v, want %v", pvc.Labels, want)
 	}
 	if ref := metav1.GetControllerOf(pvc); ref == nil || ref.UID != cs.UID || ref.Kind != "CloneSet" {
@@ -85,18 +86,6 @@ func TestNewClaimsAndVolumes(t *testing.T) {
 	if len(cs.Spec.Template.Spec.Volumes) != 2 || cs.Spec.Template.Spec.Volumes[0].EmptyDir == nil {
 		t.Error("the CloneSet's template was changed")
 	}
-}
-
-func maps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range b {
-		if a[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func TestChooseInstanceIDs(t *testing.T) {

@@ -191,13 +191,15 @@ func updateBudget(cs *v1alpha1.CloneSet, pods []*corev1.Pod, updateRevision stri
 }
 
 // updateCandidates are the Pods not at the update revision that may start an update now: not
-// asked to be deleted (scaling deletes them), and not in the middle of an in-place update (of an
-// older revision: it must end first; pods/inplaceupdate would answer 409).
+// asked to be deleted (scaling deletes them), and not waiting out an in-place update's grace
+// period. A Pod still in an in-place update of an older revision is one, as in OpenKruise: an
+// update that cannot finish (an infeasible resize) is superseded by the next revision rather than
+// holding the Pod forever.
 func updateCandidates(pods []*corev1.Pod, updateRevision string) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range pods {
 		if p.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision ||
-			p.Labels[v1alpha1.SpecifiedDeleteKey] != "" || inplaceupdate.IsInProgress(p) {
+			p.Labels[v1alpha1.SpecifiedDeleteKey] != "" || inplaceupdate.InGracePeriod(p) {
 			continue
 		}
 		out = append(out, p)
@@ -449,6 +451,8 @@ func (c *Controller) applyUpdate(ctx context.Context, cs *v1alpha1.CloneSet, pod
 	if plan.action == actionInPlace {
 		hook := inPlaceUpdateHook(cs)
 		switch lifecycleState(pod) {
+		case pub.LifecycleStateUpdating:
+			// The hook was passed for the update this one supersedes.
 		case pub.LifecycleStateUpdated:
 			if hook != nil {
 				return c.setLifecycle(ctx, cs, pod, pub.LifecycleStatePreparingUpdate, hook)

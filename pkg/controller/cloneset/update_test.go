@@ -2,6 +2,7 @@ package cloneset
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -433,5 +434,26 @@ func TestUpdateInPlaceRemovesDroppedMetadata(t *testing.T) {
 	}
 	if !slices.Equal(got.Spec.Metadata.RemoveAnnotations, []string{"a"}) || len(got.Spec.Metadata.RemoveLabels) != 0 {
 		t.Errorf("removeAnnotations %v, removeLabels %v; want [a] and none", got.Spec.Metadata.RemoveAnnotations, got.Spec.Metadata.RemoveLabels)
+	}
+}
+
+// A Pod whose in-place update of an older revision never finished (say an infeasible resize) is
+// updated to the new revision, as in OpenKruise; one waiting out its grace period is not.
+func TestUpdateSupersedesStuckInPlaceUpdate(t *testing.T) {
+	r := newRollout(t, 2, v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, newImage)
+	r.cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	stuck, grace := r.pods[0], r.pods[1]
+	stuck.Annotations = map[string]string{pub.InPlaceUpdateStateKey: fmt.Sprintf(`{"revision":%q,"updateTimestamp":"2026-01-02T03:00:00Z"}`, r.old.Name)}
+	stuck.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateUpdating)
+	stuck.Status.Conditions = append(stuck.Status.Conditions, corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse})
+	grace.Annotations = map[string]string{pub.InPlaceUpdateGraceKey: fmt.Sprintf(`{"revision":%q,"containerImages":{"main":"nginx:1"},"graceSeconds":600}`, r.old.Name)}
+	f := r.fixture(t)
+	f.sync(t)
+	u := inPlaceUpdates(f)
+	if len(u) != 1 || u[stuck.Name] == nil {
+		t.Fatalf("in-place requests %v, want one for %s (stuck), none for %s (in its grace period)", slices.Sorted(maps.Keys(u)), stuck.Name, grace.Name)
+	}
+	if got := u[stuck.Name].Spec.Revision; got != r.new.Name {
+		t.Errorf("request for revision %q, want %q", got, r.new.Name)
 	}
 }
