@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
+	"os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -303,4 +306,175 @@ func TestCloneSetSupersedesInfeasibleResize(t *testing.T) {
 	if s.Resources == nil || !sameCPU(s.Resources.Requests, "150m") || !sameCPU(s.Resources.Limits, "300m") {
 		t.Errorf("main resources %+v, want cpu requests 150m, limits 300m", s.Resources)
 	}
+}
+
+// progressing is the CloneSet's Progressing condition as status, reason and message (OpenKruise's
+// scenarios compare it without its times); "" when it has none.
+func progressing(ctx context.Context, cs *v1alpha1.CloneSet) (string, error) {
+	st, err := cloneSetStatus(ctx, cs)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range st.Conditions {
+		if c.Type == v1alpha1.CloneSetConditionTypeProgressing {
+			if c.LastUpdateTime.IsZero() || c.LastTransitionTime.IsZero() {
+				return "", fmt.Errorf("condition %+v without its times", c)
+			}
+			return fmt.Sprintf("%s/%s/%s", c.Status, c.Reason, c.Message), nil
+		}
+	}
+	return "", nil
+}
+
+func waitProgressing(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, want string) {
+	t.Helper()
+	poll(t, ctx, 60*time.Second, fmt.Sprintf("CloneSet %s Progressing %q", cs.Name, want), func(ctx context.Context) (bool, error) {
+		got, err := progressing(ctx, cs)
+		return err == nil && got == want, fmt.Errorf("Progressing %q (%v)", got, err)
+	})
+}
+
+const (
+	progressingAvailable = "True/CloneSetAvailable/CloneSet is available"
+	progressingUpdated   = "True/CloneSetUpdated/CloneSet is progressing"
+	progressingPaused    = "True/CloneSetPaused/CloneSet is paused"
+)
+
+// TestCloneSetProgressDeadline (OpenKruise "creates with lifecycle preNormal finalizer", "creates
+// with maxInt32 progressDeadlineSeconds", "pods should be ready when paused=true"): a Pod its
+// preNormal hook holds makes no progress, and after progressDeadlineSeconds the condition is False
+// with ProgressDeadlineExceeded; once the hook's finalizer is there the Pod is Normal and the
+// CloneSet available. MaxInt32 means no deadline and no condition; a paused CloneSet says so.
+func TestCloneSetProgressDeadline(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-pds")
+	const finalizer = "finalizers.sigs.k8s.io/test"
+	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
+		cs.Name = "held"
+		cs.Spec.Selector.MatchLabels = map[string]string{"app": "held"}
+		cs.Spec.Template.Labels = map[string]string{"app": "held"}
+		cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](5)
+		cs.Spec.Lifecycle = &pub.Lifecycle{PreNormal: &pub.LifecycleHook{FinalizersHandler: []string{finalizer}}}
+	})
+	poll(t, ctx, 60*time.Second, "the Pod ready", func(ctx context.Context) (bool, error) {
+		st, err := cloneSetStatus(ctx, cs)
+		return err == nil && st.ReadyReplicas == 1, fmt.Errorf("status %+v (%v)", st, err)
+	})
+	got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitProgressing(t, ctx, cs, fmt.Sprintf("False/ProgressDeadlineExceeded/CloneSet revision %s has timed out progressing", got.Status.UpdateRevision))
+	pods, err := cloneSetPods(ctx, cs)
+	if err != nil || len(pods) != 1 {
+		t.Fatalf("pods %v (%v)", pods, err)
+	}
+	for name, p := range pods {
+		if s := p.Labels[pub.LifecycleStateKey]; s != string(pub.LifecycleStatePreparingNormal) {
+			t.Errorf("pod %s in state %q while its preNormal hook waits, want PreparingNormal", name, s)
+		}
+		mustKubectl(t, ctx, "", "-n", ns, "patch", "pod", name, "--type=json", "-p",
+			fmt.Sprintf(`[{"op":"add","path":"/metadata/finalizers","value":[%q]}]`, finalizer))
+		t.Cleanup(func() {
+			_, _, _ = kubectl(context.WithoutCancel(ctx), "", "-n", ns, "patch", "pod", name, "--type=json", "-p", `[{"op":"remove","path":"/metadata/finalizers"}]`)
+		})
+	}
+	waitProgressing(t, ctx, cs, progressingAvailable)
+
+	// MaxInt32: no deadline, no condition; then 600 s: available.
+	unbounded := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
+		cs.Name = "unbounded"
+		cs.Spec.Selector.MatchLabels = map[string]string{"app": "unbounded"}
+		cs.Spec.Template.Labels = map[string]string{"app": "unbounded"}
+		cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](math.MaxInt32)
+	})
+	waitCloneSetReady(t, ctx, unbounded, 1)
+	if got, err := progressing(ctx, unbounded); err != nil || got != "" {
+		t.Errorf("Progressing %q (%v) with progressDeadlineSeconds MaxInt32, want none", got, err)
+	}
+	unbounded = updateCloneSet(t, ctx, unbounded, func(cs *v1alpha1.CloneSet) { cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](600) })
+	waitProgressing(t, ctx, unbounded, progressingAvailable)
+
+	// Paused from the start: created and ready, the condition says paused... unless available,
+	// which wins: so watch it while the Pods start.
+	paused := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Paused: true}, func(cs *v1alpha1.CloneSet) {
+		cs.Name = "paused"
+		cs.Spec.Selector.MatchLabels = map[string]string{"app": "paused"}
+		cs.Spec.Template.Labels = map[string]string{"app": "paused"}
+		cs.Spec.MinReadySeconds = 60
+		cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
+	})
+	waitProgressing(t, ctx, paused, progressingPaused)
+	waitCloneSetReady(t, ctx, paused, 2)
+	if got, err := progressing(ctx, paused); err != nil || got != progressingPaused {
+		t.Errorf("Progressing %q (%v) with Pods ready but not available, want %q", got, err, progressingPaused)
+	}
+}
+
+// TestCloneSetInPlaceSameImageID (OpenKruise "in-place update images with the same imageID"): a
+// new reference to the same image content is applied in place: same Pod, a new container, the
+// same image id, and the update completes; Progressing goes from CloneSetUpdated back to
+// CloneSetAvailable.
+func TestCloneSetInPlaceSameImageID(t *testing.T) {
+	ctx := testContext(t)
+	alias := "inplace.local/app:v1-same-" + rand.String(5)
+	out, err := exec.CommandContext(ctx, "ctr", "-n", "k8s.io", "images", "tag", "--force", appImageV1, alias).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ctr images tag %s %s: %v: %s", appImageV1, alias, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ctr", "-n", "k8s.io", "images", "rm", alias).Run() })
+
+	ns := newNamespace(t, ctx, "clone-sameid")
+	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
+		func(cs *v1alpha1.CloneSet) { cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](600) })
+	before := waitCloneSetReady(t, ctx, cs, 1)
+	waitProgressing(t, ctx, cs, progressingAvailable)
+	cs = updateCloneSet(t, ctx, cs, setImage(alias))
+	waitProgressing(t, ctx, cs, progressingUpdated)
+	_, after := waitRolledOut(t, ctx, cs, 1)
+	checkSamePods(t, before, after)
+	for name, p := range after {
+		old, now := containerStatus(t, before[name], "main"), containerStatus(t, p, "main")
+		if now.ContainerID == old.ContainerID || now.RestartCount != 1 {
+			t.Errorf("pod %s: main %s restarts %d (was %s): want a new container", name, now.ContainerID, now.RestartCount, old.ContainerID)
+		}
+		if now.ImageID != old.ImageID {
+			t.Errorf("pod %s: image id %s, was %s: the same content must keep its id", name, now.ImageID, old.ImageID)
+		}
+		if img := specImage(p, "main"); img != alias {
+			t.Errorf("pod %s: spec image %s, want %s", name, img, alias)
+		}
+	}
+	waitProgressing(t, ctx, cs, progressingAvailable)
+}
+
+// TestCloneSetEnvFromHandEditedAnnotation (issue 19 point 9, as OpenKruise's daemon behaves): a
+// container reads an annotation through env; the annotation is edited by hand on the Pod (nothing
+// restarts then); the template then changes the annotation to the same value: the in-place update
+// restarts the container so that it runs with the value the Pod has.
+func TestCloneSetEnvFromHandEditedAnnotation(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-envedit")
+	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
+		func(cs *v1alpha1.CloneSet) {
+			cs.Spec.Template.Annotations = map[string]string{"test-env": "foo"}
+			c := &cs.Spec.Template.Spec.Containers[0]
+			c.Command = []string{"sh", "-c", `echo "test-env=$TEST_ENV"; exec /app.sh`}
+			c.Env = []corev1.EnvVar{{Name: "TEST_ENV", ValueFrom: &corev1.EnvVarSource{
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['test-env']"}}}}
+		})
+	before := waitCloneSetReady(t, ctx, cs, 1)
+	var name string
+	for n := range before {
+		name = n
+	}
+	waitLog(t, ctx, ns, name, "main", "test-env=foo")
+	mustKubectl(t, ctx, "", "-n", ns, "annotate", "--overwrite", "pod", name, "test-env=bar")
+	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Annotations["test-env"] = "bar" })
+	_, after := waitRolledOut(t, ctx, cs, 1)
+	checkSamePods(t, before, after)
+	if s := containerStatus(t, after[name], "main"); s.RestartCount != 1 {
+		t.Errorf("main restarted %d times, want once to read the new value", s.RestartCount)
+	}
+	waitLog(t, ctx, ns, name, "main", "test-env=bar")
 }
