@@ -91,10 +91,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 // container the status reports created from its spec image (the kubelet's container hash),
 // which is what the engine then checks (inplaceupdate.RunsCurrentSpec).
 func reportNow(pod *corev1.Pod, set *pub.RuntimeContainerMetaSet) bool {
-	for _, k := range []string{pub.InPlaceUpdateGraceKey, pub.InPlaceUpdateGraceKeyOld} {
-		if _, inGrace := pod.Annotations[k]; inGrace {
-			return true
-		}
+	if inplaceupdate.InGracePeriod(pod) {
+		return true
 	}
 	st, ok, err := inplaceupdate.GetState(pod)
 	if err != nil || !ok || st == nil {
@@ -328,10 +326,8 @@ func sweepsEnv(pod *corev1.Pod) bool {
 	if !kruiseManaged(pod) {
 		return false
 	}
-	for _, k := range []string{pub.InPlaceUpdateGraceKey, pub.InPlaceUpdateGraceKeyOld} {
-		if _, inGrace := pod.Annotations[k]; inGrace {
-			return false
-		}
+	if inplaceupdate.InGracePeriod(pod) {
+		return false
 	}
 	for i := range pod.Status.Conditions {
 		if cond := &pod.Status.Conditions[i]; cond.Type == pub.InPlaceUpdateReady {
