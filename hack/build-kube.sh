@@ -5,11 +5,12 @@
 #
 #   hack/build-kube.sh             # all: kube-apiserver kube-controller-manager
 #                                  #      kube-scheduler kubelet kubectl etcd minicri
+#                                  #      hostpath (the local cluster's volume provisioner)
 #   hack/build-kube.sh kubectl     # only the named binaries
 #
 # Cached: each binary has a stamp (_output/bin/.stamp/NAME) holding the
 # Kubernetes version, the Go version and a hash of hack/kube's go.mod and
-# go.sum (and, for etcd and minicri, of their sources); a binary whose stamp
+# go.sum (and, for etcd, minicri and hostpath, of their sources); a binary whose stamp
 # matches is not rebuilt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/.."
 KUBE_VERSION=v1.35.4
 KUBE_MAJOR=1
 KUBE_MINOR=35
-ALL=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd minicri)
+ALL=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd minicri hostpath)
 
 OUT="$PWD/_output/bin"
 STAMPS="$OUT/.stamp"
@@ -28,7 +29,7 @@ pkg_of() {
   case "$1" in
     kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kubectl)
       echo "k8s.io/kubernetes/cmd/$1" ;;
-    etcd|minicri) echo "github.com/inplace-dev/inplace/hack/kube/$1" ;;
+    etcd|minicri|hostpath) echo "github.com/inplace-dev/inplace/hack/kube/$1" ;;
     *) echo "build-kube: unknown binary '$1' (known: ${ALL[*]})" >&2; return 1 ;;
   esac
 }
@@ -37,13 +38,13 @@ if (($# == 0)); then set -- "${ALL[@]}"; fi
 for b in "$@"; do pkg_of "$b" >/dev/null; done
 
 # stamp_of NAME: everything that determines the binary: the module's go.mod and go.sum, and for
-# the programs of hack/kube (etcd, minicri) their own sources; a change to minicri does not
+# the programs of hack/kube (etcd, minicri, hostpath) their own sources; a change to minicri does not
 # rebuild kube-apiserver.
 go_version="$(go env GOVERSION)"
 stamp_of() {
   local own=""
   case "$1" in
-    etcd|minicri) own="$1" ;;
+    etcd|minicri|hostpath) own="$1" ;;
   esac
   echo "$KUBE_VERSION $go_version $(cd "$MODDIR" && cat go.mod go.sum ${own:+"$own"/*.go} | sha256sum | cut -c1-16)"
 }

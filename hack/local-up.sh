@@ -335,6 +335,11 @@ local_wait kubelet 60 "node $NODE_NAME Ready, no taints" node_ready
 # Pods need the default ServiceAccount (created by the controller-manager).
 local_wait kube-controller-manager 60 "ServiceAccount default/default" kubectl -n default get serviceaccount default
 
+# A default StorageClass: hack/kube/hostpath provisions a hostPath PV (a directory
+# under $STATE/volumes) for each PVC of it and deletes it with its claim.
+local_start hostpath-provisioner "$BIN/hostpath" -kubeconfig "$KUBECONFIG" -root "$STATE/volumes"
+local_wait hostpath-provisioner 30 "StorageClass inplace-hostpath" kubectl get storageclass inplace-hostpath
+
 # --- 8. hooks -------------------------------------------------------------------
 for hook in "${LOCAL_UP_HOOKS:-hack/local-up.d}"/*.sh; do
   [[ -e "$hook" ]] || continue

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -268,4 +269,118 @@ func podNameList(pods map[string]*corev1.Pod) []string {
 		out = append(out, name)
 	}
 	return out
+}
+
+// TestCloneSetPVCDefaultStorageClass (OpenKruise "CloneSet Update with DisablePVCReuse=true"), on
+// the local cluster's default StorageClass (hack/kube/hostpath provisions a volume per claim):
+// two volumeClaimTemplates without a class give each Pod two PVCs, bound to provisioned volumes
+// and controlled by the CloneSet; Pods deleted directly come back on the same PVCs; with
+// disablePVCReuse, Pods deleted directly come back with new instance ids and new PVCs, and the
+// old PVCs go, their volumes deleted by the provisioner.
+func TestCloneSetPVCDefaultStorageClass(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-dynpvc")
+	const replicas = 2
+	cs := newUpdateCloneSet(t, ctx, ns, replicas, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.RecreateCloneSetUpdateStrategyType},
+		func(cs *v1alpha1.CloneSet) {
+			for _, name := range []string{"data-vol1", "data-vol2"} {
+				cs.Spec.VolumeClaimTemplates = append(cs.Spec.VolumeClaimTemplates, corev1.PersistentVolumeClaim{
+					ObjectMeta: metav1.ObjectMeta{Name: name},
+					Spec: corev1.PersistentVolumeClaimSpec{
+						AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+						Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+					},
+				})
+			}
+		})
+	// claims waits for the PVCs of the Pods' instance ids, all bound to provisioned volumes, and
+	// returns them by name with their volume.
+	claims := func(pods map[string]*corev1.Pod) map[string]string {
+		t.Helper()
+		ids := map[string]bool{}
+		for _, p := range pods {
+			ids[p.Labels[v1alpha1.CloneSetInstanceID]] = true
+		}
+		var got map[string]string
+		poll(t, ctx, pvcTimeout, fmt.Sprintf("%d PVCs bound", 2*replicas), func(ctx context.Context) (bool, error) {
+			list, err := kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			got = map[string]string{}
+			for _, pvc := range list.Items {
+				if pvc.DeletionTimestamp != nil {
+					continue
+				}
+				ref := metav1.GetControllerOf(&pvc)
+				if ref == nil || ref.UID != cs.UID || !ids[pvc.Labels[v1alpha1.CloneSetInstanceID]] ||
+					pvc.Status.Phase != corev1.ClaimBound || ptr.Deref(pvc.Spec.StorageClassName, "") != "inplace-hostpath" {
+					return false, fmt.Errorf("pvc %s: controller %v, instance id %s, phase %s, class %v",
+						pvc.Name, ref, pvc.Labels[v1alpha1.CloneSetInstanceID], pvc.Status.Phase, pvc.Spec.StorageClassName)
+				}
+				got[pvc.Name] = pvc.Spec.VolumeName
+			}
+			return len(got) == 2*replicas, fmt.Errorf("pvcs %v", got)
+		})
+		for name, pv := range got {
+			vol, err := kube.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if by := vol.Annotations["pv.kubernetes.io/provisioned-by"]; by != "inplace.local/hostpath" {
+				t.Errorf("pvc %s: volume %s provisioned by %q", name, pv, by)
+			}
+		}
+		return got
+	}
+	deleteAll := func(pods map[string]*corev1.Pod) {
+		t.Helper()
+		for name := range pods {
+			if err := kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	pods := waitCloneSetReady(t, ctx, cs, replicas)
+	first := claims(pods)
+	deleteAll(pods)
+	poll(t, ctx, rolloutTimeout, "the Pods replaced", func(ctx context.Context) (bool, error) {
+		got, err := cloneSetPods(ctx, cs)
+		for name, p := range got {
+			if pods[name] != nil && pods[name].UID == p.UID || !podReady(p) {
+				return false, fmt.Errorf("pod %s not replaced and ready yet (%v)", name, err)
+			}
+		}
+		return len(got) == replicas, err
+	})
+	if again := claims(pods); !maps.Equal(again, first) {
+		t.Errorf("pvcs after the Pods came back %v, want the same as before %v", again, first)
+	}
+
+	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.ScaleStrategy.DisablePVCReuse = true })
+	pods = waitCloneSetReady(t, ctx, cs, replicas)
+	deleteAll(pods)
+	var fresh map[string]*corev1.Pod
+	poll(t, ctx, rolloutTimeout, "new Pods with new instance ids", func(ctx context.Context) (bool, error) {
+		got, err := cloneSetPods(ctx, cs)
+		for name, p := range got {
+			if pods[name] != nil || !podReady(p) {
+				return false, fmt.Errorf("pod %s: an old instance id, or not ready (%v)", name, err)
+			}
+		}
+		fresh = got
+		return len(got) == replicas, err
+	})
+	second := claims(fresh)
+	for name, pv := range first {
+		if _, ok := second[name]; ok {
+			t.Errorf("pvc %s kept under disablePVCReuse", name)
+		}
+		waitClaimGone(t, ctx, ns, name)
+		poll(t, ctx, pvcTimeout, "volume "+pv+" deleted by the provisioner", func(ctx context.Context) (bool, error) {
+			_, err := kube.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), fmt.Errorf("still there (%v)", err)
+		})
+	}
 }
