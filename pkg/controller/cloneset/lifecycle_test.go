@@ -285,3 +285,44 @@ func TestTrimPodsToDelete(t *testing.T) {
 		t.Errorf("patch %s, want %s", patch, want)
 	}
 }
+
+// A Pod recreated for an update that the preDelete hook holds waits in PreparingDelete, labelled
+// specified-delete (as OpenKruise marks the Pods it recreates), so that scaling never takes it
+// back to PreparingNormal as a cancelled scale-in (and updates it again, and so on).
+func TestRecreateHeldByPreDeleteHookStaysLeaving(t *testing.T) {
+	r := newRollout(t, 1, v1alpha1.RecreateCloneSetUpdateStrategyType, newImage)
+	r.cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: holdHook(false)}
+	pod := r.pods[0]
+	pod.Labels[hookLabel] = "true"
+	pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateNormal)
+	f := r.fixture(t)
+	f.sync(t)
+	patches := podPatches(t, f, "")[pod.Name]
+	if got := patchedState(patches); got != string(pub.LifecycleStatePreparingDelete) {
+		t.Fatalf("state %q, want PreparingDelete", got)
+	}
+	labelled := false
+	for _, p := range patches {
+		md, _ := p["metadata"].(map[string]any)
+		lbls, _ := md["labels"].(map[string]any)
+		labelled = labelled || lbls[v1alpha1.SpecifiedDeleteKey] == "true"
+	}
+	if !labelled {
+		t.Errorf("patches %v: want the label %s", patches, v1alpha1.SpecifiedDeleteKey)
+	}
+	if d := deletedPods(f); len(d) != 0 {
+		t.Errorf("deleted %v while the hook holds", d)
+	}
+
+	// Next sync, the Pod waiting: it stays PreparingDelete, nothing is created.
+	pod.Labels[v1alpha1.SpecifiedDeleteKey] = "true"
+	pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingDelete)
+	f = r.fixture(t)
+	f.sync(t)
+	if got := patchedState(podPatches(t, f, "")[pod.Name]); got != "" {
+		t.Errorf("state patched to %q while the Pod waits in PreparingDelete", got)
+	}
+	if n := len(createdPods(f)); n != 0 {
+		t.Errorf("created %d pods while the Pod waits, want 0", n)
+	}
+}

@@ -11,7 +11,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
@@ -472,8 +474,26 @@ func (c *Controller) applyUpdate(ctx context.Context, cs *v1alpha1.CloneSet, pod
 	}
 	logger.Info("Recreating Pod for update", "cloneset", klog.KObj(cs), "pod", klog.KObj(pod),
 		"updateRevision", updateRevision, "reason", plan.reason)
+	if hooked(preDeleteHook(cs), pod) && pod.Labels[v1alpha1.SpecifiedDeleteKey] == "" {
+		// The Pod will wait in PreparingDelete: marked as asked for, as OpenKruise marks every Pod
+		// it recreates, so that scaling does not take it back as a cancelled scale-in.
+		if err := c.markSpecifiedDelete(ctx, pod); err != nil {
+			return err
+		}
+	}
 	return c.deletePods(ctx, cs, []*corev1.Pod{pod}, "SuccessfulUpdatePodReCreate",
 		fmt.Sprintf("recreating: %s (revision %s)", plan.reason, updateRevision))
+}
+
+// markSpecifiedDelete labels the Pod apps.kruise.io/specified-delete=true (the patch carries its
+// UID, so a recreated Pod of the same name is not touched).
+func (c *Controller) markSpecifiedDelete(ctx context.Context, pod *corev1.Pod) error {
+	patch := fmt.Sprintf(`{"metadata":{"uid":%q,"labels":{%q:"true"}}}`, pod.UID, v1alpha1.SpecifiedDeleteKey)
+	_, err := c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("labelling pod %s %s: %w", pod.Name, v1alpha1.SpecifiedDeleteKey, err)
+	}
+	return nil
 }
 
 // updateInPlace sends POST pods/NAME/inplaceupdate for the spec, expected before it is sent so that
