@@ -3,6 +3,7 @@ package inplaceupdate
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -18,6 +19,10 @@ var reservedAnnotations = map[string]bool{
 	pub.InPlaceUpdateGraceKey:    true,
 	pub.InPlaceUpdateGraceKeyOld: true,
 	pub.RuntimeContainerMetaKey:  true,
+	// The SidecarSet upgrade's state and hashes: written by injection and sidecar upgrades.
+	pub.SidecarSetInPlaceUpdateStateKey: true,
+	pub.SidecarSetHashKey:               true,
+	pub.SidecarSetHashWithoutImageKey:   true,
 }
 
 // SpecFromRequest checks a pods/inplaceupdate request against the live Pod and returns the
@@ -44,6 +49,9 @@ var reservedAnnotations = map[string]bool{
 func SpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSpec, error) {
 	if err := checkPodUpdatable(pod); err != nil {
 		return nil, err
+	}
+	if req.Spec.SidecarSet != nil {
+		return sidecarSpecFromRequest(pod, req)
 	}
 	in := &req.Spec
 	st, hasState, err := readState(pod)
@@ -214,6 +222,66 @@ func SpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSpec, err
 	}
 	if inProgress {
 		return nil, &InProgressError{Revision: in.Revision, Requested: in.Revision}
+	}
+	if c, set := sidecarContainersBusy(pod, spec.containerNames(), ""); c != "" {
+		return nil, &ContainerBusyError{Container: c, By: fmt.Sprintf("SidecarSet %s's upgrade", set)}
+	}
+	return spec, nil
+}
+
+// sidecarSpecFromRequest is SpecFromRequest for a SidecarSet's upgrade of its sidecars
+// (spec.sidecarSet set): the Pod must have been injected by that SidecarSet, every container must
+// be one of its sidecars (or of their hot-upgrade pairs) among the Pod's containers, and none may
+// be changing in another in-place update (409). An unfinished upgrade of the same SidecarSet to
+// another hash is superseded (a new image fixes one that does not start); the same request again
+// returns an empty spec, which Begin answers without change.
+func sidecarSpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSpec, error) {
+	in := &req.Spec
+	specPath := field.NewPath("spec")
+	hashes, err := SidecarSetHashes(pod, pub.SidecarSetHashKey)
+	if err != nil {
+		return nil, &InvalidRequestError{Errs: field.ErrorList{field.Invalid(specPath.Child("sidecarSet", "name"), in.SidecarSet.Name, err.Error())}}
+	}
+	entry, injected := hashes[in.SidecarSet.Name]
+	if !injected {
+		return nil, &InvalidRequestError{Errs: field.ErrorList{field.Invalid(specPath.Child("sidecarSet", "name"), in.SidecarSet.Name,
+			fmt.Sprintf("pod %s was not injected by this SidecarSet (annotation %s has no entry for it)", pod.Name, pub.SidecarSetHashKey))}}
+	}
+	sidecars := map[string]bool{}
+	for _, name := range entry.SidecarList {
+		one, two := name+"-1", name+"-2" // a hot-upgrade pair
+		sidecars[name], sidecars[one], sidecars[two] = true, true, true
+	}
+	spec := &UpdateSpec{
+		Revision:   in.Revision,
+		SidecarSet: &SidecarSetUpdate{Name: in.SidecarSet.Name, ControllerRevision: in.SidecarSet.ControllerRevision, LeaveService: in.SidecarSet.LeaveService},
+	}
+	var errs field.ErrorList
+	for i := range in.Containers {
+		rc := &in.Containers[i]
+		p := specPath.Child("containers").Index(i)
+		c := findContainer(pod.Spec.Containers, rc.Name)
+		switch {
+		case !sidecars[rc.Name]:
+			errs = append(errs, field.Invalid(p.Child("name"), rc.Name, fmt.Sprintf("not a sidecar container of SidecarSet %s in this pod (its sidecars: %s)",
+				in.SidecarSet.Name, strings.Join(entry.SidecarList, ", "))))
+		case c == nil && findContainer(pod.Spec.InitContainers, rc.Name) != nil:
+			errs = append(errs, field.Forbidden(p.Child("image"), fmt.Sprintf("%q is an init container: init containers cannot be updated in place", rc.Name)))
+		case c == nil:
+			errs = append(errs, field.NotFound(p.Child("name"), rc.Name))
+		case rc.Image != c.Image:
+			setMap(&spec.ContainerImages, rc.Name, rc.Image)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, &InvalidRequestError{Errs: errs}
+	}
+	names := spec.containerNames()
+	if c := workloadContainersBusy(pod, names); c != "" {
+		return nil, &ContainerBusyError{Container: c, By: "the workload's in-place update"}
+	}
+	if c, set := sidecarContainersBusy(pod, names, in.SidecarSet.Name); c != "" {
+		return nil, &ContainerBusyError{Container: c, By: fmt.Sprintf("SidecarSet %s's upgrade", set)}
 	}
 	return spec, nil
 }

@@ -40,6 +40,10 @@ func ImagesToWatch(pod *corev1.Pod) (map[string]ImageWait, bool) {
 	if _, inGrace := annotation(pod, pub.InPlaceUpdateGraceKey, pub.InPlaceUpdateGraceKeyOld); inGrace {
 		return nil, false
 	}
+	if states, err := readSidecarStates(pod); err != nil || holdsService(states) {
+		// A SidecarSet upgrade holds the Pod out of service too; Progress releases it.
+		return nil, false
+	}
 	st, ok, err := readState(pod)
 	if !ok || err != nil || st.completed() || st.hasNext() || len(st.ContainerResources) > 0 || len(st.EnvRestartContainers) > 0 {
 		return nil, false

@@ -73,6 +73,10 @@ type UpdateSpec struct {
 	UpdateEnvFromMetadata bool `json:"updateEnvFromMetadata,omitempty"`
 	// GraceSeconds is how long the Pod stays not ready before any container changes.
 	GraceSeconds int32 `json:"graceSeconds,omitempty"`
+	// SidecarSet, when set, makes the update a SidecarSet's in-place upgrade of the sidecar
+	// containers it injected (see sidecar.go): Revision is the SidecarSet's hash and only
+	// ContainerImages is used.
+	SidecarSet *SidecarSetUpdate `json:"sidecarSet,omitempty"`
 }
 
 // MetadataChange is a change of Pod labels and annotations.

@@ -68,6 +68,9 @@ func Begin(pod *corev1.Pod, spec *UpdateSpec, now time.Time) (*Step, error) {
 			return nil, fmt.Errorf("container %q of the update is not in pod %s/%s", name, pod.Namespace, pod.Name)
 		}
 	}
+	if spec.SidecarSet != nil {
+		return beginSidecar(pod, spec, now)
+	}
 	if old, ok, err := readState(pod); ok && err == nil && spec.IsEmpty() && old.Revision == spec.Revision {
 		msg := fmt.Sprintf("already updating to revision %q", spec.Revision)
 		if old.completed() {
@@ -225,13 +228,25 @@ func applyMetadataChange(pod *corev1.Pod, md *MetadataChange) {
 //     stays visible) and returns InPlaceUpdateReady=True when the Pod has the readiness gate.
 //
 // A Pod without an in-place update gets InPlaceUpdateReady=True when it has the gate and the
-// condition is not True (Pods are created with the gate and no condition). The input Pod is not
-// modified.
+// condition is not True (Pods are created with the gate and no condition).
+//
+// The SidecarSet upgrades of the Pod (see sidecar.go) progress in the same step: each completes
+// once its containers run their new images, and one that leaves service keeps InPlaceUpdateReady
+// False until then. The input Pod is not modified.
 func Progress(pod *corev1.Pod, now time.Time) (*Step, error) {
 	now = now.Truncate(time.Second)
 	if pod.DeletionTimestamp != nil {
 		return &Step{Message: "the pod is being deleted"}, nil
 	}
+	step, err := progressWorkload(pod, now)
+	if err != nil {
+		return nil, err
+	}
+	return progressSidecars(pod, step, now)
+}
+
+// progressWorkload is Progress for the workload's update (annotation apps.kruise.io/inplace-update-state).
+func progressWorkload(pod *corev1.Pod, now time.Time) (*Step, error) {
 	st, hasState, err := readState(pod)
 	if err != nil {
 		return nil, err
@@ -269,8 +284,8 @@ func Progress(pod *corev1.Pod, now time.Time) (*Step, error) {
 		if hasState {
 			reason = ReasonInPlaceUpdateCompleted
 		}
-		if c := getCondition(pod, pub.InPlaceUpdateReady); !hasState && c != nil &&
-			c.Status == corev1.ConditionFalse && c.Reason == ReasonStartInPlaceUpdate {
+		if c := getCondition(pod, pub.InPlaceUpdateReady); c != nil && c.Status == corev1.ConditionFalse &&
+			((!hasState && c.Reason == ReasonStartInPlaceUpdate) || (c.Reason == ReasonStartSidecarSetUpgrade && !sidecarUpgradeStartedSince(pod, c.LastTransitionTime))) {
 			// A pods/inplaceupdate request set the condition and is about to write its update.
 			// Setting it True now would undo its first write (and make its second one conflict).
 			// Past StartWindow the request is taken as abandoned. The condition's time comes from

@@ -11,7 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
 
 const (
@@ -19,19 +21,6 @@ const (
 	// injected sidecar from an app container (shareVolumePolicy shares only app containers' mounts).
 	InjectedEnvName = "IS_INJECTED"
 )
-
-// UpgradeSpec is one SidecarSet's entry in the Pod annotations kruise.io/sidecarset-hash and
-// kruise.io/sidecarset-hash-without-image (a JSON object keyed by SidecarSet name), OpenKruise's
-// SidecarSetUpgradeSpec.
-type UpgradeSpec struct {
-	UpdateTimestamp metav1.Time `json:"updateTimestamp"`
-	Hash            string      `json:"hash"`
-	SidecarSetName  string      `json:"sidecarSetName"`
-	// SidecarList names the SidecarSet's containers and native-sidecar init containers, sorted.
-	SidecarList []string `json:"sidecarList"`
-	// ControllerRevision is the SidecarSet's status.latestRevision (hash annotation only).
-	ControllerRevision string `json:"controllerRevision,omitempty"`
-}
 
 // Result is what Inject made of a Pod.
 type Result struct {
@@ -135,8 +124,8 @@ type builder struct {
 	volumes            []corev1.Volume
 	secrets            []corev1.LocalObjectReference
 	annotations        map[string]string
-	hashes             map[string]UpgradeSpec
-	hashesWithoutImage map[string]UpgradeSpec
+	hashes             map[string]pub.SidecarSetUpgradeSpec
+	hashesWithoutImage map[string]pub.SidecarSetUpgradeSpec
 	hotUpgradeWorking  map[string]string
 	names              sets.Set[string]
 	injected           []string
@@ -145,10 +134,10 @@ type builder struct {
 func newBuilder(pod *corev1.Pod) (*builder, error) {
 	b := &builder{pod: pod, annotations: map[string]string{}, names: sets.New[string]()}
 	var err error
-	if b.hashes, err = podUpgradeSpecs(pod, appsv1alpha1.SidecarSetHashAnnotation); err != nil {
+	if b.hashes, err = inplaceupdate.SidecarSetHashes(pod, appsv1alpha1.SidecarSetHashAnnotation); err != nil {
 		return nil, err
 	}
-	if b.hashesWithoutImage, err = podUpgradeSpecs(pod, appsv1alpha1.SidecarSetHashWithoutImageAnnotation); err != nil {
+	if b.hashesWithoutImage, err = inplaceupdate.SidecarSetHashes(pod, appsv1alpha1.SidecarSetHashWithoutImageAnnotation); err != nil {
 		return nil, err
 	}
 	b.hotUpgradeWorking = HotUpgradeWorkingContainers(pod)
@@ -156,28 +145,6 @@ func newBuilder(pod *corev1.Pod) (*builder, error) {
 		b.names.Insert(strings.Split(list, ",")...)
 	}
 	return b, nil
-}
-
-// podUpgradeSpecs reads a Pod's kruise.io/sidecarset-hash (or -without-image) annotation, also in
-// its older form, a JSON object of SidecarSet name to hash.
-func podUpgradeSpecs(pod *corev1.Pod, key string) (map[string]UpgradeSpec, error) {
-	specs := map[string]UpgradeSpec{}
-	value := pod.Annotations[key]
-	if value == "" {
-		return specs, nil
-	}
-	if err := json.Unmarshal([]byte(value), &specs); err == nil {
-		return specs, nil
-	}
-	var older map[string]string
-	if err := json.Unmarshal([]byte(value), &older); err != nil {
-		return nil, fmt.Errorf("pod %s: invalid annotation %s: %v", pod.Name, key, err)
-	}
-	specs = map[string]UpgradeSpec{}
-	for name, hash := range older {
-		specs[name] = UpgradeSpec{Hash: hash, SidecarSetName: name}
-	}
-	return specs, nil
 }
 
 func (b *builder) add(s *appsv1alpha1.SidecarSet, now metav1.Time) error {
@@ -227,9 +194,9 @@ func (b *builder) add(s *appsv1alpha1.SidecarSet, now metav1.Time) error {
 
 	if injecting {
 		list := sets.List(sidecarList)
-		b.hashes[s.Name] = UpgradeSpec{UpdateTimestamp: now, Hash: hash, SidecarSetName: s.Name,
+		b.hashes[s.Name] = pub.SidecarSetUpgradeSpec{UpdateTimestamp: now, Hash: hash, SidecarSetName: s.Name,
 			SidecarList: list, ControllerRevision: s.Status.LatestRevision}
-		b.hashesWithoutImage[s.Name] = UpgradeSpec{UpdateTimestamp: now, Hash: hashWithoutImage,
+		b.hashesWithoutImage[s.Name] = pub.SidecarSetUpgradeSpec{UpdateTimestamp: now, Hash: hashWithoutImage,
 			SidecarSetName: s.Name, SidecarList: list}
 		b.injected = append(b.injected, s.Name)
 	}

@@ -11,14 +11,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 )
 
 var now = metav1.NewTime(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 
-func upgradeSpecs(t *testing.T, pod *corev1.Pod, key string) map[string]UpgradeSpec {
+func upgradeSpecs(t *testing.T, pod *corev1.Pod, key string) map[string]pub.SidecarSetUpgradeSpec {
 	t.Helper()
-	m := map[string]UpgradeSpec{}
+	m := map[string]pub.SidecarSetUpgradeSpec{}
 	if err := json.Unmarshal([]byte(pod.Annotations[key]), &m); err != nil {
 		t.Fatalf("annotation %s=%q: %v", key, pod.Annotations[key], err)
 	}
@@ -56,7 +57,7 @@ func TestInject(t *testing.T) {
 			hash, _ := Hash(sample(t))
 			hashWithoutImage, _ := HashWithoutImage(sample(t))
 			got := upgradeSpecs(t, out, appsv1alpha1.SidecarSetHashAnnotation)["log-agent"]
-			want := UpgradeSpec{UpdateTimestamp: now, Hash: hash, SidecarSetName: "log-agent", SidecarList: []string{"sidecar1"}}
+			want := pub.SidecarSetUpgradeSpec{UpdateTimestamp: now, Hash: hash, SidecarSetName: "log-agent", SidecarList: []string{"sidecar1"}}
 			if got.Hash != want.Hash || !got.UpdateTimestamp.Equal(&now) || got.SidecarSetName != want.SidecarSetName || !slices.Equal(got.SidecarList, want.SidecarList) {
 				t.Errorf("hash annotation %+v, want %+v", got, want)
 			}
@@ -392,7 +393,7 @@ func TestInjectIdempotent(t *testing.T) {
 func TestInjectErrors(t *testing.T) {
 	p := samplePod()
 	p.Annotations = map[string]string{appsv1alpha1.SidecarSetHashAnnotation: "not json"}
-	if _, err := Inject(p, []*appsv1alpha1.SidecarSet{sample(t)}, now); err == nil || !strings.Contains(err.Error(), "invalid annotation") {
+	if _, err := Inject(p, []*appsv1alpha1.SidecarSet{sample(t)}, now); err == nil || !strings.Contains(err.Error(), "does not decode") {
 		t.Errorf("err %v", err)
 	}
 	p = samplePod()

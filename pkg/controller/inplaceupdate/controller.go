@@ -73,7 +73,7 @@ func needsWork(pod *corev1.Pod) bool {
 	if pod.DeletionTimestamp != nil {
 		return false
 	}
-	if inplaceupdate.IsInProgress(pod) {
+	if inplaceupdate.AnyInProgress(pod) {
 		return true
 	}
 	if !inplaceupdate.HasReadinessGate(pod) {

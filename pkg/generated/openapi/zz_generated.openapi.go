@@ -47,6 +47,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		pub.RuntimeContainerHashes{}.OpenAPIModelName():                              schema_pkg_apis_apps_pub_RuntimeContainerHashes(ref),
 		pub.RuntimeContainerMeta{}.OpenAPIModelName():                                schema_pkg_apis_apps_pub_RuntimeContainerMeta(ref),
 		pub.RuntimeContainerMetaSet{}.OpenAPIModelName():                             schema_pkg_apis_apps_pub_RuntimeContainerMetaSet(ref),
+		pub.SidecarSetUpgradeSpec{}.OpenAPIModelName():                               schema_pkg_apis_apps_pub_SidecarSetUpgradeSpec(ref),
 		pub.UpdatePriorityOrderTerm{}.OpenAPIModelName():                             schema_pkg_apis_apps_pub_UpdatePriorityOrderTerm(ref),
 		pub.UpdatePriorityStrategy{}.OpenAPIModelName():                              schema_pkg_apis_apps_pub_UpdatePriorityStrategy(ref),
 		pub.UpdatePriorityWeightTerm{}.OpenAPIModelName():                            schema_pkg_apis_apps_pub_UpdatePriorityWeightTerm(ref),
@@ -70,6 +71,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.InPlaceUpdate{}.OpenAPIModelName():                                  schema_pkg_apis_apps_v1alpha1_InPlaceUpdate(ref),
 		v1alpha1.InPlaceUpdateContainer{}.OpenAPIModelName():                         schema_pkg_apis_apps_v1alpha1_InPlaceUpdateContainer(ref),
 		v1alpha1.InPlaceUpdateMetadata{}.OpenAPIModelName():                          schema_pkg_apis_apps_v1alpha1_InPlaceUpdateMetadata(ref),
+		v1alpha1.InPlaceUpdateSidecarSet{}.OpenAPIModelName():                        schema_pkg_apis_apps_v1alpha1_InPlaceUpdateSidecarSet(ref),
 		v1alpha1.InPlaceUpdateSpec{}.OpenAPIModelName():                              schema_pkg_apis_apps_v1alpha1_InPlaceUpdateSpec(ref),
 		v1alpha1.InPlaceUpdateStatus{}.OpenAPIModelName():                            schema_pkg_apis_apps_v1alpha1_InPlaceUpdateStatus(ref),
 		v1alpha1.Pod{}.OpenAPIModelName():                                            schema_pkg_apis_apps_v1alpha1_Pod(ref),
@@ -834,6 +836,65 @@ func schema_pkg_apis_apps_pub_RuntimeContainerMetaSet(ref common.ReferenceCallba
 		},
 		Dependencies: []string{
 			pub.RuntimeContainerMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_pub_SidecarSetUpgradeSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetUpgradeSpec is one SidecarSet's entry in the Pod annotations SidecarSetHashKey and SidecarSetHashWithoutImageKey (OpenKruise's SidecarSetUpgradeSpec).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"updateTimestamp": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpdateTimestamp is when the entry was last written (injection or upgrade).",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"hash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Hash is the SidecarSet's hash the Pod's sidecars follow.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"sidecarSetName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SidecarSetName names the SidecarSet.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"sidecarList": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SidecarList names the SidecarSet's containers and native-sidecar init containers in the Pod, sorted.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"controllerRevision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ControllerRevision is the SidecarSet's ControllerRevision of Hash (SidecarSetHashKey only).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"updateTimestamp", "hash", "sidecarSetName", "sidecarList"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -2019,6 +2080,42 @@ func schema_pkg_apis_apps_v1alpha1_InPlaceUpdateMetadata(ref common.ReferenceCal
 	}
 }
 
+func schema_pkg_apis_apps_v1alpha1_InPlaceUpdateSidecarSet(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "InPlaceUpdateSidecarSet names the SidecarSet whose sidecars an in-place update upgrades.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the SidecarSet.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"controllerRevision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ControllerRevision is the SidecarSet's ControllerRevision of the hash upgraded to.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"leaveService": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LeaveService takes the Pod out of service (InPlaceUpdateReady False, for Pods with that readiness gate) until the sidecars run their new images. By default the Pod stays in service, as OpenKruise keeps it.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_apps_v1alpha1_InPlaceUpdateSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2067,11 +2164,17 @@ func schema_pkg_apis_apps_v1alpha1_InPlaceUpdateSpec(ref common.ReferenceCallbac
 							Format:      "int32",
 						},
 					},
+					"sidecarSet": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SidecarSet, when set, makes this the in-place upgrade of the sidecar containers that SidecarSet injected into the Pod, as inplace-controller's SidecarSet controller requests it. It is tracked apart from the workload's update (Pod annotation kruise.io/sidecarset-inplace-update-state), so both run at once; revision is the SidecarSet's hash, recorded in the Pod's kruise.io/sidecarset-hash annotation instead of the controller-revision-hash label; only images of that SidecarSet's containers may change (no metadata, resources or grace period).",
+							Ref:         ref(v1alpha1.InPlaceUpdateSidecarSet{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.InPlaceUpdateContainer{}.OpenAPIModelName(), v1alpha1.InPlaceUpdateMetadata{}.OpenAPIModelName()},
+			v1alpha1.InPlaceUpdateContainer{}.OpenAPIModelName(), v1alpha1.InPlaceUpdateMetadata{}.OpenAPIModelName(), v1alpha1.InPlaceUpdateSidecarSet{}.OpenAPIModelName()},
 	}
 }
 

@@ -72,6 +72,11 @@ func (in RuntimeContainerMetaSet) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SidecarSetUpgradeSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.pub.SidecarSetUpgradeSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in UpdatePriorityOrderTerm) OpenAPIModelName() string {
 	return "io.kruise.apps.pub.UpdatePriorityOrderTerm"
 }

@@ -24,6 +24,29 @@ type InPlaceUpdateSpec struct {
 	// GracePeriodSeconds is how long the Pod stays not ready before its containers change.
 	// +optional
 	GracePeriodSeconds int32 `json:"gracePeriodSeconds,omitempty"`
+	// SidecarSet, when set, makes this the in-place upgrade of the sidecar containers that
+	// SidecarSet injected into the Pod, as inplace-controller's SidecarSet controller requests it.
+	// It is tracked apart from the workload's update (Pod annotation
+	// kruise.io/sidecarset-inplace-update-state), so both run at once; revision is the SidecarSet's
+	// hash, recorded in the Pod's kruise.io/sidecarset-hash annotation instead of the
+	// controller-revision-hash label; only images of that SidecarSet's containers may change (no
+	// metadata, resources or grace period).
+	// +optional
+	SidecarSet *InPlaceUpdateSidecarSet `json:"sidecarSet,omitempty"`
+}
+
+// InPlaceUpdateSidecarSet names the SidecarSet whose sidecars an in-place update upgrades.
+type InPlaceUpdateSidecarSet struct {
+	// Name of the SidecarSet.
+	Name string `json:"name"`
+	// ControllerRevision is the SidecarSet's ControllerRevision of the hash upgraded to.
+	// +optional
+	ControllerRevision string `json:"controllerRevision,omitempty"`
+	// LeaveService takes the Pod out of service (InPlaceUpdateReady False, for Pods with that
+	// readiness gate) until the sidecars run their new images. By default the Pod stays in
+	// service, as OpenKruise keeps it.
+	// +optional
+	LeaveService bool `json:"leaveService,omitempty"`
 }
 
 // InPlaceUpdateContainer is the change of one container.

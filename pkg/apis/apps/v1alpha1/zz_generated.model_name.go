@@ -117,6 +117,11 @@ func (in InPlaceUpdateMetadata) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in InPlaceUpdateSidecarSet) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.InPlaceUpdateSidecarSet"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in InPlaceUpdateSpec) OpenAPIModelName() string {
 	return "io.kruise.apps.v1alpha1.InPlaceUpdateSpec"
 }

@@ -757,7 +757,7 @@ func ValidateInPlaceUpdate(u *apps.InPlaceUpdate) field.ErrorList {
 	spec := &u.Spec
 	var allErrs field.ErrorList
 	md := spec.Metadata
-	if len(spec.Containers) == 0 && (md == nil || len(md.Labels)+len(md.Annotations)+len(md.RemoveLabels)+len(md.RemoveAnnotations) == 0) {
+	if len(spec.Containers) == 0 && spec.SidecarSet == nil && (md == nil || len(md.Labels)+len(md.Annotations)+len(md.RemoveLabels)+len(md.RemoveAnnotations) == 0) {
 		allErrs = append(allErrs, field.Required(specPath.Child("containers"),
 			"an in-place update must change at least one container, or the Pod's labels or annotations"))
 	}
@@ -777,7 +777,40 @@ func ValidateInPlaceUpdate(u *apps.InPlaceUpdate) field.ErrorList {
 		allErrs = append(allErrs, validateRemovedKeys(md.RemoveLabels, md.Labels, mdPath.Child("removeLabels"), "labels")...)
 		allErrs = append(allErrs, validateRemovedKeys(md.RemoveAnnotations, md.Annotations, mdPath.Child("removeAnnotations"), "annotations")...)
 	}
-	return append(allErrs, apivalidation.ValidateNonnegativeField(int64(spec.GracePeriodSeconds), specPath.Child("gracePeriodSeconds"))...)
+	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(spec.GracePeriodSeconds), specPath.Child("gracePeriodSeconds"))...)
+	if spec.SidecarSet != nil {
+		allErrs = append(allErrs, validateSidecarSetUpgrade(spec)...)
+	}
+	return allErrs
+}
+
+// validateSidecarSetUpgrade checks an in-place update that is a SidecarSet's upgrade of its
+// sidecars: a named SidecarSet and revision (its hash), images only.
+func validateSidecarSetUpgrade(spec *apps.InPlaceUpdateSpec) field.ErrorList {
+	var allErrs field.ErrorList
+	ssPath := specPath.Child("sidecarSet")
+	if spec.SidecarSet.Name == "" {
+		allErrs = append(allErrs, field.Required(ssPath.Child("name"), "the SidecarSet whose sidecars are upgraded"))
+	} else {
+		for _, msg := range apivalidation.NameIsDNSSubdomain(spec.SidecarSet.Name, false) {
+			allErrs = append(allErrs, field.Invalid(ssPath.Child("name"), spec.SidecarSet.Name, msg))
+		}
+	}
+	if spec.Revision == "" {
+		allErrs = append(allErrs, field.Required(specPath.Child("revision"), "a SidecarSet upgrade names the SidecarSet's hash it upgrades to"))
+	}
+	for i := range spec.Containers {
+		if spec.Containers[i].Resources != nil {
+			allErrs = append(allErrs, field.Forbidden(specPath.Child("containers").Index(i).Child("resources"), "a SidecarSet upgrade changes images only"))
+		}
+	}
+	if spec.Metadata != nil {
+		allErrs = append(allErrs, field.Forbidden(specPath.Child("metadata"), "a SidecarSet upgrade changes images only"))
+	}
+	if spec.GracePeriodSeconds != 0 {
+		allErrs = append(allErrs, field.Forbidden(specPath.Child("gracePeriodSeconds"), "a SidecarSet upgrade has no grace period"))
+	}
+	return allErrs
 }
 
 // validateRemovedKeys checks keys to remove: qualified names, each once, none also set.

@@ -84,11 +84,12 @@ func requestError(name string, err error) error {
 	var invalid *inplaceupdate.InvalidRequestError
 	var notUpdatable *inplaceupdate.PodNotUpdatableError
 	var inProgress *inplaceupdate.InProgressError
+	var busy *inplaceupdate.ContainerBusyError
 	var status *apierrors.StatusError
 	switch {
 	case errors.As(err, &invalid):
 		return apierrors.NewInvalid(apps.Kind("InPlaceUpdate"), name, invalid.Errs)
-	case errors.As(err, &notUpdatable), errors.As(err, &inProgress):
+	case errors.As(err, &notUpdatable), errors.As(err, &inProgress), errors.As(err, &busy):
 		return apierrors.NewConflict(corev1.Resource("pods"), name, err)
 	case errors.As(err, &status):
 		// NotFound, Forbidden, Invalid, ... from kube-apiserver: pass them on as they are (the

@@ -1,0 +1,42 @@
+package pub
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// SidecarSetHashKey is the Pod annotation recording, per injected SidecarSet, the hash of the
+	// sidecar containers the Pod was given (a JSON object of SidecarSet name to
+	// SidecarSetUpgradeSpec). The SidecarSet carries its own hash under the same key.
+	SidecarSetHashKey = "kruise.io/sidecarset-hash"
+	// SidecarSetHashWithoutImageKey is SidecarSetHashKey with images left out of the hash: equal
+	// values mean the sidecars differ at most in images, so they can be upgraded in place.
+	SidecarSetHashWithoutImageKey = "kruise.io/sidecarset-hash-without-image"
+	// SidecarSetInPlaceUpdateStateKey is the Pod annotation holding, per SidecarSet, the
+	// InPlaceUpdateState of the in-place upgrade of its sidecar containers (a JSON object of
+	// SidecarSet name to InPlaceUpdateState). It is kept apart from InPlaceUpdateStateKey, the
+	// workload's update, so that both can run at once.
+	SidecarSetInPlaceUpdateStateKey = "kruise.io/sidecarset-inplace-update-state"
+
+	// SidecarSetUpgradable is the Pod condition saying whether the SidecarSets injected into the
+	// Pod can upgrade its sidecars in place (False when a SidecarSet changed more than images).
+	SidecarSetUpgradable corev1.PodConditionType = "SidecarSetUpgradable"
+)
+
+// SidecarSetUpgradeSpec is one SidecarSet's entry in the Pod annotations SidecarSetHashKey and
+// SidecarSetHashWithoutImageKey (OpenKruise's SidecarSetUpgradeSpec).
+type SidecarSetUpgradeSpec struct {
+	// UpdateTimestamp is when the entry was last written (injection or upgrade).
+	UpdateTimestamp metav1.Time `json:"updateTimestamp"`
+	// Hash is the SidecarSet's hash the Pod's sidecars follow.
+	Hash string `json:"hash"`
+	// SidecarSetName names the SidecarSet.
+	SidecarSetName string `json:"sidecarSetName"`
+	// SidecarList names the SidecarSet's containers and native-sidecar init containers in the
+	// Pod, sorted.
+	// +listType=atomic
+	SidecarList []string `json:"sidecarList"`
+	// ControllerRevision is the SidecarSet's ControllerRevision of Hash (SidecarSetHashKey only).
+	ControllerRevision string `json:"controllerRevision,omitempty"`
+}

@@ -1,0 +1,245 @@
+package inplaceupdate
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+)
+
+// injectedPod is a running Pod with app container "main" and sidecar "log" injected by SidecarSet
+// "logs" at hash h1.
+func injectedPod() *corev1.Pod {
+	pod := runningPod(ctr("main", "app:v1"), ctr("log", "log:v1"))
+	hashes := map[string]pub.SidecarSetUpgradeSpec{"logs": {Hash: "h1", SidecarSetName: "logs", SidecarList: []string{"log"}}}
+	b, _ := json.Marshal(hashes)
+	pod.Annotations[pub.SidecarSetHashKey] = string(b)
+	return pod
+}
+
+func sidecarRequest(set, hash string, images ...string) *apps.InPlaceUpdate {
+	req := &apps.InPlaceUpdate{Spec: apps.InPlaceUpdateSpec{Revision: hash, SidecarSet: &apps.InPlaceUpdateSidecarSet{Name: set, ControllerRevision: set + "-" + hash}}}
+	for _, ci := range images {
+		name, image, _ := strings.Cut(ci, "=")
+		req.Spec.Containers = append(req.Spec.Containers, apps.InPlaceUpdateContainer{Name: name, Image: image})
+	}
+	return req
+}
+
+func workloadRequest(rev string, images ...string) *apps.InPlaceUpdate {
+	req := &apps.InPlaceUpdate{Spec: apps.InPlaceUpdateSpec{Revision: rev}}
+	for _, ci := range images {
+		name, image, _ := strings.Cut(ci, "=")
+		req.Spec.Containers = append(req.Spec.Containers, apps.InPlaceUpdateContainer{Name: name, Image: image})
+	}
+	return req
+}
+
+// begin runs SpecFromRequest and Begin and writes the step.
+func begin(t *testing.T, pod *corev1.Pod, req *apps.InPlaceUpdate, now time.Time) (*corev1.Pod, *Step) {
+	t.Helper()
+	spec, err := SpecFromRequest(pod, req)
+	if err != nil {
+		t.Fatalf("SpecFromRequest: %v", err)
+	}
+	step, err := Begin(pod, spec, now)
+	if err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	return write(t, pod, step), step
+}
+
+func progress(t *testing.T, pod *corev1.Pod, now time.Time) (*corev1.Pod, *Step) {
+	t.Helper()
+	step, err := Progress(pod, now)
+	if err != nil {
+		t.Fatalf("Progress: %v", err)
+	}
+	return write(t, pod, step), step
+}
+
+func TestSidecarSetUpgradeKeepsServiceByDefault(t *testing.T) {
+	pod := withGate(injectedPod())
+	pod, step := begin(t, pod, sidecarRequest("logs", "h2", "log=log:v2"), t0)
+	if len(step.Conditions) != 0 {
+		t.Errorf("a sidecar upgrade that keeps service wrote conditions %v", step.Conditions)
+	}
+	if got := findContainer(pod.Spec.Containers, "log").Image; got != "log:v2" {
+		t.Errorf("sidecar image %s", got)
+	}
+	if pod.Labels[RevisionLabelKey] != "rev-1" {
+		t.Errorf("the workload's revision label changed to %q", pod.Labels[RevisionLabelKey])
+	}
+	if _, ok := pod.Annotations[pub.InPlaceUpdateStateKey]; ok {
+		t.Error("a sidecar upgrade wrote the workload's state annotation")
+	}
+	hashes, err := SidecarSetHashes(pod, pub.SidecarSetHashKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := hashes["logs"]; e.Hash != "h2" || e.ControllerRevision != "logs-h2" || !e.UpdateTimestamp.Time.Equal(t0) || len(e.SidecarList) != 1 {
+		t.Errorf("hash entry %+v", e)
+	}
+	st, done, ok := SidecarSetUpgradeState(pod, "logs")
+	if !ok || done || st.Revision != "h2" || st.LastContainerStatuses["log"].ImageID != imageIDOf("log:v1") || !st.UpdateImages {
+		t.Fatalf("state %+v done=%v ok=%v", st, done, ok)
+	}
+	if !AnyInProgress(pod) || IsInProgress(pod) {
+		t.Errorf("AnyInProgress=%v IsInProgress=%v", AnyInProgress(pod), IsInProgress(pod))
+	}
+
+	pod, step = progress(t, pod, t0.Add(time.Second))
+	if step.Pod != nil {
+		t.Fatalf("completed before the kubelet reported the new image: %s", step.Message)
+	}
+	kubeletRestart(pod, "log")
+	pod, step = progress(t, pod, t0.Add(2*time.Second))
+	if _, done, _ := SidecarSetUpgradeState(pod, "logs"); !done {
+		t.Fatalf("not completed: %s", step.Message)
+	}
+	if AnyInProgress(pod) {
+		t.Error("still in progress")
+	}
+	if c := getCondition(pod, pub.InPlaceUpdateReady); c.Status != corev1.ConditionTrue {
+		t.Errorf("gate %v", c)
+	}
+}
+
+func TestSidecarSetUpgradeLeavesServiceOnRequest(t *testing.T) {
+	pod := withGate(injectedPod())
+	req := sidecarRequest("logs", "h2", "log=log:v2")
+	req.Spec.SidecarSet.LeaveService = true
+	pod, step := begin(t, pod, req, t0)
+	if c := condition(step.Conditions, pub.InPlaceUpdateReady); c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonStartSidecarSetUpgrade {
+		t.Fatalf("conditions %v", step.Conditions)
+	}
+	if _, ok := ImagesToWatch(pod); ok {
+		t.Error("the daemon would hand over a Pod a sidecar upgrade holds")
+	}
+	pod, _ = progress(t, pod, t0.Add(time.Second))
+	if c := getCondition(pod, pub.InPlaceUpdateReady); c.Status != corev1.ConditionFalse {
+		t.Fatalf("gate released before the sidecar runs its new image")
+	}
+	kubeletRestart(pod, "log")
+	pod, step = progress(t, pod, t0.Add(2*time.Second))
+	if c := getCondition(pod, pub.InPlaceUpdateReady); c.Status != corev1.ConditionTrue {
+		t.Fatalf("gate not released after completion: %s", step.Message)
+	}
+}
+
+// A condition written by a sidecar request that has not written its upgrade yet is not undone.
+func TestSidecarSetUpgradeStartWindow(t *testing.T) {
+	pod := withGate(injectedPod())
+	SetConditions(&pod.Status, corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse,
+		Reason: ReasonStartSidecarSetUpgrade, LastTransitionTime: metav1.NewTime(t0)})
+	_, step := progress(t, pod, t0.Add(time.Second))
+	if len(step.Conditions) != 0 || step.RequeueAfter == 0 {
+		t.Fatalf("within the start window: conditions %v requeue %v", step.Conditions, step.RequeueAfter)
+	}
+	_, step = progress(t, pod, t0.Add(StartWindow+time.Second))
+	if c := condition(step.Conditions, pub.InPlaceUpdateReady); c == nil || c.Status != corev1.ConditionTrue {
+		t.Fatalf("after the start window: conditions %v", step.Conditions)
+	}
+}
+
+// A CloneSet update of the app container and a SidecarSet upgrade of the sidecar run at once; the
+// Pod is back in service only when both are done.
+func TestSidecarSetUpgradeBesideWorkloadUpdate(t *testing.T) {
+	pod := withGate(injectedPod())
+	pod, _ = begin(t, pod, workloadRequest("rev-2", "main=app:v2"), t0)
+	req := sidecarRequest("logs", "h2", "log=log:v2")
+	req.Spec.SidecarSet.LeaveService = true
+	pod, _ = begin(t, pod, req, t0.Add(time.Second))
+	if findContainer(pod.Spec.Containers, "main").Image != "app:v2" || findContainer(pod.Spec.Containers, "log").Image != "log:v2" {
+		t.Fatal("both images must be set")
+	}
+	if pod.Labels[RevisionLabelKey] != "rev-2" {
+		t.Errorf("revision label %q", pod.Labels[RevisionLabelKey])
+	}
+
+	kubeletRestart(pod, "main")
+	pod, step := progress(t, pod, t0.Add(2*time.Second))
+	if !IsCompleted(pod) {
+		t.Fatalf("workload update not completed: %s", step.Message)
+	}
+	if c := getCondition(pod, pub.InPlaceUpdateReady); c.Status != corev1.ConditionFalse {
+		t.Fatal("the workload's completion released a Pod the sidecar upgrade holds")
+	}
+	kubeletRestart(pod, "log")
+	pod, _ = progress(t, pod, t0.Add(3*time.Second))
+	if c := getCondition(pod, pub.InPlaceUpdateReady); c.Status != corev1.ConditionTrue {
+		t.Fatal("not released after both completed")
+	}
+	if s := status(pod, "main"); !strings.HasSuffix(s.ContainerID, "-1-restarted") {
+		t.Errorf("main restarted more than once: %s", s.ContainerID)
+	}
+}
+
+func TestSidecarSetUpgradeRefusals(t *testing.T) {
+	pod := injectedPod()
+	var invalid *InvalidRequestError
+	for name, tc := range map[string]struct {
+		req   *apps.InPlaceUpdate
+		field string
+	}{
+		"not injected":      {sidecarRequest("mesh", "h2", "log=log:v2"), "spec.sidecarSet.name"},
+		"an app container":  {sidecarRequest("logs", "h2", "main=app:v2"), "spec.containers[0].name"},
+		"unknown container": {sidecarRequest("logs", "h2", "log-1=log:v2"), "spec.containers[0].name"},
+	} {
+		_, err := SpecFromRequest(pod, tc.req)
+		if !errors.As(err, &invalid) || invalid.Errs[0].Field != tc.field {
+			t.Errorf("%s: want 422 at %s, got %v", name, tc.field, err)
+		}
+	}
+
+	// A workload update changing the sidecar (by hand) makes the sidecar upgrade wait, and the
+	// reverse.
+	busy, _ := begin(t, pod, workloadRequest("rev-2", "log=log:hand"), t0)
+	if _, err := SpecFromRequest(busy, sidecarRequest("logs", "h2", "log=log:v2")); !errors.Is(err, ErrInProgress) || !strings.Contains(err.Error(), "workload") {
+		t.Errorf("sidecar upgrade over a workload update of the same container: %v", err)
+	}
+	busy, _ = begin(t, pod, sidecarRequest("logs", "h2", "log=log:v2"), t0)
+	if _, err := SpecFromRequest(busy, workloadRequest("rev-2", "log=log:hand")); !errors.Is(err, ErrInProgress) || !strings.Contains(err.Error(), "SidecarSet logs") {
+		t.Errorf("workload update over a sidecar upgrade of the same container: %v", err)
+	}
+	// The app container is free.
+	if _, err := SpecFromRequest(busy, workloadRequest("rev-2", "main=app:v2")); err != nil {
+		t.Errorf("workload update of the app container during a sidecar upgrade: %v", err)
+	}
+	// A newer hash supersedes an unfinished upgrade (v2 never starts; v3 fixes it).
+	fixed, _ := begin(t, busy, sidecarRequest("logs", "h3", "log=log:v3"), t0.Add(time.Second))
+	if st, _, _ := SidecarSetUpgradeState(fixed, "logs"); st.Revision != "h3" || st.LastContainerStatuses["log"].ImageID != imageIDOf("log:v1") {
+		t.Errorf("superseding state %+v", st)
+	}
+	// The same request again changes nothing.
+	spec, err := SpecFromRequest(fixed, sidecarRequest("logs", "h3", "log=log:v3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step, err := Begin(fixed, spec, t0.Add(2*time.Second)); err != nil || step.Pod != nil {
+		t.Errorf("repeated request: step %+v err %v", step, err)
+	}
+}
+
+// The sidecars already run the SidecarSet's images (a revert, or a hash change by a field the Pod
+// does not show): only the hash is recorded, complete at once.
+func TestSidecarSetUpgradeRecordsHashOnly(t *testing.T) {
+	pod := injectedPod()
+	pod, step := begin(t, pod, sidecarRequest("logs", "h2", "log=log:v1"), t0)
+	if !step.Done || step.Pod == nil {
+		t.Fatalf("step %+v", step)
+	}
+	if h, _ := SidecarSetHashes(pod, pub.SidecarSetHashKey); h["logs"].Hash != "h2" {
+		t.Errorf("hash %v", h)
+	}
+	if _, done, ok := SidecarSetUpgradeState(pod, "logs"); !ok || !done {
+		t.Error("not recorded as completed")
+	}
+}
