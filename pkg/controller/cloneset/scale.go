@@ -23,6 +23,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
+	"github.com/inplace-dev/inplace/pkg/updatesort"
 )
 
 // podTemplateHashLabel is the label kube's Deployments give Pods; OpenKruise sets it too.
@@ -361,13 +362,13 @@ func chooseForDeletion(atOld, atUpdate []*corev1.Pod, n, oldExcess int) []*corev
 // not ready, newest.
 func sortForDeletion(pods []*corev1.Pod) {
 	slices.SortStableFunc(pods, func(a, b *corev1.Pod) int {
-		if d := boolRank(a.Spec.NodeName != "") - boolRank(b.Spec.NodeName != ""); d != 0 {
+		if d := updatesort.BoolRank(a.Spec.NodeName != "") - updatesort.BoolRank(b.Spec.NodeName != ""); d != 0 {
 			return d
 		}
-		if d := phaseRank(a) - phaseRank(b); d != 0 {
+		if d := updatesort.PhaseRank(a) - updatesort.PhaseRank(b); d != 0 {
 			return d
 		}
-		if d := boolRank(podReady(a)) - boolRank(podReady(b)); d != 0 {
+		if d := updatesort.BoolRank(podReady(a)) - updatesort.BoolRank(podReady(b)); d != 0 {
 			return d
 		}
 		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {

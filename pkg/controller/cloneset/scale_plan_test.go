@@ -196,30 +196,6 @@ func TestUpdateBudgetWithSurge(t *testing.T) {
 	}
 }
 
-func TestScatter(t *testing.T) {
-	cs := newCloneSet(1)
-	var pods []*corev1.Pod
-	// Zone a first in the incoming order: a0 a1 a2 b0 b1 b2 b3 b4 b5.
-	pods = append(pods, podsAt(cs, "a", "r", 3, withLabel("zone", "a"))...)
-	pods = append(pods, podsAt(cs, "b", "r", 6, withLabel("zone", "b"))...)
-	scatter(pods, pub.UpdateScatterStrategy{{Key: "zone", Value: "a"}})
-	var got []string
-	for _, p := range pods {
-		got = append(got, p.Name)
-	}
-	want := []string{"b-0", "a-0", "b-1", "b-2", "a-1", "b-3", "b-4", "a-2", "b-5"}
-	if !slices.Equal(got, want) {
-		t.Errorf("scattered %v, want %v", got, want)
-	}
-	// One matching Pod, or all: unchanged.
-	one := podsAt(cs, "x", "r", 3)
-	one[2].Labels["zone"] = "a"
-	scatter(one, pub.UpdateScatterStrategy{{Key: "zone", Value: "a"}})
-	if one[2].Name != "x-2" {
-		t.Errorf("a single matching pod moved: %v", podNames(one))
-	}
-}
-
 // OpenKruise's order for deletions: a Pod left in PreparingDelete by a scale-in comes back when
 // spec.replicas needs it; ready Pods asked for go within maxUnavailable (a PreparingDelete Pod
 // uses it up); while any deletion is pending, surplus Pods stay.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
@@ -23,6 +21,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
+	"github.com/inplace-dev/inplace/pkg/updatesort"
 )
 
 // updateResult is what one rolling update step did.
@@ -215,161 +214,10 @@ func updateCandidates(pods []*corev1.Pod, updateRevision string) []*corev1.Pod {
 // Pods of each of its terms evenly over that order, and Pods already waiting in PreparingUpdate go
 // first (they hold a place in the update budget already).
 func sortForUpdate(pods []*corev1.Pod, strategy *v1alpha1.CloneSetUpdateStrategy) {
-	sortByPriority(pods, strategy.PriorityStrategy)
-	scatter(pods, strategy.ScatterStrategy)
+	updatesort.Sort(pods, strategy.PriorityStrategy, strategy.ScatterStrategy, podReady)
 	slices.SortStableFunc(pods, func(a, b *corev1.Pod) int {
-		return boolRank(lifecycleState(b) == pub.LifecycleStatePreparingUpdate) - boolRank(lifecycleState(a) == pub.LifecycleStatePreparingUpdate)
+		return updatesort.BoolRank(lifecycleState(b) == pub.LifecycleStatePreparingUpdate) - updatesort.BoolRank(lifecycleState(a) == pub.LifecycleStatePreparingUpdate)
 	})
-}
-
-func sortByPriority(pods []*corev1.Pod, priority *pub.UpdatePriorityStrategy) {
-	weights := weightSelectors(priority)
-	slices.SortStableFunc(pods, func(a, b *corev1.Pod) int {
-		if d := boolRank(podReady(a)) - boolRank(podReady(b)); d != 0 {
-			return d
-		}
-		if d := comparePriority(a, b, priority, weights); d != 0 {
-			return d
-		}
-		if d := boolRank(a.Spec.NodeName != "") - boolRank(b.Spec.NodeName != ""); d != 0 {
-			return d
-		}
-		if d := phaseRank(a) - phaseRank(b); d != 0 {
-			return d
-		}
-		if ca, cb := podReadyCondition(a), podReadyCondition(b); podReady(a) && podReady(b) && ca != nil && cb != nil &&
-			!ca.LastTransitionTime.Equal(&cb.LastTransitionTime) {
-			if cb.LastTransitionTime.Before(&ca.LastTransitionTime) {
-				return -1
-			}
-			return 1
-		}
-		if d := restarts(b) - restarts(a); d != 0 {
-			return int(d)
-		}
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			if b.CreationTimestamp.Before(&a.CreationTimestamp) {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
-}
-
-func boolRank(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func phaseRank(p *corev1.Pod) int {
-	switch p.Status.Phase {
-	case corev1.PodPending:
-		return 0
-	case corev1.PodUnknown:
-		return 1
-	case corev1.PodRunning:
-		return 2
-	}
-	return 0
-}
-
-func restarts(p *corev1.Pod) int32 {
-	var n int32
-	for _, s := range p.Status.ContainerStatuses {
-		n = max(n, s.RestartCount)
-	}
-	return n
-}
-
-type weightTerm struct {
-	weight   int64
-	selector labels.Selector
-}
-
-func weightSelectors(priority *pub.UpdatePriorityStrategy) []weightTerm {
-	if priority == nil {
-		return nil
-	}
-	var terms []weightTerm
-	for _, w := range priority.WeightPriority {
-		sel, err := metav1.LabelSelectorAsSelector(&w.MatchSelector)
-		if err != nil {
-			continue
-		}
-		terms = append(terms, weightTerm{weight: int64(w.Weight), selector: sel})
-	}
-	return terms
-}
-
-// comparePriority orders two Pods by priorityStrategy: the larger sum of the weights whose
-// selector matches first; or, by orderPriority, the Pod whose value of the earliest key it has is
-// the larger integer (the digits its value ends with) first. A Pod with none of the keys comes
-// after those with one.
-func comparePriority(a, b *corev1.Pod, priority *pub.UpdatePriorityStrategy, weights []weightTerm) int {
-	if priority == nil {
-		return 0
-	}
-	if len(priority.WeightPriority) > 0 {
-		wa, wb := podWeight(a, weights), podWeight(b, weights)
-		switch {
-		case wa > wb:
-			return -1
-		case wa < wb:
-			return 1
-		}
-		return 0
-	}
-	la, oa := orderPriority(a, priority.OrderPriority)
-	lb, ob := orderPriority(b, priority.OrderPriority)
-	switch {
-	case la != lb:
-		return la - lb
-	case oa > ob:
-		return -1
-	case oa < ob:
-		return 1
-	}
-	return 0
-}
-
-func podWeight(p *corev1.Pod, weights []weightTerm) int64 {
-	var w int64
-	for _, t := range weights {
-		if t.selector.Matches(labels.Set(p.Labels)) {
-			w += t.weight
-		}
-	}
-	return w
-}
-
-// orderPriority is the index of the first ordered key the Pod has (len(terms) when none) and the
-// integer its value ends with.
-func orderPriority(p *corev1.Pod, terms []pub.UpdatePriorityOrderTerm) (int, int64) {
-	for i, t := range terms {
-		if v, ok := p.Labels[t.OrderedKey]; ok {
-			return i, integerSuffix(v)
-		}
-	}
-	return len(terms), 0
-}
-
-// integerSuffix is the number the string ends with ("web-12" → 12), 0 when none.
-func integerSuffix(s string) int64 {
-	i := len(s)
-	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
-		i--
-	}
-	var n int64
-	for _, ch := range s[i:] {
-		if n > (1<<62)/10 {
-			break
-		}
-		n = n*10 + int64(ch-'0')
-	}
-	return n
 }
 
 // templateCache decodes revision templates once per sync.
