@@ -28,6 +28,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+	"github.com/inplace-dev/inplace/pkg/controller/history"
 )
 
 var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -399,7 +400,7 @@ func TestRevisionNameAndData(t *testing.T) {
 	}
 	r := revs[0].GetObject().(*appsv1.ControllerRevision)
 	data, _ := revisionData(cs)
-	if r.Name != "web-"+hashRevision(data, ptr.To[int32](0)) {
+	if r.Name != "web-"+history.HashRevision(data, ptr.To[int32](0)) {
 		t.Errorf("revision name %s", r.Name)
 	}
 	if !strings.HasPrefix(string(r.Data.Raw), `{"spec":{"template":{"$patch":"replace",`) {
@@ -413,7 +414,7 @@ func TestRevisionNameAndData(t *testing.T) {
 		t.Errorf("template from revision %+v, %v", tmpl, err)
 	}
 	// Same template, different collision count: different name; different template: different name.
-	if hashRevision(data, ptr.To[int32](1)) == hashRevision(data, ptr.To[int32](0)) {
+	if history.HashRevision(data, ptr.To[int32](1)) == history.HashRevision(data, ptr.To[int32](0)) {
 		t.Error("collision count does not change the hash")
 	}
 	cs2 := cs.DeepCopy()
@@ -421,7 +422,7 @@ func TestRevisionNameAndData(t *testing.T) {
 	if updateRevisionName(t, cs2) == r.Name {
 		t.Error("a new template keeps the revision name")
 	}
-	if long := revisionName(strings.Repeat("x", 300), "h"); len(long) != maxRevisionPrefix+2 {
+	if long := history.RevisionName(strings.Repeat("x", 300), "h"); len(long) != 223+2 {
 		t.Errorf("long name has %d characters", len(long))
 	}
 }
@@ -442,7 +443,7 @@ func TestRevisionCollision(t *testing.T) {
 		t.Fatalf("collisionCount %v, want 1", st.CollisionCount)
 	}
 	data, _ := revisionData(cs)
-	if want := revisionName("web", hashRevision(data, ptr.To[int32](1))); st.UpdateRevision != want {
+	if want := history.RevisionName("web", history.HashRevision(data, ptr.To[int32](1))); st.UpdateRevision != want {
 		t.Errorf("updateRevision %s, want %s", st.UpdateRevision, want)
 	}
 }

@@ -5,24 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
-	"sort"
-	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/history"
 )
-
-// maxRevisionPrefix keeps revision names (prefix, "-", hash) within 253 characters, as kube's
-// controller history does.
-const maxRevisionPrefix = 223
 
 // revisionData is what a ControllerRevision of a CloneSet stores, as OpenKruise stores it: a patch
 // that replaces the whole Pod template, {"spec":{"template":{..., "$patch":"replace"}}}. Keys are
@@ -53,25 +46,6 @@ func revisionTemplate(cr *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, e
 	return &patch.Spec.Template, nil
 }
 
-// hashRevision is kube's controller history hash: fnv-32 of the data, salted with the collision
-// count, safely encoded.
-func hashRevision(data []byte, collisionCount *int32) string {
-	h := fnv.New32()
-	h.Write(data)
-	if collisionCount != nil {
-		h.Write([]byte(strconv.FormatInt(int64(*collisionCount), 10)))
-	}
-	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
-}
-
-// revisionName is <cloneset>-<hash>.
-func revisionName(csName, hash string) string {
-	if len(csName) > maxRevisionPrefix {
-		csName = csName[:maxRevisionPrefix]
-	}
-	return csName + "-" + hash
-}
-
 func controllerRef(cs *v1alpha1.CloneSet) *metav1.OwnerReference {
 	return metav1.NewControllerRef(cs, v1alpha1.SchemeGroupVersion.WithKind("CloneSet"))
 }
@@ -89,7 +63,7 @@ func newRevision(cs *v1alpha1.CloneSet, number int64, collisionCount int32) (*ap
 	}
 	return &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            revisionName(cs.Name, hashRevision(data, &collisionCount)),
+			Name:            history.RevisionName(cs.Name, history.HashRevision(data, &collisionCount)),
 			Namespace:       cs.Namespace,
 			Labels:          labels,
 			OwnerReferences: []metav1.OwnerReference{*controllerRef(cs)},
@@ -97,20 +71,6 @@ func newRevision(cs *v1alpha1.CloneSet, number int64, collisionCount int32) (*ap
 		Data:     runtime.RawExtension{Raw: data},
 		Revision: number,
 	}, nil
-}
-
-// sortRevisions orders revisions oldest first: by revision number, then creation, then name.
-func sortRevisions(revisions []*appsv1.ControllerRevision) {
-	sort.SliceStable(revisions, func(i, j int) bool {
-		a, b := revisions[i], revisions[j]
-		if a.Revision != b.Revision {
-			return a.Revision < b.Revision
-		}
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Name < b.Name
-	})
 }
 
 // revisionsResult is what manageRevisions decided.
@@ -176,7 +136,7 @@ func (c *Controller) manageRevisions(ctx context.Context, cs *v1alpha1.CloneSet,
 func (c *Controller) createRevision(ctx context.Context, cs *v1alpha1.CloneSet, rev *appsv1.ControllerRevision, collisionCount *int32) (*appsv1.ControllerRevision, error) {
 	client := c.kube.AppsV1().ControllerRevisions(cs.Namespace)
 	for {
-		rev.Name = revisionName(cs.Name, hashRevision(rev.Data.Raw, collisionCount))
+		rev.Name = history.RevisionName(cs.Name, history.HashRevision(rev.Data.Raw, collisionCount))
 		created, err := client.Create(ctx, rev, metav1.CreateOptions{})
 		if err == nil {
 			return created, nil

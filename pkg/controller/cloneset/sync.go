@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/history"
 )
 
 // sync reconciles one CloneSet: claim its Pods, settle its revisions, scale, write status, trim
@@ -184,7 +185,7 @@ func (c *Controller) ownedRevisions(cs *v1alpha1.CloneSet) ([]*appsv1.Controller
 			owned = append(owned, r)
 		}
 	}
-	sortRevisions(owned)
+	history.SortRevisions(owned)
 	return owned, nil
 }
 
