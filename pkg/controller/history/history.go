@@ -48,4 +48,3 @@ func SortRevisions(revisions []*appsv1.ControllerRevision) {
 		return a.Name < b.Name
 	})
 }
-
