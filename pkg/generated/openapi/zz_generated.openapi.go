@@ -869,6 +869,11 @@ func schema_pkg_apis_apps_pub_SidecarSetUpgradeSpec(ref common.ReferenceCallback
 						},
 					},
 					"sidecarList": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
 							Description: "SidecarList names the SidecarSet's containers and native-sidecar init containers in the Pod, sorted.",
 							Type:        []string{"array"},
