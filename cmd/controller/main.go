@@ -1,6 +1,7 @@
 // Command inplace-controller runs inplace's controllers (one active replica, elected through a
 // Lease): the CloneSet controller (scaling, revisions, status), the controller that drives
-// in-place updates of Pods to their end, the ContainerRecreateRequest controller, and the one that
+// in-place updates of Pods to their end, the ContainerRecreateRequest controller, the SidecarSet
+// controller (revisions, status, in-place upgrades of injected sidecars), and the one that
 // releases the containers of Pods launching in order (their barrier ConfigMaps).
 package main
 
@@ -17,6 +18,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/controller/launchpriority"
 	"github.com/inplace-dev/inplace/pkg/controller/manager"
+	"github.com/inplace-dev/inplace/pkg/controller/sidecarset"
 )
 
 // controllers are every controller inplace-controller runs.
@@ -31,6 +33,11 @@ var controllers = []manager.InitFunc{
 		return containerrecreaterequest.New(cc.KubeClient, cc.InplaceClient,
 			cc.InplaceInformers.Apps().V1alpha1().ContainerRecreateRequests(), cc.KubeInformers.Core().V1().Pods(),
 			cc.Recorder, clock.RealClock{}, containerrecreaterequest.DefaultResponseTimeout)
+	}},
+	{Name: sidecarset.Name, New: func(cc *manager.Context) (manager.Controller, error) {
+		return sidecarset.New(cc.KubeClient, cc.InplaceClient, cc.InplaceInformers.Apps().V1alpha1().SidecarSets(),
+			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().Namespaces(),
+			cc.KubeInformers.Apps().V1().ControllerRevisions(), cc.Namespace, cc.Recorder)
 	}},
 	{Name: launchpriority.Name, New: func(cc *manager.Context) (manager.Controller, error) {
 		return launchpriority.New(cc.KubeClient, cc.KubeInformers.Core().V1().Pods(), cc.Recorder)

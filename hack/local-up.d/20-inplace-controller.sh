@@ -35,4 +35,5 @@ inplace_controller_leads() {
 inplace_start_host_program controller "$(inplace_hook_mode "${BASH_SOURCE[0]}")" \
   "inplace-controller leading and ready" inplace_controller_leads \
   --leader-elect-namespace="$INPLACE_NAMESPACE" \
+  --namespace="$INPLACE_NAMESPACE" \
   --bind-address="$INPLACE_CONTROLLER_HEALTH"

@@ -78,3 +78,8 @@ func revisionOf(sidecarSet *appsv1alpha1.SidecarSet, withoutImage bool) (string,
 	}
 	return compute(sidecarSet)
 }
+
+// CurrentHash is the SidecarSet's kruise.io/sidecarset-hash: its annotation, computed when absent.
+func CurrentHash(sidecarSet *appsv1alpha1.SidecarSet) (string, error) {
+	return revisionOf(sidecarSet, false)
+}

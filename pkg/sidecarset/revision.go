@@ -175,3 +175,23 @@ func atRevision(ctx context.Context, set *appsv1alpha1.SidecarSet, pod labels.La
 	}
 	return ForCreation(set, restored, pod, random)
 }
+
+// RevisionData is what a ControllerRevision of the SidecarSet stores, as OpenKruise records it: a
+// strategic merge patch {"spec":{"$patch":"replace", "containers", "initContainers", "volumes",
+// "imagePullSecrets", "patchPodMetadata"}} (absent fields as null) that Restore applies. Keys are
+// sorted, so equal specs give equal bytes.
+func RevisionData(set *appsv1alpha1.SidecarSet) ([]byte, error) {
+	raw, err := json.Marshal(&set.Spec)
+	if err != nil {
+		return nil, err
+	}
+	spec := map[string]any{}
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return nil, err
+	}
+	recorded := map[string]any{"$patch": "replace"}
+	for _, k := range []string{"volumes", "containers", "initContainers", "imagePullSecrets", "patchPodMetadata"} {
+		recorded[k] = spec[k]
+	}
+	return json.Marshal(map[string]any{"spec": recorded})
+}

@@ -11,9 +11,27 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 )
+
+// Partition is an updateStrategy.partition as a number of the replicas Pods, as OpenKruise counts
+// it (CalculatePartitionReplicas): a percentage rounds up, except that a percentage below 100%
+// keeps at least one Pod updated when there are several ("99%" of 4 is 3, not 4); nil is 0.
+func Partition(p *intstr.IntOrString, replicas int) int {
+	if p == nil {
+		return 0
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(p, replicas, true)
+	if err != nil {
+		return 0
+	}
+	if replicas > 1 && n == replicas && p.Type == intstr.String && p.StrVal != "100%" {
+		n = replicas - 1
+	}
+	return min(max(n, 0), replicas)
+}
 
 // Sort is ByPriority then Scatter.
 func Sort(pods []*corev1.Pod, priority *pub.UpdatePriorityStrategy, scatter pub.UpdateScatterStrategy, ready func(*corev1.Pod) bool) {

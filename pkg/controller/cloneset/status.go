@@ -6,12 +6,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
+	"github.com/inplace-dev/inplace/pkg/updatesort"
 )
 
 func podReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
@@ -74,19 +74,7 @@ func podUpdated(pod *corev1.Pod, updateRevision string) bool {
 // of replicas rounds up, except that a percentage below 100% keeps at least one Pod updated when
 // there are several ("99%" of 4 is 3, not 4).
 func partition(cs *v1alpha1.CloneSet) int32 {
-	replicas := int(ptr.Deref(cs.Spec.Replicas, 1))
-	p := cs.Spec.UpdateStrategy.Partition
-	if p == nil {
-		return 0
-	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(p, replicas, true)
-	if err != nil {
-		return 0
-	}
-	if replicas > 1 && n == replicas && p.Type == intstr.String && p.StrVal != "100%" {
-		n = replicas - 1
-	}
-	return int32(min(max(n, 0), replicas))
+	return int32(updatesort.Partition(cs.Spec.UpdateStrategy.Partition, int(ptr.Deref(cs.Spec.Replicas, 1))))
 }
 
 // calculateStatus computes the CloneSet's status from its active Pods and revisions. It also says

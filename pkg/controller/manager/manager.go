@@ -35,6 +35,8 @@ type Context struct {
 	InplaceInformers inplaceinformers.SharedInformerFactory
 	// Recorder writes Events as inplace-controller.
 	Recorder record.EventRecorder
+	// Namespace is inplace's own namespace (Options.Namespace).
+	Namespace string
 }
 
 // Controller reconciles until ctx ends, with the given number of workers.
@@ -56,7 +58,7 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 	if err != nil {
 		return err
 	}
-	cc := &Context{KubeClient: clients.Kube, InplaceClient: clients.Inplace}
+	cc := &Context{KubeClient: clients.Kube, InplaceClient: clients.Inplace, Namespace: o.Namespace}
 
 	syncing := &serving.Syncing{}
 	checks := serving.Checks{Readyz: func(r *http.Request) error {

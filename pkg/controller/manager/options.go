@@ -12,6 +12,9 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// DefaultNamespace is inplace's namespace when $POD_NAMESPACE does not say (as inplace-apiserver's).
+const DefaultNamespace = "inplace-system"
+
 // Options are the settings of inplace-controller.
 type Options struct {
 	// Kubeconfig is the kubeconfig file; empty means in-cluster configuration.
@@ -31,15 +34,21 @@ type Options struct {
 	// QPS and Burst limit the controller's requests to the API servers.
 	QPS   float32
 	Burst int
+	// Namespace is inplace's own namespace, where the ControllerRevisions of the cluster-scoped
+	// SidecarSets live (inplace-apiserver reads them there for injectionStrategy.revision).
+	Namespace string
 }
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	ns := os.Getenv("POD_NAMESPACE")
+	own := ns
 	if ns == "" {
 		ns = "kube-system"
+		own = DefaultNamespace
 	}
 	return &Options{
+		Namespace:               own,
 		LeaderElect:             true,
 		LeaderElectionNamespace: ns,
 		LeaderElectionName:      "inplace-controller",
@@ -66,6 +75,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Keys each controller reconciles at once.")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API servers.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API servers.")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "inplace's own namespace, where SidecarSets' ControllerRevisions live (default $POD_NAMESPACE or "+DefaultNamespace+"); must match inplace-apiserver's.")
 }
 
 // Validate reports every bad flag at once.
@@ -81,6 +91,9 @@ func (o *Options) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(o.BindAddress); err != nil {
 		errs = append(errs, fmt.Errorf("--bind-address=%q: %w", o.BindAddress, err))
+	}
+	if o.Namespace == "" {
+		errs = append(errs, errors.New("--namespace: required"))
 	}
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers=%d: must be at least 1", o.Workers))

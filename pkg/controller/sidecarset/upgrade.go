@@ -1,0 +1,188 @@
+package sidecarset
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
+)
+
+// cacheLagRetry is how soon a SidecarSet is looked at again while the Pod cache has not caught up
+// with the controller's own writes, or a Pod's other in-place update makes an upgrade wait.
+const cacheLagRetry = time.Second
+
+// upgrade runs one pass of the SidecarSet's rolling upgrade (OpenKruise's UpdateSidecarSet after
+// the status): nothing for NotUpdate or paused; else the Pods NextUpgrades picks get their new
+// sidecar images through pods/inplaceupdate, and Pods that cannot be upgraded in place are marked
+// SidecarSetUpgradable=False. It says when to look again when the Pod cache lags its writes.
+func (c *Controller) upgrade(ctx context.Context, set *v1alpha1.SidecarSet, pods []*corev1.Pod) (time.Duration, error) {
+	strategy := &set.Spec.UpdateStrategy
+	if strategy.Type == v1alpha1.NotUpdateSidecarSetStrategyType || strategy.Paused {
+		return 0, nil
+	}
+	if !c.expectations.satisfied(set.Name, pods) {
+		return cacheLagRetry, nil
+	}
+	plan, err := sidecars.NextUpgrades(set, pods)
+	if err != nil {
+		return 0, err
+	}
+	logger := klog.FromContext(ctx)
+	for _, pod := range plan.NotUpgradable {
+		changed, err := c.setUpgradable(ctx, pod, set, false)
+		if err != nil {
+			return 0, err
+		}
+		if changed {
+			c.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonNotUpgradable,
+				"SidecarSet %s changed more than the images of its sidecars; this Pod keeps its sidecars until it is recreated", set.Name)
+		}
+	}
+	if n := len(plan.NotUpgradable); n > 0 {
+		c.recorder.Eventf(set, corev1.EventTypeNormal, "NotUpgradablePods",
+			"%d Pod(s) cannot be upgraded in place (changes beyond images) and are skipped", n)
+	}
+
+	var requeue time.Duration
+	for _, pod := range plan.Upgrade {
+		rv, err := c.upgradePod(ctx, set, pod)
+		switch {
+		case apierrors.IsConflict(err):
+			// Another in-place update of the Pod is changing a sidecar, or the Pod is going away:
+			// its turn comes again once that is over.
+			logger.V(2).Info("Sidecar upgrade waits", "sidecarset", set.Name, "pod", klog.KObj(pod), "reason", err.Error())
+			requeue = cacheLagRetry
+			continue
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			c.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonUpgradeFailed, "Upgrading the sidecars of SidecarSet %s: %v", set.Name, err)
+			return 0, fmt.Errorf("upgrading the sidecars of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		c.expectations.expect(set.Name, pod, rv)
+		if _, err := c.setUpgradable(ctx, pod, set, true); err != nil {
+			return 0, err
+		}
+	}
+	return requeue, nil
+}
+
+// upgradePod asks pods/inplaceupdate to upgrade the Pod's sidecars of the SidecarSet to its current
+// hash, and returns the Pod's resourceVersion after it.
+func (c *Controller) upgradePod(ctx context.Context, set *v1alpha1.SidecarSet, pod *corev1.Pod) (string, error) {
+	images := sidecars.UpgradeImages(pod, set)
+	hash, err := sidecars.CurrentHash(set)
+	if err != nil {
+		return "", err
+	}
+	body := &v1alpha1.InPlaceUpdate{Spec: v1alpha1.InPlaceUpdateSpec{
+		Revision: hash,
+		SidecarSet: &v1alpha1.InPlaceUpdateSidecarSet{
+			Name:               set.Name,
+			ControllerRevision: set.Status.LatestRevision,
+			LeaveService:       sidecars.LeavesService(set),
+		},
+	}}
+	for _, name := range slices.Sorted(maps.Keys(images)) {
+		body.Spec.Containers = append(body.Spec.Containers, v1alpha1.InPlaceUpdateContainer{Name: name, Image: images[name]})
+	}
+	out, err := c.client.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	var what []string
+	for _, ctr := range body.Spec.Containers {
+		what = append(what, ctr.Name+"="+ctr.Image)
+	}
+	msg := fmt.Sprintf("SidecarSet %s upgrades sidecars in place: %s", set.Name, strings.Join(what, ", "))
+	if len(what) == 0 {
+		msg = fmt.Sprintf("SidecarSet %s: the sidecars already run its images; recorded its hash %s", set.Name, hash)
+	}
+	c.recorder.Event(pod, corev1.EventTypeNormal, ReasonUpgrading, msg)
+	return out.ResourceVersion, nil
+}
+
+// setUpgradable writes the Pod's SidecarSetUpgradable condition for this SidecarSet when it changes.
+func (c *Controller) setUpgradable(ctx context.Context, pod *corev1.Pod, set *v1alpha1.SidecarSet, upgradable bool) (bool, error) {
+	cond, changed := sidecars.UpgradableCondition(pod, set, upgradable, metav1.NewTime(c.now()))
+	if !changed {
+		return false, nil
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
+	if err != nil {
+		return false, err
+	}
+	_, err = c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("setting condition %s of pod %s/%s: %w", cond.Type, pod.Namespace, pod.Name, err)
+	}
+	return true, nil
+}
+
+// expectations remember, per SidecarSet, the resourceVersion each Pod had right after the
+// controller upgraded it, so that a pass never decides from a cached Pod older than its own write
+// (the Pod would look not upgraded yet and ready, and maxUnavailable would be overrun).
+type expectations struct {
+	mu sync.Mutex
+	// pods maps a SidecarSet name to Pod UID to the resourceVersion written.
+	pods map[string]map[types.UID]string
+}
+
+func (e *expectations) expect(set string, pod *corev1.Pod, rv string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.pods == nil {
+		e.pods = map[string]map[types.UID]string{}
+	}
+	if e.pods[set] == nil {
+		e.pods[set] = map[types.UID]string{}
+	}
+	e.pods[set][pod.UID] = rv
+}
+
+// satisfied is true when every Pod the controller wrote is cached at that version or later (or is
+// no longer among the SidecarSet's Pods); it forgets those.
+func (e *expectations) satisfied(set string, pods []*corev1.Pod) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	want := e.pods[set]
+	if len(want) == 0 {
+		return true
+	}
+	current := map[types.UID]string{}
+	for _, p := range pods {
+		current[p.UID] = p.ResourceVersion
+	}
+	for uid, rv := range want {
+		cached, ok := current[uid]
+		if !ok || !olderVersion(cached, rv) {
+			delete(want, uid)
+		}
+	}
+	return len(want) == 0
+}
+
+// olderVersion compares two resourceVersions of one object as etcd revisions (numbers); an
+// unparsable one counts as not older.
+func olderVersion(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x < y
+}
