@@ -1,6 +1,7 @@
 package inplaceupdate
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -273,6 +274,7 @@ func sidecarSpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSp
 			setMap(&spec.ContainerImages, rc.Name, rc.Image)
 		}
 	}
+	errs = append(errs, sidecarAnnotations(pod, in, sidecars, spec)...)
 	if len(errs) > 0 {
 		return nil, &InvalidRequestError{Errs: errs}
 	}
@@ -284,6 +286,41 @@ func sidecarSpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSp
 		return nil, &ContainerBusyError{Container: c, By: fmt.Sprintf("SidecarSet %s's upgrade", set)}
 	}
 	return spec, nil
+}
+
+// sidecarAnnotations checks the hot-upgrade annotations of a SidecarSet upgrade (validation
+// allowed no other keys) against the Pod: a version annotation names a container of this
+// SidecarSet's pairs, the working-container record is a JSON object of names. Those that change
+// go into spec.Metadata.
+func sidecarAnnotations(pod *corev1.Pod, in *apps.InPlaceUpdateSpec, sidecars map[string]bool, spec *UpdateSpec) field.ErrorList {
+	if in.Metadata == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	p := field.NewPath("spec", "metadata", "annotations")
+	for _, k := range sortedKeys(in.Metadata.Annotations) {
+		v := in.Metadata.Annotations[k]
+		if k == pub.SidecarSetWorkingHotUpgradeContainerKey {
+			working := map[string]string{}
+			if err := json.Unmarshal([]byte(v), &working); err != nil {
+				errs = append(errs, field.Invalid(p.Key(k), v, "must be a JSON object of SidecarSet container name to the Pod container of its pair that works, e.g. {\"mesh\":\"mesh-1\"}"))
+				continue
+			}
+		} else {
+			container := strings.TrimPrefix(strings.TrimPrefix(k, pub.SidecarSetVersionAltAnnotationPrefix), pub.SidecarSetVersionAnnotationPrefix)
+			if !sidecars[container] || findContainer(pod.Spec.Containers, container) == nil {
+				errs = append(errs, field.Invalid(p.Key(k), v, fmt.Sprintf("%q is not a hot-upgrade container of SidecarSet %s in this pod", container, in.SidecarSet.Name)))
+				continue
+			}
+		}
+		if cur, ok := pod.Annotations[k]; !ok || cur != v {
+			if spec.Metadata == nil {
+				spec.Metadata = &MetadataChange{}
+			}
+			setMap(&spec.Metadata.Annotations, k, v)
+		}
+	}
+	return errs
 }
 
 // notResizable refuses requested resources other than cpu and memory.

@@ -236,7 +236,7 @@ func beginSidecar(pod *corev1.Pod, spec *UpdateSpec, now time.Time) (*Step, erro
 		// An unreadable state annotation is replaced, as a workload's is.
 		states = nil
 	}
-	if old := states[set.Name]; old != nil && old.Revision == spec.Revision && len(spec.ContainerImages) == 0 && entry.Hash == spec.Revision {
+	if old := states[set.Name]; old != nil && old.Revision == spec.Revision && len(spec.ContainerImages) == 0 && spec.Metadata.isEmpty() && entry.Hash == spec.Revision {
 		msg := fmt.Sprintf("already upgrading the sidecars of SidecarSet %s to %q", set.Name, spec.Revision)
 		if old.completed() {
 			msg = fmt.Sprintf("the sidecars of SidecarSet %s already run %q", set.Name, spec.Revision)
@@ -255,6 +255,13 @@ func beginSidecar(pod *corev1.Pod, spec *UpdateSpec, now time.Time) (*Step, erro
 		UpdateTimestamp: metav1.NewTime(now),
 		UpdateImages:    len(spec.ContainerImages) > 0,
 	}}, LeaveService: set.LeaveService}
+	// A hot upgrade's annotations (which container of a pair works, their versions) go on the Pod
+	// at once and restart nothing: the sidecars read them when they start, as in OpenKruise.
+	if spec.Metadata != nil {
+		for k, v := range spec.Metadata.Annotations {
+			setMap(&newPod.Annotations, k, v)
+		}
+	}
 	names := sortedKeys(spec.ContainerImages)
 	for _, name := range names {
 		c := findContainer(newPod.Spec.Containers, name)

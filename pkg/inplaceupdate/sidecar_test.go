@@ -243,3 +243,61 @@ func TestSidecarSetUpgradeRecordsHashOnly(t *testing.T) {
 		t.Error("not recorded as completed")
 	}
 }
+
+// A hot upgrade puts the new image into the idle container of the pair and records, at once,
+// which container works and the versions; nothing restarts for the annotations. The annotations
+// name containers of the SidecarSet's pairs only.
+func TestSidecarSetHotUpgradeAnnotations(t *testing.T) {
+	pod := runningPod(ctr("main", "app:v1"), ctr("mesh-1", "mesh:v1"), ctr("mesh-2", "empty:1"))
+	hashes := map[string]pub.SidecarSetUpgradeSpec{"mesh": {Hash: "h1", SidecarSetName: "mesh", SidecarList: []string{"mesh"}}}
+	b, _ := json.Marshal(hashes)
+	pod.Annotations[pub.SidecarSetHashKey] = string(b)
+	pod.Annotations[pub.SidecarSetWorkingHotUpgradeContainerKey] = `{"mesh":"mesh-1"}`
+	pod.Annotations[pub.SidecarSetVersionAnnotationPrefix+"mesh-1"] = "1"
+
+	req := sidecarRequest("mesh", "h2", "mesh-2=mesh:v2")
+	req.Spec.Metadata = &apps.InPlaceUpdateMetadata{Annotations: map[string]string{
+		pub.SidecarSetWorkingHotUpgradeContainerKey:         `{"mesh":"mesh-2"}`,
+		pub.SidecarSetVersionAnnotationPrefix + "mesh-2":    "42",
+		pub.SidecarSetVersionAltAnnotationPrefix + "mesh-2": "1",
+		pub.SidecarSetVersionAltAnnotationPrefix + "mesh-1": "42",
+		pub.SidecarSetVersionAnnotationPrefix + "mesh-1":    "1", // unchanged
+	}}
+	upgraded, step := begin(t, pod, req, t0)
+	if got := upgraded.Annotations[pub.SidecarSetWorkingHotUpgradeContainerKey]; got != `{"mesh":"mesh-2"}` {
+		t.Errorf("working container %q", got)
+	}
+	for k, v := range req.Spec.Metadata.Annotations {
+		if upgraded.Annotations[k] != v {
+			t.Errorf("annotation %s = %q, want %q", k, upgraded.Annotations[k], v)
+		}
+	}
+	if specImageOf(upgraded, "mesh-2") != "mesh:v2" || specImageOf(upgraded, "mesh-1") != "mesh:v1" {
+		t.Errorf("images: %v", upgraded.Spec.Containers)
+	}
+	if step.State == nil || len(step.State.ContainerBatchesRecord) != 1 || !slicesEqual(step.State.ContainerBatchesRecord[0].Containers, []string{"mesh-2"}) {
+		t.Errorf("only mesh-2 changes: state %+v", step.State)
+	}
+
+	var invalid *InvalidRequestError
+	for name, key := range map[string]string{
+		"an app container":        pub.SidecarSetVersionAnnotationPrefix + "main",
+		"a missing container":     pub.SidecarSetVersionAltAnnotationPrefix + "mesh-3",
+		"an unparsable work list": pub.SidecarSetWorkingHotUpgradeContainerKey,
+	} {
+		req := sidecarRequest("mesh", "h2", "mesh-2=mesh:v2")
+		req.Spec.Metadata = &apps.InPlaceUpdateMetadata{Annotations: map[string]string{key: "mesh-1"}}
+		if _, err := SpecFromRequest(pod, req); !errors.As(err, &invalid) || !strings.HasPrefix(invalid.Errs[0].Field, "spec.metadata.annotations") {
+			t.Errorf("%s: want 422 at spec.metadata.annotations, got %v", name, err)
+		}
+	}
+}
+
+func specImageOf(pod *corev1.Pod, name string) string {
+	if c := findContainer(pod.Spec.Containers, name); c != nil {
+		return c.Image
+	}
+	return ""
+}
+
+func slicesEqual(a, b []string) bool { return strings.Join(a, ",") == strings.Join(b, ",") }

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 )
 
@@ -13,7 +15,7 @@ const (
 	// WorkingHotUpgradeContainerAnnotation is the Pod annotation recording, as a JSON object,
 	// which container of each hot-upgrade pair works: SidecarSet container name -> Pod container
 	// name, e.g. {"mesh":"mesh-1"}.
-	WorkingHotUpgradeContainerAnnotation = "kruise.io/sidecarset-working-hotupgrade-container"
+	WorkingHotUpgradeContainerAnnotation = pub.SidecarSetWorkingHotUpgradeContainerKey
 	// VersionEnvName is the env var of a hot-upgrade container carrying its version, read from
 	// the Pod annotation version.sidecarset.kruise.io/<container>.
 	VersionEnvName = "SIDECARSET_VERSION"
@@ -29,13 +31,13 @@ func HotUpgradeContainerNames(name string) (string, string) {
 
 // VersionAnnotation is the Pod annotation holding a hot-upgrade container's version.
 func VersionAnnotation(container string) string {
-	return "version.sidecarset.kruise.io/" + container
+	return pub.SidecarSetVersionAnnotationPrefix + container
 }
 
 // VersionAltAnnotation is the Pod annotation holding the version of the other container of a
 // hot-upgrade container's pair.
 func VersionAltAnnotation(container string) string {
-	return "versionalt.sidecarset.kruise.io/" + container
+	return pub.SidecarSetVersionAltAnnotationPrefix + container
 }
 
 // HotUpgradeWorkingContainers reads WorkingHotUpgradeContainerAnnotation; a missing or invalid

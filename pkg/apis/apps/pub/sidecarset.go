@@ -1,6 +1,8 @@
 package pub
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -22,7 +24,27 @@ const (
 	// SidecarSetUpgradable is the Pod condition saying whether the SidecarSets injected into the
 	// Pod can upgrade its sidecars in place (False when a SidecarSet changed more than images).
 	SidecarSetUpgradable corev1.PodConditionType = "SidecarSetUpgradable"
+
+	// SidecarSetWorkingHotUpgradeContainerKey is the Pod annotation recording, as a JSON object,
+	// which container of each hot-upgrade pair works: SidecarSet container name -> Pod container
+	// name, e.g. {"mesh":"mesh-1"}.
+	SidecarSetWorkingHotUpgradeContainerKey = "kruise.io/sidecarset-working-hotupgrade-container"
+	// SidecarSetVersionAnnotationPrefix + a hot-upgrade container's name is the Pod annotation
+	// holding its version ("0": it runs the empty image), which the container reads through env
+	// SIDECARSET_VERSION when it starts.
+	SidecarSetVersionAnnotationPrefix = "version.sidecarset.kruise.io/"
+	// SidecarSetVersionAltAnnotationPrefix + a hot-upgrade container's name is the Pod annotation
+	// holding the version of the other container of its pair (env SIDECARSET_VERSION_ALT).
+	SidecarSetVersionAltAnnotationPrefix = "versionalt.sidecarset.kruise.io/"
 )
+
+// IsSidecarSetHotUpgradeAnnotation tells whether a Pod annotation key is one a SidecarSet's hot
+// upgrade writes: the working-container record or a container's version or alt version.
+func IsSidecarSetHotUpgradeAnnotation(key string) bool {
+	return key == SidecarSetWorkingHotUpgradeContainerKey ||
+		(strings.HasPrefix(key, SidecarSetVersionAnnotationPrefix) && len(key) > len(SidecarSetVersionAnnotationPrefix)) ||
+		(strings.HasPrefix(key, SidecarSetVersionAltAnnotationPrefix) && len(key) > len(SidecarSetVersionAltAnnotationPrefix))
+}
 
 // SidecarSetUpgradeSpec is one SidecarSet's entry in the Pod annotations SidecarSetHashKey and
 // SidecarSetHashWithoutImageKey (OpenKruise's SidecarSetUpgradeSpec).

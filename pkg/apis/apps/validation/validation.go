@@ -8,6 +8,7 @@ package validation
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -804,8 +805,25 @@ func validateSidecarSetUpgrade(spec *apps.InPlaceUpdateSpec) field.ErrorList {
 			allErrs = append(allErrs, field.Forbidden(specPath.Child("containers").Index(i).Child("resources"), "a SidecarSet upgrade changes images only"))
 		}
 	}
-	if spec.Metadata != nil {
-		allErrs = append(allErrs, field.Forbidden(specPath.Child("metadata"), "a SidecarSet upgrade changes images only"))
+	if md := spec.Metadata; md != nil {
+		// A hot upgrade records which container of a pair works and their versions; nothing else.
+		mdPath := specPath.Child("metadata")
+		if len(md.Labels) > 0 {
+			allErrs = append(allErrs, field.Forbidden(mdPath.Child("labels"), "a SidecarSet upgrade sets no labels"))
+		}
+		if len(md.RemoveLabels) > 0 {
+			allErrs = append(allErrs, field.Forbidden(mdPath.Child("removeLabels"), "a SidecarSet upgrade removes no labels"))
+		}
+		if len(md.RemoveAnnotations) > 0 {
+			allErrs = append(allErrs, field.Forbidden(mdPath.Child("removeAnnotations"), "a SidecarSet upgrade removes no annotations"))
+		}
+		for _, k := range slices.Sorted(maps.Keys(md.Annotations)) {
+			if !pub.IsSidecarSetHotUpgradeAnnotation(k) {
+				allErrs = append(allErrs, field.Forbidden(mdPath.Child("annotations").Key(k),
+					"a SidecarSet upgrade sets only the hot-upgrade annotations "+pub.SidecarSetWorkingHotUpgradeContainerKey+", "+
+						pub.SidecarSetVersionAnnotationPrefix+"<container> and "+pub.SidecarSetVersionAltAnnotationPrefix+"<container>"))
+			}
+		}
 	}
 	if spec.GracePeriodSeconds != 0 {
 		allErrs = append(allErrs, field.Forbidden(specPath.Child("gracePeriodSeconds"), "a SidecarSet upgrade has no grace period"))

@@ -729,6 +729,44 @@ func TestValidateInPlaceUpdate(t *testing.T) {
 	}
 }
 
+// A SidecarSet upgrade changes images and, for a hot upgrade, the pair's annotations only.
+func TestValidateInPlaceUpdateSidecarSet(t *testing.T) {
+	valid := func() *apps.InPlaceUpdate {
+		return &apps.InPlaceUpdate{Spec: apps.InPlaceUpdateSpec{
+			Revision:   "h2",
+			SidecarSet: &apps.InPlaceUpdateSidecarSet{Name: "mesh"},
+			Containers: []apps.InPlaceUpdateContainer{{Name: "mesh-2", Image: "mesh:v2"}},
+			Metadata: &apps.InPlaceUpdateMetadata{Annotations: map[string]string{
+				pub.SidecarSetWorkingHotUpgradeContainerKey:        `{"mesh":"mesh-2"}`,
+				pub.SidecarSetVersionAnnotationPrefix + "mesh-2":    "7",
+				pub.SidecarSetVersionAltAnnotationPrefix + "mesh-1": "7",
+			}},
+		}}
+	}
+	expectErrors(t, ValidateInPlaceUpdate(valid()))
+	cases := []struct {
+		name   string
+		mutate func(u *apps.InPlaceUpdate)
+		want   want
+	}{
+		{"another annotation", func(u *apps.InPlaceUpdate) { u.Spec.Metadata.Annotations["team"] = "a" }, forbidden("spec.metadata.annotations[team]")},
+		{"a look-alike key", func(u *apps.InPlaceUpdate) { u.Spec.Metadata.Annotations["kruise.io/sidecarset-hash"] = "{}" },
+			forbidden("spec.metadata.annotations[kruise.io/sidecarset-hash]")},
+		{"a label", func(u *apps.InPlaceUpdate) { u.Spec.Metadata.Labels = map[string]string{"a": "b"} }, forbidden("spec.metadata.labels")},
+		{"a removed annotation", func(u *apps.InPlaceUpdate) {
+			u.Spec.Metadata.RemoveAnnotations = []string{"team"}
+		}, forbidden("spec.metadata.removeAnnotations")},
+		{"resources", func(u *apps.InPlaceUpdate) { u.Spec.Containers[0].Resources = &corev1.ResourceRequirements{} }, forbidden("spec.containers[0].resources")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			u := valid()
+			tc.mutate(u)
+			expectErrors(t, ValidateInPlaceUpdate(u), tc.want)
+		})
+	}
+}
+
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
