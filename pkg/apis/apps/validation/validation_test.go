@@ -737,7 +737,7 @@ func TestValidateInPlaceUpdateSidecarSet(t *testing.T) {
 			SidecarSet: &apps.InPlaceUpdateSidecarSet{Name: "mesh"},
 			Containers: []apps.InPlaceUpdateContainer{{Name: "mesh-2", Image: "mesh:v2"}},
 			Metadata: &apps.InPlaceUpdateMetadata{Annotations: map[string]string{
-				pub.SidecarSetWorkingHotUpgradeContainerKey:        `{"mesh":"mesh-2"}`,
+				pub.SidecarSetWorkingHotUpgradeContainerKey:         `{"mesh":"mesh-2"}`,
 				pub.SidecarSetVersionAnnotationPrefix + "mesh-2":    "7",
 				pub.SidecarSetVersionAltAnnotationPrefix + "mesh-1": "7",
 			}},
