@@ -84,3 +84,152 @@ func setVersionEnv(c *corev1.Container) {
 		}})
 	}
 }
+
+// UpgradeChange is what one step of a SidecarSet's upgrade writes to a Pod: container images and
+// (for a hot upgrade) the pair's annotations.
+type UpgradeChange struct {
+	Images      map[string]string
+	Annotations map[string]string
+}
+
+// IsEmpty is true when the change writes nothing.
+func (c *UpgradeChange) IsEmpty() bool {
+	return len(c.Images) == 0 && len(c.Annotations) == 0
+}
+
+func (c *UpgradeChange) image(container, image string) {
+	if c.Images == nil {
+		c.Images = map[string]string{}
+	}
+	c.Images[container] = image
+}
+
+func (c *UpgradeChange) annotate(key, value string) {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[key] = value
+}
+
+// HotUpgrade is the first step of the hot upgrade of the Pod's pairs to the SidecarSet's images,
+// as OpenKruise takes it: for each HotUpgrade sidecar whose working container does not run the
+// SidecarSet's image, the image goes into the container to upgrade (the one on the empty image;
+// else the one not ready; else the one not working), which is recorded as the working container
+// at once (the sidecar hands its traffic over when it starts, reading SIDECARSET_VERSION and
+// SIDECARSET_VERSION_ALT); its version becomes the SidecarSet's resourceVersion and the other
+// container's alt version too. The other container keeps running until HotUpgradeReset.
+func HotUpgrade(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) UpgradeChange {
+	var change UpgradeChange
+	working := HotUpgradeWorkingContainers(pod)
+	changed := false
+	for i := range set.Spec.Containers {
+		c := &set.Spec.Containers[i]
+		if !isHotUpgrade(c) {
+			continue
+		}
+		target, other := containerToHotUpgrade(c, pod)
+		tc, oc := podContainer(pod, target), podContainer(pod, other)
+		if tc == nil || oc == nil || oc.Image == c.Image {
+			continue
+		}
+		change.image(target, c.Image)
+		working[c.Name] = target
+		changed = true
+		change.annotate(VersionAnnotation(target), set.ResourceVersion)
+		change.annotate(VersionAltAnnotation(target), pod.Annotations[VersionAnnotation(other)])
+		change.annotate(VersionAltAnnotation(other), set.ResourceVersion)
+	}
+	if changed {
+		data, _ := json.Marshal(working) // a map[string]string always encodes
+		change.annotate(WorkingHotUpgradeContainerAnnotation, string(data))
+	}
+	return change
+}
+
+// containerToHotUpgrade picks the container of the pair to put the new image into, and the other.
+func containerToHotUpgrade(c *appsv1alpha1.SidecarContainer, pod *corev1.Pod) (string, string) {
+	one, two := HotUpgradeContainerNames(c.Name)
+	empty := c.UpgradeStrategy.HotUpgradeEmptyImage
+	if pc := podContainer(pod, one); pc != nil && pc.Image == empty {
+		return one, two
+	}
+	if pc := podContainer(pod, two); pc != nil && pc.Image == empty {
+		return two, one
+	}
+	ready1, ready2 := containerReady(pod, one), containerReady(pod, two)
+	if ready1 && !ready2 {
+		return two, one
+	}
+	if !ready1 && ready2 {
+		return one, two
+	}
+	if HotUpgradeWorkingContainers(pod)[c.Name] == one {
+		return two, one
+	}
+	return one, two
+}
+
+func containerReady(pod *corev1.Pod, name string) bool {
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name == name {
+			return s.Ready
+		}
+	}
+	return false
+}
+
+// HotUpgradeResetDue tells whether the Pod's hot upgrade is ready for its second step
+// (OpenKruise's flip): an idle container of a pair does not run the empty image, the upgrade
+// finished (the new container runs its image), and every container but the idle ones is ready.
+func HotUpgradeResetDue(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
+	idle := map[string]bool{}
+	upgrading := false
+	working := HotUpgradeWorkingContainers(pod)
+	for i := range set.Spec.Containers {
+		c := &set.Spec.Containers[i]
+		if !isHotUpgrade(c) {
+			continue
+		}
+		name := idleContainer(c.Name, working)
+		idle[name] = true
+		if pc := podContainer(pod, name); pc != nil && pc.Image != c.UpgradeStrategy.HotUpgradeEmptyImage {
+			upgrading = true
+		}
+	}
+	if !upgrading || !IsConsistent(pod, set) {
+		return false
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		if !idle[s.Name] && !s.Ready {
+			return false
+		}
+	}
+	return true
+}
+
+// HotUpgradeReset is the second step of a hot upgrade: each idle container of a pair goes back to
+// the empty image, with version "0", and the working container's alt version "0".
+func HotUpgradeReset(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) UpgradeChange {
+	var change UpgradeChange
+	working := HotUpgradeWorkingContainers(pod)
+	for i := range set.Spec.Containers {
+		c := &set.Spec.Containers[i]
+		if !isHotUpgrade(c) {
+			continue
+		}
+		idle := idleContainer(c.Name, working)
+		pc := podContainer(pod, idle)
+		if pc == nil || pc.Image == c.UpgradeStrategy.HotUpgradeEmptyImage {
+			continue
+		}
+		change.image(idle, c.UpgradeStrategy.HotUpgradeEmptyImage)
+		change.annotate(VersionAnnotation(idle), "0")
+		one, two := HotUpgradeContainerNames(c.Name)
+		work := one
+		if idle == one {
+			work = two
+		}
+		change.annotate(VersionAltAnnotation(work), "0")
+	}
+	return change
+}

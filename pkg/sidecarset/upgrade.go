@@ -303,6 +303,17 @@ func UpgradeImages(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) map[string]str
 	return images
 }
 
+// Upgrade is what upgrading the Pod's sidecars of the SidecarSet writes: the new images of its
+// cold-upgrade sidecars (UpgradeImages) and the first step of the hot upgrade of its pairs
+// (HotUpgrade).
+func Upgrade(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) UpgradeChange {
+	change := HotUpgrade(pod, set)
+	for name, image := range UpgradeImages(pod, set) {
+		change.image(name, image)
+	}
+	return change
+}
+
 // UpgradableCondition is the Pod's SidecarSetUpgradable condition after recording whether this
 // SidecarSet can upgrade it, as OpenKruise writes it: the message is a JSON object of SidecarSet
 // name to true/false; the status is True (reason AllSidecarsetUpgradable) when every SidecarSet

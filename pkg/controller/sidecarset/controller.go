@@ -207,14 +207,12 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 		return 0, fmt.Errorf("recording the revision of sidecarset %s: %w", name, err)
 	}
 	set.Status.LatestRevision, set.Status.CollisionCount = latest, collisionCount
-	requeue, err := c.upgrade(ctx, set, pods)
-	if err != nil {
-		return 0, err
-	}
+	// The status first, as OpenKruise: it says what the Pods run whatever the upgrade does next;
+	// the Pods' changes bring the SidecarSet back here.
 	if err := c.updateStatus(ctx, set, pods); err != nil {
 		return 0, fmt.Errorf("updating the status of sidecarset %s: %w", name, err)
 	}
-	return requeue, nil
+	return c.upgrade(ctx, set, pods)
 }
 
 // updateStatus writes the SidecarSet's status when it changed.

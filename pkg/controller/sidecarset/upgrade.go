@@ -17,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
 )
 
@@ -36,6 +38,11 @@ func (c *Controller) upgrade(ctx context.Context, set *v1alpha1.SidecarSet, pods
 	}
 	if !c.expectations.satisfied(set.Name, pods) {
 		return cacheLagRetry, nil
+	}
+	// A hot upgrade's second step comes first, and a pass that takes one upgrades nothing more
+	// (as OpenKruise): the Pods that finish their hot upgrade count as unavailable until then.
+	if reset, requeue, err := c.resetHotUpgrades(ctx, set, pods); reset || err != nil {
+		return requeue, err
 	}
 	plan, err := sidecars.NextUpgrades(set, pods)
 	if err != nil {
@@ -84,36 +91,86 @@ func (c *Controller) upgrade(ctx context.Context, set *v1alpha1.SidecarSet, pods
 // upgradePod asks pods/inplaceupdate to upgrade the Pod's sidecars of the SidecarSet to its current
 // hash, and returns the Pod's resourceVersion after it.
 func (c *Controller) upgradePod(ctx context.Context, set *v1alpha1.SidecarSet, pod *corev1.Pod) (string, error) {
-	images := sidecars.UpgradeImages(pod, set)
 	hash, err := sidecars.CurrentHash(set)
 	if err != nil {
 		return "", err
 	}
-	body := &v1alpha1.InPlaceUpdate{Spec: v1alpha1.InPlaceUpdateSpec{
-		Revision: hash,
-		SidecarSet: &v1alpha1.InPlaceUpdateSidecarSet{
-			Name:               set.Name,
-			ControllerRevision: set.Status.LatestRevision,
-			LeaveService:       sidecars.LeavesService(set),
-		},
-	}}
-	for _, name := range slices.Sorted(maps.Keys(images)) {
-		body.Spec.Containers = append(body.Spec.Containers, v1alpha1.InPlaceUpdateContainer{Name: name, Image: images[name]})
-	}
-	out, err := c.client.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{})
+	out, what, err := c.postUpgrade(ctx, set, pod, hash, set.Status.LatestRevision, sidecars.Upgrade(pod, set))
 	if err != nil {
 		return "", err
 	}
-	var what []string
-	for _, ctr := range body.Spec.Containers {
-		what = append(what, ctr.Name+"="+ctr.Image)
-	}
-	msg := fmt.Sprintf("SidecarSet %s upgrades sidecars in place: %s", set.Name, strings.Join(what, ", "))
-	if len(what) == 0 {
+	msg := fmt.Sprintf("SidecarSet %s upgrades sidecars in place: %s", set.Name, what)
+	if what == "" {
 		msg = fmt.Sprintf("SidecarSet %s: the sidecars already run its images; recorded its hash %s", set.Name, hash)
 	}
 	c.recorder.Event(pod, corev1.EventTypeNormal, ReasonUpgrading, msg)
 	return out.ResourceVersion, nil
+}
+
+// postUpgrade sends one step of the SidecarSet's upgrade of the Pod to pods/inplaceupdate: the
+// change's images and annotations, recording hash (and controllerRevision when not empty). It
+// returns the answer (its resourceVersion is the Pod's after the write) and the images set, as
+// "container=image, ...".
+func (c *Controller) postUpgrade(ctx context.Context, set *v1alpha1.SidecarSet, pod *corev1.Pod, hash, controllerRevision string,
+	change sidecars.UpgradeChange) (*v1alpha1.InPlaceUpdate, string, error) {
+	body := &v1alpha1.InPlaceUpdate{Spec: v1alpha1.InPlaceUpdateSpec{
+		Revision: hash,
+		SidecarSet: &v1alpha1.InPlaceUpdateSidecarSet{
+			Name:               set.Name,
+			ControllerRevision: controllerRevision,
+			LeaveService:       sidecars.LeavesService(set),
+		},
+	}}
+	var what []string
+	for _, name := range slices.Sorted(maps.Keys(change.Images)) {
+		body.Spec.Containers = append(body.Spec.Containers, v1alpha1.InPlaceUpdateContainer{Name: name, Image: change.Images[name]})
+		what = append(what, name+"="+change.Images[name])
+	}
+	if len(change.Annotations) > 0 {
+		body.Spec.Metadata = &v1alpha1.InPlaceUpdateMetadata{Annotations: change.Annotations}
+	}
+	out, err := c.client.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{})
+	if err != nil {
+		return nil, "", err
+	}
+	return out, strings.Join(what, ", "), nil
+}
+
+// resetHotUpgrades takes the second step of the hot upgrades that are ready for it (the new
+// container of each pair runs and the Pod is ready): the old container goes back to the empty
+// image. It says whether it took any, and when to look again.
+func (c *Controller) resetHotUpgrades(ctx context.Context, set *v1alpha1.SidecarSet, pods []*corev1.Pod) (bool, time.Duration, error) {
+	took := false
+	var requeue time.Duration
+	for _, pod := range pods {
+		if !sidecars.HotUpgradeResetDue(pod, set) {
+			continue
+		}
+		change := sidecars.HotUpgradeReset(pod, set)
+		if change.IsEmpty() {
+			continue
+		}
+		hashes, err := inplaceupdate.SidecarSetHashes(pod, pub.SidecarSetHashKey)
+		if err != nil {
+			return took, 0, fmt.Errorf("reading the sidecarset hashes of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		out, what, err := c.postUpgrade(ctx, set, pod, hashes[set.Name].Hash, "", change)
+		switch {
+		case apierrors.IsConflict(err):
+			requeue = cacheLagRetry
+			continue
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			c.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonUpgradeFailed, "Resetting the idle hot-upgrade sidecars of SidecarSet %s: %v", set.Name, err)
+			return took, 0, fmt.Errorf("resetting the hot-upgrade sidecars of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		took = true
+		c.expectations.expect(set.Name, pod, out.ResourceVersion)
+		c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonHotUpgradeStep,
+			"SidecarSet %s: the new sidecars work; the old ones go back to the empty image: %s", set.Name, what)
+	}
+	return took, requeue, nil
 }
 
 // setUpgradable writes the Pod's SidecarSetUpgradable condition for this SidecarSet when it changes.

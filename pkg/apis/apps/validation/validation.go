@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -762,7 +763,9 @@ func ValidateInPlaceUpdate(u *apps.InPlaceUpdate) field.ErrorList {
 		allErrs = append(allErrs, field.Required(specPath.Child("containers"),
 			"an in-place update must change at least one container, or the Pod's labels or annotations"))
 	}
-	if spec.Revision != "" {
+	// A workload's revision becomes the Pod's controller-revision-hash label; a SidecarSet's hash
+	// (64 characters) goes into an annotation (validateSidecarSetUpgrade).
+	if spec.Revision != "" && spec.SidecarSet == nil {
 		for _, msg := range content.IsLabelValue(spec.Revision) {
 			allErrs = append(allErrs, field.Invalid(specPath.Child("revision"), spec.Revision, "must be usable as a Pod label value: "+msg))
 		}
@@ -799,6 +802,8 @@ func validateSidecarSetUpgrade(spec *apps.InPlaceUpdateSpec) field.ErrorList {
 	}
 	if spec.Revision == "" {
 		allErrs = append(allErrs, field.Required(specPath.Child("revision"), "a SidecarSet upgrade names the SidecarSet's hash it upgrades to"))
+	} else if len(spec.Revision) > 253 || strings.ContainsFunc(spec.Revision, unicode.IsSpace) {
+		allErrs = append(allErrs, field.Invalid(specPath.Child("revision"), spec.Revision, "a SidecarSet's hash (kruise.io/sidecarset-hash): at most 253 characters, no whitespace"))
 	}
 	for i := range spec.Containers {
 		if spec.Containers[i].Resources != nil {

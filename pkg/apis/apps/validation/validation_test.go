@@ -733,7 +733,7 @@ func TestValidateInPlaceUpdate(t *testing.T) {
 func TestValidateInPlaceUpdateSidecarSet(t *testing.T) {
 	valid := func() *apps.InPlaceUpdate {
 		return &apps.InPlaceUpdate{Spec: apps.InPlaceUpdateSpec{
-			Revision:   "h2",
+			Revision:   "zbvbxf8v44dx745987z5c8dv65wc27z2vbx66458cbz8bdzbv5ww689cfff779xf", // 64 characters
 			SidecarSet: &apps.InPlaceUpdateSidecarSet{Name: "mesh"},
 			Containers: []apps.InPlaceUpdateContainer{{Name: "mesh-2", Image: "mesh:v2"}},
 			Metadata: &apps.InPlaceUpdateMetadata{Annotations: map[string]string{
@@ -757,6 +757,8 @@ func TestValidateInPlaceUpdateSidecarSet(t *testing.T) {
 			u.Spec.Metadata.RemoveAnnotations = []string{"team"}
 		}, forbidden("spec.metadata.removeAnnotations")},
 		{"resources", func(u *apps.InPlaceUpdate) { u.Spec.Containers[0].Resources = &corev1.ResourceRequirements{} }, forbidden("spec.containers[0].resources")},
+		{"no hash", func(u *apps.InPlaceUpdate) { u.Spec.Revision = "" }, required("spec.revision")},
+		{"a hash with a space", func(u *apps.InPlaceUpdate) { u.Spec.Revision = "h 2" }, invalid("spec.revision")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
