@@ -1,0 +1,442 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+)
+
+// SidecarSet upgrades on the real cluster, the scenarios of OpenKruise's test/e2e/apps/sidecarset.go
+// ("sidecarSet upgrade cold sidecar container image only", partition, maxUnavailable, selector,
+// paused, a non-image change): the sidecar "agent" of a CloneSet's Pods is injected by a
+// SidecarSet; a change of its image reaches the running Pods in place — same Pods, the agent
+// restarted once, the app container never.
+
+const (
+	// upgradeSidecar is the sidecar the SidecarSets of these tests inject.
+	upgradeSidecar = "agent"
+	// settleWindow is how long a test watches that nothing more happens (a paused upgrade, a
+	// partition reached): the controller reacts to a change within a second.
+	settleWindow = 5 * time.Second
+)
+
+// sidecarUpgrade is a CloneSet "web" whose Pods carry the sidecar of SidecarSet set.
+type sidecarUpgrade struct {
+	ns, set string
+	cs      *v1alpha1.CloneSet
+	// before are the Pods once injected and Ready, before any upgrade.
+	before map[string]*corev1.Pod
+}
+
+// newSidecarUpgrade creates a SidecarSet (named after the test's namespace, selecting its Pods
+// app=web) with the sidecar agent on appImageV1, changed by mutate, then a CloneSet of n Pods, and
+// waits until they are Ready and the SidecarSet counts them.
+func newSidecarUpgrade(t *testing.T, ctx context.Context, prefix string, n int32, mutate func(*v1alpha1.SidecarSet)) *sidecarUpgrade {
+	t.Helper()
+	ns := newNamespace(t, ctx, prefix)
+	set := ssScopedSet(ns, ns, "web")
+	set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(corev1.Container{
+		Name: upgradeSidecar, Image: appImageV1, ImagePullPolicy: corev1.PullNever,
+		Env: []corev1.EnvVar{{Name: "AGENT_MODE", Value: "one"}},
+	}, v1alpha1.AfterAppContainerType)}
+	if mutate != nil {
+		mutate(set)
+	}
+	ssCreateSet(t, ctx, set)
+	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever})
+	ssWaitWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
+		return ssContainer(p.Spec.Containers, upgradeSidecar) != nil
+	})
+	cs := newUpdateCloneSet(t, ctx, ns, n, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	before := waitCloneSetReady(t, ctx, cs, n)
+	for name, p := range before {
+		if c := ssContainer(p.Spec.Containers, upgradeSidecar); c == nil || c.Image != appImageV1 {
+			t.Fatalf("pod %s: containers %v, want the sidecar %s on %s", name, ssNames(p.Spec.Containers), upgradeSidecar, appImageV1)
+		}
+	}
+	waitSidecarSetStatus(t, ctx, ns, n, n, n, n)
+	return &sidecarUpgrade{ns: ns, set: ns, cs: cs, before: before}
+}
+
+// updateSidecarSet changes the SidecarSet (retrying on conflicts).
+func updateSidecarSet(t *testing.T, ctx context.Context, name string, change func(*v1alpha1.SidecarSet)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(cur)
+		_, err = inplace.AppsV1alpha1().SidecarSets().Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("updating SidecarSet %s: %v", name, err)
+	}
+}
+
+func sidecarImage(image string) func(*v1alpha1.SidecarSet) {
+	return func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Image = image }
+}
+
+// waitSidecarSetStatus waits until the SidecarSet observed its generation and counts the Pods so.
+func waitSidecarSetStatus(t *testing.T, ctx context.Context, name string, matched, updated, ready, updatedReady int32) *v1alpha1.SidecarSet {
+	t.Helper()
+	var got *v1alpha1.SidecarSet
+	want := v1alpha1.SidecarSetStatus{MatchedPods: matched, UpdatedPods: updated, ReadyPods: ready, UpdatedReadyPods: updatedReady}
+	poll(t, ctx, rolloutTimeout, fmt.Sprintf("SidecarSet %s: matched %d, updated %d, ready %d, updatedReady %d", name, matched, updated, ready, updatedReady),
+		func(ctx context.Context) (bool, error) {
+			var err error
+			if got, err = inplace.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return false, err
+			}
+			st := got.Status
+			if st.ObservedGeneration != got.Generation || st.MatchedPods != want.MatchedPods || st.UpdatedPods != want.UpdatedPods ||
+				st.ReadyPods != want.ReadyPods || st.UpdatedReadyPods != want.UpdatedReadyPods {
+				return false, fmt.Errorf("generation %d, status %+v", got.Generation, st)
+			}
+			return true, nil
+		})
+	return got
+}
+
+// sidecarRunning tells whether the Pod's sidecar runs image, ready, and the Pod is Ready.
+func sidecarRunning(p *corev1.Pod, image string) bool {
+	s := findStatus(p, upgradeSidecar)
+	return specImage(p, upgradeSidecar) == image && s != nil && s.Image == image && s.Ready && s.State.Running != nil && podReady(p)
+}
+
+// podsOnSidecar are the names of the Pods whose sidecar runs image, sorted.
+func podsOnSidecar(pods map[string]*corev1.Pod, image string) []string {
+	var names []string
+	for name, p := range pods {
+		if sidecarRunning(p, image) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// checkSidecarsUpgraded checks the Pods after an upgrade to image: the same Pods (UID, IP) as
+// before, the sidecar on image restarted agentRestarts times, the app container never restarted.
+func checkSidecarsUpgraded(t *testing.T, before, after map[string]*corev1.Pod, image string, agentRestarts int32) {
+	t.Helper()
+	checkSamePods(t, before, after)
+	for name, p := range after {
+		if b := before[name]; b != nil && p.Status.PodIP != b.Status.PodIP {
+			t.Errorf("pod %s: IP %s, was %s", name, p.Status.PodIP, b.Status.PodIP)
+		}
+		if !sidecarRunning(p, image) {
+			t.Errorf("pod %s: sidecar %s spec image %s, status %+v, want running %s", name, upgradeSidecar, specImage(p, upgradeSidecar), findStatus(p, upgradeSidecar), image)
+		}
+		if s := findStatus(p, upgradeSidecar); s == nil || s.RestartCount != agentRestarts {
+			t.Errorf("pod %s: sidecar status %+v, want restartCount %d", name, s, agentRestarts)
+		}
+		if s := findStatus(p, "main"); s == nil || s.RestartCount != 0 {
+			t.Errorf("pod %s: app container status %+v, want restartCount 0: a sidecar upgrade must not restart it", name, s)
+		}
+	}
+}
+
+// waitSidecarsOn waits until want Pods of the CloneSet run the sidecar image and returns the Pods.
+func waitSidecarsOn(t *testing.T, ctx context.Context, u *sidecarUpgrade, image string, want int) map[string]*corev1.Pod {
+	t.Helper()
+	var pods map[string]*corev1.Pod
+	poll(t, ctx, rolloutTimeout, fmt.Sprintf("%d Pods running sidecar %s on %s", want, upgradeSidecar, image), func(ctx context.Context) (bool, error) {
+		var err error
+		if pods, err = cloneSetPods(ctx, u.cs); err != nil {
+			return false, err
+		}
+		on := podsOnSidecar(pods, image)
+		return len(on) == want, fmt.Errorf("on %s: %v", image, on)
+	})
+	return pods
+}
+
+// expectSidecarsStay watches for settleWindow that exactly the Pods named run the sidecar image
+// and no other Pod's sidecar is set to it.
+func expectSidecarsStay(t *testing.T, ctx context.Context, u *sidecarUpgrade, image string, names []string, why string) {
+	t.Helper()
+	deadline := time.Now().Add(settleWindow)
+	for time.Now().Before(deadline) {
+		pods, err := cloneSetPods(ctx, u.cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var set []string
+		for name, p := range pods {
+			if specImage(p, upgradeSidecar) == image {
+				set = append(set, name)
+			}
+		}
+		sort.Strings(set)
+		if !slices.Equal(set, names) {
+			t.Fatalf("%s: the sidecars of %v are set to %s, want only %v", why, set, image, names)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// checkKubectlSidecarSet checks the row `kubectl get sidecarset NAME` prints: MATCHED UPDATED READY.
+func checkKubectlSidecarSet(t *testing.T, ctx context.Context, name string, want ...string) {
+	t.Helper()
+	lines := tableLines(mustKubectl(t, ctx, "", "get", "sidecarset", name))
+	if len(lines) != 2 || len(lines[0]) < 5 || len(lines[1]) < 5 {
+		t.Fatalf("kubectl get sidecarset %s: %q", name, lines)
+	}
+	if got := lines[0][:5]; !slices.Equal(got, []string{"NAME", "MATCHED", "UPDATED", "READY", "AGE"}) {
+		t.Errorf("kubectl get sidecarset: columns %v", got)
+	}
+	if got := lines[1][1:4]; !slices.Equal(got, want) {
+		t.Errorf("kubectl get sidecarset %s: MATCHED UPDATED READY = %v, want %v", name, got, want)
+	}
+}
+
+// TestSidecarSetColdUpgrade: a new sidecar image reaches the 4 Pods in place, one Pod at a time
+// (maxUnavailable 1 at every moment the Pod watch shows), in priorityStrategy order: every
+// sidecar restarts once on the new image, no app container restarts, the Pods keep their UIDs and
+// IPs, the status converges and kubectl shows it.
+func TestSidecarSetColdUpgrade(t *testing.T) {
+	ctx := testContext(t)
+	u := newSidecarUpgrade(t, ctx, "ss-cold", 4, func(s *v1alpha1.SidecarSet) {
+		s.Spec.UpdateStrategy.PriorityStrategy = &pub.UpdatePriorityStrategy{WeightPriority: []pub.UpdatePriorityWeightTerm{
+			{Weight: 40, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"prio": "a"}}},
+			{Weight: 30, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"prio": "b"}}},
+			{Weight: 20, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"prio": "c"}}},
+			{Weight: 10, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"prio": "d"}}},
+		}}
+	})
+	// The wanted order is the reverse of the names, so that an order by name or by age fails.
+	names := slices.Sorted(func(yield func(string) bool) {
+		for name := range u.before {
+			if !yield(name) {
+				return
+			}
+		}
+	})
+	slices.Reverse(names)
+	for i, name := range names {
+		mustKubectl(t, ctx, "", "-n", u.ns, "label", "pod", name, "prio="+string(rune('a'+i)))
+	}
+	rec := recordPods(t, ctx, u.ns)
+
+	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
+	after := waitSidecarsOn(t, ctx, u, appImageV2, 4)
+	waitSidecarSetStatus(t, ctx, u.set, 4, 4, 4, 4)
+	checkSidecarsUpgraded(t, u.before, after, appImageV2, 1)
+	checkKubectlSidecarSet(t, ctx, u.set, "4", "4", "4")
+
+	events := rec.upTo(t, ctx, u.ns)
+	if changed := podsAddedOrDeleted(rec, events); len(changed) > 0 {
+		t.Errorf("pods created or deleted: %v", changed)
+	}
+	var order []string
+	most := 0
+	rec.replay(events, func(_ podEvent, pods map[string]*corev1.Pod) {
+		unavailable := 0
+		for name, p := range pods {
+			if specImage(p, upgradeSidecar) == appImageV2 && !slices.Contains(order, name) {
+				order = append(order, name)
+			}
+			if !podReady(p) || (specImage(p, upgradeSidecar) == appImageV2 && !sidecarRunning(p, appImageV2)) {
+				unavailable++
+			}
+		}
+		most = max(most, unavailable)
+	})
+	if most != 1 {
+		t.Errorf("at most %d Pods were unavailable at once during the upgrade, want exactly maxUnavailable 1", most)
+	}
+	if !slices.Equal(order, names) {
+		t.Errorf("sidecars upgraded in the order %v, want the priorityStrategy's %v", order, names)
+	}
+}
+
+// TestSidecarSetNonImageChange: a change beyond images (env) never reaches running Pods: they
+// keep their sidecar untouched and are marked SidecarSetUpgradable=False; a new Pod gets the new
+// sidecar at creation and counts as updated.
+func TestSidecarSetNonImageChange(t *testing.T) {
+	ctx := testContext(t)
+	u := newSidecarUpgrade(t, ctx, "ss-env", 2, nil)
+	updateSidecarSet(t, ctx, u.set, func(s *v1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "AGENT_MODE", Value: "two"}}
+	})
+	waitSidecarSetStatus(t, ctx, u.set, 2, 0, 2, 0)
+	poll(t, ctx, rolloutTimeout, "both Pods marked SidecarSetUpgradable=False", func(ctx context.Context) (bool, error) {
+		pods, err := cloneSetPods(ctx, u.cs)
+		if err != nil {
+			return false, err
+		}
+		var marked []string
+		for name, p := range pods {
+			if conditionStatus(p, pub.SidecarSetUpgradable) == corev1.ConditionFalse {
+				marked = append(marked, name)
+			}
+		}
+		return len(marked) == 2, fmt.Errorf("marked: %v", marked)
+	})
+	pods, err := cloneSetPods(ctx, u.cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSidecarsUpgraded(t, u.before, pods, appImageV1, 0)
+	for name, p := range pods {
+		if v, _ := ssEnv(ssContainer(p.Spec.Containers, upgradeSidecar), "AGENT_MODE"); v != "one" {
+			t.Errorf("pod %s: sidecar AGENT_MODE=%q, want the injected %q kept", name, v, "one")
+		}
+	}
+
+	updateCloneSet(t, ctx, u.cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To[int32](3) })
+	waitCloneSetReady(t, ctx, u.cs, 3)
+	waitSidecarSetStatus(t, ctx, u.set, 3, 1, 3, 1)
+	pods, err = cloneSetPods(ctx, u.cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range pods {
+		if _, old := u.before[name]; old {
+			continue
+		}
+		if v, _ := ssEnv(ssContainer(p.Spec.Containers, upgradeSidecar), "AGENT_MODE"); v != "two" {
+			t.Errorf("new pod %s: sidecar AGENT_MODE=%q, want the SidecarSet's %q", name, v, "two")
+		}
+	}
+}
+
+// TestSidecarSetUpgradeStrategy: partition 2 of 4 upgrades 2 Pods and stops; paused stops an
+// upgrade; resumed, it finishes; updateStrategy.selector limits an upgrade to the labelled Pod.
+func TestSidecarSetUpgradeStrategy(t *testing.T) {
+	ctx := testContext(t)
+	u := newSidecarUpgrade(t, ctx, "ss-strategy", 4, nil)
+
+	updateSidecarSet(t, ctx, u.set, func(s *v1alpha1.SidecarSet) {
+		s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(2))
+		s.Spec.Containers[0].Image = appImageV2
+	})
+	pods := waitSidecarsOn(t, ctx, u, appImageV2, 2)
+	waitSidecarSetStatus(t, ctx, u.set, 4, 2, 4, 2)
+	upgraded := podsOnSidecar(pods, appImageV2)
+	expectSidecarsStay(t, ctx, u, appImageV2, upgraded, "partition 2 of 4")
+
+	updateSidecarSet(t, ctx, u.set, func(s *v1alpha1.SidecarSet) {
+		s.Spec.UpdateStrategy.Partition = nil
+		s.Spec.UpdateStrategy.Paused = true
+	})
+	waitSidecarSetStatus(t, ctx, u.set, 4, 2, 4, 2)
+	expectSidecarsStay(t, ctx, u, appImageV2, upgraded, "paused")
+
+	updateSidecarSet(t, ctx, u.set, func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Paused = false })
+	pods = waitSidecarsOn(t, ctx, u, appImageV2, 4)
+	waitSidecarSetStatus(t, ctx, u.set, 4, 4, 4, 4)
+	checkSidecarsUpgraded(t, u.before, pods, appImageV2, 1)
+
+	canary := slices.Sorted(func(yield func(string) bool) {
+		for name := range pods {
+			if !yield(name) {
+				return
+			}
+		}
+	})[0]
+	mustKubectl(t, ctx, "", "-n", u.ns, "label", "pod", canary, "canary=true")
+	updateSidecarSet(t, ctx, u.set, func(s *v1alpha1.SidecarSet) {
+		s.Spec.UpdateStrategy.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "true"}}
+		s.Spec.Containers[0].Image = appImageV3
+	})
+	waitSidecarsOn(t, ctx, u, appImageV3, 1)
+	waitSidecarSetStatus(t, ctx, u.set, 4, 1, 4, 1)
+	expectSidecarsStay(t, ctx, u, appImageV3, []string{canary}, "updateStrategy.selector canary=true")
+}
+
+// TestSidecarSetUpgradeWithCloneSetUpdate: a SidecarSet upgrade of the sidecar and a CloneSet
+// in-place update of the app container of the same Pods, started together, both finish: each
+// container restarted exactly once, on its new image, in the same Pods.
+func TestSidecarSetUpgradeWithCloneSetUpdate(t *testing.T) {
+	ctx := testContext(t)
+	u := newSidecarUpgrade(t, ctx, "ss-both", 4, func(s *v1alpha1.SidecarSet) {
+		s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	})
+	rec := recordPods(t, ctx, u.ns)
+	cs := updateCloneSet(t, ctx, u.cs, func(cs *v1alpha1.CloneSet) {
+		cs.Spec.Template.Spec.Containers[0].Image = appImageV2
+		cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	})
+	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
+
+	_, after := waitRolledOut(t, ctx, cs, 4)
+	waitSidecarSetStatus(t, ctx, u.set, 4, 4, 4, 4)
+	after = waitSidecarsOn(t, ctx, u, appImageV2, 4)
+	checkSamePods(t, u.before, after)
+	for name, p := range after {
+		for _, c := range []string{"main", upgradeSidecar} {
+			if s := findStatus(p, c); s == nil || s.RestartCount != 1 || s.Image != appImageV2 || !s.Ready {
+				t.Errorf("pod %s: container %s status %+v, want restarted exactly once, on %s, ready", name, c, s, appImageV2)
+			}
+		}
+	}
+	if changed := podsAddedOrDeleted(rec, rec.upTo(t, ctx, u.ns)); len(changed) > 0 {
+		t.Errorf("pods created or deleted: %v", changed)
+	}
+}
+
+// TestSidecarSetControllerKilledMidUpgrade: inplace-controller SIGKILLed in the middle of a
+// sidecar upgrade and started again finishes it, creating and deleting no Pod, every sidecar
+// restarted once.
+func TestSidecarSetControllerKilledMidUpgrade(t *testing.T) {
+	ctx := testContext(t)
+	t.Cleanup(func() {
+		if !readRecordedDaemon(t, "inplace-controller").alive() {
+			_ = runLocalUpHook(t, controllerHook)
+		}
+	})
+	u := newSidecarUpgrade(t, ctx, "ss-kill", 4, nil)
+	rec := recordPods(t, ctx, u.ns)
+	controller := readRecordedDaemon(t, "inplace-controller")
+
+	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
+	var started int
+	poll(t, ctx, rolloutTimeout, "the sidecar upgrade to start", func(ctx context.Context) (bool, error) {
+		pods, err := cloneSetPods(ctx, u.cs)
+		if err != nil {
+			return false, err
+		}
+		started = 0
+		for _, p := range pods {
+			if specImage(p, upgradeSidecar) == appImageV2 {
+				started++
+			}
+		}
+		return started > 0, nil
+	})
+	controller.stop(t, ctx, syscall.SIGKILL, 10*time.Second)
+	t.Logf("inplace-controller (pid %d) killed with %d of 4 Pods started", controller.pid, started)
+	if started == 4 {
+		t.Fatal("the upgrade was over before inplace-controller was killed")
+	}
+	if err := runLocalUpHook(t, controllerHook); err != nil {
+		t.Fatalf("%s: %v", controllerHook, err)
+	}
+	after := waitSidecarsOn(t, ctx, u, appImageV2, 4)
+	waitSidecarSetStatus(t, ctx, u.set, 4, 4, 4, 4)
+	checkSidecarsUpgraded(t, u.before, after, appImageV2, 1)
+	if changed := podsAddedOrDeleted(rec, rec.upTo(t, ctx, u.ns)); len(changed) > 0 {
+		t.Errorf("pods created or deleted: %v", changed)
+	}
+}
