@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -438,5 +439,126 @@ func TestSidecarSetControllerKilledMidUpgrade(t *testing.T) {
 	checkSidecarsUpgraded(t, u.before, after, appImageV2, 1)
 	if changed := podsAddedOrDeleted(rec, rec.upTo(t, ctx, u.ns)); len(changed) > 0 {
 		t.Errorf("pods created or deleted: %v", changed)
+	}
+}
+
+// emptyImage is the hotUpgradeEmptyImage of the hot-upgrade tests: the local pause image.
+const emptyImage = "inplace.local/pause:1.0"
+
+// hotPair is what the Pod runs of the hot-upgrade sidecar mesh: which container works (the
+// annotation), the images of mesh-1 and mesh-2 in the spec, and whether each runs a non-empty
+// image, ready.
+type hotPair struct {
+	working        string
+	image1, image2 string
+	serving        []string
+}
+
+func hotPairOf(t *testing.T, p *corev1.Pod) hotPair {
+	t.Helper()
+	hp := hotPair{image1: specImage(p, "mesh-1"), image2: specImage(p, "mesh-2")}
+	working := map[string]string{}
+	if raw := p.Annotations["kruise.io/sidecarset-working-hotupgrade-container"]; raw != "" {
+		if err := json.Unmarshal([]byte(raw), &working); err != nil {
+			t.Fatalf("pod %s: working-container annotation %q: %v", p.Name, raw, err)
+		}
+	}
+	hp.working = working["mesh"]
+	for _, name := range []string{"mesh-1", "mesh-2"} {
+		if s := findStatus(p, name); s != nil && s.Ready && s.State.Running != nil && s.Image != emptyImage {
+			hp.serving = append(hp.serving, name)
+		}
+	}
+	return hp
+}
+
+// TestSidecarSetHotUpgrade (OpenKruise "sidecarSet upgrade hot sidecar container image only"):
+// the pair mesh-1 (working) and mesh-2 (empty image) is injected; an upgrade v1 -> v2 starts v2
+// in mesh-2, which becomes the working container, then mesh-1 goes back to the empty image; v2 ->
+// v3 the other way round. At every moment the Pod watch shows, one of the pair runs a non-empty
+// image and is ready; the app container never restarts; the Pods stay.
+func TestSidecarSetHotUpgrade(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "ss-hot")
+	set := ssScopedSet(ns, ns, "web")
+	mesh := ssSidecar(corev1.Container{Name: "mesh", Image: appImageV1, ImagePullPolicy: corev1.PullNever}, v1alpha1.AfterAppContainerType)
+	mesh.UpgradeStrategy = v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: emptyImage}
+	set.Spec.Containers = []v1alpha1.SidecarContainer{mesh}
+	set.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	ssCreateSet(t, ctx, set)
+	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever})
+	ssWaitWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
+		return ssContainer(p.Spec.Containers, "mesh-2") != nil
+	})
+	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	before := waitCloneSetReady(t, ctx, cs, 2)
+	waitSidecarSetStatus(t, ctx, ns, 2, 2, 2, 2)
+	for name, p := range before {
+		if hp := hotPairOf(t, p); hp.working != "mesh-1" || hp.image1 != appImageV1 || hp.image2 != emptyImage {
+			t.Fatalf("pod %s injected with %+v, want mesh-1 working on %s and mesh-2 on %s", name, hp, appImageV1, emptyImage)
+		}
+	}
+	rec := recordPods(t, ctx, ns)
+
+	steps := []struct {
+		image, working string
+	}{{appImageV2, "mesh-2"}, {appImageV3, "mesh-1"}}
+	for _, step := range steps {
+		updateSidecarSet(t, ctx, ns, sidecarImage(step.image))
+		var pods map[string]*corev1.Pod
+		poll(t, ctx, rolloutTimeout, fmt.Sprintf("both Pods hot-upgraded to %s, %s working", step.image, step.working), func(ctx context.Context) (bool, error) {
+			var err error
+			if pods, err = cloneSetPods(ctx, cs); err != nil {
+				return false, err
+			}
+			for name, p := range pods {
+				hp := hotPairOf(t, p)
+				idle := map[string]string{"mesh-1": hp.image1, "mesh-2": hp.image2}
+				if hp.working != step.working || idle[step.working] != step.image || !slices.Equal(hp.serving, []string{step.working}) ||
+					idle[map[string]string{"mesh-1": "mesh-2", "mesh-2": "mesh-1"}[step.working]] != emptyImage || !podReady(p) {
+					return false, fmt.Errorf("pod %s: %+v", name, hp)
+				}
+			}
+			return true, nil
+		})
+		got := waitSidecarSetStatus(t, ctx, ns, 2, 2, 2, 2)
+		for name, p := range pods {
+			if v := p.Annotations["version.sidecarset.kruise.io/"+step.working]; v == "" || v == "0" {
+				t.Errorf("pod %s: version of the working %s is %q, want the SidecarSet's resourceVersion", name, step.working, v)
+			}
+			other := map[string]string{"mesh-1": "mesh-2", "mesh-2": "mesh-1"}[step.working]
+			if v := p.Annotations["version.sidecarset.kruise.io/"+other]; v != "0" {
+				t.Errorf("pod %s: version of the idle %s is %q, want 0", name, other, v)
+			}
+		}
+		t.Logf("SidecarSet %s at resourceVersion %s: %s works on %s", ns, got.ResourceVersion, step.working, step.image)
+	}
+
+	events := rec.upTo(t, ctx, ns)
+	if changed := podsAddedOrDeleted(rec, events); len(changed) > 0 {
+		t.Errorf("pods created or deleted: %v", changed)
+	}
+	var gaps []string
+	rec.replay(events, func(ev podEvent, pods map[string]*corev1.Pod) {
+		p := pods[ev.pod.Name]
+		if p == nil {
+			return
+		}
+		if hp := hotPairOf(t, p); len(hp.serving) == 0 {
+			gaps = append(gaps, fmt.Sprintf("pod %s at %s: %+v", p.Name, p.ResourceVersion, hp))
+		}
+	})
+	if len(gaps) > 0 {
+		t.Errorf("moments with no ready sidecar of the pair: %v", gaps)
+	}
+	after, err := cloneSetPods(ctx, cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSamePods(t, before, after)
+	for name, p := range after {
+		if s := findStatus(p, "main"); s == nil || s.RestartCount != 0 {
+			t.Errorf("pod %s: app container %+v, want restartCount 0", name, s)
+		}
 	}
 }
