@@ -55,6 +55,7 @@ func (c *Controller) upgrade(ctx context.Context, set *v1alpha1.SidecarSet, pods
 			return 0, err
 		}
 		if changed {
+			podUpgrades.WithLabelValues(set.Name, resultNotUpgradable).Inc()
 			c.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonNotUpgradable,
 				"SidecarSet %s changed more than the images of its sidecars; this Pod keeps its sidecars until it is recreated", set.Name)
 		}
@@ -72,14 +73,17 @@ func (c *Controller) upgrade(ctx context.Context, set *v1alpha1.SidecarSet, pods
 			// Another in-place update of the Pod is changing a sidecar, or the Pod is going away:
 			// its turn comes again once that is over.
 			logger.V(2).Info("Sidecar upgrade waits", "sidecarset", set.Name, "pod", klog.KObj(pod), "reason", err.Error())
+			podUpgrades.WithLabelValues(set.Name, resultWaiting).Inc()
 			requeue = cacheLagRetry
 			continue
 		case apierrors.IsNotFound(err):
 			continue
 		case err != nil:
+			podUpgrades.WithLabelValues(set.Name, resultFailed).Inc()
 			c.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonUpgradeFailed, "Upgrading the sidecars of SidecarSet %s: %v", set.Name, err)
 			return 0, fmt.Errorf("upgrading the sidecars of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
+		podUpgrades.WithLabelValues(set.Name, resultStarted).Inc()
 		c.expectations.expect(set.Name, pod, rv)
 		if _, err := c.setUpgradable(ctx, pod, set, true); err != nil {
 			return 0, err
@@ -157,15 +161,18 @@ func (c *Controller) resetHotUpgrades(ctx context.Context, set *v1alpha1.Sidecar
 		out, what, err := c.postUpgrade(ctx, set, pod, hashes[set.Name].Hash, "", change)
 		switch {
 		case apierrors.IsConflict(err):
+			podUpgrades.WithLabelValues(set.Name, resultWaiting).Inc()
 			requeue = cacheLagRetry
 			continue
 		case apierrors.IsNotFound(err):
 			continue
 		case err != nil:
+			podUpgrades.WithLabelValues(set.Name, resultFailed).Inc()
 			c.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonUpgradeFailed, "Resetting the idle hot-upgrade sidecars of SidecarSet %s: %v", set.Name, err)
 			return took, 0, fmt.Errorf("resetting the hot-upgrade sidecars of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		took = true
+		podUpgrades.WithLabelValues(set.Name, resultHotReset).Inc()
 		c.expectations.expect(set.Name, pod, out.ResourceVersion)
 		c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonHotUpgradeStep,
 			"SidecarSet %s: the new sidecars work; the old ones go back to the empty image: %s", set.Name, what)
