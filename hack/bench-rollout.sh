@@ -243,27 +243,6 @@ all_on() {
   [[ "$BENCH_POLL_STATE" == DONE* ]]
 }
 
-# pod_ids GROUP: "uid ip" of each active Pod of the group.
-pod_ids() {
-  "$KUBECTL" -n "$NS" get pods -l "bench=$1" -o \
-    'jsonpath={range .items[*]}{.metadata.deletionTimestamp}|{.metadata.uid}|{.status.podIP}{"\n"}{end}' |
-    awk -F'|' '$1 == "" { print $2, $3 }'
-}
-
-# cpu_ticks: "BUSY IDLE" jiffies of all CPUs so far (/proc/stat).
-cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat; }
-# cpu_busy BEFORE AFTER: percentage of CPU time busy between two cpu_ticks.
-cpu_busy() {
-  awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); busy = y[1] - x[1]; idle = y[2] - x[2]
-    if (busy + idle > 0) printf "%.0f", 100 * busy / (busy + idle); else print 0 }'
-}
-
-# changed BEFORE AFTER FIELD: how many lines of AFTER have a FIELD (1 uid,
-# 2 ip) that no line of BEFORE has.
-changed() {
-  awk -v f="$3" 'NR == FNR { seen[$f] = 1; next } !($f in seen) { n++ } END { print n + 0 }' <(echo "$1") <(echo "$2")
-}
-
 # --- tracing (BENCH_TRACE) -----------------------------------------------------
 
 # (No {range} in a watch: kubectl's printer fails on the second object.)
@@ -385,13 +364,6 @@ for ((round = 1; round <= ROUNDS; round++)); do
     done
   done
 done
-
-# counts LIST: "X/N" when every round gave X, else "X,Y,.../N".
-counts() {
-  local uniq
-  uniq="$(tr ' ' '\n' <<< "$1" | sed '/^$/d' | sort -nu | paste -sd,)"
-  if [[ "$uniq" == *,* ]]; then echo "$(tr ' ' ',' <<< "${1% }")/$N"; else echo "$uniq/$N"; fi
-}
 
 echo "pods: $N  rounds: $ROUNDS  maxUnavailable: $MAX_UNAVAILABLE  settle: ${SETTLE}s"
 for shape in "${shapes[@]}"; do
