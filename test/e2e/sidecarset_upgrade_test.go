@@ -22,6 +22,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/sidecarset"
 )
 
 // SidecarSet upgrades on the real cluster, the scenarios of OpenKruise's test/e2e/apps/sidecarset.go
@@ -253,11 +254,14 @@ func TestSidecarSetColdUpgrade(t *testing.T) {
 	if changed := podsAddedOrDeleted(rec, events); len(changed) > 0 {
 		t.Errorf("pods created or deleted: %v", changed)
 	}
-	var order []string
+	var order, leftService []string
 	most := 0
 	rec.replay(events, func(_ podEvent, pods map[string]*corev1.Pod) {
 		unavailable := 0
 		for name, p := range pods {
+			if conditionStatus(p, pub.InPlaceUpdateReady) == corev1.ConditionFalse && !slices.Contains(leftService, name) {
+				leftService = append(leftService, name)
+			}
 			if specImage(p, upgradeSidecar) == appImageV2 && !slices.Contains(order, name) {
 				order = append(order, name)
 			}
@@ -277,6 +281,10 @@ func TestSidecarSetColdUpgrade(t *testing.T) {
 	}
 	if !slices.Equal(order, names) {
 		t.Errorf("sidecars upgraded in the order %v, want the priorityStrategy's %v", order, names)
+	}
+	// As in OpenKruise, the Pods stay in service: only the kubelet's readiness moves.
+	if len(leftService) > 0 {
+		t.Errorf("pods %v were taken out of service (InPlaceUpdateReady False) by a sidecar upgrade without %s", leftService, sidecarset.LeaveServiceAnnotation)
 	}
 }
 
@@ -598,4 +606,37 @@ func controllerMetric(t *testing.T, ctx context.Context, sample string) float64 
 		}
 	}
 	return 0
+}
+
+// TestSidecarSetUpgradeLeavesService: a SidecarSet annotated
+// apps.kruise.io/sidecarset-upgrade-leave-service takes each Pod out of service
+// (InPlaceUpdateReady False, reason StartSidecarSetUpgrade) while its sidecar restarts, and puts it
+// back once the new sidecar runs.
+func TestSidecarSetUpgradeLeavesService(t *testing.T) {
+	ctx := testContext(t)
+	u := newSidecarUpgrade(t, ctx, "ss-leave", 2, func(s *v1alpha1.SidecarSet) {
+		s.Annotations = map[string]string{sidecarset.LeaveServiceAnnotation: "true"}
+	})
+	rec := recordPods(t, ctx, u.ns)
+	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
+	after := waitSidecarsOn(t, ctx, u, appImageV2, 2)
+	waitSidecarSetStatus(t, ctx, u.set, 2, 2, 2, 2)
+	checkSidecarsUpgraded(t, u.before, after, appImageV2, 1)
+
+	left := map[string]bool{}
+	rec.replay(rec.upTo(t, ctx, u.ns), func(ev podEvent, pods map[string]*corev1.Pod) {
+		for _, c := range ev.pod.Status.Conditions {
+			if c.Type == pub.InPlaceUpdateReady && c.Status == corev1.ConditionFalse && c.Reason == "StartSidecarSetUpgrade" {
+				left[ev.pod.Name] = true
+			}
+		}
+	})
+	for name, p := range after {
+		if !left[name] {
+			t.Errorf("pod %s never left service (InPlaceUpdateReady False, StartSidecarSetUpgrade) during its sidecar upgrade", name)
+		}
+		if conditionStatus(p, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
+			t.Errorf("pod %s: InPlaceUpdateReady %s after the upgrade, want True", name, conditionStatus(p, pub.InPlaceUpdateReady))
+		}
+	}
 }
