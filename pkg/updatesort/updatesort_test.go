@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 )
@@ -76,5 +77,22 @@ func TestSort(t *testing.T) {
 	Sort(pods, weight, nil, isReady)
 	if got, want := names(pods), []string{"broken", "old", "new"}; !slices.Equal(got, want) {
 		t.Errorf("weighted order %v, want %v", got, want)
+	}
+}
+
+func TestPartitionRounding(t *testing.T) {
+	i := func(v int32) *intstr.IntOrString { p := intstr.FromInt32(v); return &p }
+	s := func(v string) *intstr.IntOrString { p := intstr.FromString(v); return &p }
+	for _, tc := range []struct {
+		p        *intstr.IntOrString
+		replicas int
+		want     int
+	}{
+		{nil, 4, 0}, {i(2), 4, 2}, {i(9), 4, 4}, {i(-1), 4, 0},
+		{s("50%"), 4, 2}, {s("30%"), 4, 2}, {s("99%"), 4, 3}, {s("100%"), 4, 4}, {s("30%"), 1, 1}, {s("bad"), 4, 0},
+	} {
+		if got := Partition(tc.p, tc.replicas); got != tc.want {
+			t.Errorf("Partition(%v, %d) = %d, want %d", tc.p, tc.replicas, got, tc.want)
+		}
 	}
 }
