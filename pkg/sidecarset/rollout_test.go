@@ -137,7 +137,9 @@ func TestNextUpgrades(t *testing.T) {
 		{name: "maxUnavailable 1 by default", want: []string{"pod-0"}, waiting: 3},
 		{name: "maxUnavailable 2", mutate: func(s *appsv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2)) },
 			want: []string{"pod-0", "pod-1"}, waiting: 2},
-		{name: "maxUnavailable 50%", mutate: func(s *appsv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("50%")) },
+		{name: "maxUnavailable 50%", mutate: func(s *appsv1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("50%"))
+		},
 			want: []string{"pod-0", "pod-1"}, waiting: 2},
 		{name: "an updated Pod not ready yet uses the budget", prepare: func(t *testing.T, pods []*corev1.Pod, set *appsv1alpha1.SidecarSet) {
 			markUpgraded(t, pods[0], set)
@@ -193,7 +195,9 @@ func TestNextUpgrades(t *testing.T) {
 	}
 
 	pods := logPods(t, 2)
-	env := logSet("agent:v1", func(s *appsv1alpha1.SidecarSet) { s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "x"}} })
+	env := logSet("agent:v1", func(s *appsv1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "x"}}
+	})
 	plan, err := NextUpgrades(env, pods)
 	if err != nil {
 		t.Fatal(err)
