@@ -1,0 +1,362 @@
+package sidecarset
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
+	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
+)
+
+const revisionNS = "inplace-system"
+
+// fixture is the controller on fake clients whose informers are never started: objects go to the
+// caches by hand, so each sync sees exactly what the test put there.
+type fixture struct {
+	c        *Controller
+	kube     *kubefake.Clientset
+	inplace  *inplacefake.Clientset
+	kinf     kubeinformers.SharedInformerFactory
+	iinf     inplaceinformers.SharedInformerFactory
+	recorder *record.FakeRecorder
+	// upgrades are the bodies POSTed to pods/inplaceupdate, by Pod name.
+	upgrades map[string][]*v1alpha1.InPlaceUpdate
+	// answer, when set, is what pods/inplaceupdate answers.
+	answer error
+}
+
+func logSet(image string, mutate func(*v1alpha1.SidecarSet)) *v1alpha1.SidecarSet {
+	s := &v1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "logs", UID: "set-uid", Generation: 2},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "agent", Image: image}}},
+		},
+	}
+	if mutate != nil {
+		mutate(s)
+	}
+	v1alpha1.SetDefaults_SidecarSet(s)
+	return s
+}
+
+// injectedPods are n running, ready Pods injected with logSet("agent:v1").
+func injectedPods(t *testing.T, n int) []*corev1.Pod {
+	t.Helper()
+	var pods []*corev1.Pod
+	for i := range n {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("web-%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i)),
+				Labels: map[string]string{"app": "web"}, ResourceVersion: "10"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "app:v1"}}},
+		}
+		res, err := sidecars.Inject(pod, []*v1alpha1.SidecarSet{logSet("agent:v1", nil)}, metav1.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := res.Pod
+		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+		for _, c := range p.Spec.Containers {
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: true})
+		}
+		pods = append(pods, p)
+	}
+	return pods
+}
+
+func newFixture(t *testing.T, set *v1alpha1.SidecarSet, pods ...*corev1.Pod) *fixture {
+	t.Helper()
+	var kubeObjs []runtime.Object
+	for _, p := range pods {
+		kubeObjs = append(kubeObjs, p)
+	}
+	f := &fixture{kube: kubefake.NewClientset(kubeObjs...), inplace: inplacefake.NewClientset(set),
+		recorder: record.NewFakeRecorder(100), upgrades: map[string][]*v1alpha1.InPlaceUpdate{}}
+	f.kinf = kubeinformers.NewSharedInformerFactory(f.kube, 0)
+	f.iinf = inplaceinformers.NewSharedInformerFactory(f.inplace, 0)
+	f.inplace.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		ca := a.(k8stesting.CreateAction)
+		if a.GetSubresource() != "inplaceupdate" {
+			return false, nil, nil
+		}
+		if f.answer != nil {
+			return true, nil, f.answer
+		}
+		body := ca.GetObject().(*v1alpha1.InPlaceUpdate)
+		name := ca.(k8stesting.CreateActionImpl).Name
+		f.upgrades[name] = append(f.upgrades[name], body.DeepCopy())
+		return true, &v1alpha1.InPlaceUpdate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.GetNamespace(), ResourceVersion: "100"}}, nil
+	})
+	c, err := New(f.kube, f.inplace, f.iinf.Apps().V1alpha1().SidecarSets(), f.kinf.Core().V1().Pods(),
+		f.kinf.Core().V1().Namespaces(), f.kinf.Apps().V1().ControllerRevisions(), revisionNS, f.recorder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c = c
+	f.cache(set)
+	for _, p := range pods {
+		f.cache(p)
+	}
+	return f
+}
+
+// cache puts the object into its informer's cache (replacing an older one).
+func (f *fixture) cache(obj runtime.Object) {
+	var inf cache.SharedIndexInformer
+	switch obj.(type) {
+	case *v1alpha1.SidecarSet:
+		inf = f.iinf.Apps().V1alpha1().SidecarSets().Informer()
+	case *corev1.Pod:
+		inf = f.kinf.Core().V1().Pods().Informer()
+	case *appsv1.ControllerRevision:
+		inf = f.kinf.Apps().V1().ControllerRevisions().Informer()
+	}
+	if err := inf.GetIndexer().Update(obj); err != nil {
+		panic(err)
+	}
+}
+
+// cacheRevisions copies the revisions the controller wrote into the cache (and drops deleted ones).
+func (f *fixture) cacheRevisions(t *testing.T) []appsv1.ControllerRevision {
+	t.Helper()
+	list, err := f.kube.AppsV1().ControllerRevisions(revisionNS).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := f.kinf.Apps().V1().ControllerRevisions().Informer().GetIndexer()
+	for _, o := range idx.List() {
+		_ = idx.Delete(o)
+	}
+	for i := range list.Items {
+		f.cache(&list.Items[i])
+	}
+	return list.Items
+}
+
+func (f *fixture) sync(t *testing.T) time.Duration {
+	t.Helper()
+	d, err := f.c.sync(context.Background(), "logs")
+	if err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	return d
+}
+
+// setSpec replaces the SidecarSet in the client and the cache with set.
+func (f *fixture) setSpec(t *testing.T, set *v1alpha1.SidecarSet) {
+	t.Helper()
+	cur, err := f.inplace.AppsV1alpha1().SidecarSets().Get(context.Background(), set.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Status = cur.Status
+	if _, err := f.inplace.AppsV1alpha1().SidecarSets().Update(context.Background(), set, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.cache(set)
+}
+
+func (f *fixture) status(t *testing.T) v1alpha1.SidecarSetStatus {
+	t.Helper()
+	s, err := f.inplace.AppsV1alpha1().SidecarSets().Get(context.Background(), "logs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Status
+}
+
+// statusPatches are the Pods whose status the controller patched (the SidecarSetUpgradable condition).
+func (f *fixture) statusPatches() []string {
+	var out []string
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() == "patch" && a.GetResource().Resource == "pods" && a.GetSubresource() == "status" {
+			out = append(out, a.(k8stesting.PatchAction).GetName()+" "+string(a.(k8stesting.PatchAction).GetPatch()))
+		}
+	}
+	return out
+}
+
+func TestSyncRevisionsAndStatus(t *testing.T) {
+	pods := injectedPods(t, 3)
+	other := injectedPods(t, 1)[0]
+	other.Name, other.UID = "other", "uid-other"
+	other.Annotations[v1alpha1.SidecarSetListAnnotation] = "another"
+	f := newFixture(t, logSet("agent:v1", nil), append(pods, other)...)
+	f.sync(t)
+	revs := f.cacheRevisions(t)
+	if len(revs) != 1 {
+		t.Fatalf("%d revisions, want 1", len(revs))
+	}
+	r := revs[0]
+	if !strings.HasPrefix(r.Name, "logs-") || r.Revision != 1 || r.Labels[sidecars.RevisionSetLabel] != "logs" ||
+		len(r.OwnerReferences) != 1 || r.OwnerReferences[0].UID != "set-uid" {
+		t.Errorf("revision %s: number %d, labels %v, owners %v", r.Name, r.Revision, r.Labels, r.OwnerReferences)
+	}
+	want := v1alpha1.SidecarSetStatus{ObservedGeneration: 2, MatchedPods: 3, UpdatedPods: 3, ReadyPods: 3, UpdatedReadyPods: 3,
+		LatestRevision: r.Name, CollisionCount: ptr.To[int32](0)}
+	if st := f.status(t); !statusEqual(&st, &want) {
+		t.Errorf("status %+v, want %+v", st, want)
+	}
+	f.sync(t)
+	if revs := f.cacheRevisions(t); len(revs) != 1 {
+		t.Errorf("an unchanged spec made %d revisions", len(revs))
+	}
+	// The Pods record the revision they were injected at (as the Pod webhook writes it).
+	for _, p := range pods {
+		recordRevision(t, p, r.Name)
+		f.cache(p)
+	}
+
+	f.setSpec(t, logSet("agent:v2", func(s *v1alpha1.SidecarSet) { s.Spec.RevisionHistoryLimit = ptr.To[int32](5) }))
+	f.sync(t)
+	revs = f.cacheRevisions(t)
+	if len(revs) != 2 {
+		t.Fatalf("%d revisions after an image change, want 2", len(revs))
+	}
+	f.setSpec(t, logSet("agent:v1", nil))
+	f.sync(t)
+	revs = f.cacheRevisions(t)
+	if len(revs) != 2 {
+		t.Fatalf("going back to the first spec: %d revisions, want 2 (the first renumbered)", len(revs))
+	}
+	for _, rv := range revs {
+		if rv.Name == r.Name && rv.Revision != 3 {
+			t.Errorf("the first revision is number %d, want 3", rv.Revision)
+		}
+	}
+	f.setSpec(t, logSet("agent:v3", func(s *v1alpha1.SidecarSet) { s.Spec.RevisionHistoryLimit = ptr.To[int32](1) }))
+	f.sync(t)
+	revs = f.cacheRevisions(t)
+	// The Pods record the first revision (injection), so it stays beside the latest.
+	var names []string
+	for _, rv := range revs {
+		names = append(names, rv.Name)
+	}
+	if len(revs) != 2 || !slices.Contains(names, r.Name) {
+		t.Errorf("revisionHistoryLimit 1: revisions %v, want the latest and %s, which the Pods record", names, r.Name)
+	}
+}
+
+func TestSyncUpgrades(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*v1alpha1.SidecarSet)
+		want   int
+	}{
+		{"maxUnavailable 1 by default", nil, 1},
+		{"maxUnavailable 3", func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(3)) }, 3},
+		{"paused", func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Paused = true }, 0},
+		{"NotUpdate", func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Type = v1alpha1.NotUpdateSidecarSetStrategyType }, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := injectedPods(t, 3)
+			set := logSet("agent:v2", tc.mutate)
+			f := newFixture(t, set, pods...)
+			f.sync(t)
+			if len(f.upgrades) != tc.want {
+				t.Fatalf("%d Pods upgraded, want %d", len(f.upgrades), tc.want)
+			}
+			hash, err := sidecars.CurrentHash(set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, bodies := range f.upgrades {
+				b := bodies[0]
+				if len(bodies) != 1 || b.Spec.SidecarSet == nil || b.Spec.SidecarSet.Name != "logs" || b.Spec.Revision != hash ||
+					len(b.Spec.Containers) != 1 || b.Spec.Containers[0].Name != "agent" || b.Spec.Containers[0].Image != "agent:v2" {
+					t.Errorf("pod %s: requests %+v", name, bodies)
+				}
+			}
+			if got := len(f.statusPatches()); got != tc.want {
+				t.Errorf("%d SidecarSetUpgradable patches, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// The controller decides nothing from a cached Pod older than its own write: the same pass again,
+// before the cache caught up, upgrades no other Pod.
+func TestSyncWaitsForItsWrites(t *testing.T) {
+	pods := injectedPods(t, 3)
+	f := newFixture(t, logSet("agent:v2", nil), pods...)
+	f.sync(t)
+	if len(f.upgrades) != 1 {
+		t.Fatalf("%d Pods upgraded, want 1", len(f.upgrades))
+	}
+	if d := f.sync(t); d <= 0 || len(f.upgrades) != 1 {
+		t.Errorf("before the cache caught up: requeue %v, %d Pods upgraded (want a requeue and still 1)", d, len(f.upgrades))
+	}
+}
+
+func TestSyncWaitsOnBusyContainer(t *testing.T) {
+	f := newFixture(t, logSet("agent:v2", nil), injectedPods(t, 2)...)
+	f.answer = apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web-0", fmt.Errorf("container agent is being updated"))
+	if d := f.sync(t); d <= 0 {
+		t.Errorf("a 409 from pods/inplaceupdate: requeue %v, want > 0", d)
+	}
+}
+
+func TestSyncNotUpgradable(t *testing.T) {
+	f := newFixture(t, logSet("agent:v1", func(s *v1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "x"}}
+	}), injectedPods(t, 2)...)
+	f.sync(t)
+	if len(f.upgrades) != 0 {
+		t.Errorf("an env change upgraded %d Pods", len(f.upgrades))
+	}
+	patches := f.statusPatches()
+	if len(patches) != 2 {
+		t.Fatalf("status patches %v, want the 2 Pods marked", patches)
+	}
+	for _, p := range patches {
+		if !strings.Contains(p, string(pub.SidecarSetUpgradable)) || !strings.Contains(p, `"status":"False"`) {
+			t.Errorf("patch %s, want SidecarSetUpgradable False", p)
+		}
+	}
+	warned := 0
+	for len(f.recorder.Events) > 0 {
+		if e := <-f.recorder.Events; strings.Contains(e, ReasonNotUpgradable) {
+			warned++
+		}
+	}
+	if warned != 2 {
+		t.Errorf("%d %s events, want 2", warned, ReasonNotUpgradable)
+	}
+}
+
+// recordRevision sets the controllerRevision of the Pod's kruise.io/sidecarset-hash entry of logs.
+func recordRevision(t *testing.T, pod *corev1.Pod, revision string) {
+	t.Helper()
+	hashes := map[string]pub.SidecarSetUpgradeSpec{}
+	if err := json.Unmarshal([]byte(pod.Annotations[pub.SidecarSetHashKey]), &hashes); err != nil {
+		t.Fatal(err)
+	}
+	e := hashes["logs"]
+	e.ControllerRevision = revision
+	hashes["logs"] = e
+	b, _ := json.Marshal(hashes)
+	pod.Annotations[pub.SidecarSetHashKey] = string(b)
+}
