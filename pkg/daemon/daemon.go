@@ -101,7 +101,8 @@ func NodeCRRInformers(client clientset.Interface, nodeName string) inplaceinform
 		v1alpha1.ContainerRecreateRequestActiveKey:   "true",
 	}).String()
 	return inplaceinformers.NewSharedInformerFactoryWithOptions(client, resync,
-		inplaceinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = selector }))
+		inplaceinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = selector }),
+		inplaceinformers.WithTransform(serving.DropManagedFields))
 }
 
 // Run connects to the runtime and the cluster, serves health and metrics, and runs controllers
@@ -131,8 +132,10 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 		KubeInformers: kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
 			kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 				lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
-			})),
-		InplaceInformers: inplaceinformers.NewSharedInformerFactory(inplaceClient, resync),
+			}),
+			kubeinformers.WithTransform(serving.DropManagedFields)),
+		InplaceInformers: inplaceinformers.NewSharedInformerFactoryWithOptions(inplaceClient, resync,
+			inplaceinformers.WithTransform(serving.DropManagedFields)),
 		NodeCRRInformers: NodeCRRInformers(inplaceClient, o.NodeName),
 		Recorder:         recorder,
 		Clock:            skewclock.New(clock.RealClock{}, o.ClockSkew),

@@ -139,8 +139,10 @@ func runControllers(ctx context.Context, cc *Context, workers int, inits []InitF
 	var stopEvents func()
 	cc.Recorder, stopEvents = serving.EventRecorder(ctx, cc.KubeClient, corev1.EventSource{Component: "inplace-controller"})
 	defer stopEvents()
-	cc.KubeInformers = kubeinformers.NewSharedInformerFactory(cc.KubeClient, resync)
-	cc.InplaceInformers = inplaceinformers.NewSharedInformerFactory(cc.InplaceClient, resync)
+	cc.KubeInformers = kubeinformers.NewSharedInformerFactoryWithOptions(cc.KubeClient, resync,
+		kubeinformers.WithTransform(serving.DropManagedFields))
+	cc.InplaceInformers = inplaceinformers.NewSharedInformerFactoryWithOptions(cc.InplaceClient, resync,
+		inplaceinformers.WithTransform(serving.DropManagedFields))
 	var built []serving.Runner
 	for _, init := range inits {
 		c, err := init.New(cc)
