@@ -147,7 +147,9 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 
 	syncing := &serving.Syncing{}
 	syncing.Set(true)
-	addr, err := serving.Serve(ctx, o.BindAddress, healthChecks(runtime, syncing))
+	checks := healthChecks(runtime, syncing)
+	checks.Profiling = o.Profiling
+	addr, err := serving.Serve(ctx, o.BindAddress, checks)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,8 @@ type Options struct {
 	RuntimeEndpoint string
 	// BindAddress serves /healthz, /readyz and /metrics over plain HTTP.
 	BindAddress string
+	// Profiling serves Go's profiles on BindAddress under /debug/pprof/.
+	Profiling bool
 	// Workers is how many keys each controller reconciles at once.
 	Workers int
 	// CRRWorkers is how many Pods' ContainerRecreateRequests are carried out at once.
@@ -69,6 +71,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RuntimeEndpoint, "runtime-endpoint", o.RuntimeEndpoint,
 		"CRI runtime socket, e.g. unix:///run/containerd/containerd.sock; empty probes "+strings.Join(criruntime.DefaultEndpoints, ", ")+" in this order.")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "host:port serving /healthz, /readyz and /metrics.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Also serve Go's profiles on --bind-address under /debug/pprof/ (for benchmarks; off by default).")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Keys each controller reconciles at once.")
 	fs.IntVar(&o.CRRWorkers, "crr-workers", o.CRRWorkers,
 		"Pods whose ContainerRecreateRequests are carried out at once; each waits for its containers' stops (grace period, preStop hook), so this bounds how many Pods have containers recreated in parallel.")

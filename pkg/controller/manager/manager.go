@@ -74,6 +74,7 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 		elector = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 		checks.Healthz = elector.Check
 	}
+	checks.Profiling = o.Profiling
 	addr, err := serving.Serve(ctx, o.BindAddress, checks)
 	if err != nil {
 		return err

@@ -29,6 +29,8 @@ type Options struct {
 	RetryPeriod             time.Duration
 	// BindAddress serves /healthz, /readyz and /metrics over plain HTTP.
 	BindAddress string
+	// Profiling serves Go's profiles on BindAddress under /debug/pprof/.
+	Profiling bool
 	// Workers is how many keys each controller reconciles at once.
 	Workers int
 	// QPS and Burst limit the controller's requests to the API servers.
@@ -72,6 +74,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader retries renewing before it gives up leading.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often replicas try to acquire or renew the lease.")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "host:port serving /healthz, /readyz and /metrics.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Also serve Go's profiles on --bind-address under /debug/pprof/ (for benchmarks; off by default).")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Keys each controller reconciles at once.")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API servers.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API servers.")

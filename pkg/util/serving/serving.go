@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -51,14 +52,24 @@ type Checks struct {
 	Healthz func(*http.Request) error
 	// Readyz fails while the process cannot do its work yet.
 	Readyz func(*http.Request) error
+	// Profiling also serves Go's profiles on /debug/pprof/ (--profiling).
+	Profiling bool
 }
 
-// Handler serves /healthz, /readyz (503 with the check's error when it fails) and /metrics.
+// Handler serves /healthz, /readyz (503 with the check's error when it fails), /metrics and, with
+// checks.Profiling, /debug/pprof/.
 func Handler(checks Checks) http.Handler {
 	m := http.NewServeMux()
 	m.HandleFunc("/healthz", endpoint(checks.Healthz, http.StatusInternalServerError))
 	m.HandleFunc("/readyz", endpoint(checks.Readyz, http.StatusServiceUnavailable))
 	m.Handle("/metrics", legacyregistry.Handler())
+	if checks.Profiling {
+		m.HandleFunc("/debug/pprof/", pprof.Index)
+		m.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		m.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		m.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return m
 }
 

@@ -50,3 +50,21 @@ func TestHandler(t *testing.T) {
 		t.Errorf("/metrics: %d", code)
 	}
 }
+
+// Go's profiles are served only when asked for.
+func TestHandlerProfiling(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		srv := httptest.NewServer(Handler(Checks{Profiling: on}))
+		resp, err := http.Get(srv.URL + "/debug/pprof/heap?debug=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		served := resp.StatusCode == http.StatusOK && strings.Contains(string(body), "heap profile")
+		if served != on {
+			t.Errorf("profiling %v: /debug/pprof/heap answered %d", on, resp.StatusCode)
+		}
+	}
+}
