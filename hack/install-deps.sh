@@ -3,10 +3,16 @@
 # CNI plugins, iptables, a static busybox for the test images, openssl for
 # the PKI). Idempotent and quick when everything is already installed:
 # `apt-get update` only runs when something is missing.
+#
+#   hack/install-deps.sh              # the local cluster's packages
+#   hack/install-deps.sh PACKAGE...   # these instead (hack/update-codegen.sh: protobuf-compiler)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(containerd runc containernetworking-plugins iptables busybox-static openssl)
+if (($# > 0)); then
+  PACKAGES=("$@")
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -28,6 +28,42 @@ mkdir -p "${GOBIN}"
 
 source "${CODEGEN_PKG}/kube_codegen.sh"
 
+# Protobuf: go-to-protobuf writes generated.proto and generated.pb.go for the versioned kinds (and
+# the pub types they hold) and adds protobuf struct tags to their Go types. It runs protoc (Debian's
+# protobuf-compiler, installed here when missing) with the gogo plugin pinned in go.mod, and wants
+# the packages laid out by import path under one directory, as in a GOPATH: a temporary tree of
+# symbolic links to this repository and to the modules whose .proto files ours import. Those
+# modules are inputs only (the "-" prefix): nothing is written into the module cache.
+if ! command -v protoc >/dev/null 2>&1; then
+    "${ROOT}/hack/install-deps.sh" protobuf-compiler
+fi
+go install k8s.io/code-generator/cmd/go-to-protobuf \
+    k8s.io/code-generator/cmd/go-to-protobuf/protoc-gen-gogo \
+    golang.org/x/tools/cmd/goimports
+proto_tree=$(mktemp -d)
+trap 'rm -rf "${proto_tree}"' EXIT
+mkdir -p "${proto_tree}/github.com/inplace-dev" "${proto_tree}/k8s.io" "${proto_tree}/github.com/gogo"
+ln -s "${ROOT}" "${proto_tree}/${THIS_PKG}"
+ln -s "$(module_dir k8s.io/api)" "${proto_tree}/k8s.io/api"
+ln -s "$(module_dir k8s.io/apimachinery)" "${proto_tree}/k8s.io/apimachinery"
+gogo_dir=$(module_dir github.com/gogo/protobuf)
+ln -s "${gogo_dir}" "${proto_tree}/github.com/gogo/protobuf"
+proto_inputs=(
+    k8s.io/apimachinery/pkg/util/intstr
+    k8s.io/apimachinery/pkg/api/resource
+    k8s.io/apimachinery/pkg/runtime/schema
+    k8s.io/apimachinery/pkg/runtime
+    k8s.io/apimachinery/pkg/apis/meta/v1
+    k8s.io/api/core/v1
+    k8s.io/api/autoscaling/v1
+)
+PATH="${GOBIN}:${PATH}" go-to-protobuf \
+    --go-header-file "${BOILERPLATE}" \
+    --output-dir "${proto_tree}" \
+    --proto-import "${gogo_dir}/protobuf" \
+    --apimachinery-packages "$(printf -- '-%s,' "${proto_inputs[@]}" | sed 's/,$//')" \
+    --packages "${THIS_PKG}/pkg/apis/apps/pub,${THIS_PKG}/pkg/apis/apps/v1alpha1"
+
 kube::codegen::gen_helpers \
     --boilerplate "${BOILERPLATE}" \
     "${ROOT}/pkg/apis"

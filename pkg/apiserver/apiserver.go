@@ -13,7 +13,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -32,6 +31,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/registry/apps/pod"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/sidecarset"
 	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
 
 // DefaultNamespace is inplace's own namespace when $POD_NAMESPACE does not say.
@@ -89,7 +89,6 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	group := genericapiserver.NewDefaultAPIGroupInfo(apps.GroupName, Scheme, metav1.ParameterCodec, Codecs)
-	group.NegotiatedSerializer = withoutProtobuf{Codecs}
 	group.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = storage
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("installing the %s API group: %w", apps.GroupName, err)
@@ -166,6 +165,7 @@ func (c CompletedConfig) kubeClient() (kubernetes.Interface, error) {
 	// client-go's default of 5 requests/s would queue a burst of in-place updates behind
 	// client-side throttling; every request here is a user's request waiting for its answer.
 	cc.QPS, cc.Burst = 100, 200
+	serving.PreferProtobuf(cc)
 	kube, err := kubernetes.NewForConfig(cc)
 	if err != nil {
 		return nil, fmt.Errorf("creating the core client: %w", err)
@@ -233,23 +233,4 @@ func (c CompletedConfig) v1alpha1Storage(kube kubernetes.Interface, revisions si
 		"pods/inplaceupdate":               pods.InPlaceUpdate,
 		"pods/recreate":                    pods.Recreate,
 	}, nil
-}
-
-// withoutProtobuf offers JSON and YAML only. The kinds of this group have no protobuf encoding
-// (like CRDs); offering it anyway answers 406 to clients that ask for protobuf first, such as
-// kube-controller-manager's namespace and garbage collectors, which then never finish deleting a
-// namespace holding our objects. Without it in the offer, those clients fall back to JSON.
-type withoutProtobuf struct {
-	runtime.NegotiatedSerializer
-}
-
-// SupportedMediaTypes is the wrapped serializer's offer minus protobuf.
-func (w withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
-	var out []runtime.SerializerInfo
-	for _, info := range w.NegotiatedSerializer.SupportedMediaTypes() {
-		if info.MediaType != runtime.ContentTypeProtobuf {
-			out = append(out, info)
-		}
-	}
-	return out
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	"github.com/inplace-dev/inplace/test/integration/framework"
 )
 
@@ -59,71 +60,90 @@ type kindCase[T object, L any] struct {
 
 func TestCRUDCloneSet(t *testing.T) {
 	t.Parallel()
-	s := framework.StartServer(t)
-	testCRUD(t, s, kindCase[*appsv1alpha1.CloneSet, *appsv1alpha1.CloneSetList]{
-		client: s.Client.AppsV1alpha1().CloneSets("default"),
-		newObj: newCloneSet,
-		items:  func(l *appsv1alpha1.CloneSetList) []*appsv1alpha1.CloneSet { return ptrs(l.Items) },
-		changeSpec: func(c *appsv1alpha1.CloneSet) {
-			c.Spec.Template.Spec.Containers[0].Image = "inplace.local/app:v2"
-		},
-		changeSpecOther: func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To[int32](7) },
-		setStatus: func(c *appsv1alpha1.CloneSet, v int32) {
-			c.Status = appsv1alpha1.CloneSetStatus{ObservedGeneration: int64(v), Replicas: v, ReadyReplicas: v,
-				UpdateRevision: "rev-" + string(rune('a'+v)), LabelSelector: "app=x"}
-		},
-		spec:   func(c *appsv1alpha1.CloneSet) any { return c.Spec },
-		status: func(c *appsv1alpha1.CloneSet) any { return c.Status },
+	forEachEncoding(t, func(t *testing.T, s *framework.Server, client clientset.Interface) {
+		testCRUD(t, s, kindCase[*appsv1alpha1.CloneSet, *appsv1alpha1.CloneSetList]{
+			client: client.AppsV1alpha1().CloneSets("default"),
+			newObj: newCloneSet,
+			items:  func(l *appsv1alpha1.CloneSetList) []*appsv1alpha1.CloneSet { return ptrs(l.Items) },
+			changeSpec: func(c *appsv1alpha1.CloneSet) {
+				c.Spec.Template.Spec.Containers[0].Image = "inplace.local/app:v2"
+			},
+			changeSpecOther: func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To[int32](7) },
+			setStatus: func(c *appsv1alpha1.CloneSet, v int32) {
+				c.Status = appsv1alpha1.CloneSetStatus{ObservedGeneration: int64(v), Replicas: v, ReadyReplicas: v,
+					UpdateRevision: "rev-" + string(rune('a'+v)), LabelSelector: "app=x"}
+			},
+			spec:   func(c *appsv1alpha1.CloneSet) any { return c.Spec },
+			status: func(c *appsv1alpha1.CloneSet) any { return c.Status },
+		})
 	})
 }
 
 func TestCRUDSidecarSet(t *testing.T) {
 	t.Parallel()
-	s := framework.StartServer(t)
-	testCRUD(t, s, kindCase[*appsv1alpha1.SidecarSet, *appsv1alpha1.SidecarSetList]{
-		client: s.Client.AppsV1alpha1().SidecarSets(),
-		newObj: newSidecarSet,
-		items:  func(l *appsv1alpha1.SidecarSetList) []*appsv1alpha1.SidecarSet { return ptrs(l.Items) },
-		changeSpec: func(s *appsv1alpha1.SidecarSet) {
-			s.Spec.Containers[0].Image = "inplace.local/app:v2"
-		},
-		changeSpecOther: func(s *appsv1alpha1.SidecarSet) { s.Spec.Namespace = "kube-system" },
-		setStatus: func(s *appsv1alpha1.SidecarSet, v int32) {
-			s.Status = appsv1alpha1.SidecarSetStatus{ObservedGeneration: int64(v), MatchedPods: v, UpdatedPods: v,
-				LatestRevision: "rev-" + string(rune('a'+v))}
-		},
-		spec:   func(s *appsv1alpha1.SidecarSet) any { return s.Spec },
-		status: func(s *appsv1alpha1.SidecarSet) any { return s.Status },
+	forEachEncoding(t, func(t *testing.T, s *framework.Server, client clientset.Interface) {
+		testCRUD(t, s, kindCase[*appsv1alpha1.SidecarSet, *appsv1alpha1.SidecarSetList]{
+			client: client.AppsV1alpha1().SidecarSets(),
+			newObj: newSidecarSet,
+			items:  func(l *appsv1alpha1.SidecarSetList) []*appsv1alpha1.SidecarSet { return ptrs(l.Items) },
+			changeSpec: func(s *appsv1alpha1.SidecarSet) {
+				s.Spec.Containers[0].Image = "inplace.local/app:v2"
+			},
+			changeSpecOther: func(s *appsv1alpha1.SidecarSet) { s.Spec.Namespace = "kube-system" },
+			setStatus: func(s *appsv1alpha1.SidecarSet, v int32) {
+				s.Status = appsv1alpha1.SidecarSetStatus{ObservedGeneration: int64(v), MatchedPods: v, UpdatedPods: v,
+					LatestRevision: "rev-" + string(rune('a'+v))}
+			},
+			spec:   func(s *appsv1alpha1.SidecarSet) any { return s.Spec },
+			status: func(s *appsv1alpha1.SidecarSet) any { return s.Status },
+		})
 	})
 }
 
 func TestCRUDContainerRecreateRequest(t *testing.T) {
 	t.Parallel()
-	s := framework.StartServer(t)
-	testCRUD(t, s, kindCase[*appsv1alpha1.ContainerRecreateRequest, *appsv1alpha1.ContainerRecreateRequestList]{
-		client: s.Client.AppsV1alpha1().ContainerRecreateRequests("default"),
-		newObj: newCRR,
-		items: func(l *appsv1alpha1.ContainerRecreateRequestList) []*appsv1alpha1.ContainerRecreateRequest {
-			return ptrs(l.Items)
-		},
-		// The spec of a CRR is immutable but for recording the container's statusContext where it
-		// had none (what admission fills in from the Pod): that is the one accepted spec change.
-		changeSpec: func(c *appsv1alpha1.ContainerRecreateRequest) {
-			c.Spec.Containers[0].StatusContext = &appsv1alpha1.ContainerRecreateRequestContainerContext{
-				ContainerID: "containerd://0123456789abcdef", RestartCount: 2}
-		},
-		changeSpecOther: func(c *appsv1alpha1.ContainerRecreateRequest) { c.Spec.PodName = "another-pod" },
-		setStatus: func(c *appsv1alpha1.ContainerRecreateRequest, v int32) {
-			phase := appsv1alpha1.ContainerRecreateRequestRecreating
-			if v%2 == 0 {
-				phase = appsv1alpha1.ContainerRecreateRequestPending
-			}
-			c.Status = appsv1alpha1.ContainerRecreateRequestStatus{Phase: phase, Message: "variant " + string(rune('a'+v)),
-				ContainerRecreateStates: []appsv1alpha1.ContainerRecreateRequestContainerRecreateState{{Name: "main", Phase: phase}}}
-		},
-		spec:   func(c *appsv1alpha1.ContainerRecreateRequest) any { return c.Spec },
-		status: func(c *appsv1alpha1.ContainerRecreateRequest) any { return c.Status },
+	forEachEncoding(t, func(t *testing.T, s *framework.Server, client clientset.Interface) {
+		testCRUD(t, s, kindCase[*appsv1alpha1.ContainerRecreateRequest, *appsv1alpha1.ContainerRecreateRequestList]{
+			client: client.AppsV1alpha1().ContainerRecreateRequests("default"),
+			newObj: newCRR,
+			items: func(l *appsv1alpha1.ContainerRecreateRequestList) []*appsv1alpha1.ContainerRecreateRequest {
+				return ptrs(l.Items)
+			},
+			// The spec of a CRR is immutable but for recording the container's statusContext where it
+			// had none (what admission fills in from the Pod): that is the one accepted spec change.
+			changeSpec: func(c *appsv1alpha1.ContainerRecreateRequest) {
+				c.Spec.Containers[0].StatusContext = &appsv1alpha1.ContainerRecreateRequestContainerContext{
+					ContainerID: "containerd://0123456789abcdef", RestartCount: 2}
+			},
+			changeSpecOther: func(c *appsv1alpha1.ContainerRecreateRequest) { c.Spec.PodName = "another-pod" },
+			setStatus: func(c *appsv1alpha1.ContainerRecreateRequest, v int32) {
+				phase := appsv1alpha1.ContainerRecreateRequestRecreating
+				if v%2 == 0 {
+					phase = appsv1alpha1.ContainerRecreateRequestPending
+				}
+				c.Status = appsv1alpha1.ContainerRecreateRequestStatus{Phase: phase, Message: "variant " + string(rune('a'+v)),
+					ContainerRecreateStates: []appsv1alpha1.ContainerRecreateRequestContainerRecreateState{{Name: "main", Phase: phase}}}
+			},
+			spec:   func(c *appsv1alpha1.ContainerRecreateRequest) any { return c.Spec },
+			status: func(c *appsv1alpha1.ContainerRecreateRequest) any { return c.Status },
+		})
 	})
+}
+
+// forEachEncoding runs test against a server of its own twice: with the JSON clientset, and with
+// the protobuf-only one (every request and answer in protobuf, or the test fails).
+func forEachEncoding(t *testing.T, test func(t *testing.T, s *framework.Server, client clientset.Interface)) {
+	for _, encoding := range []string{"json", "protobuf"} {
+		t.Run(encoding, func(t *testing.T) {
+			t.Parallel()
+			s := framework.StartServer(t)
+			client := s.Client
+			if encoding == "protobuf" {
+				client = s.ProtobufClient
+			}
+			test(t, s, client)
+		})
+	}
 }
 
 func ptrs[E any](items []E) []*E {
@@ -329,79 +349,80 @@ func deepCopy[T object](obj T) T {
 
 func TestCloneSetScale(t *testing.T) {
 	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
-	cs := s.Client.AppsV1alpha1().CloneSets("default")
-	created, err := cs.Create(ctx, newCloneSet("web"), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create: %v", err)
-	}
+	forEachEncoding(t, func(t *testing.T, s *framework.Server, client clientset.Interface) {
+		ctx := testContext(t)
+		cs := client.AppsV1alpha1().CloneSets("default")
+		created, err := cs.Create(ctx, newCloneSet("web"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
 
-	scale, err := cs.GetScale(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("get scale: %v", err)
-	}
-	if scale.Spec.Replicas != 2 || scale.Name != "web" || scale.Namespace != "default" || scale.UID != created.UID {
-		t.Fatalf("get scale: want 2 replicas of default/web (uid %s), got %+v", created.UID, scale)
-	}
-	if scale.ResourceVersion != created.ResourceVersion {
-		t.Errorf("get scale: resourceVersion %s, want the CloneSet's %s", scale.ResourceVersion, created.ResourceVersion)
-	}
+		scale, err := cs.GetScale(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get scale: %v", err)
+		}
+		if scale.Spec.Replicas != 2 || scale.Name != "web" || scale.Namespace != "default" || scale.UID != created.UID {
+			t.Fatalf("get scale: want 2 replicas of default/web (uid %s), got %+v", created.UID, scale)
+		}
+		if scale.ResourceVersion != created.ResourceVersion {
+			t.Errorf("get scale: resourceVersion %s, want the CloneSet's %s", scale.ResourceVersion, created.ResourceVersion)
+		}
 
-	scale.Spec.Replicas = 5
-	updated, err := cs.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatalf("update scale: %v", err)
-	}
-	if updated.Spec.Replicas != 5 {
-		t.Errorf("update scale: answered %d replicas, want 5", updated.Spec.Replicas)
-	}
-	got, err := cs.Get(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("get: %v", err)
-	}
-	if got.Spec.Replicas == nil || *got.Spec.Replicas != 5 {
-		t.Fatalf("after scale: want spec.replicas 5, got %v", got.Spec.Replicas)
-	}
-	if got.Generation != 2 {
-		t.Errorf("after scale: want metadata.generation 2 (replicas is spec), got %d", got.Generation)
-	}
-	if !equality.Semantic.DeepEqual(got.Spec.Template, created.Spec.Template) {
-		t.Errorf("after scale: the template changed")
-	}
+		scale.Spec.Replicas = 5
+		updated, err := cs.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatalf("update scale: %v", err)
+		}
+		if updated.Spec.Replicas != 5 {
+			t.Errorf("update scale: answered %d replicas, want 5", updated.Spec.Replicas)
+		}
+		got, err := cs.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get: %v", err)
+		}
+		if got.Spec.Replicas == nil || *got.Spec.Replicas != 5 {
+			t.Fatalf("after scale: want spec.replicas 5, got %v", got.Spec.Replicas)
+		}
+		if got.Generation != 2 {
+			t.Errorf("after scale: want metadata.generation 2 (replicas is spec), got %d", got.Generation)
+		}
+		if !equality.Semantic.DeepEqual(got.Spec.Template, created.Spec.Template) {
+			t.Errorf("after scale: the template changed")
+		}
 
-	// A Scale read before the update is stale now.
-	scale.Spec.Replicas = 6
-	if _, err := cs.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); statusCode(err) != 409 {
-		t.Errorf("update scale with a stale resourceVersion: want 409 Conflict, got %v", err)
-	}
+		// A Scale read before the update is stale now.
+		scale.Spec.Replicas = 6
+		if _, err := cs.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); statusCode(err) != 409 {
+			t.Errorf("update scale with a stale resourceVersion: want 409 Conflict, got %v", err)
+		}
 
-	// Negative replicas are refused, and nothing changes.
-	fresh, err := cs.GetScale(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("get scale: %v", err)
-	}
-	fresh.Spec.Replicas = -1
-	_, err = cs.UpdateScale(ctx, "web", fresh, metav1.UpdateOptions{})
-	expectInvalid(t, err, "spec.replicas")
-	if statusCode(err) != 422 {
-		t.Errorf("negative replicas: want HTTP 422, got %d", statusCode(err))
-	}
-	got, err = cs.Get(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("get: %v", err)
-	}
-	if *got.Spec.Replicas != 5 {
-		t.Errorf("after the refused scale: want spec.replicas 5, got %d", *got.Spec.Replicas)
-	}
+		// Negative replicas are refused, and nothing changes.
+		fresh, err := cs.GetScale(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get scale: %v", err)
+		}
+		fresh.Spec.Replicas = -1
+		_, err = cs.UpdateScale(ctx, "web", fresh, metav1.UpdateOptions{})
+		expectInvalid(t, err, "spec.replicas")
+		if statusCode(err) != 422 {
+			t.Errorf("negative replicas: want HTTP 422, got %d", statusCode(err))
+		}
+		got, err = cs.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get: %v", err)
+		}
+		if *got.Spec.Replicas != 5 {
+			t.Errorf("after the refused scale: want spec.replicas 5, got %d", *got.Spec.Replicas)
+		}
 
-	// Scale of a missing CloneSet is a 404.
-	_, err = cs.GetScale(ctx, "missing", metav1.GetOptions{})
-	expectNotFound(t, err, "get scale of a missing CloneSet")
-	_, err = cs.UpdateScale(ctx, "missing", &autoscalingv1.Scale{
-		ObjectMeta: metav1.ObjectMeta{Name: "missing", Namespace: "default"},
-		Spec:       autoscalingv1.ScaleSpec{Replicas: 1}}, metav1.UpdateOptions{})
-	expectNotFound(t, err, "update scale of a missing CloneSet")
+		// Scale of a missing CloneSet is a 404.
+		_, err = cs.GetScale(ctx, "missing", metav1.GetOptions{})
+		expectNotFound(t, err, "get scale of a missing CloneSet")
+		_, err = cs.UpdateScale(ctx, "missing", &autoscalingv1.Scale{
+			ObjectMeta: metav1.ObjectMeta{Name: "missing", Namespace: "default"},
+			Spec:       autoscalingv1.ScaleSpec{Replicas: 1}}, metav1.UpdateOptions{})
+		expectNotFound(t, err, "update scale of a missing CloneSet")
+	})
 }
 
 // TestPatch checks the patch types on the main resource and on /status: JSON merge, JSON patch

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
@@ -24,8 +25,12 @@ type Server struct {
 	DataDir string
 	// Config reaches the server as any client would (TLS, no credentials needed in standalone).
 	Config *rest.Config
-	// Client is the generated typed clientset.
+	// Client is the generated typed clientset, speaking JSON (client-go's default).
 	Client clientset.Interface
+	// ProtobufClient is the generated typed clientset speaking protobuf only: it sends protobuf and
+	// accepts nothing else, so a kind or subresource the server cannot encode as protobuf fails
+	// with 406 instead of falling back to JSON unnoticed.
+	ProtobufClient clientset.Interface
 
 	stop    context.CancelFunc
 	running *options.Running
@@ -78,6 +83,13 @@ func StartServerOn(t testing.TB, dataDir string) *Server {
 	s.Client, err = clientset.NewForConfig(s.Config)
 	if err != nil {
 		t.Fatalf("creating the clientset: %v", err)
+	}
+	protobufConfig := rest.CopyConfig(s.Config)
+	protobufConfig.ContentType = runtime.ContentTypeProtobuf
+	protobufConfig.AcceptContentTypes = runtime.ContentTypeProtobuf
+	s.ProtobufClient, err = clientset.NewForConfig(protobufConfig)
+	if err != nil {
+		t.Fatalf("creating the protobuf clientset: %v", err)
 	}
 	return s
 }

@@ -40,20 +40,20 @@ const (
 // Lifecycle holds the hooks a workload honours around a Pod's life.
 type Lifecycle struct {
 	// PreDelete is the hook before the Pod is deleted.
-	PreDelete *LifecycleHook `json:"preDelete,omitempty"`
+	PreDelete *LifecycleHook `json:"preDelete,omitempty" protobuf:"bytes,1,opt,name=preDelete"`
 	// InPlaceUpdate is the hook before the Pod is updated in place and after it has been.
-	InPlaceUpdate *LifecycleHook `json:"inPlaceUpdate,omitempty"`
+	InPlaceUpdate *LifecycleHook `json:"inPlaceUpdate,omitempty" protobuf:"bytes,2,opt,name=inPlaceUpdate"`
 	// PreNormal is the hook after the Pod is created and before it becomes Normal.
-	PreNormal *LifecycleHook `json:"preNormal,omitempty"`
+	PreNormal *LifecycleHook `json:"preNormal,omitempty" protobuf:"bytes,3,opt,name=preNormal"`
 }
 
 // LifecycleHook says what holds a Pod in a preparing state: while the Pod carries any of these
 // labels or finalizers, the workload waits.
 type LifecycleHook struct {
 	// LabelsHandler are labels whose presence (with these values) holds the Pod.
-	LabelsHandler map[string]string `json:"labelsHandler,omitempty"`
+	LabelsHandler map[string]string `json:"labelsHandler,omitempty" protobuf:"bytes,1,rep,name=labelsHandler"`
 	// FinalizersHandler are finalizers whose presence holds the Pod.
-	FinalizersHandler []string `json:"finalizersHandler,omitempty"`
+	FinalizersHandler []string `json:"finalizersHandler,omitempty" protobuf:"bytes,2,rep,name=finalizersHandler"`
 	// MarkPodNotReady sets KruisePodReady False while the Pod is PreparingUpdate or PreparingDelete.
-	MarkPodNotReady bool `json:"markPodNotReady,omitempty"`
+	MarkPodNotReady bool `json:"markPodNotReady,omitempty" protobuf:"varint,3,opt,name=markPodNotReady"`
 }

@@ -50,15 +50,15 @@ func IsSidecarSetHotUpgradeAnnotation(key string) bool {
 // SidecarSetHashWithoutImageKey (OpenKruise's SidecarSetUpgradeSpec).
 type SidecarSetUpgradeSpec struct {
 	// UpdateTimestamp is when the entry was last written (injection or upgrade).
-	UpdateTimestamp metav1.Time `json:"updateTimestamp"`
+	UpdateTimestamp metav1.Time `json:"updateTimestamp" protobuf:"bytes,1,opt,name=updateTimestamp"`
 	// Hash is the SidecarSet's hash the Pod's sidecars follow.
-	Hash string `json:"hash"`
+	Hash string `json:"hash" protobuf:"bytes,2,opt,name=hash"`
 	// SidecarSetName names the SidecarSet.
-	SidecarSetName string `json:"sidecarSetName"`
+	SidecarSetName string `json:"sidecarSetName" protobuf:"bytes,3,opt,name=sidecarSetName"`
 	// SidecarList names the SidecarSet's containers and native-sidecar init containers in the
 	// Pod, sorted.
 	// +listType=atomic
-	SidecarList []string `json:"sidecarList"`
+	SidecarList []string `json:"sidecarList" protobuf:"bytes,4,rep,name=sidecarList"`
 	// ControllerRevision is the SidecarSet's ControllerRevision of Hash (SidecarSetHashKey only).
-	ControllerRevision string `json:"controllerRevision,omitempty"`
+	ControllerRevision string `json:"controllerRevision,omitempty" protobuf:"bytes,5,opt,name=controllerRevision"`
 }

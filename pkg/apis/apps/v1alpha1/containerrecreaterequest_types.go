@@ -22,75 +22,75 @@ const (
 // ContainerRecreateRequestSpec is what to recreate, and how.
 type ContainerRecreateRequestSpec struct {
 	// PodName is the Pod whose containers are recreated, in the CRR's namespace.
-	PodName string `json:"podName"`
+	PodName string `json:"podName" protobuf:"bytes,1,opt,name=podName"`
 	// Containers to recreate.
 	// +patchMergeKey=name
 	// +patchStrategy=merge
-	Containers []ContainerRecreateRequestContainer `json:"containers" patchStrategy:"merge" patchMergeKey:"name"`
+	Containers []ContainerRecreateRequestContainer `json:"containers" patchStrategy:"merge" patchMergeKey:"name" protobuf:"bytes,2,rep,name=containers"`
 	// Strategy says how to recreate.
 	// +optional
-	Strategy *ContainerRecreateRequestStrategy `json:"strategy,omitempty"`
+	Strategy *ContainerRecreateRequestStrategy `json:"strategy,omitempty" protobuf:"bytes,3,opt,name=strategy"`
 	// ActiveDeadlineSeconds is how long the request may run before it is marked failed.
 	// +optional
-	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty" protobuf:"varint,4,opt,name=activeDeadlineSeconds"`
 	// TTLSecondsAfterFinished deletes the request this long after it finished.
 	// +optional
-	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty" protobuf:"varint,5,opt,name=ttlSecondsAfterFinished"`
 }
 
 // ContainerRecreateRequestContainer is one container to recreate.
 type ContainerRecreateRequestContainer struct {
 	// Name of the container in the Pod.
-	Name string `json:"name"`
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 	// PreStop is run before the container is stopped; filled from the Pod.
 	// +optional
-	PreStop *ProbeHandler `json:"preStop,omitempty"`
+	PreStop *ProbeHandler `json:"preStop,omitempty" protobuf:"bytes,2,opt,name=preStop"`
 	// Ports of the container, filled from the Pod, for httpGet/tcpSocket preStop by port name.
 	// +optional
-	Ports []corev1.ContainerPort `json:"ports,omitempty"`
+	Ports []corev1.ContainerPort `json:"ports,omitempty" protobuf:"bytes,3,rep,name=ports"`
 	// StatusContext is the container's identity when the request was made; filled from the Pod.
 	// +optional
-	StatusContext *ContainerRecreateRequestContainerContext `json:"statusContext,omitempty"`
+	StatusContext *ContainerRecreateRequestContainerContext `json:"statusContext,omitempty" protobuf:"bytes,4,opt,name=statusContext"`
 }
 
 // ProbeHandler is an action run against a container.
 type ProbeHandler struct {
 	// +optional
-	Exec *corev1.ExecAction `json:"exec,omitempty"`
+	Exec *corev1.ExecAction `json:"exec,omitempty" protobuf:"bytes,1,opt,name=exec"`
 	// +optional
-	HTTPGet *corev1.HTTPGetAction `json:"httpGet,omitempty"`
+	HTTPGet *corev1.HTTPGetAction `json:"httpGet,omitempty" protobuf:"bytes,2,opt,name=httpGet"`
 	// +optional
-	TCPSocket *corev1.TCPSocketAction `json:"tcpSocket,omitempty"`
+	TCPSocket *corev1.TCPSocketAction `json:"tcpSocket,omitempty" protobuf:"bytes,3,opt,name=tcpSocket"`
 }
 
 // ContainerRecreateRequestContainerContext identifies the container instance to recreate.
 type ContainerRecreateRequestContainerContext struct {
 	// ContainerID the runtime reported.
-	ContainerID string `json:"containerID"`
+	ContainerID string `json:"containerID" protobuf:"bytes,1,opt,name=containerID"`
 	// RestartCount the kubelet reported.
-	RestartCount int32 `json:"restartCount"`
+	RestartCount int32 `json:"restartCount" protobuf:"varint,2,opt,name=restartCount"`
 }
 
 // ContainerRecreateRequestStrategy says how to recreate.
 type ContainerRecreateRequestStrategy struct {
 	// FailurePolicy is Fail (default: stop at the first failure) or Ignore.
 	// +optional
-	FailurePolicy ContainerRecreateRequestFailurePolicyType `json:"failurePolicy,omitempty"`
+	FailurePolicy ContainerRecreateRequestFailurePolicyType `json:"failurePolicy,omitempty" protobuf:"bytes,1,opt,name=failurePolicy,casttype=ContainerRecreateRequestFailurePolicyType"`
 	// OrderedRecreate recreates one container after the other, each once the previous runs.
 	// +optional
-	OrderedRecreate bool `json:"orderedRecreate,omitempty"`
+	OrderedRecreate bool `json:"orderedRecreate,omitempty" protobuf:"varint,2,opt,name=orderedRecreate"`
 	// ForceRecreate recreates even a container that is not running.
 	// +optional
-	ForceRecreate bool `json:"forceRecreate,omitempty"`
+	ForceRecreate bool `json:"forceRecreate,omitempty" protobuf:"varint,3,opt,name=forceRecreate"`
 	// TerminationGracePeriodSeconds overrides the Pod's grace period for the stop.
 	// +optional
-	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty" protobuf:"varint,4,opt,name=terminationGracePeriodSeconds"`
 	// UnreadyGracePeriodSeconds sets the Pod not ready this long before recreating.
 	// +optional
-	UnreadyGracePeriodSeconds *int64 `json:"unreadyGracePeriodSeconds,omitempty"`
+	UnreadyGracePeriodSeconds *int64 `json:"unreadyGracePeriodSeconds,omitempty" protobuf:"varint,5,opt,name=unreadyGracePeriodSeconds"`
 	// MinStartedSeconds is how long a recreated container must run to count as started.
 	// +optional
-	MinStartedSeconds int32 `json:"minStartedSeconds,omitempty"`
+	MinStartedSeconds int32 `json:"minStartedSeconds,omitempty" protobuf:"varint,6,opt,name=minStartedSeconds"`
 }
 
 // ContainerRecreateRequestFailurePolicyType is Fail or Ignore.
@@ -104,16 +104,16 @@ const (
 // ContainerRecreateRequestStatus is the progress of a request.
 type ContainerRecreateRequestStatus struct {
 	// Phase of the request: Pending, Recreating or Completed.
-	Phase ContainerRecreateRequestPhase `json:"phase"`
+	Phase ContainerRecreateRequestPhase `json:"phase" protobuf:"bytes,1,opt,name=phase,casttype=ContainerRecreateRequestPhase"`
 	// CompletionTime is when the request finished.
 	// +optional
-	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	CompletionTime *metav1.Time `json:"completionTime,omitempty" protobuf:"bytes,2,opt,name=completionTime"`
 	// Message explains the phase.
 	// +optional
-	Message string `json:"message,omitempty"`
+	Message string `json:"message,omitempty" protobuf:"bytes,3,opt,name=message"`
 	// ContainerRecreateStates is the progress of each container.
 	// +optional
-	ContainerRecreateStates []ContainerRecreateRequestContainerRecreateState `json:"containerRecreateStates,omitempty"`
+	ContainerRecreateStates []ContainerRecreateRequestContainerRecreateState `json:"containerRecreateStates,omitempty" protobuf:"bytes,4,rep,name=containerRecreateStates"`
 }
 
 // ContainerRecreateRequestPhase is the phase of a request or of one of its containers.
@@ -130,23 +130,23 @@ const (
 // ContainerRecreateRequestContainerRecreateState is the progress of one container.
 type ContainerRecreateRequestContainerRecreateState struct {
 	// Name of the container.
-	Name string `json:"name"`
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 	// Phase of its recreation.
-	Phase ContainerRecreateRequestPhase `json:"phase"`
+	Phase ContainerRecreateRequestPhase `json:"phase" protobuf:"bytes,2,opt,name=phase,casttype=ContainerRecreateRequestPhase"`
 	// Message explains the phase.
 	// +optional
-	Message string `json:"message,omitempty"`
+	Message string `json:"message,omitempty" protobuf:"bytes,3,opt,name=message"`
 	// IsKilled is true once the container was stopped.
 	// +optional
-	IsKilled bool `json:"isKilled,omitempty"`
+	IsKilled bool `json:"isKilled,omitempty" protobuf:"varint,4,opt,name=isKilled"`
 }
 
 // ContainerRecreateRequestSyncContainerStatus is one entry of the sync-container-statuses annotation.
 type ContainerRecreateRequestSyncContainerStatus struct {
-	Name         string `json:"name"`
-	Ready        bool   `json:"ready"`
-	RestartCount int32  `json:"restartCount"`
-	ContainerID  string `json:"containerID,omitempty"`
+	Name         string `json:"name" protobuf:"bytes,1,opt,name=name"`
+	Ready        bool   `json:"ready" protobuf:"varint,2,opt,name=ready"`
+	RestartCount int32  `json:"restartCount" protobuf:"varint,3,opt,name=restartCount"`
+	ContainerID  string `json:"containerID,omitempty" protobuf:"bytes,4,opt,name=containerID"`
 }
 
 // +genclient
@@ -156,12 +156,12 @@ type ContainerRecreateRequestSyncContainerStatus struct {
 type ContainerRecreateRequest struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// +optional
-	Spec ContainerRecreateRequestSpec `json:"spec,omitempty"`
+	Spec ContainerRecreateRequestSpec `json:"spec,omitempty" protobuf:"bytes,2,opt,name=spec"`
 	// +optional
-	Status ContainerRecreateRequestStatus `json:"status,omitempty"`
+	Status ContainerRecreateRequestStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -170,6 +170,6 @@ type ContainerRecreateRequest struct {
 type ContainerRecreateRequestList struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []ContainerRecreateRequest `json:"items"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+	Items           []ContainerRecreateRequest `json:"items" protobuf:"bytes,2,rep,name=items"`
 }

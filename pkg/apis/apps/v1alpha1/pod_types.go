@@ -12,18 +12,18 @@ type InPlaceUpdateSpec struct {
 	// Revision is the revision the Pod is updated to; it is written to the Pod's
 	// controller-revision-hash label and to the in-place update state.
 	// +optional
-	Revision string `json:"revision,omitempty"`
+	Revision string `json:"revision,omitempty" protobuf:"bytes,1,opt,name=revision"`
 	// Containers lists the containers to change and what to change in each.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	Containers []InPlaceUpdateContainer `json:"containers,omitempty"`
+	Containers []InPlaceUpdateContainer `json:"containers,omitempty" protobuf:"bytes,2,rep,name=containers"`
 	// Metadata holds labels and annotations to set on the Pod (merged into the existing ones).
 	// +optional
-	Metadata *InPlaceUpdateMetadata `json:"metadata,omitempty"`
+	Metadata *InPlaceUpdateMetadata `json:"metadata,omitempty" protobuf:"bytes,3,opt,name=metadata"`
 	// GracePeriodSeconds is how long the Pod stays not ready before its containers change.
 	// +optional
-	GracePeriodSeconds int32 `json:"gracePeriodSeconds,omitempty"`
+	GracePeriodSeconds int32 `json:"gracePeriodSeconds,omitempty" protobuf:"varint,4,opt,name=gracePeriodSeconds"`
 	// SidecarSet, when set, makes this the in-place upgrade of the sidecar containers that
 	// SidecarSet injected into the Pod, as inplace-controller's SidecarSet controller requests it.
 	// It is tracked apart from the workload's update (Pod annotation
@@ -32,61 +32,61 @@ type InPlaceUpdateSpec struct {
 	// controller-revision-hash label; only images of that SidecarSet's containers may change (no
 	// metadata, resources or grace period).
 	// +optional
-	SidecarSet *InPlaceUpdateSidecarSet `json:"sidecarSet,omitempty"`
+	SidecarSet *InPlaceUpdateSidecarSet `json:"sidecarSet,omitempty" protobuf:"bytes,5,opt,name=sidecarSet"`
 }
 
 // InPlaceUpdateSidecarSet names the SidecarSet whose sidecars an in-place update upgrades.
 type InPlaceUpdateSidecarSet struct {
 	// Name of the SidecarSet.
-	Name string `json:"name"`
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 	// ControllerRevision is the SidecarSet's ControllerRevision of the hash upgraded to.
 	// +optional
-	ControllerRevision string `json:"controllerRevision,omitempty"`
+	ControllerRevision string `json:"controllerRevision,omitempty" protobuf:"bytes,2,opt,name=controllerRevision"`
 	// LeaveService takes the Pod out of service (InPlaceUpdateReady False, for Pods with that
 	// readiness gate) until the sidecars run their new images. By default the Pod stays in
 	// service, as OpenKruise keeps it.
 	// +optional
-	LeaveService bool `json:"leaveService,omitempty"`
+	LeaveService bool `json:"leaveService,omitempty" protobuf:"varint,3,opt,name=leaveService"`
 }
 
 // InPlaceUpdateContainer is the change of one container.
 type InPlaceUpdateContainer struct {
 	// Name of the container in the Pod.
-	Name string `json:"name"`
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 	// Image is the new image.
 	// +optional
-	Image string `json:"image,omitempty"`
+	Image string `json:"image,omitempty" protobuf:"bytes,2,opt,name=image"`
 	// Resources are the new requests and limits; they go through the Pod's resize subresource.
 	// +optional
-	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty" protobuf:"bytes,3,opt,name=resources"`
 }
 
 // InPlaceUpdateMetadata is Pod metadata to set or remove.
 type InPlaceUpdateMetadata struct {
 	// Labels to set.
 	// +optional
-	Labels map[string]string `json:"labels,omitempty"`
+	Labels map[string]string `json:"labels,omitempty" protobuf:"bytes,1,rep,name=labels"`
 	// Annotations to set.
 	// +optional
-	Annotations map[string]string `json:"annotations,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty" protobuf:"bytes,2,rep,name=annotations"`
 	// RemoveLabels are label keys to remove (a key the Pod lacks is ignored).
 	// +optional
 	// +listType=set
-	RemoveLabels []string `json:"removeLabels,omitempty"`
+	RemoveLabels []string `json:"removeLabels,omitempty" protobuf:"bytes,3,rep,name=removeLabels"`
 	// RemoveAnnotations are annotation keys to remove (a key the Pod lacks is ignored).
 	// +optional
 	// +listType=set
-	RemoveAnnotations []string `json:"removeAnnotations,omitempty"`
+	RemoveAnnotations []string `json:"removeAnnotations,omitempty" protobuf:"bytes,4,rep,name=removeAnnotations"`
 }
 
 // InPlaceUpdateStatus is the Pod's in-place update state after the request.
 type InPlaceUpdateStatus struct {
 	// State is the Pod's in-place update state annotation, decoded.
 	// +optional
-	State *pub.InPlaceUpdateState `json:"state,omitempty"`
+	State *pub.InPlaceUpdateState `json:"state,omitempty" protobuf:"bytes,1,opt,name=state"`
 	// Message says what happened and what comes next.
 	// +optional
-	Message string `json:"message,omitempty"`
+	Message string `json:"message,omitempty" protobuf:"bytes,2,opt,name=message"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -96,12 +96,12 @@ type InPlaceUpdateStatus struct {
 type InPlaceUpdate struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// +optional
-	Spec InPlaceUpdateSpec `json:"spec,omitempty"`
+	Spec InPlaceUpdateSpec `json:"spec,omitempty" protobuf:"bytes,2,opt,name=spec"`
 	// +optional
-	Status InPlaceUpdateStatus `json:"status,omitempty"`
+	Status InPlaceUpdateStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // +genclient
@@ -116,5 +116,5 @@ type InPlaceUpdate struct {
 type Pod struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 }

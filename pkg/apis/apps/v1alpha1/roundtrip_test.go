@@ -28,8 +28,8 @@ func TestRoundTrip(t *testing.T) {
 	}
 	codecs := runtimeserializer.NewCodecFactory(scheme)
 	f := fuzzer.FuzzerFor(fuzzer.MergeFuzzerFuncs(metafuzzer.Funcs, jsonSafeFuncs), rand.NewSource(rand.Int63()), codecs)
-	roundtrip.RoundTripTypesWithoutProtobuf(t, scheme, codecs, f, nil)
-	roundtrip.RoundTripExternalTypesWithoutProtobuf(t, scheme, codecs, f, nil)
+	roundtrip.RoundTripTypes(t, scheme, codecs, f, nil)
+	roundtrip.RoundTripExternalTypes(t, scheme, codecs, f, nil)
 }
 
 // jsonSafeFuncs fill the types whose random values do not survive JSON as they are: a Quantity

@@ -1,0 +1,162 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+
+	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/apiserver"
+	"github.com/inplace-dev/inplace/test/integration/framework"
+)
+
+// protobufMagic opens every Kubernetes protobuf body (k8s.io/apimachinery's protobuf serializer).
+var protobufMagic = []byte{'k', '8', 's', 0}
+
+// rawGet GETs path with the given Accept header; it returns the status, the Content-Type and the body.
+func rawGet(t *testing.T, s *framework.Server, path, accept string) (int, string, []byte) {
+	t.Helper()
+	transport, err := rest.TransportFor(s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(testContext(t), http.MethodGet, s.Config.Host+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := (&http.Client{Transport: transport}).Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading GET %s: %v", path, err)
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), body
+}
+
+// TestProtobufOnTheWire checks that every kind is served as protobuf when a client asks for it
+// first (what kube-controller-manager's namespace and garbage collectors do): the object and the
+// list come back as protobuf, not JSON, and decode to exactly what the JSON answer holds. A
+// server that offered protobuf without being able to encode a kind would answer 406 here, and
+// namespaces holding that kind would never finish deleting.
+func TestProtobufOnTheWire(t *testing.T) {
+	t.Parallel()
+	s := framework.StartServer(t)
+	ctx := testContext(t)
+	apps := s.ProtobufClient.AppsV1alpha1()
+	if _, err := apps.CloneSets("default").Create(ctx, newCloneSet("web"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create CloneSet over protobuf: %v", err)
+	}
+	if _, err := apps.SidecarSets().Create(ctx, newSidecarSet("agent"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create SidecarSet over protobuf: %v", err)
+	}
+	if _, err := apps.ContainerRecreateRequests("default").Create(ctx, newCRR("restart"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ContainerRecreateRequest over protobuf: %v", err)
+	}
+
+	const prefix = "/apis/apps.kruise.io/v1alpha1/"
+	for _, c := range []struct {
+		path string
+		obj  func() runtime.Object
+	}{
+		{prefix + "namespaces/default/clonesets/web", func() runtime.Object { return &appsv1alpha1.CloneSet{} }},
+		{prefix + "namespaces/default/clonesets", func() runtime.Object { return &appsv1alpha1.CloneSetList{} }},
+		{prefix + "clonesets", func() runtime.Object { return &appsv1alpha1.CloneSetList{} }},
+		{prefix + "sidecarsets/agent", func() runtime.Object { return &appsv1alpha1.SidecarSet{} }},
+		{prefix + "sidecarsets", func() runtime.Object { return &appsv1alpha1.SidecarSetList{} }},
+		{prefix + "namespaces/default/containerrecreaterequests/restart", func() runtime.Object {
+			return &appsv1alpha1.ContainerRecreateRequest{}
+		}},
+		{prefix + "namespaces/default/containerrecreaterequests", func() runtime.Object {
+			return &appsv1alpha1.ContainerRecreateRequestList{}
+		}},
+		{prefix + "namespaces/default/clonesets/web/scale", nil},
+	} {
+		code, contentType, body := rawGet(t, s, c.path, runtime.ContentTypeProtobuf+", application/json")
+		if code != http.StatusOK || contentType != runtime.ContentTypeProtobuf || !bytes.HasPrefix(body, protobufMagic) {
+			t.Errorf("GET %s asking for protobuf first: %d %q, body starting %q; want 200 and a protobuf body",
+				c.path, code, contentType, body[:min(len(body), 16)])
+			continue
+		}
+		if c.obj == nil {
+			continue
+		}
+		fromProtobuf, fromJSON := c.obj(), c.obj()
+		if _, _, err := apiserver.Codecs.UniversalDeserializer().Decode(body, nil, fromProtobuf); err != nil {
+			t.Errorf("decoding the protobuf answer of %s: %v", c.path, err)
+			continue
+		}
+		code, _, jsonBody := rawGet(t, s, c.path, "application/json")
+		if code != http.StatusOK {
+			t.Fatalf("GET %s as JSON: %d %s", c.path, code, jsonBody)
+		}
+		if err := json.Unmarshal(jsonBody, fromJSON); err != nil {
+			t.Fatalf("decoding the JSON answer of %s: %v", c.path, err)
+		}
+		// The JSON answer carries apiVersion and kind; the protobuf one carries them in its envelope.
+		fromJSON.GetObjectKind().SetGroupVersionKind(fromProtobuf.GetObjectKind().GroupVersionKind())
+		if !equality.Semantic.DeepEqual(fromProtobuf, fromJSON) {
+			t.Errorf("GET %s: the protobuf and JSON answers differ:\nprotobuf %+v\njson     %+v", c.path, fromProtobuf, fromJSON)
+		}
+	}
+
+	// kubectl asks for a Table, which is JSON only; protobuf first must not break it.
+	code, contentType, _ := rawGet(t, s, prefix+"namespaces/default/clonesets",
+		runtime.ContentTypeProtobuf+";as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+	if code != http.StatusOK || contentType == "" {
+		t.Errorf("GET clonesets as a Table with protobuf first: %d %q, want 200", code, contentType)
+	}
+
+	// The inject subresource takes and returns a core Pod, in protobuf too.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default", Labels: map[string]string{"app": "agent"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "inplace.local/app:v1"}}},
+	}
+	injected, err := apps.SidecarSets().Inject(ctx, "agent", pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("inject over protobuf: %v", err)
+	}
+	if len(injected.Spec.Containers) != 2 || injected.Spec.Containers[0].Name != "sidecar" {
+		t.Errorf("inject over protobuf returned containers %v, want the sidecar before main", injected.Spec.Containers)
+	}
+}
+
+// TestProtobufAndKubectl checks that what a protobuf client wrote is what kubectl (JSON) reads,
+// field for field, and the other way round.
+func TestProtobufAndKubectl(t *testing.T) {
+	t.Parallel()
+	s := framework.StartServer(t)
+	k := newKubectl(t, kubectlBinary(t), s)
+	ctx := testContext(t)
+	written, err := s.ProtobufClient.AppsV1alpha1().CloneSets("default").Create(ctx, newCloneSet("web"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create over protobuf: %v", err)
+	}
+	var read appsv1alpha1.CloneSet
+	if err := json.Unmarshal([]byte(k.mustRun("get", "clonesets.apps.kruise.io", "web", "-o", "json")), &read); err != nil {
+		t.Fatalf("decoding kubectl's output: %v", err)
+	}
+	if !equality.Semantic.DeepEqual(read.Spec, written.Spec) || read.UID != written.UID || read.ResourceVersion != written.ResourceVersion {
+		t.Errorf("kubectl reads %+v\nthe protobuf client wrote %+v", read, written)
+	}
+
+	k.mustRun("scale", "clonesets.apps.kruise.io", "web", "--replicas=5")
+	got, err := s.ProtobufClient.AppsV1alpha1().CloneSets("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get over protobuf: %v", err)
+	}
+	if got.Spec.Replicas == nil || *got.Spec.Replicas != 5 {
+		t.Errorf("after kubectl scale --replicas=5 the protobuf client reads replicas %v", got.Spec.Replicas)
+	}
+}
