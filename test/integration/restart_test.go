@@ -1,14 +1,19 @@
 package integration
 
 import (
+	"bytes"
 	"reflect"
 	"testing"
+	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/apiserver/options"
 	"github.com/inplace-dev/inplace/test/integration/framework"
 )
 
@@ -119,5 +124,67 @@ func expectSameObject(t *testing.T, what string, want, got metav1.Object, wantSp
 	}
 	if !equality.Semantic.DeepEqual(gotStatus, wantStatus) {
 		t.Errorf("%s: status changed across the restart:\n got %+v\nwant %+v", what, gotStatus, wantStatus)
+	}
+}
+
+// etcdValue reads the raw value of key from the server's etcd.
+func etcdValue(t *testing.T, s *framework.Server, key string) []byte {
+	t.Helper()
+	client, err := clientv3.New(clientv3.Config{Endpoints: s.EtcdURLs, DialTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("connecting to etcd %v: %v", s.EtcdURLs, err)
+	}
+	defer func() { _ = client.Close() }()
+	resp, err := client.Get(testContext(t), key)
+	if err != nil {
+		t.Fatalf("reading %s from etcd: %v", key, err)
+	}
+	if len(resp.Kvs) != 1 {
+		t.Fatalf("etcd holds %d values at %s, want 1", len(resp.Kvs), key)
+	}
+	return resp.Kvs[0].Value
+}
+
+// TestStorageMediaType: objects are stored in etcd as protobuf by default; what a server stored as
+// JSON (--storage-media-type=application/json) is read back unchanged by a server storing
+// protobuf, and rewritten as protobuf at its next update.
+func TestStorageMediaType(t *testing.T) {
+	t.Parallel()
+	const key = "/registry/apps.kruise.io/clonesets/default/"
+	dataDir := t.TempDir()
+	asJSON := framework.StartServerWith(t, dataDir, func(o *options.Options) {
+		o.Recommended.Etcd.DefaultStorageMediaType = runtime.ContentTypeJSON
+	})
+	ctx := testContext(t)
+	old, err := asJSON.Client.AppsV1alpha1().CloneSets("default").Create(ctx, newCloneSet("old"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := etcdValue(t, asJSON, key+"old"); !bytes.HasPrefix(v, []byte("{")) {
+		t.Errorf("--storage-media-type=application/json stored %q..., want JSON", v[:min(len(v), 16)])
+	}
+	asJSON.Stop()
+
+	s := framework.StartServerOn(t, dataDir)
+	cloneSets := s.Client.AppsV1alpha1().CloneSets("default")
+	got, err := cloneSets.Get(ctx, "old", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading what was stored as JSON: %v", err)
+	}
+	if !equality.Semantic.DeepEqual(got, old) {
+		t.Errorf("stored as JSON, read back after the switch to protobuf:\n%+v\nwant\n%+v", got, old)
+	}
+	if _, err := cloneSets.Create(ctx, newCloneSet("new"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if v := etcdValue(t, s, key+"new"); !bytes.HasPrefix(v, protobufMagic) {
+		t.Errorf("by default a CloneSet is stored as %q..., want protobuf", v[:min(len(v), 16)])
+	}
+	got.Spec.Replicas = ptr.To[int32](3)
+	if _, err := cloneSets.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if v := etcdValue(t, s, key+"old"); !bytes.HasPrefix(v, protobufMagic) {
+		t.Errorf("after an update the JSON-stored CloneSet is stored as %q..., want protobuf", v[:min(len(v), 16)])
 	}
 }

@@ -23,6 +23,8 @@ import (
 type Server struct {
 	// DataDir is the etcd data directory; start another Server on it to test restarts.
 	DataDir string
+	// EtcdURLs are the client URLs of its etcd, to look at what it stored.
+	EtcdURLs []string
 	// Config reaches the server as any client would (TLS, no credentials needed in standalone).
 	Config *rest.Config
 	// Client is the generated typed clientset, speaking JSON (client-go's default).
@@ -45,6 +47,13 @@ func StartServer(t testing.TB) *Server {
 // StartServerOn starts a server on dataDir and stops it when the test ends.
 func StartServerOn(t testing.TB, dataDir string) *Server {
 	t.Helper()
+	return StartServerWith(t, dataDir, nil)
+}
+
+// StartServerWith starts a server on dataDir with the options changed by tweak (when not nil,
+// before they are completed: as flags would), and stops it when the test ends.
+func StartServerWith(t testing.TB, dataDir string, tweak func(*options.Options)) *Server {
+	t.Helper()
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listening on loopback: %v", err)
@@ -54,6 +63,9 @@ func StartServerOn(t testing.TB, dataDir string) *Server {
 	o.EmbeddedEtcdUnsafeNoFsync = true
 	o.Recommended.SecureServing.Listener = listener
 	o.Recommended.SecureServing.BindPort = listener.Addr().(*net.TCPAddr).Port
+	if tweak != nil {
+		tweak(o)
+	}
 	if err := o.Complete(); err != nil {
 		t.Fatalf("completing options: %v", err)
 	}
@@ -67,7 +79,8 @@ func StartServerOn(t testing.TB, dataDir string) *Server {
 		t.Fatalf("starting inplace-apiserver: %v", err)
 	}
 	s := &Server{
-		DataDir: dataDir,
+		DataDir:  dataDir,
+		EtcdURLs: o.Recommended.Etcd.StorageConfig.Transport.ServerList,
 		Config: &rest.Config{
 			Host:            fmt.Sprintf("https://%s", listener.Addr()),
 			TLSClientConfig: rest.TLSClientConfig{Insecure: true},
