@@ -49,7 +49,6 @@ func TestSidecarSetInjectionRevision(t *testing.T) {
 		Name: "agent", Image: current, ImagePullPolicy: corev1.PullNever}}}
 	set.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: ptr.To(rev.Name)}
 	ssCreateSet(t, ctx, set)
-	sets := inplace.AppsV1alpha1().SidecarSets()
 
 	pod := ssPod(ns, "web", app, container("main", appImageV1))
 	// The webhook's cache may lag the new SidecarSet: dry-run until the sidecar comes back.
@@ -63,14 +62,9 @@ func TestSidecarSetInjectionRevision(t *testing.T) {
 	}
 
 	// By custom version, through sidecarsets/NAME/inject.
-	got, err := sets.Get(ctx, app, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{CustomVersion: ptr.To("stable")}
-	if _, err := sets.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	updateSidecarSet(t, ctx, app, func(s *v1alpha1.SidecarSet) {
+		s.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{CustomVersion: ptr.To("stable")}
+	})
 	body, _ := json.Marshal(pod)
 	raw, err := inplace.AppsV1alpha1().RESTClient().Post().Resource("sidecarsets").Name(app).SubResource("inject").
 		Body(body).SetHeader("Content-Type", "application/json").DoRaw(ctx)

@@ -45,11 +45,7 @@ func TestSidecarSetAdmission(t *testing.T) {
 		t.Fatalf("annotations %v, want hash %s and hash without image %s", first.Annotations, hash, withoutImage)
 	}
 
-	first.Spec.Containers[0].Image = "inplace.local/app:v2"
-	updated, err := sets.Update(ctx, first, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	updated := updateSidecarSet(t, ctx, first.Name, sidecarImage("inplace.local/app:v2"))
 	if updated.Annotations[v1alpha1.SidecarSetHashAnnotation] == hash || updated.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] != withoutImage {
 		t.Errorf("after an image change: %v; before: hash %s, without image %s", updated.Annotations, hash, withoutImage)
 	}

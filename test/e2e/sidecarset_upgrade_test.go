@@ -77,21 +77,24 @@ func newSidecarUpgrade(t *testing.T, ctx context.Context, prefix string, n int32
 	return &sidecarUpgrade{ns: ns, set: ns, cs: cs, before: before}
 }
 
-// updateSidecarSet changes the SidecarSet (retrying on conflicts).
-func updateSidecarSet(t *testing.T, ctx context.Context, name string, change func(*v1alpha1.SidecarSet)) {
+// updateSidecarSet changes the SidecarSet and returns what the update answered, retrying on
+// conflicts: inplace-controller writes the SidecarSet's status at any moment.
+func updateSidecarSet(t *testing.T, ctx context.Context, name string, change func(*v1alpha1.SidecarSet)) *v1alpha1.SidecarSet {
 	t.Helper()
+	var updated *v1alpha1.SidecarSet
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		change(cur)
-		_, err = inplace.AppsV1alpha1().SidecarSets().Update(ctx, cur, metav1.UpdateOptions{})
+		updated, err = inplace.AppsV1alpha1().SidecarSets().Update(ctx, cur, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
 		t.Fatalf("updating SidecarSet %s: %v", name, err)
 	}
+	return updated
 }
 
 func sidecarImage(image string) func(*v1alpha1.SidecarSet) {
