@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Benchmarks the API path of CloneSets on the local cluster: inplace's
+# aggregated apps.kruise.io/v1alpha1 clonesets (kube-apiserver's aggregator ->
+# inplace-apiserver -> its embedded etcd) against OpenKruise's own CloneSet
+# CustomResourceDefinition (kube-apiserver -> its etcd), installed beside it
+# under the group apps.kruise.example (hack/benchapi/cloneset-crd.yaml). The
+# same Go program (hack/benchapi) drives three paths with the same objects:
+# the dynamic client (JSON) on each, and inplace's clientset in protobuf on
+# the aggregated one (a CRD cannot serve protobuf). For each: create,
+# get and update of N CloneSets at 1, 8 and 32 concurrent clients, list
+# (whole and paged), and watch fan-out; it prints p50/p99 and ops/s of each
+# path, the aggregated path's ratios to the CRD's, and the CPU seconds and
+# memory of kube-apiserver, etcd and inplace-apiserver during each path's run.
+#
+#   bash hack/bench-api.sh [N]                  # N CloneSets (default 1000)
+#   BENCH_CONCURRENCY=1,8,32 bash hack/bench-api.sh 5000
+#
+# Settings (environment): BENCH_PODS (read as the number of CloneSets, 1000),
+# BENCH_CONCURRENCY (1,8,32), BENCH_PAGE (500: page size of the paged list),
+# BENCH_WATCHERS (10), BENCH_EVENTS (100), BENCH_PATHS
+# (aggregated,aggregated protobuf,CRD).
+#
+# Only the API path is measured: inplace-controller is stopped for the run (it
+# would act on the aggregated CloneSets only, creating their Pods and writing
+# their status) and started again at the end. The cluster is otherwise left
+# as found (see hack/lib/bench.sh): the CRD and the namespace are deleted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=hack/lib/bench.sh
+source hack/lib/bench.sh
+
+bench_settings 1000 "${1:-}"
+bench_start bench-api
+CRD=clonesets.apps.kruise.example
+# (exit "$rc") hands bench_cleanup the script's exit status.
+CONTROLLER_STOPPED=
+restart_controller() {
+  [[ -z "$CONTROLLER_STOPPED" ]] || hack/local-up.d/20-inplace-controller.sh >/dev/null 2>&1 ||
+    log "WARNING: inplace-controller did not start again: run hack/local-up.d/20-inplace-controller.sh"
+}
+trap 'rc=$?; "$KUBECTL" delete crd "$CRD" --ignore-not-found --wait=false >/dev/null 2>&1 || true; restart_controller; (exit "$rc"); bench_cleanup' EXIT
+
+if read -r pid _ < _output/local/pids/inplace-controller.pid 2>/dev/null && kill -0 "$pid" 2>/dev/null; then
+  CONTROLLER_STOPPED=1
+  kill "$pid"
+  controller_gone() { ! kill -0 "$pid" 2>/dev/null; }
+  bench_poll 30 "inplace-controller stopped" controller_gone
+fi
+
+"$KUBECTL" apply -f hack/benchapi/cloneset-crd.yaml >/dev/null
+"$KUBECTL" wait --for=condition=Established "crd/$CRD" --timeout=60s >/dev/null
+# The CRD's resource reaches discovery and the handler a moment after Established.
+crd_served() { "$KUBECTL" -n "$NS" get clonesets.apps.kruise.example >/dev/null 2>&1; }
+bench_poll 60 "the CRD served" crd_served
+
+pids=()
+for name in kube-apiserver etcd inplace-apiserver; do
+  read -r pid _ < "_output/local/pids/$name.pid" || die "no pid of $name"
+  pids+=("$name=$pid")
+done
+go build -o "$WORK/benchapi" ./hack/benchapi
+log "benchmark: $N CloneSets per concurrency, namespace $NS"
+"$WORK/benchapi" -kubeconfig "$KUBECONFIG" -namespace "$NS" -objects "$N" \
+  -concurrency "${BENCH_CONCURRENCY:-1,8,32}" -page "${BENCH_PAGE:-500}" \
+  -watchers "${BENCH_WATCHERS:-10}" -events "${BENCH_EVENTS:-100}" \
+  -paths "${BENCH_PATHS:-aggregated,aggregated protobuf,CRD}" -pids "$(IFS=,; echo "${pids[*]}")"

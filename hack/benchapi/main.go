@@ -1,0 +1,488 @@
+// Command benchapi compares the two ways to serve apps.kruise.io CloneSets through kube-apiserver
+// (hack/bench-api.sh runs it): inplace's aggregated API server (apps.kruise.io/v1alpha1, proxied by
+// kube-apiserver's aggregator to inplace-apiserver and its embedded etcd) and OpenKruise's own
+// CustomResourceDefinition (served by kube-apiserver itself from its etcd; installed under the
+// group apps.kruise.example so that both exist at once). Three clients drive them with the same
+// objects and the same concurrency: the dynamic client (JSON) on each, and inplace's generated
+// clientset speaking protobuf on the aggregated one (a CRD cannot serve protobuf):
+//
+//   - create, get and update of -objects CloneSets, at each concurrency of -concurrency;
+//   - list of all of them, whole and in pages of -page (limit/continue);
+//   - watch fan-out: -watchers watches of the namespace, -events objects created one at a time,
+//     the latency from sending each create to each watcher's event;
+//
+// printing p50/p99 and operations per second of each, and each aggregated path's ratio to the CRD's.
+// With -pids it also prints the CPU seconds each named process used during each path's run and
+// its resident memory at the end (Linux /proc).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// A path is one way the CloneSets are served and read.
+type path struct {
+	name string
+	// newTarget returns the client of this path in namespace.
+	newTarget func(cfg *rest.Config, namespace string) (target, error)
+}
+
+var (
+	aggregatedGVR = schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1alpha1", Resource: "clonesets"}
+	crdGVR        = schema.GroupVersionResource{Group: "apps.kruise.example", Version: "v1alpha1", Resource: "clonesets"}
+)
+
+var paths = []path{
+	{"aggregated", func(cfg *rest.Config, ns string) (target, error) { return newDynamicTarget(cfg, aggregatedGVR, ns) }},
+	{"aggregated protobuf", newProtobufTarget},
+	{"CRD", func(cfg *rest.Config, ns string) (target, error) { return newDynamicTarget(cfg, crdGVR, ns) }},
+}
+
+type config struct {
+	namespace   string
+	objects     int
+	concurrency []int
+	page        int64
+	watchers    int
+	events      int
+	pids        map[string]int
+	paths       []string
+}
+
+func main() {
+	var c config
+	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
+	flag.StringVar(&c.namespace, "namespace", "", "namespace for the CloneSets (must exist)")
+	flag.IntVar(&c.objects, "objects", 1000, "CloneSets created, read and updated at each concurrency")
+	conc := flag.String("concurrency", "1,8,32", "comma-separated numbers of concurrent clients")
+	flag.Int64Var(&c.page, "page", 500, "page size of the paged list")
+	flag.IntVar(&c.watchers, "watchers", 10, "watches of the namespace for the fan-out")
+	flag.IntVar(&c.events, "events", 100, "objects created one at a time while the watches run")
+	pids := flag.String("pids", "", "NAME=PID,... processes whose CPU and memory to report")
+	pathNames := flag.String("paths", "aggregated,aggregated protobuf,CRD", "comma-separated paths to run")
+	flag.Parse()
+	if c.namespace == "" || c.objects < 1 || c.watchers < 1 || c.events < 1 || c.page < 1 {
+		fmt.Fprintln(os.Stderr, "usage: benchapi -namespace NS [-objects 1000] [-concurrency 1,8,32] [-page 500] [-watchers 10] [-events 100] [-pids NAME=PID,...]")
+		os.Exit(2)
+	}
+	for _, s := range strings.Split(*conc, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "benchapi: -concurrency %q: want positive numbers\n", *conc)
+			os.Exit(2)
+		}
+		c.concurrency = append(c.concurrency, n)
+	}
+	c.paths = strings.Split(*pathNames, ",")
+	for _, name := range c.paths {
+		if !slices.ContainsFunc(paths, func(p path) bool { return p.name == name }) {
+			fmt.Fprintf(os.Stderr, "benchapi: -paths: unknown path %q\n", name)
+			os.Exit(2)
+		}
+	}
+	c.pids = map[string]int{}
+	for _, kv := range strings.Split(*pids, ",") {
+		if kv == "" {
+			continue
+		}
+		name, v, _ := strings.Cut(kv, "=")
+		pid, err := strconv.Atoi(v)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchapi: -pids %q: %v\n", kv, err)
+			os.Exit(2)
+		}
+		c.pids[name] = pid
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchapi:", err)
+		os.Exit(1)
+	}
+	// Client-side throttling would time the client, not the servers.
+	cfg.QPS, cfg.Burst = -1, 0
+	results := map[string]*pathResult{}
+	for _, p := range paths {
+		if !slices.Contains(c.paths, p.name) {
+			continue
+		}
+		t, err := p.newTarget(cfg, c.namespace)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchapi: %s path: %v\n", p.name, err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "benchapi: %s path\n", p.name)
+		r, err := runPath(ctx, t, c)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchapi: %s path: %v\n", p.name, err)
+			os.Exit(1)
+		}
+		results[p.name] = r
+	}
+	report(c, results)
+}
+
+// pathResult holds one path's latencies per operation ("create/8", "list", "watch", ...), their
+// wall times, and the processes' CPU seconds and memory.
+type pathResult struct {
+	lat   map[string][]time.Duration
+	wall  map[string]time.Duration
+	cpu   map[string]float64
+	rssMB map[string]float64
+}
+
+func runPath(ctx context.Context, t target, c config) (*pathResult, error) {
+	r := &pathResult{lat: map[string][]time.Duration{}, wall: map[string]time.Duration{}, cpu: map[string]float64{}, rssMB: map[string]float64{}}
+	before := cpuSeconds(c.pids)
+	defer func() {
+		after := cpuSeconds(c.pids)
+		for name := range c.pids {
+			r.cpu[name] = after[name] - before[name]
+			r.rssMB[name] = rssMB(c.pids[name])
+		}
+	}()
+	if err := clearAll(ctx, t); err != nil {
+		return nil, err
+	}
+	for _, n := range c.concurrency {
+		names := make([]string, c.objects)
+		for i := range names {
+			names[i] = fmt.Sprintf("c%d-%d", n, i)
+		}
+		for _, op := range []struct {
+			name string
+			do   func(context.Context, string) error
+		}{
+			{"create", func(ctx context.Context, name string) error { return t.create(ctx, name, nil) }},
+			{"get", t.get},
+			// An update sends back what the create answered, with one field changed (no read
+			// first, so only the Update is timed).
+			{"update", t.update},
+		} {
+			key := fmt.Sprint(op.name, "/", n)
+			var err error
+			if r.lat[key], r.wall[key], err = parallel(ctx, n, names, op.do); err != nil {
+				return nil, fmt.Errorf("%s: %w", op.name, err)
+			}
+		}
+		if n != c.concurrency[len(c.concurrency)-1] {
+			if err := clearAll(ctx, t); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// The last concurrency's objects stay for the lists.
+	for i := 0; i < 10; i++ {
+		for _, kind := range []struct {
+			name  string
+			limit int64
+		}{{"list", 0}, {"list paged", c.page}} {
+			start := time.Now()
+			n, err := listAll(ctx, t, kind.limit)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", kind.name, err)
+			}
+			if n != c.objects {
+				return nil, fmt.Errorf("%s: %d objects, want %d", kind.name, n, c.objects)
+			}
+			r.lat[kind.name] = append(r.lat[kind.name], time.Since(start))
+		}
+	}
+	var err error
+	if r.lat["watch"], err = fanOut(ctx, t, c.watchers, c.events); err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	return r, clearAll(ctx, t)
+}
+
+// clearAll deletes every CloneSet of the namespace and waits until they are gone.
+func clearAll(ctx context.Context, t target) error {
+	if err := t.deleteAll(ctx); err != nil {
+		return fmt.Errorf("clearing the namespace: %w", err)
+	}
+	for {
+		n, _, _, err := t.list(ctx, 1, "")
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// cloneSet is the CloneSet every path stores: a typical one-container template.
+func cloneSet(apiVersion, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": apiVersion,
+		"kind":       "CloneSet",
+		"metadata":   map[string]any{"name": name, "labels": map[string]any{"app": "bench"}},
+		"spec": map[string]any{
+			"replicas": int64(2),
+			"selector": map[string]any{"matchLabels": map[string]any{"app": name}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app": name}},
+				"spec": map[string]any{"containers": []any{map[string]any{
+					"name": "main", "image": "registry.example/app:v1",
+					"ports":     []any{map[string]any{"containerPort": int64(8080)}},
+					"resources": map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "64Mi"}},
+				}}},
+			},
+			"updateStrategy": map[string]any{"type": "InPlaceIfPossible", "maxUnavailable": "20%"},
+		},
+	}}
+}
+
+// parallel runs op on every name with n clients and returns each call's latency and the wall time.
+func parallel(ctx context.Context, n int, names []string, op func(context.Context, string) error) ([]time.Duration, time.Duration, error) {
+	lat := make([]time.Duration, len(names))
+	work := make(chan int)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				t := time.Now()
+				if err := op(ctx, names[i]); err != nil {
+					errs <- fmt.Errorf("%s: %w", names[i], err)
+					return
+				}
+				lat[i] = time.Since(t)
+			}
+		}()
+	}
+feed:
+	for i := range names {
+		select {
+		case work <- i:
+		case err := <-errs:
+			close(work)
+			wg.Wait()
+			return nil, 0, err
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return nil, 0, err
+	default:
+	}
+	return lat, time.Since(start), ctx.Err()
+}
+
+// listAll lists everything, in pages of limit when limit > 0, and counts the objects.
+func listAll(ctx context.Context, t target, limit int64) (int, error) {
+	total, cont := 0, ""
+	for {
+		n, next, _, err := t.list(ctx, limit, cont)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+		if cont = next; cont == "" {
+			return total, nil
+		}
+	}
+}
+
+// fanOut opens watchers watches, creates events objects one after another, and returns, for each
+// object and watcher, the time from sending the create to the watcher's ADDED event.
+func fanOut(ctx context.Context, t target, watchers, events int) ([]time.Duration, error) {
+	_, _, rv, err := t.list(ctx, 1, "")
+	if err != nil {
+		return nil, err
+	}
+	type seen struct {
+		name string
+		at   time.Time
+	}
+	got := make(chan seen, watchers*events)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for range watchers {
+		added, err := t.watchAdded(ctx, rv, "fanout=yes")
+		if err != nil {
+			return nil, err
+		}
+		go func() {
+			for name := range added {
+				got <- seen{name, time.Now()}
+			}
+		}()
+	}
+	// From the moment the create is sent: an event often reaches a watcher before the create's
+	// answer reaches its client.
+	sent := map[string]time.Time{}
+	for i := range events {
+		name := fmt.Sprintf("w-%d", i)
+		sent[name] = time.Now()
+		if err := t.create(ctx, name, map[string]string{"app": "bench", "fanout": "yes"}); err != nil {
+			return nil, err
+		}
+	}
+	var lat []time.Duration
+	deadline := time.After(time.Minute)
+	for len(lat) < watchers*events {
+		select {
+		case s := <-got:
+			lat = append(lat, s.at.Sub(sent[s.name]))
+		case <-deadline:
+			return nil, fmt.Errorf("%d of %d events arrived within a minute", len(lat), watchers*events)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return lat, nil
+}
+
+// cpuSeconds reads utime+stime of each process (/proc/PID/stat, clock ticks of 1/100 s).
+func cpuSeconds(pids map[string]int) map[string]float64 {
+	out := map[string]float64{}
+	for name, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		fields := strings.Fields(s[strings.LastIndex(s, ") ")+2:])
+		if len(fields) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseFloat(fields[11], 64)
+		k, _ := strconv.ParseFloat(fields[12], 64)
+		out[name] = (u + k) / 100
+	}
+	return out
+}
+
+// rssMB reads the resident memory of a process (/proc/PID/status VmRSS).
+func rssMB(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func percentile(lat []time.Duration, p float64) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+// report prints, per operation, each path's p50/p99 (ms) and ops/s, and each aggregated path's
+// p50 and p99 as a ratio of the CRD's; then the processes' CPU and memory during each path's run.
+func report(c config, results map[string]*pathResult) {
+	var names []string
+	for _, p := range paths {
+		if results[p.name] != nil {
+			names = append(names, p.name)
+		}
+	}
+	crd := results["CRD"]
+	fmt.Printf("objects: %d  concurrency: %v  page: %d  watchers: %d x %d events\n", c.objects, c.concurrency, c.page, c.watchers, c.events)
+	fmt.Printf("each cell: p50 ms / p99 ms / ops/s; ratios: p50 / p99 of the path over the CRD's\n\n")
+	fmt.Printf("%-12s", "operation")
+	for _, name := range names {
+		fmt.Printf(" %24s", name)
+	}
+	for _, name := range names {
+		if name != "CRD" && crd != nil {
+			fmt.Printf(" %24s", name+"/CRD")
+		}
+	}
+	fmt.Println()
+	var ops []string
+	for _, n := range c.concurrency {
+		for _, op := range []string{"create", "get", "update"} {
+			ops = append(ops, fmt.Sprint(op, "/", n))
+		}
+	}
+	ops = append(ops, "list", "list paged", "watch")
+	for _, op := range ops {
+		fmt.Printf("%-12s", op)
+		for _, name := range names {
+			r := results[name]
+			rate := "-"
+			if w := r.wall[op]; w > 0 {
+				rate = fmt.Sprintf("%.0f", float64(len(r.lat[op]))/w.Seconds())
+			}
+			fmt.Printf(" %24s", fmt.Sprintf("%s / %s / %s", ms(percentile(r.lat[op], .5)), ms(percentile(r.lat[op], .99)), rate))
+		}
+		for _, name := range names {
+			if name == "CRD" || crd == nil {
+				continue
+			}
+			r := results[name]
+			fmt.Printf(" %24s", fmt.Sprintf("%s / %s",
+				ratio(float64(percentile(r.lat[op], .5)), float64(percentile(crd.lat[op], .5))),
+				ratio(float64(percentile(r.lat[op], .99)), float64(percentile(crd.lat[op], .99)))))
+		}
+		fmt.Println()
+	}
+	if len(c.pids) == 0 {
+		return
+	}
+	fmt.Printf("\n%-18s", "process")
+	for _, name := range names {
+		fmt.Printf(" %24s", "during "+name)
+	}
+	fmt.Println()
+	procs := make([]string, 0, len(c.pids))
+	for proc := range c.pids {
+		procs = append(procs, proc)
+	}
+	slices.Sort(procs)
+	for _, proc := range procs {
+		fmt.Printf("%-18s", proc)
+		for _, name := range names {
+			fmt.Printf(" %24s", fmt.Sprintf("%.1f CPU s %4.0f MB", results[name].cpu[proc], results[name].rssMB[proc]))
+		}
+		fmt.Println()
+	}
+}
