@@ -21,7 +21,8 @@
 #               readyReplicas == N.
 #
 # for two Pod shapes (a slow readiness is a tcpSocket probe of a port the
-# container serves, busybox httpd, passing from 5 s after it starts):
+# container serves, busybox httpd, passing from BENCH_WARMUP (5) s after it
+# starts):
 #
 #   a   the fat Pod of hack/bench-rollout.sh: the sidecars are slow to become
 #       ready, the app is ready at once. Every way restarts the sidecars, so
@@ -48,6 +49,9 @@
 #   BENCH_MAX_UNAVAILABLE=50%   maxUnavailable of the SidecarSet and the Deployment, and
 #                               the floor's wave size (a percentage rounds up)
 #   BENCH_TIMEOUT=180           seconds to wait for each phase
+#   BENCH_WARMUP=5              seconds after its start a slow container becomes ready (the
+#                               sidecars in shape a, the app in shape b): how long an app
+#                               warms up, which a replaced Pod waits for again
 #   BENCH_SETTLE=3              seconds the v1 Pods run after they are Ready, before the clock
 #                               starts
 #
@@ -63,7 +67,9 @@ bench_settings 20 "${1:-}"
 WAYS="${BENCH_WAYS:-floor,sidecarset,deployment}"
 SHAPES="${BENCH_SHAPES:-a,b}"
 MAX_UNAVAILABLE="${BENCH_MAX_UNAVAILABLE:-50%}"
+WARMUP="${BENCH_WARMUP:-5}"
 usage() { echo "$*; settings: see the header of $0" >&2; exit 2; }
+[[ "$WARMUP" =~ ^[0-9]+$ ]] || usage "BENCH_WARMUP must be a number of seconds"
 IFS=, read -r -a ways <<< "$WAYS"
 IFS=, read -r -a shapes <<< "$SHAPES"
 for s in "${shapes[@]}"; do [[ "$s" == a || "$s" == b ]] || usage "BENCH_SHAPES: unknown shape '$s'"; done
@@ -85,8 +91,8 @@ IMAGE_OLD=inplace.local/app:v1
 IMAGE_NEW=inplace.local/app:v2
 
 declare -A SHAPE_NAME=(
-  [a]="app + 2 sidecars ready 5 s after start"
-  [b]="app ready 5 s after start + 2 sidecars"
+  [a]="app + 2 sidecars ready $WARMUP s after start"
+  [b]="app ready $WARMUP s after start + 2 sidecars"
 )
 declare -A WAY_NAME=(
   [floor]="floor: core API patch, waves of $WAVE"
@@ -104,11 +110,11 @@ trap 'rc=$?; for s in "${SETS[@]}"; do "$KUBECTL" delete sidecarset "$s" --ignor
 
 # slow_ready PORT: a container's command serving PORT (sh as PID 1 exits on
 # TERM; busybox httpd alone would ignore it) and a readiness probe of it that
-# passes from 5 s after the container starts.
+# passes from WARMUP s after the container starts.
 slow_ready() {
   cat <<EOF
   command: [sh, -c, 'trap "exit 0" TERM; httpd -f -p $1 -h /tmp & wait']
-  readinessProbe: {tcpSocket: {port: $1}, initialDelaySeconds: 5, periodSeconds: 1}
+  readinessProbe: {tcpSocket: {port: $1}, initialDelaySeconds: $WARMUP, periodSeconds: 1}
 EOF
 }
 
