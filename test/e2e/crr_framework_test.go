@@ -3,13 +3,16 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -168,13 +171,6 @@ func waitContainersRecreated(t *testing.T, ctx context.Context, before *corev1.P
 	return pod
 }
 
-// criFinishedAt asks the node's container runtime when each container instance (Pod status ids,
-// "containerd://...") finished, in nanoseconds of the runtime's clock.
-func criFinishedAt(t *testing.T, ctx context.Context, ids ...string) []time.Time {
-	t.Helper()
-	return criTimes(t, ctx, "finished", func(st *runtimeapi.ContainerStatus) int64 { return st.FinishedAt }, ids)
-}
-
 // criStartedAt asks the node's container runtime when each container instance started.
 func criStartedAt(t *testing.T, ctx context.Context, ids ...string) []time.Time {
 	t.Helper()
@@ -217,6 +213,79 @@ func criStatuses(t *testing.T, ctx context.Context, ids ...string) []*runtimeapi
 		out = append(out, resp.Status)
 	}
 	return out
+}
+
+// watchCRIFinished follows container instances through the node's container runtime from now on,
+// every 50 ms, and records when each one finished; the function it returns waits until all have
+// and returns their finish times, in the order of ids. The kubelet may remove a dead instance from
+// the runtime a second after it stopped (its pod container deletor), so the times cannot be asked
+// for once the test has waited for something else.
+func watchCRIFinished(t *testing.T, ctx context.Context, ids ...string) func() []time.Time {
+	t.Helper()
+	vars, err := readEnvFile(repo + "/_output/local/env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(vars["CONTAINER_RUNTIME_ENDPOINT"], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("connecting to the CRI runtime: %v", err)
+	}
+	rs := runtimeapi.NewRuntimeServiceClient(conn)
+	finished := make([]time.Time, len(ids))
+	gone := map[string]bool{}
+	done := make(chan error, 1)
+	go func() {
+		defer conn.Close()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			left := 0
+			for i, id := range ids {
+				if !finished[i].IsZero() || gone[id] {
+					continue
+				}
+				_, raw, _ := strings.Cut(id, "://")
+				resp, err := rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: raw})
+				switch {
+				case status.Code(err) == codes.NotFound:
+					gone[id] = true
+				case err != nil:
+					done <- fmt.Errorf("CRI ContainerStatus %s: %w", id, err)
+					return
+				case resp.Status.FinishedAt != 0:
+					finished[i] = time.Unix(0, resp.Status.FinishedAt)
+				default:
+					left++
+				}
+			}
+			if left == 0 {
+				if len(gone) > 0 {
+					done <- fmt.Errorf("container instances %v left the runtime before they were seen finished", slices.Sorted(maps.Keys(gone)))
+				} else {
+					done <- nil
+				}
+				return
+			}
+			select {
+			case <-ctx.Done():
+				done <- ctx.Err()
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() []time.Time {
+		t.Helper()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(crrTimeout):
+			t.Fatalf("container instances %v not all finished within %v", ids, crrTimeout)
+		}
+		return finished
+	}
 }
 
 // spread is the time between the first and the last of ts.

@@ -185,12 +185,13 @@ func TestCRROrderedRecreate(t *testing.T) {
 		before := createCRRPod(t, ctx, crrPod(ns, "ordered", false, first, container("second", appImageV1)))
 		crr := newCRR("ordered", "ordered", "first", "second")
 		crr.Spec.Strategy.OrderedRecreate = true
+		finishedAt := watchCRIFinished(t, ctx, containerStatus(t, before, "first").ContainerID, containerStatus(t, before, "second").ContainerID)
 		createCRR(t, ctx, ns, crr)
 		done := waitCRRCompleted(t, ctx, ns, "ordered", crrTimeout)
 		expectStates(t, done, succeeded("first"), succeeded("second"))
 		after := waitContainersRecreated(t, ctx, before, "first", "second")
 		expectRecreated(t, before, after, "first", "second")
-		finished := criFinishedAt(t, ctx, containerStatus(t, before, "first").ContainerID, containerStatus(t, before, "second").ContainerID)
+		finished := finishedAt()
 		restarted := containerStatus(t, after, "first").State.Running.StartedAt.Time
 		if gap := finished[1].Sub(finished[0]); gap < 3*time.Second {
 			t.Errorf("second stopped %v after first: want it stopped only once first ran again and was ready (>= 3 s)", gap)
@@ -205,15 +206,16 @@ func TestCRROrderedRecreate(t *testing.T) {
 		before := createCRRPod(t, ctx, pod)
 		crr := newCRR("parallel", "parallel", "a", "b", "c")
 		crr.Spec.Strategy.TerminationGracePeriodSeconds = ptr.To[int64](2)
-		created := createCRR(t, ctx, ns, crr)
-		done := waitCRRCompleted(t, ctx, ns, created.Name, crrTimeout)
-		expectStates(t, done, succeeded("a"), succeeded("b"), succeeded("c"))
-		expectRecreated(t, before, waitContainersRecreated(t, ctx, before, "a", "b", "c"), "a", "b", "c")
 		var ids []string
 		for _, n := range []string{"a", "b", "c"} {
 			ids = append(ids, containerStatus(t, before, n).ContainerID)
 		}
-		finished := criFinishedAt(t, ctx, ids...)
+		finishedAt := watchCRIFinished(t, ctx, ids...)
+		created := createCRR(t, ctx, ns, crr)
+		done := waitCRRCompleted(t, ctx, ns, created.Name, crrTimeout)
+		expectStates(t, done, succeeded("a"), succeeded("b"), succeeded("c"))
+		expectRecreated(t, before, waitContainersRecreated(t, ctx, before, "a", "b", "c"), "a", "b", "c")
+		finished := finishedAt()
 		if s := spread(finished); s >= time.Second {
 			t.Errorf("the three stops finished over %v (%v): want them stopped at once, not one after the other", s, finished)
 		}
@@ -255,6 +257,7 @@ func TestCRRUnreadyGrace(t *testing.T) {
 
 	crr := newCRR("drain", "gated", "main")
 	crr.Spec.Strategy.UnreadyGracePeriodSeconds = ptr.To[int64](5)
+	stoppedAt := watchCRIFinished(t, ctx, containerStatus(t, before, "main").ContainerID)
 	createCRR(t, ctx, ns, crr)
 	poll(t, ctx, 10*time.Second, "KruisePodReady False held by the request", func(ctx context.Context) (bool, error) {
 		p, err := kube.CoreV1().Pods(ns).Get(ctx, "gated", metav1.GetOptions{})
@@ -286,7 +289,7 @@ func TestCRRUnreadyGrace(t *testing.T) {
 
 	// The Pod went NotReady, then the old container stopped at least 2 s later (runtime clock,
 	// same node as the kubelet's), then Ready again with the new one.
-	stopped := criFinishedAt(t, ctx, containerStatus(t, before, "main").ContainerID)[0]
+	stopped := stoppedAt()[0]
 	var notReady time.Time
 	for _, r := range rec.upTo(t, ctx, after.ResourceVersion) {
 		if c := podCondition(r.pod, corev1.PodReady); c != nil && c.Status == corev1.ConditionFalse && notReady.IsZero() {
