@@ -190,8 +190,8 @@ func criTimes(t *testing.T, ctx context.Context, what string, at func(*runtimeap
 	return out
 }
 
-// criStatuses asks the node's container runtime for the status of container instances.
-func criStatuses(t *testing.T, ctx context.Context, ids ...string) []*runtimeapi.ContainerStatus {
+// criClient connects to the local cluster's container runtime; the caller closes the connection.
+func criClient(t *testing.T) (runtimeapi.RuntimeServiceClient, *grpc.ClientConn) {
 	t.Helper()
 	vars, err := readEnvFile(repo + "/_output/local/env")
 	if err != nil {
@@ -201,8 +201,14 @@ func criStatuses(t *testing.T, ctx context.Context, ids ...string) []*runtimeapi
 	if err != nil {
 		t.Fatalf("connecting to the CRI runtime: %v", err)
 	}
+	return runtimeapi.NewRuntimeServiceClient(conn), conn
+}
+
+// criStatuses asks the node's container runtime for the status of container instances.
+func criStatuses(t *testing.T, ctx context.Context, ids ...string) []*runtimeapi.ContainerStatus {
+	t.Helper()
+	rs, conn := criClient(t)
 	defer conn.Close()
-	rs := runtimeapi.NewRuntimeServiceClient(conn)
 	var out []*runtimeapi.ContainerStatus
 	for _, id := range ids {
 		_, raw, _ := strings.Cut(id, "://")
@@ -222,15 +228,7 @@ func criStatuses(t *testing.T, ctx context.Context, ids ...string) []*runtimeapi
 // for once the test has waited for something else.
 func watchCRIFinished(t *testing.T, ctx context.Context, ids ...string) func() []time.Time {
 	t.Helper()
-	vars, err := readEnvFile(repo + "/_output/local/env")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := grpc.NewClient(vars["CONTAINER_RUNTIME_ENDPOINT"], grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatalf("connecting to the CRI runtime: %v", err)
-	}
-	rs := runtimeapi.NewRuntimeServiceClient(conn)
+	rs, conn := criClient(t)
 	finished := make([]time.Time, len(ids))
 	gone := map[string]bool{}
 	done := make(chan error, 1)

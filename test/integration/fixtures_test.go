@@ -204,6 +204,14 @@ func metaOf(obj any) (metav1.Object, error) {
 // httpGet does GET path on the server and returns the status code and the body.
 func httpGet(t *testing.T, s *framework.Server, path string) (int, []byte) {
 	t.Helper()
+	code, _, body := httpGetAccept(t, s, path, "")
+	return code, body
+}
+
+// httpGetAccept does GET path with the given Accept header (none when empty) and returns the
+// status code, the Content-Type and the body.
+func httpGetAccept(t *testing.T, s *framework.Server, path, accept string) (int, string, []byte) {
+	t.Helper()
 	transport, err := rest.TransportFor(s.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -212,6 +220,9 @@ func httpGet(t *testing.T, s *framework.Server, path string) (int, []byte) {
 	req, err := http.NewRequestWithContext(testContext(t), http.MethodGet, s.Config.Host+path, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -222,7 +233,7 @@ func httpGet(t *testing.T, s *framework.Server, path string) (int, []byte) {
 	if err != nil {
 		t.Fatalf("GET %s: reading the body: %v", path, err)
 	}
-	return resp.StatusCode, body
+	return resp.StatusCode, resp.Header.Get("Content-Type"), body
 }
 
 // getJSON does GET path, requires 200 and decodes the JSON body.

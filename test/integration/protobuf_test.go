@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
 
@@ -11,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apiserver"
@@ -20,30 +18,6 @@ import (
 
 // protobufMagic opens every Kubernetes protobuf body (k8s.io/apimachinery's protobuf serializer).
 var protobufMagic = []byte{'k', '8', 's', 0}
-
-// rawGet GETs path with the given Accept header; it returns the status, the Content-Type and the body.
-func rawGet(t *testing.T, s *framework.Server, path, accept string) (int, string, []byte) {
-	t.Helper()
-	transport, err := rest.TransportFor(s.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequestWithContext(testContext(t), http.MethodGet, s.Config.Host+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", accept)
-	resp, err := (&http.Client{Transport: transport}).Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("reading GET %s: %v", path, err)
-	}
-	return resp.StatusCode, resp.Header.Get("Content-Type"), body
-}
 
 // TestProtobufOnTheWire checks that every kind is served as protobuf when a client asks for it
 // first (what kube-controller-manager's namespace and garbage collectors do): the object and the
@@ -83,7 +57,7 @@ func TestProtobufOnTheWire(t *testing.T) {
 		}},
 		{prefix + "namespaces/default/clonesets/web/scale", nil},
 	} {
-		code, contentType, body := rawGet(t, s, c.path, runtime.ContentTypeProtobuf+", application/json")
+		code, contentType, body := httpGetAccept(t, s, c.path, runtime.ContentTypeProtobuf+", application/json")
 		if code != http.StatusOK || contentType != runtime.ContentTypeProtobuf || !bytes.HasPrefix(body, protobufMagic) {
 			t.Errorf("GET %s asking for protobuf first: %d %q, body starting %q; want 200 and a protobuf body",
 				c.path, code, contentType, body[:min(len(body), 16)])
@@ -97,7 +71,7 @@ func TestProtobufOnTheWire(t *testing.T) {
 			t.Errorf("decoding the protobuf answer of %s: %v", c.path, err)
 			continue
 		}
-		code, _, jsonBody := rawGet(t, s, c.path, "application/json")
+		code, _, jsonBody := httpGetAccept(t, s, c.path, "application/json")
 		if code != http.StatusOK {
 			t.Fatalf("GET %s as JSON: %d %s", c.path, code, jsonBody)
 		}
@@ -112,7 +86,7 @@ func TestProtobufOnTheWire(t *testing.T) {
 	}
 
 	// kubectl asks for a Table, which is JSON only; protobuf first must not break it.
-	code, contentType, _ := rawGet(t, s, prefix+"namespaces/default/clonesets",
+	code, contentType, _ := httpGetAccept(t, s, prefix+"namespaces/default/clonesets",
 		runtime.ContentTypeProtobuf+";as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
 	if code != http.StatusOK || contentType == "" {
 		t.Errorf("GET clonesets as a Table with protobuf first: %d %q, want 200", code, contentType)
