@@ -29,6 +29,13 @@ func TestProgressLeavesAStartingRequestAlone(t *testing.T) {
 		return corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse,
 			Reason: ReasonStartInPlaceUpdate, LastTransitionTime: metav1.NewTime(now.Add(-age))}
 	}
+	// updatedBefore: the Pod was updated in place before; that update completed at completedAt.
+	updatedBefore := func(pod *corev1.Pod, completedAt time.Time) *corev1.Pod {
+		st := &state{InPlaceUpdateState: pub.InPlaceUpdateState{Revision: "r1", UpdateTimestamp: metav1.NewTime(completedAt.Add(-time.Second))},
+			CompletedTimestamp: ptrTime(completedAt)}
+		writeState(pod, st)
+		return pod
+	}
 	for _, tc := range []struct {
 		name        string
 		pod         *corev1.Pod
@@ -37,6 +44,11 @@ func TestProgressLeavesAStartingRequestAlone(t *testing.T) {
 	}{
 		{"new pod gets True", gated(), ReasonNoInPlaceUpdate, 0},
 		{"request being written is left alone", gated(starting(5 * time.Second)), "", StartWindow - 5*time.Second},
+		// The request of a second update finds the first one's completed state: it is being
+		// written all the same (setting True here made its update conflict, again and again).
+		{"request on a pod updated before is left alone", updatedBefore(gated(starting(5*time.Second)), now.Add(-time.Minute)), "", StartWindow - 5*time.Second},
+		// The update's own condition, left False when its completion could not set it True.
+		{"completed update's own condition is set True", updatedBefore(gated(starting(5*time.Second)), now.Add(-time.Second)), ReasonInPlaceUpdateCompleted, 0},
 		{"abandoned request is recovered", gated(starting(StartWindow + time.Second)), ReasonInPlaceUpdateAbandoned, 0},
 		{"False for another reason is set True", gated(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: "Other"}), ReasonNoInPlaceUpdate, 0},
 	} {

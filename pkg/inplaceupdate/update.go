@@ -285,8 +285,11 @@ func progressWorkload(pod *corev1.Pod, now time.Time) (*Step, error) {
 			reason = ReasonInPlaceUpdateCompleted
 		}
 		if c := getCondition(pod, pub.InPlaceUpdateReady); c != nil && c.Status == corev1.ConditionFalse &&
-			((!hasState && c.Reason == ReasonStartInPlaceUpdate) || (c.Reason == ReasonStartSidecarSetUpgrade && !sidecarUpgradeStartedSince(pod, c.LastTransitionTime))) {
-			// A pods/inplaceupdate request set the condition and is about to write its update.
+			((c.Reason == ReasonStartInPlaceUpdate && (!hasState || st.CompletedTimestamp.Before(&c.LastTransitionTime))) ||
+				(c.Reason == ReasonStartSidecarSetUpgrade && !sidecarUpgradeStartedSince(pod, c.LastTransitionTime))) {
+			// A pods/inplaceupdate request set the condition and is about to write its update: on
+			// a Pod with no update yet, or after the last update completed (a Pod updated in place
+			// before keeps its completed state until the next update writes its own).
 			// Setting it True now would undo its first write (and make its second one conflict).
 			// Past StartWindow the request is taken as abandoned. The condition's time comes from
 			// the API server's clock: a skew between it and this clock only shifts the window.
