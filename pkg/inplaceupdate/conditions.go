@@ -20,6 +20,16 @@ func HasReadinessGate(pod *corev1.Pod) bool {
 	return false
 }
 
+// UpdateReadySet is true when the Pod has no InPlaceUpdateReady readiness gate or its condition is
+// True: the in-place update, if any, has given the Pod back to service.
+func UpdateReadySet(pod *corev1.Pod) bool {
+	if !HasReadinessGate(pod) {
+		return true
+	}
+	c := getCondition(pod, pub.InPlaceUpdateReady)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
 // InjectReadinessGate adds the InPlaceUpdateReady readiness gate to a Pod (being created) that
 // lacks it.
 func InjectReadinessGate(pod *corev1.Pod) {

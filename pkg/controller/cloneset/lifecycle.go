@@ -17,6 +17,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
 )
 
@@ -141,7 +142,10 @@ func nextLifecycleState(cs *v1alpha1.CloneSet, pod *corev1.Pod, updateRevision s
 			return pub.LifecycleStateNormal
 		}
 	case pub.LifecycleStatePreparingUpdate, pub.LifecycleStateUpdating:
-		if podUpdated(pod, updateRevision) {
+		// Done means the update is recorded completed AND InPlaceUpdateReady is back to True:
+		// inplace-controller writes the second right after the first, and a state patch between
+		// them would make its condition write conflict (409) and start over.
+		if podUpdated(pod, updateRevision) && inplaceupdate.UpdateReadySet(pod) {
 			return afterUpdate()
 		}
 	case pub.LifecycleStateUpdated:
@@ -219,7 +223,13 @@ func (c *Controller) setLifecycle(ctx context.Context, cs *v1alpha1.CloneSet, po
 		c.exp.expectLifecycle(cache.MetaObjectToName(cs).String(), pod.Name, string(state))
 		klog.FromContext(ctx).V(2).Info("Pod lifecycle state", "cloneset", klog.KObj(cs), "pod", klog.KObj(pod),
 			"from", lifecycleState(pod), "to", state)
-		c.recorder.Eventf(cs, corev1.EventTypeNormal, "PodLifecycle"+string(state), "pod %s is %s", pod.Name, state)
+		// Without hooks every Pod passes through the states by itself (PreparingNormal to Normal
+		// once scheduled, Updating to Normal once updated): an Event for each would double the
+		// requests of creating or updating a Pod and tell nobody anything. With hooks, the states
+		// are what users wait on.
+		if cs.Spec.Lifecycle != nil {
+			c.recorder.Eventf(cs, corev1.EventTypeNormal, "PodLifecycle"+string(state), "pod %s is %s", pod.Name, state)
+		}
 		pod = updated
 	}
 	if hasKruisePodReadyGate(pod) {

@@ -85,6 +85,48 @@ func TestNewPodLifecycle(t *testing.T) {
 	}
 }
 
+// Without lifecycle hooks a scheduled Pod moves from PreparingNormal to Normal with one patch and
+// no Event (one per Pod would double the requests of creating it).
+func TestLifecycleWithoutHooksSendsNoEvent(t *testing.T) {
+	r := newRollout(t, 2, v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, newImage)
+	r.cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(2)) // no update, only the states
+	for _, p := range r.pods {
+		p.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingNormal)
+		p.Spec.NodeName = "node-1"
+	}
+	f := r.fixture(t)
+	f.sync(t)
+	patches := podPatches(t, f, "")
+	if len(patches) != 2 {
+		t.Fatalf("patched pods %v, want both moved to Normal", patches)
+	}
+	for name, p := range patches {
+		if got := patchedState(p); got != string(pub.LifecycleStateNormal) {
+			t.Errorf("pod %s state %q, want Normal", name, got)
+		}
+	}
+	if ev := strings.Join(events(f), "\n"); strings.Contains(ev, "PodLifecycle") {
+		t.Errorf("events %q: want no PodLifecycle event without hooks", ev)
+	}
+}
+
+// An Updating Pod whose update is recorded completed stays Updating until InPlaceUpdateReady is
+// True again: the lifecycle patch would otherwise race the condition write.
+func TestUpdatingWaitsForInPlaceUpdateReady(t *testing.T) {
+	cs := newCloneSet(1)
+	pod := ownedPod(cs, "web-0", "rev-new", withLabel(pub.LifecycleStateKey, string(pub.LifecycleStateUpdating)))
+	pod.Spec.NodeName = "node-1"
+	inplaceupdate.InjectReadinessGate(pod)
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse})
+	if got := nextLifecycleState(cs, pod, "rev-new"); got != "" {
+		t.Errorf("next state %q while InPlaceUpdateReady is False, want none", got)
+	}
+	pod.Status.Conditions[len(pod.Status.Conditions)-1].Status = corev1.ConditionTrue
+	if got := nextLifecycleState(cs, pod, "rev-new"); got != pub.LifecycleStateNormal {
+		t.Errorf("next state %q once InPlaceUpdateReady is True, want Normal", got)
+	}
+}
+
 func TestNextLifecycleState(t *testing.T) {
 	const upd = "rev-new"
 	hook := holdHook(false)

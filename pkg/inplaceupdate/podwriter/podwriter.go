@@ -100,6 +100,9 @@ func write(ctx context.Context, pods corev1client.PodInterface, pod *corev1.Pod,
 	if err != nil {
 		return pod, nil, nil, err
 	}
+	if step.Done && step.Pod != nil {
+		return complete(ctx, pods, pod, step)
+	}
 	wrote := step.Conditions
 	if len(step.Conditions) > 0 {
 		// Ask kube-apiserver whether it would take the Pod (and its resize) before taking the Pod
@@ -147,6 +150,33 @@ func write(ctx context.Context, pods corev1client.PodInterface, pod *corev1.Pod,
 		pod = resized
 	}
 	return pod, step, wrote, nil
+}
+
+// complete writes the last step of an update in the opposite order: the Pod first (its state says
+// the update completed), then the conditions that put it back in service. Taking a Pod out of
+// service must come first; putting it back must come last, once the Pod says it is done. It also
+// spares the requests a Pod kept conflicting on: the kubelet answers InPlaceUpdateReady=True at
+// once by writing Ready, which made the Pod update after it conflict (409) every other time; it
+// does not answer a metadata change. No dry run is needed to put a Pod back in service.
+func complete(ctx context.Context, pods corev1client.PodInterface, pod *corev1.Pod, step *inplaceupdate.Step) (*corev1.Pod, *inplaceupdate.Step, []corev1.PodCondition, error) {
+	name := fmt.Sprintf("%s/%s", pod.Namespace, pod.Name)
+	updated, err := pods.Update(ctx, step.Pod, metav1.UpdateOptions{})
+	if err != nil {
+		return pod, step, nil, fmt.Errorf("updating pod %s: %w", name, err)
+	}
+	patch, err := step.StatusPatch()
+	if err != nil {
+		return updated, step, nil, fmt.Errorf("encoding the conditions of pod %s: %w", name, err)
+	}
+	if patch, err = withResourceVersion(patch, updated.ResourceVersion); err != nil {
+		return updated, step, nil, err
+	}
+	patched, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		// The state says completed: the next sync sets the conditions (Progress' completed branch).
+		return updated, step, nil, fmt.Errorf("setting conditions of pod %s: %w", name, err)
+	}
+	return patched, step, step.Conditions, nil
 }
 
 // dryRun sends the step's Pod update and resize with dryRun=All: admission and validation run,

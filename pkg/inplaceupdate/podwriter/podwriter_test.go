@@ -1,0 +1,54 @@
+package podwriter
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
+)
+
+// The last step of an update writes the Pod (state completed) before the condition that puts it
+// back in service, with the condition patch bound to the Pod it just wrote, and sends no dry run.
+func TestCompleteWritesPodThenConditions(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: "7"}}
+	kube := fake.NewClientset(pod)
+	kube.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod).DeepCopy()
+		p.ResourceVersion = "8"
+		return true, p, nil
+	})
+	done := pod.DeepCopy()
+	done.Annotations = map[string]string{"state": "completed"}
+	step := &inplaceupdate.Step{
+		Pod:  done,
+		Done: true,
+		Conditions: []corev1.PodCondition{{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue,
+			Reason: inplaceupdate.ReasonInPlaceUpdateCompleted}},
+	}
+	if _, _, err := ApplyTo(context.Background(), kube.CoreV1().Pods("ns"), pod, func(*corev1.Pod) (*inplaceupdate.Step, error) {
+		return step, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range kube.Actions() {
+		got = append(got, a.GetVerb()+" "+a.GetSubresource())
+		if p, ok := a.(k8stesting.PatchAction); ok && !strings.Contains(string(p.GetPatch()), `"resourceVersion":"8"`) {
+			t.Errorf("condition patch not bound to the written Pod: %s", p.GetPatch())
+		}
+		if u, ok := a.(k8stesting.UpdateAction); ok && len(u.GetObject().(*corev1.Pod).Annotations) == 0 {
+			t.Errorf("update without the completed state")
+		}
+	}
+	if strings.Join(got, ",") != "update ,patch status" {
+		t.Errorf("writes %v, want the Pod update then the status patch (and no dry run)", got)
+	}
+}
