@@ -18,7 +18,6 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
-	_ "k8s.io/component-base/metrics/prometheus/workqueue" // workqueue metrics on /metrics
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 

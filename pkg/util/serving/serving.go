@@ -23,6 +23,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics/legacyregistry"
+	// client-go's request metrics (rest_client_requests_total by code and method, request and
+	// rate-limiter latency) on /metrics: how many requests a program sends, and whether its
+	// --kube-api-qps holds it back or kube-apiserver answers 429.
+	_ "k8s.io/component-base/metrics/prometheus/restclient"
+	_ "k8s.io/component-base/metrics/prometheus/workqueue" // workqueue depth and latency on /metrics
 	"k8s.io/klog/v2"
 
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"

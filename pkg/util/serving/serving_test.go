@@ -7,6 +7,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 func TestHandler(t *testing.T) {
@@ -46,8 +49,13 @@ func TestHandler(t *testing.T) {
 			t.Errorf("%s: %d, want 200", path, code)
 		}
 	}
-	if code, _ := get("/metrics"); code != http.StatusOK {
-		t.Errorf("/metrics: %d", code)
+	// A request of a client-go client shows on /metrics (rest_client_requests_total), so that
+	// benchmarks and operators can count what the program sends.
+	if _, err := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL}).Discovery().ServerVersion(); err == nil {
+		t.Errorf("/version of the health server answered")
+	}
+	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, `rest_client_requests_total{code="404",host=`) {
+		t.Errorf("/metrics: %d, no rest_client_requests_total of the 404 in:\n%s", code, body)
 	}
 }
 
