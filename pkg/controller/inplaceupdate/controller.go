@@ -8,10 +8,12 @@ package inplaceupdate
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -37,6 +39,11 @@ type Controller struct {
 	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	recorder record.EventRecorder
 	now      func() time.Time
+	// written is the resourceVersion of this controller's last write to each Pod (by UID), until
+	// the informer has caught up with it. A step writes twice (the Pod, then its conditions) and
+	// the first write's event comes back while the second is on its way: a sync from that cache
+	// would compute the second write again on a stale Pod and conflict (409), once per Pod.
+	written sync.Map
 }
 
 // New builds the controller on the shared Pod informer.
@@ -59,6 +66,20 @@ func New(kube kubernetes.Interface, pods coreinformers.PodInformer, recorder rec
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.enqueue,
 			UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watching pods: %w", err)
+	}
+	// A deleted Pod's last write is of no more use.
+	_, err = pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				c.written.Delete(pod.UID)
+			}
 		},
 	})
 	if err != nil {
@@ -107,6 +128,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		return 0, err
 	}
 	if !needsWork(pod) {
+		c.written.Delete(pod.UID)
+		return 0, nil
+	}
+	if c.cacheBehind(pod) {
+		// The event of our own last write is on its way and will queue the Pod again.
 		return 0, nil
 	}
 	now := c.now()
@@ -115,6 +141,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	})
 	if err != nil {
 		return 0, fmt.Errorf("progressing the in-place update of pod %s: %w", key, err)
+	}
+	if written != nil && written.ResourceVersion != pod.ResourceVersion {
+		c.written.Store(pod.UID, written.ResourceVersion)
 	}
 	if step.Pod != nil || len(step.Conditions) > 0 || len(step.Resize) > 0 {
 		reason := "InPlaceUpdateProgressing"
@@ -125,4 +154,19 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		klog.FromContext(ctx).V(2).Info("Pod in-place update step", "pod", key, "done", step.Done, "message", step.Message)
 	}
 	return step.RequeueAfter, nil
+}
+
+// cacheBehind is true when the cached Pod is older than this controller's last write to it.
+// Resource versions are compared as kube-apiserver defines them (comparable integers); one that
+// does not compare counts as caught up.
+func (c *Controller) cacheBehind(pod *corev1.Pod) bool {
+	v, ok := c.written.Load(pod.UID)
+	if !ok {
+		return false
+	}
+	if cmp, err := resourceversion.CompareResourceVersion(pod.ResourceVersion, v.(string)); err == nil && cmp < 0 {
+		return true
+	}
+	c.written.Delete(pod.UID)
+	return false
 }
