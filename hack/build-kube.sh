@@ -7,6 +7,8 @@
 #                                  #      kube-scheduler kubelet kubectl etcd minicri
 #                                  #      hostpath (the local cluster's volume provisioner)
 #   hack/build-kube.sh kubectl     # only the named binaries
+#   hack/build-kube.sh kwok        # kwok (fake nodes of hack/bench-scale.sh); not
+#                                  # in the default set, and built as its own module
 #
 # Cached: each binary has a stamp (_output/bin/.stamp/NAME) holding the
 # Kubernetes version, the Go version and a hash of hack/kube's go.mod and
@@ -18,6 +20,10 @@ cd "$(dirname "$0")/.."
 KUBE_VERSION=v1.35.4
 KUBE_MAJOR=1
 KUBE_MINOR=35
+# sigs.k8s.io/kwok is built with `go install module@version`, outside hack/kube:
+# it requires Kubernetes libraries of its own (v0.36), which would move the
+# cluster's binaries off v1.35 if they shared a module.
+KWOK_VERSION=v0.8.0
 ALL=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd minicri hostpath)
 
 OUT="$PWD/_output/bin"
@@ -30,7 +36,8 @@ pkg_of() {
     kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kubectl)
       echo "k8s.io/kubernetes/cmd/$1" ;;
     etcd|minicri|hostpath) echo "github.com/inplace-dev/inplace/hack/kube/$1" ;;
-    *) echo "build-kube: unknown binary '$1' (known: ${ALL[*]})" >&2; return 1 ;;
+    kwok) echo "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" ;;
+    *) echo "build-kube: unknown binary '$1' (known: ${ALL[*]} kwok)" >&2; return 1 ;;
   esac
 }
 
@@ -43,6 +50,10 @@ for b in "$@"; do pkg_of "$b" >/dev/null; done
 go_version="$(go env GOVERSION)"
 stamp_of() {
   local own=""
+  if [[ "$1" == kwok ]]; then
+    echo "$KWOK_VERSION $go_version"
+    return
+  fi
   case "$1" in
     etcd|minicri|hostpath) own="$1" ;;
   esac
@@ -67,10 +78,22 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $p.gitTreeState=clean"
 done
 
+mkdir -p "$OUT" "$STAMPS"
+if [[ " ${todo[*]} " == *" kwok "* ]]; then
+  echo "build-kube: building kwok $KWOK_VERSION" >&2
+  tmp="$(mktemp -d "$OUT/.build.XXXXXX")"
+  (cd "$tmp" && GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "$(pkg_of kwok)")
+  mv -f "$tmp/kwok" "$OUT/kwok"
+  rm -rf "$tmp"
+  stamp_of kwok > "$STAMPS/kwok"
+  todo=("${todo[@]/kwok/}")
+  read -ra todo <<< "${todo[*]}"
+  ((${#todo[@]} > 0)) || exit 0
+fi
+
 pkgs=()
 for b in "${todo[@]}"; do pkgs+=("$(pkg_of "$b")"); done
 
-mkdir -p "$OUT" "$STAMPS"
 echo "build-kube: building ${todo[*]} ($KUBE_VERSION)" >&2
 start=$SECONDS
 # One `go build` for all packages so the compiler shares work between them.

@@ -33,6 +33,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/inplace-dev/inplace/hack/benchlib"
 )
 
 // A path is one way the CloneSets are served and read.
@@ -154,7 +156,7 @@ func runPath(ctx context.Context, t target, c config) (*pathResult, error) {
 		after := cpuSeconds(c.pids)
 		for name := range c.pids {
 			r.cpu[name] = after[name] - before[name]
-			r.rssMB[name] = rssMB(c.pids[name])
+			r.rssMB[name] = benchlib.RSSMB(c.pids[name])
 		}
 	}()
 	if err := clearAll(ctx, t); err != nil {
@@ -362,39 +364,13 @@ func fanOut(ctx context.Context, t target, watchers, events int) ([]time.Duratio
 	return lat, nil
 }
 
-// cpuSeconds reads utime+stime of each process (/proc/PID/stat, clock ticks of 1/100 s).
+// cpuSeconds reads the CPU seconds each named process has used so far.
 func cpuSeconds(pids map[string]int) map[string]float64 {
 	out := map[string]float64{}
 	for name, pid := range pids {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		s := string(data)
-		fields := strings.Fields(s[strings.LastIndex(s, ") ")+2:])
-		if len(fields) < 13 {
-			continue
-		}
-		u, _ := strconv.ParseFloat(fields[11], 64)
-		k, _ := strconv.ParseFloat(fields[12], 64)
-		out[name] = (u + k) / 100
+		out[name] = benchlib.CPUSeconds(pid)
 	}
 	return out
-}
-
-// rssMB reads the resident memory of a process (/proc/PID/status VmRSS).
-func rssMB(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
 }
 
 func percentile(lat []time.Duration, p float64) time.Duration {
@@ -407,13 +383,6 @@ func percentile(lat []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
-
-func ratio(a, b float64) string {
-	if b == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f", a/b)
-}
 
 // report prints, per operation, each path's p50/p99 (ms) and ops/s, and each aggregated path's
 // p50 and p99 as a ratio of the CRD's; then the processes' CPU and memory during each path's run.
@@ -460,8 +429,8 @@ func report(c config, results map[string]*pathResult) {
 			}
 			r := results[name]
 			fmt.Printf(" %24s", fmt.Sprintf("%s / %s",
-				ratio(float64(percentile(r.lat[op], .5)), float64(percentile(crd.lat[op], .5))),
-				ratio(float64(percentile(r.lat[op], .99)), float64(percentile(crd.lat[op], .99)))))
+				benchlib.Ratio(float64(percentile(r.lat[op], .5)), float64(percentile(crd.lat[op], .5))),
+				benchlib.Ratio(float64(percentile(r.lat[op], .99)), float64(percentile(crd.lat[op], .99)))))
 		}
 		fmt.Println()
 	}

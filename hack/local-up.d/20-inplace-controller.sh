@@ -11,7 +11,9 @@
 # ServiceAccount inplace-system/inplace-controller (client certificate, see
 # hack/lib/inplace.sh), leader election through the Lease
 # inplace-system/inplace-controller, health on 127.0.0.1:10390. Skipped when
-# the source tree has no cmd/controller.
+# the source tree has no cmd/controller. Extra flags in $INPLACE_CONTROLLER_ARGS
+# (split on spaces), e.g. INPLACE_CONTROLLER_ARGS="--profiling --workers=8"
+# (hack/bench-scale.sh).
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
   set -euo pipefail
@@ -36,4 +38,4 @@ inplace_start_host_program controller "$(inplace_hook_mode "${BASH_SOURCE[0]}")"
   "inplace-controller leading and ready" inplace_controller_leads \
   --leader-elect-namespace="$INPLACE_NAMESPACE" \
   --namespace="$INPLACE_NAMESPACE" \
-  --bind-address="$INPLACE_CONTROLLER_HEALTH"
+  --bind-address="$INPLACE_CONTROLLER_HEALTH" ${INPLACE_CONTROLLER_ARGS:-}

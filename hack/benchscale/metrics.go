@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/client-go/rest"
+)
+
+// scrape GETs a /metrics URL. An https one (kube-controller-manager's secure port) is reached with
+// the kubeconfig's client certificate, which its delegated authorization admits; its serving
+// certificate is self-signed, so it is not verified (loopback only).
+func (b *bench) scrape(ctx context.Context, url string) ([]byte, error) {
+	client := http.DefaultClient
+	if strings.HasPrefix(url, "https://") {
+		cfg := rest.CopyConfig(b.cfg)
+		cfg.Insecure, cfg.CAData, cfg.CAFile = true, nil, ""
+		c, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("client for %s: %w", url, err)
+		}
+		client = c
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scraping %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scraping %s: %d %v %s", url, resp.StatusCode, err, body)
+	}
+	return body, nil
+}
+
+// metricSum adds up the samples of the counter or gauge name whose labels include every pair of
+// labels (Prometheus text format).
+func metricSum(body []byte, name string, labels map[string]string) float64 {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		logf("WARNING: parsing metrics: %v", err)
+	}
+	f, ok := families[name]
+	if !ok {
+		return 0
+	}
+	var sum float64
+next:
+	for _, m := range f.GetMetric() {
+		for k, v := range labels {
+			found := false
+			for _, l := range m.GetLabel() {
+				if l.GetName() == k && l.GetValue() == v {
+					found = true
+				}
+			}
+			if !found {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			sum += m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			sum += m.GetGauge().GetValue()
+		case m.Untyped != nil:
+			sum += m.GetUntyped().GetValue()
+		}
+	}
+	return sum
+}
