@@ -110,18 +110,9 @@ func write(ctx context.Context, pods corev1client.PodInterface, pod *corev1.Pod,
 		if err := dryRun(ctx, pods, pod.Name, step); err != nil {
 			return pod, step, nil, fmt.Errorf("pod %s would not accept the update: %w", name, err)
 		}
-		patch, err := step.StatusPatch()
-		if err != nil {
-			return pod, step, nil, fmt.Errorf("encoding the conditions of pod %s: %w", name, err)
-		}
-		// The resourceVersion precondition keeps the condition from landing on a Pod that moved on.
-		patch, err = withResourceVersion(patch, pod.ResourceVersion)
+		patched, err := patchConditions(ctx, pods, pod, step)
 		if err != nil {
 			return pod, step, nil, err
-		}
-		patched, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
-		if err != nil {
-			return pod, step, nil, fmt.Errorf("setting conditions of pod %s: %w", name, err)
 		}
 		pod = patched
 		// The conditions are written; the rest of the step is computed again from the fresh Pod.
@@ -164,19 +155,30 @@ func complete(ctx context.Context, pods corev1client.PodInterface, pod *corev1.P
 	if err != nil {
 		return pod, step, nil, fmt.Errorf("updating pod %s: %w", name, err)
 	}
+	patched, err := patchConditions(ctx, pods, updated, step)
+	if err != nil {
+		// The state says completed: the next sync sets the conditions (Progress' completed branch).
+		return updated, step, nil, err
+	}
+	return patched, step, step.Conditions, nil
+}
+
+// patchConditions writes the step's conditions through pods/status, bound to pod's
+// resourceVersion: the precondition keeps them from landing on a Pod that moved on.
+func patchConditions(ctx context.Context, pods corev1client.PodInterface, pod *corev1.Pod, step *inplaceupdate.Step) (*corev1.Pod, error) {
+	name := fmt.Sprintf("%s/%s", pod.Namespace, pod.Name)
 	patch, err := step.StatusPatch()
 	if err != nil {
-		return updated, step, nil, fmt.Errorf("encoding the conditions of pod %s: %w", name, err)
+		return nil, fmt.Errorf("encoding the conditions of pod %s: %w", name, err)
 	}
-	if patch, err = withResourceVersion(patch, updated.ResourceVersion); err != nil {
-		return updated, step, nil, err
+	if patch, err = withResourceVersion(patch, pod.ResourceVersion); err != nil {
+		return nil, err
 	}
 	patched, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
-		// The state says completed: the next sync sets the conditions (Progress' completed branch).
-		return updated, step, nil, fmt.Errorf("setting conditions of pod %s: %w", name, err)
+		return nil, fmt.Errorf("setting conditions of pod %s: %w", name, err)
 	}
-	return patched, step, step.Conditions, nil
+	return patched, nil
 }
 
 // dryRun sends the step's Pod update and resize with dryRun=All: admission and validation run,
