@@ -25,7 +25,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -179,7 +178,7 @@ func runPath(ctx context.Context, t target, c config) (*pathResult, error) {
 		} {
 			key := fmt.Sprint(op.name, "/", n)
 			var err error
-			if r.lat[key], r.wall[key], err = parallel(ctx, n, names, op.do); err != nil {
+			if r.lat[key], r.wall[key], err = benchlib.Parallel(ctx, n, names, op.do); err != nil {
 				return nil, fmt.Errorf("%s: %w", op.name, err)
 			}
 		}
@@ -254,49 +253,6 @@ func cloneSet(apiVersion, name string) *unstructured.Unstructured {
 			"updateStrategy": map[string]any{"type": "InPlaceIfPossible", "maxUnavailable": "20%"},
 		},
 	}}
-}
-
-// parallel runs op on every name with n clients and returns each call's latency and the wall time.
-func parallel(ctx context.Context, n int, names []string, op func(context.Context, string) error) ([]time.Duration, time.Duration, error) {
-	lat := make([]time.Duration, len(names))
-	work := make(chan int)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				t := time.Now()
-				if err := op(ctx, names[i]); err != nil {
-					errs <- fmt.Errorf("%s: %w", names[i], err)
-					return
-				}
-				lat[i] = time.Since(t)
-			}
-		}()
-	}
-feed:
-	for i := range names {
-		select {
-		case work <- i:
-		case err := <-errs:
-			close(work)
-			wg.Wait()
-			return nil, 0, err
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return nil, 0, err
-	default:
-	}
-	return lat, time.Since(start), ctx.Err()
 }
 
 // listAll lists everything, in pages of limit when limit > 0, and counts the objects.

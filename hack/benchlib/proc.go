@@ -1,6 +1,6 @@
-// Package benchlib holds what the Go programs of the hack/bench-*.sh scripts share: reading a
-// process's CPU time and memory from /proc, following its peak memory while a phase runs, and
-// printing ratios.
+// Package benchlib holds what the Go programs of the hack/bench-*.sh scripts share: running a
+// request against many objects with n clients at once (Parallel), reading a process's CPU time and
+// memory from /proc, following its peak memory while a phase runs, and printing ratios.
 package benchlib
 
 import (

@@ -27,7 +27,6 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -236,7 +235,10 @@ func (b *bench) run(ctx context.Context, kind string, w workload) ([]phaseResult
 	}
 	// eachName runs op on every workload.
 	eachName := func(op func(context.Context, string) error) func() error {
-		return func() error { return b.each(ctx, names, op) }
+		return func() error {
+			_, _, err := benchlib.Parallel(ctx, b.concurrency, names, op)
+			return err
+		}
 	}
 	if err := phase("create", eachName(func(ctx context.Context, n string) error {
 		return w.create(ctx, n, b.replicas, imageFrom)
@@ -278,34 +280,6 @@ const (
 	imageFrom = "inplace.local/app:v1"
 	imageTo   = "inplace.local/app:v2"
 )
-
-// each runs op on every name, b.concurrency at a time, and returns the first error.
-func (b *bench) each(ctx context.Context, names []string, op func(context.Context, string) error) error {
-	var mu sync.Mutex
-	var first error
-	sem := make(chan struct{}, b.concurrency)
-	var wg sync.WaitGroup
-	for _, n := range names {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := op(ctx, n); err != nil {
-				mu.Lock()
-				first = cmpOr(first, fmt.Errorf("%s: %w", n, err))
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return first
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
-}
 
 // wait polls done every 200 ms until it reports every workload, or the phase's deadline.
 func (b *bench) wait(ctx context.Context, done func() (int, string)) error {
