@@ -58,7 +58,7 @@ type CompletedConfig struct {
 func (c *Config) Complete() CompletedConfig {
 	chain := c.GenericConfig.BuildHandlerChainFunc
 	c.GenericConfig.BuildHandlerChainFunc = func(h http.Handler, gc *genericapiserver.Config) http.Handler {
-		return emptyBodyIsEmptyObject(chain(injectKeepsPodNamespace(h), gc))
+		return emptyBodyIsEmptyObject(chain(clientMistakesAre4xx(injectKeepsPodNamespace(h)), gc))
 	}
 	return CompletedConfig{
 		generic:    c.GenericConfig.Complete(),

@@ -43,6 +43,7 @@ func NewStores[T runtime.Object](scheme *runtime.Scheme, optsGetter generic.REST
 	if err := store.CompleteWithOptions(StoreOptions(optsGetter)); err != nil {
 		return nil, nil, fmt.Errorf("setting up the storage of %s: %w", res.Plural, err)
 	}
+	store.Storage.Storage = resourceVersionChecked{store.Storage.Storage}
 	status := NewStatus(scheme, kind)
 	statusStore := *store
 	statusStore.UpdateStrategy = status
