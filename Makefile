@@ -5,14 +5,23 @@ GO ?= go
 BIN := _output/bin
 GO_TEST_FLAGS ?= -count=1
 
-.PHONY: all build run run-standalone test test-unit test-integration test-e2e verify codegen \
-        kube-binaries images deps cluster-up cluster-down clean
+.PHONY: all build image run run-standalone test test-unit test-integration test-e2e test-e2e-in-cluster \
+        verify codegen kube-binaries images deps cluster-up cluster-down clean
+
+# INPLACE_IN_CLUSTER=1 (make run / make cluster-up): the inplace programs run in the cluster,
+# installed from artifacts/deploy with inplace's image, instead of as host processes.
+export INPLACE_IN_CLUSTER
 
 all: build
 
 ## build: the inplace programs into _output/bin as inplace-<name> for every cmd/<name>
 build:
 	for d in cmd/*/; do n=$$(basename $$d); $(GO) build -o $(BIN)/inplace-$$n ./cmd/$$n; done
+
+## image: inplace's container image (OCI tarball in _output/images; imported into the local
+## node's containerd when it runs), inplace.local/inplace:<hash of the binaries>
+image:
+	hack/build-image.sh $$([[ -S /run/containerd/containerd.sock ]] && echo --import)
 
 ## run: a real local cluster with inplace aggregated into it (see README)
 run: build deps kube-binaries
@@ -37,6 +46,11 @@ test-integration: build
 # The e2e harness brings the local cluster up and down itself; it needs root.
 test-e2e: build deps kube-binaries
 	INPLACE_REPO_ROOT=$(CURDIR) $(GO) test $(GO_TEST_FLAGS) -timeout 40m -v ./test/e2e/... 2>&1 | tee _output/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; \
+		exit $${PIPESTATUS[0]}
+
+# The same e2e suite with inplace installed in the cluster from artifacts/deploy (hack/deploy.sh).
+test-e2e-in-cluster: build deps kube-binaries
+	INPLACE_E2E_IN_CLUSTER=1 INPLACE_REPO_ROOT=$(CURDIR) $(GO) test $(GO_TEST_FLAGS) -timeout 40m -v ./test/e2e/... 2>&1 | tee _output/e2e-in-cluster.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; \
 		exit $${PIPESTATUS[0]}
 
 ## verify: gofmt, go vet and generated code up to date

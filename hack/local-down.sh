@@ -107,8 +107,9 @@ if [[ -f "$STATE/markers/lo-ip" ]]; then
   rm -f "$STATE/markers/lo-ip"
 fi
 
-# etcd data: every local-up starts from an empty cluster.
-rm -rf "$STATE/etcd"
+# etcd data: every local-up starts from an empty cluster; so do the volumes of its
+# PersistentVolumes and the choice of where inplace runs (INPLACE_IN_CLUSTER).
+rm -rf "$STATE/etcd" "$STATE/volumes" "$STATE/inplace/in-cluster"
 
 if $PURGE; then
   unmount_under "$STATE"

@@ -5,7 +5,10 @@
 # hack/local-up.sh starts the cluster (from empty; cached binaries and images:
 # a few seconds) and then its hooks, hack/local-up.d/*.sh, start every inplace
 # program that exists: inplace-apiserver (registered as the APIService
-# v1alpha1.apps.kruise.io), inplace-controller, inplace-daemon. Everything keeps running after this script returns;
+# v1alpha1.apps.kruise.io), inplace-controller, inplace-daemon. With
+# INPLACE_IN_CLUSTER=1 (make run INPLACE_IN_CLUSTER=1) they run in the cluster
+# instead, installed from artifacts/deploy by hack/deploy.sh with the image
+# hack/build-image.sh builds. Everything keeps running after this script returns;
 # `make cluster-down` (hack/local-down.sh) stops all of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,15 +24,27 @@ hack/local-up.sh
 
 # shellcheck source=/dev/null
 source _output/local/env
-running=()
-for f in _output/local/pids/inplace-*.pid; do
-  [[ -e "$f" ]] && running+=("$(basename "$f" .pid)")
-done
+if [[ -f _output/local/inplace/in-cluster ]]; then
+  cat <<EOF
 
-cat <<EOF
+inplace is running in the local cluster, installed from artifacts/deploy (hack/deploy.sh):
+$(kubectl -n inplace-system get pods 2>&1 | sed 's/^/  /')
+  logs: kubectl -n inplace-system logs deploy/inplace-apiserver (or deploy/inplace-controller, ds/inplace-daemon)
+  stop: make cluster-down  (or hack/local-down.sh)
+EOF
+else
+  running=()
+  for f in _output/local/pids/inplace-*.pid; do
+    [[ -e "$f" ]] && running+=("$(basename "$f" .pid)")
+  done
+  cat <<EOF
 
 inplace is running on the local cluster: ${running[*]:-(no inplace program)}
   logs: _output/local/logs/    stop: make cluster-down  (or hack/local-down.sh)
+EOF
+fi
+
+cat <<EOF
 
 export KUBECONFIG=$KUBECONFIG PATH=$PWD/_output/bin:\$PATH
 Try this:

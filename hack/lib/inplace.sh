@@ -83,3 +83,79 @@ inplace_start_host_program() {
   local_start "inplace-$name" "$bin" --kubeconfig="$kubeconfig" "$@" --v=1
   local_wait "inplace-$name" 60 "$what" "$ready"
 }
+
+# --- in-cluster mode (INPLACE_IN_CLUSTER=1 hack/local-up.sh) --------------------------------
+# The programs run in the cluster from artifacts/deploy, installed by hack/deploy.sh as a user
+# installs them: inplace's image built and imported by hack/build-image.sh, the apiserver's
+# embedded etcd on a PVC of the local StorageClass, its own CA and serving certificate. The
+# mode is recorded in $INPLACE_STATE/in-cluster, so a hook run on its own later knows it.
+
+# inplace_in_cluster: the programs run in the cluster (this local-up's choice).
+inplace_in_cluster() {
+  [[ -f "$INPLACE_STATE/in-cluster" ]]
+}
+
+# inplace_local_patches FILE: what this cluster needs beyond the base. It has no kube-proxy, so
+# no Service IP answers: the programs reach kube-apiserver at the node IP, where the host's
+# kube-apiserver listens (client-go's in-cluster config reads KUBERNETES_SERVICE_HOST/PORT; a
+# container's own env wins over the kubelet's service variables). Extra flags, as for the host
+# programs: $INPLACE_CONTROLLER_ARGS and $INPLACE_DAEMON_FLAGS (split on spaces).
+inplace_local_patches() {
+  local workload kind name container flags flag
+  for workload in Deployment/inplace-apiserver/apiserver Deployment/inplace-controller/controller \
+    DaemonSet/inplace-daemon/daemon; do
+    IFS=/ read -r kind name container <<<"$workload"
+    cat <<EOF
+- patch: |-
+    apiVersion: apps/v1
+    kind: $kind
+    metadata: {name: $name, namespace: $INPLACE_NAMESPACE}
+    spec:
+      template:
+        spec:
+          containers:
+          - name: $container
+            env:
+            - {name: KUBERNETES_SERVICE_HOST, value: "$NODE_IP"}
+            - {name: KUBERNETES_SERVICE_PORT, value: "6443"}
+EOF
+    case "$container" in
+      controller) flags="${INPLACE_CONTROLLER_ARGS:-}" ;;
+      daemon) flags="${INPLACE_DAEMON_FLAGS:-}" ;;
+      *) flags="" ;;
+    esac
+    [[ -n "$flags" ]] || continue
+    echo "- target: {kind: $kind, name: $name}"
+    echo "  patch: |-"
+    for flag in $flags; do # word splitting wanted: a list of flags
+      echo "    - {op: add, path: /spec/template/spec/containers/0/args/-, value: \"$flag\"}"
+    done
+  done > "$1"
+}
+
+# inplace_deploy_in_cluster MODE [WORKLOAD]: builds and imports the image, installs (or
+# updates) inplace with hack/deploy.sh. MODE "restart" (a hook run on its own) then restarts
+# WORKLOAD (default deployment/inplace-apiserver) unless the install already rolled it out
+# (new image or flags), and waits until it is ready again.
+inplace_deploy_in_cluster() {
+  local mode="$1" workload="${2:-deployment/inplace-apiserver}" ref before=""
+  mkdir -p "$INPLACE_STATE"
+  if [[ "$mode" == fresh ]]; then
+    touch "$INPLACE_STATE/in-cluster"
+  else
+    before="$(kubectl -n "$INPLACE_NAMESPACE" get "$workload" -o 'jsonpath={.metadata.generation}')"
+  fi
+  ref="$(hack/build-image.sh --import)"
+  inplace_local_patches "$INPLACE_STATE/local-patches.yaml"
+  KUBECTL="$BIN/kubectl" DEPLOY_DIR="$INPLACE_STATE/deploy-in-cluster" \
+    hack/deploy.sh --image "$ref" --patches "$INPLACE_STATE/local-patches.yaml" >&2
+  [[ "$mode" == restart ]] || return 0
+  if [[ "$(kubectl -n "$INPLACE_NAMESPACE" get "$workload" -o 'jsonpath={.metadata.generation}')" == "$before" ]]; then
+    kubectl -n "$INPLACE_NAMESPACE" rollout restart "$workload" >/dev/null
+  fi
+  kubectl -n "$INPLACE_NAMESPACE" rollout status "$workload" --timeout=180s >/dev/null
+  if [[ "$workload" == deployment/inplace-apiserver ]]; then
+    kubectl wait --for=condition=Available apiservice/v1alpha1.apps.kruise.io --timeout=120s >/dev/null
+  fi
+  log "inplace: restarted $workload in the cluster"
+}

@@ -160,7 +160,7 @@ inplace_start_apiserver() {
   bin="$(inplace_binary apiserver)"
   mkdir -p "$INPLACE_STATE"
   if [[ "$mode" == fresh ]]; then
-    rm -rf "$INPLACE_STATE/data"
+    rm -rf "$INPLACE_STATE/data" "$INPLACE_STATE/in-cluster"
   else
     local_stop inplace-apiserver
   fi
@@ -194,4 +194,8 @@ inplace_start_apiserver() {
   local_wait inplace-apiserver 60 "kubectl get clonesets -A (through kube-apiserver)" kubectl get clonesets -A
 }
 
-inplace_start_apiserver "$(inplace_hook_mode "${BASH_SOURCE[0]}")"
+if [[ "${INPLACE_IN_CLUSTER:-}" == 1 ]] || { [[ "$(inplace_hook_mode "${BASH_SOURCE[0]}")" == restart ]] && inplace_in_cluster; }; then
+  inplace_deploy_in_cluster "$(inplace_hook_mode "${BASH_SOURCE[0]}")"
+else
+  inplace_start_apiserver "$(inplace_hook_mode "${BASH_SOURCE[0]}")"
+fi

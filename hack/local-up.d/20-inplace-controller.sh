@@ -25,6 +25,15 @@ fi
 # shellcheck source=hack/lib/inplace.sh
 source hack/lib/inplace.sh
 
+# In-cluster mode: 10-inplace-apiserver.sh installed every program; on its own, this restarts
+# it (with the extra flags, as below).
+if inplace_in_cluster; then
+  if [[ "$(inplace_hook_mode "${BASH_SOURCE[0]}")" == restart ]]; then
+    inplace_deploy_in_cluster restart deployment/inplace-controller
+  fi
+  return 0 2>/dev/null || exit 0
+fi
+
 INPLACE_CONTROLLER_HEALTH="${INPLACE_CONTROLLER_HEALTH:-127.0.0.1:10390}"
 
 # inplace_controller_leads: the Lease has a holder and the controller is ready

@@ -432,7 +432,7 @@ func TestCloneSetInPlaceUpdateHook(t *testing.T) {
 func TestCloneSetControllerKilledMidRollout(t *testing.T) {
 	ctx := testContext(t)
 	t.Cleanup(func() {
-		if !readRecordedDaemon(t, "inplace-controller").alive() {
+		if !currentProgram(t, "inplace-controller").alive() {
 			_ = runLocalUpHook(t, controllerHook)
 		}
 	})
@@ -443,7 +443,7 @@ func TestCloneSetControllerKilledMidRollout(t *testing.T) {
 	})
 	before := waitCloneSetReady(t, ctx, cs, 4)
 	rec := recordPods(t, ctx, ns)
-	controller := readRecordedDaemon(t, "inplace-controller")
+	controller := currentProgram(t, "inplace-controller")
 
 	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
 	var started int

@@ -560,7 +560,7 @@ func TestCRRDaemonKilledMidRecreate(t *testing.T) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx, "crr-kill")
 	t.Cleanup(func() {
-		if !readRecordedDaemon(t, "inplace-daemon").alive() {
+		if !currentProgram(t, "inplace-daemon").alive() {
 			_ = runLocalUpHook(t, daemonHook)
 		}
 	})
@@ -579,7 +579,7 @@ func TestCRRDaemonKilledMidRecreate(t *testing.T) {
 		s := crr.Status.ContainerRecreateStates
 		return len(s) == 1 && s[0].Phase == v1alpha1.ContainerRecreateRequestRecreating, fmt.Errorf("status %+v", crr.Status)
 	})
-	readRecordedDaemon(t, "inplace-daemon").stop(t, ctx, syscall.SIGKILL, stopTimeout)
+	currentProgram(t, "inplace-daemon").stop(t, ctx, syscall.SIGKILL, stopTimeout)
 	if err := runLocalUpHook(t, daemonHook); err != nil {
 		t.Fatalf("restarting inplace-daemon: %v", err)
 	}

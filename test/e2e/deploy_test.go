@@ -74,7 +74,9 @@ func TestDeployManifests(t *testing.T) {
 	if _, err := kube.CoreV1().Namespaces().Get(ctx, inplaceNamespace, metav1.GetOptions{}); err != nil {
 		t.Fatalf("namespace %s (created by %s): %v", inplaceNamespace, apiserverHook, err)
 	}
-	out := mustKubectl(t, ctx, rendered, "apply", "--server-side", "--dry-run=server",
+	// --force-conflicts: an installation from this base (INPLACE_IN_CLUSTER=1) owns the image and
+	// caBundle fields with other values; a dry run changes nothing either way.
+	out := mustKubectl(t, ctx, rendered, "apply", "--server-side", "--dry-run=server", "--force-conflicts",
 		"--field-manager=inplace-e2e-dry-run", "-f", "-")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != len(got) {
@@ -86,4 +88,50 @@ func TestDeployManifests(t *testing.T) {
 		}
 	}
 	t.Logf("kubectl apply --server-side --dry-run=server:\n%s", out)
+}
+
+// TestDeployCertManagerOverlay: artifacts/deploy/cert-manager renders the whole base plus the
+// Certificate that fills the Secret inplace-apiserver mounts, for the name the aggregator checks,
+// and asks cert-manager's CA injector to fill both caBundles. (This cluster has no cert-manager:
+// the objects are checked as rendered.)
+func TestDeployCertManagerOverlay(t *testing.T) {
+	ctx := testContext(t)
+	rendered := mustKubectl(t, ctx, "", "kustomize", "artifacts/deploy/cert-manager")
+	objects := map[string]*unstructured.Unstructured{}
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(rendered), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding the rendered manifests: %v", err)
+		}
+		if obj.Object != nil {
+			objects[obj.GetKind()+" "+obj.GetName()] = obj
+		}
+	}
+	for _, base := range []string{"Deployment inplace-apiserver", "DaemonSet inplace-daemon", "Deployment inplace-controller"} {
+		if objects[base] == nil {
+			t.Errorf("the overlay lacks the base's %s", base)
+		}
+	}
+	cert := objects["Certificate inplace-apiserver-tls"]
+	if cert == nil {
+		t.Fatalf("no Certificate inplace-apiserver-tls in:\n%s", rendered)
+	}
+	secret, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	names, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	if secret != "inplace-apiserver-tls" || !slices.Contains(names, "inplace-apiserver.inplace-system.svc") {
+		t.Errorf("Certificate: secretName %q dnsNames %v, want the Secret the Deployment mounts, for inplace-apiserver.inplace-system.svc", secret, names)
+	}
+	for _, id := range []string{"APIService " + apiServiceName, "MutatingWebhookConfiguration inplace-pod-webhook"} {
+		obj := objects[id]
+		if obj == nil {
+			t.Errorf("no %s", id)
+			continue
+		}
+		if got := obj.GetAnnotations()["cert-manager.io/inject-ca-from"]; got != "inplace-system/inplace-apiserver-tls" {
+			t.Errorf("%s: cert-manager.io/inject-ca-from = %q", id, got)
+		}
+	}
 }

@@ -7,9 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -240,74 +238,4 @@ func apiServiceAvailable(ctx context.Context) (bool, error) {
 		}
 	}
 	return false, fmt.Errorf("no Available condition yet")
-}
-
-// recordedDaemon is a daemon hack/local-up.sh (or a hook) started: pid and start time as
-// recorded in _output/local/pids/NAME.pid.
-type recordedDaemon struct {
-	name      string
-	pid       int
-	startTime string
-}
-
-// readRecordedDaemon reads NAME's pid file.
-func readRecordedDaemon(t *testing.T, name string) recordedDaemon {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repo, "_output/local/pids", name+".pid"))
-	if err != nil {
-		t.Fatalf("reading the pid of %s: %v", name, err)
-	}
-	fields := strings.Fields(string(data))
-	if len(fields) != 2 {
-		t.Fatalf("pid file of %s: want \"PID STARTTIME\", got %q", name, data)
-	}
-	pid, err := strconv.Atoi(fields[0])
-	if err != nil {
-		t.Fatalf("pid file of %s: %v", name, err)
-	}
-	return recordedDaemon{name: name, pid: pid, startTime: fields[1]}
-}
-
-// alive tells whether the recorded process still runs (same pid and start time, not a zombie).
-func (d recordedDaemon) alive() bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndex(s, ") ")
-	if i < 0 {
-		return false
-	}
-	fields := strings.Fields(s[i+2:]) // fields 3.. of /proc/PID/stat
-	if len(fields) < 20 || fields[0] == "Z" || fields[0] == "X" {
-		return false
-	}
-	return fields[19] == d.startTime
-}
-
-// stop signals the recorded process (only if it still is that process) and waits up to timeout
-// for it to exit. A process still there then fails the test and is killed (SIGKILL), so that
-// the test can go on.
-func (d recordedDaemon) stop(t *testing.T, ctx context.Context, sig syscall.Signal, timeout time.Duration) {
-	t.Helper()
-	if !d.alive() {
-		t.Fatalf("%s (pid %d) is not running", d.name, d.pid)
-	}
-	if err := syscall.Kill(d.pid, sig); err != nil {
-		t.Fatalf("signalling %s (pid %d): %v", d.name, d.pid, err)
-	}
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		return !d.alive(), nil
-	})
-	if err == nil {
-		return
-	}
-	t.Errorf("%s (pid %d) still runs %v after %v; killing it", d.name, d.pid, timeout, sig)
-	if d.alive() {
-		_ = syscall.Kill(d.pid, syscall.SIGKILL)
-	}
-	poll(t, ctx, 30*time.Second, fmt.Sprintf("%s (pid %d) to exit after SIGKILL", d.name, d.pid), func(context.Context) (bool, error) {
-		return !d.alive(), nil
-	})
 }

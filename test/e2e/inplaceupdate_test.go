@@ -514,7 +514,7 @@ func TestInPlaceUpdateControllerKilled(t *testing.T) {
 	ctx := testContext(t)
 	// Whatever happens here, leave a running inplace-controller to the tests after this one.
 	t.Cleanup(func() {
-		if !readRecordedDaemon(t, "inplace-controller").alive() {
+		if !currentProgram(t, "inplace-controller").alive() {
 			_ = runLocalUpHook(t, controllerHook)
 		}
 	})
@@ -524,7 +524,7 @@ func TestInPlaceUpdateControllerKilled(t *testing.T) {
 	c2.Env = []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "1"}}
 	before := createSettledPod(t, ctx, gatedPod(ns, "target", c1, c2))
 	c1Before := containerStatus(t, before, "c1")
-	controller := readRecordedDaemon(t, "inplace-controller")
+	controller := currentProgram(t, "inplace-controller")
 
 	startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
 		Revision:   "rev-v2",
@@ -564,7 +564,7 @@ func TestInPlaceUpdateControllerKilled(t *testing.T) {
 	if err := runLocalUpHook(t, controllerHook); err != nil {
 		t.Fatalf("%s: %v", controllerHook, err)
 	}
-	if now := readRecordedDaemon(t, "inplace-controller"); now.pid == controller.pid || !now.alive() {
+	if now := currentProgram(t, "inplace-controller"); now.pid == controller.pid || !now.alive() {
 		t.Fatalf("after %s: inplace-controller pid %d alive %v (the killed one was %d)", controllerHook, now.pid, now.alive(), controller.pid)
 	}
 	pod = waitUpdateCompleted(t, ctx, ns, "target", updateTimeout)
@@ -593,15 +593,14 @@ func TestInPlaceUpdateControllerKilled(t *testing.T) {
 func TestInPlaceUpdateReadyFromDaemon(t *testing.T) {
 	ctx := testContext(t)
 	t.Cleanup(func() {
-		if !readRecordedDaemon(t, "inplace-controller").alive() {
+		if !currentProgram(t, "inplace-controller").alive() {
 			_ = runLocalUpHook(t, controllerHook)
 		}
 	})
 	ns := newNamespace(t, ctx, "iu-runtime")
 	before := createSettledPod(t, ctx, gatedPod(ns, "target", container("main", appImageV1), container("sidecar", appImageV1)))
 	mainBefore, sidecarBefore := containerStatus(t, before, "main"), containerStatus(t, before, "sidecar")
-	controller := readRecordedDaemon(t, "inplace-controller")
-	controller.stop(t, ctx, syscall.SIGTERM, 30*time.Second)
+	takeDown(t, ctx, "inplace-controller")
 	rec := recordPod(t, ctx, ns, "target")
 
 	startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{

@@ -11,6 +11,9 @@
 //	make test-e2e                                     # or:
 //	INPLACE_REPO_ROOT=$PWD go test -count=1 -v ./test/e2e/...
 //
+// INPLACE_E2E_IN_CLUSTER=1 (make test-e2e-in-cluster) runs inplace in the cluster instead, from
+// artifacts/deploy and inplace's own image, the way users install it.
+//
 // For quicker iteration, INPLACE_E2E_REUSE_CLUSTER=1 runs the tests against a cluster already
 // brought up with hack/local-up.sh (and inplace programs as they run there): no build, no
 // local-up, no local-down. Without it (the default) the harness always brings the cluster up and
@@ -36,6 +39,11 @@ import (
 
 // childEnv marks the child process, which runs the tests against the running cluster.
 const childEnv = "INPLACE_E2E_CHILD"
+
+// inClusterEnv (=1) makes the harness run the inplace programs in the cluster, installed from
+// artifacts/deploy with inplace's image (INPLACE_IN_CLUSTER=1 hack/local-up.sh), instead of as
+// host processes. The tests are the same; see programs_framework_test.go.
+const inClusterEnv = "INPLACE_E2E_IN_CLUSTER"
 
 // reuseEnv (=1) makes the harness use the running local cluster as it is: it neither builds the
 // inplace programs nor runs hack/local-up.sh or hack/local-down.sh.
@@ -86,7 +94,11 @@ func harness() (code int) {
 	defer signal.Stop(signals)
 
 	if os.Getenv(reuseEnv) == "1" {
-		for _, name := range []string{"kube-apiserver", "kubelet", "inplace-apiserver"} {
+		required := []string{"kube-apiserver", "kubelet", "inplace-apiserver"}
+		if _, err := os.Stat(filepath.Join(root, "_output/local/inplace/in-cluster")); err == nil {
+			required = required[:2] // inplace runs in the cluster: no host process of its own
+		}
+		for _, name := range required {
 			if !recordedRunning(root, name) {
 				harnessLog("FAIL: %s=1 but %s of the local cluster is not running: start the cluster with hack/local-up.sh", reuseEnv, name)
 				return 1
@@ -126,6 +138,11 @@ func harness() (code int) {
 	}()
 
 	start = time.Now()
+	if os.Getenv(inClusterEnv) == "1" {
+		// hack/local-up.d/10-inplace-apiserver.sh installs inplace into the cluster.
+		harnessLog("%s=1: inplace runs in the cluster, installed from artifacts/deploy by hack/deploy.sh", inClusterEnv)
+		os.Setenv("INPLACE_IN_CLUSTER", "1")
+	}
 	if err := runLogged(root, "hack/local-up.sh"); err != nil {
 		harnessLog("FAIL: hack/local-up.sh: %v; logs in %s", err, filepath.Join(root, "_output/local/logs"))
 		return 1
@@ -194,7 +211,7 @@ func recordedRunning(root, name string) bool {
 	if err != nil {
 		return false
 	}
-	return recordedDaemon{name: name, pid: pid, startTime: fields[1]}.alive()
+	return program{name: name, pid: pid, startTime: fields[1]}.alive()
 }
 
 // runLogged runs a command in dir with its output on stderr.

@@ -18,7 +18,7 @@ import (
 // inplace-daemon, healthy.
 func TestInplacePrograms(t *testing.T) {
 	ctx := testContext(t)
-	if d := readRecordedDaemon(t, "inplace-apiserver"); !d.alive() {
+	if d := currentProgram(t, "inplace-apiserver"); !d.alive() {
 		t.Errorf("inplace-apiserver (pid %d) is not running", d.pid)
 	}
 
@@ -26,7 +26,7 @@ func TestInplacePrograms(t *testing.T) {
 		if !hasCommand(t, "controller") {
 			return
 		}
-		if d := readRecordedDaemon(t, "inplace-controller"); !d.alive() {
+		if d := currentProgram(t, "inplace-controller"); !d.alive() {
 			t.Fatalf("inplace-controller (pid %d) is not running", d.pid)
 		}
 		lease, err := kube.CoordinationV1().Leases(inplaceNamespace).Get(ctx, "inplace-controller", metav1.GetOptions{})
@@ -36,17 +36,17 @@ func TestInplacePrograms(t *testing.T) {
 		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 			t.Errorf("Lease %s/inplace-controller has no holder", inplaceNamespace)
 		}
-		waitHealthy(t, ctx, "inplace-controller", "127.0.0.1:10390")
+		waitHealthy(t, ctx, "inplace-controller", programAddress(t, "inplace-controller"))
 	})
 
 	t.Run("inplace-daemon", func(t *testing.T) {
 		if !hasCommand(t, "daemon") {
 			return
 		}
-		if d := readRecordedDaemon(t, "inplace-daemon"); !d.alive() {
+		if d := currentProgram(t, "inplace-daemon"); !d.alive() {
 			t.Fatalf("inplace-daemon (pid %d) is not running", d.pid)
 		}
-		waitHealthy(t, ctx, "inplace-daemon", "127.0.0.1:10391")
+		waitHealthy(t, ctx, "inplace-daemon", programAddress(t, "inplace-daemon"))
 	})
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"net"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
@@ -96,6 +98,7 @@ func TestRBAC(t *testing.T) {
 		direct := func(c *rest.Config) clientset.Interface {
 			c = rest.CopyConfig(c)
 			c.Host = "https://" + host
+			directTLS(t, ctx, c)
 			return clientset.NewForConfigOrDie(c)
 		}
 		_, err := direct(serviceAccountConfig(t, ctx, ns, "nobody")).AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
@@ -151,18 +154,44 @@ func saClient(t *testing.T, ctx context.Context, ns, name, clusterRole string) c
 	return clientset.NewForConfigOrDie(cfg)
 }
 
-// inplaceAPIServerAddress is where the aggregator reaches inplace-apiserver: the local
-// EndpointSlice of its Service.
+// inplaceAPIServerAddress is an address the aggregator dials for inplace-apiserver: a ready
+// endpoint of its Service (the host process's EndpointSlice, or the one of its Pods when it runs
+// in the cluster).
 func inplaceAPIServerAddress(t *testing.T, ctx context.Context) string {
 	t.Helper()
-	slice, err := kube.DiscoveryV1().EndpointSlices(inplaceNamespace).Get(ctx, "inplace-apiserver-host", metav1.GetOptions{})
+	slices, err := kube.DiscoveryV1().EndpointSlices(inplaceNamespace).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=inplace-apiserver"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(slice.Endpoints) == 0 || len(slice.Endpoints[0].Addresses) == 0 || len(slice.Ports) == 0 || slice.Ports[0].Port == nil {
-		t.Fatalf("EndpointSlice without address or port: %+v", slice)
+	for _, slice := range slices.Items {
+		if len(slice.Ports) == 0 || slice.Ports[0].Port == nil {
+			continue
+		}
+		for _, e := range slice.Endpoints {
+			if len(e.Addresses) > 0 && (e.Conditions.Ready == nil || *e.Conditions.Ready) {
+				return net.JoinHostPort(e.Addresses[0], strconv.Itoa(int(*slice.Ports[0].Port)))
+			}
+		}
 	}
-	return net.JoinHostPort(slice.Endpoints[0].Addresses[0], strconv.Itoa(int(*slice.Ports[0].Port)))
+	t.Fatalf("no ready endpoint of Service %s/inplace-apiserver: %+v", inplaceNamespace, slices.Items)
+	return ""
+}
+
+// directTLS makes c trust inplace-apiserver's serving certificate as the aggregator does: the
+// APIService's caBundle, for the Service's DNS name.
+func directTLS(t *testing.T, ctx context.Context, c *rest.Config) {
+	t.Helper()
+	svc, err := dynamicClient.Resource(apiServiceGVR).Get(ctx, apiServiceName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle, _, _ := unstructured.NestedString(svc.Object, "spec", "caBundle")
+	ca, err := base64.StdEncoding.DecodeString(bundle)
+	if err != nil || len(ca) == 0 {
+		t.Fatalf("APIService %s caBundle %q: %v", apiServiceName, bundle, err)
+	}
+	c.TLSClientConfig.CAFile, c.TLSClientConfig.CAData = "", ca
+	c.TLSClientConfig.ServerName = "inplace-apiserver." + inplaceNamespace + ".svc"
 }
 
 func testCloneSet(name string) *v1alpha1.CloneSet {

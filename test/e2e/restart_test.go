@@ -31,7 +31,7 @@ func TestRestartKeepsObjects(t *testing.T) {
 	ctx := testContext(t)
 	// Whatever happens here, leave a running inplace-apiserver to the tests after this one.
 	t.Cleanup(func() {
-		if !readRecordedDaemon(t, "inplace-apiserver").alive() {
+		if !currentProgram(t, "inplace-apiserver").alive() {
 			_ = runLocalUpHook(t, apiserverHook)
 		}
 	})
@@ -138,7 +138,7 @@ func TestRestartKeepsObjects(t *testing.T) {
 // local-up hook, and waits until the aggregator reports it Available.
 func restart(t *testing.T, ctx context.Context, sig syscall.Signal) {
 	t.Helper()
-	old := readRecordedDaemon(t, "inplace-apiserver")
+	old := currentProgram(t, "inplace-apiserver")
 	start := time.Now()
 	old.stop(t, ctx, sig, stopTimeout)
 	t.Logf("inplace-apiserver (pid %d) gone %.1fs after %v", old.pid, time.Since(start).Seconds(), sig)
@@ -147,7 +147,7 @@ func restart(t *testing.T, ctx context.Context, sig syscall.Signal) {
 	if err := runLocalUpHook(t, apiserverHook); err != nil {
 		t.Fatalf("%s: %v", apiserverHook, err)
 	}
-	now := readRecordedDaemon(t, "inplace-apiserver")
+	now := currentProgram(t, "inplace-apiserver")
 	if now.pid == old.pid || !now.alive() {
 		t.Fatalf("after %s: inplace-apiserver pid %d (alive %v), the old one was %d", apiserverHook, now.pid, now.alive(), old.pid)
 	}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -131,11 +130,11 @@ spec:
 
 	// inplace-apiserver down: the webhook fails open.
 	t.Cleanup(func() {
-		if !readRecordedDaemon(t, "inplace-apiserver").alive() {
+		if !currentProgram(t, "inplace-apiserver").alive() {
 			_ = runLocalUpHook(t, apiserverHook)
 		}
 	})
-	readRecordedDaemon(t, "inplace-apiserver").stop(t, ctx, syscall.SIGTERM, stopTimeout)
+	takeDown(t, ctx, "inplace-apiserver")
 	start := time.Now()
 	mustKubectl(t, ctx, podYAML("while-down", app), "create", "-n", ns, "-f", "-")
 	took := time.Since(start)

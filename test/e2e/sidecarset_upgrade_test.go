@@ -423,13 +423,13 @@ func TestSidecarSetUpgradeWithCloneSetUpdate(t *testing.T) {
 func TestSidecarSetControllerKilledMidUpgrade(t *testing.T) {
 	ctx := testContext(t)
 	t.Cleanup(func() {
-		if !readRecordedDaemon(t, "inplace-controller").alive() {
+		if !currentProgram(t, "inplace-controller").alive() {
 			_ = runLocalUpHook(t, controllerHook)
 		}
 	})
 	u := newSidecarUpgrade(t, ctx, "ss-kill", 4, nil)
 	rec := recordPods(t, ctx, u.ns)
-	controller := readRecordedDaemon(t, "inplace-controller")
+	controller := currentProgram(t, "inplace-controller")
 
 	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
 	var started int
@@ -586,7 +586,7 @@ func TestSidecarSetHotUpgrade(t *testing.T) {
 // controllerMetric reads one sample of inplace-controller's /metrics (0 when absent).
 func controllerMetric(t *testing.T, ctx context.Context, sample string) float64 {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:10390/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+programAddress(t, "inplace-controller")+"/metrics", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

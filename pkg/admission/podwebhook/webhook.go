@@ -5,7 +5,7 @@
 //
 // It fails open: whatever goes wrong (a body it cannot read, a SidecarSet it cannot inject), the
 // Pod is allowed as it came, with a warning, so that inplace is never the reason a Pod cannot be
-// created. artifacts/deploy/pod-webhook.yaml (and hack/local-up.sh) registers it with
+// created. artifacts/deploy/base/pod-webhook.yaml (and hack/local-up.sh) registers it with
 // failurePolicy Ignore and a short timeout, for when inplace-apiserver is down.
 package podwebhook
 
