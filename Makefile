@@ -31,8 +31,9 @@ run: build deps kube-binaries
 run-standalone: build
 	hack/run-standalone.sh
 
-## test: everything — unit, integration (real etcd, real kubectl) and e2e (real cluster)
-test: test-unit test-integration test-e2e
+## test: everything — unit, integration (real etcd, real kubectl), e2e (real cluster) with inplace as host
+## processes and again installed in the cluster from artifacts/deploy
+test: test-unit test-integration test-e2e test-e2e-in-cluster
 
 test-unit:
 	$(GO) test $(GO_TEST_FLAGS) ./pkg/... ./cmd/...
