@@ -5,7 +5,7 @@ GO ?= go
 BIN := _output/bin
 GO_TEST_FLAGS ?= -count=1
 
-.PHONY: all build image run run-standalone test test-unit test-integration test-e2e test-e2e-in-cluster \
+.PHONY: all build image run run-standalone test test-unit test-fuzz test-integration test-e2e test-e2e-in-cluster \
         verify codegen kube-binaries images deps cluster-up cluster-down clean
 
 # INPLACE_IN_CLUSTER=1 (make run / make cluster-up): the inplace programs run in the cluster,
@@ -33,10 +33,20 @@ run-standalone: build
 
 ## test: everything — unit, integration (real etcd, real kubectl), e2e (real cluster) with inplace as host
 ## processes and again installed in the cluster from artifacts/deploy
-test: test-unit test-integration test-e2e test-e2e-in-cluster
+test: test-unit test-fuzz test-integration test-e2e test-e2e-in-cluster
 
 test-unit:
 	$(GO) test $(GO_TEST_FLAGS) ./pkg/... ./cmd/...
+
+# Go's native fuzzing of what parses outside input, FUZZ_TIME each (their seeds also run in
+# test-unit); a crasher is written to the package's testdata/fuzz/ and fails the target.
+FUZZ_TIME ?= 10s
+FUZZ_TARGETS := pkg/inplaceupdate:FuzzPodUpdate pkg/apis/apps/validation:FuzzValidate \
+	pkg/admission/podwebhook:FuzzAdmissionReview
+test-fuzz:
+	for t in $(FUZZ_TARGETS); do \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZ_TIME) ./$${t%%:*} || exit 1; \
+	done
 
 # The kubectl tests of the standalone server use the kubectl built from the module proxy.
 test-integration: build

@@ -3,6 +3,7 @@ package inplaceupdate
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -97,6 +98,8 @@ func readSidecarStates(pod *corev1.Pod) (map[string]*sidecarState, error) {
 		return nil, fmt.Errorf("annotation %s of pod %s/%s does not decode: %w",
 			pub.SidecarSetInPlaceUpdateStateKey, pod.Namespace, pod.Name, err)
 	}
+	// {"agent":null} decodes to a nil state (found by FuzzPodUpdate): no state of that SidecarSet.
+	maps.DeleteFunc(states, func(_ string, st *sidecarState) bool { return st == nil })
 	return states, nil
 }
 

@@ -23,7 +23,7 @@ import (
 	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 )
 
-func handler(t *testing.T, nsErr error, sets ...*v1alpha1.SidecarSet) *Handler {
+func handler(t testing.TB, nsErr error, sets ...*v1alpha1.SidecarSet) *Handler {
 	t.Helper()
 	f := informers.NewSharedInformerFactory(inplacefake.NewSimpleClientset(), 0)
 	for _, s := range sets {
