@@ -1,0 +1,235 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/rest"
+
+	"github.com/inplace-dev/inplace/hack/benchlib"
+	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
+)
+
+// subresourceRequest is a malformed request to one of the subresources, sent to kube-apiserver
+// (which authorizes and proxies it to inplace-apiserver). wantCode 0: any 4xx.
+type subresourceRequest struct {
+	name, method, path, query, contentType string
+	body                                   []byte
+	wantCode                               int
+	field                                  string
+}
+
+// TestBadInputSubresources: malformed requests to pods/inplaceupdate, pods/recreate and
+// sidecarsets/inject through kube-apiserver are each answered with a 4xx Status (naming the field
+// where the case says), never a 5xx, never a hang; the Pods and the SidecarSet they name are not
+// changed, no ContainerRecreateRequest is created, and a body that names another Pod than the
+// path never acts on that Pod.
+func TestBadInputSubresources(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "bad-input")
+	runPod(t, ctx, ns, "target")
+	runPod(t, ctx, ns, "other")
+	set := testSidecarSet("e2e-bad-input-" + utilrand.String(5))
+	if _, err := inplace.AppsV1alpha1().SidecarSets().Create(ctx, set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inplace.AppsV1alpha1().SidecarSets().Delete(ctx, set.Name, metav1.DeleteOptions{}) })
+	setBefore, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, set.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specOf := func(name string) (corev1.PodSpec, map[string]string, map[string]string) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Spec, p.Labels, p.Annotations
+	}
+	before := map[string][3]any{}
+	for _, name := range []string{"target", "other"} {
+		spec, labels, annotations := specOf(name)
+		before[name] = [3]any{spec, labels, annotations}
+	}
+
+	const group = "/apis/apps.kruise.io/v1alpha1"
+	inplaceUpdate := group + "/namespaces/" + ns + "/pods/target/inplaceupdate"
+	recreate := group + "/namespaces/" + ns + "/pods/target/recreate"
+	inject := group + "/sidecarsets/" + set.Name + "/inject"
+	validUpdate := `{"apiVersion":"apps.kruise.io/v1alpha1","kind":"InPlaceUpdate","spec":{"containers":[{"name":"main","image":"inplace.local/app:v2"}]}}`
+	validRecreate := `{"apiVersion":"apps.kruise.io/v1alpha1","kind":"ContainerRecreateRequest","spec":{"containers":[{"name":"main"}]}}`
+	validInject := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"` + ns + `","labels":{"app":"x"}},"spec":{"containers":[{"name":"main","image":"inplace.local/app:v1"}]}}`
+
+	var reqs []subresourceRequest
+	for _, sub := range []struct{ name, path, valid string }{
+		{"inplaceupdate", inplaceUpdate, validUpdate}, {"recreate", recreate, validRecreate}, {"inject", inject, validInject},
+	} {
+		post := func(n, query, ct, body string, code int, field string) subresourceRequest {
+			return subresourceRequest{name: sub.name + ": " + n, method: http.MethodPost, path: sub.path, query: query, contentType: ct, body: []byte(body), wantCode: code, field: field}
+		}
+		const js = "application/json"
+		reqs = append(reqs,
+			post("not JSON", "", js, "not json", 400, ""),
+			post("truncated JSON", "", js, sub.valid[:len(sub.valid)/2], 400, ""),
+			post("a JSON array", "", js, "[]", 400, ""),
+			post("a JSON string", "", js, `"x"`, 400, ""),
+			post("binary garbage", "", js, "\xff\xfe\x00\x80", 400, ""),
+			post("another kind", "", js, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"}}`, 400, ""),
+			post("a body of 4 MiB", "", js, `{"metadata":{"annotations":{"big":"`+strings.Repeat("x", 4<<20)+`"}}}`, 413, ""),
+			post("JSON nested 20000 levels deep", "", js, `{"spec":`+strings.Repeat(`{"a":`, 20000)+"1"+strings.Repeat("}", 20000)+`}`, 400, ""),
+			post("spec is a string", "", js, `{"spec":"x"}`, 400, "spec"),
+			post("unknown field, Strict", "fieldValidation=Strict", js, strings.Replace(sub.valid, `"spec":{`, `"spec":{"bogus":1,`, 1), 400, "spec.bogus"),
+			post("fieldValidation=Bogus", "fieldValidation=Bogus", js, sub.valid, 422, "fieldValidation"),
+			post("dryRun=Maybe", "dryRun=Maybe", js, sub.valid, 422, "dryRun"),
+			post("text/plain", "", "text/plain", sub.valid, 415, ""),
+			post("bad YAML", "", "application/yaml", "spec: [\n", 400, ""),
+			subresourceRequest{name: sub.name + ": GET", method: http.MethodGet, path: sub.path, wantCode: 405},
+			subresourceRequest{name: sub.name + ": PUT", method: http.MethodPut, path: sub.path, contentType: js, body: []byte(sub.valid), wantCode: 405},
+			subresourceRequest{name: sub.name + ": DELETE", method: http.MethodDelete, path: sub.path, wantCode: 405},
+			subresourceRequest{name: sub.name + ": PATCH", method: http.MethodPatch, path: sub.path, contentType: "application/merge-patch+json", body: []byte(`{}`), wantCode: 405},
+		)
+		missing := strings.Replace(strings.Replace(sub.path, "/pods/target/", "/pods/nobody/", 1), "/sidecarsets/"+set.Name+"/", "/sidecarsets/nobody/", 1)
+		reqs = append(reqs, subresourceRequest{name: sub.name + ": of nothing", method: http.MethodPost, path: missing, contentType: js, body: []byte(sub.valid), wantCode: 404})
+	}
+	post := func(n, path, body string, code int, field string) subresourceRequest {
+		return subresourceRequest{name: n, method: http.MethodPost, path: path, contentType: "application/json", body: []byte(body), wantCode: code, field: field}
+	}
+	reqs = append(reqs,
+		post("inplaceupdate: containers is a string", inplaceUpdate, `{"spec":{"containers":"main"}}`, 400, "containers"),
+		post("inplaceupdate: a container the Pod lacks", inplaceUpdate, `{"spec":{"containers":[{"name":"nope","image":"inplace.local/app:v2"}]}}`, 422, "spec.containers[0].name"),
+		post("inplaceupdate: a container without name", inplaceUpdate, `{"spec":{"containers":[{"image":"inplace.local/app:v2"}]}}`, 422, "spec.containers[0].name"),
+		post("inplaceupdate: an image that is not one", inplaceUpdate, `{"spec":{"containers":[{"name":"main","image":"Not An Image"}]}}`, 422, "spec.containers[0].image"),
+		post("inplaceupdate: a reserved label", inplaceUpdate, `{"spec":{"labels":{"controller-revision-hash":"x"}}}`, 422, "spec.labels"),
+		post("inplaceupdate: a label value that is not one", inplaceUpdate, `{"spec":{"labels":{"a":"has space"}}}`, 422, "spec.labels"),
+		post("inplaceupdate: a body that names another Pod", inplaceUpdate,
+			`{"metadata":{"name":"other"},"spec":{"containers":[{"name":"main","image":"Not An Image"}]}}`, 0, ""),
+		post("inplaceupdate: a body in another namespace", inplaceUpdate,
+			`{"metadata":{"namespace":"kube-system"},"spec":{"containers":[{"name":"main","image":"inplace.local/app:v2"}]}}`, 400, "namespace"),
+		post("recreate: containers is a string", recreate, `{"spec":{"containers":"main"}}`, 400, "containers"),
+		post("recreate: a container the Pod lacks", recreate, `{"spec":{"containers":[{"name":"nope"}]}}`, 422, "spec.containers"),
+		post("recreate: failurePolicy Bogus", recreate, `{"spec":{"containers":[{"name":"main"}],"strategy":{"failurePolicy":"Bogus"}}}`, 422, "spec.strategy.failurePolicy"),
+		post("recreate: a negative deadline", recreate, `{"spec":{"containers":[{"name":"main"}],"activeDeadlineSeconds":-1}}`, 422, "spec.activeDeadlineSeconds"),
+		post("recreate: a body for another Pod", recreate, `{"spec":{"podName":"other","containers":[{"name":"main"}],"strategy":{"failurePolicy":"Bogus"}}}`, 0, ""),
+		post("inject: containers is a string", inject, `{"apiVersion":"v1","kind":"Pod","spec":{"containers":"main"}}`, 400, "containers"),
+		post("inject: a CloneSet", inject, `{"apiVersion":"apps.kruise.io/v1alpha1","kind":"CloneSet","metadata":{"name":"c"}}`, 400, ""),
+	)
+
+	httpClient, err := rest.HTTPClientFor(adminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpClient.Timeout = 30 * time.Second
+	for _, r := range reqs {
+		t.Run(r.name, func(t *testing.T) {
+			code, body := sendSubresource(t, httpClient, r)
+			checkSubresourceAnswer(t, r, code, body)
+		})
+	}
+	t.Logf("%d malformed requests answered", len(reqs))
+
+	for _, name := range []string{"target", "other"} {
+		spec, labels, annotations := specOf(name)
+		if !reflect.DeepEqual([3]any{spec, labels, annotations}, before[name]) {
+			t.Errorf("Pod %s changed by a malformed request:\nbefore %+v\nafter  %+v", name, before[name], [3]any{spec, labels, annotations})
+		}
+	}
+	crrs, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(crrs.Items) != 0 {
+		t.Errorf("ContainerRecreateRequests after the malformed requests: %v %v, want none", crrs, err)
+	}
+	if after, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, set.Name, metav1.GetOptions{}); err != nil || after.ResourceVersion != setBefore.ResourceVersion {
+		t.Errorf("SidecarSet %s: resourceVersion %s -> %v (%v): changed by a malformed request", set.Name, setBefore.ResourceVersion, after, err)
+	}
+}
+
+func sendSubresource(t *testing.T, client *http.Client, r subresourceRequest) (int, []byte) {
+	t.Helper()
+	target := adminConfig.Host + r.path
+	if r.query != "" {
+		target += "?" + r.query
+	}
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(testContext(t), r.method, target, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.contentType != "" {
+		req.Header.Set("Content-Type", r.contentType)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: no answer: %v", r.method, r.path, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the answer: %v", r.method, r.path, err)
+	}
+	return resp.StatusCode, out
+}
+
+func checkSubresourceAnswer(t *testing.T, r subresourceRequest, code int, body []byte) {
+	t.Helper()
+	if code < 400 || code >= 500 || (r.wantCode != 0 && code != r.wantCode) {
+		want := "a 4xx"
+		if r.wantCode != 0 {
+			want = fmt.Sprint(r.wantCode)
+		}
+		t.Fatalf("%s %s?%s: %d, want %s: %.600s", r.method, r.path, r.query, code, want, body)
+	}
+	var status metav1.Status
+	if err := json.Unmarshal(body, &status); err != nil || status.Kind != "Status" || strings.TrimSpace(status.Message) == "" {
+		t.Fatalf("%d without a Status with a message (%v): %.300s", code, err, body)
+	}
+	for _, bad := range []string{"panic", "goroutine", "runtime error", "%!", "strconv."} {
+		if strings.Contains(status.Message, bad) {
+			t.Errorf("the message shows an internal failure (%q): %s", bad, status.Message)
+		}
+	}
+	if r.field == "" {
+		return
+	}
+	named := strings.Contains(status.Message, r.field)
+	if status.Details != nil {
+		for _, c := range status.Details.Causes {
+			named = named || strings.Contains(c.Field, r.field) || strings.Contains(c.Message, r.field)
+		}
+	}
+	if !named {
+		t.Errorf("the answer does not name %s: %s", r.field, body)
+	}
+}
+
+// TestLoadSmoke: the load of hack/bench-load.sh, short: 10 clients for 10 s over two namespaces
+// through kube-apiserver. Every answer is a success or an expected 409 (an update or delete that
+// raced another client) or 404 (one that raced a delete); every verb was served.
+func TestLoadSmoke(t *testing.T) {
+	ctx := testContext(t)
+	namespaces := []string{newNamespace(t, ctx, "load"), newNamespace(t, ctx, "load")}
+	cfg := rest.CopyConfig(adminConfig)
+	cfg.QPS, cfg.Burst = -1, 0
+	res := benchlib.Load(ctx, clientset.NewForConfigOrDie(cfg), benchlib.LoadConfig{
+		Clients: 10, Duration: 10 * time.Second, Namespaces: namespaces, Seed: 1})
+	t.Logf("10 clients x 10 s:\n%s", res.Table())
+	if bad := res.Unexpected(); len(bad) > 0 {
+		t.Errorf("%d unexpected answers:\n  %s", len(bad), strings.Join(bad, "\n  "))
+	}
+	for verb, s := range res.Verbs {
+		if s.Count == 0 {
+			t.Errorf("no %s was sent", verb)
+		}
+	}
+}
