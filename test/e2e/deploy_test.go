@@ -135,3 +135,72 @@ func TestDeployCertManagerOverlay(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployHAOverlay: artifacts/deploy/ha renders the base with a 3-member etcd StatefulSet
+// (claims, Parallel start, a headless Service that publishes members before they are ready), two
+// inplace-apiservers on it (--etcd-servers naming the three members, no embedded etcd's claim or
+// volume), PodDisruptionBudgets and the NetworkPolicy around etcd; the real cluster's API accepts
+// all of it (server-side apply, dry run).
+func TestDeployHAOverlay(t *testing.T) {
+	ctx := testContext(t)
+	rendered := mustKubectl(t, ctx, "", "kustomize", "artifacts/deploy/ha")
+	objects := map[string]*unstructured.Unstructured{}
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(rendered), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding the rendered manifests: %v", err)
+		}
+		if obj.Object != nil {
+			objects[obj.GetKind()+" "+obj.GetName()] = obj
+		}
+	}
+	if objects["PersistentVolumeClaim inplace-apiserver-data"] != nil {
+		t.Errorf("the HA overlay keeps the embedded etcd's claim")
+	}
+	for _, want := range []string{"StatefulSet inplace-etcd", "Service inplace-etcd", "NetworkPolicy inplace-etcd",
+		"PodDisruptionBudget inplace-apiserver", "PodDisruptionBudget inplace-controller", "PodDisruptionBudget inplace-etcd"} {
+		if objects[want] == nil {
+			t.Errorf("the HA overlay lacks %s", want)
+		}
+	}
+	if sts := objects["StatefulSet inplace-etcd"]; sts != nil {
+		replicas, _, _ := unstructured.NestedInt64(sts.Object, "spec", "replicas")
+		policy, _, _ := unstructured.NestedString(sts.Object, "spec", "podManagementPolicy")
+		claims, _, _ := unstructured.NestedSlice(sts.Object, "spec", "volumeClaimTemplates")
+		if replicas != 3 || policy != "Parallel" || len(claims) != 1 {
+			t.Errorf("etcd StatefulSet: replicas %d, podManagementPolicy %q, %d claim templates; want 3, Parallel, 1", replicas, policy, len(claims))
+		}
+	}
+	if svc := objects["Service inplace-etcd"]; svc != nil {
+		publish, _, _ := unstructured.NestedBool(svc.Object, "spec", "publishNotReadyAddresses")
+		clusterIP, _, _ := unstructured.NestedString(svc.Object, "spec", "clusterIP")
+		if !publish || clusterIP != "None" {
+			t.Errorf("etcd Service: publishNotReadyAddresses %v clusterIP %q, want a headless Service publishing members before they are ready", publish, clusterIP)
+		}
+	}
+	if d := objects["Deployment inplace-apiserver"]; d != nil {
+		replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+		volumes, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+		joined := strings.Join(args, " ")
+		if replicas < 2 || strings.Contains(joined, "--data-dir") || strings.Count(joined, "inplace-etcd-") != 3 {
+			t.Errorf("inplace-apiserver: replicas %d, args %v; want 2+, --etcd-servers naming the three members, no --data-dir", replicas, args)
+		}
+		for _, v := range volumes {
+			if v.(map[string]any)["name"] == "data" {
+				t.Errorf("inplace-apiserver keeps the embedded etcd's data volume: %v", volumes)
+			}
+		}
+	}
+	out := mustKubectl(t, ctx, rendered, "apply", "--server-side", "--dry-run=server", "--force-conflicts",
+		"--field-manager=inplace-e2e-dry-run", "-f", "-")
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasSuffix(l, "(server dry run)") {
+			t.Errorf("dry-run apply: unexpected line %q", l)
+		}
+	}
+}
