@@ -48,6 +48,8 @@ func TestBadInputSubresources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// inplace-controller writes the SidecarSet's status and hash annotations; its spec and
+	// generation are what a request could change.
 	specOf := func(name string) (corev1.PodSpec, map[string]string, map[string]string) {
 		p, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -98,7 +100,12 @@ func TestBadInputSubresources(t *testing.T) {
 			subresourceRequest{name: sub.name + ": PATCH", method: http.MethodPatch, path: sub.path, contentType: "application/merge-patch+json", body: []byte(`{}`), wantCode: 405},
 		)
 		missing := strings.Replace(strings.Replace(sub.path, "/pods/target/", "/pods/nobody/", 1), "/sidecarsets/"+set.Name+"/", "/sidecarsets/nobody/", 1)
-		reqs = append(reqs, subresourceRequest{name: sub.name + ": of nothing", method: http.MethodPost, path: missing, contentType: js, body: []byte(sub.valid), wantCode: 404})
+		ofNothing := subresourceRequest{name: sub.name + ": of nothing", method: http.MethodPost, path: missing, contentType: js, body: []byte(sub.valid), wantCode: 404}
+		if sub.name == "recreate" {
+			// Admission of the ContainerRecreateRequest finds no such Pod.
+			ofNothing.wantCode, ofNothing.field = 422, "spec.podName"
+		}
+		reqs = append(reqs, ofNothing)
 	}
 	post := func(n, path, body string, code int, field string) subresourceRequest {
 		return subresourceRequest{name: n, method: http.MethodPost, path: path, contentType: "application/json", body: []byte(body), wantCode: code, field: field}
@@ -107,18 +114,17 @@ func TestBadInputSubresources(t *testing.T) {
 		post("inplaceupdate: containers is a string", inplaceUpdate, `{"spec":{"containers":"main"}}`, 400, "containers"),
 		post("inplaceupdate: a container the Pod lacks", inplaceUpdate, `{"spec":{"containers":[{"name":"nope","image":"inplace.local/app:v2"}]}}`, 422, "spec.containers[0].name"),
 		post("inplaceupdate: a container without name", inplaceUpdate, `{"spec":{"containers":[{"image":"inplace.local/app:v2"}]}}`, 422, "spec.containers[0].name"),
-		post("inplaceupdate: an image that is not one", inplaceUpdate, `{"spec":{"containers":[{"name":"main","image":"Not An Image"}]}}`, 422, "spec.containers[0].image"),
-		post("inplaceupdate: a reserved label", inplaceUpdate, `{"spec":{"labels":{"controller-revision-hash":"x"}}}`, 422, "spec.labels"),
-		post("inplaceupdate: a label value that is not one", inplaceUpdate, `{"spec":{"labels":{"a":"has space"}}}`, 422, "spec.labels"),
-		post("inplaceupdate: a body that names another Pod", inplaceUpdate,
-			`{"metadata":{"name":"other"},"spec":{"containers":[{"name":"main","image":"Not An Image"}]}}`, 0, ""),
+		post("inplaceupdate: nothing to change", inplaceUpdate, `{"spec":{"containers":[{"name":"main"}]}}`, 422, "spec.containers"),
+		post("inplaceupdate: a reserved label", inplaceUpdate, `{"spec":{"metadata":{"labels":{"controller-revision-hash":"x"}}}}`, 422, "spec.metadata.labels"),
+		post("inplaceupdate: a label value that is not one", inplaceUpdate, `{"spec":{"metadata":{"labels":{"a":"has space"}}}}`, 422, "spec.metadata.labels"),
+		post("inplaceupdate: a negative grace period", inplaceUpdate, `{"spec":{"gracePeriodSeconds":-1,"containers":[{"name":"main","image":"inplace.local/app:v2"}]}}`, 422, "spec.gracePeriodSeconds"),
 		post("inplaceupdate: a body in another namespace", inplaceUpdate,
 			`{"metadata":{"namespace":"kube-system"},"spec":{"containers":[{"name":"main","image":"inplace.local/app:v2"}]}}`, 400, "namespace"),
 		post("recreate: containers is a string", recreate, `{"spec":{"containers":"main"}}`, 400, "containers"),
 		post("recreate: a container the Pod lacks", recreate, `{"spec":{"containers":[{"name":"nope"}]}}`, 422, "spec.containers"),
 		post("recreate: failurePolicy Bogus", recreate, `{"spec":{"containers":[{"name":"main"}],"strategy":{"failurePolicy":"Bogus"}}}`, 422, "spec.strategy.failurePolicy"),
 		post("recreate: a negative deadline", recreate, `{"spec":{"containers":[{"name":"main"}],"activeDeadlineSeconds":-1}}`, 422, "spec.activeDeadlineSeconds"),
-		post("recreate: a body for another Pod", recreate, `{"spec":{"podName":"other","containers":[{"name":"main"}],"strategy":{"failurePolicy":"Bogus"}}}`, 0, ""),
+		post("recreate: a body for another Pod", recreate, `{"spec":{"podName":"other","containers":[{"name":"main"}]}}`, 422, "spec.podName"),
 		post("inject: containers is a string", inject, `{"apiVersion":"v1","kind":"Pod","spec":{"containers":"main"}}`, 400, "containers"),
 		post("inject: a CloneSet", inject, `{"apiVersion":"apps.kruise.io/v1alpha1","kind":"CloneSet","metadata":{"name":"c"}}`, 400, ""),
 	)
@@ -136,6 +142,17 @@ func TestBadInputSubresources(t *testing.T) {
 	}
 	t.Logf("%d malformed requests answered", len(reqs))
 
+	// A valid body that names another Pod acts on the Pod of the path only (dry run: nothing
+	// changes either way): the answer is about target, never other.
+	t.Run("inplaceupdate: a body that names another Pod", func(t *testing.T) {
+		code, body := sendSubresource(t, httpClient, subresourceRequest{method: http.MethodPost, path: inplaceUpdate, query: "dryRun=All",
+			contentType: "application/json", body: []byte(`{"metadata":{"name":"other"},"spec":{"containers":[{"name":"main","image":"inplace.local/app:v2"}]}}`)})
+		var answer metav1.PartialObjectMetadata
+		if err := json.Unmarshal(body, &answer); err != nil || (code < 400 && answer.Name != "target") || code >= 500 {
+			t.Errorf("%d %s: want the answer about target (or a 4xx)", code, body)
+		}
+	})
+
 	for _, name := range []string{"target", "other"} {
 		spec, labels, annotations := specOf(name)
 		if !reflect.DeepEqual([3]any{spec, labels, annotations}, before[name]) {
@@ -146,8 +163,9 @@ func TestBadInputSubresources(t *testing.T) {
 	if err != nil || len(crrs.Items) != 0 {
 		t.Errorf("ContainerRecreateRequests after the malformed requests: %v %v, want none", crrs, err)
 	}
-	if after, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, set.Name, metav1.GetOptions{}); err != nil || after.ResourceVersion != setBefore.ResourceVersion {
-		t.Errorf("SidecarSet %s: resourceVersion %s -> %v (%v): changed by a malformed request", set.Name, setBefore.ResourceVersion, after, err)
+	if after, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, set.Name, metav1.GetOptions{}); err != nil ||
+		after.Generation != setBefore.Generation || !reflect.DeepEqual(after.Spec, setBefore.Spec) {
+		t.Errorf("SidecarSet %s changed by a malformed request (%v):\nbefore %+v\nafter  %+v", set.Name, err, setBefore.Spec, after)
 	}
 }
 

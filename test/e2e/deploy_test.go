@@ -167,7 +167,7 @@ func TestDeployHAOverlay(t *testing.T) {
 		}
 	}
 	if sts := objects["StatefulSet inplace-etcd"]; sts != nil {
-		replicas, _, _ := unstructured.NestedInt64(sts.Object, "spec", "replicas")
+		replicas := number(sts.Object, "spec", "replicas")
 		policy, _, _ := unstructured.NestedString(sts.Object, "spec", "podManagementPolicy")
 		claims, _, _ := unstructured.NestedSlice(sts.Object, "spec", "volumeClaimTemplates")
 		if replicas != 3 || policy != "Parallel" || len(claims) != 1 {
@@ -182,7 +182,7 @@ func TestDeployHAOverlay(t *testing.T) {
 		}
 	}
 	if d := objects["Deployment inplace-apiserver"]; d != nil {
-		replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+		replicas := number(d.Object, "spec", "replicas")
 		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 		args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
 		volumes, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
@@ -203,4 +203,17 @@ func TestDeployHAOverlay(t *testing.T) {
 			t.Errorf("dry-run apply: unexpected line %q", l)
 		}
 	}
+}
+
+// number reads an integer field of a decoded manifest (JSON numbers decode as float64, YAML's as
+// int64); 0 when absent.
+func number(obj map[string]any, path ...string) int64 {
+	v, _, _ := unstructured.NestedFieldNoCopy(obj, path...)
+	switch n := v.(type) {
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	}
+	return 0
 }

@@ -263,3 +263,22 @@ func programAddress(t *testing.T, name string) string {
 	}
 	return net.JoinHostPort(p.pod.Status.PodIP, strconv.Itoa(port))
 }
+
+// awaitRestart has the stopped program old running again and returns the new incarnation: a host
+// process is started by its local-up hook; in the cluster nothing is done, the kubelet restarts the
+// container (a Deployment's standby may lead first), which is what a crash there gets.
+func awaitRestart(t *testing.T, ctx context.Context, old program) program {
+	t.Helper()
+	if !inClusterMode() {
+		hook := map[string]string{"inplace-apiserver": apiserverHook, "inplace-controller": controllerHook, "inplace-daemon": daemonHook}[old.name]
+		if err := runLocalUpHook(t, hook); err != nil {
+			t.Fatalf("%s: %v", hook, err)
+		}
+	}
+	var now program
+	poll(t, ctx, 2*time.Minute, old.name+" running again", func(ctx context.Context) (bool, error) {
+		now = currentProgram(t, old.name)
+		return now.pid != old.pid && now.alive(), fmt.Errorf("pid %d (the stopped one %d)", now.pid, old.pid)
+	})
+	return now
+}
