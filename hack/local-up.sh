@@ -20,6 +20,9 @@
 # Test images (imagePullPolicy: Never): inplace.local/app:v1|v2|v3|bad; see
 # hack/build-images.sh.
 #
+# INPLACE_IN_CLUSTER=1: the inplace hooks install inplace into the cluster from
+# artifacts/deploy (its image, its own CA) instead of starting host processes.
+#
 # Hooks: at the end, every hack/local-up.d/*.sh (or $LOCAL_UP_HOOKS/*.sh) is
 # sourced in name order, with set -euo pipefail and the variables and helpers
 # of hack/lib/local.sh available: local_start / local_wait, $KUBECONFIG,

@@ -7,6 +7,12 @@
 #
 #   hack/local-up.d/10-inplace-apiserver.sh
 #
+# With INPLACE_IN_CLUSTER=1 (local-up's environment) it installs all of inplace
+# into the cluster instead, as users do (hack/lib/inplace.sh
+# inplace_deploy_in_cluster: hack/build-image.sh, hack/deploy.sh); the hooks of
+# the controller and the daemon then start nothing, and each hook run on its
+# own restarts its program's workload. What follows is the default, host mode.
+#
 # How it is wired:
 #   - Host process _output/bin/inplace-apiserver --mode=aggregated on
 #     $NODE_IP:$INPLACE_APISERVER_PORT (default 8443), pid and log recorded by
