@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -18,16 +15,8 @@ import (
 
 	"github.com/inplace-dev/inplace/hack/benchlib"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
+	"github.com/inplace-dev/inplace/test/badinput"
 )
-
-// subresourceRequest is a malformed request to one of the subresources, sent to kube-apiserver
-// (which authorizes and proxies it to inplace-apiserver). wantCode 0: any 4xx.
-type subresourceRequest struct {
-	name, method, path, query, contentType string
-	body                                   []byte
-	wantCode                               int
-	field                                  string
-}
 
 // TestBadInputSubresources: malformed requests to pods/inplaceupdate, pods/recreate and
 // sidecarsets/inject through kube-apiserver are each answered with a 4xx Status (naming the field
@@ -71,12 +60,12 @@ func TestBadInputSubresources(t *testing.T) {
 	validRecreate := `{"apiVersion":"apps.kruise.io/v1alpha1","kind":"ContainerRecreateRequest","spec":{"containers":[{"name":"main"}]}}`
 	validInject := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"` + ns + `","labels":{"app":"x"}},"spec":{"containers":[{"name":"main","image":"inplace.local/app:v1"}]}}`
 
-	var reqs []subresourceRequest
+	var reqs []badinput.Request
 	for _, sub := range []struct{ name, path, valid string }{
 		{"inplaceupdate", inplaceUpdate, validUpdate}, {"recreate", recreate, validRecreate}, {"inject", inject, validInject},
 	} {
-		post := func(n, query, ct, body string, code int, field string) subresourceRequest {
-			return subresourceRequest{name: sub.name + ": " + n, method: http.MethodPost, path: sub.path, query: query, contentType: ct, body: []byte(body), wantCode: code, field: field}
+		post := func(n, query, ct, body string, code int, field string) badinput.Request {
+			return badinput.Request{Name: sub.name + ": " + n, Method: http.MethodPost, Path: sub.path, Query: query, ContentType: ct, Body: []byte(body), WantCode: code, Field: field}
 		}
 		const js = "application/json"
 		reqs = append(reqs,
@@ -94,21 +83,21 @@ func TestBadInputSubresources(t *testing.T) {
 			post("dryRun=Maybe", "dryRun=Maybe", js, sub.valid, 422, "dryRun"),
 			post("text/plain", "", "text/plain", sub.valid, 415, ""),
 			post("bad YAML", "", "application/yaml", "spec: [\n", 400, ""),
-			subresourceRequest{name: sub.name + ": GET", method: http.MethodGet, path: sub.path, wantCode: 405},
-			subresourceRequest{name: sub.name + ": PUT", method: http.MethodPut, path: sub.path, contentType: js, body: []byte(sub.valid), wantCode: 405},
-			subresourceRequest{name: sub.name + ": DELETE", method: http.MethodDelete, path: sub.path, wantCode: 405},
-			subresourceRequest{name: sub.name + ": PATCH", method: http.MethodPatch, path: sub.path, contentType: "application/merge-patch+json", body: []byte(`{}`), wantCode: 405},
+			badinput.Request{Name: sub.name + ": GET", Method: http.MethodGet, Path: sub.path, WantCode: 405},
+			badinput.Request{Name: sub.name + ": PUT", Method: http.MethodPut, Path: sub.path, ContentType: js, Body: []byte(sub.valid), WantCode: 405},
+			badinput.Request{Name: sub.name + ": DELETE", Method: http.MethodDelete, Path: sub.path, WantCode: 405},
+			badinput.Request{Name: sub.name + ": PATCH", Method: http.MethodPatch, Path: sub.path, ContentType: "application/merge-patch+json", Body: []byte(`{}`), WantCode: 405},
 		)
 		missing := strings.Replace(strings.Replace(sub.path, "/pods/target/", "/pods/nobody/", 1), "/sidecarsets/"+set.Name+"/", "/sidecarsets/nobody/", 1)
-		ofNothing := subresourceRequest{name: sub.name + ": of nothing", method: http.MethodPost, path: missing, contentType: js, body: []byte(sub.valid), wantCode: 404}
+		ofNothing := badinput.Request{Name: sub.name + ": of nothing", Method: http.MethodPost, Path: missing, ContentType: js, Body: []byte(sub.valid), WantCode: 404}
 		if sub.name == "recreate" {
 			// Admission of the ContainerRecreateRequest finds no such Pod.
-			ofNothing.wantCode, ofNothing.field = 422, "spec.podName"
+			ofNothing.WantCode, ofNothing.Field = 422, "spec.podName"
 		}
 		reqs = append(reqs, ofNothing)
 	}
-	post := func(n, path, body string, code int, field string) subresourceRequest {
-		return subresourceRequest{name: n, method: http.MethodPost, path: path, contentType: "application/json", body: []byte(body), wantCode: code, field: field}
+	post := func(n, path, body string, code int, field string) badinput.Request {
+		return badinput.Request{Name: n, Method: http.MethodPost, Path: path, ContentType: "application/json", Body: []byte(body), WantCode: code, Field: field}
 	}
 	reqs = append(reqs,
 		post("inplaceupdate: containers is a string", inplaceUpdate, `{"spec":{"containers":"main"}}`, 400, "containers"),
@@ -135,9 +124,9 @@ func TestBadInputSubresources(t *testing.T) {
 	}
 	httpClient.Timeout = 30 * time.Second
 	for _, r := range reqs {
-		t.Run(r.name, func(t *testing.T) {
-			code, body := sendSubresource(t, httpClient, r)
-			checkSubresourceAnswer(t, r, code, body)
+		t.Run(r.Name, func(t *testing.T) {
+			code, body := badinput.Send(t, testContext(t), httpClient, adminConfig.Host, r)
+			badinput.Check(t, r, code, body)
 		})
 	}
 	t.Logf("%d malformed requests answered", len(reqs))
@@ -145,8 +134,8 @@ func TestBadInputSubresources(t *testing.T) {
 	// A valid body that names another Pod acts on the Pod of the path only (dry run: nothing
 	// changes either way): the answer is about target, never other.
 	t.Run("inplaceupdate: a body that names another Pod", func(t *testing.T) {
-		code, body := sendSubresource(t, httpClient, subresourceRequest{method: http.MethodPost, path: inplaceUpdate, query: "dryRun=All",
-			contentType: "application/json", body: []byte(`{"metadata":{"name":"other"},"spec":{"containers":[{"name":"main","image":"inplace.local/app:v2"}]}}`)})
+		code, body := badinput.Send(t, testContext(t), httpClient, adminConfig.Host, badinput.Request{Method: http.MethodPost, Path: inplaceUpdate, Query: "dryRun=All",
+			ContentType: "application/json", Body: []byte(`{"metadata":{"name":"other"},"spec":{"containers":[{"name":"main","image":"inplace.local/app:v2"}]}}`)})
 		var answer metav1.PartialObjectMetadata
 		if err := json.Unmarshal(body, &answer); err != nil || (code < 400 && answer.Name != "target") || code >= 500 {
 			t.Errorf("%d %s: want the answer about target (or a 4xx)", code, body)
@@ -166,68 +155,6 @@ func TestBadInputSubresources(t *testing.T) {
 	if after, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, set.Name, metav1.GetOptions{}); err != nil ||
 		after.Generation != setBefore.Generation || !reflect.DeepEqual(after.Spec, setBefore.Spec) {
 		t.Errorf("SidecarSet %s changed by a malformed request (%v):\nbefore %+v\nafter  %+v", set.Name, err, setBefore.Spec, after)
-	}
-}
-
-func sendSubresource(t *testing.T, client *http.Client, r subresourceRequest) (int, []byte) {
-	t.Helper()
-	target := adminConfig.Host + r.path
-	if r.query != "" {
-		target += "?" + r.query
-	}
-	var body io.Reader
-	if r.body != nil {
-		body = bytes.NewReader(r.body)
-	}
-	req, err := http.NewRequestWithContext(testContext(t), r.method, target, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.contentType != "" {
-		req.Header.Set("Content-Type", r.contentType)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: no answer: %v", r.method, r.path, err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading the answer: %v", r.method, r.path, err)
-	}
-	return resp.StatusCode, out
-}
-
-func checkSubresourceAnswer(t *testing.T, r subresourceRequest, code int, body []byte) {
-	t.Helper()
-	if code < 400 || code >= 500 || (r.wantCode != 0 && code != r.wantCode) {
-		want := "a 4xx"
-		if r.wantCode != 0 {
-			want = fmt.Sprint(r.wantCode)
-		}
-		t.Fatalf("%s %s?%s: %d, want %s: %.600s", r.method, r.path, r.query, code, want, body)
-	}
-	var status metav1.Status
-	if err := json.Unmarshal(body, &status); err != nil || status.Kind != "Status" || strings.TrimSpace(status.Message) == "" {
-		t.Fatalf("%d without a Status with a message (%v): %.300s", code, err, body)
-	}
-	for _, bad := range []string{"panic", "goroutine", "runtime error", "%!", "strconv."} {
-		if strings.Contains(status.Message, bad) {
-			t.Errorf("the message shows an internal failure (%q): %s", bad, status.Message)
-		}
-	}
-	if r.field == "" {
-		return
-	}
-	named := strings.Contains(status.Message, r.field)
-	if status.Details != nil {
-		for _, c := range status.Details.Causes {
-			named = named || strings.Contains(c.Field, r.field) || strings.Contains(c.Message, r.field)
-		}
-	}
-	if !named {
-		t.Errorf("the answer does not name %s: %s", r.field, body)
 	}
 }
 

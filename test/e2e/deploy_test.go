@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"io"
 	"slices"
@@ -17,20 +18,10 @@ import (
 // (server-side apply, dry run: validation, defaulting and admission, nothing stored).
 func TestDeployManifests(t *testing.T) {
 	ctx := testContext(t)
-	rendered := mustKubectl(t, ctx, "", "kustomize", "artifacts/deploy")
+	rendered, objects := renderManifests(t, ctx, "artifacts/deploy")
 
 	var got []string
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(rendered), 4096)
-	for {
-		var obj unstructured.Unstructured
-		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("decoding the rendered manifests: %v", err)
-		}
-		if obj.Object == nil {
-			continue
-		}
+	for _, obj := range objects {
 		id := obj.GetKind() + " " + obj.GetName()
 		if ns := obj.GetNamespace(); ns != "" {
 			id = obj.GetKind() + " " + ns + "/" + obj.GetName()
@@ -74,20 +65,9 @@ func TestDeployManifests(t *testing.T) {
 	if _, err := kube.CoreV1().Namespaces().Get(ctx, inplaceNamespace, metav1.GetOptions{}); err != nil {
 		t.Fatalf("namespace %s (created by %s): %v", inplaceNamespace, apiserverHook, err)
 	}
-	// --force-conflicts: an installation from this base (INPLACE_IN_CLUSTER=1) owns the image and
-	// caBundle fields with other values; a dry run changes nothing either way.
-	out := mustKubectl(t, ctx, rendered, "apply", "--server-side", "--dry-run=server", "--force-conflicts",
-		"--field-manager=inplace-e2e-dry-run", "-f", "-")
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != len(got) {
-		t.Errorf("dry-run apply: %d lines for %d objects:\n%s", len(lines), len(got), out)
+	if lines := dryRunApply(t, ctx, rendered); len(lines) != len(got) {
+		t.Errorf("dry-run apply: %d lines for %d objects:\n%s", len(lines), len(got), strings.Join(lines, "\n"))
 	}
-	for _, l := range lines {
-		if !strings.HasSuffix(l, "(server dry run)") {
-			t.Errorf("dry-run apply: unexpected line %q", l)
-		}
-	}
-	t.Logf("kubectl apply --server-side --dry-run=server:\n%s", out)
 }
 
 // TestDeployCertManagerOverlay: artifacts/deploy/cert-manager renders the whole base plus the
@@ -96,20 +76,8 @@ func TestDeployManifests(t *testing.T) {
 // the objects are checked as rendered.)
 func TestDeployCertManagerOverlay(t *testing.T) {
 	ctx := testContext(t)
-	rendered := mustKubectl(t, ctx, "", "kustomize", "artifacts/deploy/cert-manager")
-	objects := map[string]*unstructured.Unstructured{}
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(rendered), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("decoding the rendered manifests: %v", err)
-		}
-		if obj.Object != nil {
-			objects[obj.GetKind()+" "+obj.GetName()] = obj
-		}
-	}
+	rendered, list := renderManifests(t, ctx, "artifacts/deploy/cert-manager")
+	objects := byKindAndName(list)
 	for _, base := range []string{"Deployment inplace-apiserver", "DaemonSet inplace-daemon", "Deployment inplace-controller"} {
 		if objects[base] == nil {
 			t.Errorf("the overlay lacks the base's %s", base)
@@ -143,20 +111,8 @@ func TestDeployCertManagerOverlay(t *testing.T) {
 // all of it (server-side apply, dry run).
 func TestDeployHAOverlay(t *testing.T) {
 	ctx := testContext(t)
-	rendered := mustKubectl(t, ctx, "", "kustomize", "artifacts/deploy/ha")
-	objects := map[string]*unstructured.Unstructured{}
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(rendered), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("decoding the rendered manifests: %v", err)
-		}
-		if obj.Object != nil {
-			objects[obj.GetKind()+" "+obj.GetName()] = obj
-		}
-	}
+	rendered, list := renderManifests(t, ctx, "artifacts/deploy/ha")
+	objects := byKindAndName(list)
 	if objects["PersistentVolumeClaim inplace-apiserver-data"] != nil {
 		t.Errorf("the HA overlay keeps the embedded etcd's claim")
 	}
@@ -196,13 +152,7 @@ func TestDeployHAOverlay(t *testing.T) {
 			}
 		}
 	}
-	out := mustKubectl(t, ctx, rendered, "apply", "--server-side", "--dry-run=server", "--force-conflicts",
-		"--field-manager=inplace-e2e-dry-run", "-f", "-")
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		if !strings.HasSuffix(l, "(server dry run)") {
-			t.Errorf("dry-run apply: unexpected line %q", l)
-		}
-	}
+	dryRunApply(t, ctx, rendered)
 }
 
 // number reads an integer field of a decoded manifest (JSON numbers decode as float64, YAML's as
@@ -216,4 +166,51 @@ func number(obj map[string]any, path ...string) int64 {
 		return int64(n)
 	}
 	return 0
+}
+
+// renderManifests renders a kustomization with kubectl's kustomize and decodes its objects.
+func renderManifests(t *testing.T, ctx context.Context, dir string) (string, []*unstructured.Unstructured) {
+	t.Helper()
+	rendered := mustKubectl(t, ctx, "", "kustomize", dir)
+	var objects []*unstructured.Unstructured
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(rendered), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding the manifests of %s: %v", dir, err)
+		}
+		if obj.Object != nil {
+			objects = append(objects, obj)
+		}
+	}
+	return rendered, objects
+}
+
+// byKindAndName indexes objects by "KIND NAME".
+func byKindAndName(objects []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
+	m := map[string]*unstructured.Unstructured{}
+	for _, obj := range objects {
+		m[obj.GetKind()+" "+obj.GetName()] = obj
+	}
+	return m
+}
+
+// dryRunApply applies the manifests server-side as a dry run, requires every line of kubectl's
+// answer to be a dry-run result and returns the lines. --force-conflicts: an installation from
+// this base (INPLACE_IN_CLUSTER=1) owns the image and caBundle fields with other values; a dry
+// run changes nothing either way.
+func dryRunApply(t *testing.T, ctx context.Context, manifests string) []string {
+	t.Helper()
+	out := mustKubectl(t, ctx, manifests, "apply", "--server-side", "--dry-run=server", "--force-conflicts",
+		"--field-manager=inplace-e2e-dry-run", "-f", "-")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for _, l := range lines {
+		if !strings.HasSuffix(l, "(server dry run)") {
+			t.Errorf("dry-run apply: unexpected line %q", l)
+		}
+	}
+	t.Logf("kubectl apply --server-side --dry-run=server:\n%s", out)
+	return lines
 }

@@ -124,7 +124,7 @@ func clusterProgram(ctx context.Context, name string) (program, error) {
 		if err != nil {
 			return program{}, fmt.Errorf("pod %s: %w", pod.Name, err)
 		}
-		start, err := procStartTime(pid)
+		_, start, err := procStat(pid)
 		if err != nil {
 			return program{}, err
 		}
@@ -162,22 +162,23 @@ func containerMainPid(id string) (int, error) {
 	return 0, fmt.Errorf("no process of container %.12s found", id)
 }
 
-// procStartTime is field 22 of /proc/PID/stat (start time in clock ticks after boot).
-func procStartTime(pid int) (string, error) {
+// procStat reads the state (field 3) and the start time (field 22, clock ticks after boot) of
+// /proc/PID/stat.
+func procStat(pid int) (state, start string, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	s := string(data)
-	i := strings.LastIndex(s, ") ")
+	i := strings.LastIndex(s, ") ") // the command may hold spaces and parentheses
 	if i < 0 {
-		return "", fmt.Errorf("/proc/%d/stat: %q", pid, s)
+		return "", "", fmt.Errorf("/proc/%d/stat: %q", pid, s)
 	}
 	fields := strings.Fields(s[i+2:]) // fields 3.. of /proc/PID/stat
 	if len(fields) < 20 {
-		return "", fmt.Errorf("/proc/%d/stat: %q", pid, s)
+		return "", "", fmt.Errorf("/proc/%d/stat: %q", pid, s)
 	}
-	return fields[19], nil
+	return fields[0], fields[19], nil
 }
 
 // alive tells whether the process still runs (same pid and start time, not a zombie).
@@ -185,20 +186,8 @@ func (p program) alive() bool {
 	if p.pid == 0 {
 		return false
 	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndex(s, ") ")
-	if i < 0 {
-		return false
-	}
-	fields := strings.Fields(s[i+2:])
-	if len(fields) < 20 || fields[0] == "Z" || fields[0] == "X" {
-		return false
-	}
-	return fields[19] == p.startTime
+	state, start, err := procStat(p.pid)
+	return err == nil && state != "Z" && state != "X" && start == p.startTime
 }
 
 // stop signals the process (only if it still is that process) and waits up to timeout for it

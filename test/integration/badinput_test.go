@@ -1,37 +1,20 @@
 package integration
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/badinput"
 	"github.com/inplace-dev/inplace/test/integration/framework"
 )
-
-// badRequest is a malformed or forbidden request. The server must answer it with a 4xx (wantCode
-// when set) whose body is a Status with a readable message naming field (when set), store
-// nothing and change nothing, never answer 5xx, never hang.
-type badRequest struct {
-	name        string
-	method      string
-	path        string
-	query       string
-	contentType string
-	body        []byte
-	wantCode    int
-	field       string
-}
 
 // storedKind describes one kind for the bad-input cases: where it lives, a valid object of it,
 // and the fields where a wrong type or an invalid value goes.
@@ -132,7 +115,7 @@ func badInputKinds(t *testing.T) []storedKind {
 }
 
 // badRequestsFor lists the malformed requests against one kind; victim is an existing object of it.
-func badRequestsFor(t *testing.T, k storedKind, victim map[string]any) []badRequest {
+func badRequestsFor(t *testing.T, k storedKind, victim map[string]any) []badinput.Request {
 	const (
 		jsonType  = "application/json"
 		jsonPatch = "application/json-patch+json"
@@ -141,31 +124,30 @@ func badRequestsFor(t *testing.T, k storedKind, victim map[string]any) []badRequ
 		apply     = "application/apply-patch+yaml"
 	)
 	name := victim["metadata"].(map[string]any)["name"].(string)
-	rv := victim["metadata"].(map[string]any)["resourceVersion"].(string)
 	valid := k.valid("bad-new")
 	validRaw := mustJSON(valid)
 	coll, item := k.collection(), k.item(name)
-	post := func(n string, body []byte, code int, field string) badRequest {
-		return badRequest{name: "create: " + n, method: http.MethodPost, path: coll, contentType: jsonType, body: body, wantCode: code, field: field}
+	post := func(n string, body []byte, code int, field string) badinput.Request {
+		return badinput.Request{Name: "create: " + n, Method: http.MethodPost, Path: coll, ContentType: jsonType, Body: body, WantCode: code, Field: field}
 	}
-	postQ := func(n, query string, body []byte, code int, field string) badRequest {
+	postQ := func(n, query string, body []byte, code int, field string) badinput.Request {
 		r := post(n, body, code, field)
-		r.query = query
+		r.Query = query
 		return r
 	}
-	put := func(n string, body []byte, code int, field string) badRequest {
-		return badRequest{name: "update: " + n, method: http.MethodPut, path: item, contentType: jsonType, body: body, wantCode: code, field: field}
+	put := func(n string, body []byte, code int, field string) badinput.Request {
+		return badinput.Request{Name: "update: " + n, Method: http.MethodPut, Path: item, ContentType: jsonType, Body: body, WantCode: code, Field: field}
 	}
-	patch := func(n, ct string, body string, code int, field string) badRequest {
-		return badRequest{name: "patch " + ct + ": " + n, method: http.MethodPatch, path: item, contentType: ct, body: []byte(body), wantCode: code, field: field}
+	patch := func(n, ct string, body string, code int, field string) badinput.Request {
+		return badinput.Request{Name: "patch " + ct + ": " + n, Method: http.MethodPatch, Path: item, ContentType: ct, Body: []byte(body), WantCode: code, Field: field}
 	}
-	get := func(n, path, query string, code int) badRequest {
-		return badRequest{name: n, method: http.MethodGet, path: path, query: query, wantCode: code}
+	get := func(n, path, query string, code int) badinput.Request {
+		return badinput.Request{Name: n, Method: http.MethodGet, Path: path, Query: query, WantCode: code}
 	}
 	victimWith := func(path string, value any) []byte { return mustJSON(with(t, victim, path, value)) }
 	wrongTypeTop := strings.Split(k.wrongType, ".")[0]
 
-	reqs := []badRequest{
+	reqs := []badinput.Request{
 		// Bodies that are not the kind at all.
 		post("not JSON", []byte("this is not json"), 400, ""),
 		post("truncated JSON", validRaw[:len(validRaw)/2], 400, ""),
@@ -210,10 +192,10 @@ func badRequestsFor(t *testing.T, k storedKind, victim map[string]any) []badRequ
 		// Query parameters and media types.
 		postQ("dryRun=Maybe", "dryRun=Maybe", validRaw, 422, "dryRun"),
 		postQ("fieldManager of 200 characters", "fieldManager="+strings.Repeat("m", 200), validRaw, 0, "fieldManager"),
-		{name: "create: text/plain", method: http.MethodPost, path: coll, contentType: "text/plain", body: validRaw, wantCode: 415},
-		{name: "create: bad YAML", method: http.MethodPost, path: coll, contentType: "application/yaml", body: []byte("apiVersion: [\n  kind"), wantCode: 400},
-		{name: "create: YAML of another kind", method: http.MethodPost, path: coll, contentType: "application/yaml", body: []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n"), wantCode: 400},
-		{name: "create: protobuf that is not protobuf", method: http.MethodPost, path: coll, contentType: "application/vnd.kubernetes.protobuf", body: []byte("k8s\x00garbage"), wantCode: 400},
+		{Name: "create: text/plain", Method: http.MethodPost, Path: coll, ContentType: "text/plain", Body: validRaw, WantCode: 415},
+		{Name: "create: bad YAML", Method: http.MethodPost, Path: coll, ContentType: "application/yaml", Body: []byte("apiVersion: [\n  kind"), WantCode: 400},
+		{Name: "create: YAML of another kind", Method: http.MethodPost, Path: coll, ContentType: "application/yaml", Body: []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  Name: x\n"), WantCode: 400},
+		{Name: "create: protobuf that is not protobuf", Method: http.MethodPost, Path: coll, ContentType: "application/vnd.kubernetes.protobuf", Body: []byte("k8s\x00garbage"), WantCode: 400},
 
 		// Updates of the victim.
 		put("not JSON", []byte("{"), 400, ""),
@@ -224,7 +206,7 @@ func badRequestsFor(t *testing.T, k storedKind, victim map[string]any) []badRequ
 		put("uid of another object", victimWith("metadata.uid", "00000000-0000-0000-0000-000000000000"), 409, "UID"),
 		put("creationTimestamp not a time", victimWith("metadata.creationTimestamp", "yesterday"), 400, "yesterday"),
 		put("another kind", victimWith("kind", "Deployment"), 400, ""),
-		{name: "update: no such object", method: http.MethodPut, path: k.item("nobody"), contentType: jsonType, body: mustJSON(with(t, valid, "metadata.name", "nobody")), wantCode: 404},
+		{Name: "update: no such object", Method: http.MethodPut, Path: k.item("nobody"), ContentType: jsonType, Body: mustJSON(with(t, valid, "metadata.name", "nobody")), WantCode: 404},
 
 		// Patches of the victim, each type with bad content.
 		patch("not a list", jsonPatch, `{"op":"add"}`, 400, ""),
@@ -248,25 +230,25 @@ func badRequestsFor(t *testing.T, k storedKind, victim map[string]any) []badRequ
 		patch("labels is a list", strategic, `{"metadata":{"labels":["a"]}}`, 0, "labels"),
 		patch("bad finalizer", strategic, `{"metadata":{"finalizers":["not a finalizer!"]}}`, 422, "metadata.finalizers"),
 		patch("no fieldManager", apply, "apiVersion: apps.kruise.io/v1alpha1\nkind: "+k.kind+"\nmetadata:\n  name: "+name+"\n", 422, "fieldManager"),
-		{name: "apply: bad YAML", method: http.MethodPatch, path: item, query: "fieldManager=bad", contentType: apply, body: []byte("metadata: [\n"), wantCode: 400},
-		{name: "apply: no apiVersion or kind", method: http.MethodPatch, path: item, query: "fieldManager=bad", contentType: apply, body: []byte("metadata:\n  name: " + name + "\n"), wantCode: 400},
-		{name: "apply: another kind", method: http.MethodPatch, path: item, query: "fieldManager=bad", contentType: apply, body: []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n"), wantCode: 400},
-		{name: "apply: unknown field", method: http.MethodPatch, path: item, query: "fieldManager=bad&fieldValidation=Strict", contentType: apply,
-			body: []byte("apiVersion: apps.kruise.io/v1alpha1\nkind: " + k.kind + "\nmetadata:\n  name: " + name + "\nspec:\n  bogus: 1\n"), wantCode: 400, field: ".spec.bogus"},
-		{name: "apply: wrong type at " + k.wrongType, method: http.MethodPatch, path: item, query: "fieldManager=bad", contentType: apply,
-			body: mustJSON(with(t, with(t, map[string]any{"apiVersion": "apps.kruise.io/v1alpha1", "kind": k.kind}, "metadata.name", name), k.wrongType, k.wrongTypeValue)), wantCode: 400, field: "." + k.wrongType},
-		{name: "patch: unsupported patch type", method: http.MethodPatch, path: item, contentType: "application/xml", body: []byte("<x/>"), wantCode: 415},
-		{name: "patch: dryRun=Maybe", method: http.MethodPatch, path: item, query: "dryRun=Maybe", contentType: merge, body: []byte(`{}`), wantCode: 422, field: "dryRun"},
-		{name: "patch: no such object", method: http.MethodPatch, path: k.item("nobody"), contentType: merge, body: []byte(`{"metadata":{"labels":{"a":"b"}}}`), wantCode: 404},
+		{Name: "apply: bad YAML", Method: http.MethodPatch, Path: item, Query: "fieldManager=bad", ContentType: apply, Body: []byte("metadata: [\n"), WantCode: 400},
+		{Name: "apply: no apiVersion or kind", Method: http.MethodPatch, Path: item, Query: "fieldManager=bad", ContentType: apply, Body: []byte("metadata:\n  Name: " + name + "\n"), WantCode: 400},
+		{Name: "apply: another kind", Method: http.MethodPatch, Path: item, Query: "fieldManager=bad", ContentType: apply, Body: []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  Name: " + name + "\n"), WantCode: 400},
+		{Name: "apply: unknown field", Method: http.MethodPatch, Path: item, Query: "fieldManager=bad&fieldValidation=Strict", ContentType: apply,
+			Body: []byte("apiVersion: apps.kruise.io/v1alpha1\nkind: " + k.kind + "\nmetadata:\n  Name: " + name + "\nspec:\n  bogus: 1\n"), WantCode: 400, Field: ".spec.bogus"},
+		{Name: "apply: wrong type at " + k.wrongType, Method: http.MethodPatch, Path: item, Query: "fieldManager=bad", ContentType: apply,
+			Body: mustJSON(with(t, with(t, map[string]any{"apiVersion": "apps.kruise.io/v1alpha1", "kind": k.kind}, "metadata.name", name), k.wrongType, k.wrongTypeValue)), WantCode: 400, Field: "." + k.wrongType},
+		{Name: "patch: unsupported patch type", Method: http.MethodPatch, Path: item, ContentType: "application/xml", Body: []byte("<x/>"), WantCode: 415},
+		{Name: "patch: dryRun=Maybe", Method: http.MethodPatch, Path: item, Query: "dryRun=Maybe", ContentType: merge, Body: []byte(`{}`), WantCode: 422, Field: "dryRun"},
+		{Name: "patch: no such object", Method: http.MethodPatch, Path: k.item("nobody"), ContentType: merge, Body: []byte(`{"metadata":{"labels":{"a":"b"}}}`), WantCode: 404},
 
 		// Status subresource.
-		{name: "status: wrong type at " + k.statusField, method: http.MethodPatch, path: item + "/status", contentType: merge,
-			body: mustJSON(with(t, map[string]any{}, k.statusField, []any{"x"})), field: k.statusField},
-		{name: "status: not JSON", method: http.MethodPatch, path: item + "/status", contentType: merge, body: []byte(`{"status":`), wantCode: 400},
-		{name: "status: POST", method: http.MethodPost, path: item + "/status", contentType: jsonType, body: validRaw, wantCode: 405},
-		{name: "status: DELETE", method: http.MethodDelete, path: item + "/status", wantCode: 405},
-		{name: "status: PUT another name", method: http.MethodPut, path: item + "/status", contentType: jsonType, body: victimWith("metadata.name", "someone-else"), wantCode: 400, field: "name"},
-		{name: "status: stale resourceVersion", method: http.MethodPut, path: item + "/status", contentType: jsonType, body: victimWith("metadata.resourceVersion", "1"), wantCode: 409},
+		{Name: "status: wrong type at " + k.statusField, Method: http.MethodPatch, Path: item + "/status", ContentType: merge,
+			Body: mustJSON(with(t, map[string]any{}, k.statusField, []any{"x"})), Field: k.statusField},
+		{Name: "status: not JSON", Method: http.MethodPatch, Path: item + "/status", ContentType: merge, Body: []byte(`{"status":`), WantCode: 400},
+		{Name: "status: POST", Method: http.MethodPost, Path: item + "/status", ContentType: jsonType, Body: validRaw, WantCode: 405},
+		{Name: "status: DELETE", Method: http.MethodDelete, Path: item + "/status", WantCode: 405},
+		{Name: "status: PUT another name", Method: http.MethodPut, Path: item + "/status", ContentType: jsonType, Body: victimWith("metadata.name", "someone-else"), WantCode: 400, Field: "name"},
+		{Name: "status: stale resourceVersion", Method: http.MethodPut, Path: item + "/status", ContentType: jsonType, Body: victimWith("metadata.resourceVersion", "1"), WantCode: 409},
 
 		// Reads, lists and watches with bad parameters.
 		get("list: labelSelector does not parse", coll, "labelSelector="+url.QueryEscape("a in ("), 400),
@@ -292,18 +274,18 @@ func badRequestsFor(t *testing.T, k storedKind, victim map[string]any) []badRequ
 		get("get: bad name", k.item("UPPER_CASE"), "", 404),
 
 		// Deletes.
-		{name: "delete: body not JSON", method: http.MethodDelete, path: item, contentType: jsonType, body: []byte("{"), wantCode: 400},
-		{name: "delete: propagationPolicy=Bogus", method: http.MethodDelete, path: item, query: "propagationPolicy=Bogus", wantCode: 0, field: "propagationPolicy"},
-		{name: "delete: uid precondition of another object", method: http.MethodDelete, path: item, contentType: jsonType,
-			body: []byte(`{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"00000000-0000-0000-0000-000000000000"}}`), wantCode: 409},
-		{name: "delete: stale resourceVersion precondition", method: http.MethodDelete, path: item, contentType: jsonType,
-			body: []byte(`{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"resourceVersion":"1"}}`), wantCode: 409},
-		{name: "delete: resourceVersion precondition not a number", method: http.MethodDelete, path: item, contentType: jsonType,
-			body: []byte(`{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"resourceVersion":"abc"}}`), wantCode: 409, field: "precondition"},
-		{name: "delete: gracePeriodSeconds not a number", method: http.MethodDelete, path: item, query: "gracePeriodSeconds=later", wantCode: 400},
-		{name: "delete: dryRun=Maybe", method: http.MethodDelete, path: item, query: "dryRun=Maybe", wantCode: 422, field: "dryRun"},
-		{name: "deletecollection: labelSelector does not parse", method: http.MethodDelete, path: coll, query: "labelSelector=" + url.QueryEscape("a in ("), wantCode: 400},
-		{name: "delete: no such object", method: http.MethodDelete, path: k.item("nobody"), wantCode: 404},
+		{Name: "delete: body not JSON", Method: http.MethodDelete, Path: item, ContentType: jsonType, Body: []byte("{"), WantCode: 400},
+		{Name: "delete: propagationPolicy=Bogus", Method: http.MethodDelete, Path: item, Query: "propagationPolicy=Bogus", WantCode: 0, Field: "propagationPolicy"},
+		{Name: "delete: uid precondition of another object", Method: http.MethodDelete, Path: item, ContentType: jsonType,
+			Body: []byte(`{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"00000000-0000-0000-0000-000000000000"}}`), WantCode: 409},
+		{Name: "delete: stale resourceVersion precondition", Method: http.MethodDelete, Path: item, ContentType: jsonType,
+			Body: []byte(`{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"resourceVersion":"1"}}`), WantCode: 409},
+		{Name: "delete: resourceVersion precondition not a number", Method: http.MethodDelete, Path: item, ContentType: jsonType,
+			Body: []byte(`{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"resourceVersion":"abc"}}`), WantCode: 409, Field: "precondition"},
+		{Name: "delete: gracePeriodSeconds not a number", Method: http.MethodDelete, Path: item, Query: "gracePeriodSeconds=later", WantCode: 400},
+		{Name: "delete: dryRun=Maybe", Method: http.MethodDelete, Path: item, Query: "dryRun=Maybe", WantCode: 422, Field: "dryRun"},
+		{Name: "deletecollection: labelSelector does not parse", Method: http.MethodDelete, Path: coll, Query: "labelSelector=" + url.QueryEscape("a in ("), WantCode: 400},
+		{Name: "delete: no such object", Method: http.MethodDelete, Path: k.item("nobody"), WantCode: 404},
 	}
 	if k.namespaced {
 		reqs = append(reqs,
@@ -311,7 +293,7 @@ func badRequestsFor(t *testing.T, k storedKind, victim map[string]any) []badRequ
 			post("bad namespace in the URL", validRaw, 0, ""),
 			put("namespace changed", victimWith("metadata.namespace", "other"), 400, "namespace"),
 		)
-		reqs[len(reqs)-2].path = strings.Replace(coll, "/namespaces/default/", "/namespaces/Not_A_Namespace/", 1)
+		reqs[len(reqs)-2].Path = strings.Replace(coll, "/namespaces/default/", "/namespaces/Not_A_Namespace/", 1)
 	}
 	if k.scale {
 		scale := item + "/scale"
@@ -320,21 +302,20 @@ func badRequestsFor(t *testing.T, k storedKind, victim map[string]any) []badRequ
 				"metadata": map[string]any{"name": name, "namespace": "default"}, "spec": map[string]any{"replicas": replicas}})
 		}
 		reqs = append(reqs,
-			badRequest{name: "scale: replicas a string", method: http.MethodPut, path: scale, contentType: jsonType, body: scaleBody("three"), wantCode: 400, field: "replicas"},
-			badRequest{name: "scale: replicas negative", method: http.MethodPut, path: scale, contentType: jsonType, body: scaleBody(-1), wantCode: 422, field: "spec.replicas"},
-			badRequest{name: "scale: merge patch replicas negative", method: http.MethodPatch, path: scale, contentType: merge, body: []byte(`{"spec":{"replicas":-5}}`), wantCode: 422, field: "spec.replicas"},
-			badRequest{name: "scale: json patch replicas a string", method: http.MethodPatch, path: scale, contentType: jsonPatch, body: []byte(`[{"op":"replace","path":"/spec/replicas","value":"x"}]`), field: "replicas"},
-			badRequest{name: "scale: another kind", method: http.MethodPut, path: scale, contentType: jsonType, body: []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `"}}`), wantCode: 400},
-			badRequest{name: "scale: not JSON", method: http.MethodPut, path: scale, contentType: jsonType, body: []byte("{"), wantCode: 400},
-			badRequest{name: "scale: stale resourceVersion", method: http.MethodPut, path: scale, contentType: jsonType,
-				body: mustJSON(map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale",
-					"metadata": map[string]any{"name": name, "namespace": "default", "resourceVersion": "1"}, "spec": map[string]any{"replicas": 3}}), wantCode: 409},
-			badRequest{name: "scale: of another object", method: http.MethodPut, path: k.item("nobody") + "/scale", contentType: jsonType,
-				body: []byte(strings.Replace(string(scaleBody(3)), `"name":"`+name+`"`, `"name":"nobody"`, 1)), wantCode: 404},
-			badRequest{name: "scale: POST", method: http.MethodPost, path: scale, contentType: jsonType, body: scaleBody(3), wantCode: 405},
+			badinput.Request{Name: "scale: replicas a string", Method: http.MethodPut, Path: scale, ContentType: jsonType, Body: scaleBody("three"), WantCode: 400, Field: "replicas"},
+			badinput.Request{Name: "scale: replicas negative", Method: http.MethodPut, Path: scale, ContentType: jsonType, Body: scaleBody(-1), WantCode: 422, Field: "spec.replicas"},
+			badinput.Request{Name: "scale: merge patch replicas negative", Method: http.MethodPatch, Path: scale, ContentType: merge, Body: []byte(`{"spec":{"replicas":-5}}`), WantCode: 422, Field: "spec.replicas"},
+			badinput.Request{Name: "scale: json patch replicas a string", Method: http.MethodPatch, Path: scale, ContentType: jsonPatch, Body: []byte(`[{"op":"replace","path":"/spec/replicas","value":"x"}]`), Field: "replicas"},
+			badinput.Request{Name: "scale: another kind", Method: http.MethodPut, Path: scale, ContentType: jsonType, Body: []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `"}}`), WantCode: 400},
+			badinput.Request{Name: "scale: not JSON", Method: http.MethodPut, Path: scale, ContentType: jsonType, Body: []byte("{"), WantCode: 400},
+			badinput.Request{Name: "scale: stale resourceVersion", Method: http.MethodPut, Path: scale, ContentType: jsonType,
+				Body: mustJSON(map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale",
+					"metadata": map[string]any{"name": name, "namespace": "default", "resourceVersion": "1"}, "spec": map[string]any{"replicas": 3}}), WantCode: 409},
+			badinput.Request{Name: "scale: of another object", Method: http.MethodPut, Path: k.item("nobody") + "/scale", ContentType: jsonType,
+				Body: []byte(strings.Replace(string(scaleBody(3)), `"name":"`+name+`"`, `"name":"nobody"`, 1)), WantCode: 404},
+			badinput.Request{Name: "scale: POST", Method: http.MethodPost, Path: scale, ContentType: jsonType, Body: scaleBody(3), WantCode: 405},
 		)
 	}
-	_ = rv
 	return reqs
 }
 
@@ -344,7 +325,6 @@ func badRequestsFor(t *testing.T, k storedKind, victim map[string]any) []badRequ
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	s := framework.StartServer(t)
-	ctx := testContext(t)
 	transport, err := rest.TransportFor(s.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -354,7 +334,7 @@ func TestBadInput(t *testing.T) {
 	total := 0
 	for _, k := range badInputKinds(t) {
 		// The victim every update, patch and delete case aims at.
-		code, body := send(t, client, s, badRequest{method: http.MethodPost, path: k.collection(), contentType: "application/json", body: mustJSON(k.valid("victim"))})
+		code, body := badinput.Send(t, testContext(t), client, s.Config.Host, badinput.Request{Method: http.MethodPost, Path: k.collection(), ContentType: "application/json", Body: mustJSON(k.valid("victim"))})
 		if code != http.StatusCreated {
 			t.Fatalf("creating the %s victim: %d %s", k.kind, code, body)
 		}
@@ -367,9 +347,9 @@ func TestBadInput(t *testing.T) {
 
 		for _, r := range badRequestsFor(t, k, victim) {
 			total++
-			t.Run(k.resource+"/"+r.name, func(t *testing.T) {
-				code, body := send(t, client, s, r)
-				checkBadAnswer(t, r, code, body)
+			t.Run(k.resource+"/"+r.Name, func(t *testing.T) {
+				code, body := badinput.Send(t, testContext(t), client, s.Config.Host, r)
+				badinput.Check(t, r, code, body)
 			})
 		}
 
@@ -390,75 +370,5 @@ func TestBadInput(t *testing.T) {
 	t.Logf("%d malformed requests answered", total)
 	if total < 150 {
 		t.Errorf("only %d malformed requests; the suite promises at least 150", total)
-	}
-	_ = ctx
-}
-
-// send does one request and returns the status code and body; a transport error (a hang past the
-// client's timeout included) fails the test.
-func send(t *testing.T, client *http.Client, s *framework.Server, r badRequest) (int, []byte) {
-	t.Helper()
-	target := s.Config.Host + r.path
-	if r.query != "" {
-		target += "?" + r.query
-	}
-	var body io.Reader
-	if r.body != nil {
-		body = bytes.NewReader(r.body)
-	}
-	req, err := http.NewRequestWithContext(testContext(t), r.method, target, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.contentType != "" {
-		req.Header.Set("Content-Type", r.contentType)
-	}
-	req.Header.Set("Accept", "application/json")
-	start := time.Now()
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: no answer after %v: %v", r.method, r.path, time.Since(start), err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading the answer: %v", r.method, r.path, err)
-	}
-	return resp.StatusCode, out
-}
-
-// checkBadAnswer holds one answer to the promise of badRequest.
-func checkBadAnswer(t *testing.T, r badRequest, code int, body []byte) {
-	t.Helper()
-	if code < 400 || code >= 500 || (r.wantCode != 0 && code != r.wantCode) {
-		want := "a 4xx"
-		if r.wantCode != 0 {
-			want = fmt.Sprint(r.wantCode)
-		}
-		t.Fatalf("%s %s?%s: %d, want %s: %.600s", r.method, r.path, r.query, code, want, body)
-	}
-	var status metav1.Status
-	if err := json.Unmarshal(body, &status); err != nil || status.Kind != "Status" {
-		t.Fatalf("%s %s: %d with a body that is not a Status (%v): %.300s", r.method, r.path, code, err, body)
-	}
-	msg := status.Message
-	if strings.TrimSpace(msg) == "" {
-		t.Errorf("%d with no message: %s", code, body)
-	}
-	for _, bad := range []string{"panic", "goroutine", "runtime error", "%!", "strconv."} {
-		if strings.Contains(msg, bad) {
-			t.Errorf("the message shows an internal failure (%q): %s", bad, msg)
-		}
-	}
-	if r.field != "" {
-		named := strings.Contains(msg, r.field)
-		if status.Details != nil {
-			for _, c := range status.Details.Causes {
-				named = named || strings.Contains(c.Field, r.field) || strings.Contains(c.Message, r.field)
-			}
-		}
-		if !named {
-			t.Errorf("the answer does not name %s: %s", r.field, body)
-		}
 	}
 }
