@@ -6,14 +6,15 @@
 #   hack/build-kube.sh             # all: kube-apiserver kube-controller-manager
 #                                  #      kube-scheduler kubelet kubectl etcd minicri
 #                                  #      hostpath (the local cluster's volume provisioner)
+#                                  #      coredns (its DNS server, module hack/coredns)
 #   hack/build-kube.sh kubectl     # only the named binaries
 #   hack/build-kube.sh kwok        # kwok (fake nodes of hack/bench-scale.sh); not
 #                                  # in the default set, and built as its own module
 #
 # Cached: each binary has a stamp (_output/bin/.stamp/NAME) holding the
 # Kubernetes version, the Go version and a hash of hack/kube's go.mod and
-# go.sum (and, for etcd, minicri and hostpath, of their sources); a binary whose stamp
-# matches is not rebuilt.
+# go.sum (and, for etcd, minicri and hostpath, of their sources; for coredns, of
+# its module hack/coredns); a binary whose stamp matches is not rebuilt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,7 +25,9 @@ KUBE_MINOR=35
 # it requires Kubernetes libraries of its own (v0.36), which would move the
 # cluster's binaries off v1.35 if they shared a module.
 KWOK_VERSION=v0.8.0
-ALL=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd minicri hostpath)
+# The local cluster's DNS server is CoreDNS with a handful of plugins, built from its own module
+# (hack/coredns) for the same reason: CoreDNS's libraries are not the cluster's.
+ALL=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd minicri hostpath coredns)
 
 OUT="$PWD/_output/bin"
 STAMPS="$OUT/.stamp"
@@ -37,6 +40,7 @@ pkg_of() {
       echo "k8s.io/kubernetes/cmd/$1" ;;
     etcd|minicri|hostpath) echo "github.com/inplace-dev/inplace/hack/kube/$1" ;;
     kwok) echo "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" ;;
+    coredns) echo "github.com/inplace-dev/inplace/hack/coredns" ;;
     *) echo "build-kube: unknown binary '$1' (known: ${ALL[*]} kwok)" >&2; return 1 ;;
   esac
 }
@@ -52,6 +56,10 @@ stamp_of() {
   local own=""
   if [[ "$1" == kwok ]]; then
     echo "$KWOK_VERSION $go_version"
+    return
+  fi
+  if [[ "$1" == coredns ]]; then
+    echo "$go_version $(cat hack/coredns/go.mod hack/coredns/go.sum hack/coredns/*.go | sha256sum | cut -c1-16)"
     return
   fi
   case "$1" in
@@ -87,6 +95,19 @@ if [[ " ${todo[*]} " == *" kwok "* ]]; then
   rm -rf "$tmp"
   stamp_of kwok > "$STAMPS/kwok"
   todo=("${todo[@]/kwok/}")
+  read -ra todo <<< "${todo[*]}"
+  ((${#todo[@]} > 0)) || exit 0
+fi
+if [[ " ${todo[*]} " == *" coredns "* ]]; then
+  echo "build-kube: building coredns (module hack/coredns)" >&2
+  start=$SECONDS
+  tmp="$(mktemp -d "$OUT/.build.XXXXXX")"
+  (cd hack/coredns && CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "-s -w" -o "$tmp/coredns" .)
+  mv -f "$tmp/coredns" "$OUT/coredns"
+  rm -rf "$tmp"
+  stamp_of coredns > "$STAMPS/coredns"
+  echo "build-kube: coredns done in $((SECONDS - start))s" >&2
+  todo=("${todo[@]/coredns/}")
   read -ra todo <<< "${todo[*]}"
   ((${#todo[@]} > 0)) || exit 0
 fi

@@ -40,7 +40,8 @@
 #   - /var/log/containers (kubelet log symlinks; ours are removed)
 #   - kubepods cgroups in every cgroup v1 controller (removed when empty)
 #   - TCP ports 2379 2380 (etcd, loopback), 6443 (kube-apiserver, all
-#     addresses), 10248 (kubelet healthz, loopback), 10250 (kubelet, all
+#     addresses), 53 (CoreDNS, TCP and UDP on the node IP), 10054 (its
+#     readiness, loopback), 10248 (kubelet healthz, loopback), 10250 (kubelet, all
 #     addresses), 10257 (controller-manager), 10259 (scheduler), plus
 #     containerd's streaming server on a random loopback port.
 set -euo pipefail
@@ -208,7 +209,8 @@ EOF
 # CAP_SYS_RESOURCE); 1 s max crash-loop back-off so a container switched back
 # to an image it just ran restarts at once; image GC effectively off (the
 # images cannot be pulled again); eviction thresholds low (shared machine);
-# no iptables chains (there is no kube-proxy).
+# no iptables chains (there is no kube-proxy); cluster DNS is the host's CoreDNS
+# on the node IP (step 7).
 cat > "$STATE/kubelet-config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -235,6 +237,7 @@ failSwapOn: false
 oomScoreAdj: 0
 makeIPTablesUtilChains: false
 clusterDomain: cluster.local
+clusterDNS: [$NODE_IP]
 podLogsDir: $STATE/pod-logs
 serializeImagePulls: false
 imageGCHighThresholdPercent: 100
@@ -337,6 +340,24 @@ node_ready() {
 local_wait kubelet 60 "node $NODE_NAME Ready, no taints" node_ready
 # Pods need the default ServiceAccount (created by the controller-manager).
 local_wait kube-controller-manager 60 "ServiceAccount default/default" kubectl -n default get serviceaccount default
+
+# Cluster DNS: CoreDNS (hack/coredns) on the node IP, port 53, answering
+# cluster.local from the API (Services, headless Services' Pods, reverse
+# lookups), so Pods resolve names as in any cluster; the kubelet's clusterDNS
+# points their resolv.conf at it. Other names are not answered (no upstream).
+cat > "$STATE/Corefile" <<EOF
+cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {
+  bind $NODE_IP
+  errors
+  ready 127.0.0.1:$DNS_READY_PORT
+  cache 5
+  kubernetes cluster.local in-addr.arpa ip6.arpa {
+    kubeconfig $KUBECONFIG
+  }
+}
+EOF
+local_start coredns "$BIN/coredns" -conf "$STATE/Corefile"
+local_wait coredns 30 "CoreDNS ready" http_ok 127.0.0.1 "$DNS_READY_PORT" /ready OK
 
 # A default StorageClass: hack/kube/hostpath provisions a hostPath PV (a directory
 # under $STATE/volumes) for each PVC of it and deletes it with its claim.

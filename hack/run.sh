@@ -8,7 +8,8 @@
 # v1alpha1.apps.kruise.io), inplace-controller, inplace-daemon. With
 # INPLACE_IN_CLUSTER=1 (make run INPLACE_IN_CLUSTER=1) they run in the cluster
 # instead, installed from artifacts/deploy by hack/deploy.sh with the image
-# hack/build-image.sh builds. Everything keeps running after this script returns;
+# hack/build-image.sh builds; INPLACE_IN_CLUSTER=ha installs artifacts/deploy/ha
+# (a 3-member etcd StatefulSet, two inplace-apiservers). Everything keeps running after this script returns;
 # `make cluster-down` (hack/local-down.sh) stops all of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +28,7 @@ source _output/local/env
 if [[ -f _output/local/inplace/in-cluster ]]; then
   cat <<EOF
 
-inplace is running in the local cluster, installed from artifacts/deploy (hack/deploy.sh):
+inplace is running in the local cluster, installed from artifacts/deploy$([[ "$(cat _output/local/inplace/in-cluster)" == ha ]] && echo /ha) (hack/deploy.sh):
 $(kubectl -n inplace-system get pods 2>&1 | sed 's/^/  /')
   logs: kubectl -n inplace-system logs deploy/inplace-apiserver (or deploy/inplace-controller, ds/inplace-daemon)
   stop: make cluster-down  (or hack/local-down.sh)

@@ -84,11 +84,27 @@ inplace_start_host_program() {
   local_wait "inplace-$name" 60 "$what" "$ready"
 }
 
-# --- in-cluster mode (INPLACE_IN_CLUSTER=1 hack/local-up.sh) --------------------------------
+# --- in-cluster mode (INPLACE_IN_CLUSTER=1 or =ha hack/local-up.sh) ----------------------------
 # The programs run in the cluster from artifacts/deploy, installed by hack/deploy.sh as a user
-# installs them: inplace's image built and imported by hack/build-image.sh, the apiserver's
-# embedded etcd on a PVC of the local StorageClass, its own CA and serving certificate. The
-# mode is recorded in $INPLACE_STATE/in-cluster, so a hook run on its own later knows it.
+# installs them: inplace's image built and imported by hack/build-image.sh, its own CA and
+# serving certificate, and
+#   - INPLACE_IN_CLUSTER=1 (or base): the base, the apiserver's embedded etcd on a PVC of the
+#     local StorageClass;
+#   - INPLACE_IN_CLUSTER=ha: artifacts/deploy/ha, a 3-member etcd StatefulSet (the etcd of
+#     hack/build-kube.sh as image inplace.local/etcd, in place of registry.k8s.io/etcd; the
+#     members find each other through the cluster DNS) and two apiservers.
+# The shape is recorded in $INPLACE_STATE/in-cluster ("base" or "ha"), so a hook run on its own
+# later knows it.
+
+# inplace_in_cluster_shape: base or ha from $INPLACE_IN_CLUSTER; empty for host processes.
+inplace_in_cluster_shape() {
+  case "${INPLACE_IN_CLUSTER:-}" in
+    "" | 0) ;;
+    1 | base) echo base ;;
+    ha) echo ha ;;
+    *) die "INPLACE_IN_CLUSTER=$INPLACE_IN_CLUSTER: want 1 (or base), ha, or nothing (host processes)" ;;
+  esac
+}
 
 # inplace_in_cluster: the programs run in the cluster (this local-up's choice).
 inplace_in_cluster() {
@@ -134,21 +150,28 @@ EOF
 }
 
 # inplace_deploy_in_cluster MODE [WORKLOAD]: builds and imports the image, installs (or
-# updates) inplace with hack/deploy.sh. MODE "restart" (a hook run on its own) then restarts
-# WORKLOAD (default deployment/inplace-apiserver) unless the install already rolled it out
-# (new image or flags), and waits until it is ready again.
+# updates) inplace with hack/deploy.sh, in the shape of $INPLACE_IN_CLUSTER (MODE "fresh") or
+# the recorded one. MODE "restart" (a hook run on its own) then restarts WORKLOAD (default
+# deployment/inplace-apiserver) unless the install already rolled it out (new image or flags),
+# and waits until it is ready again.
 inplace_deploy_in_cluster() {
-  local mode="$1" workload="${2:-deployment/inplace-apiserver}" ref before=""
+  local mode="$1" workload="${2:-deployment/inplace-apiserver}" ref shape before=""
+  local args=()
   mkdir -p "$INPLACE_STATE"
   if [[ "$mode" == fresh ]]; then
-    touch "$INPLACE_STATE/in-cluster"
+    shape="$(inplace_in_cluster_shape)"
+    echo "$shape" > "$INPLACE_STATE/in-cluster"
   else
+    shape="$(cat "$INPLACE_STATE/in-cluster")"
     before="$(kubectl -n "$INPLACE_NAMESPACE" get "$workload" -o 'jsonpath={.metadata.generation}')"
   fi
   ref="$(hack/build-image.sh --import)"
+  if [[ "$shape" == ha ]]; then
+    args+=(--base artifacts/deploy/ha --etcd-image "$(hack/build-image.sh --import etcd)")
+  fi
   inplace_local_patches "$INPLACE_STATE/local-patches.yaml"
   KUBECTL="$BIN/kubectl" DEPLOY_DIR="$INPLACE_STATE/deploy-in-cluster" \
-    hack/deploy.sh --image "$ref" --patches "$INPLACE_STATE/local-patches.yaml" >&2
+    hack/deploy.sh --image "$ref" "${args[@]}" --patches "$INPLACE_STATE/local-patches.yaml" >&2
   [[ "$mode" == restart ]] || return 0
   if [[ "$(kubectl -n "$INPLACE_NAMESPACE" get "$workload" -o 'jsonpath={.metadata.generation}')" == "$before" ]]; then
     kubectl -n "$INPLACE_NAMESPACE" rollout restart "$workload" >/dev/null

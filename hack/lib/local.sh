@@ -30,8 +30,9 @@ CONTAINERD_SOCK=/run/containerd/containerd.sock
 CONTAINER_RUNTIME_ENDPOINT="unix://$CONTAINERD_SOCK"
 # Fixed TCP ports (loopback unless noted): etcd client+peer, kube-apiserver
 # (all addresses), kubelet healthz, kubelet (all addresses), controller-manager,
-# scheduler.
-PORTS=(2379 2380 6443 10248 10250 10257 10259)
+# scheduler, CoreDNS (node IP, also UDP) and its readiness.
+DNS_READY_PORT=10054
+PORTS=(2379 2380 6443 10248 10250 10257 10259 53 "$DNS_READY_PORT")
 # Core daemons in the order local-down stops them (anything else in $PIDS,
 # e.g. started by a hook, is stopped first).
 CORE_DAEMONS=(kube-scheduler kube-controller-manager kubelet kube-apiserver etcd containerd)

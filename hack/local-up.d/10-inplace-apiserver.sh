@@ -7,8 +7,8 @@
 #
 #   hack/local-up.d/10-inplace-apiserver.sh
 #
-# With INPLACE_IN_CLUSTER=1 (local-up's environment) it installs all of inplace
-# into the cluster instead, as users do (hack/lib/inplace.sh
+# With INPLACE_IN_CLUSTER=1, or =ha for artifacts/deploy/ha (local-up's
+# environment), it installs all of inplace into the cluster instead, as users do (hack/lib/inplace.sh
 # inplace_deploy_in_cluster: hack/build-image.sh, hack/deploy.sh); the hooks of
 # the controller and the daemon then start nothing, and each hook run on its
 # own restarts its program's workload. What follows is the default, host mode.
@@ -200,7 +200,7 @@ inplace_start_apiserver() {
   local_wait inplace-apiserver 60 "kubectl get clonesets -A (through kube-apiserver)" kubectl get clonesets -A
 }
 
-if [[ "${INPLACE_IN_CLUSTER:-}" == 1 ]] || { [[ "$(inplace_hook_mode "${BASH_SOURCE[0]}")" == restart ]] && inplace_in_cluster; }; then
+if [[ -n "$(inplace_in_cluster_shape)" && "$(inplace_hook_mode "${BASH_SOURCE[0]}")" == fresh ]] || { [[ "$(inplace_hook_mode "${BASH_SOURCE[0]}")" == restart ]] && inplace_in_cluster; }; then
   inplace_deploy_in_cluster "$(inplace_hook_mode "${BASH_SOURCE[0]}")"
 else
   inplace_start_apiserver "$(inplace_hook_mode "${BASH_SOURCE[0]}")"

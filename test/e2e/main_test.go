@@ -42,7 +42,8 @@ const childEnv = "INPLACE_E2E_CHILD"
 
 // inClusterEnv (=1) makes the harness run the inplace programs in the cluster, installed from
 // artifacts/deploy with inplace's image (INPLACE_IN_CLUSTER=1 hack/local-up.sh), instead of as
-// host processes. The tests are the same; see programs_framework_test.go.
+// host processes; =ha installs artifacts/deploy/ha (three etcd members, two apiservers). The
+// tests are the same; see programs_framework_test.go (and ha_test.go, which needs =ha).
 const inClusterEnv = "INPLACE_E2E_IN_CLUSTER"
 
 // reuseEnv (=1) makes the harness use the running local cluster as it is: it neither builds the
@@ -138,10 +139,16 @@ func harness() (code int) {
 	}()
 
 	start = time.Now()
-	if os.Getenv(inClusterEnv) == "1" {
+	switch shape := os.Getenv(inClusterEnv); shape {
+	case "", "0":
+	case "1", "ha":
 		// hack/local-up.d/10-inplace-apiserver.sh installs inplace into the cluster.
-		harnessLog("%s=1: inplace runs in the cluster, installed from artifacts/deploy by hack/deploy.sh", inClusterEnv)
-		os.Setenv("INPLACE_IN_CLUSTER", "1")
+		harnessLog("%s=%s: inplace runs in the cluster, installed from artifacts/deploy%s by hack/deploy.sh",
+			inClusterEnv, shape, map[string]string{"ha": "/ha"}[shape])
+		os.Setenv("INPLACE_IN_CLUSTER", shape)
+	default:
+		harnessLog("FAIL: %s=%s: want 1 (artifacts/deploy) or ha (artifacts/deploy/ha)", inClusterEnv, shape)
+		return 1
 	}
 	if err := runLogged(root, "hack/local-up.sh"); err != nil {
 		harnessLog("FAIL: hack/local-up.sh: %v; logs in %s", err, filepath.Join(root, "_output/local/logs"))

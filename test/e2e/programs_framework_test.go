@@ -34,8 +34,20 @@ import (
 // inClusterMode tells whether the local cluster runs the inplace programs in the cluster (the
 // marker hack/lib/inplace.sh leaves).
 func inClusterMode() bool {
-	_, err := os.Stat(filepath.Join(repo, "_output/local/inplace/in-cluster"))
-	return err == nil
+	return inClusterShape() != ""
+}
+
+// inClusterShape is what hack/lib/inplace.sh installed: "base" (artifacts/deploy), "ha"
+// (artifacts/deploy/ha), or "" when the programs run as host processes.
+func inClusterShape() string {
+	data, err := os.ReadFile(filepath.Join(repo, "_output/local/inplace/in-cluster"))
+	if err != nil {
+		return ""
+	}
+	if shape := strings.TrimSpace(string(data)); shape != "" {
+		return shape
+	}
+	return "base" // a marker of an earlier tree, before shapes
 }
 
 // programPorts are the plain-HTTP health and metrics ports of the programs (artifacts/deploy and
@@ -112,25 +124,35 @@ func clusterProgram(ctx context.Context, name string) (program, error) {
 	}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if pod.DeletionTimestamp != nil || (leader != "" && pod.Name != leader) || len(pod.Status.ContainerStatuses) == 0 {
+		if pod.DeletionTimestamp != nil || (leader != "" && pod.Name != leader) {
 			continue
 		}
-		st := pod.Status.ContainerStatuses[0]
-		if st.State.Running == nil || st.ContainerID == "" {
-			continue
+		if p, err := podProgram(name, pod); err == nil {
+			return p, nil
 		}
-		_, id, _ := strings.Cut(st.ContainerID, "://")
-		pid, err := containerMainPid(id)
-		if err != nil {
-			return program{}, fmt.Errorf("pod %s: %w", pod.Name, err)
-		}
-		_, start, err := procStat(pid)
-		if err != nil {
-			return program{}, err
-		}
-		return program{name: name, pid: pid, startTime: start, pod: pod}, nil
 	}
 	return program{}, fmt.Errorf("no running %s container (leader %q)", name, leader)
+}
+
+// podProgram is the main process of the Pod's first container, which must be running.
+func podProgram(name string, pod *corev1.Pod) (program, error) {
+	if len(pod.Status.ContainerStatuses) == 0 {
+		return program{}, fmt.Errorf("pod %s: no container status", pod.Name)
+	}
+	st := pod.Status.ContainerStatuses[0]
+	if st.State.Running == nil || st.ContainerID == "" {
+		return program{}, fmt.Errorf("pod %s: container %s not running", pod.Name, st.Name)
+	}
+	_, id, _ := strings.Cut(st.ContainerID, "://")
+	pid, err := containerMainPid(id)
+	if err != nil {
+		return program{}, fmt.Errorf("pod %s: %w", pod.Name, err)
+	}
+	_, start, err := procStat(pid)
+	if err != nil {
+		return program{}, err
+	}
+	return program{name: name, pid: pid, startTime: start, pod: pod}, nil
 }
 
 // containerMainPid finds the process of container ID that is pid 1 in its own pid namespace,
@@ -190,10 +212,8 @@ func (p program) alive() bool {
 	return err == nil && state != "Z" && state != "X" && start == p.startTime
 }
 
-// stop signals the process (only if it still is that process) and waits up to timeout for it
-// to exit. A process still there then fails the test and is killed (SIGKILL), so that the test
-// can go on. In the cluster the kubelet starts the container again afterwards.
-func (p program) stop(t *testing.T, ctx context.Context, sig syscall.Signal, timeout time.Duration) {
+// signal sends sig to the process, only if it still is that process.
+func (p program) signal(t *testing.T, sig syscall.Signal) {
 	t.Helper()
 	if !p.alive() {
 		t.Fatalf("%s (pid %d) is not running", p.name, p.pid)
@@ -201,6 +221,14 @@ func (p program) stop(t *testing.T, ctx context.Context, sig syscall.Signal, tim
 	if err := syscall.Kill(p.pid, sig); err != nil {
 		t.Fatalf("signalling %s (pid %d): %v", p.name, p.pid, err)
 	}
+}
+
+// stop signals the process (only if it still is that process) and waits up to timeout for it
+// to exit. A process still there then fails the test and is killed (SIGKILL), so that the test
+// can go on. In the cluster the kubelet starts the container again afterwards.
+func (p program) stop(t *testing.T, ctx context.Context, sig syscall.Signal, timeout time.Duration) {
+	t.Helper()
+	p.signal(t, sig)
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		return !p.alive(), nil
 	})

@@ -66,6 +66,48 @@ func TestRBAC(t *testing.T) {
 		})
 	})
 
+	// A RoleBinding gives rights in its namespace only: the editor of ns acts on no Pod of another
+	// namespace, and gets no cluster-scoped sidecarsets/inject (that takes a ClusterRoleBinding).
+	t.Run("one namespace only", func(t *testing.T) {
+		other := newNamespace(t, ctx, "rbac-other")
+		runPod(t, ctx, other, "target")
+		_, err := editor.AppsV1alpha1().Pods(other).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("POST pods/target/inplaceupdate in %s by the editor of %s: %v, want 403 Forbidden", other, ns, err)
+		}
+		_, err = editor.AppsV1alpha1().Pods(other).Recreate(ctx, "target", &v1alpha1.ContainerRecreateRequest{}, metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("POST pods/target/recreate in %s by the editor of %s: %v, want 403 Forbidden", other, ns, err)
+		}
+		set, err := inplace.AppsV1alpha1().SidecarSets().Create(ctx, testSidecarSet("e2e-"+ns+"-inject"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), set.Name, metav1.DeleteOptions{})
+		})
+		_, err = editor.AppsV1alpha1().SidecarSets().Inject(ctx, set.Name, appPod(ns, "probe", appImageV1), metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("POST sidecarsets/%s/inject by the editor of %s (a RoleBinding): %v, want 403 Forbidden", set.Name, ns, err)
+		}
+		injector := saClient(t, ctx, ns, "injector", "")
+		binding, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + ns + "-injector"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "inplace:edit"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "injector", Namespace: ns}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+		})
+		poll(t, ctx, rbacTimeout, "sidecarsets/inject allowed with a ClusterRoleBinding of inplace:edit", func(ctx context.Context) (bool, error) {
+			_, err := injector.AppsV1alpha1().SidecarSets().Inject(ctx, set.Name, appPod(ns, "probe", appImageV1), metav1.CreateOptions{})
+			return err == nil, err
+		})
+	})
+
 	// The ClusterRoles aggregate into the built-in ones.
 	t.Run("built-in admin", func(t *testing.T) {
 		admin := saClient(t, ctx, ns, "ns-admin", "admin")

@@ -1,0 +1,558 @@
+package e2e
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
+	"github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+)
+
+// The faults of the highly available installation (artifacts/deploy/ha: three etcd members, two
+// inplace-apiservers, two inplace-controllers). Each strikes during an in-place rollout of a
+// CloneSet of haPods Pods, while a client keeps writing (acknowledged writes are counted) and an
+// informer keeps watching the CloneSet, and each checks what users rely on: the rollout completes
+// with the same Pods, every container restarted exactly once, no Pod created or deleted, every
+// acknowledged write readable afterwards. They need that installation (make test-e2e-ha,
+// INPLACE_E2E_IN_CLUSTER=ha) and are skipped by the passes that run another one.
+
+// haPods is the size of the CloneSet rolled out during a fault.
+const haPods = 10
+
+func requireHA(t *testing.T) {
+	t.Helper()
+	if shape := inClusterShape(); shape != "ha" {
+		t.Skipf("needs inplace installed from artifacts/deploy/ha (make test-e2e-ha); this cluster runs %s",
+			cmp.Or(shape, "host processes"))
+	}
+}
+
+// haRollout is a rollout under way with its witnesses.
+type haRollout struct {
+	cs      *v1alpha1.CloneSet
+	before  map[string]*corev1.Pod
+	pods    *podEvents
+	writer  *ackedWriter
+	watched cache.GenericLister
+}
+
+// startHARollout creates the CloneSet, waits for its Pods, starts the writer and the watcher,
+// changes the image and returns once the first Pod is being updated.
+func startHARollout(t *testing.T, ctx context.Context, prefix string) *haRollout {
+	t.Helper()
+	ns := newNamespace(t, ctx, prefix)
+	cs := newUpdateCloneSet(t, ctx, ns, haPods, v1alpha1.CloneSetUpdateStrategy{
+		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
+		MaxUnavailable: ptr.To(intstr.FromString("20%")),
+	})
+	r := &haRollout{before: waitCloneSetReady(t, ctx, cs, haPods), pods: recordPods(t, ctx, ns)}
+	r.writer = startAckedWriter(t, ctx, ns)
+	r.watched = watchCloneSets(t, ctx, ns)
+
+	r.cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
+	poll(t, ctx, rolloutTimeout, "the rollout to start", func(ctx context.Context) (bool, error) {
+		pods, err := cloneSetPods(ctx, r.cs)
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods {
+			if specImage(p, "main") == appImageV2 {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return r
+}
+
+// finish waits for the rollout to complete and checks it and the writes.
+func (r *haRollout) finish(t *testing.T, ctx context.Context) {
+	t.Helper()
+	got, after := waitRolledOut(t, ctx, r.cs, haPods)
+	checkSamePods(t, r.before, after)
+	for name, p := range after {
+		if s := findStatus(p, "main"); s == nil || s.RestartCount != 1 {
+			t.Errorf("pod %s: container status %+v, want restartCount 1", name, s)
+		}
+	}
+	if changed := podsAddedOrDeleted(r.pods, r.pods.upTo(t, ctx, r.cs.Namespace)); len(changed) > 0 {
+		t.Errorf("pods created or deleted: %v", changed)
+	}
+	// The watcher (an informer: it lists and watches again when a watch breaks) sees the end.
+	poll(t, ctx, 30*time.Second, "the watcher to see the rollout complete", func(context.Context) (bool, error) {
+		obj, err := r.watched.ByNamespace(r.cs.Namespace).Get(r.cs.Name)
+		if err != nil {
+			return false, err
+		}
+		st := obj.(*v1alpha1.CloneSet).Status
+		return st.UpdatedReadyReplicas == haPods && st.UpdateRevision == got.Status.UpdateRevision,
+			fmt.Errorf("watched status %+v", st)
+	})
+	r.writer.stopAndCheck(t, ctx)
+}
+
+// ackedWriter creates small CloneSets (no Pods) one after another through kube-apiserver, as a
+// client that retries does: each create is sent again (same name) until it is acknowledged, or
+// found already there (an attempt that failed on the way back was applied). It keeps what was
+// acknowledged, and what failed on the way.
+type ackedWriter struct {
+	ns     string
+	client clientset.Interface
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu     sync.Mutex
+	acked  []string
+	acks   []time.Time
+	errors []writeError
+}
+
+type writeError struct {
+	at    time.Time
+	class string // "timeout", an HTTP status code, or "other"
+	err   error
+}
+
+// writerPause paces the writer (about 5 writes a second on a healthy cluster).
+const writerPause = 200 * time.Millisecond
+
+func startAckedWriter(t *testing.T, ctx context.Context, ns string) *ackedWriter {
+	t.Helper()
+	cfg := rest.CopyConfig(adminConfig)
+	cfg.Timeout = 5 * time.Second // a write stuck without an etcd quorum fails here, and is retried
+	client, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	w := &ackedWriter{ns: ns, client: client, cancel: cancel, done: make(chan struct{})}
+	t.Cleanup(w.stop)
+	go w.run(ctx)
+	return w
+}
+
+func (w *ackedWriter) run(ctx context.Context) {
+	defer close(w.done)
+	for i := 0; ; {
+		name := fmt.Sprintf("w-%05d", i)
+		_, err := w.client.AppsV1alpha1().CloneSets(w.ns).Create(ctx, writerCloneSet(name), metav1.CreateOptions{})
+		if ctx.Err() != nil {
+			return // stopped: this write's outcome is unknown and not counted
+		}
+		w.mu.Lock()
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			w.acked = append(w.acked, name)
+			w.acks = append(w.acks, time.Now())
+			i++
+		} else {
+			w.errors = append(w.errors, writeError{at: time.Now(), class: errorClass(err), err: err})
+		}
+		w.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(writerPause):
+		}
+	}
+}
+
+// writerCloneSet is a CloneSet of no Pods whose annotation names it, so that a read can tell it
+// is whole.
+func writerCloneSet(name string) *v1alpha1.CloneSet {
+	labels := map[string]string{"app": "writer-" + name}
+	return &v1alpha1.CloneSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"e2e.inplace.dev/written-as": name}},
+		Spec: v1alpha1.CloneSetSpec{
+			Replicas: ptr.To[int32](0),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: appImageV1}}},
+			},
+		},
+	}
+}
+
+// errorClass sorts a failed write: "timeout" (the client's or the server's), the HTTP status code
+// of an API error, or "other".
+func errorClass(err error) string {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err),
+		errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout"
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code != 0 {
+		return strconv.Itoa(int(status.Status().Code))
+	}
+	return "other"
+}
+
+func (w *ackedWriter) stop() {
+	w.cancel()
+	<-w.done
+}
+
+// snapshot returns the acknowledgement times and errors so far.
+func (w *ackedWriter) snapshot() ([]time.Time, []writeError) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.acks), slices.Clone(w.errors)
+}
+
+// acksSince counts the writes acknowledged after at; errorsSince the failures after it.
+func (w *ackedWriter) acksSince(at time.Time) int {
+	acks, _ := w.snapshot()
+	return len(acks) - sortIndex(acks, at)
+}
+
+func (w *ackedWriter) errorsSince(at time.Time) []writeError {
+	_, errs := w.snapshot()
+	i, _ := slices.BinarySearchFunc(errs, at, func(e writeError, at time.Time) int { return e.at.Compare(at) })
+	return errs[i:]
+}
+
+func sortIndex(times []time.Time, at time.Time) int {
+	i, _ := slices.BinarySearchFunc(times, at, func(a, b time.Time) int { return a.Compare(b) })
+	return i
+}
+
+// stopAndCheck stops the writer and reads every CloneSet it wrote back: each acknowledged one is
+// there, and every one there is whole (its annotation names it). It logs the errors it met.
+func (w *ackedWriter) stopAndCheck(t *testing.T, ctx context.Context) {
+	t.Helper()
+	w.stop()
+	var list *v1alpha1.CloneSetList
+	poll(t, ctx, time.Minute, "listing the written CloneSets", func(ctx context.Context) (bool, error) {
+		var err error
+		list, err = inplace.AppsV1alpha1().CloneSets(w.ns).List(ctx, metav1.ListOptions{})
+		return err == nil, err
+	})
+	stored := map[string]bool{}
+	for _, cs := range list.Items {
+		if !strings.HasPrefix(cs.Name, "w-") {
+			continue
+		}
+		stored[cs.Name] = true
+		if got := cs.Annotations["e2e.inplace.dev/written-as"]; got != cs.Name || cs.Spec.Replicas == nil || len(cs.Spec.Template.Spec.Containers) != 1 {
+			t.Errorf("CloneSet %s is not what was written: annotation %q, spec %+v", cs.Name, got, cs.Spec)
+		}
+	}
+	var lost []string
+	for _, name := range w.acked {
+		if !stored[name] {
+			lost = append(lost, name)
+		}
+	}
+	classes := map[string]int{}
+	for _, e := range w.errors {
+		classes[e.class]++
+	}
+	t.Logf("writer: %d writes acknowledged, %d lost, %d stored; failed attempts (retried): %v", len(w.acked), len(lost), len(stored), classes)
+	if len(lost) > 0 {
+		t.Errorf("%d acknowledged writes lost: %v", len(lost), lost)
+	}
+	if len(w.acked) == 0 {
+		t.Error("no write was acknowledged")
+	}
+}
+
+// watchCloneSets runs an informer on the namespace's CloneSets for the test, and returns its lister.
+func watchCloneSets(t *testing.T, ctx context.Context, ns string) cache.GenericLister {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	factory := externalversions.NewSharedInformerFactoryWithOptions(inplace, 0, externalversions.WithNamespace(ns))
+	informer, err := factory.ForResource(v1alpha1.SchemeGroupVersion.WithResource("clonesets"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	t.Cleanup(func() {
+		cancel()
+		factory.Shutdown()
+	})
+	if !cache.WaitForCacheSync(ctx.Done(), informer.Informer().HasSynced) {
+		t.Fatal("the CloneSet informer did not sync")
+	}
+	return informer.Lister()
+}
+
+// availabilityRecorder samples the APIService's Available condition until stopped and reports the
+// longest stretch it was not Available.
+type availabilityRecorder struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	longest time.Duration
+	samples int
+	down    int
+}
+
+func recordAvailability(ctx context.Context) *availabilityRecorder {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &availabilityRecorder{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		var downSince time.Time
+		for ctx.Err() == nil {
+			ok, _ := apiServiceAvailable(ctx)
+			if ctx.Err() != nil {
+				break
+			}
+			r.samples++
+			switch {
+			case !ok && downSince.IsZero():
+				downSince = time.Now()
+			case ok && !downSince.IsZero():
+				r.longest = max(r.longest, time.Since(downSince))
+				downSince = time.Time{}
+			}
+			if !ok {
+				r.down++
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		if !downSince.IsZero() {
+			r.longest = max(r.longest, time.Since(downSince))
+		}
+	}()
+	return r
+}
+
+func (r *availabilityRecorder) stop() {
+	r.cancel()
+	<-r.done
+}
+
+// etcdMember is one member of the ha installation's etcd: its Pod and main process.
+type etcdMember struct {
+	program
+	leader bool
+}
+
+// etcdMembers finds the three members, running, and which one leads (etcd_server_is_leader on
+// each member's metrics port).
+func etcdMembers(t *testing.T, ctx context.Context) []etcdMember {
+	t.Helper()
+	var members []etcdMember
+	poll(t, ctx, time.Minute, "three running etcd members, one leading", func(ctx context.Context) (bool, error) {
+		pods, err := kube.CoreV1().Pods(inplaceNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=inplace-etcd"})
+		if err != nil {
+			return false, err
+		}
+		members = members[:0]
+		leaders := 0
+		for i := range pods.Items {
+			p, err := podProgram("etcd "+pods.Items[i].Name, &pods.Items[i])
+			if err != nil {
+				return false, err
+			}
+			leader, err := etcdIsLeader(ctx, p.pod.Status.PodIP)
+			if err != nil {
+				return false, err
+			}
+			if leader {
+				leaders++
+			}
+			members = append(members, etcdMember{program: p, leader: leader})
+		}
+		return len(members) == 3 && leaders == 1, fmt.Errorf("%d members, %d leaders", len(members), leaders)
+	})
+	slices.SortFunc(members, func(a, b etcdMember) int { return strings.Compare(a.pod.Name, b.pod.Name) })
+	return members
+}
+
+// etcdIsLeader reads etcd_server_is_leader from the member's metrics port.
+func etcdIsLeader(ctx context.Context, podIP string) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(podIP, "2381")+"/metrics", nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "etcd_server_is_leader "); ok {
+			return strings.TrimSpace(v) == "1", nil
+		}
+	}
+	return false, fmt.Errorf("no etcd_server_is_leader in %s's metrics: %v", podIP, sc.Err())
+}
+
+// waitEtcdMembersBack waits until the members' Pods are Ready again with their container
+// restarted (restartCount grown), and returns how long that took from since.
+func waitEtcdMembersBack(t *testing.T, ctx context.Context, since time.Time, killed ...etcdMember) time.Duration {
+	t.Helper()
+	for _, m := range killed {
+		before := m.pod.Status.ContainerStatuses[0].RestartCount
+		poll(t, ctx, 2*time.Minute, m.pod.Name+" restarted and Ready", func(ctx context.Context) (bool, error) {
+			p, err := kube.CoreV1().Pods(inplaceNamespace).Get(ctx, m.pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if p.UID != m.pod.UID {
+				return false, fmt.Errorf("pod %s replaced (uid %s, was %s)", p.Name, p.UID, m.pod.UID)
+			}
+			st := p.Status.ContainerStatuses
+			return len(st) > 0 && st[0].RestartCount > before && podReady(p), fmt.Errorf("container %+v", st)
+		})
+	}
+	return time.Since(since)
+}
+
+// TestHAApiserverReplicaKilled: one of the two inplace-apiservers SIGKILLed mid-rollout. The
+// aggregator sends to the other (the killed one's endpoint goes unready), the APIService stays
+// Available or is back within seconds, clients' retried writes all land, the rollout completes;
+// the kubelet restarts the killed one.
+func TestHAApiserverReplicaKilled(t *testing.T) {
+	requireHA(t)
+	ctx := testContext(t)
+	r := startHARollout(t, ctx, "ha-apiserver")
+	avail := recordAvailability(ctx)
+	defer avail.stop()
+
+	victim := currentProgram(t, "inplace-apiserver")
+	killed := time.Now()
+	victim.stop(t, ctx, syscall.SIGKILL, 10*time.Second)
+	before := victim.pod.Status.ContainerStatuses[0].RestartCount
+	poll(t, ctx, 2*time.Minute, victim.pod.Name+" restarted and Ready", func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(inplaceNamespace).Get(ctx, victim.pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		st := p.Status.ContainerStatuses
+		return len(st) > 0 && st[0].RestartCount > before && podReady(p), fmt.Errorf("container %+v", st)
+	})
+	back := time.Since(killed)
+	r.finish(t, ctx)
+	avail.stop()
+	_, errs := r.writer.snapshot()
+	t.Logf("%s killed: Ready again after %.1fs; APIService not Available for at most %.1fs (%d of %d samples); %d failed write attempts",
+		victim.pod.Name, back.Seconds(), avail.longest.Seconds(), avail.down, avail.samples, len(errs))
+	if avail.longest > 10*time.Second {
+		t.Errorf("the APIService was not Available for %.1fs with one inplace-apiserver of two left, want at most 10s", avail.longest.Seconds())
+	}
+	checkRetriedErrors(t, errs, "503", "timeout")
+}
+
+// TestHAEtcdMemberKilled: the etcd leader (one member of three) SIGKILLed mid-rollout. The other two
+// elect a leader and go on; clients see at most retried errors; the rollout completes and every
+// acknowledged write is there; the kubelet restarts the member, which rejoins.
+func TestHAEtcdMemberKilled(t *testing.T) {
+	requireHA(t)
+	ctx := testContext(t)
+	r := startHARollout(t, ctx, "ha-etcd-one")
+	avail := recordAvailability(ctx)
+	defer avail.stop()
+
+	members := etcdMembers(t, ctx)
+	victim := members[slices.IndexFunc(members, func(m etcdMember) bool { return m.leader })]
+	killed := time.Now()
+	victim.stop(t, ctx, syscall.SIGKILL, 10*time.Second)
+	back := waitEtcdMembersBack(t, ctx, killed, victim)
+	r.finish(t, ctx)
+	avail.stop()
+	_, errs := r.writer.snapshot()
+	t.Logf("etcd leader %s killed: Ready again after %.1fs; APIService not Available for at most %.1fs; %d failed write attempts",
+		victim.pod.Name, back.Seconds(), avail.longest.Seconds(), len(errs))
+	checkRetriedErrors(t, errs, "500", "503", "timeout")
+	etcdMembers(t, ctx) // three members again, one leader
+}
+
+// TestHAEtcdQuorumLost: two etcd members of three frozen (SIGSTOP, a hung disk or host) mid-rollout:
+// with no quorum, writes fail (5xx or timeouts, nothing else) and nothing is acknowledged; then
+// the two are SIGKILLed, the kubelet restarts them, the quorum is back, writes are acknowledged
+// again, the rollout completes, and every write acknowledged before, during and after is there,
+// whole.
+func TestHAEtcdQuorumLost(t *testing.T) {
+	requireHA(t)
+	ctx := testContext(t)
+	r := startHARollout(t, ctx, "ha-etcd-two")
+
+	members := etcdMembers(t, ctx)
+	// The leader and one follower: the remaining member can neither commit nor become leader.
+	slices.SortFunc(members, func(a, b etcdMember) int {
+		switch {
+		case a.leader == b.leader:
+			return 0
+		case a.leader:
+			return -1
+		}
+		return 1
+	})
+	frozen := members[:2]
+	t.Cleanup(func() { // never leave a member stopped to the tests after this one
+		for _, m := range frozen {
+			if m.alive() {
+				_ = syscall.Kill(m.pid, syscall.SIGKILL)
+			}
+		}
+	})
+	stoppedAt := time.Now()
+	for _, m := range frozen {
+		m.signal(t, syscall.SIGSTOP)
+	}
+	// Writes in flight at the stop may still land; after that, none can.
+	settled := stoppedAt.Add(2 * time.Second)
+	poll(t, ctx, time.Minute, "writes to fail without a quorum", func(context.Context) (bool, error) {
+		n := len(r.writer.errorsSince(settled))
+		return n >= 3, fmt.Errorf("%d failed writes since the quorum was lost", n)
+	})
+	killedAt := time.Now()
+	if n := r.writer.acksSince(settled); n > 0 {
+		t.Errorf("%d writes acknowledged with two etcd members of three stopped", n)
+	}
+	failed := r.writer.errorsSince(stoppedAt)
+	for _, m := range frozen {
+		m.stop(t, ctx, syscall.SIGKILL, 10*time.Second)
+	}
+	poll(t, ctx, 2*time.Minute, "a write acknowledged again", func(context.Context) (bool, error) {
+		return r.writer.acksSince(killedAt) > 0, nil
+	})
+	recovered := time.Since(killedAt)
+	back := waitEtcdMembersBack(t, ctx, killedAt, frozen...)
+	r.finish(t, ctx)
+	t.Logf("etcd %s and %s stopped %.1fs: %d writes failed, 0 acknowledged; SIGKILLed: writes acknowledged again after %.1fs, members Ready after %.1fs",
+		frozen[0].pod.Name, frozen[1].pod.Name, killedAt.Sub(stoppedAt).Seconds(), len(failed), recovered.Seconds(), back.Seconds())
+	checkRetriedErrors(t, failed, "500", "503", "504", "timeout")
+	etcdMembers(t, ctx)
+}
+
+// checkRetriedErrors fails the test for a failed write of another class than the allowed ones (a
+// 4xx would be a client's fault, not a fault of the installation).
+func checkRetriedErrors(t *testing.T, errs []writeError, allowed ...string) {
+	t.Helper()
+	for _, e := range errs {
+		if !slices.Contains(allowed, e.class) {
+			t.Errorf("a write failed with %s (allowed while the fault lasts: %v): %v", e.class, allowed, e.err)
+		}
+	}
+}
