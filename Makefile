@@ -5,11 +5,12 @@ GO ?= go
 BIN := _output/bin
 GO_TEST_FLAGS ?= -count=1
 
-.PHONY: all build image run run-standalone test test-unit test-fuzz test-integration test-e2e test-e2e-in-cluster \
+.PHONY: all build image run run-standalone test test-unit test-fuzz test-integration test-e2e test-e2e-in-cluster test-e2e-ha \
         verify codegen kube-binaries images deps cluster-up cluster-down clean
 
 # INPLACE_IN_CLUSTER=1 (make run / make cluster-up): the inplace programs run in the cluster,
-# installed from artifacts/deploy with inplace's image, instead of as host processes.
+# installed from artifacts/deploy with inplace's image, instead of as host processes; =ha: from
+# artifacts/deploy/ha (three etcd members, two inplace-apiservers).
 export INPLACE_IN_CLUSTER
 
 all: build
@@ -32,8 +33,8 @@ run-standalone: build
 	hack/run-standalone.sh
 
 ## test: everything — unit, integration (real etcd, real kubectl), e2e (real cluster) with inplace as host
-## processes and again installed in the cluster from artifacts/deploy
-test: test-unit test-fuzz test-integration test-e2e test-e2e-in-cluster
+## processes, again installed in the cluster from artifacts/deploy, and the faults of artifacts/deploy/ha
+test: test-unit test-fuzz test-integration test-e2e test-e2e-in-cluster test-e2e-ha
 
 test-unit:
 	$(GO) test $(GO_TEST_FLAGS) ./pkg/... ./cmd/...
@@ -62,6 +63,15 @@ test-e2e: build deps kube-binaries
 # The same e2e suite with inplace installed in the cluster from artifacts/deploy (hack/deploy.sh).
 test-e2e-in-cluster: build deps kube-binaries
 	INPLACE_E2E_IN_CLUSTER=1 INPLACE_REPO_ROOT=$(CURDIR) $(GO) test $(GO_TEST_FLAGS) -timeout 40m -v ./test/e2e/... 2>&1 | tee _output/e2e-in-cluster.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; \
+		exit $${PIPESTATUS[0]}
+
+# inplace installed from artifacts/deploy/ha (hack/deploy.sh --base artifacts/deploy/ha): its
+# faults (ha_test.go: an inplace-apiserver of two, the etcd leader, two etcd members of three)
+# and the tests that kill, stop or restart a program, or depend on how it is installed (rights,
+# the webhook, the manifests); the rest of the suite, the same API, runs in the two passes above.
+E2E_HA_TESTS := TestHA|TestInplacePrograms|TestRestartKeepsObjects|KilledMid|ControllerKilled|TestSidecarSetInjectionAtCreation|TestRBAC|TestDeploy|TestLoadSmoke|TestDiscovery
+test-e2e-ha: build deps kube-binaries
+	INPLACE_E2E_IN_CLUSTER=ha INPLACE_REPO_ROOT=$(CURDIR) $(GO) test $(GO_TEST_FLAGS) -timeout 30m -v -run '$(E2E_HA_TESTS)' ./test/e2e/... 2>&1 | tee _output/e2e-ha.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; \
 		exit $${PIPESTATUS[0]}
 
 ## verify: gofmt, go vet and generated code up to date

@@ -151,6 +151,12 @@ func TestDeployHAOverlay(t *testing.T) {
 				t.Errorf("inplace-apiserver keeps the embedded etcd's data volume: %v", volumes)
 			}
 		}
+		// Only the data mount goes (volumeMounts merge by mountPath: a delete by name alone
+		// once took the serving certificate's mount with it).
+		mounts, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "volumeMounts")
+		if len(mounts) != 1 || mounts[0].(map[string]any)["name"] != "tls" {
+			t.Errorf("inplace-apiserver mounts %v, want only the serving certificate (tls)", mounts)
+		}
 	}
 	dryRunApply(t, ctx, rendered)
 }
@@ -198,13 +204,15 @@ func byKindAndName(objects []*unstructured.Unstructured) map[string]*unstructure
 }
 
 // dryRunApply applies the manifests server-side as a dry run, requires every line of kubectl's
-// answer to be a dry-run result and returns the lines. --force-conflicts: an installation from
-// this base (INPLACE_IN_CLUSTER=1) owns the image and caBundle fields with other values; a dry
-// run changes nothing either way.
+// answer to be a dry-run result and returns the lines. It applies as hack/deploy.sh's field
+// manager, so the dry run is what installing these manifests over the running installation
+// (INPLACE_IN_CLUSTER=1 or ha) would do: fields it set that these manifests leave out go (the ha
+// shape's rollingUpdate, where the base says Recreate); --force-conflicts for the fields another
+// manager set (local-up's). A dry run changes nothing either way.
 func dryRunApply(t *testing.T, ctx context.Context, manifests string) []string {
 	t.Helper()
 	out := mustKubectl(t, ctx, manifests, "apply", "--server-side", "--dry-run=server", "--force-conflicts",
-		"--field-manager=inplace-e2e-dry-run", "-f", "-")
+		"--field-manager=inplace-deploy", "-f", "-")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	for _, l := range lines {
 		if !strings.HasSuffix(l, "(server dry run)") {

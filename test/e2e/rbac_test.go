@@ -86,7 +86,9 @@ func TestRBAC(t *testing.T) {
 		t.Cleanup(func() {
 			_ = inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), set.Name, metav1.DeleteOptions{})
 		})
-		_, err = editor.AppsV1alpha1().SidecarSets().Inject(ctx, set.Name, appPod(ns, "probe", appImageV1), metav1.CreateOptions{})
+		probe := appPod(ns, "probe", appImageV1)
+		probe.Labels = set.Spec.Selector.MatchLabels // a Pod the SidecarSet selects
+		_, err = editor.AppsV1alpha1().SidecarSets().Inject(ctx, set.Name, probe, metav1.CreateOptions{})
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("POST sidecarsets/%s/inject by the editor of %s (a RoleBinding): %v, want 403 Forbidden", set.Name, ns, err)
 		}
@@ -103,8 +105,14 @@ func TestRBAC(t *testing.T) {
 			_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
 		})
 		poll(t, ctx, rbacTimeout, "sidecarsets/inject allowed with a ClusterRoleBinding of inplace:edit", func(ctx context.Context) (bool, error) {
-			_, err := injector.AppsV1alpha1().SidecarSets().Inject(ctx, set.Name, appPod(ns, "probe", appImageV1), metav1.CreateOptions{})
-			return err == nil, err
+			injected, err := injector.AppsV1alpha1().SidecarSets().Inject(ctx, set.Name, probe, metav1.CreateOptions{})
+			if err != nil {
+				return false, err
+			}
+			if len(injected.Spec.Containers) != 2 {
+				t.Fatalf("inject answered containers %+v, want main and the sidecar", injected.Spec.Containers)
+			}
+			return true, nil
 		})
 	})
 
