@@ -5,6 +5,15 @@ GO ?= go
 BIN := _output/bin
 GO_TEST_FLAGS ?= -count=1
 
+# One way to compile for every go command here: static (no cgo) and -trimpath, as the container
+# image (hack/build-image.sh) and the cluster's binaries are built. The tests, go vet, the host
+# programs and the image then share one build cache entry per package instead of compiling the
+# module's dependency tree twice (cgo changes net and everything above it; -trimpath changes
+# every package).
+export CGO_ENABLED := 0
+GOFLAGS += -trimpath
+export GOFLAGS
+
 .PHONY: all build image run run-standalone test test-unit test-fuzz test-integration test-e2e test-e2e-in-cluster test-e2e-ha \
         verify codegen kube-binaries images deps cluster-up cluster-down clean
 

@@ -407,23 +407,12 @@ func etcdIsLeader(ctx context.Context, podIP string) (bool, error) {
 	return false, fmt.Errorf("no etcd_server_is_leader in %s's metrics: %v", podIP, sc.Err())
 }
 
-// waitEtcdMembersBack waits until the members' Pods are Ready again with their container
-// restarted (restartCount grown), and returns how long that took from since.
+// waitEtcdMembersBack waits until the members' containers are restarted and their Pods Ready
+// again, and returns how long that took from since.
 func waitEtcdMembersBack(t *testing.T, ctx context.Context, since time.Time, killed ...etcdMember) time.Duration {
 	t.Helper()
 	for _, m := range killed {
-		before := m.pod.Status.ContainerStatuses[0].RestartCount
-		poll(t, ctx, 2*time.Minute, m.pod.Name+" restarted and Ready", func(ctx context.Context) (bool, error) {
-			p, err := kube.CoreV1().Pods(inplaceNamespace).Get(ctx, m.pod.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			if p.UID != m.pod.UID {
-				return false, fmt.Errorf("pod %s replaced (uid %s, was %s)", p.Name, p.UID, m.pod.UID)
-			}
-			st := p.Status.ContainerStatuses
-			return len(st) > 0 && st[0].RestartCount > before && podReady(p), fmt.Errorf("container %+v", st)
-		})
+		waitContainerRestarted(t, ctx, m.pod)
 	}
 	return time.Since(since)
 }
@@ -442,15 +431,7 @@ func TestHAApiserverReplicaKilled(t *testing.T) {
 	victim := currentProgram(t, "inplace-apiserver")
 	killed := time.Now()
 	victim.stop(t, ctx, syscall.SIGKILL, 10*time.Second)
-	before := victim.pod.Status.ContainerStatuses[0].RestartCount
-	poll(t, ctx, 2*time.Minute, victim.pod.Name+" restarted and Ready", func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(inplaceNamespace).Get(ctx, victim.pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		st := p.Status.ContainerStatuses
-		return len(st) > 0 && st[0].RestartCount > before && podReady(p), fmt.Errorf("container %+v", st)
-	})
+	waitContainerRestarted(t, ctx, victim.pod)
 	back := time.Since(killed)
 	r.finish(t, ctx)
 	avail.stop()

@@ -283,7 +283,10 @@ func programAddress(t *testing.T, name string) string {
 
 // awaitRestart has the stopped program old running again and returns the new incarnation: a host
 // process is started by its local-up hook; in the cluster nothing is done, the kubelet restarts the
-// container (a Deployment's standby may lead first), which is what a crash there gets.
+// container, which is what a crash there gets. In the cluster it waits for that very Pod's
+// container to run again and be Ready (with two replicas, the other one runs all along, and the
+// aggregator may still send to the killed one until its endpoint is marked not ready); the
+// program returned is then the current one (a Deployment's standby may lead by now).
 func awaitRestart(t *testing.T, ctx context.Context, old program) program {
 	t.Helper()
 	if !inClusterMode() {
@@ -291,6 +294,8 @@ func awaitRestart(t *testing.T, ctx context.Context, old program) program {
 		if err := runLocalUpHook(t, hook); err != nil {
 			t.Fatalf("%s: %v", hook, err)
 		}
+	} else {
+		waitContainerRestarted(t, ctx, old.pod)
 	}
 	var now program
 	poll(t, ctx, 2*time.Minute, old.name+" running again", func(ctx context.Context) (bool, error) {
@@ -298,4 +303,22 @@ func awaitRestart(t *testing.T, ctx context.Context, old program) program {
 		return now.pid != old.pid && now.alive(), fmt.Errorf("pid %d (the stopped one %d)", now.pid, old.pid)
 	})
 	return now
+}
+
+// waitContainerRestarted waits until the Pod (the same one: same UID) has its first container
+// restarted since the Pod was read (restartCount grown) and is Ready.
+func waitContainerRestarted(t *testing.T, ctx context.Context, pod *corev1.Pod) {
+	t.Helper()
+	before := pod.Status.ContainerStatuses[0].RestartCount
+	poll(t, ctx, 2*time.Minute, pod.Name+" restarted and Ready", func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if p.UID != pod.UID {
+			return false, fmt.Errorf("pod %s replaced (uid %s, was %s)", p.Name, p.UID, pod.UID)
+		}
+		st := p.Status.ContainerStatuses
+		return len(st) > 0 && st[0].RestartCount > before && podReady(p), fmt.Errorf("container %+v", st)
+	})
 }

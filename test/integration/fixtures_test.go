@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -281,18 +280,15 @@ func getUnstructured(t *testing.T, s *framework.Server, gvr schema.GroupVersionR
 // Repository files
 // ---------------------------------------------------------------------------------------------
 
-// repoRoot is the root of the repository (the tests run in test/integration).
+// repoRoot is the root of the repository: go test runs a package's tests in its directory,
+// test/integration (the sources' own paths are module-relative under -trimpath).
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the test sources")
-	}
-	root, err := filepath.Abs(filepath.Join(filepath.Dir(file), "..", ".."))
+	dir, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return root
+	return filepath.Dir(filepath.Dir(dir))
 }
 
 // examplePath is the path of a sample manifest in artifacts/examples.
