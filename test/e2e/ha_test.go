@@ -30,11 +30,12 @@ import (
 )
 
 // The faults of the highly available installation (artifacts/deploy/ha: three etcd members, two
-// inplace-apiservers, two inplace-controllers). Each strikes during an in-place rollout of a
-// CloneSet of haPods Pods, while a client keeps writing (acknowledged writes are counted) and an
-// informer keeps watching the CloneSet, and each checks what users rely on: the rollout completes
-// with the same Pods, every container restarted exactly once, no Pod created or deleted, every
-// acknowledged write readable afterwards. They need that installation (make test-e2e-ha,
+// inplace-apiservers, two inplace-controllers). Each strikes while three updates are under way —
+// an in-place rollout of a CloneSet of haPods Pods, a SidecarSet upgrade of the sidecar those Pods
+// carry, a ContainerRecreateRequest on another Pod — and a client keeps writing (acknowledged
+// writes are counted) and an informer keeps watching the CloneSet. Each checks what users rely
+// on: the three complete with the same Pods, every container restarted exactly once, no Pod
+// created or deleted, every acknowledged write readable afterwards. They need that installation (make test-e2e-ha,
 // INPLACE_E2E_IN_CLUSTER=ha) and are skipped by the passes that run another one.
 
 // haPods is the size of the CloneSet rolled out during a fault.
@@ -50,27 +51,47 @@ func requireHA(t *testing.T) {
 
 // haRollout is a rollout under way with its witnesses.
 type haRollout struct {
-	cs      *v1alpha1.CloneSet
-	before  map[string]*corev1.Pod
-	pods    *podEvents
-	writer  *ackedWriter
-	watched cache.GenericLister
+	cs        *v1alpha1.CloneSet
+	set       string // the SidecarSet of the CloneSet's Pods
+	before    map[string]*corev1.Pod
+	crrBefore *corev1.Pod // the Pod of the ContainerRecreateRequest haCRR
+	pods      *podEvents
+	writer    *ackedWriter
+	watched   cache.GenericLister
 }
 
-// startHARollout creates the CloneSet, waits for its Pods, starts the writer and the watcher,
-// changes the image and returns once the first Pod is being updated.
+// haCRR recreates the container main of the Pod crr-target during a fault.
+const haCRR = "recreate-main"
+
+// startHARollout creates the SidecarSet (sidecar agent), the CloneSet and the CRR's Pod, waits for
+// the Pods, starts the writer and the watcher, changes the app's and the sidecar's images, asks
+// for the CRR, and returns once the first Pod is being updated.
 func startHARollout(t *testing.T, ctx context.Context, prefix string) *haRollout {
 	t.Helper()
 	ns := newNamespace(t, ctx, prefix)
+	set := ssScopedSet(ns, ns, "web")
+	set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(corev1.Container{
+		Name: upgradeSidecar, Image: appImageV1, ImagePullPolicy: corev1.PullNever,
+	}, v1alpha1.AfterAppContainerType)}
+	ssCreateSet(t, ctx, set)
+	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever})
+	ssWaitWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
+		return ssContainer(p.Spec.Containers, upgradeSidecar) != nil
+	})
 	cs := newUpdateCloneSet(t, ctx, ns, haPods, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		MaxUnavailable: ptr.To(intstr.FromString("20%")),
 	})
-	r := &haRollout{before: waitCloneSetReady(t, ctx, cs, haPods), pods: recordPods(t, ctx, ns)}
+	r := &haRollout{set: ns, before: waitCloneSetReady(t, ctx, cs, haPods)}
+	waitSidecarSetStatus(t, ctx, r.set, haPods, haPods, haPods, haPods)
+	r.crrBefore = createCRRPod(t, ctx, crrPod(ns, "crr-target", false, container("main", appImageV1)))
+	r.pods = recordPods(t, ctx, ns)
 	r.writer = startAckedWriter(t, ctx, ns)
 	r.watched = watchCloneSets(t, ctx, ns)
 
 	r.cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
+	updateSidecarSet(t, ctx, r.set, sidecarImage(appImageV2))
+	createCRR(t, ctx, ns, newCRR(haCRR, r.crrBefore.Name, "main"))
 	poll(t, ctx, rolloutTimeout, "the rollout to start", func(ctx context.Context) (bool, error) {
 		pods, err := cloneSetPods(ctx, r.cs)
 		if err != nil {
@@ -86,16 +107,28 @@ func startHARollout(t *testing.T, ctx context.Context, prefix string) *haRollout
 	return r
 }
 
-// finish waits for the rollout to complete and checks it and the writes.
+// finish waits for the rollout, the sidecar upgrade and the CRR to complete and checks them and
+// the writes.
 func (r *haRollout) finish(t *testing.T, ctx context.Context) {
 	t.Helper()
-	got, after := waitRolledOut(t, ctx, r.cs, haPods)
+	got, _ := waitRolledOut(t, ctx, r.cs, haPods)
+	waitSidecarSetStatus(t, ctx, r.set, haPods, haPods, haPods, haPods)
+	after, err := cloneSetPods(ctx, got)
+	if err != nil {
+		t.Fatal(err)
+	}
 	checkSamePods(t, r.before, after)
 	for name, p := range after {
-		if s := findStatus(p, "main"); s == nil || s.RestartCount != 1 {
-			t.Errorf("pod %s: container status %+v, want restartCount 1", name, s)
+		for _, c := range []string{"main", upgradeSidecar} {
+			if s := findStatus(p, c); s == nil || s.RestartCount != 1 || s.Image != appImageV2 || !s.Ready {
+				t.Errorf("pod %s: container %s status %+v, want %s ready, restartCount 1", name, c, s, appImageV2)
+			}
 		}
 	}
+	crr := waitCRRCompleted(t, ctx, r.cs.Namespace, haCRR, crrTimeout)
+	expectStates(t, crr, succeeded("main"))
+	crrAfter := waitContainersRecreated(t, ctx, r.crrBefore, "main")
+	expectRecreated(t, r.crrBefore, crrAfter, "main") // exactly once: restartCount one higher
 	if changed := podsAddedOrDeleted(r.pods, r.pods.upTo(t, ctx, r.cs.Namespace)); len(changed) > 0 {
 		t.Errorf("pods created or deleted: %v", changed)
 	}
