@@ -146,6 +146,9 @@ func TestDeployHAOverlay(t *testing.T) {
 		if replicas < 2 || strings.Contains(joined, "--data-dir") || strings.Count(joined, "inplace-etcd-") != 3 {
 			t.Errorf("inplace-apiserver: replicas %d, args %v; want 2+, --etcd-servers naming the three members, no --data-dir", replicas, args)
 		}
+		if !slices.Contains(args, "--shutdown-delay-duration=5s") {
+			t.Errorf("inplace-apiserver args %v: want --shutdown-delay-duration=5s (a replica stopping keeps serving while its endpoint goes)", args)
+		}
 		for _, v := range volumes {
 			if v.(map[string]any)["name"] == "data" {
 				t.Errorf("inplace-apiserver keeps the embedded etcd's data volume: %v", volumes)

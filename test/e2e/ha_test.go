@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,6 +60,7 @@ type haRollout struct {
 	pods      *podEvents
 	writer    *ackedWriter
 	watched   cache.GenericLister
+	kubectl   *kubectlWatch
 }
 
 // haCRR recreates the container main of the Pod crr-target during a fault.
@@ -88,6 +91,7 @@ func startHARollout(t *testing.T, ctx context.Context, prefix string) *haRollout
 	r.pods = recordPods(t, ctx, ns)
 	r.writer = startAckedWriter(t, ctx, ns)
 	r.watched = watchCloneSets(t, ctx, ns)
+	r.kubectl = startKubectlWatch(t, ctx, ns)
 
 	r.cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
 	updateSidecarSet(t, ctx, r.set, sidecarImage(appImageV2))
@@ -142,6 +146,10 @@ func (r *haRollout) finish(t *testing.T, ctx context.Context) {
 		return st.UpdatedReadyReplicas == haPods && st.UpdateRevision == got.Status.UpdateRevision,
 			fmt.Errorf("watched status %+v", st)
 	})
+	r.kubectl.waitShows(t, ctx, r.cs.Name, haPods)
+	r.kubectl.mu.Lock()
+	t.Logf("kubectl get --watch: run %d time(s)", r.kubectl.runs)
+	r.kubectl.mu.Unlock()
 	r.writer.stopAndCheck(t, ctx)
 }
 
@@ -312,6 +320,74 @@ func (w *ackedWriter) stopAndCheck(t *testing.T, ctx context.Context) {
 	}
 }
 
+// kubectlWatch runs `kubectl get clonesets --watch` on a namespace, as an operator following the
+// rollout does, and runs it again whenever it exits (a watch ends when the replica serving it
+// stops, and kubectl with it). It keeps the last line it printed for each CloneSet.
+type kubectlWatch struct {
+	mu     sync.Mutex
+	last   map[string][]string // name -> generation, observedGeneration, updatedReadyReplicas
+	runs   int
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startKubectlWatch(t *testing.T, ctx context.Context, ns string) *kubectlWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	w := &kubectlWatch{last: map[string][]string{}, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			w.mu.Lock()
+			w.runs++
+			w.mu.Unlock()
+			w.runOnce(ctx, ns)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	t.Cleanup(w.stop)
+	return w
+}
+
+func (w *kubectlWatch) runOnce(ctx context.Context, ns string) {
+	cmd := exec.CommandContext(ctx, kubectlBin, "get", "clonesets", "-n", ns, "--watch", "--no-headers", "-o",
+		"custom-columns=NAME:.metadata.name,GEN:.metadata.generation,OBSERVED:.status.observedGeneration,UPDATED_READY:.status.updatedReadyReplicas")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBECACHEDIR="+kubectlCache)
+	out, err := cmd.StdoutPipe()
+	if err != nil || cmd.Start() != nil {
+		return
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 4 {
+			w.mu.Lock()
+			w.last[f[0]] = f[1:]
+			w.mu.Unlock()
+		}
+	}
+	_ = cmd.Wait()
+}
+
+// waitShows waits until kubectl has printed the CloneSet observed at its generation with want
+// updated ready replicas.
+func (w *kubectlWatch) waitShows(t *testing.T, ctx context.Context, name string, want int32) {
+	t.Helper()
+	poll(t, ctx, time.Minute, "kubectl get --watch to show "+name+" rolled out", func(context.Context) (bool, error) {
+		w.mu.Lock()
+		f := w.last[name]
+		w.mu.Unlock()
+		return len(f) == 3 && f[0] == f[1] && f[2] == strconv.Itoa(int(want)), fmt.Errorf("kubectl's last line: %v", f)
+	})
+}
+
+func (w *kubectlWatch) stop() {
+	w.cancel()
+	<-w.done
+}
+
 // watchCloneSets runs an informer on the namespace's CloneSets for the test, and returns its lister.
 func watchCloneSets(t *testing.T, ctx context.Context, ns string) cache.GenericLister {
 	t.Helper()
@@ -475,6 +551,36 @@ func TestHAApiserverReplicaKilled(t *testing.T) {
 		t.Errorf("the APIService was not Available for %.1fs with one inplace-apiserver of two left, want at most 10s", avail.longest.Seconds())
 	}
 	checkRetriedErrors(t, errs, "503", "timeout")
+}
+
+// TestHAApiserverRollingUpdate: the inplace-apiservers replaced one at a time mid-rollout, as an
+// upgrade does (kubectl rollout restart). A stopping replica keeps serving for
+// --shutdown-delay-duration while its endpoint leaves the Service, so no client request fails:
+// unlike a SIGKILL, a rolling update must cost the users nothing.
+func TestHAApiserverRollingUpdate(t *testing.T) {
+	requireHA(t)
+	ctx := testContext(t)
+	r := startHARollout(t, ctx, "ha-apiserver-roll")
+	avail := recordAvailability(ctx)
+	defer avail.stop()
+
+	before := currentProgram(t, "inplace-apiserver")
+	started := time.Now()
+	mustKubectl(t, ctx, "", "-n", inplaceNamespace, "rollout", "restart", "deployment/inplace-apiserver")
+	mustKubectl(t, ctx, "", "-n", inplaceNamespace, "rollout", "status", "deployment/inplace-apiserver", "--timeout=55s")
+	took := time.Since(started)
+	poll(t, ctx, time.Minute, "the replaced inplace-apiserver Pod "+before.pod.Name+" to go", func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().Pods(inplaceNamespace).Get(ctx, before.pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+	r.finish(t, ctx)
+	avail.stop()
+	_, errs := r.writer.snapshot()
+	t.Logf("rolling update of inplace-apiserver: %.1fs; APIService not Available for at most %.1fs (%d of %d samples); %d failed write attempts",
+		took.Seconds(), avail.longest.Seconds(), avail.down, avail.samples, len(errs))
+	for _, e := range errs {
+		t.Errorf("a write failed during the rolling update (%s): %v", e.class, e.err)
+	}
 }
 
 // TestHAEtcdMemberKilled: the etcd leader (one member of three) SIGKILLed mid-rollout. The other two

@@ -52,6 +52,9 @@ const (
 // Options are the settings of inplace-apiserver.
 type Options struct {
 	Recommended *genericoptions.RecommendedOptions
+	// ServerRun holds the generic server's own settings: in-flight limits, request timeouts and
+	// the graceful shutdown (--shutdown-delay-duration keeps serving while the endpoint is removed).
+	ServerRun *genericoptions.ServerRunOptions
 	// Mode is standalone or aggregated.
 	Mode string
 	// DataDir holds the embedded etcd's data and the self-signed serving certificate.
@@ -75,6 +78,11 @@ func NewOptions() *Options {
 		DataDir:          "inplace-data",
 		componentGlobals: compatibility.DefaultComponentGlobalsRegistry,
 	}
+	o.ServerRun = genericoptions.NewServerRunOptionsForComponent(basecompatibility.DefaultKubeComponent, o.componentGlobals)
+	// Watches end within 5 s of SIGTERM instead of the default minute: kube-controller-manager
+	// always holds some, and a Pod or a script waiting on the stop would otherwise kill the
+	// server before the embedded etcd is closed cleanly.
+	o.ServerRun.ShutdownWatchTerminationGracePeriod = 5 * time.Second
 	// Store every kind of the group at v1alpha1, whatever version a client wrote.
 	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
@@ -102,7 +110,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.EmbeddedEtcdUnsafeNoFsync, "embedded-etcd-unsafe-no-fsync", false, "Skip fsync in the embedded etcd. Data may be lost on a crash: tests only.")
 	_ = fs.MarkHidden("embedded-etcd-unsafe-no-fsync")
 	o.Recommended.AddFlags(fs)
-	o.componentGlobals.AddFlags(fs)
+	o.ServerRun.AddUniversalFlags(fs) // with --feature-gates and --emulated-version
 }
 
 // embeddedEtcd tells whether inplace-apiserver runs its own etcd.
@@ -167,7 +175,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, errors.New("--data-dir: required for the embedded etcd (or give --etcd-servers)"))
 	}
 	errs = append(errs, o.Recommended.Validate()...)
-	errs = append(errs, o.componentGlobals.Validate()...)
+	errs = append(errs, o.ServerRun.Validate()...) // with --feature-gates and --emulated-version
 	return utilerrors.NewAggregate(errs)
 }
 
@@ -193,12 +201,9 @@ func (o *Options) config() (*apiserver.Config, error) {
 	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
 	c.OpenAPIV3Config.Info.Title = "inplace"
 	c.OpenAPIV3Config.Info.Version = "v1alpha1"
-	// Watches end within 5 s of SIGTERM instead of the default minute: kube-controller-manager
-	// always holds some, and a Pod or a script waiting on the stop would otherwise kill the
-	// server before the embedded etcd is closed cleanly.
-	c.ShutdownWatchTerminationGracePeriod = 5 * time.Second
-	c.FeatureGate = o.componentGlobals.FeatureGateFor(basecompatibility.DefaultKubeComponent)
-	c.EffectiveVersion = o.componentGlobals.EffectiveVersionFor(basecompatibility.DefaultKubeComponent)
+	if err := o.ServerRun.ApplyTo(&c.Config); err != nil {
+		return nil, fmt.Errorf("applying the server's run options: %w", err)
+	}
 
 	codec, err := storageCodec(o.Recommended.Etcd.DefaultStorageMediaType)
 	if err != nil {
