@@ -55,6 +55,7 @@ proto_inputs=(
     k8s.io/apimachinery/pkg/runtime
     k8s.io/apimachinery/pkg/apis/meta/v1
     k8s.io/api/core/v1
+    k8s.io/api/apps/v1
     k8s.io/api/autoscaling/v1
 )
 PATH="${GOBIN}:${PATH}" go-to-protobuf \
@@ -62,7 +63,7 @@ PATH="${GOBIN}:${PATH}" go-to-protobuf \
     --output-dir "${proto_tree}" \
     --proto-import "${gogo_dir}/protobuf" \
     --apimachinery-packages "$(printf -- '-%s,' "${proto_inputs[@]}" | sed 's/,$//')" \
-    --packages "${THIS_PKG}/pkg/apis/apps/pub,${THIS_PKG}/pkg/apis/apps/v1alpha1"
+    --packages "${THIS_PKG}/pkg/apis/apps/pub,${THIS_PKG}/pkg/apis/apps/v1alpha1,${THIS_PKG}/pkg/apis/apps/v1beta1"
 
 kube::codegen::gen_helpers \
     --boilerplate "${BOILERPLATE}" \
@@ -75,6 +76,7 @@ kube::codegen::gen_openapi \
     --report-filename "${ROOT}/hack/api-rules-violations.list" \
     --update-report \
     --extra-pkgs k8s.io/api/core/v1 \
+    --extra-pkgs k8s.io/api/apps/v1 \
     --extra-pkgs k8s.io/api/autoscaling/v1 \
     --extra-pkgs k8s.io/apimachinery/pkg/api/resource \
     --extra-pkgs k8s.io/apimachinery/pkg/util/intstr \
@@ -88,6 +90,11 @@ core_ac_dir=$(module_dir k8s.io/client-go)/applyconfigurations/core/v1
 externals=""
 for t in $(sed -n 's/^type \([A-Za-z0-9]*\)ApplyConfiguration struct.*/\1/p' "${core_ac_dir}"/*.go | sort -u); do
     externals+="${externals:+,}k8s.io/api/core/v1.${t}:${core_ac}"
+done
+# and the apps/v1 types the Advanced StatefulSet and DaemonSet hold (their conditions).
+apps_ac=k8s.io/client-go/applyconfigurations/apps/v1
+for t in StatefulSetCondition DaemonSetCondition; do
+    externals+=",k8s.io/api/apps/v1.${t}:${apps_ac}"
 done
 
 kube::codegen::gen_client \

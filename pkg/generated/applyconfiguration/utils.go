@@ -20,7 +20,9 @@ package applyconfiguration
 
 import (
 	v1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	v1beta1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/generated/applyconfiguration/apps/v1alpha1"
+	appsv1beta1 "github.com/inplace-dev/inplace/pkg/generated/applyconfiguration/apps/v1beta1"
 	internal "github.com/inplace-dev/inplace/pkg/generated/applyconfiguration/internal"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,6 +60,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.ContainerRecreateRequestStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ContainerRecreateRequestStrategy"):
 		return &appsv1alpha1.ContainerRecreateRequestStrategyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DaemonSet"):
+		return &appsv1alpha1.DaemonSetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DaemonSetSpec"):
+		return &appsv1alpha1.DaemonSetSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DaemonSetStatus"):
+		return &appsv1alpha1.DaemonSetStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DaemonSetUpdateStrategy"):
+		return &appsv1alpha1.DaemonSetUpdateStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ProbeHandler"):
 		return &appsv1alpha1.ProbeHandlerApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceExprLimits"):
@@ -68,6 +78,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.ResourcesExprApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourcesPolicy"):
 		return &appsv1alpha1.ResourcesPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RollingUpdateDaemonSet"):
+		return &appsv1alpha1.RollingUpdateDaemonSetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RollingUpdateStatefulSetStrategy"):
+		return &appsv1alpha1.RollingUpdateStatefulSetStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ShareVolumePolicy"):
 		return &appsv1alpha1.ShareVolumePolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SidecarContainer"):
@@ -90,8 +104,42 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.SidecarSetUpdateStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SourceContainerNameSource"):
 		return &appsv1alpha1.SourceContainerNameSourceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("StatefulSet"):
+		return &appsv1alpha1.StatefulSetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("StatefulSetSpec"):
+		return &appsv1alpha1.StatefulSetSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("StatefulSetStatus"):
+		return &appsv1alpha1.StatefulSetStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("StatefulSetUpdateStrategy"):
+		return &appsv1alpha1.StatefulSetUpdateStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TransferEnvVar"):
 		return &appsv1alpha1.TransferEnvVarApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UnorderedUpdateStrategy"):
+		return &appsv1alpha1.UnorderedUpdateStrategyApplyConfiguration{}
+
+		// Group=apps.kruise.io, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithKind("RollingUpdateStatefulSetStrategy"):
+		return &appsv1beta1.RollingUpdateStatefulSetStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("StatefulSet"):
+		return &appsv1beta1.StatefulSetApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("StatefulSetOrdinals"):
+		return &appsv1beta1.StatefulSetOrdinalsApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("StatefulSetPersistentVolumeClaimRetentionPolicy"):
+		return &appsv1beta1.StatefulSetPersistentVolumeClaimRetentionPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("StatefulSetScaleStrategy"):
+		return &appsv1beta1.StatefulSetScaleStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("StatefulSetSpec"):
+		return &appsv1beta1.StatefulSetSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("StatefulSetStatus"):
+		return &appsv1beta1.StatefulSetStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("StatefulSetUpdateStrategy"):
+		return &appsv1beta1.StatefulSetUpdateStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("UnorderedUpdateStrategy"):
+		return &appsv1beta1.UnorderedUpdateStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("VolumeClaimStatus"):
+		return &appsv1beta1.VolumeClaimStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("VolumeClaimUpdateStrategy"):
+		return &appsv1beta1.VolumeClaimUpdateStrategyApplyConfiguration{}
 
 	}
 	return nil

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -34,15 +35,7 @@ func SetDefaults_CloneSet(obj *CloneSet) {
 		}
 	}
 	SetDefaultsPodSpec(&obj.Spec.Template.Spec)
-	for i := range obj.Spec.VolumeClaimTemplates {
-		pvc := &obj.Spec.VolumeClaimTemplates[i]
-		if pvc.Spec.VolumeMode == nil {
-			pvc.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
-		}
-		if pvc.Status.Phase == "" {
-			pvc.Status.Phase = corev1.ClaimPending
-		}
-	}
+	SetDefaultsVolumeClaimTemplates(obj.Spec.VolumeClaimTemplates)
 
 	us := &obj.Spec.UpdateStrategy
 	switch us.Type {
@@ -61,6 +54,94 @@ func SetDefaults_CloneSet(obj *CloneSet) {
 	}
 	if us.MaxSurge == nil {
 		us.MaxSurge = ptr.To(intstr.FromInt32(0))
+	}
+}
+
+// SetDefaultsVolumeClaimTemplates fills in what kube-apiserver defaults in a claim.
+func SetDefaultsVolumeClaimTemplates(pvcs []corev1.PersistentVolumeClaim) {
+	for i := range pvcs {
+		pvc := &pvcs[i]
+		if pvc.Spec.VolumeMode == nil {
+			pvc.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
+		}
+		if pvc.Status.Phase == "" {
+			pvc.Status.Phase = corev1.ClaimPending
+		}
+	}
+}
+
+// SetDefaults_StatefulSet fills in the defaults of a v1alpha1 Advanced StatefulSet: those of
+// v1beta1 for the fields v1alpha1 has.
+func SetDefaults_StatefulSet(obj *StatefulSet) {
+	if obj.Spec.PodManagementPolicy == "" {
+		obj.Spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
+	}
+	us := &obj.Spec.UpdateStrategy
+	if us.Type == "" {
+		us.Type = appsv1.RollingUpdateStatefulSetStrategyType
+	}
+	if us.Type == appsv1.RollingUpdateStatefulSetStrategyType {
+		if us.RollingUpdate == nil {
+			us.RollingUpdate = &RollingUpdateStatefulSetStrategy{}
+		}
+		ru := us.RollingUpdate
+		if ru.Partition == nil {
+			ru.Partition = ptr.To[int32](0)
+		}
+		if ru.MaxUnavailable == nil {
+			ru.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+		}
+		if ru.PodUpdatePolicy == "" {
+			ru.PodUpdatePolicy = RecreatePodUpdateStrategyType
+		}
+		if ru.MinReadySeconds == nil {
+			ru.MinReadySeconds = ptr.To[int32](0)
+		}
+	}
+	if obj.Spec.Replicas == nil {
+		obj.Spec.Replicas = ptr.To[int32](1)
+	}
+	if obj.Spec.RevisionHistoryLimit == nil {
+		obj.Spec.RevisionHistoryLimit = ptr.To[int32](10)
+	}
+	SetDefaultsPodSpec(&obj.Spec.Template.Spec)
+	SetDefaultsVolumeClaimTemplates(obj.Spec.VolumeClaimTemplates)
+}
+
+// SetDefaults_DaemonSet fills in Advanced DaemonSet defaults. As in OpenKruise, the deprecated
+// rolling update type Surging becomes Standard with maxSurge 1 and maxUnavailable 0, and the Pod
+// template is left as written.
+func SetDefaults_DaemonSet(obj *DaemonSet) {
+	if obj.Spec.BurstReplicas == nil {
+		obj.Spec.BurstReplicas = ptr.To(intstr.FromInt32(250))
+	}
+	us := &obj.Spec.UpdateStrategy
+	if us.Type == "" {
+		us.Type = RollingUpdateDaemonSetStrategyType
+	}
+	if us.Type == RollingUpdateDaemonSetStrategyType {
+		if us.RollingUpdate == nil {
+			us.RollingUpdate = &RollingUpdateDaemonSet{}
+		}
+		ru := us.RollingUpdate
+		if ru.Type == DeprecatedSurgingRollingUpdateType {
+			if ru.MaxSurge == nil {
+				ru.MaxSurge = ptr.To(intstr.FromInt32(1))
+			}
+			if ru.MaxUnavailable == nil {
+				ru.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+			}
+		}
+		if ru.Type == "" || ru.Type == DeprecatedSurgingRollingUpdateType {
+			ru.Type = StandardRollingUpdateType
+		}
+		if ru.MaxUnavailable == nil && ru.MaxSurge == nil {
+			ru.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+			ru.MaxSurge = ptr.To(intstr.FromInt32(0))
+		}
+	}
+	if obj.Spec.RevisionHistoryLimit == nil {
+		obj.Spec.RevisionHistoryLimit = ptr.To[int32](10)
 	}
 }
 

@@ -35,6 +35,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&CloneSet{}, &CloneSetList{},
 		&SidecarSet{}, &SidecarSetList{},
 		&ContainerRecreateRequest{}, &ContainerRecreateRequestList{},
+		&StatefulSet{}, &StatefulSetList{},
+		&DaemonSet{}, &DaemonSetList{},
 		&InPlaceUpdate{},
 		&Pod{},
 	)

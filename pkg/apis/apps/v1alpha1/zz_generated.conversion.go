@@ -25,6 +25,9 @@ import (
 	unsafe "unsafe"
 
 	apps "github.com/inplace-dev/inplace/pkg/apis/apps"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	conversion "k8s.io/apimachinery/pkg/conversion"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
@@ -196,6 +199,56 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*DaemonSet)(nil), (*apps.DaemonSet)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DaemonSet_To_apps_DaemonSet(a.(*DaemonSet), b.(*apps.DaemonSet), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.DaemonSet)(nil), (*DaemonSet)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_DaemonSet_To_v1alpha1_DaemonSet(a.(*apps.DaemonSet), b.(*DaemonSet), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*DaemonSetList)(nil), (*apps.DaemonSetList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DaemonSetList_To_apps_DaemonSetList(a.(*DaemonSetList), b.(*apps.DaemonSetList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.DaemonSetList)(nil), (*DaemonSetList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_DaemonSetList_To_v1alpha1_DaemonSetList(a.(*apps.DaemonSetList), b.(*DaemonSetList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*DaemonSetSpec)(nil), (*apps.DaemonSetSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DaemonSetSpec_To_apps_DaemonSetSpec(a.(*DaemonSetSpec), b.(*apps.DaemonSetSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.DaemonSetSpec)(nil), (*DaemonSetSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_DaemonSetSpec_To_v1alpha1_DaemonSetSpec(a.(*apps.DaemonSetSpec), b.(*DaemonSetSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*DaemonSetStatus)(nil), (*apps.DaemonSetStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DaemonSetStatus_To_apps_DaemonSetStatus(a.(*DaemonSetStatus), b.(*apps.DaemonSetStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.DaemonSetStatus)(nil), (*DaemonSetStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_DaemonSetStatus_To_v1alpha1_DaemonSetStatus(a.(*apps.DaemonSetStatus), b.(*DaemonSetStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*DaemonSetUpdateStrategy)(nil), (*apps.DaemonSetUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DaemonSetUpdateStrategy_To_apps_DaemonSetUpdateStrategy(a.(*DaemonSetUpdateStrategy), b.(*apps.DaemonSetUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.DaemonSetUpdateStrategy)(nil), (*DaemonSetUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_DaemonSetUpdateStrategy_To_v1alpha1_DaemonSetUpdateStrategy(a.(*apps.DaemonSetUpdateStrategy), b.(*DaemonSetUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*InPlaceUpdate)(nil), (*apps.InPlaceUpdate)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_InPlaceUpdate_To_apps_InPlaceUpdate(a.(*InPlaceUpdate), b.(*apps.InPlaceUpdate), scope)
 	}); err != nil {
@@ -313,6 +366,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*apps.ResourcesPolicy)(nil), (*ResourcesPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_apps_ResourcesPolicy_To_v1alpha1_ResourcesPolicy(a.(*apps.ResourcesPolicy), b.(*ResourcesPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*RollingUpdateDaemonSet)(nil), (*apps.RollingUpdateDaemonSet)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_RollingUpdateDaemonSet_To_apps_RollingUpdateDaemonSet(a.(*RollingUpdateDaemonSet), b.(*apps.RollingUpdateDaemonSet), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.RollingUpdateDaemonSet)(nil), (*RollingUpdateDaemonSet)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_RollingUpdateDaemonSet_To_v1alpha1_RollingUpdateDaemonSet(a.(*apps.RollingUpdateDaemonSet), b.(*RollingUpdateDaemonSet), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*RollingUpdateStatefulSetStrategy)(nil), (*apps.RollingUpdateStatefulSetStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_RollingUpdateStatefulSetStrategy_To_apps_RollingUpdateStatefulSetStrategy(a.(*RollingUpdateStatefulSetStrategy), b.(*apps.RollingUpdateStatefulSetStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.RollingUpdateStatefulSetStrategy)(nil), (*RollingUpdateStatefulSetStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_RollingUpdateStatefulSetStrategy_To_v1alpha1_RollingUpdateStatefulSetStrategy(a.(*apps.RollingUpdateStatefulSetStrategy), b.(*RollingUpdateStatefulSetStrategy), scope)
 	}); err != nil {
 		return err
 	}
@@ -436,6 +509,36 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*StatefulSetList)(nil), (*apps.StatefulSetList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_StatefulSetList_To_apps_StatefulSetList(a.(*StatefulSetList), b.(*apps.StatefulSetList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.StatefulSetList)(nil), (*StatefulSetList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_StatefulSetList_To_v1alpha1_StatefulSetList(a.(*apps.StatefulSetList), b.(*StatefulSetList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*StatefulSetSpec)(nil), (*apps.StatefulSetSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_StatefulSetSpec_To_apps_StatefulSetSpec(a.(*StatefulSetSpec), b.(*apps.StatefulSetSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*StatefulSetStatus)(nil), (*apps.StatefulSetStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_StatefulSetStatus_To_apps_StatefulSetStatus(a.(*StatefulSetStatus), b.(*apps.StatefulSetStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*StatefulSetUpdateStrategy)(nil), (*apps.StatefulSetUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_StatefulSetUpdateStrategy_To_apps_StatefulSetUpdateStrategy(a.(*StatefulSetUpdateStrategy), b.(*apps.StatefulSetUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.StatefulSetUpdateStrategy)(nil), (*StatefulSetUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_StatefulSetUpdateStrategy_To_v1alpha1_StatefulSetUpdateStrategy(a.(*apps.StatefulSetUpdateStrategy), b.(*StatefulSetUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*TransferEnvVar)(nil), (*apps.TransferEnvVar)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_TransferEnvVar_To_apps_TransferEnvVar(a.(*TransferEnvVar), b.(*apps.TransferEnvVar), scope)
 	}); err != nil {
@@ -443,6 +546,36 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*apps.TransferEnvVar)(nil), (*TransferEnvVar)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_apps_TransferEnvVar_To_v1alpha1_TransferEnvVar(a.(*apps.TransferEnvVar), b.(*TransferEnvVar), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*UnorderedUpdateStrategy)(nil), (*apps.UnorderedUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UnorderedUpdateStrategy_To_apps_UnorderedUpdateStrategy(a.(*UnorderedUpdateStrategy), b.(*apps.UnorderedUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.UnorderedUpdateStrategy)(nil), (*UnorderedUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_UnorderedUpdateStrategy_To_v1alpha1_UnorderedUpdateStrategy(a.(*apps.UnorderedUpdateStrategy), b.(*UnorderedUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*apps.StatefulSetSpec)(nil), (*StatefulSetSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_StatefulSetSpec_To_v1alpha1_StatefulSetSpec(a.(*apps.StatefulSetSpec), b.(*StatefulSetSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*apps.StatefulSetStatus)(nil), (*StatefulSetStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_StatefulSetStatus_To_v1alpha1_StatefulSetStatus(a.(*apps.StatefulSetStatus), b.(*StatefulSetStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*apps.StatefulSet)(nil), (*StatefulSet)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_StatefulSet_To_v1alpha1_StatefulSet(a.(*apps.StatefulSet), b.(*StatefulSet), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*StatefulSet)(nil), (*apps.StatefulSet)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_StatefulSet_To_apps_StatefulSet(a.(*StatefulSet), b.(*apps.StatefulSet), scope)
 	}); err != nil {
 		return err
 	}
@@ -797,6 +930,120 @@ func Convert_apps_ContainerRecreateRequestSyncContainerStatus_To_v1alpha1_Contai
 	return autoConvert_apps_ContainerRecreateRequestSyncContainerStatus_To_v1alpha1_ContainerRecreateRequestSyncContainerStatus(in, out, s)
 }
 
+func autoConvert_v1alpha1_DaemonSet_To_apps_DaemonSet(in *DaemonSet, out *apps.DaemonSet, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1alpha1_DaemonSetSpec_To_apps_DaemonSetSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_DaemonSetStatus_To_apps_DaemonSetStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_DaemonSet_To_apps_DaemonSet is an autogenerated conversion function.
+func Convert_v1alpha1_DaemonSet_To_apps_DaemonSet(in *DaemonSet, out *apps.DaemonSet, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DaemonSet_To_apps_DaemonSet(in, out, s)
+}
+
+func autoConvert_apps_DaemonSet_To_v1alpha1_DaemonSet(in *apps.DaemonSet, out *DaemonSet, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_apps_DaemonSetSpec_To_v1alpha1_DaemonSetSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_apps_DaemonSetStatus_To_v1alpha1_DaemonSetStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_apps_DaemonSet_To_v1alpha1_DaemonSet is an autogenerated conversion function.
+func Convert_apps_DaemonSet_To_v1alpha1_DaemonSet(in *apps.DaemonSet, out *DaemonSet, s conversion.Scope) error {
+	return autoConvert_apps_DaemonSet_To_v1alpha1_DaemonSet(in, out, s)
+}
+
+func autoConvert_v1alpha1_DaemonSetList_To_apps_DaemonSetList(in *DaemonSetList, out *apps.DaemonSetList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]apps.DaemonSet)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_v1alpha1_DaemonSetList_To_apps_DaemonSetList is an autogenerated conversion function.
+func Convert_v1alpha1_DaemonSetList_To_apps_DaemonSetList(in *DaemonSetList, out *apps.DaemonSetList, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DaemonSetList_To_apps_DaemonSetList(in, out, s)
+}
+
+func autoConvert_apps_DaemonSetList_To_v1alpha1_DaemonSetList(in *apps.DaemonSetList, out *DaemonSetList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]DaemonSet)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_apps_DaemonSetList_To_v1alpha1_DaemonSetList is an autogenerated conversion function.
+func Convert_apps_DaemonSetList_To_v1alpha1_DaemonSetList(in *apps.DaemonSetList, out *DaemonSetList, s conversion.Scope) error {
+	return autoConvert_apps_DaemonSetList_To_v1alpha1_DaemonSetList(in, out, s)
+}
+
+func autoConvert_v1alpha1_DaemonSetSpec_To_apps_DaemonSetSpec(in *DaemonSetSpec, out *apps.DaemonSetSpec, s conversion.Scope) error {
+	*out = *(*apps.DaemonSetSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_DaemonSetSpec_To_apps_DaemonSetSpec is an autogenerated conversion function.
+func Convert_v1alpha1_DaemonSetSpec_To_apps_DaemonSetSpec(in *DaemonSetSpec, out *apps.DaemonSetSpec, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DaemonSetSpec_To_apps_DaemonSetSpec(in, out, s)
+}
+
+func autoConvert_apps_DaemonSetSpec_To_v1alpha1_DaemonSetSpec(in *apps.DaemonSetSpec, out *DaemonSetSpec, s conversion.Scope) error {
+	*out = *(*DaemonSetSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_DaemonSetSpec_To_v1alpha1_DaemonSetSpec is an autogenerated conversion function.
+func Convert_apps_DaemonSetSpec_To_v1alpha1_DaemonSetSpec(in *apps.DaemonSetSpec, out *DaemonSetSpec, s conversion.Scope) error {
+	return autoConvert_apps_DaemonSetSpec_To_v1alpha1_DaemonSetSpec(in, out, s)
+}
+
+func autoConvert_v1alpha1_DaemonSetStatus_To_apps_DaemonSetStatus(in *DaemonSetStatus, out *apps.DaemonSetStatus, s conversion.Scope) error {
+	*out = *(*apps.DaemonSetStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_DaemonSetStatus_To_apps_DaemonSetStatus is an autogenerated conversion function.
+func Convert_v1alpha1_DaemonSetStatus_To_apps_DaemonSetStatus(in *DaemonSetStatus, out *apps.DaemonSetStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DaemonSetStatus_To_apps_DaemonSetStatus(in, out, s)
+}
+
+func autoConvert_apps_DaemonSetStatus_To_v1alpha1_DaemonSetStatus(in *apps.DaemonSetStatus, out *DaemonSetStatus, s conversion.Scope) error {
+	*out = *(*DaemonSetStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_DaemonSetStatus_To_v1alpha1_DaemonSetStatus is an autogenerated conversion function.
+func Convert_apps_DaemonSetStatus_To_v1alpha1_DaemonSetStatus(in *apps.DaemonSetStatus, out *DaemonSetStatus, s conversion.Scope) error {
+	return autoConvert_apps_DaemonSetStatus_To_v1alpha1_DaemonSetStatus(in, out, s)
+}
+
+func autoConvert_v1alpha1_DaemonSetUpdateStrategy_To_apps_DaemonSetUpdateStrategy(in *DaemonSetUpdateStrategy, out *apps.DaemonSetUpdateStrategy, s conversion.Scope) error {
+	*out = *(*apps.DaemonSetUpdateStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_DaemonSetUpdateStrategy_To_apps_DaemonSetUpdateStrategy is an autogenerated conversion function.
+func Convert_v1alpha1_DaemonSetUpdateStrategy_To_apps_DaemonSetUpdateStrategy(in *DaemonSetUpdateStrategy, out *apps.DaemonSetUpdateStrategy, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DaemonSetUpdateStrategy_To_apps_DaemonSetUpdateStrategy(in, out, s)
+}
+
+func autoConvert_apps_DaemonSetUpdateStrategy_To_v1alpha1_DaemonSetUpdateStrategy(in *apps.DaemonSetUpdateStrategy, out *DaemonSetUpdateStrategy, s conversion.Scope) error {
+	*out = *(*DaemonSetUpdateStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_DaemonSetUpdateStrategy_To_v1alpha1_DaemonSetUpdateStrategy is an autogenerated conversion function.
+func Convert_apps_DaemonSetUpdateStrategy_To_v1alpha1_DaemonSetUpdateStrategy(in *apps.DaemonSetUpdateStrategy, out *DaemonSetUpdateStrategy, s conversion.Scope) error {
+	return autoConvert_apps_DaemonSetUpdateStrategy_To_v1alpha1_DaemonSetUpdateStrategy(in, out, s)
+}
+
 func autoConvert_v1alpha1_InPlaceUpdate_To_apps_InPlaceUpdate(in *InPlaceUpdate, out *apps.InPlaceUpdate, s conversion.Scope) error {
 	out.ObjectMeta = in.ObjectMeta
 	if err := Convert_v1alpha1_InPlaceUpdateSpec_To_apps_InPlaceUpdateSpec(&in.Spec, &out.Spec, s); err != nil {
@@ -1047,6 +1294,46 @@ func autoConvert_apps_ResourcesPolicy_To_v1alpha1_ResourcesPolicy(in *apps.Resou
 // Convert_apps_ResourcesPolicy_To_v1alpha1_ResourcesPolicy is an autogenerated conversion function.
 func Convert_apps_ResourcesPolicy_To_v1alpha1_ResourcesPolicy(in *apps.ResourcesPolicy, out *ResourcesPolicy, s conversion.Scope) error {
 	return autoConvert_apps_ResourcesPolicy_To_v1alpha1_ResourcesPolicy(in, out, s)
+}
+
+func autoConvert_v1alpha1_RollingUpdateDaemonSet_To_apps_RollingUpdateDaemonSet(in *RollingUpdateDaemonSet, out *apps.RollingUpdateDaemonSet, s conversion.Scope) error {
+	*out = *(*apps.RollingUpdateDaemonSet)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_RollingUpdateDaemonSet_To_apps_RollingUpdateDaemonSet is an autogenerated conversion function.
+func Convert_v1alpha1_RollingUpdateDaemonSet_To_apps_RollingUpdateDaemonSet(in *RollingUpdateDaemonSet, out *apps.RollingUpdateDaemonSet, s conversion.Scope) error {
+	return autoConvert_v1alpha1_RollingUpdateDaemonSet_To_apps_RollingUpdateDaemonSet(in, out, s)
+}
+
+func autoConvert_apps_RollingUpdateDaemonSet_To_v1alpha1_RollingUpdateDaemonSet(in *apps.RollingUpdateDaemonSet, out *RollingUpdateDaemonSet, s conversion.Scope) error {
+	*out = *(*RollingUpdateDaemonSet)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_RollingUpdateDaemonSet_To_v1alpha1_RollingUpdateDaemonSet is an autogenerated conversion function.
+func Convert_apps_RollingUpdateDaemonSet_To_v1alpha1_RollingUpdateDaemonSet(in *apps.RollingUpdateDaemonSet, out *RollingUpdateDaemonSet, s conversion.Scope) error {
+	return autoConvert_apps_RollingUpdateDaemonSet_To_v1alpha1_RollingUpdateDaemonSet(in, out, s)
+}
+
+func autoConvert_v1alpha1_RollingUpdateStatefulSetStrategy_To_apps_RollingUpdateStatefulSetStrategy(in *RollingUpdateStatefulSetStrategy, out *apps.RollingUpdateStatefulSetStrategy, s conversion.Scope) error {
+	*out = *(*apps.RollingUpdateStatefulSetStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_RollingUpdateStatefulSetStrategy_To_apps_RollingUpdateStatefulSetStrategy is an autogenerated conversion function.
+func Convert_v1alpha1_RollingUpdateStatefulSetStrategy_To_apps_RollingUpdateStatefulSetStrategy(in *RollingUpdateStatefulSetStrategy, out *apps.RollingUpdateStatefulSetStrategy, s conversion.Scope) error {
+	return autoConvert_v1alpha1_RollingUpdateStatefulSetStrategy_To_apps_RollingUpdateStatefulSetStrategy(in, out, s)
+}
+
+func autoConvert_apps_RollingUpdateStatefulSetStrategy_To_v1alpha1_RollingUpdateStatefulSetStrategy(in *apps.RollingUpdateStatefulSetStrategy, out *RollingUpdateStatefulSetStrategy, s conversion.Scope) error {
+	*out = *(*RollingUpdateStatefulSetStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_RollingUpdateStatefulSetStrategy_To_v1alpha1_RollingUpdateStatefulSetStrategy is an autogenerated conversion function.
+func Convert_apps_RollingUpdateStatefulSetStrategy_To_v1alpha1_RollingUpdateStatefulSetStrategy(in *apps.RollingUpdateStatefulSetStrategy, out *RollingUpdateStatefulSetStrategy, s conversion.Scope) error {
+	return autoConvert_apps_RollingUpdateStatefulSetStrategy_To_v1alpha1_RollingUpdateStatefulSetStrategy(in, out, s)
 }
 
 func autoConvert_v1alpha1_ShareVolumePolicy_To_apps_ShareVolumePolicy(in *ShareVolumePolicy, out *apps.ShareVolumePolicy, s conversion.Scope) error {
@@ -1303,6 +1590,167 @@ func Convert_apps_SourceContainerNameSource_To_v1alpha1_SourceContainerNameSourc
 	return autoConvert_apps_SourceContainerNameSource_To_v1alpha1_SourceContainerNameSource(in, out, s)
 }
 
+func autoConvert_v1alpha1_StatefulSet_To_apps_StatefulSet(in *StatefulSet, out *apps.StatefulSet, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1alpha1_StatefulSetSpec_To_apps_StatefulSetSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_StatefulSetStatus_To_apps_StatefulSetStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+func autoConvert_apps_StatefulSet_To_v1alpha1_StatefulSet(in *apps.StatefulSet, out *StatefulSet, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_apps_StatefulSetSpec_To_v1alpha1_StatefulSetSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_apps_StatefulSetStatus_To_v1alpha1_StatefulSetStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+func autoConvert_v1alpha1_StatefulSetList_To_apps_StatefulSetList(in *StatefulSetList, out *apps.StatefulSetList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]apps.StatefulSet, len(*in))
+		for i := range *in {
+			if err := Convert_v1alpha1_StatefulSet_To_apps_StatefulSet(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_v1alpha1_StatefulSetList_To_apps_StatefulSetList is an autogenerated conversion function.
+func Convert_v1alpha1_StatefulSetList_To_apps_StatefulSetList(in *StatefulSetList, out *apps.StatefulSetList, s conversion.Scope) error {
+	return autoConvert_v1alpha1_StatefulSetList_To_apps_StatefulSetList(in, out, s)
+}
+
+func autoConvert_apps_StatefulSetList_To_v1alpha1_StatefulSetList(in *apps.StatefulSetList, out *StatefulSetList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]StatefulSet, len(*in))
+		for i := range *in {
+			if err := Convert_apps_StatefulSet_To_v1alpha1_StatefulSet(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_apps_StatefulSetList_To_v1alpha1_StatefulSetList is an autogenerated conversion function.
+func Convert_apps_StatefulSetList_To_v1alpha1_StatefulSetList(in *apps.StatefulSetList, out *StatefulSetList, s conversion.Scope) error {
+	return autoConvert_apps_StatefulSetList_To_v1alpha1_StatefulSetList(in, out, s)
+}
+
+func autoConvert_v1alpha1_StatefulSetSpec_To_apps_StatefulSetSpec(in *StatefulSetSpec, out *apps.StatefulSetSpec, s conversion.Scope) error {
+	out.Replicas = (*int32)(unsafe.Pointer(in.Replicas))
+	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.Template = in.Template
+	out.VolumeClaimTemplates = *(*[]corev1.PersistentVolumeClaim)(unsafe.Pointer(&in.VolumeClaimTemplates))
+	out.ServiceName = in.ServiceName
+	out.PodManagementPolicy = appsv1.PodManagementPolicyType(in.PodManagementPolicy)
+	if err := Convert_v1alpha1_StatefulSetUpdateStrategy_To_apps_StatefulSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
+		return err
+	}
+	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
+	return nil
+}
+
+// Convert_v1alpha1_StatefulSetSpec_To_apps_StatefulSetSpec is an autogenerated conversion function.
+func Convert_v1alpha1_StatefulSetSpec_To_apps_StatefulSetSpec(in *StatefulSetSpec, out *apps.StatefulSetSpec, s conversion.Scope) error {
+	return autoConvert_v1alpha1_StatefulSetSpec_To_apps_StatefulSetSpec(in, out, s)
+}
+
+func autoConvert_apps_StatefulSetSpec_To_v1alpha1_StatefulSetSpec(in *apps.StatefulSetSpec, out *StatefulSetSpec, s conversion.Scope) error {
+	out.Replicas = (*int32)(unsafe.Pointer(in.Replicas))
+	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.Template = in.Template
+	out.VolumeClaimTemplates = *(*[]corev1.PersistentVolumeClaim)(unsafe.Pointer(&in.VolumeClaimTemplates))
+	// WARNING: in.VolumeClaimUpdateStrategy requires manual conversion: does not exist in peer-type
+	out.ServiceName = in.ServiceName
+	out.PodManagementPolicy = appsv1.PodManagementPolicyType(in.PodManagementPolicy)
+	if err := Convert_apps_StatefulSetUpdateStrategy_To_v1alpha1_StatefulSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
+		return err
+	}
+	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
+	// WARNING: in.ReserveOrdinals requires manual conversion: does not exist in peer-type
+	// WARNING: in.Lifecycle requires manual conversion: does not exist in peer-type
+	// WARNING: in.ScaleStrategy requires manual conversion: does not exist in peer-type
+	// WARNING: in.PersistentVolumeClaimRetentionPolicy requires manual conversion: does not exist in peer-type
+	// WARNING: in.Ordinals requires manual conversion: does not exist in peer-type
+	return nil
+}
+
+func autoConvert_v1alpha1_StatefulSetStatus_To_apps_StatefulSetStatus(in *StatefulSetStatus, out *apps.StatefulSetStatus, s conversion.Scope) error {
+	out.ObservedGeneration = in.ObservedGeneration
+	out.Replicas = in.Replicas
+	out.ReadyReplicas = in.ReadyReplicas
+	out.AvailableReplicas = in.AvailableReplicas
+	out.CurrentReplicas = in.CurrentReplicas
+	out.UpdatedReplicas = in.UpdatedReplicas
+	out.CurrentRevision = in.CurrentRevision
+	out.UpdateRevision = in.UpdateRevision
+	out.CollisionCount = (*int32)(unsafe.Pointer(in.CollisionCount))
+	out.Conditions = *(*[]appsv1.StatefulSetCondition)(unsafe.Pointer(&in.Conditions))
+	out.LabelSelector = in.LabelSelector
+	return nil
+}
+
+// Convert_v1alpha1_StatefulSetStatus_To_apps_StatefulSetStatus is an autogenerated conversion function.
+func Convert_v1alpha1_StatefulSetStatus_To_apps_StatefulSetStatus(in *StatefulSetStatus, out *apps.StatefulSetStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_StatefulSetStatus_To_apps_StatefulSetStatus(in, out, s)
+}
+
+func autoConvert_apps_StatefulSetStatus_To_v1alpha1_StatefulSetStatus(in *apps.StatefulSetStatus, out *StatefulSetStatus, s conversion.Scope) error {
+	out.ObservedGeneration = in.ObservedGeneration
+	out.Replicas = in.Replicas
+	out.ReadyReplicas = in.ReadyReplicas
+	out.AvailableReplicas = in.AvailableReplicas
+	out.CurrentReplicas = in.CurrentReplicas
+	out.UpdatedReplicas = in.UpdatedReplicas
+	// WARNING: in.UpdatedReadyReplicas requires manual conversion: does not exist in peer-type
+	// WARNING: in.UpdatedAvailableReplicas requires manual conversion: does not exist in peer-type
+	out.CurrentRevision = in.CurrentRevision
+	out.UpdateRevision = in.UpdateRevision
+	out.CollisionCount = (*int32)(unsafe.Pointer(in.CollisionCount))
+	out.Conditions = *(*[]appsv1.StatefulSetCondition)(unsafe.Pointer(&in.Conditions))
+	out.LabelSelector = in.LabelSelector
+	// WARNING: in.VolumeClaims requires manual conversion: does not exist in peer-type
+	return nil
+}
+
+func autoConvert_v1alpha1_StatefulSetUpdateStrategy_To_apps_StatefulSetUpdateStrategy(in *StatefulSetUpdateStrategy, out *apps.StatefulSetUpdateStrategy, s conversion.Scope) error {
+	*out = *(*apps.StatefulSetUpdateStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_StatefulSetUpdateStrategy_To_apps_StatefulSetUpdateStrategy is an autogenerated conversion function.
+func Convert_v1alpha1_StatefulSetUpdateStrategy_To_apps_StatefulSetUpdateStrategy(in *StatefulSetUpdateStrategy, out *apps.StatefulSetUpdateStrategy, s conversion.Scope) error {
+	return autoConvert_v1alpha1_StatefulSetUpdateStrategy_To_apps_StatefulSetUpdateStrategy(in, out, s)
+}
+
+func autoConvert_apps_StatefulSetUpdateStrategy_To_v1alpha1_StatefulSetUpdateStrategy(in *apps.StatefulSetUpdateStrategy, out *StatefulSetUpdateStrategy, s conversion.Scope) error {
+	*out = *(*StatefulSetUpdateStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_StatefulSetUpdateStrategy_To_v1alpha1_StatefulSetUpdateStrategy is an autogenerated conversion function.
+func Convert_apps_StatefulSetUpdateStrategy_To_v1alpha1_StatefulSetUpdateStrategy(in *apps.StatefulSetUpdateStrategy, out *StatefulSetUpdateStrategy, s conversion.Scope) error {
+	return autoConvert_apps_StatefulSetUpdateStrategy_To_v1alpha1_StatefulSetUpdateStrategy(in, out, s)
+}
+
 func autoConvert_v1alpha1_TransferEnvVar_To_apps_TransferEnvVar(in *TransferEnvVar, out *apps.TransferEnvVar, s conversion.Scope) error {
 	*out = *(*apps.TransferEnvVar)(unsafe.Pointer(in))
 	return nil
@@ -1321,4 +1769,24 @@ func autoConvert_apps_TransferEnvVar_To_v1alpha1_TransferEnvVar(in *apps.Transfe
 // Convert_apps_TransferEnvVar_To_v1alpha1_TransferEnvVar is an autogenerated conversion function.
 func Convert_apps_TransferEnvVar_To_v1alpha1_TransferEnvVar(in *apps.TransferEnvVar, out *TransferEnvVar, s conversion.Scope) error {
 	return autoConvert_apps_TransferEnvVar_To_v1alpha1_TransferEnvVar(in, out, s)
+}
+
+func autoConvert_v1alpha1_UnorderedUpdateStrategy_To_apps_UnorderedUpdateStrategy(in *UnorderedUpdateStrategy, out *apps.UnorderedUpdateStrategy, s conversion.Scope) error {
+	*out = *(*apps.UnorderedUpdateStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_UnorderedUpdateStrategy_To_apps_UnorderedUpdateStrategy is an autogenerated conversion function.
+func Convert_v1alpha1_UnorderedUpdateStrategy_To_apps_UnorderedUpdateStrategy(in *UnorderedUpdateStrategy, out *apps.UnorderedUpdateStrategy, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UnorderedUpdateStrategy_To_apps_UnorderedUpdateStrategy(in, out, s)
+}
+
+func autoConvert_apps_UnorderedUpdateStrategy_To_v1alpha1_UnorderedUpdateStrategy(in *apps.UnorderedUpdateStrategy, out *UnorderedUpdateStrategy, s conversion.Scope) error {
+	*out = *(*UnorderedUpdateStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_UnorderedUpdateStrategy_To_v1alpha1_UnorderedUpdateStrategy is an autogenerated conversion function.
+func Convert_apps_UnorderedUpdateStrategy_To_v1alpha1_UnorderedUpdateStrategy(in *apps.UnorderedUpdateStrategy, out *UnorderedUpdateStrategy, s conversion.Scope) error {
+	return autoConvert_apps_UnorderedUpdateStrategy_To_v1alpha1_UnorderedUpdateStrategy(in, out, s)
 }

@@ -102,6 +102,31 @@ func (in ContainerRecreateRequestSyncContainerStatus) OpenAPIModelName() string 
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DaemonSet) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.DaemonSet"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DaemonSetList) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.DaemonSetList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DaemonSetSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.DaemonSetSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DaemonSetStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.DaemonSetStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DaemonSetUpdateStrategy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.DaemonSetUpdateStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in InPlaceUpdate) OpenAPIModelName() string {
 	return "io.kruise.apps.v1alpha1.InPlaceUpdate"
 }
@@ -159,6 +184,16 @@ func (in ResourcesExpr) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ResourcesPolicy) OpenAPIModelName() string {
 	return "io.kruise.apps.v1alpha1.ResourcesPolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RollingUpdateDaemonSet) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.RollingUpdateDaemonSet"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RollingUpdateStatefulSetStrategy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.RollingUpdateStatefulSetStrategy"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -222,6 +257,36 @@ func (in SourceContainerNameSource) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in StatefulSet) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.StatefulSet"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in StatefulSetList) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.StatefulSetList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in StatefulSetSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.StatefulSetSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in StatefulSetStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.StatefulSetStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in StatefulSetUpdateStrategy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.StatefulSetUpdateStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TransferEnvVar) OpenAPIModelName() string {
 	return "io.kruise.apps.v1alpha1.TransferEnvVar"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UnorderedUpdateStrategy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.UnorderedUpdateStrategy"
 }

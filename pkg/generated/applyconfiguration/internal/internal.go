@@ -59,7 +59,37 @@ var schemaYAML = typed.YAMLObject(`types:
     elementType:
       namedType: __untyped_deduced_
     elementRelationship: separable
+- name: com.github.inplace-dev.inplace.pkg.apis.apps.v1alpha1.DaemonSet
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
 - name: com.github.inplace-dev.inplace.pkg.apis.apps.v1alpha1.SidecarSet
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
+- name: com.github.inplace-dev.inplace.pkg.apis.apps.v1alpha1.StatefulSet
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
+- name: com.github.inplace-dev.inplace.pkg.apis.apps.v1beta1.StatefulSet
   scalar: untyped
   list:
     elementType:

@@ -28,8 +28,12 @@ type Interface interface {
 	CloneSets() TypedCloneSetInformer
 	// ContainerRecreateRequests returns a ContainerRecreateRequestInformer.
 	ContainerRecreateRequests() TypedContainerRecreateRequestInformer
+	// DaemonSets returns a DaemonSetInformer.
+	DaemonSets() TypedDaemonSetInformer
 	// SidecarSets returns a SidecarSetInformer.
 	SidecarSets() TypedSidecarSetInformer
+	// StatefulSets returns a StatefulSetInformer.
+	StatefulSets() TypedStatefulSetInformer
 }
 
 type version struct {
@@ -53,7 +57,17 @@ func (v *version) ContainerRecreateRequests() TypedContainerRecreateRequestInfor
 	return &containerRecreateRequestInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
+// DaemonSets returns a TypedDaemonSetInformer.
+func (v *version) DaemonSets() TypedDaemonSetInformer {
+	return &daemonSetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
 // SidecarSets returns a TypedSidecarSetInformer.
 func (v *version) SidecarSets() TypedSidecarSetInformer {
 	return &sidecarSetInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// StatefulSets returns a TypedStatefulSetInformer.
+func (v *version) StatefulSets() TypedStatefulSetInformer {
+	return &statefulSetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

@@ -30,8 +30,10 @@ type AppsV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	CloneSetsGetter
 	ContainerRecreateRequestsGetter
+	DaemonSetsGetter
 	PodsGetter
 	SidecarSetsGetter
+	StatefulSetsGetter
 }
 
 // AppsV1alpha1Client is used to interact with features provided by the apps.kruise.io group.
@@ -47,12 +49,20 @@ func (c *AppsV1alpha1Client) ContainerRecreateRequests(namespace string) Contain
 	return newContainerRecreateRequests(c, namespace)
 }
 
+func (c *AppsV1alpha1Client) DaemonSets(namespace string) DaemonSetInterface {
+	return newDaemonSets(c, namespace)
+}
+
 func (c *AppsV1alpha1Client) Pods(namespace string) PodInterface {
 	return newPods(c, namespace)
 }
 
 func (c *AppsV1alpha1Client) SidecarSets() SidecarSetInterface {
 	return newSidecarSets(c)
+}
+
+func (c *AppsV1alpha1Client) StatefulSets(namespace string) StatefulSetInterface {
+	return newStatefulSets(c, namespace)
 }
 
 // NewForConfig creates a new AppsV1alpha1Client for the given config.

@@ -22,6 +22,10 @@ type CloneSetExpansion interface{}
 
 type ContainerRecreateRequestExpansion interface{}
 
+type DaemonSetExpansion interface{}
+
 type PodExpansion interface{}
 
 type SidecarSetExpansion interface{}
+
+type StatefulSetExpansion interface{}

@@ -36,12 +36,20 @@ func (c *FakeAppsV1alpha1) ContainerRecreateRequests(namespace string) v1alpha1.
 	return newFakeContainerRecreateRequests(c, namespace)
 }
 
+func (c *FakeAppsV1alpha1) DaemonSets(namespace string) v1alpha1.DaemonSetInterface {
+	return newFakeDaemonSets(c, namespace)
+}
+
 func (c *FakeAppsV1alpha1) Pods(namespace string) v1alpha1.PodInterface {
 	return newFakePods(c, namespace)
 }
 
 func (c *FakeAppsV1alpha1) SidecarSets() v1alpha1.SidecarSetInterface {
 	return newFakeSidecarSets(c)
+}
+
+func (c *FakeAppsV1alpha1) StatefulSets(namespace string) v1alpha1.StatefulSetInterface {
+	return newFakeStatefulSets(c, namespace)
 }
 
 // RESTClient returns a RESTClient that is used to communicate
