@@ -6,6 +6,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 )
 
 // FuzzValidate runs every kind's validation on any object a client could send: JSON decoded
@@ -19,9 +20,50 @@ func FuzzValidate(f *testing.F) {
 	f.Add(uint8(0), []byte(`{"spec":{"updateStrategy":{"partition":"-5%","maxUnavailable":"abc%"},"scaleStrategy":{"maxUnavailable":"200%"}}}`))
 	f.Add(uint8(1), []byte(`{"spec":{"containers":[{"name":""}],"updateStrategy":{"partition":"x"}}}`))
 
+	f.Add(uint8(3), []byte(`{"metadata":{"name":"db"},"spec":{"replicas":4,"selector":{"matchLabels":{"app":"db"}},"template":{"metadata":{"labels":{"app":"db"}},"spec":{"containers":[{"name":"main","image":"db:1"}]}},"podManagementPolicy":"Parallel","updateStrategy":{"rollingUpdate":{"partition":2,"maxUnavailable":"50%","podUpdatePolicy":"InPlaceIfPossible","unorderedUpdate":{"priorityStrategy":{"orderPriority":[{"orderedKey":"rank"}]}}}},"reserveOrdinals":[1,"3-5"],"ordinals":{"start":1}}}`))
+	f.Add(uint8(4), []byte(`{"metadata":{"name":"db","annotations":{"inplace.dev/v1beta1-fields":"{\"reserveOrdinals\":[\"2-1\"],\"ordinals\":{\"start\":-3}}"}},"spec":{"selector":{"matchLabels":{"app":"db"}},"template":{"metadata":{"labels":{"app":"db"}},"spec":{"containers":[{"name":"main","image":"db:1"}]}}}}`))
+	f.Add(uint8(5), []byte(`{"metadata":{"name":"agent"},"spec":{"selector":{"matchLabels":{"app":"agent"}},"template":{"metadata":{"labels":{"app":"agent"}},"spec":{"containers":[{"name":"main","image":"agent:1"}]}},"updateStrategy":{"rollingUpdate":{"rollingUpdateType":"Surging","partition":"30%","selector":{"matchLabels":{"canary":"true"}}}},"burstReplicas":"10%"}}`))
+
 	validClone, validSidecar, validCRR := &apps.CloneSet{}, &apps.SidecarSet{}, &apps.ContainerRecreateRequest{}
+	validSTS, validDS := &apps.StatefulSet{}, &apps.DaemonSet{}
 	f.Fuzz(func(t *testing.T, kind uint8, body []byte) {
-		switch kind % 3 {
+		switch kind % 6 {
+		case 3:
+			var in v1beta1.StatefulSet
+			if json.Unmarshal(body, &in) != nil {
+				return
+			}
+			v1beta1.SetObjectDefaults_StatefulSet(&in)
+			obj := &apps.StatefulSet{}
+			if v1beta1.Convert_v1beta1_StatefulSet_To_apps_StatefulSet(&in, obj, nil) != nil {
+				return
+			}
+			validateStatefulSetAllWays(obj, validSTS)
+		case 4:
+			var in v1alpha1.StatefulSet
+			if json.Unmarshal(body, &in) != nil {
+				return
+			}
+			v1alpha1.SetObjectDefaults_StatefulSet(&in)
+			obj := &apps.StatefulSet{}
+			if v1alpha1.Convert_v1alpha1_StatefulSet_To_apps_StatefulSet(&in, obj, nil) != nil {
+				return
+			}
+			validateStatefulSetAllWays(obj, validSTS)
+		case 5:
+			var in v1alpha1.DaemonSet
+			if json.Unmarshal(body, &in) != nil {
+				return
+			}
+			v1alpha1.SetObjectDefaults_DaemonSet(&in)
+			obj := &apps.DaemonSet{}
+			if v1alpha1.Convert_v1alpha1_DaemonSet_To_apps_DaemonSet(&in, obj, nil) != nil {
+				return
+			}
+			_ = ValidateDaemonSet(obj)
+			_ = ValidateDaemonSetUpdate(obj, obj.DeepCopy())
+			_ = ValidateDaemonSetUpdate(obj, validDS)
+			_ = ValidateDaemonSetStatusUpdate(obj, obj.DeepCopy())
 		case 0:
 			var in v1alpha1.CloneSet
 			if json.Unmarshal(body, &in) != nil {
@@ -66,4 +108,11 @@ func FuzzValidate(f *testing.F) {
 			_ = ValidateContainerRecreateRequestStatusUpdate(obj, obj.DeepCopy())
 		}
 	})
+}
+
+func validateStatefulSetAllWays(obj, valid *apps.StatefulSet) {
+	_ = ValidateStatefulSet(obj)
+	_ = ValidateStatefulSetUpdate(obj, obj.DeepCopy())
+	_ = ValidateStatefulSetUpdate(obj, valid)
+	_ = ValidateStatefulSetStatusUpdate(obj, obj.DeepCopy())
 }
