@@ -25,11 +25,14 @@ import (
 	"github.com/inplace-dev/inplace/pkg/admission/podwebhook"
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/cloneset"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/containerrecreaterequest"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/daemonset"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/pod"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/statefulset"
 	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
 	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
@@ -84,12 +87,12 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	revisions := revisionLister(kube)
-	storage, err := c.v1alpha1Storage(kube, revisions)
+	storage, err := c.storage(kube, revisions)
 	if err != nil {
 		return nil, err
 	}
 	group := genericapiserver.NewDefaultAPIGroupInfo(apps.GroupName, Scheme, metav1.ParameterCodec, Codecs)
-	group.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = storage
+	group.VersionedResourcesStorageMap = storage
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("installing the %s API group: %w", apps.GroupName, err)
 	}
@@ -193,10 +196,20 @@ func revisionLister(kube kubernetes.Interface) sidecars.RevisionLister {
 	}
 }
 
-// v1alpha1Storage maps every resource and subresource path of apps.kruise.io/v1alpha1 to its storage.
-func (c CompletedConfig) v1alpha1Storage(kube kubernetes.Interface, revisions sidecars.RevisionLister) (map[string]rest.Storage, error) {
+// storage maps every version of apps.kruise.io, and in it every resource and subresource path, to
+// its storage. A kind served in two versions has one store: the server converts each request's
+// version to the internal one, so both versions read and write the same objects.
+func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecars.RevisionLister) (map[string]map[string]rest.Storage, error) {
 	optsGetter := c.generic.RESTOptionsGetter
 	cloneSets, err := cloneset.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	statefulSets, err := statefulset.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	daemonSets, err := daemonset.NewStorage(Scheme, optsGetter)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +233,7 @@ func (c CompletedConfig) v1alpha1Storage(kube kubernetes.Interface, revisions si
 		Store: crrs.ContainerRecreateRequest.Store, Admission: c.generic.AdmissionControl,
 		ObjectInterfaces: admission.NewObjectInterfacesFromScheme(Scheme),
 	})
-	return map[string]rest.Storage{
+	v1alpha1Storage := map[string]rest.Storage{
 		"clonesets":                        cloneSets.CloneSet,
 		"clonesets/status":                 cloneSets.Status,
 		"clonesets/scale":                  cloneSets.Scale,
@@ -232,5 +245,19 @@ func (c CompletedConfig) v1alpha1Storage(kube kubernetes.Interface, revisions si
 		"pods":                             pods.Pod,
 		"pods/inplaceupdate":               pods.InPlaceUpdate,
 		"pods/recreate":                    pods.Recreate,
+		"statefulsets":                     statefulSets.StatefulSet,
+		"statefulsets/status":              statefulSets.Status,
+		"statefulsets/scale":               statefulSets.Scale,
+		"daemonsets":                       daemonSets.DaemonSet,
+		"daemonsets/status":                daemonSets.Status,
+	}
+	v1beta1Storage := map[string]rest.Storage{
+		"statefulsets":        statefulSets.StatefulSet,
+		"statefulsets/status": statefulSets.Status,
+		"statefulsets/scale":  statefulSets.Scale,
+	}
+	return map[string]map[string]rest.Storage{
+		v1alpha1.SchemeGroupVersion.Version: v1alpha1Storage,
+		v1beta1.SchemeGroupVersion.Version:  v1beta1Storage,
 	}, nil
 }

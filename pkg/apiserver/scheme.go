@@ -9,7 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/install"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 )
 
 var (
@@ -50,3 +53,28 @@ func addForeignKinds(scheme *runtime.Scheme) error {
 	}
 	return nil
 }
+
+// StorageVersioner picks the version each kind of apps.kruise.io is stored at in etcd: v1beta1 for
+// the Advanced StatefulSet (its storage version in OpenKruise too), v1alpha1 for every other kind.
+// Reads accept any version that was ever stored.
+var StorageVersioner runtime.GroupVersioner = storageVersioner{}
+
+// storedAtV1beta1 are the kinds stored at v1beta1.
+var storedAtV1beta1 = map[string]bool{"StatefulSet": true, "StatefulSetList": true}
+
+type storageVersioner struct{}
+
+func (storageVersioner) KindForGroupVersionKinds(kinds []schema.GroupVersionKind) (schema.GroupVersionKind, bool) {
+	for _, k := range kinds {
+		if k.Group != apps.GroupName {
+			continue
+		}
+		if storedAtV1beta1[k.Kind] {
+			return v1beta1.SchemeGroupVersion.WithKind(k.Kind), true
+		}
+		return v1alpha1.SchemeGroupVersion.WithKind(k.Kind), true
+	}
+	return schema.GroupVersionKind{}, false
+}
+
+func (storageVersioner) Identifier() string { return "inplace-storage-versions" }

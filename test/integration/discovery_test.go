@@ -32,8 +32,13 @@ func TestDiscovery(t *testing.T) {
 	for _, g := range groups.Groups {
 		if g.Name == "apps.kruise.io" {
 			found = true
-			if g.PreferredVersion.GroupVersion != groupVersion || len(g.Versions) != 1 {
-				t.Errorf("apps.kruise.io: preferred %s, versions %v; want only %s", g.PreferredVersion.GroupVersion, g.Versions, groupVersion)
+			// v1beta1 first, as kube-apiserver orders the versions of OpenKruise's CRDs.
+			var versions []string
+			for _, v := range g.Versions {
+				versions = append(versions, v.GroupVersion)
+			}
+			if want := []string{"apps.kruise.io/v1beta1", groupVersion}; g.PreferredVersion.GroupVersion != want[0] || !slices.Equal(versions, want) {
+				t.Errorf("apps.kruise.io: preferred %s, versions %v; want %v, the first preferred", g.PreferredVersion.GroupVersion, versions, want)
 			}
 		}
 	}
@@ -70,6 +75,11 @@ func TestDiscovery(t *testing.T) {
 		"pods":                             {namespaced: true, kind: "Pod", verbs: nil, singular: "pod"},
 		"pods/inplaceupdate":               {namespaced: true, kind: "InPlaceUpdate", verbs: []string{"create"}},
 		"pods/recreate":                    {namespaced: true, kind: "ContainerRecreateRequest", verbs: []string{"create"}},
+		"statefulsets":                     {namespaced: true, kind: "StatefulSet", verbs: allVerbs, shortNames: []string{"asts"}, singular: "statefulset"},
+		"statefulsets/status":              {namespaced: true, kind: "StatefulSet", verbs: statusVerbs},
+		"statefulsets/scale":               {namespaced: true, kind: "Scale", group: "autoscaling", version: "v1", verbs: statusVerbs},
+		"daemonsets":                       {namespaced: true, kind: "DaemonSet", verbs: allVerbs, shortNames: []string{"daemon", "ads"}, singular: "daemonset"},
+		"daemonsets/status":                {namespaced: true, kind: "DaemonSet", verbs: statusVerbs},
 	}
 	var gotNames, wantNames []string
 	for n := range resources {
@@ -109,8 +119,24 @@ func TestDiscovery(t *testing.T) {
 			t.Errorf("%s: singularName %q, want %q", name, r.SingularName, w.singular)
 		}
 	}
-	if c := resources["clonesets"].Categories; !slices.Contains(c, "all") {
-		t.Errorf("clonesets: categories %v, want all", c)
+	for _, r := range []string{"clonesets", "statefulsets", "daemonsets"} {
+		if c := resources[r].Categories; !slices.Contains(c, "all") {
+			t.Errorf("%s: categories %v, want all", r, c)
+		}
+	}
+
+	// v1beta1 serves the Advanced StatefulSet alone, with the same subresources.
+	beta, err := s.Client.Discovery().ServerResourcesForGroupVersion("apps.kruise.io/v1beta1")
+	if err != nil {
+		t.Fatalf("resources of apps.kruise.io/v1beta1: %v", err)
+	}
+	var betaNames []string
+	for _, r := range beta.APIResources {
+		betaNames = append(betaNames, r.Name)
+	}
+	sort.Strings(betaNames)
+	if want := []string{"statefulsets", "statefulsets/scale", "statefulsets/status"}; !slices.Equal(betaNames, want) {
+		t.Errorf("resources of apps.kruise.io/v1beta1: %v, want %v", betaNames, want)
 	}
 
 	// The pods of this group answer no verb of their own, and the subresources only POST.

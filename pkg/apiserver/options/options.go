@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
@@ -83,9 +82,8 @@ func NewOptions() *Options {
 	// always holds some, and a Pod or a script waiting on the stop would otherwise kill the
 	// server before the embedded etcd is closed cleanly.
 	o.ServerRun.ShutdownWatchTerminationGracePeriod = 5 * time.Second
-	// Store every kind of the group at v1alpha1, whatever version a client wrote.
-	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
-		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
+	// Store each kind at its storage version, whatever version a client wrote.
+	o.Recommended.Etcd.StorageConfig.EncodeVersioner = apiserver.StorageVersioner
 	o.Recommended.SecureServing.BindPort = 8443
 	// Objects go to etcd as protobuf, as kube-apiserver stores its own: a third of JSON's size and
 	// several times cheaper to decode, which every write pays again in the watch cache.
@@ -216,7 +214,8 @@ func (o *Options) config() (*apiserver.Config, error) {
 	return &apiserver.Config{GenericConfig: c, InplaceInformers: o.inplaceInformers}, nil
 }
 
-// storageCodec writes objects to etcd in mediaType (--storage-media-type), at v1alpha1, and reads
+// storageCodec writes objects to etcd in mediaType (--storage-media-type), at each kind's storage
+// version (apiserver.StorageVersioner), and reads
 // any of JSON, YAML and protobuf back to the internal version: what was stored before the flag
 // changed stays readable, and is rewritten in the new media type at its next update.
 func storageCodec(mediaType string) (runtime.Codec, error) {
@@ -225,7 +224,7 @@ func storageCodec(mediaType string) (runtime.Codec, error) {
 		return nil, fmt.Errorf("--storage-media-type=%q: not a media type this server encodes", mediaType)
 	}
 	return apiserver.Codecs.CodecForVersions(info.Serializer, apiserver.Codecs.UniversalDeserializer(),
-		v1alpha1.SchemeGroupVersion, runtime.InternalGroupVersioner), nil
+		apiserver.StorageVersioner, runtime.InternalGroupVersioner), nil
 }
 
 // Run starts etcd (when embedded) and the API server, and serves until ctx ends. Then the API

@@ -2,16 +2,7 @@
 package cloneset
 
 import (
-	"context"
-	"fmt"
-	"strings"
-
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -25,7 +16,7 @@ import (
 type Storage struct {
 	CloneSet *REST
 	Status   *strategy.StatusREST
-	Scale    *ScaleREST
+	Scale    *strategy.ScaleREST[*apps.CloneSet]
 }
 
 // REST is the clonesets resource.
@@ -55,7 +46,13 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (S
 	if err != nil {
 		return Storage{}, err
 	}
-	return Storage{CloneSet: &REST{store}, Status: status, Scale: &ScaleREST{store: store}}, nil
+	return Storage{CloneSet: &REST{store}, Status: status, Scale: strategy.NewScaleREST(store, strategy.Replicas[*apps.CloneSet]{
+		Resource:   apps.Resource("clonesets/scale"),
+		Desired:    replicas,
+		SetDesired: func(c *apps.CloneSet, n int32) { c.Spec.Replicas = &n },
+		Current:    func(c *apps.CloneSet) int32 { return c.Status.Replicas },
+		Selector:   func(c *apps.CloneSet) string { return c.Status.LabelSelector },
+	})}, nil
 }
 
 var tableConvertor = table.New(
@@ -70,13 +67,9 @@ var tableConvertor = table.New(
 	table.Column[*apps.CloneSet]{Name: "Total", Type: "integer", Description: "The number of pods the CloneSet owns.",
 		Cell: func(c *apps.CloneSet) any { return c.Status.Replicas }},
 	table.Column[*apps.CloneSet]{Name: "Containers", Type: "string", Priority: 1, Description: "The containers of the pod template.",
-		Cell: func(c *apps.CloneSet) any {
-			return joinContainers(c, func(i int) string { return c.Spec.Template.Spec.Containers[i].Name })
-		}},
+		Cell: func(c *apps.CloneSet) any { return table.ContainerNames(&c.Spec.Template.Spec) }},
 	table.Column[*apps.CloneSet]{Name: "Images", Type: "string", Priority: 1, Description: "The images of the pod template.",
-		Cell: func(c *apps.CloneSet) any {
-			return joinContainers(c, func(i int) string { return c.Spec.Template.Spec.Containers[i].Image })
-		}},
+		Cell: func(c *apps.CloneSet) any { return table.ContainerImages(&c.Spec.Template.Spec) }},
 	table.Column[*apps.CloneSet]{Name: "Selector", Type: "string", Priority: 1, Description: "The label selector of the pods.",
 		Cell: func(c *apps.CloneSet) any { return c.Status.LabelSelector }},
 )
@@ -86,131 +79,4 @@ func replicas(c *apps.CloneSet) int32 {
 		return 0
 	}
 	return *c.Spec.Replicas
-}
-
-func joinContainers(c *apps.CloneSet, field func(i int) string) string {
-	parts := make([]string, len(c.Spec.Template.Spec.Containers))
-	for i := range parts {
-		parts[i] = field(i)
-	}
-	return strings.Join(parts, ",")
-}
-
-// ScaleREST is clonesets/scale: it reads spec.replicas and status.replicas/labelSelector as an
-// autoscaling/v1 Scale, so `kubectl scale` and a HorizontalPodAutoscaler work.
-type ScaleREST struct {
-	store *genericregistry.Store
-}
-
-var (
-	_ rest.Patcher                  = &ScaleREST{}
-	_ rest.GroupVersionKindProvider = &ScaleREST{}
-)
-
-// GroupVersionKind says the scale subresource speaks autoscaling/v1 Scale.
-func (r *ScaleREST) GroupVersionKind(schema.GroupVersion) schema.GroupVersionKind {
-	return autoscalingv1.SchemeGroupVersion.WithKind("Scale")
-}
-
-// New returns an empty Scale.
-func (r *ScaleREST) New() runtime.Object { return &autoscalingv1.Scale{} }
-
-// Destroy does nothing: the main resource owns the store.
-func (r *ScaleREST) Destroy() {}
-
-// Get returns the Scale of a CloneSet.
-func (r *ScaleREST) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
-	obj, err := r.store.Get(ctx, name, options)
-	if err != nil {
-		return nil, err
-	}
-	return scaleOf(obj.(*apps.CloneSet)), nil
-}
-
-// Update sets spec.replicas of a CloneSet from a Scale.
-func (r *ScaleREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
-	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	obj, _, err := r.store.Update(ctx, name, &scaleUpdatedObjectInfo{name: name, reqObjInfo: objInfo},
-		toScaleCreateValidation(createValidation), toScaleUpdateValidation(updateValidation), false, options)
-	if err != nil {
-		return nil, false, err
-	}
-	return scaleOf(obj.(*apps.CloneSet)), false, nil
-}
-
-// ConvertToTable prints a Scale with the default columns.
-func (r *ScaleREST) ConvertToTable(ctx context.Context, object, tableOptions runtime.Object) (*metav1.Table, error) {
-	return rest.NewDefaultTableConvertor(apps.Resource("clonesets/scale")).ConvertToTable(ctx, object, tableOptions)
-}
-
-func scaleOf(cs *apps.CloneSet) *autoscalingv1.Scale {
-	return &autoscalingv1.Scale{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              cs.Name,
-			Namespace:         cs.Namespace,
-			UID:               cs.UID,
-			ResourceVersion:   cs.ResourceVersion,
-			CreationTimestamp: cs.CreationTimestamp,
-		},
-		Spec:   autoscalingv1.ScaleSpec{Replicas: replicas(cs)},
-		Status: autoscalingv1.ScaleStatus{Replicas: cs.Status.Replicas, Selector: cs.Status.LabelSelector},
-	}
-}
-
-func toScaleCreateValidation(f rest.ValidateObjectFunc) rest.ValidateObjectFunc {
-	if f == nil {
-		return nil
-	}
-	return func(ctx context.Context, obj runtime.Object) error {
-		return f(ctx, scaleOf(obj.(*apps.CloneSet)))
-	}
-}
-
-func toScaleUpdateValidation(f rest.ValidateObjectUpdateFunc) rest.ValidateObjectUpdateFunc {
-	if f == nil {
-		return nil
-	}
-	return func(ctx context.Context, obj, old runtime.Object) error {
-		return f(ctx, scaleOf(obj.(*apps.CloneSet)), scaleOf(old.(*apps.CloneSet)))
-	}
-}
-
-// scaleUpdatedObjectInfo turns the Scale a client sent into the CloneSet to store.
-type scaleUpdatedObjectInfo struct {
-	name       string
-	reqObjInfo rest.UpdatedObjectInfo
-}
-
-func (i *scaleUpdatedObjectInfo) Preconditions() *metav1.Preconditions {
-	return i.reqObjInfo.Preconditions()
-}
-
-func (i *scaleUpdatedObjectInfo) UpdatedObject(ctx context.Context, oldObj runtime.Object) (runtime.Object, error) {
-	cs := oldObj.DeepCopyObject().(*apps.CloneSet)
-	oldScale := scaleOf(cs)
-	obj, err := i.reqObjInfo.UpdatedObject(ctx, oldScale)
-	if err != nil {
-		return nil, err
-	}
-	scale, ok := obj.(*autoscalingv1.Scale)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected a Scale, got %T", obj))
-	}
-	if errs := validateScale(scale); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), scale.Name, errs)
-	}
-	// A Scale written with a resourceVersion must match the CloneSet it was read from.
-	if scale.ResourceVersion != "" {
-		cs.ResourceVersion = scale.ResourceVersion
-	}
-	cs.Spec.Replicas = &scale.Spec.Replicas
-	return cs, nil
-}
-
-func validateScale(scale *autoscalingv1.Scale) field.ErrorList {
-	var errs field.ErrorList
-	if scale.Spec.Replicas < 0 {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "replicas"), scale.Spec.Replicas, "must be greater than or equal to 0"))
-	}
-	return errs
 }

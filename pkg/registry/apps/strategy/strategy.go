@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -180,16 +181,11 @@ func resetFields(versions []string, top string) map[fieldpath.APIVersion]*fieldp
 	return fs
 }
 
-func mustAccessor(obj runtime.Object) metav1Object {
+func mustAccessor(obj runtime.Object) metav1.Object {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		// Every stored kind embeds ObjectMeta; reaching this is a programming error.
 		panic(fmt.Sprintf("%T has no object metadata: %v", obj, err))
 	}
 	return m
-}
-
-type metav1Object interface {
-	GetGeneration() int64
-	SetGeneration(int64)
 }

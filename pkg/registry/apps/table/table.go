@@ -5,8 +5,10 @@ package table
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -129,4 +131,23 @@ func Age(t metav1.Time) string {
 		return "<unknown>"
 	}
 	return duration.HumanDuration(time.Since(t.Time))
+}
+
+// ContainerNames and ContainerImages are the CONTAINERS and IMAGES cells of a workload, from its
+// Pod template, comma-separated as kubectl prints them for Deployments.
+func ContainerNames(spec *corev1.PodSpec) string {
+	return joinContainers(spec, func(c *corev1.Container) string { return c.Name })
+}
+
+// ContainerImages: see ContainerNames.
+func ContainerImages(spec *corev1.PodSpec) string {
+	return joinContainers(spec, func(c *corev1.Container) string { return c.Image })
+}
+
+func joinContainers(spec *corev1.PodSpec, field func(*corev1.Container) string) string {
+	parts := make([]string, len(spec.Containers))
+	for i := range spec.Containers {
+		parts[i] = field(&spec.Containers[i])
+	}
+	return strings.Join(parts, ",")
 }
