@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
@@ -40,7 +41,7 @@ type Controller struct {
 	synced    []cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	recorder  record.EventRecorder
-	exp       *expectations
+	exp       *expectations.Expectations
 	now       func() time.Time
 }
 
@@ -66,7 +67,7 @@ func New(cc *manager.Context) (*Controller, error) {
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
 	}
-	c.exp = newExpectations(func() time.Time { return c.now() })
+	c.exp = expectations.New(func() time.Time { return c.now() })
 	if _, err := setInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueSet,
 		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },
@@ -112,7 +113,7 @@ func (c *Controller) deleteSet(obj any) {
 	if !ok {
 		return
 	}
-	c.exp.forget(cache.MetaObjectToName(cs).String())
+	c.exp.Forget(cache.MetaObjectToName(cs).String())
 	c.queue.Add(cache.MetaObjectToName(cs))
 }
 
@@ -161,7 +162,7 @@ func (c *Controller) addPod(obj any) {
 	if ref := metav1.GetControllerOf(pod); ref != nil {
 		if cs := c.resolveControllerRef(pod.Namespace, ref); cs != nil {
 			key := cache.MetaObjectToName(cs)
-			c.exp.creationObserved(key.String(), pod.Name)
+			c.exp.CreationObserved(key.String(), pod.Name)
 			c.queue.Add(key)
 		}
 		return
@@ -185,7 +186,7 @@ func (c *Controller) updatePod(oldObj, newObj any) {
 		if cs := c.resolveControllerRef(pod.Namespace, ref); cs != nil {
 			key := cache.MetaObjectToName(cs)
 			if pod.DeletionTimestamp != nil {
-				c.exp.deletionObserved(key.String(), pod.Name)
+				c.exp.DeletionObserved(key.String(), pod.Name)
 			}
 			c.queue.Add(key)
 		}
@@ -204,7 +205,7 @@ func (c *Controller) deletePod(obj any) {
 	}
 	if cs := c.resolveControllerRef(pod.Namespace, metav1.GetControllerOf(pod)); cs != nil {
 		key := cache.MetaObjectToName(cs)
-		c.exp.deletionObserved(key.String(), pod.Name)
+		c.exp.DeletionObserved(key.String(), pod.Name)
 		c.queue.Add(key)
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
@@ -235,7 +236,7 @@ func TestExpectationsPreventDoubleCreation(t *testing.T) {
 	f := newFixture(t, cs)
 	f.sync(t)
 	// The informer has not shown the Pods yet: no second round of creations.
-	if d := f.sync(t); d <= 0 || d > expectationsTimeout {
+	if d := f.sync(t); d <= 0 || d > expectations.Timeout {
 		t.Errorf("requeue after %v, want within the expectations timeout", d)
 	}
 	if n := len(createdPods(f)); n != 3 {
@@ -252,7 +253,7 @@ func TestExpectationsPreventDoubleCreation(t *testing.T) {
 	// A timed-out expectation no longer blocks: with an empty cache again, the controller acts.
 	f2 := newFixture(t, newCloneSet(2))
 	f2.sync(t)
-	f2.c.now = func() time.Time { return testNow.Add(expectationsTimeout + time.Second) }
+	f2.c.now = func() time.Time { return testNow.Add(expectations.Timeout + time.Second) }
 	f2.sync(t)
 	if n := len(createdPods(f2)); n != 4 {
 		t.Fatalf("created %d pods after the expectations timed out, want 4", n)
@@ -573,48 +574,6 @@ func TestClaimPods(t *testing.T) {
 	pod, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), "orphan", metav1.GetOptions{})
 	if err != nil || !metav1.IsControlledBy(pod, cs) {
 		t.Errorf("orphan not adopted: %v", err)
-	}
-}
-
-func TestExpectationsUnit(t *testing.T) {
-	now := testNow
-	e := newExpectations(func() time.Time { return now })
-	none := func(string) cachedPod { return cachedPod{} }
-	onlyC := func(n string) cachedPod { return cachedPod{exists: n == "c"} }
-	e.expectCreations("k", "a", "b")
-	e.expectDeletions("k", "c")
-	if ok, _ := e.satisfied("k", onlyC); ok {
-		t.Fatal("satisfied with nothing observed")
-	}
-	e.creationObserved("k", "a")
-	e.creationObserved("k", "b")
-	if ok, _ := e.satisfied("k", onlyC); ok {
-		t.Fatal("satisfied with a deletion pending")
-	}
-	if ok, _ := e.satisfied("k", none); !ok {
-		t.Fatal("not satisfied once the deleted pod is gone")
-	}
-	e.expectCreations("k", "d")
-	now = now.Add(expectationsTimeout + time.Second)
-	if ok, _ := e.satisfied("k", none); !ok {
-		t.Fatal("not satisfied after the timeout")
-	}
-	if ok, _ := e.satisfied("other", none); !ok {
-		t.Fatal("a key without expectations is not satisfied")
-	}
-	e.expectUpdate("u", "p", "r2")
-	if ok, _ := e.satisfied("u", func(string) cachedPod { return cachedPod{exists: true, revision: "r1"} }); ok {
-		t.Fatal("satisfied while the cache shows the pod at its old revision")
-	}
-	if ok, _ := e.satisfied("u", func(string) cachedPod { return cachedPod{exists: true, revision: "r2"} }); !ok {
-		t.Fatal("not satisfied once the cache shows the pod at the new revision")
-	}
-	e.expectLifecycle("l", "p", "PreparingUpdate")
-	if ok, _ := e.satisfied("l", func(string) cachedPod { return cachedPod{exists: true, lifecycle: "Normal"} }); ok {
-		t.Fatal("satisfied while the cache shows the pod in its old lifecycle state")
-	}
-	if ok, _ := e.satisfied("l", func(string) cachedPod { return cachedPod{exists: true, lifecycle: "PreparingUpdate"} }); !ok {
-		t.Fatal("not satisfied once the cache shows the pod in its new lifecycle state")
 	}
 }
 

@@ -220,7 +220,7 @@ func (c *Controller) setLifecycle(ctx context.Context, cs *v1alpha1.CloneSet, po
 		if err != nil {
 			return fmt.Errorf("setting the lifecycle state of pod %s to %s: %w", pod.Name, state, err)
 		}
-		c.exp.expectLifecycle(cache.MetaObjectToName(cs).String(), pod.Name, string(state))
+		c.exp.ExpectLifecycle(cache.MetaObjectToName(cs).String(), pod.Name, string(state))
 		klog.FromContext(ctx).V(2).Info("Pod lifecycle state", "cloneset", klog.KObj(cs), "pod", klog.KObj(pod),
 			"from", lifecycleState(pod), "to", state)
 		// Without hooks every Pod passes through the states by itself (PreparingNormal to Normal

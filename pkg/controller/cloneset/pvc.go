@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 )
 
 // PVCs of spec.volumeClaimTemplates, as OpenKruise's CloneSet keeps them (pkg/controller/cloneset
@@ -127,7 +128,7 @@ func (ch idChoice) ids() []string { return slices.Concat(ch.reused, ch.fresh) }
 // uses. A free id whose Pod name is still taken by a terminating Pod waits for it (one slot less
 // now); one taken by a finished Pod is not reused (the name is not free).
 func chooseInstanceIDs(cs *v1alpha1.CloneSet, claims []*corev1.PersistentVolumeClaim, active []*corev1.Pod,
-	state podState, n int, randID func() string) idChoice {
+	state expectations.Lookup, n int, randID func() string) idChoice {
 	var ch idChoice
 	inUse := sets.New[string]()
 	for _, p := range active {
@@ -149,11 +150,11 @@ func chooseInstanceIDs(cs *v1alpha1.CloneSet, claims []*corev1.PersistentVolumeC
 	if !cs.Spec.ScaleStrategy.DisablePVCReuse {
 		for _, id := range sets.List(free) {
 			switch s := state(cs.Name + "-" + id); {
-			case !s.exists:
+			case !s.Exists:
 				if len(ch.reused) < n {
 					ch.reused = append(ch.reused, id)
 				}
-			case s.terminating:
+			case s.Terminating:
 				ch.waiting = append(ch.waiting, id)
 			}
 		}
@@ -161,7 +162,7 @@ func chooseInstanceIDs(cs *v1alpha1.CloneSet, claims []*corev1.PersistentVolumeC
 	taken := claimIDs.Union(inUse)
 	for len(ch.reused)+len(ch.waiting)+len(ch.fresh) < n {
 		id := randID()
-		if taken.Has(id) || state(cs.Name+"-"+id).exists {
+		if taken.Has(id) || state(cs.Name+"-"+id).Exists {
 			continue
 		}
 		taken.Insert(id)
@@ -249,16 +250,16 @@ func (c *Controller) deleteClaims(ctx context.Context, cs *v1alpha1.CloneSet, cl
 	key := cache.MetaObjectToName(cs).String()
 	var errs []error
 	for _, pvc := range claims {
-		c.exp.expectDeletions(key, claimKey(pvc.Name))
+		c.exp.ExpectDeletions(key, claimKey(pvc.Name))
 		err := c.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Delete(ctx, pvc.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &pvc.UID}})
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			// Gone already, or a different PVC of that name now: not ours to delete.
-			c.exp.deletionObserved(key, claimKey(pvc.Name))
+			c.exp.DeletionObserved(key, claimKey(pvc.Name))
 			continue
 		}
 		if err != nil {
-			c.exp.deletionObserved(key, claimKey(pvc.Name))
+			c.exp.DeletionObserved(key, claimKey(pvc.Name))
 			errs = append(errs, fmt.Errorf("deleting pvc %s: %w", pvc.Name, err))
 			c.recorder.Eventf(cs, corev1.EventTypeWarning, "FailedDelete", "failed to delete pvc %s: %v", pvc.Name, err)
 			continue
@@ -322,18 +323,18 @@ func (c *Controller) enqueueClaimOwner(obj any, deleted bool) {
 	}
 	key := cache.MetaObjectToName(cs)
 	if deleted || pvc.DeletionTimestamp != nil {
-		c.exp.deletionObserved(key.String(), claimKey(pvc.Name))
+		c.exp.DeletionObserved(key.String(), claimKey(pvc.Name))
 	}
 	c.queue.Add(key)
 }
 
 // claimState looks a PVC up in the cache, for the expectations.
-func (c *Controller) claimState(namespace, name string) cachedPod {
+func (c *Controller) claimState(namespace, name string) expectations.Cached {
 	pvc, err := c.claims.PersistentVolumeClaims(namespace).Get(name)
 	if err != nil {
-		return cachedPod{}
+		return expectations.Cached{}
 	}
-	return cachedPod{exists: true, terminating: pvc.DeletionTimestamp != nil}
+	return expectations.Cached{Exists: true, Terminating: pvc.DeletionTimestamp != nil}
 }
 
 // isClaimKey splits an expectation name into a PVC name, if it is one.

@@ -15,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 )
 
 // withClaimTemplate gives the CloneSet a volumeClaimTemplate "data", and the template a volume
@@ -135,17 +136,17 @@ func TestChooseInstanceIDs(t *testing.T) {
 			for _, id := range tc.active {
 				active = append(active, ownedPod(cs, "web-"+id, "rev", withID(id)))
 			}
-			state := func(name string) cachedPod {
+			state := func(name string) expectations.Cached {
 				if slices.ContainsFunc(active, func(p *corev1.Pod) bool { return p.Name == name }) {
-					return cachedPod{exists: true}
+					return expectations.Cached{Exists: true}
 				}
 				switch tc.cached[name] {
 				case "terminating":
-					return cachedPod{exists: true, terminating: true}
+					return expectations.Cached{Exists: true, Terminating: true}
 				case "finished":
-					return cachedPod{exists: true}
+					return expectations.Cached{Exists: true}
 				}
-				return cachedPod{}
+				return expectations.Cached{}
 			}
 			ch := chooseInstanceIDs(cs, tc.claims, active, state, tc.n, seq(append(tc.rand, "exhausted")...))
 			if !slices.Equal(ch.reused, tc.reused) || !slices.Equal(ch.fresh, tc.fresh) || !slices.Equal(ch.waiting, tc.waiting) {
@@ -295,7 +296,7 @@ func TestScaleDownDeletesClaims(t *testing.T) {
 	if err := f.kinf.Core().V1().Pods().Informer().GetIndexer().Delete(newer); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := f.c.exp.satisfied("ns/web", f.c.podState("ns")); ok {
+	if ok, _ := f.c.exp.Satisfied("ns/web", f.c.podState("ns")); ok {
 		t.Error("expectations satisfied while the cache still shows the deleted pvc")
 	}
 	pvcs := f.kinf.Core().V1().PersistentVolumeClaims().Informer().GetIndexer()
@@ -303,7 +304,7 @@ func TestScaleDownDeletesClaims(t *testing.T) {
 	if err := pvcs.Delete(obj); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := f.c.exp.satisfied("ns/web", f.c.podState("ns")); !ok {
+	if ok, _ := f.c.exp.Satisfied("ns/web", f.c.podState("ns")); !ok {
 		t.Error("expectations not satisfied once the cache shows the pod and the pvc gone")
 	}
 }

@@ -444,7 +444,7 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revi
 			pods[i].Annotations[pub.LifecycleTimestampKey] = lifecycleTimestamp(c.now())
 			names[i] = pods[i].Name
 		}
-		c.exp.expectCreations(key, names...)
+		c.exp.ExpectCreations(key, names...)
 		errs := make([]error, batch)
 		var wg sync.WaitGroup
 		for i, pod := range pods {
@@ -461,12 +461,12 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revi
 				}
 				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 					// The namespace is going away with the CloneSet: nothing to create, nothing to report.
-					c.exp.creationObserved(key, pod.Name)
+					c.exp.CreationObserved(key, pod.Name)
 					nsTerminating.Store(true)
 					return
 				}
 				if err != nil {
-					c.exp.creationObserved(key, pod.Name)
+					c.exp.CreationObserved(key, pod.Name)
 					errs[i] = err
 					return
 				}
@@ -513,7 +513,7 @@ func (c *Controller) deletePods(ctx context.Context, cs *v1alpha1.CloneSet, pods
 	for i, p := range pods {
 		names[i] = p.Name
 	}
-	c.exp.expectDeletions(key, names...)
+	c.exp.ExpectDeletions(key, names...)
 	delErrs := make([]error, len(pods))
 	deleted := make([]bool, len(pods))
 	var wg sync.WaitGroup
@@ -522,7 +522,7 @@ func (c *Controller) deletePods(ctx context.Context, cs *v1alpha1.CloneSet, pods
 			err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 				Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 			if err != nil && !apierrors.IsNotFound(err) {
-				c.exp.deletionObserved(key, pod.Name)
+				c.exp.DeletionObserved(key, pod.Name)
 				delErrs[i] = fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 				c.recorder.Eventf(cs, corev1.EventTypeWarning, "FailedDelete", "failed to delete pod %s: %v", pod.Name, err)
 				return

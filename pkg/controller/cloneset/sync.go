@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 )
 
@@ -26,7 +27,7 @@ import (
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
 	cs, err := c.sets.CloneSets(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		c.exp.forget(key.String())
+		c.exp.Forget(key.String())
 		return 0, nil
 	}
 	if err != nil {
@@ -62,7 +63,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	var scaleErr error
 	var upd *updateResult
 	if cs.DeletionTimestamp == nil {
-		ok, left := c.exp.satisfied(key.String(), c.podState(cs.Namespace))
+		ok, left := c.exp.Satisfied(key.String(), c.podState(cs.Namespace))
 		if ok {
 			var acted bool
 			// With scaleStrategy.disablePVCReuse, PVCs no active Pod uses go first, as in
@@ -159,17 +160,19 @@ func hasCondition(st *v1alpha1.CloneSetStatus, t v1alpha1.CloneSetConditionType,
 	return false
 }
 
-func (c *Controller) podState(namespace string) podState {
-	return func(name string) cachedPod {
+// podState is what the expectations of a CloneSet in namespace see of the informers' caches: Pods
+// by name, and its PVCs under their claimKey names.
+func (c *Controller) podState(namespace string) expectations.Lookup {
+	return func(name string) expectations.Cached {
 		if claim, ok := isClaimKey(name); ok {
 			return c.claimState(namespace, claim)
 		}
 		pod, err := c.pods.Pods(namespace).Get(name)
 		if err != nil {
-			return cachedPod{}
+			return expectations.Cached{}
 		}
-		return cachedPod{exists: true, terminating: pod.DeletionTimestamp != nil,
-			revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey], lifecycle: string(lifecycleState(pod))}
+		return expectations.Cached{Exists: true, Terminating: pod.DeletionTimestamp != nil,
+			Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey], Lifecycle: string(lifecycleState(pod))}
 	}
 }
 

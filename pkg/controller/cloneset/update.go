@@ -349,10 +349,10 @@ func (c *Controller) markSpecifiedDelete(ctx context.Context, pod *corev1.Pod) e
 func (c *Controller) updateInPlace(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string) error {
 	key := cache.MetaObjectToName(cs).String()
 	body := inPlaceUpdateBody(cs, pod, spec, updateRevision, c.now())
-	c.exp.expectUpdate(key, pod.Name, updateRevision)
+	c.exp.ExpectUpdate(key, pod.Name, updateRevision)
 	_, err := c.inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{})
 	if err != nil {
-		c.exp.updateObserved(key, pod.Name)
+		c.exp.UpdateObserved(key, pod.Name)
 		c.recorder.Eventf(cs, corev1.EventTypeWarning, "FailedUpdatePodInPlace",
 			"failed to update pod %s in place to revision %s: %v", pod.Name, updateRevision, err)
 		return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
