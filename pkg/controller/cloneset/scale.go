@@ -22,6 +22,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/updatesort"
 )
@@ -48,8 +49,8 @@ const scalingExcludePreparingDeleteLabel = "apps.kruise.io/cloneset-scaling-excl
 //  5. surplus Pods are deleted (within the same budget), only once no deletion asked for is pending.
 //
 // Deletions honour the preDelete hook: a Pod it holds moves to PreparingDelete instead.
-func (c *Controller) scale(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsResult) (bool, error) {
-	plan, err := planScale(cs, pods, revs.update.Name, revs.current.Name, c.now())
+func (c *Controller) scale(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs history.Revisions) (bool, error) {
+	plan, err := planScale(cs, pods, revs.Update.Name, revs.Current.Name, c.now())
 	if err != nil {
 		return false, err
 	}
@@ -81,7 +82,7 @@ func (c *Controller) scale(ctx context.Context, cs *v1alpha1.CloneSet, pods []*c
 }
 
 // createPlanned creates the Pods of a scale-up plan, those at the current revision first.
-func (c *Controller) createPlanned(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsResult, plan scalePlan) (bool, error) {
+func (c *Controller) createPlanned(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs history.Revisions, plan scalePlan) (bool, error) {
 	n := plan.createCurrent + plan.createUpdate
 	if n == 0 {
 		return false, nil
@@ -102,12 +103,12 @@ func (c *Controller) createPlanned(ctx context.Context, cs *v1alpha1.CloneSet, p
 	acted := false
 	if current > 0 {
 		acted = true
-		errs = append(errs, c.createPods(ctx, cs, revs.current, ids[:current], reused,
-			fmt.Sprintf("at the current revision %s, to keep updateStrategy.partition", revs.current.Name)))
+		errs = append(errs, c.createPods(ctx, cs, revs.Current, ids[:current], reused,
+			fmt.Sprintf("at the current revision %s, to keep updateStrategy.partition", revs.Current.Name)))
 	}
 	if len(ids) > current {
 		acted = true
-		errs = append(errs, c.createPods(ctx, cs, revs.update, ids[current:], reused, plan.createWhy))
+		errs = append(errs, c.createPods(ctx, cs, revs.Update, ids[current:], reused, plan.createWhy))
 	}
 	return acted, errors.Join(errs...)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/updatesort"
 )
@@ -80,7 +81,7 @@ func partition(cs *v1alpha1.CloneSet) int32 {
 // calculateStatus computes the CloneSet's status from its active Pods and revisions. It also says
 // when the caller should look again (0 when nothing waits): when the next ready Pod becomes
 // available or the progress deadline passes, whichever comes first.
-func calculateStatus(cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsResult, now time.Time) (*v1alpha1.CloneSetStatus, time.Duration) {
+func calculateStatus(cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs history.Revisions, now time.Time) (*v1alpha1.CloneSetStatus, time.Duration) {
 	st := cs.Status.DeepCopy()
 	st.ObservedGeneration = cs.Generation
 	st.Replicas = int32(len(pods))
@@ -95,7 +96,7 @@ func calculateStatus(cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsRe
 		}
 		// As OpenKruise counts: by the revision label, which pods/inplaceupdate writes when an
 		// update begins; such a Pod is not ready (InPlaceUpdateReady False) until it is done.
-		updated := pod.Labels[appsv1.ControllerRevisionHashLabelKey] == revs.update.Name
+		updated := pod.Labels[appsv1.ControllerRevisionHashLabelKey] == revs.Update.Name
 		if ready {
 			st.ReadyReplicas++
 		}
@@ -114,14 +115,14 @@ func calculateStatus(cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsRe
 	}
 	replicas := ptr.Deref(cs.Spec.Replicas, 1)
 	st.ExpectedUpdatedReplicas = max(replicas-partition(cs), 0)
-	st.UpdateRevision = revs.update.Name
-	st.CurrentRevision = revs.current.Name
+	st.UpdateRevision = revs.Update.Name
+	st.CurrentRevision = revs.Current.Name
 	if st.UpdatedReplicas == st.Replicas && st.Replicas == replicas {
 		// Every Pod is at the update revision (ready or not, as in OpenKruise): it is the current
 		// one now.
-		st.CurrentRevision = revs.update.Name
+		st.CurrentRevision = revs.Update.Name
 	}
-	st.CollisionCount = ptr.To(revs.collisionCount)
+	st.CollisionCount = ptr.To(revs.CollisionCount)
 	st.LabelSelector = metav1.FormatLabelSelector(cs.Spec.Selector)
 	// Last: the Progressing condition reads the counters and revisions above.
 	if d := setProgressingCondition(cs, st, now); d > 0 && (wait == 0 || d < wait) {

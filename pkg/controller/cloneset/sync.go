@@ -50,9 +50,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	revs, revErr := c.manageRevisions(ctx, cs, revisions)
 	if revErr != nil {
 		// Keep a bumped collision count: the next try must not reuse the taken name.
-		if cs.Status.CollisionCount == nil || *cs.Status.CollisionCount != revs.collisionCount {
+		if cs.Status.CollisionCount == nil || *cs.Status.CollisionCount != revs.CollisionCount {
 			st := cs.Status.DeepCopy()
-			st.CollisionCount = &revs.collisionCount
+			st.CollisionCount = &revs.CollisionCount
 			_ = c.updateStatus(ctx, cs, st)
 		}
 		return 0, revErr
@@ -69,7 +69,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			// With scaleStrategy.disablePVCReuse, PVCs no active Pod uses go first, as in
 			// OpenKruise; a failure there counts as a scaling failure but stops nothing else.
 			claimErr := c.cleanUpClaims(ctx, cs, active)
-			acted, scaleErr = c.refreshLifecycles(ctx, cs, active, revs.update.Name)
+			acted, scaleErr = c.refreshLifecycles(ctx, cs, active, revs.Update.Name)
 			if !acted && scaleErr == nil {
 				acted, scaleErr = c.scale(ctx, cs, active, revs)
 			}
@@ -176,20 +176,10 @@ func (c *Controller) podState(namespace string) expectations.Lookup {
 	}
 }
 
-// ownedRevisions lists the CloneSet's revisions from the cache, oldest first.
+// ownedRevisions lists the CloneSet's revisions from the cache, oldest first. All revisions of the
+// namespace are looked at, not those its selector matches: the controllerRef decides.
 func (c *Controller) ownedRevisions(cs *v1alpha1.CloneSet) ([]*appsv1.ControllerRevision, error) {
-	all, err := c.revisions.ControllerRevisions(cs.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	var owned []*appsv1.ControllerRevision
-	for _, r := range all {
-		if metav1.IsControlledBy(r, cs) {
-			owned = append(owned, r)
-		}
-	}
-	history.SortRevisions(owned)
-	return owned, nil
+	return history.ListOwned(c.revisions, cs, labels.Everything())
 }
 
 // claimPods returns the CloneSet's Pods (terminating ones included), like kube's ClaimPods: it

@@ -20,6 +20,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/updatesort"
 )
@@ -57,20 +58,20 @@ type updatePlan struct {
 // the inPlaceUpdate hook releases it), else deleted (scaling then creates its successor at the
 // update revision), except under InPlaceOnly, which never deletes and reports the Pod in
 // updateResult.refused.
-func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs revisionsResult, revisions []*appsv1.ControllerRevision) updateResult {
-	logger := klog.FromContext(ctx).WithValues("cloneset", klog.KObj(cs), "updateRevision", revs.update.Name)
+func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs history.Revisions, revisions []*appsv1.ControllerRevision) updateResult {
+	logger := klog.FromContext(ctx).WithValues("cloneset", klog.KObj(cs), "updateRevision", revs.Update.Name)
 	var res updateResult
 	if cs.Spec.UpdateStrategy.Paused {
 		logger.V(4).Info("Rolling update paused")
 		return res
 	}
 	now := c.now()
-	toUpdate, maxUnavailable, err := updateBudget(cs, pods, revs.update.Name)
+	toUpdate, maxUnavailable, err := updateBudget(cs, pods, revs.Update.Name)
 	if err != nil {
 		res.err = err
 		return res
 	}
-	candidates := updateCandidates(pods, revs.update.Name)
+	candidates := updateCandidates(pods, revs.Update.Name)
 	if toUpdate == 0 || len(candidates) == 0 {
 		return res
 	}
@@ -81,7 +82,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, p
 			unavailable++
 		}
 	}
-	templates := newTemplateCache(revisions, revs.update)
+	templates := newTemplateCache(revisions, revs.Update)
 	var errs []error
 	type decision struct {
 		pod  *corev1.Pod
@@ -93,7 +94,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, p
 		if started >= toUpdate {
 			break
 		}
-		plan, err := planUpdate(cs, pod, templates, revs.update)
+		plan, err := planUpdate(cs, pod, templates, revs.Update)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -119,7 +120,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, p
 	applyErrs := make([]error, len(decided))
 	var wg sync.WaitGroup
 	for i, d := range decided {
-		wg.Go(func() { applyErrs[i] = c.applyUpdate(ctx, cs, d.pod, d.plan, revs.update.Name) })
+		wg.Go(func() { applyErrs[i] = c.applyUpdate(ctx, cs, d.pod, d.plan, revs.Update.Name) })
 	}
 	wg.Wait()
 	res.err = errors.Join(append(errs, applyErrs...)...)
