@@ -13,6 +13,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
 )
@@ -69,18 +70,18 @@ func TestNewPodLifecycle(t *testing.T) {
 	cs := newCloneSet(1)
 	pod := newPod(cs, &cs.Spec.Template, "rev", "abcde")
 	// PreparingNormal with or without a preNormal hook, as in OpenKruise: Normal once scheduled.
-	if got := lifecycleState(pod); got != pub.LifecycleStatePreparingNormal {
+	if got := lifecycle.State(pod); got != pub.LifecycleStatePreparingNormal {
 		t.Errorf("state %q, want PreparingNormal", got)
 	}
-	if hasKruisePodReadyGate(pod) {
+	if podreadiness.HasGate(pod) {
 		t.Error("KruisePodReady gate without a markPodNotReady hook")
 	}
 	cs.Spec.Lifecycle = &pub.Lifecycle{PreNormal: holdHook(false), InPlaceUpdate: holdHook(true)}
 	pod = newPod(cs, &cs.Spec.Template, "rev", "abcde")
-	if got := lifecycleState(pod); got != pub.LifecycleStatePreparingNormal {
+	if got := lifecycle.State(pod); got != pub.LifecycleStatePreparingNormal {
 		t.Errorf("state %q, want PreparingNormal", got)
 	}
-	if !hasKruisePodReadyGate(pod) || !inplaceupdate.HasReadinessGate(pod) {
+	if !podreadiness.HasGate(pod) || !inplaceupdate.HasReadinessGate(pod) {
 		t.Errorf("readiness gates %v, want InPlaceUpdateReady and KruisePodReady", pod.Spec.ReadinessGates)
 	}
 }
@@ -107,69 +108,6 @@ func TestLifecycleWithoutHooksSendsNoEvent(t *testing.T) {
 	}
 	if ev := strings.Join(events(f), "\n"); strings.Contains(ev, "PodLifecycle") {
 		t.Errorf("events %q: want no PodLifecycle event without hooks", ev)
-	}
-}
-
-// An Updating Pod whose update is recorded completed stays Updating until InPlaceUpdateReady is
-// True again: the lifecycle patch would otherwise race the condition write.
-func TestUpdatingWaitsForInPlaceUpdateReady(t *testing.T) {
-	cs := newCloneSet(1)
-	pod := ownedPod(cs, "web-0", "rev-new", withLabel(pub.LifecycleStateKey, string(pub.LifecycleStateUpdating)))
-	pod.Spec.NodeName = "node-1"
-	inplaceupdate.InjectReadinessGate(pod)
-	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse})
-	if got := nextLifecycleState(cs, pod, "rev-new"); got != "" {
-		t.Errorf("next state %q while InPlaceUpdateReady is False, want none", got)
-	}
-	pod.Status.Conditions[len(pod.Status.Conditions)-1].Status = corev1.ConditionTrue
-	if got := nextLifecycleState(cs, pod, "rev-new"); got != pub.LifecycleStateNormal {
-		t.Errorf("next state %q once InPlaceUpdateReady is True, want Normal", got)
-	}
-}
-
-func TestNextLifecycleState(t *testing.T) {
-	const upd = "rev-new"
-	hook := holdHook(false)
-	for _, tc := range []struct {
-		name      string
-		lifecycle *pub.Lifecycle
-		state     pub.LifecycleStateType
-		revision  string
-		hookLabel bool
-		want      pub.LifecycleStateType
-		// unscheduled leaves spec.nodeName empty.
-		unscheduled bool
-	}{
-		{"preparing normal without hook", nil, pub.LifecycleStatePreparingNormal, upd, false, pub.LifecycleStateNormal, false},
-		{"preparing normal without hook, not scheduled", nil, pub.LifecycleStatePreparingNormal, upd, false, "", true},
-		{"preparing normal, hook labels all there, not scheduled", &pub.Lifecycle{PreNormal: hook}, pub.LifecycleStatePreparingNormal, upd, true, pub.LifecycleStateNormal, true},
-		{"preparing normal, hook labels missing", &pub.Lifecycle{PreNormal: hook}, pub.LifecycleStatePreparingNormal, upd, false, "", false},
-		{"preparing normal, hook labels all there", &pub.Lifecycle{PreNormal: hook}, pub.LifecycleStatePreparingNormal, upd, true, pub.LifecycleStateNormal, false},
-		{"updating, done, hook not re-armed", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdating, upd, false, pub.LifecycleStateUpdated, false},
-		{"updating, done, hook re-armed", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdating, upd, true, pub.LifecycleStateNormal, false},
-		{"updating, done, no hook", nil, pub.LifecycleStateUpdating, upd, false, pub.LifecycleStateNormal, false},
-		{"updating, not done", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdating, "rev-old", false, "", false},
-		{"preparing update, rolled back", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStatePreparingUpdate, upd, true, pub.LifecycleStateNormal, false},
-		{"preparing update, old revision", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStatePreparingUpdate, "rev-old", false, "", false},
-		{"updated, hook back", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdated, upd, true, pub.LifecycleStateNormal, false},
-		{"updated, hook still off", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateUpdated, upd, false, "", false},
-		{"normal stays", &pub.Lifecycle{InPlaceUpdate: hook}, pub.LifecycleStateNormal, upd, true, "", false},
-		{"preparing delete stays", &pub.Lifecycle{PreDelete: hook}, pub.LifecycleStatePreparingDelete, upd, false, "", false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cs := newCloneSet(1)
-			cs.Spec.Lifecycle = tc.lifecycle
-			pod := ownedPod(cs, "web-0", tc.revision, withLabel(pub.LifecycleStateKey, string(tc.state)))
-			if !tc.unscheduled {
-				pod.Spec.NodeName = "node-1"
-			}
-			if tc.hookLabel {
-				pod.Labels[hookLabel] = "true"
-			}
-			if got := nextLifecycleState(cs, pod, upd); got != tc.want {
-				t.Errorf("next state %q, want %q", got, tc.want)
-			}
-		})
 	}
 }
 

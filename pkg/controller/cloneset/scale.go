@@ -23,6 +23,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/updatesort"
 )
@@ -143,7 +144,7 @@ func specifiedDelete(cs *v1alpha1.CloneSet, pod *corev1.Pod) bool {
 // specified-delete, lifecycle state PreparingDelete) from the others.
 func splitSpecified(cs *v1alpha1.CloneSet, pods []*corev1.Pod) (specified, rest []*corev1.Pod) {
 	for _, p := range pods {
-		if specifiedDelete(cs, p) || lifecycleState(p) == pub.LifecycleStatePreparingDelete {
+		if specifiedDelete(cs, p) || lifecycle.State(p) == pub.LifecycleStatePreparingDelete {
 			specified = append(specified, p)
 		} else {
 			rest = append(rest, p)
@@ -179,7 +180,7 @@ func countForScale(cs *v1alpha1.CloneSet, pods []*corev1.Pod, updateRevision str
 			n.atOld = append(n.atOld, p)
 		}
 		switch available, _ := podAvailable(p, cs.Spec.MinReadySeconds, now); {
-		case lifecycleState(p) == pub.LifecycleStatePreparingDelete:
+		case lifecycle.State(p) == pub.LifecycleStatePreparingDelete:
 			*preDelete++
 			n.unavailable++
 		case specifiedDelete(cs, p):
@@ -251,7 +252,7 @@ func planScale(cs *v1alpha1.CloneSet, pods []*corev1.Pod, updateRevision, curren
 	var preDelete, specified []*corev1.Pod
 	for _, p := range pods {
 		switch {
-		case lifecycleState(p) == pub.LifecycleStatePreparingDelete:
+		case lifecycle.State(p) == pub.LifecycleStatePreparingDelete:
 			preDelete = append(preDelete, p)
 		case specifiedDelete(cs, p):
 			specified = append(specified, p)
@@ -260,7 +261,7 @@ func planScale(cs *v1alpha1.CloneSet, pods []*corev1.Pod, updateRevision, curren
 	numToDelete := len(preDelete) + len(specified)
 
 	// 1. Scale-in cancelled: Pods waiting in PreparingDelete go back while spec.replicas needs them.
-	if !marksPodNotReady(cs) {
+	if !lifecycle.MarksPodNotReady(cs.Spec.Lifecycle) {
 		need := l.replicas - len(pods) + numToDelete
 		for _, p := range preDelete {
 			if need <= 0 {
@@ -322,9 +323,9 @@ func planScale(cs *v1alpha1.CloneSet, pods []*corev1.Pod, updateRevision, curren
 	}
 
 	// 3. Pods the preDelete hook released.
-	hook := preDeleteHook(cs)
+	hook := lifecycle.PreDeleteHook(cs.Spec.Lifecycle)
 	for _, p := range preDelete {
-		if !hooked(hook, p) {
+		if !lifecycle.Hooked(hook, p) {
 			plan.preDeleteReleased = append(plan.preDeleteReleased, p)
 		}
 	}
@@ -413,11 +414,11 @@ func newPod(cs *v1alpha1.CloneSet, template *corev1.PodTemplateSpec, revision, i
 	pod.Labels[v1alpha1.CloneSetInstanceID] = id
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
 	pod.Labels[podTemplateHashLabel] = revision
-	pod.Labels[pub.LifecycleStateKey] = string(initialLifecycleState)
+	pod.Labels[pub.LifecycleStateKey] = string(lifecycle.InitialState)
 	injectClaimVolumes(cs, pod)
 	inplaceupdate.InjectReadinessGate(pod)
-	if marksPodNotReady(cs) {
-		injectKruisePodReadyGate(pod)
+	if lifecycle.MarksPodNotReady(cs.Spec.Lifecycle) {
+		lifecycle.InjectKruisePodReadyGate(pod)
 	}
 	return pod
 }
@@ -442,7 +443,7 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revi
 		names := make([]string, batch)
 		for i := range pods {
 			pods[i] = newPod(cs, template, revision.Name, ids[created+i])
-			pods[i].Annotations[pub.LifecycleTimestampKey] = lifecycleTimestamp(c.now())
+			pods[i].Annotations[pub.LifecycleTimestampKey] = lifecycle.Timestamp(c.now())
 			names[i] = pods[i].Name
 		}
 		c.exp.ExpectCreations(key, names...)
@@ -496,14 +497,14 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revi
 func (c *Controller) deletePods(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, reason, why string) error {
 	key := cache.MetaObjectToName(cs).String()
 	var errs []error
-	if hook := preDeleteHook(cs); hook != nil {
+	if hook := lifecycle.PreDeleteHook(cs.Spec.Lifecycle); hook != nil {
 		var free []*corev1.Pod
 		for _, p := range pods {
-			if !hooked(hook, p) {
+			if !lifecycle.Hooked(hook, p) {
 				free = append(free, p)
 				continue
 			}
-			if lifecycleState(p) != pub.LifecycleStatePreparingDelete {
+			if lifecycle.State(p) != pub.LifecycleStatePreparingDelete {
 				klog.FromContext(ctx).Info("Pod held by the preDelete hook", "cloneset", klog.KObj(cs), "pod", klog.KObj(p), "why", why)
 				errs = append(errs, c.setLifecycle(ctx, cs, p, pub.LifecycleStatePreparingDelete, nil))
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 )
 
 // podsAt builds n ready Pods at a revision named prefix-0 ... prefix-(n-1), the later the newer.
@@ -259,7 +260,7 @@ func TestPlanScaleDeletions(t *testing.T) {
 			cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}}}
 			pods := tc.pods(cs)
 			for _, p := range pods {
-				if lifecycleState(p) == pub.LifecycleStatePreparingDelete {
+				if lifecycle.State(p) == pub.LifecycleStatePreparingDelete {
 					p.Labels["hold"] = "true"
 				}
 			}

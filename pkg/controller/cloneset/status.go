@@ -11,7 +11,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
-	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/updatesort"
 )
 
@@ -48,7 +48,7 @@ func podReady(pod *corev1.Pod) bool {
 // none) can be available: one a hook still holds (PreparingNormal, Updated, ...) is not, ready or
 // not, so a rollout does not look done while a hook holds a Pod.
 func podAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) (bool, time.Duration) {
-	if s := lifecycleState(pod); s != "" && s != pub.LifecycleStateNormal {
+	if s := lifecycle.State(pod); s != "" && s != pub.LifecycleStateNormal {
 		return false, 0
 	}
 	if !podReady(pod) {
@@ -63,12 +63,6 @@ func podAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) (bool, 
 		return true, 0
 	}
 	return false, at.Sub(now)
-}
-
-// podUpdated tells whether a Pod is at the update revision: its revision label says so and no
-// in-place update of it is under way (pods/inplaceupdate writes the label when the update begins).
-func podUpdated(pod *corev1.Pod, updateRevision string) bool {
-	return pod.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision && !inplaceupdate.IsInProgress(pod)
 }
 
 // partition is updateStrategy.partition as a number of Pods, as OpenKruise counts it: a percentage

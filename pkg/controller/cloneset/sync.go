@@ -20,6 +20,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 )
 
 // sync reconciles one CloneSet: claim its Pods, settle its revisions, scale, write status, trim
@@ -172,7 +173,7 @@ func (c *Controller) podState(namespace string) expectations.Lookup {
 			return expectations.Cached{}
 		}
 		return expectations.Cached{Exists: true, Terminating: pod.DeletionTimestamp != nil,
-			Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey], Lifecycle: string(lifecycleState(pod))}
+			Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey], Lifecycle: string(lifecycle.State(pod))}
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/updatesort"
 )
@@ -130,7 +131,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, p
 // availableForUpdate tells whether a Pod counts as available for the update budget: available
 // (ready for minReadySeconds), not in an in-place update, not waiting for a lifecycle hook.
 func availableForUpdate(cs *v1alpha1.CloneSet, pod *corev1.Pod, now time.Time) bool {
-	if inplaceupdate.IsInProgress(pod) || preparing(pod) {
+	if inplaceupdate.IsInProgress(pod) || lifecycle.Preparing(pod) {
 		return false
 	}
 	ok, _ := podAvailable(pod, cs.Spec.MinReadySeconds, now)
@@ -217,7 +218,7 @@ func updateCandidates(pods []*corev1.Pod, updateRevision string) []*corev1.Pod {
 func sortForUpdate(pods []*corev1.Pod, strategy *v1alpha1.CloneSetUpdateStrategy) {
 	updatesort.Sort(pods, strategy.PriorityStrategy, strategy.ScatterStrategy, podReady)
 	slices.SortStableFunc(pods, func(a, b *corev1.Pod) int {
-		return updatesort.BoolRank(lifecycleState(b) == pub.LifecycleStatePreparingUpdate) - updatesort.BoolRank(lifecycleState(a) == pub.LifecycleStatePreparingUpdate)
+		return updatesort.BoolRank(lifecycle.State(b) == pub.LifecycleStatePreparingUpdate) - updatesort.BoolRank(lifecycle.State(a) == pub.LifecycleStatePreparingUpdate)
 	})
 }
 
@@ -300,8 +301,8 @@ func planUpdate(cs *v1alpha1.CloneSet, pod *corev1.Pod, templates *templateCache
 func (c *Controller) applyUpdate(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod, plan updatePlan, updateRevision string) error {
 	logger := klog.FromContext(ctx)
 	if plan.action == actionInPlace {
-		hook := inPlaceUpdateHook(cs)
-		switch lifecycleState(pod) {
+		hook := lifecycle.InPlaceUpdateHook(cs.Spec.Lifecycle)
+		switch lifecycle.State(pod) {
 		case pub.LifecycleStateUpdating:
 			// The hook was passed for the update this one supersedes.
 		case pub.LifecycleStateUpdated:
@@ -309,12 +310,12 @@ func (c *Controller) applyUpdate(ctx context.Context, cs *v1alpha1.CloneSet, pod
 				return c.setLifecycle(ctx, cs, pod, pub.LifecycleStatePreparingUpdate, hook)
 			}
 		case pub.LifecycleStatePreparingUpdate:
-			if hooked(hook, pod) {
+			if lifecycle.Hooked(hook, pod) {
 				logger.V(4).Info("Pod waits for the inPlaceUpdate hook", "cloneset", klog.KObj(cs), "pod", klog.KObj(pod))
 				return nil
 			}
 		default:
-			if hooked(hook, pod) {
+			if lifecycle.Hooked(hook, pod) {
 				logger.Info("Pod held by the inPlaceUpdate hook", "cloneset", klog.KObj(cs), "pod", klog.KObj(pod))
 				return c.setLifecycle(ctx, cs, pod, pub.LifecycleStatePreparingUpdate, nil)
 			}
@@ -323,7 +324,7 @@ func (c *Controller) applyUpdate(ctx context.Context, cs *v1alpha1.CloneSet, pod
 	}
 	logger.Info("Recreating Pod for update", "cloneset", klog.KObj(cs), "pod", klog.KObj(pod),
 		"updateRevision", updateRevision, "reason", plan.reason)
-	if hooked(preDeleteHook(cs), pod) && pod.Labels[v1alpha1.SpecifiedDeleteKey] == "" {
+	if lifecycle.Hooked(lifecycle.PreDeleteHook(cs.Spec.Lifecycle), pod) && pod.Labels[v1alpha1.SpecifiedDeleteKey] == "" {
 		// The Pod will wait in PreparingDelete: marked as asked for, as OpenKruise marks every Pod
 		// it recreates, so that scaling does not take it back as a cancelled scale-in.
 		if err := c.markSpecifiedDelete(ctx, pod); err != nil {
@@ -422,7 +423,7 @@ func inPlaceUpdateBody(cs *v1alpha1.CloneSet, pod *corev1.Pod, spec *inplaceupda
 	}
 	// The Pod is Updating from the same write that starts the update.
 	set(&md.Labels, pub.LifecycleStateKey, string(pub.LifecycleStateUpdating))
-	set(&md.Annotations, pub.LifecycleTimestampKey, lifecycleTimestamp(now))
+	set(&md.Annotations, pub.LifecycleTimestampKey, lifecycle.Timestamp(now))
 	if len(md.Labels)+len(md.Annotations)+len(md.RemoveLabels)+len(md.RemoveAnnotations) > 0 {
 		body.Spec.Metadata = md
 	}

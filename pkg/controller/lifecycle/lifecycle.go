@@ -1,0 +1,248 @@
+// Package lifecycle is OpenKruise's Pod lifecycle hooks (pub.Lifecycle: preDelete, inPlaceUpdate,
+// preNormal) as the workload controllers share them: CloneSet today, Advanced StatefulSet and
+// DaemonSet, which have the same hooks, to come. It works on the hooks and the Pod, never on a
+// workload, so that no workload controller imports another for it. Every Pod carries its state in
+// the label lifecycle.apps.kruise.io/state. A hook holds a Pod while the Pod carries ANY of the
+// hook's labels (with their values) or finalizers; whoever set them (an operator, a traffic
+// manager) releases the Pod by removing them.
+//
+//	created ─> PreparingNormal ─(preNormal: ALL hook labels/finalizers present)─> Normal
+//	Normal ─(update; inPlaceUpdate hook holds)─> PreparingUpdate ─(released)─> Updating
+//	Updating ─(in-place update done)─> Updated ─(ALL inPlaceUpdate hook labels back)─> Normal
+//	         (or straight to Normal when the hook's labels/finalizers are all present)
+//	any ─(deletion; preDelete hook holds)─> PreparingDelete ─(released)─> deleted
+//
+// markPodNotReady: Pods get the KruisePodReady readiness gate, whose condition is False while the
+// Pod is PreparingUpdate, Updating or PreparingDelete, so Endpoints drop it before it changes.
+//
+// All functions are pure except SyncKruisePodReady, which writes the condition. Patch only builds
+// the patch that moves a Pod to a state: sending it is the controller's, which records the move
+// in its expectations and Events.
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
+	"github.com/inplace-dev/inplace/pkg/podreadiness"
+)
+
+// InitialState is the state of a Pod a workload creates: PreparingNormal, with or without a
+// preNormal hook, as in OpenKruise (see Next).
+const InitialState = pub.LifecycleStatePreparingNormal
+
+// State is the Pod's lifecycle state, "" when it has none.
+func State(pod *corev1.Pod) pub.LifecycleStateType {
+	return pub.LifecycleStateType(pod.Labels[pub.LifecycleStateKey])
+}
+
+// Preparing tells whether the Pod waits in PreparingUpdate or PreparingDelete: out of service for
+// an update budget, whatever its readiness.
+func Preparing(pod *corev1.Pod) bool {
+	s := State(pod)
+	return s == pub.LifecycleStatePreparingUpdate || s == pub.LifecycleStatePreparingDelete
+}
+
+// PreDeleteHook is the preDelete hook of l, nil when l or the hook is.
+func PreDeleteHook(l *pub.Lifecycle) *pub.LifecycleHook {
+	if l == nil {
+		return nil
+	}
+	return l.PreDelete
+}
+
+// InPlaceUpdateHook is the inPlaceUpdate hook of l, nil when l or the hook is.
+func InPlaceUpdateHook(l *pub.Lifecycle) *pub.LifecycleHook {
+	if l == nil {
+		return nil
+	}
+	return l.InPlaceUpdate
+}
+
+// PreNormalHook is the preNormal hook of l, nil when l or the hook is.
+func PreNormalHook(l *pub.Lifecycle) *pub.LifecycleHook {
+	if l == nil {
+		return nil
+	}
+	return l.PreNormal
+}
+
+// Hooked tells whether the hook holds the Pod: it carries one of the hook's labels (same value) or
+// finalizers. A nil hook holds nothing.
+func Hooked(hook *pub.LifecycleHook, pod *corev1.Pod) bool {
+	if hook == nil {
+		return false
+	}
+	for _, f := range hook.FinalizersHandler {
+		if slices.Contains(pod.Finalizers, f) {
+			return true
+		}
+	}
+	for k, v := range hook.LabelsHandler {
+		if got, ok := pod.Labels[k]; ok && got == v {
+			return true
+		}
+	}
+	return false
+}
+
+// AllHooked tells whether the Pod carries all of the hook's labels and finalizers (false for a nil
+// hook).
+func AllHooked(hook *pub.LifecycleHook, pod *corev1.Pod) bool {
+	if hook == nil {
+		return false
+	}
+	for _, f := range hook.FinalizersHandler {
+		if !slices.Contains(pod.Finalizers, f) {
+			return false
+		}
+	}
+	for k, v := range hook.LabelsHandler {
+		if got, ok := pod.Labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// MarksPodNotReady tells whether any hook of l asks for markPodNotReady: then the workload's new
+// Pods get the KruisePodReady readiness gate.
+func MarksPodNotReady(l *pub.Lifecycle) bool {
+	for _, h := range []*pub.LifecycleHook{PreDeleteHook(l), InPlaceUpdateHook(l), PreNormalHook(l)} {
+		if h != nil && h.MarkPodNotReady {
+			return true
+		}
+	}
+	return false
+}
+
+// KruisePodReadyFor is the KruisePodReady status a Pod in a state should have.
+func KruisePodReadyFor(state pub.LifecycleStateType) corev1.ConditionStatus {
+	switch state {
+	case pub.LifecycleStatePreparingUpdate, pub.LifecycleStateUpdating, pub.LifecycleStatePreparingDelete:
+		return corev1.ConditionFalse
+	}
+	return corev1.ConditionTrue
+}
+
+// InjectKruisePodReadyGate adds the KruisePodReady readiness gate to a Pod being created.
+func InjectKruisePodReadyGate(pod *corev1.Pod) {
+	if !podreadiness.HasGate(pod) {
+		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType})
+	}
+}
+
+// updateDone tells whether a Pod is at the update revision: its revision label says so and no
+// in-place update of it is under way (pods/inplaceupdate writes the label when the update begins).
+func updateDone(pod *corev1.Pod, updateRevision string) bool {
+	return pod.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision && !inplaceupdate.IsInProgress(pod)
+}
+
+// Next is the state a Pod moves to by itself (no update or deletion decided), "" when it stays:
+// PreparingNormal becomes Normal once the Pod is scheduled (no preNormal hook) or once the
+// preNormal hook's labels and finalizers are all present; Updating becomes Updated (or Normal) when
+// its in-place update to updateRevision is done; PreparingUpdate becomes so too when the Pod is
+// already at the update revision (the update was rolled back while it waited); Updated becomes
+// Normal once the inPlaceUpdate hook's labels and finalizers are all back.
+func Next(l *pub.Lifecycle, pod *corev1.Pod, updateRevision string) pub.LifecycleStateType {
+	afterUpdate := func() pub.LifecycleStateType {
+		if h := InPlaceUpdateHook(l); h != nil && !AllHooked(h, pod) {
+			return pub.LifecycleStateUpdated
+		}
+		return pub.LifecycleStateNormal
+	}
+	switch State(pod) {
+	case pub.LifecycleStatePreparingNormal:
+		// Without a hook a Pod is Normal once scheduled, as in OpenKruise; with one, once the
+		// hook's labels and finalizers are all present, scheduled or not.
+		if h := PreNormalHook(l); (h == nil && pod.Spec.NodeName != "") || (h != nil && AllHooked(h, pod)) {
+			return pub.LifecycleStateNormal
+		}
+	case pub.LifecycleStatePreparingUpdate, pub.LifecycleStateUpdating:
+		// Done means the update is recorded completed AND InPlaceUpdateReady is back to True:
+		// inplace-controller writes the second right after the first, and a state patch between
+		// them would make its condition write conflict (409) and start over.
+		if updateDone(pod, updateRevision) && inplaceupdate.UpdateReadySet(pod) {
+			return afterUpdate()
+		}
+	case pub.LifecycleStateUpdated:
+		if h := InPlaceUpdateHook(l); h == nil || AllHooked(h, pod) {
+			return pub.LifecycleStateNormal
+		}
+	}
+	return ""
+}
+
+// Timestamp is the value of the lifecycle.apps.kruise.io/timestamp annotation, as OpenKruise
+// writes it.
+func Timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// Patch is the strategic merge patch that moves a Pod to a lifecycle state (label, and timestamp
+// annotation at now), adding the labels and finalizers of rearm (a hook armed again) when not nil.
+// It carries the Pod's UID, so a recreated Pod of the same name is not touched.
+func Patch(pod *corev1.Pod, state pub.LifecycleStateType, rearm *pub.LifecycleHook, now time.Time) ([]byte, error) {
+	lbls := map[string]any{pub.LifecycleStateKey: string(state)}
+	if _, ok := pod.Labels[pub.LifecycleTimestampKey]; ok {
+		lbls[pub.LifecycleTimestampKey] = nil // where older inplace versions wrote it
+	}
+	meta := map[string]any{"uid": pod.UID, "labels": lbls,
+		"annotations": map[string]string{pub.LifecycleTimestampKey: Timestamp(now)}}
+	if rearm != nil {
+		for k, v := range rearm.LabelsHandler {
+			lbls[k] = v
+		}
+		if missing := missingFinalizers(pod, rearm.FinalizersHandler); len(missing) > 0 {
+			// A strategic merge patch adds to finalizers (merge by value) instead of replacing.
+			meta["finalizers"] = missing
+		}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the lifecycle patch of pod %s: %w", pod.Name, err)
+	}
+	return patch, nil
+}
+
+func missingFinalizers(pod *corev1.Pod, finalizers []string) []string {
+	var out []string
+	for _, f := range finalizers {
+		if !slices.Contains(pod.Finalizers, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// kruisePodReadyChange makes the lifecycle's hold on KruisePodReady the one state calls for.
+func kruisePodReadyChange(state pub.LifecycleStateType) func([]podreadiness.Holder) []podreadiness.Holder {
+	return func(holders []podreadiness.Holder) []podreadiness.Holder {
+		holders = slices.DeleteFunc(holders, func(h podreadiness.Holder) bool { return h.UserAgent == podreadiness.UserAgentLifecycle })
+		if KruisePodReadyFor(state) == corev1.ConditionFalse {
+			holders = append(holders, podreadiness.Holder{UserAgent: podreadiness.UserAgentLifecycle, Key: string(state)})
+		}
+		return holders
+	}
+}
+
+// SyncKruisePodReady makes the lifecycle's hold on the KruisePodReady condition (shared with
+// other holders, see pkg/podreadiness) the one the state calls for, if it differs, and tells
+// whether it wrote. Only for a Pod with the KruisePodReady gate.
+func SyncKruisePodReady(ctx context.Context, pods corev1client.PodsGetter, pod *corev1.Pod, state pub.LifecycleStateType, now time.Time) (bool, error) {
+	change := kruisePodReadyChange(state)
+	if _, changed := podreadiness.Desired(pod, change, now); !changed {
+		return false, nil
+	}
+	if _, err := podreadiness.Update(ctx, pods, pod, change, now); err != nil {
+		return false, err
+	}
+	return true, nil
+}
