@@ -22,6 +22,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/availability"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
@@ -179,7 +180,7 @@ func countForScale(cs *v1alpha1.CloneSet, pods []*corev1.Pod, updateRevision str
 		} else {
 			n.atOld = append(n.atOld, p)
 		}
-		switch available, _ := podAvailable(p, cs.Spec.MinReadySeconds, now); {
+		switch available, _ := availability.Available(p, cs.Spec.MinReadySeconds, now); {
 		case lifecycle.State(p) == pub.LifecycleStatePreparingDelete:
 			*preDelete++
 			n.unavailable++
@@ -311,7 +312,7 @@ func planScale(cs *v1alpha1.CloneSet, pods []*corev1.Pod, updateRevision, curren
 	withinBudget := func(candidates []*corev1.Pod) []*corev1.Pod {
 		var out []*corev1.Pod
 		for _, p := range candidates {
-			if ready, _ := podAvailable(p, 0, now); ready {
+			if ready, _ := availability.Available(p, 0, now); ready {
 				if readyBudget == 0 {
 					continue
 				}
@@ -370,7 +371,7 @@ func sortForDeletion(pods []*corev1.Pod) {
 		if d := updatesort.PhaseRank(a) - updatesort.PhaseRank(b); d != 0 {
 			return d
 		}
-		if d := updatesort.BoolRank(podReady(a)) - updatesort.BoolRank(podReady(b)); d != 0 {
+		if d := updatesort.BoolRank(availability.Ready(a)) - updatesort.BoolRank(availability.Ready(b)); d != 0 {
 			return d
 		}
 		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {

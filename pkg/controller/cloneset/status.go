@@ -8,62 +8,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/availability"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
-	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/updatesort"
 )
-
-func podReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// podReady is OpenKruise's "update ready": the Pod runs, is Ready, and no in-place update holds
-// its InPlaceUpdateReady gate False. The gate counts from the moment inplace writes it False,
-// before the kubelet turns Ready False (inplaceupdate leaves Ready to the kubelet), so a rollout's
-// maxUnavailable budget sees the Pod leave at once.
-func podReady(pod *corev1.Pod) bool {
-	if pod.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	if c := podReadyCondition(pod); c == nil || c.Status != corev1.ConditionTrue {
-		return false
-	}
-	for i := range pod.Status.Conditions {
-		if c := pod.Status.Conditions[i]; c.Type == pub.InPlaceUpdateReady && c.Status == corev1.ConditionFalse {
-			return false
-		}
-	}
-	return true
-}
-
-// podAvailable tells whether a Pod has been ready for minReadySeconds, and if it is ready but not
-// yet available, how long until it is. As in OpenKruise only a Pod in lifecycle state Normal (or
-// none) can be available: one a hook still holds (PreparingNormal, Updated, ...) is not, ready or
-// not, so a rollout does not look done while a hook holds a Pod.
-func podAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) (bool, time.Duration) {
-	if s := lifecycle.State(pod); s != "" && s != pub.LifecycleStateNormal {
-		return false, 0
-	}
-	if !podReady(pod) {
-		return false, 0
-	}
-	c := podReadyCondition(pod)
-	if minReadySeconds <= 0 {
-		return true, 0
-	}
-	at := c.LastTransitionTime.Add(time.Duration(minReadySeconds) * time.Second)
-	if !at.After(now) {
-		return true, 0
-	}
-	return false, at.Sub(now)
-}
 
 // partition is updateStrategy.partition as a number of Pods, as OpenKruise counts it: a percentage
 // of replicas rounds up, except that a percentage below 100% keeps at least one Pod updated when
@@ -83,8 +32,8 @@ func calculateStatus(cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs history.Rev
 	st.UpdatedReplicas, st.UpdatedReadyReplicas, st.UpdatedAvailableReplicas = 0, 0, 0
 	var wait time.Duration
 	for _, pod := range pods {
-		ready := podReady(pod)
-		available, left := podAvailable(pod, cs.Spec.MinReadySeconds, now)
+		ready := availability.Ready(pod)
+		available, left := availability.Available(pod, cs.Spec.MinReadySeconds, now)
 		if left > 0 && (wait == 0 || left < wait) {
 			wait = left
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/availability"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
@@ -134,7 +135,7 @@ func availableForUpdate(cs *v1alpha1.CloneSet, pod *corev1.Pod, now time.Time) b
 	if inplaceupdate.IsInProgress(pod) || lifecycle.Preparing(pod) {
 		return false
 	}
-	ok, _ := podAvailable(pod, cs.Spec.MinReadySeconds, now)
+	ok, _ := availability.Available(pod, cs.Spec.MinReadySeconds, now)
 	return ok
 }
 
@@ -216,7 +217,7 @@ func updateCandidates(pods []*corev1.Pod, updateRevision string) []*corev1.Pod {
 // Pods of each of its terms evenly over that order, and Pods already waiting in PreparingUpdate go
 // first (they hold a place in the update budget already).
 func sortForUpdate(pods []*corev1.Pod, strategy *v1alpha1.CloneSetUpdateStrategy) {
-	updatesort.Sort(pods, strategy.PriorityStrategy, strategy.ScatterStrategy, podReady)
+	updatesort.Sort(pods, strategy.PriorityStrategy, strategy.ScatterStrategy, availability.Ready)
 	slices.SortStableFunc(pods, func(a, b *corev1.Pod) int {
 		return updatesort.BoolRank(lifecycle.State(b) == pub.LifecycleStatePreparingUpdate) - updatesort.BoolRank(lifecycle.State(a) == pub.LifecycleStatePreparingUpdate)
 	})
