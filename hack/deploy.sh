@@ -25,7 +25,7 @@
 # 3. kubectl apply --server-side -k of the overlay, then waits until etcd (the ha
 #    base's StatefulSet), inplace-apiserver, inplace-controller and
 #    inplace-daemon are rolled out,
-#    the APIService v1alpha1.apps.kruise.io is Available and
+#    the APIServices v1alpha1 and v1beta1.apps.kruise.io are Available and
 #    `kubectl get clonesets -A` answers through kube-apiserver.
 #
 # Idempotent: a second run with the same arguments changes nothing. Needs
@@ -39,7 +39,7 @@ DEPLOY_DIR="${DEPLOY_DIR:-$ROOT/_output/deploy}"
 NAMESPACE=inplace-system
 SERVICE=inplace-apiserver
 SECRET=inplace-apiserver-tls
-APISERVICE=v1alpha1.apps.kruise.io
+APISERVICES=(v1alpha1.apps.kruise.io v1beta1.apps.kruise.io)
 WEBHOOK=inplace-pod-webhook
 FIELD_MANAGER=inplace-deploy
 TIMEOUT="${DEPLOY_TIMEOUT:-180}"
@@ -139,7 +139,7 @@ EOF
   [[ -z "$ETCD_IMAGE" ]] || image_entry registry.k8s.io/etcd "$ETCD_IMAGE"
   cat <<EOF
 patches:
-- target: {kind: APIService, name: $APISERVICE}
+- target: {kind: APIService}
   patch: '[{"op": "add", "path": "/spec/caBundle", "value": "$CA_BUNDLE"}]'
 - target: {kind: MutatingWebhookConfiguration, name: $WEBHOOK}
   patch: '[{"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": "$CA_BUNDLE"}]'
@@ -158,8 +158,10 @@ for w in "${workloads[@]}" deployment/inplace-apiserver deployment/inplace-contr
   k -n "$NAMESPACE" rollout status "$w" --timeout="${TIMEOUT}s" >/dev/null ||
     { k -n "$NAMESPACE" get pods -o wide >&2; echo "deploy: $w did not roll out in ${TIMEOUT}s" >&2; exit 1; }
 done
-log "waiting for APIService $APISERVICE to be Available"
-k wait --for=condition=Available "apiservice/$APISERVICE" --timeout="${TIMEOUT}s" >/dev/null
+log "waiting for the APIServices ${APISERVICES[*]} to be Available"
+for a in "${APISERVICES[@]}"; do
+  k wait --for=condition=Available "apiservice/$a" --timeout="${TIMEOUT}s" >/dev/null
+done
 deadline=$((SECONDS + TIMEOUT))
 until k get clonesets -A >/dev/null 2>&1; do
   ((SECONDS < deadline)) || { echo "deploy: kubectl get clonesets -A still fails after ${TIMEOUT}s" >&2; exit 1; }

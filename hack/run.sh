@@ -5,7 +5,7 @@
 # hack/local-up.sh starts the cluster (from empty; cached binaries and images:
 # a few seconds) and then its hooks, hack/local-up.d/*.sh, start every inplace
 # program that exists: inplace-apiserver (registered as the APIService
-# v1alpha1.apps.kruise.io), inplace-controller, inplace-daemon. With
+# v1alpha1 and v1beta1.apps.kruise.io), inplace-controller, inplace-daemon. With
 # INPLACE_IN_CLUSTER=1 (make run INPLACE_IN_CLUSTER=1) they run in the cluster
 # instead, installed from artifacts/deploy by hack/deploy.sh with the image
 # hack/build-image.sh builds; INPLACE_IN_CLUSTER=ha installs artifacts/deploy/ha

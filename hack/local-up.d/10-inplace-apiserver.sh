@@ -59,7 +59,8 @@ source hack/lib/inplace.sh
 
 INPLACE_APISERVER_PORT="${INPLACE_APISERVER_PORT:-8443}"
 INPLACE_SERVICE=inplace-apiserver
-INPLACE_APISERVICE=v1alpha1.apps.kruise.io
+# Both versions of the group are served by the one server.
+INPLACE_APISERVICES=(v1alpha1.apps.kruise.io v1beta1.apps.kruise.io)
 
 # inplace_endpointslice READY: the EndpointSlice that points the Service at the host.
 inplace_endpointslice() {
@@ -140,7 +141,6 @@ patches:
       selector: null
 - target:
     kind: APIService
-    name: $INPLACE_APISERVICE
   patch: |-
     - op: add
       path: /spec/caBundle
@@ -155,10 +155,14 @@ patches:
 EOF
 }
 
-# inplace_apiservice_available: the aggregator has checked the server and found it well.
+# inplace_apiservice_available: the aggregator has checked the server and found it well,
+# for every version.
 inplace_apiservice_available() {
-  [[ "$(kubectl get apiservice "$INPLACE_APISERVICE" \
-    -o 'jsonpath={.status.conditions[?(@.type=="Available")].status}')" == True ]]
+  local a
+  for a in "${INPLACE_APISERVICES[@]}"; do
+    [[ "$(kubectl get apiservice "$a" \
+      -o 'jsonpath={.status.conditions[?(@.type=="Available")].status}')" == True ]] || return 1
+  done
 }
 
 inplace_start_apiserver() {
@@ -196,7 +200,7 @@ inplace_start_apiserver() {
 
   inplace_endpointslice true | kubectl apply --server-side --force-conflicts \
     --field-manager="$INPLACE_FIELD_MANAGER" -f - >/dev/null
-  local_wait inplace-apiserver 60 "APIService $INPLACE_APISERVICE Available" inplace_apiservice_available
+  local_wait inplace-apiserver 60 "APIServices ${INPLACE_APISERVICES[*]} Available" inplace_apiservice_available
   local_wait inplace-apiserver 60 "kubectl get clonesets -A (through kube-apiserver)" kubectl get clonesets -A
 }
 

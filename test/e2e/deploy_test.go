@@ -44,6 +44,7 @@ func TestDeployManifests(t *testing.T) {
 		"ClusterRole inplace:view",
 		"Service inplace-system/inplace-apiserver",
 		"APIService " + apiServiceName,
+		"APIService " + betaAPIServiceName,
 		"Deployment inplace-system/inplace-apiserver",
 		"PersistentVolumeClaim inplace-system/inplace-apiserver-data",
 		"ClusterRole inplace:controller",
@@ -92,7 +93,7 @@ func TestDeployCertManagerOverlay(t *testing.T) {
 	if secret != "inplace-apiserver-tls" || !slices.Contains(names, "inplace-apiserver.inplace-system.svc") {
 		t.Errorf("Certificate: secretName %q dnsNames %v, want the Secret the Deployment mounts, for inplace-apiserver.inplace-system.svc", secret, names)
 	}
-	for _, id := range []string{"APIService " + apiServiceName, "MutatingWebhookConfiguration inplace-pod-webhook"} {
+	for _, id := range []string{"APIService " + apiServiceName, "APIService " + betaAPIServiceName, "MutatingWebhookConfiguration inplace-pod-webhook"} {
 		obj := objects[id]
 		if obj == nil {
 			t.Errorf("no %s", id)

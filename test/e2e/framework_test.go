@@ -30,8 +30,10 @@ import (
 const (
 	inplaceNamespace = "inplace-system"
 	apiServiceName   = "v1alpha1.apps.kruise.io"
-	groupVersion     = "apps.kruise.io/v1alpha1"
-	appImageV1       = "inplace.local/app:v1"
+	// betaAPIServiceName serves the Advanced StatefulSet's v1beta1 from the same server.
+	betaAPIServiceName = "v1beta1.apps.kruise.io"
+	groupVersion       = "apps.kruise.io/v1alpha1"
+	appImageV1         = "inplace.local/app:v1"
 	// podTimeout bounds a pod's way to Running on the local node (measured: ~1 s).
 	podTimeout = 60 * time.Second
 )
@@ -223,7 +225,16 @@ func serviceAccountConfig(t *testing.T, ctx context.Context, namespace, name str
 
 // apiServiceAvailable reads the APIService's Available condition.
 func apiServiceAvailable(ctx context.Context) (bool, error) {
-	obj, err := dynamicClient.Resource(apiServiceGVR).Get(ctx, apiServiceName, metav1.GetOptions{})
+	for _, name := range []string{apiServiceName, betaAPIServiceName} {
+		if ok, err := oneAPIServiceAvailable(ctx, name); !ok {
+			return false, fmt.Errorf("APIService %s: %w", name, err)
+		}
+	}
+	return true, nil
+}
+
+func oneAPIServiceAvailable(ctx context.Context, name string) (bool, error) {
+	obj, err := dynamicClient.Resource(apiServiceGVR).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return false, err
 	}
