@@ -60,14 +60,20 @@ func TestValidateDaemonSet(t *testing.T) {
 			d.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = intOrStr(intstr.FromInt32(0))
 			d.Spec.UpdateStrategy.RollingUpdate.MaxSurge = intOrStr(intstr.FromInt32(1))
 		}, []want{invalid(ru + ".maxSurge")}},
-		{"negative partition", func(d *apps.DaemonSet) { d.Spec.UpdateStrategy.RollingUpdate.Partition = intOrStr(intstr.FromInt32(-1)) },
+		{"negative partition", func(d *apps.DaemonSet) {
+			d.Spec.UpdateStrategy.RollingUpdate.Partition = intOrStr(intstr.FromInt32(-1))
+		},
 			[]want{invalid(ru + ".partition")}},
-		{"partition above 100%", func(d *apps.DaemonSet) { d.Spec.UpdateStrategy.RollingUpdate.Partition = intOrStr(intstr.FromString("150%")) },
+		{"partition above 100%", func(d *apps.DaemonSet) {
+			d.Spec.UpdateStrategy.RollingUpdate.Partition = intOrStr(intstr.FromString("150%"))
+		},
 			[]want{invalid(ru + ".partition")}},
 		{"bad node selector", func(d *apps.DaemonSet) {
 			d.Spec.UpdateStrategy.RollingUpdate.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"bad key!": "x"}}
 		}, []want{invalid(ru + ".selector.matchLabels")}},
-		{"inPlaceUpdate hook", func(d *apps.DaemonSet) { d.Spec.Lifecycle.InPlaceUpdate = &pub.LifecycleHook{FinalizersHandler: []string{"example.com/x"}} },
+		{"inPlaceUpdate hook", func(d *apps.DaemonSet) {
+			d.Spec.Lifecycle.InPlaceUpdate = &pub.LifecycleHook{FinalizersHandler: []string{"example.com/x"}}
+		},
 			[]want{forbidden("spec.lifecycle.inPlaceUpdate")}},
 		{"negative minReadySeconds", func(d *apps.DaemonSet) { d.Spec.MinReadySeconds = -1 }, []want{invalid("spec.minReadySeconds")}},
 	}

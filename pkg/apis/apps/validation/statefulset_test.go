@@ -67,7 +67,9 @@ func TestValidateStatefulSet(t *testing.T) {
 			[]want{invalid(ru + ".partition")}},
 		{"minReadySeconds above 300", func(s *apps.StatefulSet) { s.Spec.UpdateStrategy.RollingUpdate.MinReadySeconds = ptr.To[int32](301) },
 			[]want{invalid(ru + ".minReadySeconds")}},
-		{"maxUnavailable 0", func(s *apps.StatefulSet) { s.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = intOrStr(intstr.FromInt32(0)) },
+		{"maxUnavailable 0", func(s *apps.StatefulSet) {
+			s.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = intOrStr(intstr.FromInt32(0))
+		},
 			[]want{invalid(ru + ".maxUnavailable")}},
 		{"maxUnavailable 2 with OrderedReady", func(s *apps.StatefulSet) {
 			s.Spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
