@@ -2,7 +2,6 @@ package cloneset
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,33 +13,14 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 )
 
-// revisionData is what a ControllerRevision of a CloneSet stores, as OpenKruise stores it: a patch
-// that replaces the whole Pod template, {"spec":{"template":{..., "$patch":"replace"}}}. Keys are
-// sorted (json.Marshal of maps), so equal templates give equal bytes.
+// revisionData is what a ControllerRevision of a CloneSet stores: history.TemplateData.
 func revisionData(cs *v1alpha1.CloneSet) ([]byte, error) {
-	raw, err := json.Marshal(&cs.Spec.Template)
-	if err != nil {
-		return nil, err
-	}
-	template := map[string]any{}
-	if err := json.Unmarshal(raw, &template); err != nil {
-		return nil, err
-	}
-	template["$patch"] = "replace"
-	return json.Marshal(map[string]any{"spec": map[string]any{"template": template}})
+	return history.TemplateData(&cs.Spec.Template)
 }
 
 // revisionTemplate decodes the Pod template a revision stores.
 func revisionTemplate(cr *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, error) {
-	var patch struct {
-		Spec struct {
-			Template corev1.PodTemplateSpec `json:"template"`
-		} `json:"spec"`
-	}
-	if err := json.Unmarshal(cr.Data.Raw, &patch); err != nil {
-		return nil, fmt.Errorf("decoding the template of revision %s: %w", cr.Name, err)
-	}
-	return &patch.Spec.Template, nil
+	return history.Template(cr)
 }
 
 func controllerRef(cs *v1alpha1.CloneSet) *metav1.OwnerReference {

@@ -22,6 +22,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/availability"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/controller/inplacerequest"
 	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/updatesort"
@@ -367,66 +368,12 @@ func (c *Controller) updateInPlace(ctx context.Context, cs *v1alpha1.CloneSet, p
 	return nil
 }
 
-// inPlaceUpdateBody is the request for the spec: each changed container with its new image and
-// resources, the labels and annotations to set (the pod-template-hash label follows the revision,
-// as on created Pods) and to remove (the new template dropped them), and
-// inPlaceUpdateStrategy.gracePeriodSeconds.
+// inPlaceUpdateBody is the request for the spec (see inplacerequest.Body); the CloneSet's
+// pod-template-hash label follows the revision.
 func inPlaceUpdateBody(cs *v1alpha1.CloneSet, pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string, now time.Time) *v1alpha1.InPlaceUpdate {
-	body := &v1alpha1.InPlaceUpdate{Spec: v1alpha1.InPlaceUpdateSpec{Revision: updateRevision}}
+	o := inplacerequest.Options{RevisionLabels: []string{podTemplateHashLabel}, Now: now}
 	if s := cs.Spec.UpdateStrategy.InPlaceUpdateStrategy; s != nil {
-		body.Spec.GracePeriodSeconds = s.GracePeriodSeconds
+		o.GracePeriodSeconds = s.GracePeriodSeconds
 	}
-	names := map[string]bool{}
-	for n := range spec.ContainerImages {
-		names[n] = true
-	}
-	for n := range spec.ContainerResources {
-		names[n] = true
-	}
-	// In the Pod's container order, so that equal specs give equal bodies.
-	for _, ctr := range pod.Spec.Containers {
-		if !names[ctr.Name] {
-			continue
-		}
-		uc := v1alpha1.InPlaceUpdateContainer{Name: ctr.Name, Image: spec.ContainerImages[ctr.Name]}
-		if r, ok := spec.ContainerResources[ctr.Name]; ok {
-			uc.Resources = r.DeepCopy()
-		}
-		body.Spec.Containers = append(body.Spec.Containers, uc)
-	}
-	md := &v1alpha1.InPlaceUpdateMetadata{}
-	set := func(m *map[string]string, k, v string) {
-		if *m == nil {
-			*m = map[string]string{}
-		}
-		(*m)[k] = v
-	}
-	if spec.Metadata != nil {
-		for k, v := range spec.Metadata.Labels {
-			set(&md.Labels, k, v)
-		}
-		for k, v := range spec.Metadata.Annotations {
-			set(&md.Annotations, k, v)
-		}
-		md.RemoveLabels = slices.Clone(spec.Metadata.RemoveLabels)
-		md.RemoveAnnotations = slices.Clone(spec.Metadata.RemoveAnnotations)
-	}
-	for _, m := range spec.ContainerRefMetadata {
-		for k, v := range m.Labels {
-			set(&md.Labels, k, v)
-		}
-		for k, v := range m.Annotations {
-			set(&md.Annotations, k, v)
-		}
-	}
-	if v, ok := pod.Labels[podTemplateHashLabel]; ok && v != updateRevision {
-		set(&md.Labels, podTemplateHashLabel, updateRevision)
-	}
-	// The Pod is Updating from the same write that starts the update.
-	set(&md.Labels, pub.LifecycleStateKey, string(pub.LifecycleStateUpdating))
-	set(&md.Annotations, pub.LifecycleTimestampKey, lifecycle.Timestamp(now))
-	if len(md.Labels)+len(md.Annotations)+len(md.RemoveLabels)+len(md.RemoveAnnotations) > 0 {
-		body.Spec.Metadata = md
-	}
-	return body
+	return inplacerequest.Body(pod, spec, updateRevision, o)
 }

@@ -1,0 +1,89 @@
+// Package inplacerequest builds the pods/inplaceupdate request a workload controller (CloneSet,
+// Advanced StatefulSet, Advanced DaemonSet) sends to move one Pod to a new revision in place: the
+// same body whichever workload owns the Pod, so every workload updates through the same engine.
+package inplacerequest
+
+import (
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
+)
+
+// Options are what the workload adds to the change itself.
+type Options struct {
+	// GracePeriodSeconds is the workload's inPlaceUpdateStrategy.gracePeriodSeconds.
+	GracePeriodSeconds int32
+	// RevisionLabels are labels of the Pod, beside controller-revision-hash (which the engine
+	// writes), that name its revision and must follow it: a CloneSet's pod-template-hash.
+	RevisionLabels []string
+	// Now stamps the lifecycle state Updating.
+	Now time.Time
+}
+
+// Body is the request for spec: each changed container with its new image and resources, the
+// labels and annotations to set (the revision labels follow the revision, as on created Pods) and
+// to remove (the new template dropped them), the grace period, and the lifecycle state Updating,
+// written by the same write that starts the update.
+func Body(pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string, o Options) *v1alpha1.InPlaceUpdate {
+	body := &v1alpha1.InPlaceUpdate{Spec: v1alpha1.InPlaceUpdateSpec{Revision: updateRevision, GracePeriodSeconds: o.GracePeriodSeconds}}
+	names := map[string]bool{}
+	for n := range spec.ContainerImages {
+		names[n] = true
+	}
+	for n := range spec.ContainerResources {
+		names[n] = true
+	}
+	// In the Pod's container order, so that equal specs give equal bodies.
+	for _, ctr := range pod.Spec.Containers {
+		if !names[ctr.Name] {
+			continue
+		}
+		uc := v1alpha1.InPlaceUpdateContainer{Name: ctr.Name, Image: spec.ContainerImages[ctr.Name]}
+		if r, ok := spec.ContainerResources[ctr.Name]; ok {
+			uc.Resources = r.DeepCopy()
+		}
+		body.Spec.Containers = append(body.Spec.Containers, uc)
+	}
+	md := &v1alpha1.InPlaceUpdateMetadata{}
+	set := func(m *map[string]string, k, v string) {
+		if *m == nil {
+			*m = map[string]string{}
+		}
+		(*m)[k] = v
+	}
+	if spec.Metadata != nil {
+		for k, v := range spec.Metadata.Labels {
+			set(&md.Labels, k, v)
+		}
+		for k, v := range spec.Metadata.Annotations {
+			set(&md.Annotations, k, v)
+		}
+		md.RemoveLabels = slices.Clone(spec.Metadata.RemoveLabels)
+		md.RemoveAnnotations = slices.Clone(spec.Metadata.RemoveAnnotations)
+	}
+	for _, m := range spec.ContainerRefMetadata {
+		for k, v := range m.Labels {
+			set(&md.Labels, k, v)
+		}
+		for k, v := range m.Annotations {
+			set(&md.Annotations, k, v)
+		}
+	}
+	for _, l := range o.RevisionLabels {
+		if v, ok := pod.Labels[l]; ok && v != updateRevision {
+			set(&md.Labels, l, updateRevision)
+		}
+	}
+	set(&md.Labels, pub.LifecycleStateKey, string(pub.LifecycleStateUpdating))
+	set(&md.Annotations, pub.LifecycleTimestampKey, lifecycle.Timestamp(o.Now))
+	if len(md.Labels)+len(md.Annotations)+len(md.RemoveLabels)+len(md.RemoveAnnotations) > 0 {
+		body.Spec.Metadata = md
+	}
+	return body
+}
