@@ -1,7 +1,8 @@
 // Command inplace-controller runs inplace's controllers (one active replica, elected through a
 // Lease): the CloneSet controller (scaling, revisions, status), the controller that drives
 // in-place updates of Pods to their end, the ContainerRecreateRequest controller, the SidecarSet
-// controller (revisions, status, in-place upgrades of injected sidecars), and the one that
+// controller (revisions, status, in-place upgrades of injected sidecars), the Advanced StatefulSet
+// controller (ordinal Pods and claims, rolling updates in place), and the one that
 // releases the containers of Pods launching in order (their barrier ConfigMaps).
 package main
 
@@ -19,6 +20,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/launchpriority"
 	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	"github.com/inplace-dev/inplace/pkg/controller/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/controller/statefulset"
 )
 
 // controllers are every controller inplace-controller runs.
@@ -38,6 +40,11 @@ var controllers = []manager.InitFunc{
 		return sidecarset.New(cc.KubeClient, cc.InplaceClient, cc.InplaceInformers.Apps().V1alpha1().SidecarSets(),
 			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().Namespaces(),
 			cc.KubeInformers.Apps().V1().ControllerRevisions(), cc.Namespace, cc.Recorder)
+	}},
+	{Name: statefulset.Name, New: func(cc *manager.Context) (manager.Controller, error) {
+		return statefulset.New(cc.KubeClient, cc.InplaceClient, cc.InplaceInformers.Apps().V1beta1().StatefulSets(),
+			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().PersistentVolumeClaims(),
+			cc.KubeInformers.Apps().V1().ControllerRevisions(), cc.Recorder)
 	}},
 	{Name: launchpriority.Name, New: func(cc *manager.Context) (manager.Controller, error) {
 		return launchpriority.New(cc.KubeClient, cc.KubeInformers.Core().V1().Pods(), cc.Recorder)

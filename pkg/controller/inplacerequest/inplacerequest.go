@@ -24,6 +24,9 @@ type Options struct {
 	RevisionLabels []string
 	// Now stamps the lifecycle state Updating.
 	Now time.Time
+	// NoLifecycle leaves the lifecycle state labels alone, for a workload that does not move its
+	// Pods through lifecycle states.
+	NoLifecycle bool
 }
 
 // Body is the request for spec: each changed container with its new image and resources, the
@@ -80,8 +83,10 @@ func Body(pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string
 			set(&md.Labels, l, updateRevision)
 		}
 	}
-	set(&md.Labels, pub.LifecycleStateKey, string(pub.LifecycleStateUpdating))
-	set(&md.Annotations, pub.LifecycleTimestampKey, lifecycle.Timestamp(o.Now))
+	if !o.NoLifecycle {
+		set(&md.Labels, pub.LifecycleStateKey, string(pub.LifecycleStateUpdating))
+		set(&md.Annotations, pub.LifecycleTimestampKey, lifecycle.Timestamp(o.Now))
+	}
 	if len(md.Labels)+len(md.Annotations)+len(md.RemoveLabels)+len(md.RemoveAnnotations) > 0 {
 		body.Spec.Metadata = md
 	}

@@ -1,0 +1,212 @@
+package statefulset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/controller/availability"
+	"github.com/inplace-dev/inplace/pkg/controller/history"
+)
+
+// scalePlan is what scaling does in one sync: the ordinals to create, the Pods to delete (failed
+// ones, to be created again, and those beyond the wanted ordinals).
+type scalePlan struct {
+	create []int
+	delete []*corev1.Pod
+}
+
+// planScale decides scaling as kube's StatefulSet does. Pods of the wanted ordinals that failed are
+// deleted (a later sync creates them again); missing ones are created. With OrderedReady one step
+// at a time in ordinal order: an ordinal is created only when every lower one runs and is Ready,
+// and Pods beyond the wanted ordinals are deleted highest first, one at a time, once every wanted
+// Pod runs and is Ready. With Parallel, all of it at once.
+func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod) scalePlan {
+	wanted := wantedOrdinals(set)
+	wantedSet := sets.New(wanted...)
+	byOrd := map[int]*corev1.Pod{}
+	var condemned []*corev1.Pod
+	for _, p := range pods {
+		if o := ordinalOf(set, p); o >= 0 && wantedSet.Has(o) {
+			byOrd[o] = p
+		} else {
+			condemned = append(condemned, p)
+		}
+	}
+	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
+	var plan scalePlan
+	allReady := true
+	for _, o := range wanted {
+		p := byOrd[o]
+		switch {
+		case p == nil:
+			plan.create = append(plan.create, o)
+			allReady = false
+		case p.DeletionTimestamp != nil:
+			allReady = false
+		case p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
+			plan.delete = append(plan.delete, p)
+			allReady = false
+		case !availability.Ready(p):
+			allReady = false
+		default:
+			continue
+		}
+		if ordered {
+			// The first ordinal not running and Ready holds the ones above it.
+			return plan
+		}
+	}
+	// Highest ordinal first.
+	slices.Reverse(condemned)
+	for _, p := range condemned {
+		if ordered && !allReady {
+			break
+		}
+		if p.DeletionTimestamp != nil {
+			if ordered {
+				break // wait for it to go before the next
+			}
+			continue
+		}
+		plan.delete = append(plan.delete, p)
+		if ordered {
+			break
+		}
+	}
+	return plan
+}
+
+// partitionOf is rollingUpdate.partition: Pods with a lower ordinal keep the current revision.
+func partitionOf(set *v1beta1.StatefulSet) int {
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil &&
+		set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+		return int(*ru.Partition)
+	}
+	return 0
+}
+
+// scale carries out planScale and says whether it did anything.
+func (c *Controller) scale(ctx context.Context, set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.Revisions) (bool, error) {
+	plan := planScale(set, pods)
+	if len(plan.create) == 0 && len(plan.delete) == 0 {
+		return false, nil
+	}
+	var errs []error
+	if len(plan.delete) > 0 {
+		wanted := sets.New(wantedOrdinals(set)...)
+		for _, p := range plan.delete {
+			scaledDown := !wanted.Has(ordinalOf(set, p))
+			why := "its Pod failed; it is created again"
+			if scaledDown {
+				why = "scaling down"
+			}
+			errs = append(errs, c.deletePod(ctx, set, p, "SuccessfulDelete", why))
+			if scaledDown && whenScaledDelete(set) && ordinalOf(set, p) >= 0 {
+				errs = append(errs, c.deleteClaims(ctx, set, ordinalOf(set, p)))
+			}
+		}
+	}
+	partition := partitionOf(set)
+	for _, o := range plan.create {
+		rev := revs.Update
+		if o < partition && revs.Current != nil {
+			rev = revs.Current
+		}
+		errs = append(errs, c.createPod(ctx, set, rev, o))
+	}
+	return true, errors.Join(errs...)
+}
+
+func whenScaledDelete(set *v1beta1.StatefulSet) bool {
+	p := set.Spec.PersistentVolumeClaimRetentionPolicy
+	return p != nil && p.WhenScaled == v1beta1.DeletePersistentVolumeClaimRetentionPolicyType
+}
+
+// createPod creates the Pod of an ordinal at a revision, its claims first.
+func (c *Controller) createPod(ctx context.Context, set *v1beta1.StatefulSet, rev *appsv1.ControllerRevision, ordinal int) error {
+	template, err := history.Template(rev)
+	if err != nil {
+		return err
+	}
+	if err := c.ensureClaims(ctx, set, ordinal); err != nil {
+		return err
+	}
+	pod := newPod(set, template, rev.Name, ordinal)
+	key := cache.MetaObjectToName(set).String()
+	c.exp.ExpectCreations(key, pod.Name)
+	if _, err := c.kube.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		c.exp.CreationObserved(key, pod.Name)
+		if apierrors.IsAlreadyExists(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return nil
+		}
+		c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedCreate", "failed to create pod %s: %v", pod.Name, err)
+		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
+	}
+	klog.FromContext(ctx).Info("Created Pod", "statefulset", klog.KObj(set), "pod", klog.KObj(pod), "revision", rev.Name)
+	c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulCreate", "create Pod %s in StatefulSet %s successful (revision %s)", pod.Name, set.Name, rev.Name)
+	return nil
+}
+
+// ensureClaims creates the claims of an ordinal that do not exist yet; a claim being deleted is
+// waited for (the Pod would mount a claim about to go).
+func (c *Controller) ensureClaims(ctx context.Context, set *v1beta1.StatefulSet, ordinal int) error {
+	for i := range set.Spec.VolumeClaimTemplates {
+		want := newClaim(set, &set.Spec.VolumeClaimTemplates[i], ordinal)
+		got, err := c.claims.PersistentVolumeClaims(set.Namespace).Get(want.Name)
+		if err == nil {
+			if got.DeletionTimestamp != nil {
+				return fmt.Errorf("claim %s of pod %s is being deleted; the pod waits for it to go", want.Name, podName(set, ordinal))
+			}
+			continue
+		}
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		if _, err := c.kube.CoreV1().PersistentVolumeClaims(set.Namespace).Create(ctx, want, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedCreate", "failed to create claim %s: %v", want.Name, err)
+			return fmt.Errorf("creating claim %s: %w", want.Name, err)
+		}
+		c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulCreate", "create Claim %s for Pod %s in StatefulSet %s success",
+			want.Name, podName(set, ordinal), set.Name)
+	}
+	return nil
+}
+
+// deleteClaims deletes the claims of an ordinal scaled away (whenScaled Delete).
+func (c *Controller) deleteClaims(ctx context.Context, set *v1beta1.StatefulSet, ordinal int) error {
+	var errs []error
+	for _, t := range set.Spec.VolumeClaimTemplates {
+		name := claimName(set, t.Name, ordinal)
+		err := c.kube.CoreV1().PersistentVolumeClaims(set.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting claim %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deletePod deletes a Pod (only that very Pod: a precondition on its UID), expected first.
+func (c *Controller) deletePod(ctx context.Context, set *v1beta1.StatefulSet, pod *corev1.Pod, reason, why string) error {
+	key := cache.MetaObjectToName(set).String()
+	c.exp.ExpectDeletions(key, pod.Name)
+	err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		c.exp.DeletionObserved(key, pod.Name)
+		c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedDelete", "failed to delete pod %s: %v", pod.Name, err)
+		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+	}
+	klog.FromContext(ctx).Info("Deleted Pod", "statefulset", klog.KObj(set), "pod", klog.KObj(pod), "why", why)
+	c.recorder.Eventf(set, corev1.EventTypeNormal, reason, "delete Pod %s in StatefulSet %s: %s", pod.Name, set.Name, why)
+	return nil
+}

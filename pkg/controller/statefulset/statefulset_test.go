@@ -1,0 +1,230 @@
+package statefulset
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/controller/history"
+)
+
+var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+func testSet(replicas int32, policy appsv1.PodManagementPolicyType) *v1beta1.StatefulSet {
+	labels := map[string]string{"app": "db"}
+	set := &v1beta1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "set-uid"},
+		Spec: v1beta1.StatefulSetSpec{
+			Replicas:            &replicas,
+			Selector:            &metav1.LabelSelector{MatchLabels: labels},
+			ServiceName:         "db",
+			PodManagementPolicy: policy,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "app:v1"}}},
+			},
+			UpdateStrategy: v1beta1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &v1beta1.RollingUpdateStatefulSetStrategy{
+					Partition: ptr.To[int32](0), MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+					PodUpdatePolicy: v1beta1.InPlaceIfPossiblePodUpdateStrategyType, MinReadySeconds: ptr.To[int32](0)}},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}},
+		},
+	}
+	return set
+}
+
+// readyPod is the Pod of an ordinal at a revision, running and Ready (or not).
+func readyPod(set *v1beta1.StatefulSet, ordinal int, revision string, ready bool) *corev1.Pod {
+	p := newPod(set, &set.Spec.Template, revision, ordinal)
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
+		{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue},
+	}}
+	return p
+}
+
+func names(pods []*corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+func TestWantedOrdinals(t *testing.T) {
+	set := testSet(4, appsv1.ParallelPodManagement)
+	if got := wantedOrdinals(set); !slices.Equal(got, []int{0, 1, 2, 3}) {
+		t.Errorf("plain: %v", got)
+	}
+	set.Spec.ReserveOrdinals = []intstr.IntOrString{intstr.FromInt32(1), intstr.FromString("3-4")}
+	set.Spec.Ordinals = &v1beta1.StatefulSetOrdinals{Start: 1}
+	if got := wantedOrdinals(set); !slices.Equal(got, []int{2, 5, 6, 7}) {
+		t.Errorf("start 1, reserving 1 and 3-4: %v, want [2 5 6 7]", got)
+	}
+	for name, want := range map[string]int{"db-0": 0, "db-12": 12, "db-01": -1, "db-x": -1, "other-1": -1, "db--1": -1} {
+		if got := ordinalOf(set, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}); got != want {
+			t.Errorf("ordinalOf(%s) = %d, want %d", name, got, want)
+		}
+	}
+}
+
+func TestNewPod(t *testing.T) {
+	set := testSet(1, appsv1.OrderedReadyPodManagement)
+	p := newPod(set, &set.Spec.Template, "db-rev", 3)
+	if p.Name != "db-3" || p.Spec.Hostname != "db-3" || p.Spec.Subdomain != "db" ||
+		p.Labels[appsv1.ControllerRevisionHashLabelKey] != "db-rev" || p.Labels[appsv1.PodIndexLabel] != "3" ||
+		p.Labels[appsv1.StatefulSetPodNameLabel] != "db-3" {
+		t.Errorf("pod: %+v", p.ObjectMeta)
+	}
+	if len(p.Spec.Volumes) != 1 || p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "data-db-3" {
+		t.Errorf("volumes: %+v", p.Spec.Volumes)
+	}
+	if !slices.ContainsFunc(p.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == pub.InPlaceUpdateReady }) {
+		t.Errorf("no InPlaceUpdateReady readiness gate: %+v", p.Spec.ReadinessGates)
+	}
+	if c := newClaim(set, &set.Spec.VolumeClaimTemplates[0], 3); c.Name != "data-db-3" || c.Labels["app"] != "db" || len(c.OwnerReferences) != 0 {
+		t.Errorf("claim with the default retention: %+v", c.ObjectMeta)
+	}
+	set.Spec.PersistentVolumeClaimRetentionPolicy = &v1beta1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: v1beta1.DeletePersistentVolumeClaimRetentionPolicyType}
+	if c := newClaim(set, &set.Spec.VolumeClaimTemplates[0], 3); len(c.OwnerReferences) != 1 || c.OwnerReferences[0].UID != set.UID {
+		t.Errorf("claim with whenDeleted Delete is not owned by the set: %+v", c.OwnerReferences)
+	}
+}
+
+func TestPlanScale(t *testing.T) {
+	cases := []struct {
+		name       string
+		replicas   int32
+		policy     appsv1.PodManagementPolicyType
+		pods       func(set *v1beta1.StatefulSet) []*corev1.Pod
+		wantCreate []int
+		wantDelete []string
+	}{
+		{"ordered creates the lowest missing ordinal only", 3, appsv1.OrderedReadyPodManagement,
+			func(s *v1beta1.StatefulSet) []*corev1.Pod { return []*corev1.Pod{readyPod(s, 0, "r", true)} }, []int{1}, nil},
+		{"ordered waits for a Pod not ready", 3, appsv1.OrderedReadyPodManagement,
+			func(s *v1beta1.StatefulSet) []*corev1.Pod { return []*corev1.Pod{readyPod(s, 0, "r", false)} }, nil, nil},
+		{"parallel creates every missing ordinal", 3, appsv1.ParallelPodManagement,
+			func(s *v1beta1.StatefulSet) []*corev1.Pod { return []*corev1.Pod{readyPod(s, 1, "r", false)} }, []int{0, 2}, nil},
+		{"ordered scales down the highest ordinal first, one at a time", 1, appsv1.OrderedReadyPodManagement,
+			func(s *v1beta1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{readyPod(s, 0, "r", true), readyPod(s, 1, "r", true), readyPod(s, 2, "r", true)}
+			}, nil, []string{"db-2"}},
+		{"parallel scales down all at once", 1, appsv1.ParallelPodManagement,
+			func(s *v1beta1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{readyPod(s, 0, "r", true), readyPod(s, 1, "r", true), readyPod(s, 2, "r", false)}
+			}, nil, []string{"db-2", "db-1"}},
+		{"a failed Pod is deleted to be created again", 2, appsv1.OrderedReadyPodManagement,
+			func(s *v1beta1.StatefulSet) []*corev1.Pod {
+				failed := readyPod(s, 0, "r", false)
+				failed.Status.Phase = corev1.PodFailed
+				return []*corev1.Pod{failed, readyPod(s, 1, "r", true)}
+			}, nil, []string{"db-0"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			set := testSet(tc.replicas, tc.policy)
+			plan := planScale(set, tc.pods(set))
+			if !slices.Equal(plan.create, tc.wantCreate) || !slices.Equal(names(plan.delete), tc.wantDelete) {
+				t.Errorf("create %v delete %v; want create %v delete %v", plan.create, names(plan.delete), tc.wantCreate, tc.wantDelete)
+			}
+		})
+	}
+}
+
+func TestUpdateCandidates(t *testing.T) {
+	pods := func(set *v1beta1.StatefulSet, ready ...bool) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i, r := range ready {
+			out = append(out, readyPod(set, i, "old", r))
+		}
+		return out
+	}
+	t.Run("reverse ordinal above the partition, maxUnavailable at a time", func(t *testing.T) {
+		set := testSet(4, appsv1.ParallelPodManagement)
+		set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+		set.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](1)
+		got, budget := updateCandidates(set, pods(set, true, true, true, true), "new", now)
+		if !slices.Equal(names(got), []string{"db-3", "db-2", "db-1"}) || budget != 2 {
+			t.Errorf("candidates %v budget %d; want db-3 db-2 db-1, 2", names(got), budget)
+		}
+	})
+	t.Run("an unavailable Pod takes the budget", func(t *testing.T) {
+		set := testSet(4, appsv1.ParallelPodManagement)
+		set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("50%"))
+		ps := pods(set, true, true, true, true)
+		ps[3].Labels[appsv1.ControllerRevisionHashLabelKey] = "new"
+		ps[3].Status.Conditions[1].Status = corev1.ConditionFalse // being updated in place
+		got, budget := updateCandidates(set, ps, "new", now)
+		if !slices.Equal(names(got), []string{"db-2", "db-1", "db-0"}) || budget != 1 {
+			t.Errorf("candidates %v budget %d; want db-2 db-1 db-0, 1", names(got), budget)
+		}
+	})
+	t.Run("ordered: nothing while a Pod is unavailable, else the highest", func(t *testing.T) {
+		set := testSet(3, appsv1.OrderedReadyPodManagement)
+		if got, _ := updateCandidates(set, pods(set, true, false, true), "new", now); len(got) != 0 {
+			t.Errorf("candidates %v with db-1 not ready", names(got))
+		}
+		if got, budget := updateCandidates(set, pods(set, true, true, true), "new", now); !slices.Equal(names(got), []string{"db-2"}) || budget != 1 {
+			t.Errorf("candidates %v budget %d; want db-2, 1", names(got), budget)
+		}
+	})
+	t.Run("paused and OnDelete move nothing", func(t *testing.T) {
+		set := testSet(2, appsv1.ParallelPodManagement)
+		set.Spec.UpdateStrategy.RollingUpdate.Paused = true
+		if got, _ := updateCandidates(set, pods(set, true, true), "new", now); len(got) != 0 {
+			t.Errorf("paused: %v", names(got))
+		}
+		set.Spec.UpdateStrategy = v1beta1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+		if got, _ := updateCandidates(set, pods(set, true, true), "new", now); len(got) != 0 {
+			t.Errorf("OnDelete: %v", names(got))
+		}
+	})
+}
+
+func TestPlanStep(t *testing.T) {
+	set := testSet(1, appsv1.ParallelPodManagement)
+	revision := func(name string, image string, env ...corev1.EnvVar) *appsv1.ControllerRevision {
+		tmpl := set.Spec.Template.DeepCopy()
+		tmpl.Spec.Containers[0].Image = image
+		tmpl.Spec.Containers[0].Env = env
+		data, err := history.TemplateData(tmpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: runtime.RawExtension{Raw: data}}
+	}
+	old := revision("old", "app:v1")
+	templates := map[string]*appsv1.ControllerRevision{"old": old}
+	pod := readyPod(set, 0, "old", true)
+
+	step, err := planStep(set, pod, templates, revision("new", "app:v2"))
+	if err != nil || step.spec == nil || step.spec.ContainerImages["main"] != "app:v2" {
+		t.Errorf("image change: %+v %v, want in place to app:v2", step, err)
+	}
+	step, err = planStep(set, pod, templates, revision("env", "app:v1", corev1.EnvVar{Name: "A", Value: "1"}))
+	if err != nil || step.spec != nil || step.refused || step.reason == "" {
+		t.Errorf("env change under InPlaceIfPossible: %+v %v, want a recreate with a reason", step, err)
+	}
+	set.Spec.UpdateStrategy.RollingUpdate.PodUpdatePolicy = v1beta1.InPlaceOnlyPodUpdateStrategyType
+	if step, _ = planStep(set, pod, templates, revision("env", "app:v1", corev1.EnvVar{Name: "A", Value: "1"})); !step.refused {
+		t.Errorf("env change under InPlaceOnly: %+v, want refused", step)
+	}
+	set.Spec.UpdateStrategy.RollingUpdate.PodUpdatePolicy = v1beta1.RecreatePodUpdateStrategyType
+	if step, _ = planStep(set, pod, templates, revision("new", "app:v2")); step.spec != nil || step.refused {
+		t.Errorf("ReCreate: %+v, want a recreate", step)
+	}
+}

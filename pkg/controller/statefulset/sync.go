@@ -1,0 +1,206 @@
+package statefulset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/controller/availability"
+	"github.com/inplace-dev/inplace/pkg/controller/expectations"
+	"github.com/inplace-dev/inplace/pkg/controller/history"
+)
+
+// sync brings one StatefulSet a step closer to its spec: revisions first, then (once the cache
+// shows what the last sync did) one of scaling or the rolling update, then status and history.
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
+	set, err := c.sets.StatefulSets(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.exp.Forget(key.String())
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil || selector.Empty() {
+		c.recorder.Eventf(set, corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
+		return 0, nil
+	}
+	pods, err := c.ownedPods(set, selector)
+	if err != nil {
+		return 0, err
+	}
+	revisions, err := history.ListOwned(c.revisions, set, labels.Everything())
+	if err != nil {
+		return 0, err
+	}
+	revs, err := c.manageRevisions(ctx, set, revisions)
+	if err != nil {
+		if set.Status.CollisionCount == nil || *set.Status.CollisionCount != revs.CollisionCount {
+			st := set.Status.DeepCopy()
+			st.CollisionCount = &revs.CollisionCount
+			_ = c.updateStatus(ctx, set, st)
+		}
+		return 0, err
+	}
+
+	var requeue time.Duration
+	var actErr error
+	if set.DeletionTimestamp == nil {
+		if ok, left := c.exp.Satisfied(key.String(), c.podState(set.Namespace)); ok {
+			var acted bool
+			acted, actErr = c.scale(ctx, set, pods, revs)
+			if !acted && actErr == nil {
+				actErr = c.rollingUpdate(ctx, set, pods, revs, revisions)
+			}
+		} else {
+			requeue = left
+		}
+	}
+	status, wait := calculateStatus(set, pods, revs, c.now())
+	if err := c.updateStatus(ctx, set, status); err != nil {
+		return 0, errors.Join(actErr, err)
+	}
+	live := sets.New(revs.Current.Name, revs.Update.Name)
+	for _, p := range pods {
+		live.Insert(p.Labels[appsv1.ControllerRevisionHashLabelKey])
+	}
+	if err := history.Truncate(ctx, c.kube.AppsV1(), revisions, live, history.Limit(set.Spec.RevisionHistoryLimit)); err != nil {
+		return 0, errors.Join(actErr, err)
+	}
+	if actErr != nil {
+		return 0, actErr
+	}
+	if wait > 0 && (requeue == 0 || wait < requeue) {
+		requeue = wait
+	}
+	return requeue, nil
+}
+
+// ownedPods are the Pods the StatefulSet controls that its selector matches.
+func (c *Controller) ownedPods(set *v1beta1.StatefulSet, selector labels.Selector) ([]*corev1.Pod, error) {
+	all, err := c.pods.Pods(set.Namespace).List(selector)
+	if err != nil {
+		return nil, err
+	}
+	var owned []*corev1.Pod
+	for _, p := range all {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == set.UID {
+			owned = append(owned, p)
+		}
+	}
+	byOrdinal(set, owned)
+	return owned, nil
+}
+
+// podState is what the expectations of a StatefulSet in namespace see of the Pod cache.
+func (c *Controller) podState(namespace string) expectations.Lookup {
+	return func(name string) expectations.Cached {
+		pod, err := c.pods.Pods(namespace).Get(name)
+		if err != nil {
+			return expectations.Cached{}
+		}
+		return expectations.Cached{Exists: true, Terminating: pod.DeletionTimestamp != nil,
+			Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey]}
+	}
+}
+
+// manageRevisions finds or creates the revision of the set's template (the update revision) and
+// its current revision; see history.Manage.
+func (c *Controller) manageRevisions(ctx context.Context, set *v1beta1.StatefulSet, revisions []*appsv1.ControllerRevision) (history.Revisions, error) {
+	var collisionCount int32
+	if set.Status.CollisionCount != nil {
+		collisionCount = *set.Status.CollisionCount
+	}
+	data, err := history.TemplateData(&set.Spec.Template)
+	if err != nil {
+		return history.Revisions{CollisionCount: collisionCount}, fmt.Errorf("encoding the template of StatefulSet %s/%s: %w", set.Namespace, set.Name, err)
+	}
+	owner := history.Owner{Object: set, Ref: controllerRef(set), Labels: set.Spec.Template.Labels}
+	return history.Manage(ctx, c.kube.AppsV1(), owner, data, revisions, set.Status.CurrentRevision, collisionCount)
+}
+
+// calculateStatus counts the set's Pods, and says when the next Pod becomes available.
+func calculateStatus(set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.Revisions, now time.Time) (*v1beta1.StatefulSetStatus, time.Duration) {
+	st := set.Status.DeepCopy()
+	st.ObservedGeneration = set.Generation
+	st.UpdateRevision = revs.Update.Name
+	st.CollisionCount = &revs.CollisionCount
+	st.LabelSelector = metav1.FormatLabelSelector(set.Spec.Selector)
+	st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.CurrentReplicas = 0, 0, 0, 0
+	st.UpdatedReplicas, st.UpdatedReadyReplicas, st.UpdatedAvailableReplicas = 0, 0, 0
+	minReady := minReadySeconds(set)
+	var wait time.Duration
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		st.Replicas++
+		rev := p.Labels[appsv1.ControllerRevisionHashLabelKey]
+		ready := availability.Ready(p)
+		available, left := availability.Available(p, minReady, now)
+		if left > 0 && (wait == 0 || left < wait) {
+			wait = left
+		}
+		if ready {
+			st.ReadyReplicas++
+		}
+		if available {
+			st.AvailableReplicas++
+		}
+		if rev == revs.Current.Name {
+			st.CurrentReplicas++
+		}
+		if rev == revs.Update.Name {
+			st.UpdatedReplicas++
+			if ready {
+				st.UpdatedReadyReplicas++
+			}
+			if available {
+				st.UpdatedAvailableReplicas++
+			}
+		}
+	}
+	// As kube's StatefulSet: once every wanted Pod is at the update revision, it is current.
+	st.CurrentRevision = revs.Current.Name
+	if st.UpdatedReplicas == int32(len(wantedOrdinals(set))) && st.Replicas == st.UpdatedReplicas {
+		st.CurrentRevision = revs.Update.Name
+		st.CurrentReplicas = st.UpdatedReplicas
+	}
+	return st, wait
+}
+
+func minReadySeconds(set *v1beta1.StatefulSet) int32 {
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MinReadySeconds != nil {
+		return *ru.MinReadySeconds
+	}
+	return 0
+}
+
+// updateStatus writes status when it changed.
+func (c *Controller) updateStatus(ctx context.Context, set *v1beta1.StatefulSet, status *v1beta1.StatefulSetStatus) error {
+	if equality.Semantic.DeepEqual(&set.Status, status) {
+		return nil
+	}
+	fresh := set.DeepCopy()
+	fresh.Status = *status
+	_, err := c.inplace.AppsV1beta1().StatefulSets(set.Namespace).UpdateStatus(ctx, fresh, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("updating the status of StatefulSet %s/%s: %w", set.Namespace, set.Name, err)
+	}
+	klog.FromContext(ctx).V(4).Info("Updated status", "statefulset", klog.KObj(set), "replicas", status.Replicas,
+		"ready", status.ReadyReplicas, "updated", status.UpdatedReplicas)
+	return nil
+}

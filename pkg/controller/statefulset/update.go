@@ -1,0 +1,184 @@
+package statefulset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/controller/availability"
+	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/controller/inplacerequest"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
+	"github.com/inplace-dev/inplace/pkg/updatesort"
+)
+
+// updateStep is one Pod of a rolling update step and how it reaches the update revision.
+type updateStep struct {
+	pod *corev1.Pod
+	// spec is set for an in-place update; else the Pod is recreated (deleted, then created at the
+	// update revision by scaling), or, with refused set, left as it is (InPlaceOnly).
+	spec    *inplaceupdate.UpdateSpec
+	reason  string
+	refused bool
+}
+
+// updateCandidates are the Pods the rolling update may move now, in the order it moves them, and
+// how many of them it may take while they are available: the wanted Pods at or above the
+// partition not at the update revision, highest ordinal first (or by unorderedUpdate's priority);
+// maxUnavailable bounds the Pods not available at once, counting missing ones, so an update never
+// takes more. Candidates already unavailable take no budget. With OrderedReady nothing moves while
+// any Pod is unavailable, and one Pod at a time.
+func updateCandidates(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevision string, now time.Time) (candidates []*corev1.Pod, budget int) {
+	ru := set.Spec.UpdateStrategy.RollingUpdate
+	if set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType || ru == nil || ru.Paused {
+		return nil, 0
+	}
+	wanted := wantedOrdinals(set)
+	byOrd := map[int]*corev1.Pod{}
+	for _, p := range pods {
+		byOrd[ordinalOf(set, p)] = p
+	}
+	minReady := minReadySeconds(set)
+	partition := partitionOf(set)
+	unavailable := 0
+	for _, o := range wanted {
+		p := byOrd[o]
+		available := false
+		if p != nil && p.DeletionTimestamp == nil {
+			available, _ = availability.Available(p, minReady, now)
+		}
+		if !available {
+			unavailable++
+		}
+		if p != nil && p.DeletionTimestamp == nil && o >= partition && p.Labels[appsv1.ControllerRevisionHashLabelKey] != updateRevision {
+			candidates = append(candidates, p)
+		}
+	}
+	maxUnavailable := 1
+	if ru.MaxUnavailable != nil {
+		if n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, len(wanted), true); err == nil {
+			maxUnavailable = max(n, 1)
+		}
+	}
+	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
+	if ordered {
+		if unavailable > 0 {
+			return nil, 0
+		}
+		maxUnavailable = 1
+	}
+	slices.SortStableFunc(candidates, func(a, b *corev1.Pod) int { return ordinalOf(set, b) - ordinalOf(set, a) })
+	if u := ru.UnorderedUpdate; u != nil && !ordered {
+		updatesort.ByPriority(candidates, u.PriorityStrategy, availability.Ready)
+	}
+	if ordered && len(candidates) > 1 {
+		candidates = candidates[:1]
+	}
+	return candidates, maxUnavailable - unavailable
+}
+
+// planStep decides how a Pod reaches the update revision: ReCreate deletes it; InPlaceIfPossible
+// and InPlaceOnly compare its revision's template with the update revision's, and update in place
+// when the change allows, else recreate (InPlaceIfPossible) or refuse (InPlaceOnly).
+func planStep(set *v1beta1.StatefulSet, pod *corev1.Pod, templates map[string]*appsv1.ControllerRevision, update *appsv1.ControllerRevision) (updateStep, error) {
+	step := updateStep{pod: pod}
+	policy := set.Spec.UpdateStrategy.RollingUpdate.PodUpdatePolicy
+	if policy != v1beta1.InPlaceIfPossiblePodUpdateStrategyType && policy != v1beta1.InPlaceOnlyPodUpdateStrategyType {
+		step.reason = "podUpdatePolicy is ReCreate"
+		return step, nil
+	}
+	newT, err := history.Template(update)
+	if err != nil {
+		return step, err
+	}
+	podRevision := pod.Labels[appsv1.ControllerRevisionHashLabelKey]
+	if old, ok := templates[podRevision]; !ok {
+		step.reason = fmt.Sprintf("the pod's revision %q is unknown: its template cannot be compared with the new one", podRevision)
+	} else {
+		oldT, err := history.Template(old)
+		if err != nil {
+			return step, err
+		}
+		spec, err := inplaceupdate.CalculateSpec(oldT, newT, update.Name)
+		var notInPlace *inplaceupdate.NotInPlaceError
+		switch {
+		case errors.As(err, &notInPlace):
+			step.reason = notInPlace.Error()
+		case err != nil:
+			return step, fmt.Errorf("comparing the templates of revisions %s and %s: %w", podRevision, update.Name, err)
+		default:
+			step.spec = spec
+			return step, nil
+		}
+	}
+	step.refused = policy == v1beta1.InPlaceOnlyPodUpdateStrategyType
+	return step, nil
+}
+
+// rollingUpdate moves the candidates the budget allows to the update revision.
+func (c *Controller) rollingUpdate(ctx context.Context, set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.Revisions, revisions []*appsv1.ControllerRevision) error {
+	now := c.now()
+	candidates, budget := updateCandidates(set, pods, revs.Update.Name, now)
+	if len(candidates) == 0 {
+		return nil
+	}
+	templates := map[string]*appsv1.ControllerRevision{}
+	for _, r := range revisions {
+		templates[r.Name] = r
+	}
+	var errs []error
+	for _, p := range candidates {
+		if available, _ := availability.Available(p, minReadySeconds(set), now); available {
+			if budget <= 0 {
+				break
+			}
+			budget--
+		}
+		step, err := planStep(set, p, templates, revs.Update)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, c.applyStep(ctx, set, step, revs.Update.Name))
+	}
+	return errors.Join(errs...)
+}
+
+// applyStep carries out one Pod's step.
+func (c *Controller) applyStep(ctx context.Context, set *v1beta1.StatefulSet, step updateStep, updateRevision string) error {
+	pod := step.pod
+	switch {
+	case step.refused:
+		c.recorder.Eventf(set, corev1.EventTypeWarning, "CannotUpdateInPlace",
+			"pod %s cannot be updated in place to revision %s (podUpdatePolicy InPlaceOnly): %s", pod.Name, updateRevision, step.reason)
+		return nil
+	case step.spec == nil:
+		return c.deletePod(ctx, set, pod, "SuccessfulUpdatePodReCreate", fmt.Sprintf("recreating for revision %s: %s", updateRevision, step.reason))
+	}
+	key := cache.MetaObjectToName(set).String()
+	o := inplacerequest.Options{Now: c.now(), NoLifecycle: true}
+	if s := set.Spec.UpdateStrategy.RollingUpdate.InPlaceUpdateStrategy; s != nil {
+		o.GracePeriodSeconds = s.GracePeriodSeconds
+	}
+	body := inplacerequest.Body(pod, step.spec, updateRevision, o)
+	c.exp.ExpectUpdate(key, pod.Name, updateRevision)
+	if _, err := c.inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{}); err != nil {
+		c.exp.UpdateObserved(key, pod.Name)
+		c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "failed to update pod %s in place to revision %s: %v", pod.Name, updateRevision, err)
+		return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
+	}
+	klog.FromContext(ctx).Info("Updating Pod in place", "statefulset", klog.KObj(set), "pod", klog.KObj(pod),
+		"updateRevision", updateRevision, "spec", step.spec.String())
+	c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "updating pod %s in place to revision %s", pod.Name, updateRevision)
+	return nil
+}
