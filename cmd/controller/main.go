@@ -2,7 +2,8 @@
 // Lease): the CloneSet controller (scaling, revisions, status), the controller that drives
 // in-place updates of Pods to their end, the ContainerRecreateRequest controller, the SidecarSet
 // controller (revisions, status, in-place upgrades of injected sidecars), the Advanced StatefulSet
-// controller (ordinal Pods and claims, rolling updates in place), and the one that
+// controller (ordinal Pods and claims, rolling updates in place), the Advanced DaemonSet controller
+// (a Pod per eligible node, rolling updates in place or with a surge), and the one that
 // releases the containers of Pods launching in order (their barrier ConfigMaps).
 package main
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/controller/cloneset"
 	"github.com/inplace-dev/inplace/pkg/controller/containerrecreaterequest"
+	"github.com/inplace-dev/inplace/pkg/controller/daemonset"
 	"github.com/inplace-dev/inplace/pkg/controller/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/controller/launchpriority"
 	"github.com/inplace-dev/inplace/pkg/controller/manager"
@@ -44,6 +46,11 @@ var controllers = []manager.InitFunc{
 	{Name: statefulset.Name, New: func(cc *manager.Context) (manager.Controller, error) {
 		return statefulset.New(cc.KubeClient, cc.InplaceClient, cc.InplaceInformers.Apps().V1beta1().StatefulSets(),
 			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().PersistentVolumeClaims(),
+			cc.KubeInformers.Apps().V1().ControllerRevisions(), cc.Recorder)
+	}},
+	{Name: daemonset.Name, New: func(cc *manager.Context) (manager.Controller, error) {
+		return daemonset.New(cc.KubeClient, cc.InplaceClient, cc.InplaceInformers.Apps().V1alpha1().DaemonSets(),
+			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().Nodes(),
 			cc.KubeInformers.Apps().V1().ControllerRevisions(), cc.Recorder)
 	}},
 	{Name: launchpriority.Name, New: func(cc *manager.Context) (manager.Controller, error) {

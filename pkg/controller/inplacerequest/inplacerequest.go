@@ -4,13 +4,17 @@
 package inplacerequest
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
@@ -91,4 +95,33 @@ func Body(pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string
 		body.Spec.Metadata = md
 	}
 	return body
+}
+
+// Decide compares the template of the Pod's revision (its controller-revision-hash label, looked
+// up in revisions by name) with the update revision's: the in-place update spec when every change
+// can go in place, else why not (a change that cannot, or a revision no longer known, whose
+// template cannot be compared).
+func Decide(pod *corev1.Pod, revisions map[string]*appsv1.ControllerRevision, update *appsv1.ControllerRevision) (*inplaceupdate.UpdateSpec, string, error) {
+	newT, err := history.Template(update)
+	if err != nil {
+		return nil, "", err
+	}
+	podRevision := pod.Labels[appsv1.ControllerRevisionHashLabelKey]
+	old, ok := revisions[podRevision]
+	if !ok {
+		return nil, fmt.Sprintf("the pod's revision %q is unknown: its template cannot be compared with the new one", podRevision), nil
+	}
+	oldT, err := history.Template(old)
+	if err != nil {
+		return nil, "", err
+	}
+	spec, err := inplaceupdate.CalculateSpec(oldT, newT, update.Name)
+	var notInPlace *inplaceupdate.NotInPlaceError
+	switch {
+	case errors.As(err, &notInPlace):
+		return nil, notInPlace.Error(), nil
+	case err != nil:
+		return nil, "", fmt.Errorf("comparing the templates of revisions %s and %s: %w", podRevision, update.Name, err)
+	}
+	return spec, "", nil
 }

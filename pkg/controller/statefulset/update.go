@@ -97,30 +97,15 @@ func planStep(set *v1beta1.StatefulSet, pod *corev1.Pod, templates map[string]*a
 		step.reason = "podUpdatePolicy is ReCreate"
 		return step, nil
 	}
-	newT, err := history.Template(update)
+	spec, reason, err := inplacerequest.Decide(pod, templates, update)
 	if err != nil {
 		return step, err
 	}
-	podRevision := pod.Labels[appsv1.ControllerRevisionHashLabelKey]
-	if old, ok := templates[podRevision]; !ok {
-		step.reason = fmt.Sprintf("the pod's revision %q is unknown: its template cannot be compared with the new one", podRevision)
-	} else {
-		oldT, err := history.Template(old)
-		if err != nil {
-			return step, err
-		}
-		spec, err := inplaceupdate.CalculateSpec(oldT, newT, update.Name)
-		var notInPlace *inplaceupdate.NotInPlaceError
-		switch {
-		case errors.As(err, &notInPlace):
-			step.reason = notInPlace.Error()
-		case err != nil:
-			return step, fmt.Errorf("comparing the templates of revisions %s and %s: %w", podRevision, update.Name, err)
-		default:
-			step.spec = spec
-			return step, nil
-		}
+	if spec != nil {
+		step.spec = spec
+		return step, nil
 	}
+	step.reason = reason
 	step.refused = policy == v1beta1.InPlaceOnlyPodUpdateStrategyType
 	return step, nil
 }

@@ -1,0 +1,162 @@
+package daemonset
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+)
+
+var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+func testDaemonSet(mutate ...func(*v1alpha1.DaemonSet)) *v1alpha1.DaemonSet {
+	labels := map[string]string{"app": "agent"}
+	ds := &v1alpha1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns", UID: "ds-uid"},
+		Spec: v1alpha1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "agent:v1"}}},
+			},
+			UpdateStrategy: v1alpha1.DaemonSetUpdateStrategy{Type: v1alpha1.RollingUpdateDaemonSetStrategyType,
+				RollingUpdate: &v1alpha1.RollingUpdateDaemonSet{Type: v1alpha1.StandardRollingUpdateType,
+					MaxUnavailable: ptr.To(intstr.FromInt32(1)), MaxSurge: ptr.To(intstr.FromInt32(0))}},
+		},
+	}
+	for _, m := range mutate {
+		m(ds)
+	}
+	return ds
+}
+
+func node(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints}}
+}
+
+func daemonPod(ds *v1alpha1.DaemonSet, nodeName, revision string, ready bool) *corev1.Pod {
+	p := newPod(ds, &ds.Spec.Template, revision, nodeName)
+	p.Name = ds.Name + "-" + nodeName + "-" + revision
+	p.Spec.NodeName = nodeName
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
+		{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue},
+	}}
+	return p
+}
+
+func TestShouldRun(t *testing.T) {
+	ds := testDaemonSet(func(d *v1alpha1.DaemonSet) { d.Spec.Template.Spec.NodeSelector = map[string]string{"role": "edge"} })
+	cases := []struct {
+		node *corev1.Node
+		want bool
+	}{
+		{node("a", map[string]string{"role": "edge"}), true},
+		{node("b", map[string]string{"role": "core"}), false},
+		{node("c", map[string]string{"role": "edge"}, corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}), false},
+		{node("d", map[string]string{"role": "edge"}, corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectPreferNoSchedule}), true},
+		// Cordoned and not-ready nodes keep their node agents, as with kube's DaemonSet.
+		{node("e", map[string]string{"role": "edge"}, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule},
+			corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute}), true},
+	}
+	for _, tc := range cases {
+		if got := shouldRun(ds, tc.node); got != tc.want {
+			t.Errorf("node %s (labels %v, taints %v): shouldRun %v, want %v", tc.node.Name, tc.node.Labels, tc.node.Spec.Taints, got, tc.want)
+		}
+	}
+	ds.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "db", Effect: corev1.TaintEffectNoSchedule}}
+	if !shouldRun(ds, cases[2].node) {
+		t.Errorf("a tolerated taint still keeps the Pod off node c")
+	}
+}
+
+func TestNewPodAndNodeOf(t *testing.T) {
+	ds := testDaemonSet()
+	p := newPod(ds, &ds.Spec.Template, "agent-rev", "node-1")
+	if got := nodeOf(p); got != "node-1" {
+		t.Errorf("nodeOf an unscheduled daemon Pod: %q", got)
+	}
+	if p.Labels[appsv1.ControllerRevisionHashLabelKey] != "agent-rev" || p.GenerateName != "agent-" || metav1.GetControllerOf(p).UID != ds.UID {
+		t.Errorf("pod: %+v", p.ObjectMeta)
+	}
+	if !slices.ContainsFunc(p.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == pub.InPlaceUpdateReady }) {
+		t.Errorf("no InPlaceUpdateReady gate")
+	}
+}
+
+func names(states []*nodeState) []string {
+	var out []string
+	for _, s := range states {
+		out = append(out, s.name)
+	}
+	return out
+}
+
+func TestPlanUpdate(t *testing.T) {
+	nodes := []*corev1.Node{node("n1", map[string]string{"canary": "true"}), node("n2", nil), node("n3", map[string]string{"canary": "true"}), node("n4", nil)}
+	states := func(ds *v1alpha1.DaemonSet, ready ...bool) []*nodeState {
+		var pods []*corev1.Pod
+		for i, n := range nodes {
+			pods = append(pods, daemonPod(ds, n.Name, "old", ready[i]))
+		}
+		return nodeStates(ds, nodes, pods)
+	}
+	t.Run("maxUnavailable 1: one node at a time", func(t *testing.T) {
+		ds := testDaemonSet()
+		if got := planUpdate(ds, states(ds, true, true, true, true), "new", now); !slices.Equal(names(got.replace), []string{"n1"}) {
+			t.Errorf("replace %v, want n1", names(got.replace))
+		}
+	})
+	t.Run("an unavailable old Pod goes without budget", func(t *testing.T) {
+		ds := testDaemonSet()
+		if got := planUpdate(ds, states(ds, true, true, false, true), "new", now); !slices.Equal(names(got.replace), []string{"n3"}) {
+			t.Errorf("replace %v, want n3 only (budget taken by it)", names(got.replace))
+		}
+	})
+	t.Run("rollingUpdate.selector limits the nodes", func(t *testing.T) {
+		ds := testDaemonSet(func(d *v1alpha1.DaemonSet) {
+			d.Spec.UpdateStrategy.RollingUpdate.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "true"}}
+			d.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+		})
+		if got := planUpdate(ds, states(ds, true, true, true, true), "new", now); !slices.Equal(names(got.replace), []string{"n1", "n3"}) {
+			t.Errorf("replace %v, want n1 n3", names(got.replace))
+		}
+	})
+	t.Run("partition keeps Pods old", func(t *testing.T) {
+		ds := testDaemonSet(func(d *v1alpha1.DaemonSet) {
+			d.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(4))
+			d.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(intstr.FromInt32(3))
+		})
+		if got := planUpdate(ds, states(ds, true, true, true, true), "new", now); len(got.replace) != 1 {
+			t.Errorf("replace %v, want 1 node (4 - partition 3)", names(got.replace))
+		}
+	})
+	t.Run("surge: a new Pod beside the old one", func(t *testing.T) {
+		ds := testDaemonSet(func(d *v1alpha1.DaemonSet) {
+			d.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+			d.Spec.UpdateStrategy.RollingUpdate.MaxSurge = ptr.To(intstr.FromInt32(2))
+		})
+		got := planUpdate(ds, states(ds, true, true, true, true), "new", now)
+		if len(got.replace) != 0 || !slices.Equal(names(got.surge), []string{"n1", "n2"}) {
+			t.Errorf("surge %v replace %v, want surge n1 n2", names(got.surge), names(got.replace))
+		}
+	})
+	t.Run("paused moves nothing", func(t *testing.T) {
+		ds := testDaemonSet(func(d *v1alpha1.DaemonSet) { d.Spec.UpdateStrategy.RollingUpdate.Paused = ptr.To(true) })
+		if got := planUpdate(ds, states(ds, true, true, true, true), "new", now); len(got.replace)+len(got.surge) != 0 {
+			t.Errorf("paused: %+v", got)
+		}
+	})
+}

@@ -1,0 +1,112 @@
+package daemonset
+
+import (
+	"maps"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
+)
+
+// daemonTolerations are the tolerations kube's DaemonSet controller gives every daemon Pod, so that
+// a node agent keeps running on a node under pressure, not ready or cordoned.
+var daemonTolerations = []corev1.Toleration{
+	{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	{Key: corev1.TaintNodeDiskPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodeMemoryPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodePIDPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+}
+
+func controllerRef(ds *v1alpha1.DaemonSet) *metav1.OwnerReference {
+	return metav1.NewControllerRef(ds, v1alpha1.SchemeGroupVersion.WithKind("DaemonSet"))
+}
+
+// newPod is the daemon Pod of a node at a revision, as kube's DaemonSet controller builds it: the
+// template, the daemon tolerations, and a required node affinity on the node's name (the scheduler
+// binds it there, accounting for its resources); plus the InPlaceUpdateReady readiness gate.
+func newPod(ds *v1alpha1.DaemonSet, template *corev1.PodTemplateSpec, revision, node string) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    ds.Name + "-",
+			Namespace:       ds.Namespace,
+			Labels:          maps.Clone(template.Labels),
+			Annotations:     maps.Clone(template.Annotations),
+			Finalizers:      slices.Clone(template.Finalizers),
+			OwnerReferences: []metav1.OwnerReference{*controllerRef(ds)},
+		},
+		Spec: *template.Spec.DeepCopy(),
+	}
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
+	pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = revision
+	for _, t := range daemonTolerations {
+		if !slices.ContainsFunc(pod.Spec.Tolerations, func(have corev1.Toleration) bool { return have.MatchToleration(&t) }) {
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, t)
+		}
+	}
+	setNodeAffinity(pod, node)
+	inplaceupdate.InjectReadinessGate(pod)
+	return pod
+}
+
+// setNodeAffinity requires the node by name (metadata.name), replacing any matchFields term of the
+// template's required node affinity and keeping its label terms, as kube's DaemonSet does.
+func setNodeAffinity(pod *corev1.Pod, node string) {
+	req := corev1.NodeSelectorRequirement{Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}
+	if pod.Spec.Affinity == nil {
+		pod.Spec.Affinity = &corev1.Affinity{}
+	}
+	if pod.Spec.Affinity.NodeAffinity == nil {
+		pod.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := pod.Spec.Affinity.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil || len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
+	}
+	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	for i := range terms {
+		terms[i].MatchFields = []corev1.NodeSelectorRequirement{req}
+	}
+}
+
+// nodeOf is the node a daemon Pod is for: where it is bound, else the node its affinity names.
+func nodeOf(pod *corev1.Pod) string {
+	if pod.Spec.NodeName != "" {
+		return pod.Spec.NodeName
+	}
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			for _, f := range term.MatchFields {
+				if f.Key == metav1.ObjectNameField && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
+					return f.Values[0]
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// shouldRun tells whether the DaemonSet should run a Pod on node, with kube's scheduling
+// predicates (k8s.io/component-helpers): the template's node selector and required node affinity
+// match the node, and every NoSchedule and NoExecute taint of the node is tolerated.
+func shouldRun(ds *v1alpha1.DaemonSet, node *corev1.Node) bool {
+	pod := newPod(ds, &ds.Spec.Template, "", node.Name)
+	if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); err != nil || !ok {
+		return false
+	}
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}, false)
+	return !untolerated
+}

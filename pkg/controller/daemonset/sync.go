@@ -1,0 +1,351 @@
+package daemonset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/availability"
+	"github.com/inplace-dev/inplace/pkg/controller/expectations"
+	"github.com/inplace-dev/inplace/pkg/controller/history"
+)
+
+// nodeState is one node as the DaemonSet sees it: whether a Pod should run there, and the
+// DaemonSet's Pods there (terminating ones apart).
+type nodeState struct {
+	name        string
+	node        *corev1.Node
+	run         bool
+	pods        []*corev1.Pod
+	terminating int
+}
+
+// sync brings one DaemonSet a step closer to its spec: revisions, then (once the cache shows what
+// the last sync did) Pods per node, then the rolling update, then status and history.
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
+	ds, err := c.sets.DaemonSets(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.exp.Forget(key.String())
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil || selector.Empty() {
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
+		return 0, nil
+	}
+	pods, err := c.ownedPods(ds, selector)
+	if err != nil {
+		return 0, err
+	}
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return 0, err
+	}
+	revisions, err := history.ListOwned(c.revisions, ds, labels.Everything())
+	if err != nil {
+		return 0, err
+	}
+	revs, err := c.manageRevisions(ctx, ds, revisions)
+	if err != nil {
+		return 0, err
+	}
+	states := nodeStates(ds, nodes, pods)
+
+	var requeue time.Duration
+	var actErr error
+	if ds.DeletionTimestamp == nil {
+		if ok, left := c.exp.Satisfied(key.String(), c.podState(ds.Namespace, pods)); ok {
+			var acted bool
+			acted, actErr = c.manage(ctx, ds, states, revs)
+			if !acted && actErr == nil {
+				actErr = c.rollingUpdate(ctx, ds, states, revs, revisions)
+			}
+		} else {
+			requeue = left
+		}
+	}
+	status, wait := calculateStatus(ds, states, revs, c.now())
+	if err := c.updateStatus(ctx, ds, status); err != nil {
+		return 0, errors.Join(actErr, err)
+	}
+	live := sets.New(revs.Current.Name, revs.Update.Name)
+	for _, p := range pods {
+		live.Insert(p.Labels[appsv1.ControllerRevisionHashLabelKey])
+	}
+	if err := history.Truncate(ctx, c.kube.AppsV1(), revisions, live, history.Limit(ds.Spec.RevisionHistoryLimit)); err != nil {
+		return 0, errors.Join(actErr, err)
+	}
+	if actErr != nil {
+		return 0, actErr
+	}
+	if wait > 0 && (requeue == 0 || wait < requeue) {
+		requeue = wait
+	}
+	return requeue, nil
+}
+
+func (c *Controller) ownedPods(ds *v1alpha1.DaemonSet, selector labels.Selector) ([]*corev1.Pod, error) {
+	all, err := c.pods.Pods(ds.Namespace).List(selector)
+	if err != nil {
+		return nil, err
+	}
+	var owned []*corev1.Pod
+	for _, p := range all {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == ds.UID {
+			owned = append(owned, p)
+		}
+	}
+	return owned, nil
+}
+
+// podState is what the expectations see: Pods by name, and by node name whether the DaemonSet
+// has a Pod there (a created Pod's name is generated, so its creation is expected by node).
+func (c *Controller) podState(namespace string, owned []*corev1.Pod) expectations.Lookup {
+	return func(name string) expectations.Cached {
+		if pod, err := c.pods.Pods(namespace).Get(name); err == nil {
+			return expectations.Cached{Exists: true, Terminating: pod.DeletionTimestamp != nil,
+				Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey]}
+		}
+		for _, p := range owned {
+			if nodeOf(p) == name {
+				return expectations.Cached{Exists: true}
+			}
+		}
+		return expectations.Cached{}
+	}
+}
+
+func (c *Controller) manageRevisions(ctx context.Context, ds *v1alpha1.DaemonSet, revisions []*appsv1.ControllerRevision) (history.Revisions, error) {
+	var collisionCount int32
+	if ds.Status.CollisionCount != nil {
+		collisionCount = *ds.Status.CollisionCount
+	}
+	data, err := history.TemplateData(&ds.Spec.Template)
+	if err != nil {
+		return history.Revisions{CollisionCount: collisionCount}, fmt.Errorf("encoding the template of DaemonSet %s/%s: %w", ds.Namespace, ds.Name, err)
+	}
+	owner := history.Owner{Object: ds, Ref: controllerRef(ds), Labels: ds.Spec.Template.Labels}
+	// The current revision is not tracked in a DaemonSet's status: the update revision is the
+	// only one history.Manage needs to find or create.
+	return history.Manage(ctx, c.kube.AppsV1(), owner, data, revisions, "", collisionCount)
+}
+
+// nodeStates pairs every node (and every node name a Pod targets) with the DaemonSet's Pods, by
+// node name.
+func nodeStates(ds *v1alpha1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod) []*nodeState {
+	byName := map[string]*nodeState{}
+	for _, n := range nodes {
+		byName[n.Name] = &nodeState{name: n.Name, node: n, run: shouldRun(ds, n)}
+	}
+	for _, p := range pods {
+		name := nodeOf(p)
+		st := byName[name]
+		if st == nil {
+			st = &nodeState{name: name}
+			byName[name] = st
+		}
+		if p.DeletionTimestamp != nil {
+			st.terminating++
+			continue
+		}
+		st.pods = append(st.pods, p)
+	}
+	out := make([]*nodeState, 0, len(byName))
+	for _, st := range byName {
+		sort.Slice(st.pods, func(i, j int) bool { return st.pods[i].CreationTimestamp.Before(&st.pods[j].CreationTimestamp) })
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b *nodeState) int {
+		if a.name < b.name {
+			return -1
+		}
+		if a.name > b.name {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// burst is spec.burstReplicas against the desired number: the most Pods created or deleted in one
+// sync.
+func burst(ds *v1alpha1.DaemonSet, desired int) int {
+	n := 250
+	if ds.Spec.BurstReplicas != nil {
+		if v, err := intstr.GetScaledValueFromIntOrPercent(ds.Spec.BurstReplicas, desired, true); err == nil {
+			n = v
+		}
+	}
+	return max(n, 1)
+}
+
+// manage creates a Pod on every node that should run one and has none, deletes the Pods of nodes
+// that should not run one, failed Pods, and extra Pods (keeping, on a node with several, the one at
+// the update revision that is available, else the oldest): at most burstReplicas of each per sync.
+func (c *Controller) manage(ctx context.Context, ds *v1alpha1.DaemonSet, states []*nodeState, revs history.Revisions) (bool, error) {
+	var create []string
+	var del []*corev1.Pod
+	desired := 0
+	minReady := ds.Spec.MinReadySeconds
+	now := c.now()
+	for _, st := range states {
+		if st.run {
+			desired++
+		}
+		if !st.run {
+			del = append(del, st.pods...)
+			continue
+		}
+		var alive []*corev1.Pod
+		for _, p := range st.pods {
+			if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+				del = append(del, p)
+			} else {
+				alive = append(alive, p)
+			}
+		}
+		switch {
+		case len(alive) == 0 && st.terminating == 0:
+			create = append(create, st.name)
+		case len(alive) > 1:
+			// A surge leaves two: once the new one is available the old goes; more is a mistake.
+			keep := alive[0]
+			for _, p := range alive {
+				if ok, _ := availability.Available(p, minReady, now); ok && p.Labels[appsv1.ControllerRevisionHashLabelKey] == revs.Update.Name {
+					keep = p
+				}
+			}
+			newest := alive[len(alive)-1]
+			surging := len(alive) == 2 && newest.Labels[appsv1.ControllerRevisionHashLabelKey] == revs.Update.Name && keep != newest
+			if surging {
+				break // the surge Pod is not available yet: both stay
+			}
+			for _, p := range alive {
+				if p != keep {
+					del = append(del, p)
+				}
+			}
+		}
+	}
+	limit := burst(ds, desired)
+	create = create[:min(len(create), limit)]
+	del = del[:min(len(del), limit)]
+	if len(create) == 0 && len(del) == 0 {
+		return false, nil
+	}
+	var errs []error
+	for _, p := range del {
+		errs = append(errs, c.deletePod(ctx, ds, p, "deleting a daemon Pod that should not run or is extra"))
+	}
+	for _, node := range create {
+		errs = append(errs, c.createPod(ctx, ds, revs.Update, node))
+	}
+	return true, errors.Join(errs...)
+}
+
+func (c *Controller) createPod(ctx context.Context, ds *v1alpha1.DaemonSet, rev *appsv1.ControllerRevision, node string) error {
+	template, err := history.Template(rev)
+	if err != nil {
+		return err
+	}
+	pod := newPod(ds, template, rev.Name, node)
+	key := cache.MetaObjectToName(ds).String()
+	c.exp.ExpectCreations(key, node)
+	created, err := c.kube.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		c.exp.CreationObserved(key, node)
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return nil
+		}
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedCreate", "failed to create a pod for node %s: %v", node, err)
+		return fmt.Errorf("creating the pod of node %s: %w", node, err)
+	}
+	klog.FromContext(ctx).Info("Created daemon Pod", "daemonset", klog.KObj(ds), "pod", klog.KObj(created), "node", node, "revision", rev.Name)
+	c.recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s on node %s", created.Name, node)
+	return nil
+}
+
+func (c *Controller) deletePod(ctx context.Context, ds *v1alpha1.DaemonSet, pod *corev1.Pod, why string) error {
+	key := cache.MetaObjectToName(ds).String()
+	c.exp.ExpectDeletions(key, pod.Name)
+	err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		c.exp.DeletionObserved(key, pod.Name)
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedDelete", "failed to delete pod %s: %v", pod.Name, err)
+		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+	}
+	klog.FromContext(ctx).Info("Deleted daemon Pod", "daemonset", klog.KObj(ds), "pod", klog.KObj(pod), "node", nodeOf(pod), "why", why)
+	c.recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s (%s)", pod.Name, why)
+	return nil
+}
+
+// calculateStatus counts nodes and Pods as OpenKruise's DaemonSet status does.
+func calculateStatus(ds *v1alpha1.DaemonSet, states []*nodeState, revs history.Revisions, now time.Time) (*v1alpha1.DaemonSetStatus, time.Duration) {
+	st := ds.Status.DeepCopy()
+	st.ObservedGeneration = ds.Generation
+	st.CollisionCount = &revs.CollisionCount
+	st.DaemonSetHash = revs.Update.Name
+	st.DesiredNumberScheduled, st.CurrentNumberScheduled, st.NumberMisscheduled = 0, 0, 0
+	st.NumberReady, st.NumberAvailable, st.UpdatedNumberScheduled = 0, 0, 0
+	var wait time.Duration
+	for _, s := range states {
+		if s.run {
+			st.DesiredNumberScheduled++
+		}
+		if len(s.pods) == 0 {
+			continue
+		}
+		if !s.run {
+			st.NumberMisscheduled++
+			continue
+		}
+		st.CurrentNumberScheduled++
+		// The Pod that counts for the node: the newest (a surge Pod once created).
+		p := s.pods[len(s.pods)-1]
+		if availability.Ready(p) {
+			st.NumberReady++
+		}
+		ok, left := availability.Available(p, ds.Spec.MinReadySeconds, now)
+		if ok {
+			st.NumberAvailable++
+		}
+		if left > 0 && (wait == 0 || left < wait) {
+			wait = left
+		}
+		if slices.ContainsFunc(s.pods, func(p *corev1.Pod) bool { return p.Labels[appsv1.ControllerRevisionHashLabelKey] == revs.Update.Name }) {
+			st.UpdatedNumberScheduled++
+		}
+	}
+	st.NumberUnavailable = max(st.DesiredNumberScheduled-st.NumberAvailable, 0)
+	return st, wait
+}
+
+func (c *Controller) updateStatus(ctx context.Context, ds *v1alpha1.DaemonSet, status *v1alpha1.DaemonSetStatus) error {
+	if equality.Semantic.DeepEqual(&ds.Status, status) {
+		return nil
+	}
+	fresh := ds.DeepCopy()
+	fresh.Status = *status
+	if _, err := c.inplace.AppsV1alpha1().DaemonSets(ds.Namespace).UpdateStatus(ctx, fresh, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("updating the status of DaemonSet %s/%s: %w", ds.Namespace, ds.Name, err)
+	}
+	return nil
+}
