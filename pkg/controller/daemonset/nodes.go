@@ -49,7 +49,6 @@ func newPod(ds *v1alpha1.DaemonSet, template *corev1.PodTemplateSpec, revision, 
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
-	pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = revision
 	for _, t := range daemonTolerations {
 		if !slices.ContainsFunc(pod.Spec.Tolerations, func(have corev1.Toleration) bool { return have.MatchToleration(&t) }) {
 			pod.Spec.Tolerations = append(pod.Spec.Tolerations, t)

@@ -155,8 +155,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *v1alpha1.DaemonSet, 
 
 func (c *Controller) updateInPlace(ctx context.Context, ds *v1alpha1.DaemonSet, pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, revision string) error {
 	key := cache.MetaObjectToName(ds).String()
-	body := inplacerequest.Body(pod, spec, revision, inplacerequest.Options{Now: c.now(), NoLifecycle: true,
-		RevisionLabels: []string{appsv1.DefaultDaemonSetUniqueLabelKey}})
+	body := inplacerequest.Body(pod, spec, revision, inplacerequest.Options{Now: c.now(), NoLifecycle: true})
 	c.exp.ExpectUpdate(key, pod.Name, revision)
 	if _, err := c.inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{}); err != nil {
 		c.exp.UpdateObserved(key, pod.Name)

@@ -1,0 +1,216 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+)
+
+// The Advanced DaemonSet on the real cluster's node, held to OpenKruise's e2e scenarios
+// (test/e2e/apps/daemonset.go): a Pod per eligible node, placement following node labels, image
+// changes in place or with a surge Pod, partition.
+
+func newAdvancedDaemonSet(t *testing.T, ctx context.Context, ns string, mutate ...func(*v1alpha1.DaemonSet)) *v1alpha1.DaemonSet {
+	t.Helper()
+	ds := &v1alpha1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns},
+		Spec: v1alpha1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "agent"}},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](1),
+					Containers:                    []corev1.Container{{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever}},
+				},
+			},
+			UpdateStrategy: v1alpha1.DaemonSetUpdateStrategy{RollingUpdate: &v1alpha1.RollingUpdateDaemonSet{
+				Type: v1alpha1.InplaceRollingUpdateType,
+			}},
+		},
+	}
+	for _, m := range mutate {
+		m(ds)
+	}
+	created, err := inplace.AppsV1alpha1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating DaemonSet: %v", err)
+	}
+	return created
+}
+
+func daemonPods(ctx context.Context, ns string) ([]corev1.Pod, error) {
+	list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})
+	if err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// waitDaemonSet waits until the status, for the current generation, wants desired Pods, all
+// ready and updated to want of them, and the namespace has exactly that many Pods; it returns them.
+func waitDaemonSet(t *testing.T, ctx context.Context, ns string, desired, updated int32) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	poll(t, ctx, 2*time.Minute, fmt.Sprintf("DaemonSet agent: %d desired and ready, %d updated", desired, updated), func(ctx context.Context) (bool, error) {
+		ds, err := inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		st := ds.Status
+		if st.ObservedGeneration != ds.Generation || st.DesiredNumberScheduled != desired || st.NumberReady != desired ||
+			st.UpdatedNumberScheduled != updated || st.NumberAvailable != desired {
+			return false, fmt.Errorf("status %+v", st)
+		}
+		if pods, err = daemonPods(ctx, ns); err != nil {
+			return false, err
+		}
+		return len(pods) == int(desired), fmt.Errorf("%d pods", len(pods))
+	})
+	return pods
+}
+
+func updateDaemonSet(t *testing.T, ctx context.Context, ns string, mutate func(*v1alpha1.DaemonSet)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ds, err := inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(ds)
+		_, err = inplace.AppsV1alpha1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("updating DaemonSet agent: %v", err)
+	}
+}
+
+// readyNodes counts the cluster's nodes (each should run the agent).
+func readyNodes(t *testing.T, ctx context.Context) int32 {
+	t.Helper()
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int32(len(nodes.Items))
+}
+
+// TestAdvancedDaemonSetInPlace: one Pod per node; partition 1 holds the image change back, then
+// partition 0 lets it reach the Pod in place (same UID, the container restarted once).
+func TestAdvancedDaemonSetInPlace(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "ads-inplace")
+	n := readyNodes(t, ctx)
+	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+		ds.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(intstr.FromInt32(n))
+	})
+	before := waitDaemonSet(t, ctx, ns, n, n)
+	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+	held := waitDaemonSet(t, ctx, ns, n, 0)
+	for _, p := range held {
+		if specImage(&p, "main") != appImageV1 {
+			t.Errorf("with partition %d, pod %s runs %s", n, p.Name, specImage(&p, "main"))
+		}
+	}
+	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.UpdateStrategy.RollingUpdate.Partition = nil })
+	after := waitDaemonSet(t, ctx, ns, n, n)
+	uids := map[types.UID]bool{}
+	for _, p := range before {
+		uids[p.UID] = true
+	}
+	for _, p := range after {
+		if !uids[p.UID] {
+			t.Errorf("pod %s was recreated: want an in-place update", p.Name)
+		}
+		if s := findStatus(&p, "main"); s == nil || s.RestartCount != 1 || s.Image != appImageV2 {
+			t.Errorf("pod %s: container %+v, want %s restarted once", p.Name, s, appImageV2)
+		}
+	}
+}
+
+// TestAdvancedDaemonSetFollowsNodeLabels: with a node selector no node matches, no Pod; labelling
+// the node brings one there, unlabelling takes it away.
+func TestAdvancedDaemonSetFollowsNodeLabels(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "ads-labels")
+	key := "inplace-e2e/" + ns
+	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.NodeSelector = map[string]string{key: "yes"} })
+	waitDaemonSet(t, ctx, ns, 0, 0)
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || len(nodes.Items) == 0 {
+		t.Fatalf("nodes: %v", err)
+	}
+	node := nodes.Items[0].Name
+	label := func(value *string) {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{key: value}}})
+		if _, err := kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatalf("labelling node %s: %v", node, err)
+		}
+	}
+	t.Cleanup(func() { label(nil) })
+	label(ptr.To("yes"))
+	pods := waitDaemonSet(t, ctx, ns, 1, 1)
+	if pods[0].Spec.NodeName != node {
+		t.Errorf("pod %s on node %q, want %s", pods[0].Name, pods[0].Spec.NodeName, node)
+	}
+	label(nil)
+	waitDaemonSet(t, ctx, ns, 0, 0)
+}
+
+// TestAdvancedDaemonSetSurge: with maxSurge 1 and maxUnavailable 0 a new Pod starts beside the old
+// one, which goes only once the new one is available: the node never lacks a ready agent.
+func TestAdvancedDaemonSetSurge(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "ads-surge")
+	n := readyNodes(t, ctx)
+	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+		ds.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.RollingUpdateDaemonSet{
+			Type: v1alpha1.StandardRollingUpdateType, MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+		}
+	})
+	before := waitDaemonSet(t, ctx, ns, n, n)
+	rec := recordPods(t, ctx, ns)
+	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+	after := waitDaemonSet(t, ctx, ns, n, n)
+	events := rec.upTo(t, ctx, ns)
+	for _, p := range after {
+		for _, b := range before {
+			if p.UID == b.UID {
+				t.Errorf("pod %s kept: the Standard surge update replaces the Pod", p.Name)
+			}
+		}
+	}
+	fewest, most := int(n), 0
+	rec.replay(events, func(_ podEvent, pods map[string]*corev1.Pod) {
+		ready := 0
+		for _, p := range pods {
+			if podReady(p) {
+				ready++
+			}
+		}
+		fewest, most = min(fewest, ready), max(most, len(pods))
+	})
+	if fewest < int(n) {
+		t.Errorf("only %d agents ready at some point, want %d throughout (maxUnavailable 0)", fewest, n)
+	}
+	if most != int(n)+1 {
+		t.Errorf("at most %d Pods at once, want %d (one surge Pod)", most, n+1)
+	}
+}
