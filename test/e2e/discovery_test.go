@@ -8,9 +8,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestDiscovery: kube-apiserver lists apps.kruise.io/v1alpha1 (served by inplace-apiserver
-// through the aggregator) with its resources, and the group's verb-less pods resource does not
-// take `kubectl get pods` away from the core Pods.
+// TestDiscovery: kube-apiserver lists apps.kruise.io/v1beta1 (preferred, as for OpenKruise's CRDs)
+// and v1alpha1 (served by inplace-apiserver through the aggregator) with their resources, kubectl
+// finds statefulsets.apps.kruise.io at v1beta1 beside the native StatefulSets, and the group's
+// verb-less pods resource does not take `kubectl get pods` away from the core Pods.
 func TestDiscovery(t *testing.T) {
 	ctx := testContext(t)
 
@@ -28,8 +29,12 @@ func TestDiscovery(t *testing.T) {
 		if found == nil {
 			t.Fatalf("apps.kruise.io missing from kube-apiserver's discovery")
 		}
-		if found.PreferredVersion.GroupVersion != groupVersion {
-			t.Errorf("preferred version %q, want %q", found.PreferredVersion.GroupVersion, groupVersion)
+		var versions []string
+		for _, v := range found.Versions {
+			versions = append(versions, v.GroupVersion)
+		}
+		if want := []string{"apps.kruise.io/v1beta1", groupVersion}; found.PreferredVersion.GroupVersion != want[0] || !slices.Equal(versions, want) {
+			t.Errorf("preferred version %q, versions %v; want %v, the first preferred", found.PreferredVersion.GroupVersion, versions, want)
 		}
 	})
 
@@ -59,6 +64,9 @@ func TestDiscovery(t *testing.T) {
 			{"pods", true, nil, nil},
 			{"pods/inplaceupdate", true, []string{"create"}, nil},
 			{"pods/recreate", true, []string{"create"}, nil},
+			{"statefulsets", true, []string{"create", "delete", "get", "list", "patch", "update", "watch"}, []string{"asts"}},
+			{"statefulsets/scale", true, []string{"get", "patch", "update"}, nil},
+			{"daemonsets", true, []string{"create", "delete", "get", "list", "patch", "update", "watch"}, []string{"ads"}},
 		}
 		for _, w := range want {
 			r, ok := got[w.name]
@@ -87,10 +95,23 @@ func TestDiscovery(t *testing.T) {
 
 	t.Run("kubectl api-resources", func(t *testing.T) {
 		out := mustKubectl(t, ctx, "", "api-resources", "--api-group=apps.kruise.io", "-o", "name")
-		for _, name := range []string{"clonesets.apps.kruise.io", "sidecarsets.apps.kruise.io", "containerrecreaterequests.apps.kruise.io"} {
+		for _, name := range []string{"clonesets.apps.kruise.io", "sidecarsets.apps.kruise.io", "containerrecreaterequests.apps.kruise.io",
+			"statefulsets.apps.kruise.io", "daemonsets.apps.kruise.io"} {
 			if !slices.Contains(strings.Fields(out), name) {
 				t.Errorf("kubectl api-resources lacks %s:\n%s", name, out)
 			}
+		}
+	})
+
+	t.Run("statefulsets stays native", func(t *testing.T) {
+		// The group's lower priority keeps the plain name (and sts) for apps/v1; asts is ours.
+		out := mustKubectl(t, ctx, "", "explain", "statefulsets", "--api-version=apps/v1")
+		if !strings.Contains(out, "GROUP:      apps") {
+			t.Errorf("kubectl explain statefulsets:\n%s", out)
+		}
+		out = mustKubectl(t, ctx, "", "explain", "asts")
+		if !strings.Contains(out, "apps.kruise.io") || !strings.Contains(out, "v1beta1") {
+			t.Errorf("kubectl explain asts:\n%.400s", out)
 		}
 	})
 
