@@ -12,6 +12,11 @@
 #               InPlaceIfPossible, maxUnavailable; its template image patched;
 #   recreate    the same CloneSet with updateStrategy.type ReCreate;
 #   deployment  an apps/v1 Deployment, RollingUpdate, maxUnavailable, maxSurge 0;
+#   asts        an Advanced StatefulSet (apps.kruise.io/v1beta1), podUpdatePolicy
+#               InPlaceIfPossible, OrderedReady: one Pod at a time, in place;
+#   sts         an apps/v1 StatefulSet, RollingUpdate, OrderedReady: one Pod at a
+#               time, recreated (what the native StatefulSet does);
+#               (asts and sts are not in the default BENCH_WAYS: BENCH_WAYS=asts,sts)
 #
 # for two Pod shapes:
 #
@@ -75,7 +80,7 @@ IFS=, read -r -a shapes <<< "$SHAPES"
 IFS=, read -r -a ways <<< "$WAYS"
 for s in "${shapes[@]}"; do [[ "$s" == a || "$s" == b ]] || usage "BENCH_SHAPES: unknown shape '$s'"; done
 for w in "${ways[@]}"; do
-  [[ "$w" =~ ^(floor|inplace|recreate|deployment)$ ]] || usage "BENCH_WAYS: unknown way '$w'"
+  [[ "$w" =~ ^(floor|inplace|recreate|deployment|asts|sts)$ ]] || usage "BENCH_WAYS: unknown way '$w'"
 done
 if [[ "$MAX_UNAVAILABLE" =~ ^([0-9]+)%$ ]]; then
   WAVE=$(((N * BASH_REMATCH[1] + 99) / 100))
@@ -100,6 +105,8 @@ declare -A WAY_NAME=(
   [inplace]="CloneSet InPlaceIfPossible"
   [recreate]="CloneSet ReCreate"
   [deployment]="Deployment RollingUpdate"
+  [asts]="Advanced StatefulSet in place"
+  [sts]="StatefulSet RollingUpdate"
 )
 declare -A SHAPE_NAME=(
   [a]="one container (app)"
@@ -170,6 +177,16 @@ workload_yaml() {
       api=apps/v1 kind=Deployment
       strategy="strategy: {type: RollingUpdate, rollingUpdate: {maxUnavailable: $MAX_UNAVAILABLE, maxSurge: 0}}"
       ;;
+    asts)
+      api=apps.kruise.io/v1beta1 kind=StatefulSet
+      strategy="serviceName: $1
+  updateStrategy: {type: RollingUpdate, rollingUpdate: {podUpdatePolicy: InPlaceIfPossible}}"
+      ;;
+    sts)
+      api=apps/v1 kind=StatefulSet
+      strategy="serviceName: $1
+  updateStrategy: {type: RollingUpdate}"
+      ;;
   esac
   cat <<EOF
 apiVersion: $api
@@ -195,6 +212,8 @@ workload_resource() {
   case "$1" in
     inplace | recreate) echo clonesets.apps.kruise.io ;;
     deployment) echo deployments.apps ;;
+    asts) echo statefulsets.apps.kruise.io ;;
+    sts) echo statefulsets.apps ;;
     *) echo "" ;;
   esac
 }
@@ -229,6 +248,11 @@ all_on() {
       found = 1; updrev = $17
       ok = $11 == $12 && $13 == n && $14 == n && $16 == n && $18 == img
       st = sprintf("CloneSet observedGeneration %s/%s replicas %s updated %s updatedReady %s", $12, $11, $13, $14, $16)
+    }
+    $1 == "StatefulSet" {
+      found = 1; updrev = $17
+      ok = $11 == $12 && $13 == n && $14 == n && $15 == n && $18 == img
+      st = sprintf("StatefulSet observedGeneration %s/%s replicas %s updated %s ready %s", $12, $11, $13, $14, $15)
     }
     $1 == "Deployment" {
       found = 1
@@ -388,3 +412,11 @@ for shape in "${shapes[@]}"; do
       "$(counts "${UIDS[$shape/$way]}")" "$(counts "${IPS[$shape/$way]}")" "$(mean "${cs[@]}" | cut -d. -f1)" "${ts[*]}"
   done
 done
+if [[ " ${ways[*]} " == *" asts "* && " ${ways[*]} " == *" sts "* ]]; then
+  echo
+  for shape in "${shapes[@]}"; do
+    read -r -a ta <<< "${TIMES[$shape/asts]}"
+    read -r -a tn <<< "${TIMES[$shape/sts]}"
+    echo "shape $shape: Advanced StatefulSet in place / native StatefulSet: $(ratio "$(mean "${ta[@]}")" "$(mean "${tn[@]}")")"
+  done
+fi

@@ -7,7 +7,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
@@ -72,11 +71,5 @@ func (c *Controller) manageRevisions(ctx context.Context, cs *v1alpha1.CloneSet,
 // update revision nor one that a Pod is at (a CloneSet Pod's controller-revision-hash label is
 // its revision's name). revisions are sorted oldest first.
 func (c *Controller) truncateHistory(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, revisions []*appsv1.ControllerRevision, res history.Revisions) error {
-	live := sets.New(res.Current.Name, res.Update.Name)
-	for _, pod := range pods {
-		if r := pod.Labels[appsv1.ControllerRevisionHashLabelKey]; r != "" {
-			live.Insert(r)
-		}
-	}
-	return history.Truncate(ctx, c.kube.AppsV1(), revisions, live, history.Limit(cs.Spec.RevisionHistoryLimit))
+	return history.TruncateUnused(ctx, c.kube.AppsV1(), revisions, res, pods, history.Limit(cs.Spec.RevisionHistoryLimit))
 }

@@ -1,11 +1,14 @@
 package history
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 )
 
 // TemplateData is the data of a Pod-template workload's revision (CloneSet, Advanced StatefulSet,
@@ -36,4 +39,18 @@ func Template(cr *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, error) {
 		return nil, fmt.Errorf("decoding the template of revision %s: %w", cr.Name, err)
 	}
 	return &patch.Spec.Template, nil
+}
+
+// TruncateUnused is Truncate for a Pod-template workload: the revisions it keeps whatever the
+// limit are its current and update revisions and every revision one of its Pods is at (a Pod's
+// controller-revision-hash label names its revision).
+func TruncateUnused(ctx context.Context, client appsv1client.ControllerRevisionsGetter, revisions []*appsv1.ControllerRevision,
+	revs Revisions, pods []*corev1.Pod, limit int) error {
+	live := sets.New(revs.Current.Name, revs.Update.Name)
+	for _, p := range pods {
+		if r := p.Labels[appsv1.ControllerRevisionHashLabelKey]; r != "" {
+			live.Insert(r)
+		}
+	}
+	return Truncate(ctx, client, revisions, live, limit)
 }

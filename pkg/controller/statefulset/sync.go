@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -73,11 +72,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if err := c.updateStatus(ctx, set, status); err != nil {
 		return 0, errors.Join(actErr, err)
 	}
-	live := sets.New(revs.Current.Name, revs.Update.Name)
-	for _, p := range pods {
-		live.Insert(p.Labels[appsv1.ControllerRevisionHashLabelKey])
-	}
-	if err := history.Truncate(ctx, c.kube.AppsV1(), revisions, live, history.Limit(set.Spec.RevisionHistoryLimit)); err != nil {
+	if err := history.TruncateUnused(ctx, c.kube.AppsV1(), revisions, revs, pods, history.Limit(set.Spec.RevisionHistoryLimit)); err != nil {
 		return 0, errors.Join(actErr, err)
 	}
 	if actErr != nil {
