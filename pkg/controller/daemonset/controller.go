@@ -166,7 +166,7 @@ func (c *Controller) podChanged(obj any, deleted bool) {
 	if deleted {
 		c.exp.DeletionObserved(key.String(), pod.Name)
 	} else {
-		c.exp.CreationObserved(key.String(), nodeOf(pod))
+		c.exp.CreationObserved(key.String(), creationKey(pod))
 	}
 	c.queue.Add(key)
 }

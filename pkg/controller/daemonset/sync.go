@@ -111,8 +111,9 @@ func (c *Controller) ownedPods(ds *v1alpha1.DaemonSet, selector labels.Selector)
 	return owned, nil
 }
 
-// podState is what the expectations see: Pods by name, and by node name whether the DaemonSet
-// has a Pod there (a created Pod's name is generated, so its creation is expected by node).
+// podState is what the expectations see: Pods by name, and whether the DaemonSet has a Pod at a
+// revision on a node (a created Pod's name is generated, so its creation is expected under
+// creationKey, which tells a surge Pod apart from the old Pod beside it).
 func (c *Controller) podState(namespace string, owned []*corev1.Pod) expectations.Lookup {
 	return func(name string) expectations.Cached {
 		if pod, err := c.pods.Pods(namespace).Get(name); err == nil {
@@ -120,12 +121,17 @@ func (c *Controller) podState(namespace string, owned []*corev1.Pod) expectation
 				Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey]}
 		}
 		for _, p := range owned {
-			if nodeOf(p) == name {
+			if creationKey(p) == name {
 				return expectations.Cached{Exists: true}
 			}
 		}
 		return expectations.Cached{}
 	}
+}
+
+// creationKey is <node>@<revision>, the name a Pod's creation is expected under.
+func creationKey(pod *corev1.Pod) string {
+	return nodeOf(pod) + "@" + pod.Labels[appsv1.ControllerRevisionHashLabelKey]
 }
 
 func (c *Controller) manageRevisions(ctx context.Context, ds *v1alpha1.DaemonSet, revisions []*appsv1.ControllerRevision) (history.Revisions, error) {
@@ -263,10 +269,10 @@ func (c *Controller) createPod(ctx context.Context, ds *v1alpha1.DaemonSet, rev 
 	}
 	pod := newPod(ds, template, rev.Name, node)
 	key := cache.MetaObjectToName(ds).String()
-	c.exp.ExpectCreations(key, node)
+	c.exp.ExpectCreations(key, creationKey(pod))
 	created, err := c.kube.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
-		c.exp.CreationObserved(key, node)
+		c.exp.CreationObserved(key, creationKey(pod))
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil
 		}
