@@ -160,3 +160,36 @@ func TestPlanUpdate(t *testing.T) {
 		}
 	})
 }
+
+func podNames(pods []*corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+func TestPlanManage(t *testing.T) {
+	ds := testDaemonSet(func(d *v1alpha1.DaemonSet) { d.Spec.Template.Spec.NodeSelector = map[string]string{"role": "edge"} })
+	nodes := []*corev1.Node{node("a", map[string]string{"role": "edge"}), node("b", map[string]string{"role": "core"}), node("c", map[string]string{"role": "edge"})}
+	old := daemonPod(ds, "a", "old", true)
+	old.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour))
+	surge := daemonPod(ds, "a", "new", false)
+	surge.CreationTimestamp = metav1.NewTime(now.Add(-time.Second))
+	misplaced := daemonPod(ds, "b", "old", true)
+
+	plan := planManage(ds, nodeStates(ds, nodes, []*corev1.Pod{old, surge, misplaced}), "new", now)
+	if !slices.Equal(plan.create, []string{"c"}) || !slices.Equal(podNames(plan.delete), []string{misplaced.Name}) {
+		t.Errorf("surge not ready: create %v delete %v; want create c, delete only the Pod of node b", plan.create, podNames(plan.delete))
+	}
+	surge.Status.Conditions[0].Status = corev1.ConditionTrue
+	plan = planManage(ds, nodeStates(ds, nodes, []*corev1.Pod{old, surge}), "new", now)
+	if !slices.Equal(podNames(plan.delete), []string{old.Name}) {
+		t.Errorf("surge available: delete %v, want the old Pod", podNames(plan.delete))
+	}
+	ds.Spec.BurstReplicas = ptr.To(intstr.FromInt32(1))
+	nodes = append(nodes, node("d", map[string]string{"role": "edge"}))
+	if plan = planManage(ds, nodeStates(ds, nodes, nil), "new", now); len(plan.create) != 1 {
+		t.Errorf("burstReplicas 1: create %v, want one node", plan.create)
+	}
+}

@@ -198,65 +198,71 @@ func burst(ds *v1alpha1.DaemonSet, desired int) int {
 	return max(n, 1)
 }
 
-// manage creates a Pod on every node that should run one and has none, deletes the Pods of nodes
-// that should not run one, failed Pods, and extra Pods (keeping, on a node with several, the one at
-// the update revision that is available, else the oldest): at most burstReplicas of each per sync.
-func (c *Controller) manage(ctx context.Context, ds *v1alpha1.DaemonSet, states []*nodeState, revs history.Revisions) (bool, error) {
-	var create []string
-	var del []*corev1.Pod
+// managePlan is what manage does in one sync: the nodes to create a Pod on, the Pods to delete.
+type managePlan struct {
+	create []string
+	delete []*corev1.Pod
+}
+
+// planManage creates a Pod on every node that should run one and has none, deletes the Pods of
+// nodes that should not run one, failed Pods, and extra Pods (keeping, on a node with several, the
+// one at the update revision that is available, else the oldest; a surge Pod not yet available
+// and the old one beside it both stay): at most burstReplicas of each per sync.
+func planManage(ds *v1alpha1.DaemonSet, states []*nodeState, updateRevision string, now time.Time) managePlan {
+	var plan managePlan
 	desired := 0
-	minReady := ds.Spec.MinReadySeconds
-	now := c.now()
 	for _, st := range states {
-		if st.run {
-			desired++
-		}
 		if !st.run {
-			del = append(del, st.pods...)
+			plan.delete = append(plan.delete, st.pods...)
 			continue
 		}
+		desired++
 		var alive []*corev1.Pod
 		for _, p := range st.pods {
 			if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
-				del = append(del, p)
+				plan.delete = append(plan.delete, p)
 			} else {
 				alive = append(alive, p)
 			}
 		}
 		switch {
 		case len(alive) == 0 && st.terminating == 0:
-			create = append(create, st.name)
+			plan.create = append(plan.create, st.name)
 		case len(alive) > 1:
-			// A surge leaves two: once the new one is available the old goes; more is a mistake.
 			keep := alive[0]
 			for _, p := range alive {
-				if ok, _ := availability.Available(p, minReady, now); ok && p.Labels[appsv1.ControllerRevisionHashLabelKey] == revs.Update.Name {
+				if ok, _ := availability.Available(p, ds.Spec.MinReadySeconds, now); ok && p.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision {
 					keep = p
 				}
 			}
 			newest := alive[len(alive)-1]
-			surging := len(alive) == 2 && newest.Labels[appsv1.ControllerRevisionHashLabelKey] == revs.Update.Name && keep != newest
-			if surging {
-				break // the surge Pod is not available yet: both stay
+			if len(alive) == 2 && newest.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision && keep != newest {
+				continue // the surge Pod is not available yet: both stay
 			}
 			for _, p := range alive {
 				if p != keep {
-					del = append(del, p)
+					plan.delete = append(plan.delete, p)
 				}
 			}
 		}
 	}
 	limit := burst(ds, desired)
-	create = create[:min(len(create), limit)]
-	del = del[:min(len(del), limit)]
-	if len(create) == 0 && len(del) == 0 {
+	plan.create = plan.create[:min(len(plan.create), limit)]
+	plan.delete = plan.delete[:min(len(plan.delete), limit)]
+	return plan
+}
+
+// manage carries out planManage and says whether it did anything.
+func (c *Controller) manage(ctx context.Context, ds *v1alpha1.DaemonSet, states []*nodeState, revs history.Revisions) (bool, error) {
+	plan := planManage(ds, states, revs.Update.Name, c.now())
+	if len(plan.create) == 0 && len(plan.delete) == 0 {
 		return false, nil
 	}
 	var errs []error
-	for _, p := range del {
+	for _, p := range plan.delete {
 		errs = append(errs, c.deletePod(ctx, ds, p, "deleting a daemon Pod that should not run or is extra"))
 	}
-	for _, node := range create {
+	for _, node := range plan.create {
 		errs = append(errs, c.createPod(ctx, ds, revs.Update, node))
 	}
 	return true, errors.Join(errs...)
