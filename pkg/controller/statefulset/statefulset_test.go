@@ -228,3 +228,23 @@ func TestPlanStep(t *testing.T) {
 		t.Errorf("ReCreate: %+v, want a recreate", step)
 	}
 }
+
+func TestCalculateStatus(t *testing.T) {
+	set := testSet(3, appsv1.ParallelPodManagement)
+	set.Generation = 4
+	revs := history.Revisions{Current: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "old"}},
+		Update: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "new"}}}
+	updating := readyPod(set, 2, "new", true)
+	updating.Status.Conditions[1].Status = corev1.ConditionFalse // InPlaceUpdateReady False: in place, not ready
+	pods := []*corev1.Pod{readyPod(set, 0, "old", true), readyPod(set, 1, "new", true), updating}
+	st, _ := calculateStatus(set, pods, revs, now)
+	if st.ObservedGeneration != 4 || st.Replicas != 3 || st.ReadyReplicas != 2 || st.CurrentReplicas != 1 || st.UpdatedReplicas != 2 ||
+		st.UpdatedReadyReplicas != 1 || st.CurrentRevision != "old" || st.UpdateRevision != "new" || st.LabelSelector != "app=db" {
+		t.Errorf("mid-update status %+v", st)
+	}
+	pods[0] = readyPod(set, 0, "new", true)
+	pods[2] = readyPod(set, 2, "new", true)
+	if st, _ = calculateStatus(set, pods, revs, now); st.CurrentRevision != "new" || st.CurrentReplicas != 3 || st.UpdatedAvailableReplicas != 3 {
+		t.Errorf("rolled-out status %+v: the update revision becomes current", st)
+	}
+}
