@@ -9,9 +9,11 @@ package daemonset
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
@@ -132,7 +134,7 @@ func (c *Controller) nodeChanged(old, cur any) {
 	if !ok1 || !ok2 {
 		return
 	}
-	if fmt.Sprint(o.Labels) != fmt.Sprint(n.Labels) || fmt.Sprint(o.Spec.Taints) != fmt.Sprint(n.Spec.Taints) ||
+	if !maps.Equal(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
 		o.Spec.Unschedulable != n.Spec.Unschedulable {
 		c.enqueueAll()
 	}

@@ -72,12 +72,12 @@ func TestShouldRun(t *testing.T) {
 			corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute}), true},
 	}
 	for _, tc := range cases {
-		if got := shouldRun(ds, tc.node); got != tc.want {
+		if got := placementOf(ds).shouldRun(tc.node); got != tc.want {
 			t.Errorf("node %s (labels %v, taints %v): shouldRun %v, want %v", tc.node.Name, tc.node.Labels, tc.node.Spec.Taints, got, tc.want)
 		}
 	}
 	ds.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "db", Effect: corev1.TaintEffectNoSchedule}}
-	if !shouldRun(ds, cases[2].node) {
+	if !placementOf(ds).shouldRun(cases[2].node) {
 		t.Errorf("a tolerated taint still keeps the Pod off node c")
 	}
 }

@@ -49,11 +49,7 @@ func newPod(ds *v1alpha1.DaemonSet, template *corev1.PodTemplateSpec, revision, 
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
-	for _, t := range daemonTolerations {
-		if !slices.ContainsFunc(pod.Spec.Tolerations, func(have corev1.Toleration) bool { return have.MatchToleration(&t) }) {
-			pod.Spec.Tolerations = append(pod.Spec.Tolerations, t)
-		}
-	}
+	pod.Spec.Tolerations = withDaemonTolerations(pod.Spec.Tolerations)
 	setNodeAffinity(pod, node)
 	inplaceupdate.InjectReadinessGate(pod)
 	return pod
@@ -96,15 +92,48 @@ func nodeOf(pod *corev1.Pod) string {
 	return ""
 }
 
-// shouldRun tells whether the DaemonSet should run a Pod on node, with kube's scheduling
-// predicates (k8s.io/component-helpers): the template's node selector and required node affinity
-// match the node, and every NoSchedule and NoExecute taint of the node is tolerated.
-func shouldRun(ds *v1alpha1.DaemonSet, node *corev1.Node) bool {
-	pod := newPod(ds, &ds.Spec.Template, "", node.Name)
-	if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); err != nil || !ok {
+// withDaemonTolerations is tolerations plus those of daemonTolerations it lacks.
+func withDaemonTolerations(tolerations []corev1.Toleration) []corev1.Toleration {
+	out := slices.Clone(tolerations)
+	for _, t := range daemonTolerations {
+		if !slices.ContainsFunc(out, func(have corev1.Toleration) bool { return have.MatchToleration(&t) }) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// placement says which nodes should run a DaemonSet's Pod, with kube's scheduling predicates
+// (k8s.io/component-helpers): the template's node selector and required node affinity match the
+// node, and every NoSchedule and NoExecute taint of the node is tolerated (with the daemon
+// tolerations). It is built once per sync and asked for every node.
+type placement struct {
+	affinity    nodeaffinity.RequiredNodeAffinity
+	tolerations []corev1.Toleration
+}
+
+// placementOf reads the template. A daemon Pod's affinity terms also require its node by name
+// (setNodeAffinity), which that node always passes, so the terms are matched without their
+// matchFields.
+func placementOf(ds *v1alpha1.DaemonSet) placement {
+	spec := &ds.Spec.Template.Spec
+	affinity := spec.Affinity
+	if affinity != nil && affinity.NodeAffinity != nil && affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		affinity = affinity.DeepCopy()
+		for i := range affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[i].MatchFields = nil
+		}
+	}
+	probe := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: spec.NodeSelector, Affinity: affinity}}
+	return placement{affinity: nodeaffinity.GetRequiredNodeAffinity(probe), tolerations: withDaemonTolerations(spec.Tolerations)}
+}
+
+// shouldRun tells whether the Pod should run on node.
+func (pl placement) shouldRun(node *corev1.Node) bool {
+	if ok, err := pl.affinity.Match(node); err != nil || !ok {
 		return false
 	}
-	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pl.tolerations, func(t *corev1.Taint) bool {
 		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 	}, false)
 	return !untolerated

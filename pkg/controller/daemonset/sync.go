@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -153,8 +153,9 @@ func (c *Controller) manageRevisions(ctx context.Context, ds *v1alpha1.DaemonSet
 // node name.
 func nodeStates(ds *v1alpha1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod) []*nodeState {
 	byName := map[string]*nodeState{}
+	place := placementOf(ds)
 	for _, n := range nodes {
-		byName[n.Name] = &nodeState{name: n.Name, node: n, run: shouldRun(ds, n)}
+		byName[n.Name] = &nodeState{name: n.Name, node: n, run: place.shouldRun(n)}
 	}
 	for _, p := range pods {
 		name := nodeOf(p)
@@ -171,18 +172,10 @@ func nodeStates(ds *v1alpha1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod
 	}
 	out := make([]*nodeState, 0, len(byName))
 	for _, st := range byName {
-		sort.Slice(st.pods, func(i, j int) bool { return st.pods[i].CreationTimestamp.Before(&st.pods[j].CreationTimestamp) })
+		slices.SortStableFunc(st.pods, func(a, b *corev1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
 		out = append(out, st)
 	}
-	slices.SortFunc(out, func(a, b *nodeState) int {
-		if a.name < b.name {
-			return -1
-		}
-		if a.name > b.name {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b *nodeState) int { return strings.Compare(a.name, b.name) })
 	return out
 }
 
