@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
@@ -152,7 +153,7 @@ func rolloutOrder(r *podEvents, events []podEvent, names []string, image string)
 	seen := map[string]bool{}
 	r.replay(events, func(ev podEvent, pods map[string]*corev1.Pod) {
 		name := ev.pod.Name
-		touched := ev.typ == "DELETED" || ev.pod.DeletionTimestamp != nil || specImage(ev.pod, "main") == image
+		touched := ev.typ == watch.Deleted || ev.pod.DeletionTimestamp != nil || specImage(ev.pod, "main") == image
 		if touched && !seen[name] && slices.Contains(names, name) {
 			seen[name] = true
 			order = append(order, name)
@@ -276,7 +277,7 @@ func TestAdvancedStatefulSetRecreateOnEnvChange(t *testing.T) {
 	}
 	var deleted []string
 	for _, e := range events {
-		if (e.typ == "DELETED" || e.pod.DeletionTimestamp != nil) && !slices.Contains(deleted, e.pod.Name) {
+		if (e.typ == watch.Deleted || e.pod.DeletionTimestamp != nil) && !slices.Contains(deleted, e.pod.Name) {
 			deleted = append(deleted, e.pod.Name)
 		}
 	}

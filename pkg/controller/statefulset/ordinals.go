@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 )
 
 // reservedOrdinals are the ordinals spec.reserveOrdinals keeps free: single ordinals and ranges
@@ -22,14 +23,10 @@ func reservedOrdinals(set *v1beta1.StatefulSet) sets.Set[int] {
 			reserved.Insert(int(o.IntVal))
 			continue
 		}
-		from, to, ok := strings.Cut(o.StrVal, "-")
-		a, errA := strconv.Atoi(strings.TrimSpace(from))
-		b, errB := strconv.Atoi(strings.TrimSpace(to))
-		if !ok || errA != nil || errB != nil {
-			continue
-		}
-		for i := a; i <= b; i++ {
-			reserved.Insert(i)
+		if a, b, err := validation.ParseOrdinalRange(o.StrVal); err == nil {
+			for i := a; i <= b; i++ {
+				reserved.Insert(i)
+			}
 		}
 	}
 	return reserved

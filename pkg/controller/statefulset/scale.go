@@ -19,11 +19,12 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 )
 
-// scalePlan is what scaling does in one sync: the ordinals to create, the Pods to delete (failed
-// ones, to be created again, and those beyond the wanted ordinals).
+// scalePlan is what scaling does in one sync: the ordinals to create, the failed Pods to delete
+// (to be created again), and the Pods beyond the wanted ordinals to delete (scaled down).
 type scalePlan struct {
-	create []int
-	delete []*corev1.Pod
+	create    []int
+	recreate  []*corev1.Pod
+	condemned []*corev1.Pod
 }
 
 // planScale decides scaling as kube's StatefulSet does. Pods of the wanted ordinals that failed are
@@ -45,20 +46,15 @@ func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod) scalePlan {
 	}
 	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
 	var plan scalePlan
-	allReady := true
 	for _, o := range wanted {
 		p := byOrd[o]
 		switch {
 		case p == nil:
 			plan.create = append(plan.create, o)
-			allReady = false
 		case p.DeletionTimestamp != nil:
-			allReady = false
 		case p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
-			plan.delete = append(plan.delete, p)
-			allReady = false
+			plan.recreate = append(plan.recreate, p)
 		case !availability.Ready(p):
-			allReady = false
 		default:
 			continue
 		}
@@ -67,19 +63,16 @@ func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod) scalePlan {
 			return plan
 		}
 	}
-	// Highest ordinal first.
+	// Highest ordinal first; with OrderedReady every wanted Pod runs and is Ready by here.
 	slices.Reverse(condemned)
 	for _, p := range condemned {
-		if ordered && !allReady {
-			break
-		}
 		if p.DeletionTimestamp != nil {
 			if ordered {
 				break // wait for it to go before the next
 			}
 			continue
 		}
-		plan.delete = append(plan.delete, p)
+		plan.condemned = append(plan.condemned, p)
 		if ordered {
 			break
 		}
@@ -99,22 +92,17 @@ func partitionOf(set *v1beta1.StatefulSet) int {
 // scale carries out planScale and says whether it did anything.
 func (c *Controller) scale(ctx context.Context, set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.Revisions) (bool, error) {
 	plan := planScale(set, pods)
-	if len(plan.create) == 0 && len(plan.delete) == 0 {
+	if len(plan.create)+len(plan.recreate)+len(plan.condemned) == 0 {
 		return false, nil
 	}
 	var errs []error
-	if len(plan.delete) > 0 {
-		wanted := sets.New(wantedOrdinals(set)...)
-		for _, p := range plan.delete {
-			scaledDown := !wanted.Has(ordinalOf(set, p))
-			why := "its Pod failed; it is created again"
-			if scaledDown {
-				why = "scaling down"
-			}
-			errs = append(errs, c.deletePod(ctx, set, p, "SuccessfulDelete", why))
-			if scaledDown && whenScaledDelete(set) && ordinalOf(set, p) >= 0 {
-				errs = append(errs, c.deleteClaims(ctx, set, ordinalOf(set, p)))
-			}
+	for _, p := range plan.recreate {
+		errs = append(errs, c.deletePod(ctx, set, p, "SuccessfulDelete", "its Pod failed; it is created again"))
+	}
+	for _, p := range plan.condemned {
+		errs = append(errs, c.deletePod(ctx, set, p, "SuccessfulDelete", "scaling down"))
+		if o := ordinalOf(set, p); whenScaledDelete(set) && o >= 0 {
+			errs = append(errs, c.deleteClaims(ctx, set, o))
 		}
 	}
 	partition := partitionOf(set)

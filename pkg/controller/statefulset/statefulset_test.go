@@ -138,8 +138,9 @@ func TestPlanScale(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			set := testSet(tc.replicas, tc.policy)
 			plan := planScale(set, tc.pods(set))
-			if !slices.Equal(plan.create, tc.wantCreate) || !slices.Equal(names(plan.delete), tc.wantDelete) {
-				t.Errorf("create %v delete %v; want create %v delete %v", plan.create, names(plan.delete), tc.wantCreate, tc.wantDelete)
+			deleted := names(slices.Concat(plan.recreate, plan.condemned))
+			if !slices.Equal(plan.create, tc.wantCreate) || !slices.Equal(deleted, tc.wantDelete) {
+				t.Errorf("create %v delete %v; want create %v delete %v", plan.create, deleted, tc.wantCreate, tc.wantDelete)
 			}
 		})
 	}
