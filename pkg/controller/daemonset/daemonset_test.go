@@ -13,6 +13,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/history"
 )
 
 var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -191,5 +192,21 @@ func TestPlanManage(t *testing.T) {
 	nodes = append(nodes, node("d", map[string]string{"role": "edge"}))
 	if plan = planManage(ds, nodeStates(ds, nodes, nil), "new", now); len(plan.create) != 1 {
 		t.Errorf("burstReplicas 1: create %v, want one node", plan.create)
+	}
+}
+
+func TestCalculateStatusCountsTheOldestPod(t *testing.T) {
+	ds := testDaemonSet()
+	nodes := []*corev1.Node{node("a", nil), node("b", nil)}
+	old := daemonPod(ds, "a", "old", true)
+	old.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour))
+	surge := daemonPod(ds, "a", "new", false)
+	surge.CreationTimestamp = metav1.NewTime(now.Add(-time.Second))
+	updated := daemonPod(ds, "b", "new", true)
+	revs := history.Revisions{CollisionCount: 0, Update: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "new"}}}
+	st, _ := calculateStatus(ds, nodeStates(ds, nodes, []*corev1.Pod{old, surge, updated}), revs, now)
+	if st.DesiredNumberScheduled != 2 || st.CurrentNumberScheduled != 2 || st.NumberReady != 2 || st.NumberAvailable != 2 ||
+		st.UpdatedNumberScheduled != 1 || st.NumberUnavailable != 0 || st.DaemonSetHash != "new" {
+		t.Errorf("status %+v; want node a counted by its old ready Pod (not updated yet), node b updated", st)
 	}
 }

@@ -318,8 +318,9 @@ func calculateStatus(ds *v1alpha1.DaemonSet, states []*nodeState, revs history.R
 			continue
 		}
 		st.CurrentNumberScheduled++
-		// The Pod that counts for the node: the newest (a surge Pod once created).
-		p := s.pods[len(s.pods)-1]
+		// The Pod that counts for the node is the oldest, as in kube's and OpenKruise's DaemonSet: a
+		// node with a surge Pod beside the old one is updated once the old one is gone.
+		p := s.pods[0]
 		if availability.Ready(p) {
 			st.NumberReady++
 		}
@@ -330,7 +331,7 @@ func calculateStatus(ds *v1alpha1.DaemonSet, states []*nodeState, revs history.R
 		if left > 0 && (wait == 0 || left < wait) {
 			wait = left
 		}
-		if slices.ContainsFunc(s.pods, func(p *corev1.Pod) bool { return p.Labels[appsv1.ControllerRevisionHashLabelKey] == revs.Update.Name }) {
+		if p.Labels[appsv1.ControllerRevisionHashLabelKey] == revs.Update.Name {
 			st.UpdatedNumberScheduled++
 		}
 	}

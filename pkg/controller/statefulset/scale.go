@@ -63,7 +63,16 @@ func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod) scalePlan {
 			return plan
 		}
 	}
-	// Highest ordinal first; with OrderedReady every wanted Pod runs and is Ready by here.
+	// Highest ordinal first; with OrderedReady every wanted Pod runs and is Ready by here, and, as
+	// kube's StatefulSet, an unready Pod is deleted only when it is the lowest unready one (the
+	// others wait for it).
+	var firstUnhealthy *corev1.Pod
+	for _, p := range condemned {
+		if !availability.Ready(p) {
+			firstUnhealthy = p
+			break
+		}
+	}
 	slices.Reverse(condemned)
 	for _, p := range condemned {
 		if p.DeletionTimestamp != nil {
@@ -71,6 +80,9 @@ func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod) scalePlan {
 				break // wait for it to go before the next
 			}
 			continue
+		}
+		if ordered && !availability.Ready(p) && p != firstUnhealthy {
+			break
 		}
 		plan.condemned = append(plan.condemned, p)
 		if ordered {
@@ -80,7 +92,8 @@ func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod) scalePlan {
 	return plan
 }
 
-// partitionOf is rollingUpdate.partition: Pods with a lower ordinal keep the current revision.
+// partitionOf is rollingUpdate.partition: the first that many wanted ordinals (positions from
+// ordinals.start, reserved ordinals skipped) keep the current revision.
 func partitionOf(set *v1beta1.StatefulSet) int {
 	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil &&
 		set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
@@ -106,9 +119,13 @@ func (c *Controller) scale(ctx context.Context, set *v1beta1.StatefulSet, pods [
 		}
 	}
 	partition := partitionOf(set)
+	position := map[int]int{}
+	for i, o := range wantedOrdinals(set) {
+		position[o] = i
+	}
 	for _, o := range plan.create {
 		rev := revs.Update
-		if o < partition && revs.Current != nil {
+		if position[o] < partition && revs.Current != nil {
 			rev = revs.Current
 		}
 		errs = append(errs, c.createPod(ctx, set, rev, o))

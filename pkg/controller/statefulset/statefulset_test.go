@@ -127,6 +127,14 @@ func TestPlanScale(t *testing.T) {
 			func(s *v1beta1.StatefulSet) []*corev1.Pod {
 				return []*corev1.Pod{readyPod(s, 0, "r", true), readyPod(s, 1, "r", true), readyPod(s, 2, "r", false)}
 			}, nil, []string{"db-2", "db-1"}},
+		{"ordered scale-down waits for an unready Pod below the highest", 1, appsv1.OrderedReadyPodManagement,
+			func(s *v1beta1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{readyPod(s, 0, "r", true), readyPod(s, 1, "r", false), readyPod(s, 2, "r", false)}
+			}, nil, nil},
+		{"ordered scale-down deletes the lowest unready Pod when it is the highest", 1, appsv1.OrderedReadyPodManagement,
+			func(s *v1beta1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{readyPod(s, 0, "r", true), readyPod(s, 1, "r", true), readyPod(s, 2, "r", false)}
+			}, nil, []string{"db-2"}},
 		{"a failed Pod is deleted to be created again", 2, appsv1.OrderedReadyPodManagement,
 			func(s *v1beta1.StatefulSet) []*corev1.Pod {
 				failed := readyPod(s, 0, "r", false)
@@ -172,6 +180,26 @@ func TestUpdateCandidates(t *testing.T) {
 		got, budget := updateCandidates(set, ps, "new", now)
 		if !slices.Equal(names(got), []string{"db-2", "db-1", "db-0"}) || budget != 1 {
 			t.Errorf("candidates %v budget %d; want db-2 db-1 db-0, 1", names(got), budget)
+		}
+	})
+	t.Run("partition counts positions from ordinals.start", func(t *testing.T) {
+		set := testSet(3, appsv1.ParallelPodManagement)
+		set.Spec.Ordinals = &v1beta1.StatefulSetOrdinals{Start: 5}
+		set.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](2)
+		set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(3))
+		var ps []*corev1.Pod
+		for o := 5; o < 8; o++ {
+			ps = append(ps, readyPod(set, o, "old", true))
+		}
+		if got, _ := updateCandidates(set, ps, "new", now); !slices.Equal(names(got), []string{"db-7"}) {
+			t.Errorf("candidates %v, want db-7 only (positions 0 and 1 kept)", names(got))
+		}
+	})
+	t.Run("maxUnavailable percentage rounds down, at least 1", func(t *testing.T) {
+		set := testSet(3, appsv1.ParallelPodManagement)
+		set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("50%"))
+		if _, budget := updateCandidates(set, pods(set, true, true, true), "new", now); budget != 1 {
+			t.Errorf("budget %d, want 1 (50%% of 3 rounded down)", budget)
 		}
 	})
 	t.Run("ordered: nothing while a Pod is unavailable, else the highest", func(t *testing.T) {

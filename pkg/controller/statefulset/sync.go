@@ -168,9 +168,10 @@ func calculateStatus(set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.
 			}
 		}
 	}
-	// As kube's StatefulSet: once every wanted Pod is at the update revision, it is current.
+	// As OpenKruise's StatefulSet: once every wanted Pod is at the update revision and ready, it is
+	// current.
 	st.CurrentRevision = revs.Current.Name
-	if st.UpdatedReplicas == int32(len(wantedOrdinals(set))) && st.Replicas == st.UpdatedReplicas {
+	if n := int32(len(wantedOrdinals(set))); st.UpdatedReplicas == n && st.Replicas == n && st.ReadyReplicas == n {
 		st.CurrentRevision = revs.Update.Name
 		st.CurrentReplicas = st.UpdatedReplicas
 	}

@@ -34,7 +34,8 @@ type updateStep struct {
 
 // updateCandidates are the Pods the rolling update may move now, in the order it moves them, and
 // how many of them it may take while they are available: the wanted Pods at or above the
-// partition not at the update revision, highest ordinal first (or by unorderedUpdate's priority);
+// partition (counted in positions from ordinals.start, reserved ordinals skipped, as OpenKruise
+// counts it) not at the update revision, highest ordinal first (or by unorderedUpdate's priority);
 // maxUnavailable bounds the Pods not available at once, counting missing ones, so an update never
 // takes more. Candidates already unavailable take no budget. With OrderedReady nothing moves while
 // any Pod is unavailable, and one Pod at a time.
@@ -51,7 +52,7 @@ func updateCandidates(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevisi
 	minReady := minReadySeconds(set)
 	partition := partitionOf(set)
 	unavailable := 0
-	for _, o := range wanted {
+	for i, o := range wanted {
 		p := byOrd[o]
 		available := false
 		if p != nil && p.DeletionTimestamp == nil {
@@ -60,13 +61,14 @@ func updateCandidates(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevisi
 		if !available {
 			unavailable++
 		}
-		if p != nil && p.DeletionTimestamp == nil && o >= partition && p.Labels[appsv1.ControllerRevisionHashLabelKey] != updateRevision {
+		if p != nil && p.DeletionTimestamp == nil && i >= partition && p.Labels[appsv1.ControllerRevisionHashLabelKey] != updateRevision {
 			candidates = append(candidates, p)
 		}
 	}
 	maxUnavailable := 1
 	if ru.MaxUnavailable != nil {
-		if n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, len(wanted), true); err == nil {
+		// As OpenKruise: a percentage of replicas rounded down, at least 1.
+		if n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, len(wanted), false); err == nil {
 			maxUnavailable = max(n, 1)
 		}
 	}
