@@ -44,52 +44,74 @@ done
 local_stop kube-scheduler
 local_stop kube-controller-manager
 local_stop kubelet 30
+local_stop node2-kubelet 30
 
-# 3. Remove every pod sandbox through containerd's CRI. If containerd is gone
-#    (crash) but shims of our containerd still run containers, start
-#    containerd again just for this.
-if ! daemon_pid containerd >/dev/null && containerd_shims_running && [[ -f "$STATE/containerd/config.toml" ]]; then
-  log "containers of an earlier run are still alive: starting containerd to remove them"
-  start_containerd
-fi
-if daemon_pid containerd >/dev/null; then
-  if [[ -x "$BIN/minicri" ]]; then
-    "$BIN/minicri" -endpoint "$CONTAINER_RUNTIME_ENDPOINT" -timeout 60s rmp-all >&2 ||
-      log "WARNING: could not remove all pod sandboxes (see above)"
-  else
-    log "WARNING: $BIN/minicri missing, pod sandboxes left to containerd"
+# 3. Remove every pod sandbox through containerd's CRI, on each node. If a
+#    containerd is gone (crash) but shims of it still run containers, start it
+#    again just for this.
+# remove_sandboxes NAME CONFIG SOCKET
+remove_sandboxes() {
+  local name="$1" config="$2" sock="$3"
+  if ! daemon_pid "$name" >/dev/null && containerd_shims_running "$sock" && [[ -f "$config" ]]; then
+    log "containers of an earlier run are still alive: starting $name to remove them"
+    start_containerd "$name" "$config" "$sock"
   fi
-fi
+  if daemon_pid "$name" >/dev/null; then
+    if [[ -x "$BIN/minicri" ]]; then
+      "$BIN/minicri" -endpoint "unix://$sock" -timeout 60s rmp-all >&2 ||
+        log "WARNING: could not remove all pod sandboxes of $name (see above)"
+    else
+      log "WARNING: $BIN/minicri missing, pod sandboxes left to $name"
+    fi
+  fi
+}
+remove_sandboxes containerd "$STATE/containerd/config.toml" "$CONTAINERD_SOCK"
+remove_sandboxes node2-containerd "$NODE2_STATE/containerd/config.toml" "$NODE2_CONTAINERD_SOCK"
 
 # 4. Control plane and runtime.
 local_stop kube-apiserver
 local_stop etcd
 local_stop containerd 30
+local_stop node2-containerd 30
 
 # 5. Host leftovers.
-if containerd_shims_running; then
+if containerd_shims_running || containerd_shims_running "$NODE2_CONTAINERD_SOCK"; then
   log "WARNING: containerd shims still running; left alone (rerun hack/local-down.sh)"
 else
   # Mounts below the state dir: kubelet volumes (projected tokens are tmpfs),
   # and anything containerd left behind after a crash.
   unmount_under "$STATE"
-  rm -rf "$STATE/kubelet" "$STATE/pod-logs" "$STATE/cni/ipam"
-  # The CNI bridge is ours (its name is specific to this harness).
-  if ip link show "$CNI_BRIDGE" >/dev/null 2>&1; then
-    ip link delete "$CNI_BRIDGE" && log "deleted bridge $CNI_BRIDGE"
-  fi
-  # libcni's result cache of our network and the kubelet's log symlinks
-  # pointing into our pod log dir.
-  rm -f /var/lib/cni/results/"$CNI_NETWORK"-*
-  for l in /var/log/containers/*.log; do
-    [[ -L "$l" && "$(readlink "$l")" == "$STATE/pod-logs/"* ]] && rm -f "$l"
+  rm -rf "$STATE/kubelet" "$STATE/pod-logs" "$STATE/cni/ipam" \
+    "$NODE2_STATE/kubelet" "$NODE2_STATE/pod-logs" "$NODE2_STATE/cni/ipam"
+  # The CNI bridges are ours (their names are specific to this harness).
+  for br in "$CNI_BRIDGE" "$NODE2_CNI_BRIDGE"; do
+    if ip link show "$br" >/dev/null 2>&1; then
+      ip link delete "$br" && log "deleted bridge $br"
+    fi
   done
+  # libcni's result cache of our networks and the kubelets' log symlinks
+  # pointing into our pod log dirs.
+  rm -f /var/lib/cni/results/"$CNI_NETWORK"-* /var/lib/cni/results/"$NODE2_CNI_NETWORK"-*
+  for l in /var/log/containers/*.log; do
+    [[ -L "$l" ]] || continue
+    case "$(readlink "$l")" in "$STATE/pod-logs/"* | "$NODE2_STATE/pod-logs/"*) rm -f "$l" ;; esac
+  done
+  # The second node's containerd state (its socket and shim state).
+  unmount_under /run/inplace-node2
+  rm -rf /run/inplace-node2
   # The kubelet's (empty) QoS cgroups, one tree per cgroup v1 controller.
   if [[ -f "$STATE/markers/kubelet-cgroups" ]]; then
     for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
       if [[ -d "$d" ]]; then find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true; fi
     done
     rm -f "$STATE/markers/kubelet-cgroups"
+  fi
+  # The second node's cgroup root (made by local-up) and its kubelet's cgroups.
+  if [[ -f "$STATE/markers/node2-cgroups" ]]; then
+    for d in /sys/fs/cgroup/*/"$NODE2_CGROUP_ROOT"; do
+      if [[ -d "$d" ]]; then find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true; fi
+    done
+    rm -f "$STATE/markers/node2-cgroups"
   fi
 fi
 
@@ -101,10 +123,14 @@ if [[ -f "$STATE/markers/var-lib-kubelet" ]]; then
   rm -f "$STATE/markers/var-lib-kubelet"
 fi
 
-# The node IP on lo, if local-up added it.
+# The node IPs on lo, if local-up added them.
 if [[ -f "$STATE/markers/lo-ip" ]]; then
   ip addr del "$NODE_IP/32" dev lo 2>/dev/null || true
   rm -f "$STATE/markers/lo-ip"
+fi
+if [[ -f "$STATE/markers/lo-ip2" ]]; then
+  ip addr del "$NODE2_IP/32" dev lo 2>/dev/null || true
+  rm -f "$STATE/markers/lo-ip2"
 fi
 
 # etcd data: every local-up starts from an empty cluster; so do the volumes of its

@@ -23,6 +23,12 @@
 # INPLACE_IN_CLUSTER=1: the inplace hooks install inplace into the cluster from
 # artifacts/deploy (its image, its own CA) instead of starting host processes.
 #
+# INPLACE_NODES=2: a second node, $NODE2_NAME (hack/lib/local.sh): its own
+# kubelet and containerd, node IP 10.77.0.2, pod subnet 10.78.128.0/17 on
+# bridge inplace1, kubelet ports 10260/10268, tainted
+# inplace.dev/second-node:NoSchedule so that only Pods tolerating it go there;
+# the daemon hook runs inplace-daemon-node2 for it. Host processes only.
+#
 # Hooks: at the end, every hack/local-up.d/*.sh (or $LOCAL_UP_HOOKS/*.sh) is
 # sourced in name order, with set -euo pipefail and the variables and helpers
 # of hack/lib/local.sh available: local_start / local_wait, $KUBECONFIG,
@@ -30,26 +36,38 @@
 # (the cluster stays up; hack/local-down.sh stops it and the hooks' daemons).
 #
 # Host state touched outside _output/ (local-down undoes what it can):
-#   - address 10.77.0.1/32 on lo (node IP; removed by local-down if added here)
-#   - CNI bridge inplace0, pod subnet 10.78.0.0/16 (deleted by local-down);
+#   - address 10.77.0.1/32 on lo (node IP; removed by local-down if added here),
+#     and 10.77.0.2/32 with the second node
+#   - CNI bridge inplace0, pod subnet 10.78.0.0/17 (deleted by local-down), and
+#     inplace1, 10.78.128.0/17 with the second node;
 #     net.ipv4.ip_forward=1 (set by the bridge plugin, left as is); no iptables
 #   - /run/containerd (containerd state and socket), /var/run/netns (pod netns),
+#     /run/inplace-node2 (the second node's containerd, removed by local-down),
 #     /var/lib/cni/results (libcni cache; our entries are removed)
 #   - /var/lib/kubelet/device-plugins (fixed in the kubelet; removed by
 #     local-down when /var/lib/kubelet did not exist before)
 #   - /var/log/containers (kubelet log symlinks; ours are removed)
-#   - kubepods cgroups in every cgroup v1 controller (removed when empty)
+#   - kubepods cgroups in every cgroup v1 controller (removed when empty), and
+#     inplace-node2/ (the second node's cgroup root, removed by local-down)
 #   - TCP ports 2379 2380 (etcd, loopback), 6443 (kube-apiserver, all
 #     addresses), 53 (CoreDNS, TCP and UDP on the node IP), 10054 (its
 #     readiness, loopback), 10248 (kubelet healthz, loopback), 10250 (kubelet, all
 #     addresses), 10257 (controller-manager), 10259 (scheduler), plus
-#     containerd's streaming server on a random loopback port.
+#     containerd's streaming server on a random loopback port; with the second
+#     node 10260 (its kubelet, all addresses) and 10268 (its healthz, loopback).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source hack/lib/local.sh
 
 [[ $EUID -eq 0 ]] || die "must run as root"
 local_lock
+if node2_wanted; then
+  case "${INPLACE_IN_CLUSTER:-}" in
+    "" | 0) ;;
+    *) die "INPLACE_NODES=2 needs the inplace programs as host processes (INPLACE_IN_CLUSTER unset):" \
+      "in the cluster inplace-daemon reaches containerd through a hostPath, the same path for both nodes of this one machine" ;;
+  esac
+fi
 start_time=$(date +%s.%N)
 
 # --- 0. clean slate, dependencies, binaries, images --------------------------
@@ -58,7 +76,9 @@ hack/install-deps.sh
 hack/build-kube.sh
 hack/build-images.sh
 
-for p in "${PORTS[@]}"; do
+ports=("${PORTS[@]}")
+if node2_wanted; then ports+=("${NODE2_PORTS[@]}"); fi
+for p in "${ports[@]}"; do
   if [[ -n "$(ss -Hltn "sport = :$p")" ]]; then
     ss -Hltnp "sport = :$p" >&2
     die "TCP port $p is in use by a process local-up did not start"
@@ -72,7 +92,7 @@ mkdir -p "$LOGS"
 
 # --- 1. PKI (openssl; generated once, reused while the node settings hold) ---
 # ECDSA P-256 keys: fast to generate, accepted by every component.
-pki_settings="v1 $NODE_NAME $NODE_IP $SERVICE_IP"
+pki_settings="v1 $NODE_NAME $NODE_IP $SERVICE_IP $NODE2_NAME $NODE2_IP"
 if [[ "$(cat "$PKI/.settings" 2>/dev/null)" != "$pki_settings" ]]; then
   rm -rf "$PKI"
 fi
@@ -116,6 +136,8 @@ gen_cert controller-manager ca /CN=system:kube-controller-manager clientAuth
 gen_cert scheduler ca /CN=system:kube-scheduler clientAuth
 gen_cert kubelet-client ca "/O=system:nodes/CN=system:node:$NODE_NAME" clientAuth
 gen_cert kubelet-serving ca "/CN=$NODE_NAME" serverAuth "IP:$NODE_IP,IP:127.0.0.1,DNS:$NODE_NAME,DNS:localhost"
+gen_cert node2-kubelet-client ca "/O=system:nodes/CN=system:node:$NODE2_NAME" clientAuth
+gen_cert node2-kubelet-serving ca "/CN=$NODE2_NAME" serverAuth "IP:$NODE2_IP,IP:127.0.0.1,DNS:$NODE2_NAME,DNS:localhost"
 # Service account token signing key pair.
 gen_key sa
 [[ -f "$PKI/sa.pub" ]] || openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
@@ -125,6 +147,7 @@ write_kubeconfig "$KUBECONFIG" admin
 write_kubeconfig "$PKI/controller-manager.kubeconfig" controller-manager
 write_kubeconfig "$PKI/scheduler.kubeconfig" scheduler
 write_kubeconfig "$PKI/kubelet.kubeconfig" kubelet-client
+write_kubeconfig "$PKI/node2-kubelet.kubeconfig" node2-kubelet-client
 
 # Variables for scripts and humans: `source _output/local/env`.
 cat > "$STATE/env" <<EOF
@@ -137,6 +160,15 @@ export CONTAINER_RUNTIME_ENDPOINT=$CONTAINER_RUNTIME_ENDPOINT
 export LOCAL_CLUSTER_STATE=$STATE
 export LOCAL_CLUSTER_PKI=$PKI
 EOF
+if node2_wanted; then
+  cat >> "$STATE/env" <<EOF
+# The second node (INPLACE_NODES=2); Pods need a toleration of its taint.
+export NODE2_NAME=$NODE2_NAME
+export NODE2_IP=$NODE2_IP
+export NODE2_RUNTIME_ENDPOINT=$NODE2_RUNTIME_ENDPOINT
+export NODE2_TAINT=$NODE2_TAINT
+EOF
+fi
 
 # --- 2. node IP on lo ---------------------------------------------------------
 if ! ip -o addr show dev lo | grep -qw "inet $NODE_IP/32"; then
@@ -145,22 +177,27 @@ if ! ip -o addr show dev lo | grep -qw "inet $NODE_IP/32"; then
 fi
 
 # --- 3. containerd + CNI config -------------------------------------------------
-# Own config file; socket and state at the standard /run/containerd (the
-# kubelet and CRI clients expect it), root (images, snapshots) under
-# _output/local. restrict_oom_score_adj: these VMs lack CAP_SYS_RESOURCE.
-cat > "$STATE/containerd/config.toml" <<EOF
+# write_containerd_config DIR STATE_DIR SOCKET CNI_CONF_DIR: a containerd of
+# its own config file, root (images, snapshots) DIR/root under _output/local,
+# state and socket under /run (node 1's at the standard /run/containerd: the
+# kubelet and CRI clients expect it). restrict_oom_score_adj: these VMs lack
+# CAP_SYS_RESOURCE.
+write_containerd_config() {
+  local dir="$1" state="$2" sock="$3" cni_conf="$4"
+  mkdir -p "$dir" "$cni_conf"
+  cat > "$dir/config.toml" <<EOF
 version = 2
-root = "$STATE/containerd/root"
-state = "/run/containerd"
+root = "$dir/root"
+state = "$state"
 disabled_plugins = ["io.containerd.internal.v1.tracing", "io.containerd.snapshotter.v1.aufs",
   "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
   "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]
 
 [grpc]
-  address = "$CONTAINERD_SOCK"
+  address = "$sock"
 
 [plugins."io.containerd.internal.v1.opt"]
-  path = "$STATE/containerd/opt"
+  path = "$dir/opt"
 
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "inplace.local/pause:1.0"
@@ -175,50 +212,65 @@ disabled_plugins = ["io.containerd.internal.v1.tracing", "io.containerd.snapshot
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "$STATE/cni/net.d"
+    conf_dir = "$cni_conf"
     max_conf_num = 1
 EOF
+}
 
-# A plain bridge with host-local IPAM (allocations kept under _output/local);
-# no masquerading, so no iptables rules: pod IPs are reachable from the host
-# and pods reach the host (and kube-apiserver) at $NODE_IP.
-cat > "$STATE/cni/net.d/10-$CNI_NETWORK.conflist" <<EOF
+# write_cni_config CONF_DIR NETWORK BRIDGE SUBNET IPAM_DIR: a plain bridge with
+# host-local IPAM (allocations kept under _output/local); no masquerading, so
+# no iptables rules: pod IPs are reachable from the host (and, through the
+# host's route to each node's bridge, from the other node's pods) and pods
+# reach the host (and kube-apiserver) at the node IP.
+write_cni_config() {
+  local conf="$1" network="$2" bridge="$3" subnet="$4" ipam="$5"
+  mkdir -p "$conf" "$ipam"
+  cat > "$conf/10-$network.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
-  "name": "$CNI_NETWORK",
+  "name": "$network",
   "plugins": [
     {
       "type": "bridge",
-      "bridge": "$CNI_BRIDGE",
+      "bridge": "$bridge",
       "isGateway": true,
       "ipMasq": false,
       "hairpinMode": true,
       "ipam": {
         "type": "host-local",
-        "ranges": [[{"subnet": "$POD_SUBNET"}]],
+        "ranges": [[{"subnet": "$subnet"}]],
         "routes": [{"dst": "0.0.0.0/0"}],
-        "dataDir": "$STATE/cni/ipam"
+        "dataDir": "$ipam"
       }
     }
   ]
 }
 EOF
+}
+
+write_containerd_config "$STATE/containerd" /run/containerd "$CONTAINERD_SOCK" "$STATE/cni/net.d"
+write_cni_config "$STATE/cni/net.d" "$CNI_NETWORK" "$CNI_BRIDGE" "$POD_SUBNET" "$STATE/cni/ipam"
 
 # --- 4. kubelet config ----------------------------------------------------------
+# write_kubelet_config FILE CERT PORT HEALTHZ_PORT RUNTIME_ENDPOINT POD_LOGS
+#   CGROUP_ROOT [TAINT_KEY]:
 # cgroup v1 host: failCgroupV1 false + cgroupfs; oomScoreAdj 0 (no
 # CAP_SYS_RESOURCE); 1 s max crash-loop back-off so a container switched back
 # to an image it just ran restarts at once; image GC effectively off (the
 # images cannot be pulled again); eviction thresholds low (shared machine);
 # no iptables chains (there is no kube-proxy); cluster DNS is the host's CoreDNS
-# on the node IP (step 7).
-cat > "$STATE/kubelet-config.yaml" <<EOF
+# on node 1's IP (step 7). CERT names the serving certificate in $PKI; the
+# node registers with TAINT_KEY:NoSchedule when given.
+write_kubelet_config() {
+  local file="$1" cert="$2" port="$3" healthz="$4" runtime="$5" pod_logs="$6" cgroup_root="$7" taint="${8:-}"
+  cat > "$file" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: 0.0.0.0
-port: 10250
+port: $port
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
-healthzPort: 10248
+healthzPort: $healthz
 authentication:
   anonymous:
     enabled: false
@@ -228,17 +280,18 @@ authentication:
     clientCAFile: $PKI/ca.crt
 authorization:
   mode: Webhook
-tlsCertFile: $PKI/kubelet-serving.crt
-tlsPrivateKeyFile: $PKI/kubelet-serving.key
-containerRuntimeEndpoint: $CONTAINER_RUNTIME_ENDPOINT
+tlsCertFile: $PKI/$cert.crt
+tlsPrivateKeyFile: $PKI/$cert.key
+containerRuntimeEndpoint: $runtime
 cgroupDriver: cgroupfs
+cgroupRoot: $cgroup_root
 failCgroupV1: false
 failSwapOn: false
 oomScoreAdj: 0
 makeIPTablesUtilChains: false
 clusterDomain: cluster.local
 clusterDNS: [$NODE_IP]
-podLogsDir: $STATE/pod-logs
+podLogsDir: $pod_logs
 serializeImagePulls: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
@@ -252,6 +305,10 @@ featureGates:
 crashLoopBackOff:
   maxContainerRestartPeriod: 1s
 EOF
+  [[ -z "$taint" ]] || printf 'registerWithTaints:\n- key: %s\n  effect: NoSchedule\n' "$taint" >> "$file"
+}
+write_kubelet_config "$STATE/kubelet-config.yaml" kubelet-serving 10250 10248 "$CONTAINER_RUNTIME_ENDPOINT" \
+  "$STATE/pod-logs" /
 
 [[ -d /var/lib/kubelet ]] || touch "$STATE/markers/var-lib-kubelet"
 
@@ -363,6 +420,61 @@ local_wait coredns 30 "CoreDNS ready" http_ok 127.0.0.1 "$DNS_READY_PORT" /ready
 # under $STATE/volumes) for each PVC of it and deletes it with its claim.
 local_start hostpath-provisioner "$BIN/hostpath" -kubeconfig "$KUBECONFIG" -root "$STATE/volumes"
 local_wait hostpath-provisioner 30 "StorageClass inplace-hostpath" kubectl get storageclass inplace-hostpath
+
+# --- 7b. the second node (INPLACE_NODES=2) --------------------------------------
+# A second kubelet and containerd on this machine: node IP $NODE2_IP (a /32 on
+# lo, like node 1's), bridge $NODE2_CNI_BRIDGE with pod subnet
+# $NODE2_POD_SUBNET, containerd state and socket under /run/inplace-node2, its
+# own images, kubelet ports $NODE2_KUBELET_PORT (API) and
+# $NODE2_KUBELET_HEALTHZ_PORT (healthz), kubelet root dir and pod logs under
+# $NODE2_STATE, and its own cgroup root /$NODE2_CGROUP_ROOT in every cgroup v1
+# hierarchy (two kubelets on one "/kubepods" would remove each other's pods).
+# It shares with node 1 only what the kubelet fixes: the device plugin
+# directory (no device plugins here) and /var/log/containers (file names are
+# unique per container). Registered with the taint $NODE2_TAINT:NoSchedule.
+start_node2() {
+  if ! ip -o addr show dev lo | grep -qw "inet $NODE2_IP/32"; then
+    ip addr add "$NODE2_IP/32" dev lo
+    touch "$STATE/markers/lo-ip2"
+  fi
+  write_containerd_config "$NODE2_STATE/containerd" "$(dirname "$NODE2_CONTAINERD_SOCK")" \
+    "$NODE2_CONTAINERD_SOCK" "$NODE2_STATE/cni/net.d"
+  write_cni_config "$NODE2_STATE/cni/net.d" "$NODE2_CNI_NETWORK" "$NODE2_CNI_BRIDGE" \
+    "$NODE2_POD_SUBNET" "$NODE2_STATE/cni/ipam"
+  mkdir -p "$NODE2_STATE/pod-logs"
+
+  # The cgroup root must exist before the kubelet starts; a v1 cpuset cgroup
+  # starts with no CPUs and memory nodes, so it gets its parent's.
+  local hier
+  touch "$STATE/markers/node2-cgroups"
+  for hier in /sys/fs/cgroup/*/; do
+    [[ "$hier" == */unified/ || -L "${hier%/}" ]] && continue
+    mkdir -p "$hier$NODE2_CGROUP_ROOT"
+    if [[ -f "${hier}cpuset.cpus" ]]; then
+      cat "${hier}cpuset.cpus" > "$hier$NODE2_CGROUP_ROOT/cpuset.cpus"
+      cat "${hier}cpuset.mems" > "$hier$NODE2_CGROUP_ROOT/cpuset.mems"
+    fi
+  done
+  write_kubelet_config "$NODE2_STATE/kubelet-config.yaml" node2-kubelet-serving "$NODE2_KUBELET_PORT" \
+    "$NODE2_KUBELET_HEALTHZ_PORT" "$NODE2_RUNTIME_ENDPOINT" "$NODE2_STATE/pod-logs" "/$NODE2_CGROUP_ROOT" "$NODE2_TAINT"
+
+  start_containerd node2-containerd "$NODE2_STATE/containerd/config.toml" "$NODE2_CONTAINERD_SOCK"
+  CONTAINERD_ADDRESS="$NODE2_CONTAINERD_SOCK" hack/build-images.sh --import
+  "$BIN/minicri" -endpoint "$NODE2_RUNTIME_ENDPOINT" -timeout 60s rmp-all >&2
+
+  local_start node2-kubelet "$BIN/kubelet" \
+    --config="$NODE2_STATE/kubelet-config.yaml" \
+    --kubeconfig="$PKI/node2-kubelet.kubeconfig" \
+    --root-dir="$NODE2_STATE/kubelet" \
+    --hostname-override="$NODE2_NAME" --node-ip="$NODE2_IP" \
+    --v=2
+  local_wait node2-kubelet 60 "node 2 kubelet /healthz" http_ok 127.0.0.1 "$NODE2_KUBELET_HEALTHZ_PORT" /healthz ok
+  node2_ready() {
+    [[ "$(kubectl get node "$NODE2_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}/{.spec.taints[*].key}')" == "True/$NODE2_TAINT" ]]
+  }
+  local_wait node2-kubelet 60 "node $NODE2_NAME Ready, tainted $NODE2_TAINT only" node2_ready
+}
+if node2_wanted; then start_node2; fi
 
 # --- 8. hooks -------------------------------------------------------------------
 for hook in "${LOCAL_UP_HOOKS:-hack/local-up.d}"/*.sh; do

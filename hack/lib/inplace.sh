@@ -66,22 +66,24 @@ inplace_sa_kubeconfig() {
   echo "$kubeconfig"
 }
 
-# inplace_start_host_program NAME MODE READY_WHAT READY_FN [FLAG...]: (re)starts the host process
-# _output/bin/inplace-NAME as the ServiceAccount inplace-system/inplace-NAME (--kubeconfig) with
-# the flags and --v=1, then waits until READY_FN succeeds. MODE "fresh" (hook sourced by
-# local-up.sh) has nothing to stop first. Skipped when the tree has no cmd/NAME.
+# inplace_start_host_program NAME[@INSTANCE] MODE READY_WHAT READY_FN [FLAG...]: (re)starts the
+# host process _output/bin/inplace-NAME as the ServiceAccount inplace-system/inplace-NAME
+# (--kubeconfig) with the flags and --v=1, then waits until READY_FN succeeds. The process is
+# recorded as inplace-NAME, or inplace-NAME-INSTANCE for a second one of the same program (the
+# second node's daemon). MODE "fresh" (hook sourced by local-up.sh) has nothing to stop first.
+# Skipped when the tree has no cmd/NAME.
 inplace_start_host_program() {
-  local name="$1" mode="$2" what="$3" ready="$4" bin kubeconfig
+  local name="${1%@*}" process="inplace-${1/@/-}" mode="$2" what="$3" ready="$4" bin kubeconfig
   shift 4
   if [[ ! -d "cmd/$name" ]]; then
-    log "inplace: no cmd/$name in this tree, inplace-$name not started"
+    log "inplace: no cmd/$name in this tree, $process not started"
     return 0
   fi
-  [[ "$mode" == fresh ]] || local_stop "inplace-$name"
+  [[ "$mode" == fresh ]] || local_stop "$process"
   bin="$(inplace_binary "$name")"
   kubeconfig="$(inplace_sa_kubeconfig "inplace-$name")"
-  local_start "inplace-$name" "$bin" --kubeconfig="$kubeconfig" "$@" --v=1
-  local_wait "inplace-$name" 60 "$what" "$ready"
+  local_start "$process" "$bin" --kubeconfig="$kubeconfig" "$@" --v=1
+  local_wait "$process" 60 "$what" "$ready"
 }
 
 # --- in-cluster mode (INPLACE_IN_CLUSTER=1 or =ha hack/local-up.sh) ----------------------------

@@ -23,19 +23,38 @@ NODE_NAME="${NODE_NAME:-inplace-node}"
 NODE_IP="${NODE_IP:-10.77.0.1}"        # a /32 on lo: the kubelet refuses loopback IPs
 SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1                   # kubernetes.default
-POD_SUBNET=10.78.0.0/16                # CNI bridge subnet
+POD_SUBNET=10.78.0.0/17                # CNI bridge subnet
 CNI_BRIDGE=inplace0
 CNI_NETWORK=inplace-local
 CONTAINERD_SOCK=/run/containerd/containerd.sock
 CONTAINER_RUNTIME_ENDPOINT="unix://$CONTAINERD_SOCK"
+
+# The second node (INPLACE_NODES=2): a second kubelet and containerd on this
+# machine with their own node IP, pod subnet and bridge (routed by the host:
+# pods of both nodes reach each other), ports, state and cgroup root. It
+# registers with the taint $NODE2_TAINT, so only Pods that tolerate it (the
+# tests that need two nodes, DaemonSets that tolerate everything) run there.
+NODE2_NAME=inplace-node2
+NODE2_IP=10.77.0.2
+NODE2_POD_SUBNET=10.78.128.0/17
+NODE2_CNI_BRIDGE=inplace1
+NODE2_CNI_NETWORK=inplace-local2
+NODE2_STATE="$STATE/node2"
+NODE2_CONTAINERD_SOCK=/run/inplace-node2/containerd/containerd.sock
+NODE2_RUNTIME_ENDPOINT="unix://$NODE2_CONTAINERD_SOCK"
+NODE2_KUBELET_PORT=10260
+NODE2_KUBELET_HEALTHZ_PORT=10268
+NODE2_CGROUP_ROOT=inplace-node2        # below the root of every cgroup v1 hierarchy
+NODE2_TAINT=inplace.dev/second-node
 # Fixed TCP ports (loopback unless noted): etcd client+peer, kube-apiserver
 # (all addresses), kubelet healthz, kubelet (all addresses), controller-manager,
 # scheduler, CoreDNS (node IP, also UDP) and its readiness.
 DNS_READY_PORT=10054
 PORTS=(2379 2380 6443 10248 10250 10257 10259 53 "$DNS_READY_PORT")
+NODE2_PORTS=("$NODE2_KUBELET_PORT" "$NODE2_KUBELET_HEALTHZ_PORT")
 # Core daemons in the order local-down stops them (anything else in $PIDS,
 # e.g. started by a hook, is stopped first).
-CORE_DAEMONS=(kube-scheduler kube-controller-manager kubelet kube-apiserver etcd containerd)
+CORE_DAEMONS=(kube-scheduler kube-controller-manager kubelet node2-kubelet kube-apiserver etcd containerd node2-containerd)
 
 export KUBECONFIG NODE_NAME NODE_IP CONTAINER_RUNTIME_ENDPOINT
 export PATH="$BIN:$PATH"               # our kubectl, not whatever is installed
@@ -163,26 +182,36 @@ unmount_under() {
   done
 }
 
-# containerd_shims_running: whether a containerd shim serving our containerd
-# socket is alive (read-only scan of /proc; shims are never killed directly:
-# their pods are removed through containerd instead).
+# containerd_shims_running [SOCKET]: whether a containerd shim serving our
+# containerd socket (default node 1's) is alive (read-only scan of /proc; shims
+# are never killed directly: their pods are removed through containerd instead).
 containerd_shims_running() {
-  local f
+  local f sock="${1:-$CONTAINERD_SOCK}"
   while read -r f; do
     tr '\0' ' ' 2>/dev/null < "$f" | grep -q '^[^ ]*containerd-shim' && return 0
-  done < <(grep -lsaF -- "$CONTAINERD_SOCK" /proc/[0-9]*/cmdline)
+  done < <(grep -lsaF -- "$sock" /proc/[0-9]*/cmdline)
   return 1
 }
 
-# start_containerd: start our containerd (config written by local-up) and
-# wait until it answers on its socket.
+# start_containerd [NAME CONFIG SOCKET]: start our containerd (config written
+# by local-up; default node 1's) and wait until it answers on its socket.
 start_containerd() {
+  local name="${1:-containerd}" config="${2:-$STATE/containerd/config.toml}" sock="${3:-$CONTAINERD_SOCK}"
   # (ss: instant, where ctr would wait for a socket that nobody serves)
-  if [[ -n "$(ss -Hxl "src = $CONTAINERD_SOCK")" ]]; then
-    die "a containerd not started by hack/local-up.sh is serving $CONTAINERD_SOCK; stop it first"
+  if [[ -n "$(ss -Hxl "src = $sock")" ]]; then
+    die "a containerd not started by hack/local-up.sh is serving $sock; stop it first"
   fi
-  local_start containerd containerd --config "$STATE/containerd/config.toml"
-  local_wait containerd 30 "containerd" ctr --address "$CONTAINERD_SOCK" version
+  local_start "$name" containerd --config "$config"
+  local_wait "$name" 30 "$name" ctr --address "$sock" version
+}
+
+# node2_wanted: this local-up runs the second node (INPLACE_NODES=2).
+node2_wanted() {
+  case "${INPLACE_NODES:-1}" in
+    1) return 1 ;;
+    2) return 0 ;;
+    *) die "INPLACE_NODES=$INPLACE_NODES: want 1 (the default) or 2" ;;
+  esac
 }
 
 # local_hook_alone: a hack/local-up.d hook run on its own (to restart its program) needs root,

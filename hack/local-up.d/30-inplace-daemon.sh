@@ -10,7 +10,8 @@
 # Host process _output/bin/inplace-daemon for node $NODE_NAME, talking CRI to
 # the cluster's containerd ($CONTAINER_RUNTIME_ENDPOINT), authenticated as the
 # ServiceAccount inplace-system/inplace-daemon (client certificate, see
-# hack/lib/inplace.sh), health on 127.0.0.1:10391. Skipped when the source
+# hack/lib/inplace.sh), health on 127.0.0.1:10391; with the second node
+# (INPLACE_NODES=2) also inplace-daemon-node2 for it. Skipped when the source
 # tree has no cmd/daemon. $INPLACE_DAEMON_FLAGS (space-separated) adds flags,
 # e.g. the tests' INPLACE_DAEMON_FLAGS=--clock-skew=-10m.
 
@@ -34,9 +35,13 @@ if inplace_in_cluster; then
 fi
 
 INPLACE_DAEMON_HEALTH="${INPLACE_DAEMON_HEALTH:-127.0.0.1:10391}"
+INPLACE_NODE2_DAEMON_HEALTH="${INPLACE_NODE2_DAEMON_HEALTH:-127.0.0.1:10392}"
 
 inplace_daemon_ready() {
   http_ok "${INPLACE_DAEMON_HEALTH%:*}" "${INPLACE_DAEMON_HEALTH##*:}" /readyz ok
+}
+inplace_node2_daemon_ready() {
+  http_ok "${INPLACE_NODE2_DAEMON_HEALTH%:*}" "${INPLACE_NODE2_DAEMON_HEALTH##*:}" /readyz ok
 }
 
 inplace_start_host_program daemon "$(inplace_hook_mode "${BASH_SOURCE[0]}")" \
@@ -45,3 +50,14 @@ inplace_start_host_program daemon "$(inplace_hook_mode "${BASH_SOURCE[0]}")" \
   --runtime-endpoint="$CONTAINER_RUNTIME_ENDPOINT" \
   --bind-address="$INPLACE_DAEMON_HEALTH" \
   ${INPLACE_DAEMON_FLAGS:-} # word splitting wanted: a list of flags
+
+# The second node (INPLACE_NODES=2 hack/local-up.sh) has its own daemon, talking to its own
+# containerd: inplace-daemon-node2, health on 127.0.0.1:10392.
+if daemon_pid node2-kubelet >/dev/null; then
+  inplace_start_host_program daemon@node2 "$(inplace_hook_mode "${BASH_SOURCE[0]}")" \
+    "inplace-daemon of $NODE2_NAME ready" inplace_node2_daemon_ready \
+    --node-name="$NODE2_NAME" \
+    --runtime-endpoint="$NODE2_RUNTIME_ENDPOINT" \
+    --bind-address="$INPLACE_NODE2_DAEMON_HEALTH" \
+    ${INPLACE_DAEMON_FLAGS:-} # word splitting wanted: a list of flags
+fi

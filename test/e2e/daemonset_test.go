@@ -17,9 +17,11 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 )
 
-// The Advanced DaemonSet on the real cluster's node, held to OpenKruise's e2e scenarios
+// The Advanced DaemonSet on the real cluster's nodes, held to OpenKruise's e2e scenarios
 // (test/e2e/apps/daemonset.go): a Pod per eligible node, placement following node labels, image
-// changes in place or with a surge Pod, partition.
+// changes in place or with a surge Pod, partition. The agent tolerates the second node's taint,
+// as node agents tolerate everything, so with INPLACE_NODES=2 (the host pass of make test) each
+// of these runs on two nodes.
 
 func newAdvancedDaemonSet(t *testing.T, ctx context.Context, ns string, mutate ...func(*v1alpha1.DaemonSet)) *v1alpha1.DaemonSet {
 	t.Helper()
@@ -32,6 +34,7 @@ func newAdvancedDaemonSet(t *testing.T, ctx context.Context, ns string, mutate .
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: ptr.To[int64](1),
 					Containers:                    []corev1.Container{{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever}},
+					Tolerations:                   []corev1.Toleration{{Key: node2Taint, Operator: corev1.TolerationOpExists}},
 				},
 			},
 			UpdateStrategy: v1alpha1.DaemonSetUpdateStrategy{RollingUpdate: &v1alpha1.RollingUpdateDaemonSet{
@@ -102,6 +105,27 @@ func updateDaemonSet(t *testing.T, ctx context.Context, ns string, mutate func(*
 	}
 }
 
+// expectOnePodPerNode checks that the Pods run on distinct nodes, one on each of the cluster's.
+func expectOnePodPerNode(t *testing.T, ctx context.Context, pods []corev1.Pod) {
+	t.Helper()
+	on := map[string]string{}
+	for _, p := range pods {
+		if other, ok := on[p.Spec.NodeName]; ok {
+			t.Errorf("pods %s and %s both on node %q", other, p.Name, p.Spec.NodeName)
+		}
+		on[p.Spec.NodeName] = p.Name
+	}
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, node := range nodes.Items {
+		if _, ok := on[node.Name]; !ok {
+			t.Errorf("no agent on node %s (agents on %v)", node.Name, on)
+		}
+	}
+}
+
 // readyNodes counts the cluster's nodes (each should run the agent).
 func readyNodes(t *testing.T, ctx context.Context) int32 {
 	t.Helper()
@@ -112,8 +136,9 @@ func readyNodes(t *testing.T, ctx context.Context) int32 {
 	return int32(len(nodes.Items))
 }
 
-// TestAdvancedDaemonSetInPlace: one Pod per node; partition 1 holds the image change back, then
-// partition 0 lets it reach the Pod in place (same UID, the container restarted once).
+// TestAdvancedDaemonSetInPlace: one Pod per node; partition (the number of nodes) holds the image
+// change back, one less lets exactly one node's Pod update, then no partition lets it reach every
+// Pod in place (same UID, the container restarted once, by the kubelet of its own node).
 func TestAdvancedDaemonSetInPlace(t *testing.T) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx, "ads-inplace")
@@ -129,8 +154,23 @@ func TestAdvancedDaemonSetInPlace(t *testing.T) {
 			t.Errorf("with partition %d, pod %s runs %s", n, p.Name, specImage(&p, "main"))
 		}
 	}
+	if n > 1 {
+		updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+			ds.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(intstr.FromInt32(n - 1))
+		})
+		updated := 0
+		for _, p := range waitDaemonSet(t, ctx, ns, n, 1) {
+			if specImage(&p, "main") == appImageV2 {
+				updated++
+			}
+		}
+		if updated != 1 {
+			t.Errorf("with partition %d of %d nodes, %d Pods run %s, want 1", n-1, n, updated, appImageV2)
+		}
+	}
 	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.UpdateStrategy.RollingUpdate.Partition = nil })
 	after := waitDaemonSet(t, ctx, ns, n, n)
+	expectOnePodPerNode(t, ctx, after)
 	uids := map[types.UID]bool{}
 	for _, p := range before {
 		uids[p.UID] = true
@@ -175,7 +215,7 @@ func TestAdvancedDaemonSetFollowsNodeLabels(t *testing.T) {
 }
 
 // TestAdvancedDaemonSetSurge: with maxSurge 1 and maxUnavailable 0 a new Pod starts beside the old
-// one, which goes only once the new one is available: the node never lacks a ready agent.
+// one, which goes only once the new one is available: no node ever lacks a ready agent.
 func TestAdvancedDaemonSetSurge(t *testing.T) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx, "ads-surge")
@@ -197,19 +237,27 @@ func TestAdvancedDaemonSetSurge(t *testing.T) {
 			}
 		}
 	}
-	fewest, most := int(n), 0
-	rec.replay(events, func(_ podEvent, pods map[string]*corev1.Pod) {
-		ready := 0
+	expectOnePodPerNode(t, ctx, after)
+	nodes := map[string]bool{}
+	for _, p := range before {
+		nodes[p.Spec.NodeName] = true
+	}
+	most := 0
+	rec.replay(events, func(ev podEvent, pods map[string]*corev1.Pod) {
+		ready := map[string]int{}
 		for _, p := range pods {
 			if podReady(p) {
-				ready++
+				ready[p.Spec.NodeName]++
 			}
 		}
-		fewest, most = min(fewest, ready), max(most, len(pods))
+		for node := range nodes {
+			if ready[node] == 0 {
+				t.Errorf("no agent ready on node %s after the %s of %s (maxUnavailable 0)", node, ev.typ, ev.pod.Name)
+			}
+		}
+		most = max(most, len(pods))
 	})
-	if fewest < int(n) {
-		t.Errorf("only %d agents ready at some point, want %d throughout (maxUnavailable 0)", fewest, n)
-	}
+	// Nodes surge one at a time (maxSurge 1).
 	if most != int(n)+1 {
 		t.Errorf("at most %d Pods at once, want %d (one surge Pod)", most, n+1)
 	}

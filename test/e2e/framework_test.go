@@ -48,6 +48,8 @@ var (
 	kube          kubernetes.Interface
 	inplace       clientset.Interface
 	dynamicClient dynamic.Interface
+	// The second node (INPLACE_NODES=2 hack/local-up.sh), empty without it.
+	node2Name, node2Taint string
 )
 
 var apiServiceGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
@@ -66,6 +68,7 @@ func setUp() error {
 	if kubeconfig == "" {
 		return fmt.Errorf("no KUBECONFIG in _output/local/env")
 	}
+	node2Name, node2Taint = vars["NODE2_NAME"], vars["NODE2_TAINT"]
 	kubectlBin = filepath.Join(repo, "_output/bin/kubectl")
 	if _, err := os.Stat(kubectlBin); err != nil {
 		return fmt.Errorf("kubectl: %w", err)
