@@ -262,3 +262,43 @@ func TestAdvancedDaemonSetSurge(t *testing.T) {
 		t.Errorf("at most %d Pods at once, want %d (one surge Pod)", most, n+1)
 	}
 }
+
+// TestAdvancedDaemonSetRecreatesDeletedPod: a deleted agent Pod is replaced on its node, the other
+// nodes' Pods untouched (OpenKruise's "should run and stop simple daemon").
+func TestAdvancedDaemonSetRecreatesDeletedPod(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "ads-delete")
+	n := readyNodes(t, ctx)
+	newAdvancedDaemonSet(t, ctx, ns)
+	before := waitDaemonSet(t, ctx, ns, n, n)
+	victim := before[0]
+	if err := kube.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, 2*time.Minute, "a new agent on node "+victim.Spec.NodeName, func(ctx context.Context) (bool, error) {
+		pods, err := daemonPods(ctx, ns)
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods {
+			if p.Spec.NodeName == victim.Spec.NodeName && p.UID != victim.UID {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("pods %d", len(pods))
+	})
+	after := waitDaemonSet(t, ctx, ns, n, n)
+	expectOnePodPerNode(t, ctx, after)
+	kept := map[types.UID]bool{}
+	for _, p := range after {
+		kept[p.UID] = true
+	}
+	if kept[victim.UID] {
+		t.Errorf("the deleted pod %s is still counted", victim.Name)
+	}
+	for _, p := range before[1:] {
+		if !kept[p.UID] {
+			t.Errorf("pod %s on node %s replaced too; only %s was deleted", p.Name, p.Spec.NodeName, victim.Name)
+		}
+	}
+}

@@ -1,0 +1,227 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+)
+
+// More of OpenKruise's Advanced StatefulSet e2e scenarios (test/e2e/apps/v1beta1/statefulset.go
+// at v1.9.0): OnDelete, rolling back to an earlier revision, the scale subresource through kubectl,
+// OrderedReady scale-up halting on an unready Pod.
+
+// setRevisions reads the set's current and update revision names.
+func setRevisions(t *testing.T, ctx context.Context, set *v1beta1.StatefulSet) (current, update string) {
+	t.Helper()
+	got, err := inplace.AppsV1beta1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.Status.CurrentRevision, got.Status.UpdateRevision
+}
+
+// TestAdvancedStatefulSetOnDeleteAndRollback: with OnDelete a new image waits until a Pod is
+// deleted, which comes back at the new revision; setting the old image again rolls the update
+// revision back to the first revision's name (no new revision), and a rolling update then brings
+// the Pod back to it in place.
+func TestAdvancedStatefulSetOnDeleteAndRollback(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "asts-ondelete")
+	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
+		s.Spec.UpdateStrategy = v1beta1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+	}))
+	before := waitStatefulSet(t, ctx, set, 2, 2)
+	first, _ := setRevisions(t, ctx, set)
+
+	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+	held := waitStatefulSet(t, ctx, set, 2, 0)
+	for name, p := range held {
+		if p.UID != before[name].UID || specImage(p, "main") != appImageV1 {
+			t.Errorf("OnDelete: pod %s changed (image %s) before anyone deleted it", name, specImage(p, "main"))
+		}
+	}
+	if err := kube.CoreV1().Pods(ns).Delete(ctx, "db-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := waitStatefulSet(t, ctx, set, 2, 1)
+	if p := pods["db-1"]; p.UID == before["db-1"].UID || specImage(p, "main") != appImageV2 {
+		t.Errorf("deleted db-1 came back as %s on %s, want a new Pod on %s", p.UID, specImage(p, "main"), appImageV2)
+	}
+	if p := pods["db-0"]; p.UID != before["db-0"].UID || specImage(p, "main") != appImageV1 {
+		t.Errorf("db-0 (not deleted) changed: image %s", specImage(p, "main"))
+	}
+
+	// Roll back: the template equals the first revision's again.
+	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = appImageV1 })
+	waitStatefulSet(t, ctx, set, 2, 1) // db-0 is at the first revision again, db-1 is not
+	if _, update := setRevisions(t, ctx, set); update != first {
+		t.Errorf("rolled back: update revision %q, want the first revision %q again", update, first)
+	}
+	revisions, err := kube.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(revisions.Items) != 2 {
+		t.Errorf("%d ControllerRevisions after a rollback, want 2 (the rollback reuses the first)", len(revisions.Items))
+	}
+	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) {
+		s.Spec.UpdateStrategy = v1beta1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+			RollingUpdate: &v1beta1.RollingUpdateStatefulSetStrategy{PodUpdatePolicy: v1beta1.InPlaceIfPossiblePodUpdateStrategyType}}
+	})
+	after := waitStatefulSet(t, ctx, set, 2, 2)
+	if p := after["db-1"]; p.UID != pods["db-1"].UID || specImage(p, "main") != appImageV1 {
+		t.Errorf("db-1 after the rolling update: UID %s (was %s), image %s; want the same Pod back on %s in place",
+			p.UID, pods["db-1"].UID, specImage(p, "main"), appImageV1)
+	}
+	poll(t, ctx, time.Minute, "current revision back to the first", func(ctx context.Context) (bool, error) {
+		current, update := setRevisions(t, ctx, set)
+		return current == first && update == first, fmt.Errorf("current %q update %q, want %q", current, update, first)
+	})
+}
+
+// TestAdvancedStatefulSetScaleSubresource: kubectl scale drives the set through /scale; the scale
+// object carries the selector (for HPAs); scaling down removes the highest ordinals first and
+// keeps their claims (the default retention policy).
+func TestAdvancedStatefulSetScaleSubresource(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "asts-scale")
+	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement))
+	waitStatefulSet(t, ctx, set, 1, 1)
+	mustKubectl(t, ctx, "", "-n", ns, "scale", "statefulsets.apps.kruise.io/db", "--replicas=3")
+	pods := waitStatefulSet(t, ctx, set, 3, 3)
+	if names := sortedKeys(pods); !slices.Equal(names, []string{"db-0", "db-1", "db-2"}) {
+		t.Errorf("pods %v after scaling to 3", names)
+	}
+	raw := mustKubectl(t, ctx, "", "get", "--raw", "/apis/apps.kruise.io/v1beta1/namespaces/"+ns+"/statefulsets/db/scale")
+	var scale autoscalingv1.Scale
+	if err := json.Unmarshal([]byte(raw), &scale); err != nil {
+		t.Fatalf("scale: %v: %s", err, raw)
+	}
+	if scale.Spec.Replicas != 3 || scale.Status.Replicas != 3 || scale.Status.Selector != "app=db" {
+		t.Errorf("scale %+v, want 3 replicas and selector app=db", scale)
+	}
+
+	rec := recordPods(t, ctx, ns)
+	mustKubectl(t, ctx, "", "-n", ns, "scale", "asts/db", "--replicas=1")
+	pods = waitStatefulSet(t, ctx, set, 1, 1)
+	events := rec.upTo(t, ctx, ns)
+	if _, ok := pods["db-0"]; !ok {
+		t.Errorf("pods %v after scaling to 1, want db-0", sortedKeys(pods))
+	}
+	var deleted []string
+	for _, e := range events {
+		if (e.typ == watch.Deleted || e.pod.DeletionTimestamp != nil) && !slices.Contains(deleted, e.pod.Name) {
+			deleted = append(deleted, e.pod.Name)
+		}
+	}
+	if want := []string{"db-2", "db-1"}; !slices.Equal(deleted, want) {
+		t.Errorf("scale-down deleted %v, want %v (highest ordinal first)", deleted, want)
+	}
+	claims := claimUIDs(t, ctx, ns)
+	for i := range 3 {
+		if claims[fmt.Sprintf("data-db-%d", i)] == "" {
+			t.Errorf("claim data-db-%d gone after the scale-down (whenScaled Retain): %v", i, claims)
+		}
+	}
+}
+
+// TestAdvancedStatefulSetOrderedReadyHaltsOnUnready: with OrderedReady, scaling up waits while a
+// Pod is not ready and goes on, in order, once it is ready again.
+func TestAdvancedStatefulSetOrderedReadyHaltsOnUnready(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "asts-halt")
+	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
+		c := &s.Spec.Template.Spec.Containers[0]
+		c.Command = []string{"/bin/sh", "-c", "touch /tmp/ready; while true; do sleep 1; done"}
+		c.ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1,
+			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-f", "/tmp/ready"}}}}
+	}))
+	waitStatefulSet(t, ctx, set, 1, 1)
+	mustKubectl(t, ctx, "", "-n", ns, "exec", "db-0", "--", "rm", "/tmp/ready")
+	poll(t, ctx, time.Minute, "db-0 unready", func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return !podReady(p), nil
+	})
+	rec := recordPods(t, ctx, ns)
+	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](3) })
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		pods, err := stsPods(ctx, set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods) != 1 {
+			t.Fatalf("pods %v created while db-0 is unready (OrderedReady halts)", sortedKeys(pods))
+		}
+		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
+	}
+	mustKubectl(t, ctx, "", "-n", ns, "exec", "db-0", "--", "touch", "/tmp/ready")
+	waitStatefulSet(t, ctx, set, 3, 3)
+	events := rec.upTo(t, ctx, ns)
+	var created []string
+	for _, e := range events {
+		if e.typ == watch.Added && !slices.Contains(created, e.pod.Name) {
+			created = append(created, e.pod.Name)
+		}
+	}
+	if want := []string{"db-1", "db-2"}; !slices.Equal(created, want) {
+		t.Errorf("created %v, want %v in order", created, want)
+	}
+}
+
+// sortedKeys are the names of the Pods, sorted.
+func sortedKeys(pods map[string]*corev1.Pod) []string {
+	names := make([]string, 0, len(pods))
+	for n := range pods {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestAdvancedStatefulSetClaimRetention: persistentVolumeClaimRetentionPolicy Delete/Delete: a
+// scale-down deletes the claims of the ordinals it removed, and deleting the set lets the garbage
+// collector (kube-controller-manager's, following the set's ownerReference through the aggregated
+// API) delete the rest; with the default Retain/Retain the claims stay (the scale test).
+func TestAdvancedStatefulSetClaimRetention(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "asts-retention")
+	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
+		s.Spec.PersistentVolumeClaimRetentionPolicy = &v1beta1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+			WhenDeleted: v1beta1.DeletePersistentVolumeClaimRetentionPolicyType,
+			WhenScaled:  v1beta1.DeletePersistentVolumeClaimRetentionPolicyType,
+		}
+	}))
+	waitStatefulSet(t, ctx, set, 2, 2)
+	if claims := claimUIDs(t, ctx, ns); claims["data-db-0"] == "" || claims["data-db-1"] == "" {
+		t.Fatalf("claims %v, want data-db-0 and data-db-1", claims)
+	}
+	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })
+	waitStatefulSet(t, ctx, set, 1, 1)
+	poll(t, ctx, time.Minute, "claim data-db-1 deleted with its scaled-away Pod", func(ctx context.Context) (bool, error) {
+		claims := claimUIDs(t, ctx, ns)
+		return claims["data-db-1"] == "" && claims["data-db-0"] != "", fmt.Errorf("claims %v", claims)
+	})
+	if err := inplace.AppsV1beta1().StatefulSets(ns).Delete(ctx, set.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, 2*time.Minute, "claim data-db-0 deleted with the set", func(ctx context.Context) (bool, error) {
+		claims := claimUIDs(t, ctx, ns)
+		return len(claims) == 0, fmt.Errorf("claims %v", claims)
+	})
+}
