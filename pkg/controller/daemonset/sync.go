@@ -22,6 +22,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/availability"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 )
 
 // nodeState is one node as the DaemonSet sees it: whether a Pod should run there, and the
@@ -50,15 +51,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		c.recorder.Eventf(ds, corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
 		return 0, nil
 	}
-	pods, err := c.ownedPods(ds, selector)
+	pods, revisions, err := c.claim(ctx, ds, selector)
 	if err != nil {
 		return 0, err
 	}
 	nodes, err := c.nodes.List(labels.Everything())
-	if err != nil {
-		return 0, err
-	}
-	revisions, err := history.ListOwned(c.revisions, ds, labels.Everything())
 	if err != nil {
 		return 0, err
 	}
@@ -97,18 +94,24 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	return requeue, nil
 }
 
-func (c *Controller) ownedPods(ds *v1alpha1.DaemonSet, selector labels.Selector) ([]*corev1.Pod, error) {
-	all, err := c.pods.Pods(ds.Namespace).List(selector)
+// claim returns the DaemonSet's Pods and its revisions, oldest first. Like kube's DaemonSet, it
+// adopts the orphan Pods and revisions its selector matches and releases those it owns but no
+// longer matches.
+func (c *Controller) claim(ctx context.Context, ds *v1alpha1.DaemonSet, selector labels.Selector) ([]*corev1.Pod, []*appsv1.ControllerRevision, error) {
+	owner := ownership.Owner{Object: ds, Ref: controllerRef(ds), Wants: ownership.Selects(selector),
+		Fresh: func(ctx context.Context) (metav1.Object, error) {
+			return c.inplace.AppsV1alpha1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+		}}
+	revisions, err := ownership.ClaimRevisions(ctx, owner, c.revisions, c.kube.AppsV1())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var owned []*corev1.Pod
-	for _, p := range all {
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == ds.UID {
-			owned = append(owned, p)
-		}
+	history.SortRevisions(revisions)
+	pods, err := ownership.ClaimPods(ctx, owner, c.pods, c.kube.CoreV1())
+	if err != nil {
+		return nil, nil, err
 	}
-	return owned, nil
+	return pods, revisions, nil
 }
 
 // podState is what the expectations see: Pods by name, and whether the DaemonSet has a Pod at a

@@ -19,6 +19,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/availability"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 )
 
 // sync brings one StatefulSet a step closer to its spec: revisions first, then (once the cache
@@ -37,11 +38,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		c.recorder.Eventf(set, corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
 		return 0, nil
 	}
-	pods, err := c.ownedPods(set, selector)
-	if err != nil {
-		return 0, err
-	}
-	revisions, err := history.ListOwned(c.revisions, set, labels.Everything())
+	pods, revisions, err := c.claim(ctx, set, selector)
 	if err != nil {
 		return 0, err
 	}
@@ -84,20 +81,29 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	return requeue, nil
 }
 
-// ownedPods are the Pods the StatefulSet controls that its selector matches.
-func (c *Controller) ownedPods(set *v1beta1.StatefulSet, selector labels.Selector) ([]*corev1.Pod, error) {
-	all, err := c.pods.Pods(set.Namespace).List(selector)
+// claim returns the set's Pods, lowest ordinal first, and its revisions, oldest first. Like
+// kube's StatefulSet, the set adopts the orphan Pods its selector matches whose names are
+// <set>-<ordinal> (those of other ordinals are adopted and then condemned, as scaling sees them),
+// and the orphan revisions its selector matches; it releases what it owns but no longer wants.
+func (c *Controller) claim(ctx context.Context, set *v1beta1.StatefulSet, selector labels.Selector) ([]*corev1.Pod, []*appsv1.ControllerRevision, error) {
+	owner := ownership.Owner{Object: set, Ref: controllerRef(set), Wants: ownership.Selects(selector),
+		Fresh: func(ctx context.Context) (metav1.Object, error) {
+			return c.inplace.AppsV1beta1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+		}}
+	revisions, err := ownership.ClaimRevisions(ctx, owner, c.revisions, c.kube.AppsV1())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var owned []*corev1.Pod
-	for _, p := range all {
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == set.UID {
-			owned = append(owned, p)
-		}
+	history.SortRevisions(revisions)
+	owner.Wants = func(o metav1.Object) bool {
+		return selector.Matches(labels.Set(o.GetLabels())) && isMember(set, o.GetName())
 	}
-	byOrdinal(set, owned)
-	return owned, nil
+	pods, err := ownership.ClaimPods(ctx, owner, c.pods, c.kube.CoreV1())
+	if err != nil {
+		return nil, nil, err
+	}
+	byOrdinal(set, pods)
+	return pods, revisions, nil
 }
 
 // podState is what the expectations of a StatefulSet in namespace see of the Pod cache.
