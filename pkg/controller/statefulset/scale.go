@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -31,8 +33,9 @@ type scalePlan struct {
 // deleted (a later sync creates them again); missing ones are created. With OrderedReady one step
 // at a time in ordinal order: an ordinal is created only when every lower one runs and is Ready,
 // and Pods beyond the wanted ordinals are deleted highest first, one at a time, once every wanted
-// Pod runs and is Ready. With Parallel, all of it at once.
-func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod) scalePlan {
+// Pod runs and is Ready. With Parallel, all of it at once, but for scaleStrategy.maxUnavailable
+// (scaleBudget).
+func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod, now time.Time) scalePlan {
 	wanted := wantedOrdinals(set)
 	wantedSet := sets.New(wanted...)
 	byOrd := map[int]*corev1.Pod{}
@@ -45,15 +48,23 @@ func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod) scalePlan {
 		}
 	}
 	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
+	budget := scaleBudget(set, len(wanted))
+	minReady := minReadySeconds(set)
 	var plan scalePlan
 	for _, o := range wanted {
 		p := byOrd[o]
 		switch {
+		case p == nil && budget == 0:
+			continue
 		case p == nil:
 			plan.create = append(plan.create, o)
 		case p.DeletionTimestamp != nil:
 		case p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
 			plan.recreate = append(plan.recreate, p)
+		case !ordered && budget >= 0:
+			if ok, _ := availability.Available(p, minReady, now); ok {
+				continue
+			}
 		case !availability.Ready(p):
 		default:
 			continue
@@ -61,6 +72,9 @@ func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod) scalePlan {
 		if ordered {
 			// The first ordinal not running and Ready holds the ones above it.
 			return plan
+		}
+		if budget > 0 {
+			budget--
 		}
 	}
 	// Highest ordinal first; with OrderedReady every wanted Pod runs and is Ready by here, and, as
@@ -92,6 +106,25 @@ func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod) scalePlan {
 	return plan
 }
 
+// scaleBudget is scaleStrategy.maxUnavailable with Parallel, as OpenKruise counts it: walking the
+// wanted ordinals lowest first, each Pod not available (missing and created now, terminating,
+// failed, or not Ready for minReadySeconds) takes one, and no Pod is created once none is left. A
+// percentage of replicas rounds down, at least 1. -1 is no limit: the field unset, or OrderedReady,
+// which makes one Pod at a time anyway. Unlike OpenKruise, a failed Pod is deleted (to be created
+// again) even when the budget is spent: it is unavailable either way, and OpenKruise's waiting
+// never ends with maxUnavailable 1.
+func scaleBudget(set *v1beta1.StatefulSet, replicas int) int {
+	ss := set.Spec.ScaleStrategy
+	if ss == nil || ss.MaxUnavailable == nil || set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		return -1
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(ss.MaxUnavailable, replicas, false)
+	if err != nil {
+		return -1 // validation refuses it
+	}
+	return max(n, 1)
+}
+
 // partitionOf is rollingUpdate.partition: the first that many wanted ordinals (positions from
 // ordinals.start, reserved ordinals skipped) keep the current revision.
 func partitionOf(set *v1beta1.StatefulSet) int {
@@ -104,7 +137,7 @@ func partitionOf(set *v1beta1.StatefulSet) int {
 
 // scale carries out planScale and says whether it did anything.
 func (c *Controller) scale(ctx context.Context, set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.Revisions) (bool, error) {
-	plan := planScale(set, pods)
+	plan := planScale(set, pods, c.now())
 	if len(plan.create)+len(plan.recreate)+len(plan.condemned) == 0 {
 		return false, nil
 	}

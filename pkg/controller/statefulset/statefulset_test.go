@@ -145,7 +145,7 @@ func TestPlanScale(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			set := testSet(tc.replicas, tc.policy)
-			plan := planScale(set, tc.pods(set))
+			plan := planScale(set, tc.pods(set), now)
 			deleted := names(slices.Concat(plan.recreate, plan.condemned))
 			if !slices.Equal(plan.create, tc.wantCreate) || !slices.Equal(deleted, tc.wantDelete) {
 				t.Errorf("create %v delete %v; want create %v delete %v", plan.create, deleted, tc.wantCreate, tc.wantDelete)
@@ -276,4 +276,62 @@ func TestCalculateStatus(t *testing.T) {
 	if st, _ = calculateStatus(set, pods, revs, now); st.CurrentRevision != "new" || st.CurrentReplicas != 3 || st.UpdatedAvailableReplicas != 3 {
 		t.Errorf("rolled-out status %+v: the update revision becomes current", st)
 	}
+}
+
+func TestPlanScaleMaxUnavailable(t *testing.T) {
+	cases := []struct {
+		name           string
+		maxUnavailable intstr.IntOrString
+		pods           func(set *v1beta1.StatefulSet) []*corev1.Pod
+		wantCreate     []int
+		wantDelete     []string
+	}{
+		{"creates maxUnavailable Pods at a time, lowest first", intstr.FromInt32(2),
+			func(*v1beta1.StatefulSet) []*corev1.Pod { return nil }, []int{0, 1}, nil},
+		{"a percentage of replicas rounds down", intstr.FromString("50%"),
+			func(*v1beta1.StatefulSet) []*corev1.Pod { return nil }, []int{0, 1}, nil},
+		{"an unready Pod below takes the budget", intstr.FromInt32(2),
+			func(s *v1beta1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{readyPod(s, 0, "r", true), readyPod(s, 1, "r", false)}
+			}, []int{2}, nil},
+		{"nothing created while maxUnavailable Pods are unavailable", intstr.FromInt32(2),
+			func(s *v1beta1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{readyPod(s, 0, "r", false), readyPod(s, 1, "r", false)}
+			}, nil, nil},
+		{"a terminating Pod is unavailable", intstr.FromInt32(1),
+			func(s *v1beta1.StatefulSet) []*corev1.Pod {
+				p := readyPod(s, 0, "r", true)
+				p.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+				return []*corev1.Pod{p}
+			}, nil, nil},
+		{"a Pod ready for less than minReadySeconds is unavailable", intstr.FromInt32(1),
+			func(s *v1beta1.StatefulSet) []*corev1.Pod {
+				s.Spec.UpdateStrategy.RollingUpdate.MinReadySeconds = ptr.To[int32](7200)
+				return []*corev1.Pod{readyPod(s, 0, "r", true)}
+			}, nil, nil},
+		{"a failed Pod is deleted even with the budget spent", intstr.FromInt32(1),
+			func(s *v1beta1.StatefulSet) []*corev1.Pod {
+				failed := readyPod(s, 1, "r", false)
+				failed.Status.Phase = corev1.PodFailed
+				return []*corev1.Pod{readyPod(s, 0, "r", false), failed}
+			}, nil, []string{"db-1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			set := testSet(5, appsv1.ParallelPodManagement)
+			set.Spec.ScaleStrategy = &v1beta1.StatefulSetScaleStrategy{MaxUnavailable: &tc.maxUnavailable}
+			plan := planScale(set, tc.pods(set), now)
+			deleted := names(slices.Concat(plan.recreate, plan.condemned))
+			if !slices.Equal(plan.create, tc.wantCreate) || !slices.Equal(deleted, tc.wantDelete) {
+				t.Errorf("create %v delete %v; want create %v delete %v", plan.create, deleted, tc.wantCreate, tc.wantDelete)
+			}
+		})
+	}
+	t.Run("OrderedReady ignores it", func(t *testing.T) {
+		set := testSet(5, appsv1.OrderedReadyPodManagement)
+		set.Spec.ScaleStrategy = &v1beta1.StatefulSetScaleStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(3))}
+		if plan := planScale(set, nil, now); !slices.Equal(plan.create, []int{0}) {
+			t.Errorf("create %v, want [0]", plan.create)
+		}
+	})
 }
