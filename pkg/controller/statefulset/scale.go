@@ -31,10 +31,11 @@ type scalePlan struct {
 
 // planScale decides scaling as kube's StatefulSet does. Pods of the wanted ordinals that failed are
 // deleted (a later sync creates them again); missing ones are created. With OrderedReady one step
-// at a time in ordinal order: an ordinal is created only when every lower one runs and is Ready,
-// and Pods beyond the wanted ordinals are deleted highest first, one at a time, once every wanted
-// Pod runs and is Ready. With Parallel, all of it at once, but for scaleStrategy.maxUnavailable
-// (scaleBudget).
+// at a time in ordinal order: an ordinal is created only when every lower one is available (Ready
+// for rollingUpdate.minReadySeconds, as kube's StatefulSet with minReadySeconds), and Pods beyond
+// the wanted ordinals are deleted highest first, one at a time, once every wanted Pod is available.
+// With Parallel, all of it at once, but for scaleStrategy.maxUnavailable (scaleBudget). When a Pod
+// becomes available is no event: calculateStatus's wait brings the next sync.
 func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod, now time.Time) scalePlan {
 	wanted := wantedOrdinals(set)
 	wantedSet := sets.New(wanted...)
@@ -55,31 +56,28 @@ func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod, now time.Time) scal
 		p := byOrd[o]
 		switch {
 		case p == nil && budget == 0:
-			continue
+			continue // scaleStrategy.maxUnavailable reached: created once others are available
 		case p == nil:
 			plan.create = append(plan.create, o)
 		case p.DeletionTimestamp != nil:
 		case p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
 			plan.recreate = append(plan.recreate, p)
-		case !ordered && budget >= 0:
+		default:
 			if ok, _ := availability.Available(p, minReady, now); ok {
 				continue
 			}
-		case !availability.Ready(p):
-		default:
-			continue
 		}
 		if ordered {
-			// The first ordinal not running and Ready holds the ones above it.
+			// The first ordinal not available holds the ones above it.
 			return plan
 		}
 		if budget > 0 {
 			budget--
 		}
 	}
-	// Highest ordinal first; with OrderedReady every wanted Pod runs and is Ready by here, and, as
-	// kube's StatefulSet, an unready Pod is deleted only when it is the lowest unready one (the
-	// others wait for it).
+	// Highest ordinal first; with OrderedReady every wanted Pod is available by here, and, as kube's
+	// StatefulSet, a Pod not available is deleted only when it is the lowest unready one (the others
+	// wait for it).
 	var firstUnhealthy *corev1.Pod
 	for _, p := range condemned {
 		if !availability.Ready(p) {
@@ -95,7 +93,7 @@ func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod, now time.Time) scal
 			}
 			continue
 		}
-		if ordered && !availability.Ready(p) && p != firstUnhealthy {
+		if ok, _ := availability.Available(p, minReady, now); ordered && !ok && p != firstUnhealthy {
 			break
 		}
 		plan.condemned = append(plan.condemned, p)

@@ -335,3 +335,48 @@ func TestPlanScaleMaxUnavailable(t *testing.T) {
 		}
 	})
 }
+
+func TestOrderedReadyWaitsForAvailable(t *testing.T) {
+	set := testSet(3, appsv1.OrderedReadyPodManagement)
+	set.Spec.UpdateStrategy.RollingUpdate.MinReadySeconds = ptr.To[int32](60)
+	recent := readyPod(set, 0, "r", true)
+	recent.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-10 * time.Second))
+	if plan := planScale(set, []*corev1.Pod{recent}, now); len(plan.create) != 0 {
+		t.Errorf("created %v while db-0 has been ready for 10s of 60", plan.create)
+	}
+	revs := history.Revisions{Current: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "r"}},
+		Update: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "r"}}}
+	if _, wait := calculateStatus(set, []*corev1.Pod{recent}, revs, now); wait != 50*time.Second {
+		t.Errorf("next look in %v, want 50s (when db-0 becomes available)", wait)
+	}
+	if plan := planScale(set, []*corev1.Pod{readyPod(set, 0, "r", true)}, now); !slices.Equal(plan.create, []int{1}) {
+		t.Errorf("created %v once db-0 is available, want [1]", plan.create)
+	}
+
+	t.Run("scale-down waits for the Pods below to be available", func(t *testing.T) {
+		set := testSet(1, appsv1.OrderedReadyPodManagement)
+		set.Spec.UpdateStrategy.RollingUpdate.MinReadySeconds = ptr.To[int32](60)
+		recent := readyPod(set, 2, "r", true)
+		recent.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-10 * time.Second))
+		plan := planScale(set, []*corev1.Pod{readyPod(set, 0, "r", true), readyPod(set, 1, "r", true), recent}, now)
+		if len(plan.condemned) != 0 {
+			t.Errorf("deleted %v while db-2 is ready but not yet available", names(plan.condemned))
+		}
+	})
+}
+
+func TestStatusCountsTerminatingPods(t *testing.T) {
+	set := testSet(2, appsv1.ParallelPodManagement)
+	revs := history.Revisions{Current: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "old"}},
+		Update: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "new"}}}
+	leaving := readyPod(set, 1, "new", true)
+	leaving.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+	st, _ := calculateStatus(set, []*corev1.Pod{readyPod(set, 0, "new", true), leaving}, revs, now)
+	// As OpenKruise's and kube's StatefulSet: in replicas and ready (it still serves), not in updated.
+	if st.Replicas != 2 || st.ReadyReplicas != 2 || st.AvailableReplicas != 2 || st.UpdatedReplicas != 1 || st.UpdatedReadyReplicas != 2 {
+		t.Errorf("status %+v", st)
+	}
+	if st.CurrentRevision != "old" {
+		t.Errorf("current revision %s while a Pod terminates, want old", st.CurrentRevision)
+	}
+}

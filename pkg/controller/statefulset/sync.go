@@ -133,7 +133,9 @@ func (c *Controller) manageRevisions(ctx context.Context, set *v1beta1.StatefulS
 	return history.Manage(ctx, c.kube.AppsV1(), owner, data, revisions, set.Status.CurrentRevision, collisionCount)
 }
 
-// calculateStatus counts the set's Pods, and says when the next Pod becomes available.
+// calculateStatus counts the set's Pods as OpenKruise's and kube's StatefulSet do, and says when
+// the next Pod becomes available. A terminating Pod still counts in replicas, and in ready and
+// available while it is so (it still serves), but not in current or updated: it is on its way out.
 func calculateStatus(set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.Revisions, now time.Time) (*v1beta1.StatefulSetStatus, time.Duration) {
 	st := set.Status.DeepCopy()
 	st.ObservedGeneration = set.Generation
@@ -145,14 +147,11 @@ func calculateStatus(set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.
 	minReady := minReadySeconds(set)
 	var wait time.Duration
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
 		st.Replicas++
 		rev := p.Labels[appsv1.ControllerRevisionHashLabelKey]
 		ready := availability.Ready(p)
 		available, left := availability.Available(p, minReady, now)
-		if left > 0 && (wait == 0 || left < wait) {
+		if left > 0 && p.DeletionTimestamp == nil && (wait == 0 || left < wait) {
 			wait = left
 		}
 		if ready {
@@ -161,17 +160,22 @@ func calculateStatus(set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.
 		if available {
 			st.AvailableReplicas++
 		}
-		if rev == revs.Current.Name {
-			st.CurrentReplicas++
-		}
 		if rev == revs.Update.Name {
-			st.UpdatedReplicas++
 			if ready {
 				st.UpdatedReadyReplicas++
 			}
 			if available {
 				st.UpdatedAvailableReplicas++
 			}
+		}
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if rev == revs.Current.Name {
+			st.CurrentReplicas++
+		}
+		if rev == revs.Update.Name {
+			st.UpdatedReplicas++
 		}
 	}
 	// As OpenKruise's StatefulSet: once every wanted Pod is at the update revision and ready, it is
