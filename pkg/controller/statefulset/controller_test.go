@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
@@ -27,6 +28,7 @@ type fixture struct {
 	c       *Controller
 	kube    *kubefake.Clientset
 	inplace *inplacefake.Clientset
+	pods    cache.Indexer
 }
 
 // newFixture builds the controller on fake clients; the objects go to both the clients and the
@@ -44,6 +46,7 @@ func newFixture(t *testing.T, set *v1beta1.StatefulSet, objs ...runtime.Object) 
 	}
 	c.now = func() time.Time { return now }
 	f.c = c
+	f.pods = podInf.Informer().GetIndexer()
 	add := func(inf cache.SharedIndexInformer, obj any) {
 		if err := inf.GetIndexer().Add(obj); err != nil {
 			t.Fatal(err)
@@ -129,5 +132,33 @@ func TestClaimPodsBySetBeingDeleted(t *testing.T) {
 	f.sync(t, set)
 	if p := f.podActions("patch"); len(p) != 0 {
 		t.Errorf("patches %v, want none from a set being deleted", p)
+	}
+}
+
+func TestSpecifiedDeleteIsRecreatedWithItsOrdinal(t *testing.T) {
+	set := testSet(2, "Parallel")
+	labelled := readyPod(set, 1, "r", true)
+	labelled.Labels[v1alpha1.SpecifiedDeleteKey] = "true"
+	f := newFixture(t, set, readyPod(set, 0, "r", true), labelled)
+	f.sync(t, set)
+	if d := f.podActions("delete"); len(d) != 1 {
+		t.Fatalf("deleted %v, want db-1", d)
+	}
+	if _, ok := f.podActions("delete")["db-1"]; !ok {
+		t.Fatalf("deleted %v, want db-1", f.podActions("delete"))
+	}
+	// Once the cache no longer has it, db-1 is created again, without the label.
+	if err := f.pods.Delete(labelled); err != nil {
+		t.Fatal(err)
+	}
+	f.kube.ClearActions()
+	f.sync(t, set)
+	created := f.podActions("create")
+	if _, ok := created["db-1"]; !ok || len(created) != 1 {
+		t.Fatalf("created %v, want db-1", created)
+	}
+	pod, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), "db-1", metav1.GetOptions{})
+	if err != nil || specifiedDelete(pod) {
+		t.Errorf("db-1 again: %v, labels %v", err, pod.Labels)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 )
@@ -154,6 +155,12 @@ func TestPlanScale(t *testing.T) {
 	}
 }
 
+// candidatesOf is planUpdate's candidates and budget.
+func candidatesOf(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevision string, now time.Time) ([]*corev1.Pod, int) {
+	plan := planUpdate(set, pods, updateRevision, now)
+	return plan.candidates, plan.budget
+}
+
 func TestUpdateCandidates(t *testing.T) {
 	pods := func(set *v1beta1.StatefulSet, ready ...bool) []*corev1.Pod {
 		var out []*corev1.Pod
@@ -166,7 +173,7 @@ func TestUpdateCandidates(t *testing.T) {
 		set := testSet(4, appsv1.ParallelPodManagement)
 		set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 		set.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](1)
-		got, budget := updateCandidates(set, pods(set, true, true, true, true), "new", now)
+		got, budget := candidatesOf(set, pods(set, true, true, true, true), "new", now)
 		if !slices.Equal(names(got), []string{"db-3", "db-2", "db-1"}) || budget != 2 {
 			t.Errorf("candidates %v budget %d; want db-3 db-2 db-1, 2", names(got), budget)
 		}
@@ -177,7 +184,7 @@ func TestUpdateCandidates(t *testing.T) {
 		ps := pods(set, true, true, true, true)
 		ps[3].Labels[appsv1.ControllerRevisionHashLabelKey] = "new"
 		ps[3].Status.Conditions[1].Status = corev1.ConditionFalse // being updated in place
-		got, budget := updateCandidates(set, ps, "new", now)
+		got, budget := candidatesOf(set, ps, "new", now)
 		if !slices.Equal(names(got), []string{"db-2", "db-1", "db-0"}) || budget != 1 {
 			t.Errorf("candidates %v budget %d; want db-2 db-1 db-0, 1", names(got), budget)
 		}
@@ -191,34 +198,34 @@ func TestUpdateCandidates(t *testing.T) {
 		for o := 5; o < 8; o++ {
 			ps = append(ps, readyPod(set, o, "old", true))
 		}
-		if got, _ := updateCandidates(set, ps, "new", now); !slices.Equal(names(got), []string{"db-7"}) {
+		if got, _ := candidatesOf(set, ps, "new", now); !slices.Equal(names(got), []string{"db-7"}) {
 			t.Errorf("candidates %v, want db-7 only (positions 0 and 1 kept)", names(got))
 		}
 	})
 	t.Run("maxUnavailable percentage rounds down, at least 1", func(t *testing.T) {
 		set := testSet(3, appsv1.ParallelPodManagement)
 		set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("50%"))
-		if _, budget := updateCandidates(set, pods(set, true, true, true), "new", now); budget != 1 {
+		if _, budget := candidatesOf(set, pods(set, true, true, true), "new", now); budget != 1 {
 			t.Errorf("budget %d, want 1 (50%% of 3 rounded down)", budget)
 		}
 	})
 	t.Run("ordered: nothing while a Pod is unavailable, else the highest", func(t *testing.T) {
 		set := testSet(3, appsv1.OrderedReadyPodManagement)
-		if got, _ := updateCandidates(set, pods(set, true, false, true), "new", now); len(got) != 0 {
+		if got, _ := candidatesOf(set, pods(set, true, false, true), "new", now); len(got) != 0 {
 			t.Errorf("candidates %v with db-1 not ready", names(got))
 		}
-		if got, budget := updateCandidates(set, pods(set, true, true, true), "new", now); !slices.Equal(names(got), []string{"db-2"}) || budget != 1 {
+		if got, budget := candidatesOf(set, pods(set, true, true, true), "new", now); !slices.Equal(names(got), []string{"db-2"}) || budget != 1 {
 			t.Errorf("candidates %v budget %d; want db-2, 1", names(got), budget)
 		}
 	})
 	t.Run("paused and OnDelete move nothing", func(t *testing.T) {
 		set := testSet(2, appsv1.ParallelPodManagement)
 		set.Spec.UpdateStrategy.RollingUpdate.Paused = true
-		if got, _ := updateCandidates(set, pods(set, true, true), "new", now); len(got) != 0 {
+		if got, _ := candidatesOf(set, pods(set, true, true), "new", now); len(got) != 0 {
 			t.Errorf("paused: %v", names(got))
 		}
 		set.Spec.UpdateStrategy = v1beta1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
-		if got, _ := updateCandidates(set, pods(set, true, true), "new", now); len(got) != 0 {
+		if got, _ := candidatesOf(set, pods(set, true, true), "new", now); len(got) != 0 {
 			t.Errorf("OnDelete: %v", names(got))
 		}
 	})
@@ -379,4 +386,71 @@ func TestStatusCountsTerminatingPods(t *testing.T) {
 	if st.CurrentRevision != "old" {
 		t.Errorf("current revision %s while a Pod terminates, want old", st.CurrentRevision)
 	}
+}
+
+func TestPlanUpdateSpecifiedDelete(t *testing.T) {
+	label := func(p *corev1.Pod) *corev1.Pod {
+		p.Labels[v1alpha1.SpecifiedDeleteKey] = "true"
+		return p
+	}
+	set := testSet(5, appsv1.ParallelPodManagement)
+	set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	fresh := func() []*corev1.Pod {
+		var ps []*corev1.Pod
+		for o := range 5 {
+			ps = append(ps, readyPod(set, o, "new", true))
+		}
+		return ps
+	}
+	ps := fresh()
+	label(ps[0])
+	label(ps[3])
+	label(ps[4])
+	if plan := planUpdate(set, ps, "new", now); !slices.Equal(names(plan.specified), []string{"db-4", "db-3"}) || plan.budget != 0 {
+		t.Errorf("specified %v budget %d; want db-4 db-3 (highest first, maxUnavailable 2), 0", names(plan.specified), plan.budget)
+	}
+
+	t.Run("an unavailable Pod goes whatever the budget", func(t *testing.T) {
+		ps := fresh()
+		ps[1].Status.Conditions[0].Status = corev1.ConditionFalse
+		ps[2].Status.Conditions[0].Status = corev1.ConditionFalse
+		label(ps[2])
+		label(ps[4])
+		if plan := planUpdate(set, ps, "new", now); !slices.Equal(names(plan.specified), []string{"db-2"}) {
+			t.Errorf("specified %v, want db-2 only (db-4 is available and 2 Pods are not)", names(plan.specified))
+		}
+	})
+	t.Run("the partition does not hold it", func(t *testing.T) {
+		set := set.DeepCopy()
+		set.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](5)
+		ps := fresh()
+		label(ps[1])
+		if plan := planUpdate(set, ps, "new", now); !slices.Equal(names(plan.specified), []string{"db-1"}) {
+			t.Errorf("specified %v, want db-1", names(plan.specified))
+		}
+	})
+	t.Run("it takes the update's budget and is no candidate", func(t *testing.T) {
+		ps := fresh()
+		for _, p := range ps {
+			p.Labels[appsv1.ControllerRevisionHashLabelKey] = "old"
+		}
+		label(ps[4])
+		plan := planUpdate(set, ps, "new", now)
+		if !slices.Equal(names(plan.specified), []string{"db-4"}) || !slices.Equal(names(plan.candidates), []string{"db-3", "db-2", "db-1", "db-0"}) || plan.budget != 1 {
+			t.Errorf("specified %v candidates %v budget %d; want db-4, db-3..db-0, 1", names(plan.specified), names(plan.candidates), plan.budget)
+		}
+	})
+	t.Run("paused and OnDelete delete nothing", func(t *testing.T) {
+		ps := fresh()
+		label(ps[4])
+		paused := set.DeepCopy()
+		paused.Spec.UpdateStrategy.RollingUpdate.Paused = true
+		onDelete := set.DeepCopy()
+		onDelete.Spec.UpdateStrategy.Type = appsv1.OnDeleteStatefulSetStrategyType
+		for _, s := range []*v1beta1.StatefulSet{paused, onDelete} {
+			if plan := planUpdate(s, ps, "new", now); len(plan.specified) != 0 {
+				t.Errorf("specified %v", names(plan.specified))
+			}
+		}
+	})
 }
