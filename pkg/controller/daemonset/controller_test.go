@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
@@ -80,6 +81,8 @@ func (f *fixture) actions(verb, resource string) map[string]string {
 		switch a := a.(type) {
 		case k8stesting.PatchAction:
 			out[a.GetName()] = string(a.GetPatch())
+		case k8stesting.DeleteAction:
+			out[a.GetName()] = ""
 		case k8stesting.CreateAction:
 			out[a.GetObject().(metav1.Object).GetName()+a.GetObject().(metav1.Object).GetGenerateName()] = ""
 		}
@@ -128,5 +131,22 @@ func TestClaimByDaemonSetBeingDeleted(t *testing.T) {
 	f.sync(t, ds)
 	if p := f.actions("patch", "pods"); len(p) != 0 {
 		t.Errorf("patches %v, want none from a DaemonSet being deleted", p)
+	}
+}
+
+func TestDeleteHeldByPreDelete(t *testing.T) {
+	ds := testDaemonSet(func(d *v1alpha1.DaemonSet) {
+		d.Spec.Template.Spec.NodeSelector = map[string]string{"role": "edge"}
+		d.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{FinalizersHandler: []string{"example.io/drain"}}}
+	})
+	misplaced := daemonPod(ds, "a", "r", true)
+	misplaced.Finalizers = []string{"example.io/drain"}
+	f := newFixture(t, ds, node("a", map[string]string{"role": "core"}), misplaced)
+	f.sync(t, ds)
+	if d := f.actions("delete", "pods"); len(d) != 0 {
+		t.Errorf("deleted %v, want the Pod held by the preDelete hook", d)
+	}
+	if p := f.actions("patch", "pods"); !strings.Contains(p[misplaced.Name], `"lifecycle.apps.kruise.io/state":"PreparingDelete"`) {
+		t.Errorf("patches %v, want the Pod moved to PreparingDelete", p)
 	}
 }
