@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
@@ -160,5 +161,58 @@ func TestSpecifiedDeleteIsRecreatedWithItsOrdinal(t *testing.T) {
 	pod, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), "db-1", metav1.GetOptions{})
 	if err != nil || specifiedDelete(pod) {
 		t.Errorf("db-1 again: %v, labels %v", err, pod.Labels)
+	}
+}
+
+func TestScaleDownHeldByPreDelete(t *testing.T) {
+	set := withHooks(testSet(1, "Parallel"))
+	held := readyPod(set, 1, "r", true)
+	held.Labels[holdLabel] = "true"
+	f := newFixture(t, set, readyPod(set, 0, "r", true), held)
+	f.sync(t, set)
+	if d := f.podActions("delete"); len(d) != 0 {
+		t.Errorf("deleted %v, want db-1 held by the preDelete hook", d)
+	}
+	if p := f.podActions("patch"); !strings.Contains(p["db-1"], `"lifecycle.apps.kruise.io/state":"PreparingDelete"`) {
+		t.Errorf("patches %v, want db-1 moved to PreparingDelete", p)
+	}
+}
+
+func TestRefreshMovesPreparingNormal(t *testing.T) {
+	set := withHooks(testSet(2, "Parallel"))
+	ready := inState(readyPod(set, 0, "r", true), pub.LifecycleStatePreparingNormal, true)
+	f := newFixture(t, set, ready)
+	f.sync(t, set)
+	if p := f.podActions("patch"); !strings.Contains(p["db-0"], `"lifecycle.apps.kruise.io/state":"Normal"`) {
+		t.Errorf("patches %v, want db-0 Normal (the preNormal hook's labels are all there)", p)
+	}
+	if c := f.podActions("create"); len(c) != 0 {
+		t.Errorf("created %v in the sync that moved a Pod, want none", c)
+	}
+}
+
+func TestHoldForInPlaceUpdate(t *testing.T) {
+	set := withHooks(testSet(1, "Parallel"))
+	cases := []struct {
+		name      string
+		pod       *corev1.Pod
+		wantWait  bool
+		wantPatch string
+	}{
+		{"held: moves to PreparingUpdate", inState(readyPod(set, 0, "r", true), pub.LifecycleStateNormal, true), true, `"PreparingUpdate"`},
+		{"waiting while held", inState(readyPod(set, 0, "r", true), pub.LifecycleStatePreparingUpdate, true), true, ""},
+		{"released: goes", inState(readyPod(set, 0, "r", true), pub.LifecycleStatePreparingUpdate, false), false, ""},
+		{"not hooked: goes", inState(readyPod(set, 0, "r", true), pub.LifecycleStateNormal, false), false, ""},
+		{"still Updated: the hook armed again first", inState(readyPod(set, 0, "r", true), pub.LifecycleStateUpdated, false), true, `"example.io/hold":"true"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, set, tc.pod)
+			wait, err := f.c.holdForInPlaceUpdate(context.Background(), set, tc.pod)
+			patch := f.podActions("patch")["db-0"]
+			if err != nil || wait != tc.wantWait || (tc.wantPatch == "") != (patch == "") || !strings.Contains(patch, tc.wantPatch) {
+				t.Errorf("wait %v (%v), patch %q; want wait %v, patch with %s", wait, err, patch, tc.wantWait, tc.wantPatch)
+			}
+		})
 	}
 }

@@ -16,16 +16,20 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/controller/availability"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 )
 
-// scalePlan is what scaling does in one sync: the ordinals to create, the failed Pods to delete
-// (to be created again), and the Pods beyond the wanted ordinals to delete (scaled down).
+// scalePlan is what scaling does in one sync: the ordinals to create, the failed Pods and those the
+// preDelete hook released to delete (to be created again), and the Pods beyond the wanted
+// ordinals to delete (scaled down).
 type scalePlan struct {
 	create    []int
 	recreate  []*corev1.Pod
+	released  []*corev1.Pod
 	condemned []*corev1.Pod
 }
 
@@ -59,7 +63,12 @@ func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod, now time.Time) scal
 			continue // scaleStrategy.maxUnavailable reached: created once others are available
 		case p == nil:
 			plan.create = append(plan.create, o)
-		case p.DeletionTimestamp != nil:
+		case p.DeletionTimestamp != nil, lifecycle.WaitsForDeletion(set.Spec.Lifecycle, p):
+		case lifecycle.State(p) == pub.LifecycleStatePreparingDelete:
+			// Released by the preDelete hook: deleted, to be created again. (OpenKruise leaves it
+			// in PreparingDelete, unavailable for good, when the deletion it waited for was a
+			// scale-down since cancelled.)
+			plan.released = append(plan.released, p)
 		case p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
 			plan.recreate = append(plan.recreate, p)
 		default:
@@ -80,14 +89,14 @@ func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod, now time.Time) scal
 	// wait for it).
 	var firstUnhealthy *corev1.Pod
 	for _, p := range condemned {
-		if !availability.Ready(p) {
+		if !healthy(p) {
 			firstUnhealthy = p
 			break
 		}
 	}
 	slices.Reverse(condemned)
 	for _, p := range condemned {
-		if p.DeletionTimestamp != nil {
+		if p.DeletionTimestamp != nil || lifecycle.WaitsForDeletion(set.Spec.Lifecycle, p) {
 			if ordered {
 				break // wait for it to go before the next
 			}
@@ -102,6 +111,13 @@ func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod, now time.Time) scal
 		}
 	}
 	return plan
+}
+
+// healthy is OpenKruise's isHealthy for a Pod not terminating: Ready, and in lifecycle state Normal
+// (or none).
+func healthy(p *corev1.Pod) bool {
+	s := lifecycle.State(p)
+	return availability.Ready(p) && (s == "" || s == pub.LifecycleStateNormal)
 }
 
 // scaleBudget is scaleStrategy.maxUnavailable with Parallel, as OpenKruise counts it: walking the
@@ -136,12 +152,15 @@ func partitionOf(set *v1beta1.StatefulSet) int {
 // scale carries out planScale and says whether it did anything.
 func (c *Controller) scale(ctx context.Context, set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.Revisions) (bool, error) {
 	plan := planScale(set, pods, c.now())
-	if len(plan.create)+len(plan.recreate)+len(plan.condemned) == 0 {
+	if len(plan.create)+len(plan.recreate)+len(plan.released)+len(plan.condemned) == 0 {
 		return false, nil
 	}
 	var errs []error
 	for _, p := range plan.recreate {
 		errs = append(errs, c.deletePod(ctx, set, p, "SuccessfulDelete", "its Pod failed; it is created again"))
+	}
+	for _, p := range plan.released {
+		errs = append(errs, c.deletePod(ctx, set, p, "SuccessfulDelete", "released by the preDelete hook; it is created again"))
 	}
 	for _, p := range plan.condemned {
 		errs = append(errs, c.deletePod(ctx, set, p, "SuccessfulDelete", "scaling down"))
@@ -232,9 +251,18 @@ func (c *Controller) deleteClaims(ctx context.Context, set *v1beta1.StatefulSet,
 	return errors.Join(errs...)
 }
 
-// deletePod deletes a Pod (only that very Pod: a precondition on its UID), expected first.
+// deletePod deletes a Pod (only that very Pod: a precondition on its UID), expected first. A Pod
+// the preDelete hook holds is not deleted: it moves to PreparingDelete and waits there; the sync
+// that finds it released deletes it (planScale).
 func (c *Controller) deletePod(ctx context.Context, set *v1beta1.StatefulSet, pod *corev1.Pod, reason, why string) error {
 	key := cache.MetaObjectToName(set).String()
+	if lifecycle.Hooked(lifecycle.PreDeleteHook(set.Spec.Lifecycle), pod) {
+		moved, err := c.setLifecycle(ctx, set, pod, pub.LifecycleStatePreparingDelete, nil)
+		if moved {
+			klog.FromContext(ctx).Info("Pod held by the preDelete hook", "statefulset", klog.KObj(set), "pod", klog.KObj(pod), "why", why)
+		}
+		return err
+	}
 	c.exp.ExpectDeletions(key, pod.Name)
 	err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {

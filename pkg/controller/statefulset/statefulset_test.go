@@ -16,6 +16,8 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/podreadiness"
 )
 
 var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -43,9 +45,11 @@ func testSet(replicas int32, policy appsv1.PodManagementPolicyType) *v1beta1.Sta
 	return set
 }
 
-// readyPod is the Pod of an ordinal at a revision, running and Ready (or not).
+// readyPod is the Pod of an ordinal at a revision, running and Ready (or not), in lifecycle state
+// Normal.
 func readyPod(set *v1beta1.StatefulSet, ordinal int, revision string, ready bool) *corev1.Pod {
 	p := newPod(set, &set.Spec.Template, revision, ordinal)
+	p.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateNormal)
 	status := corev1.ConditionFalse
 	if ready {
 		status = corev1.ConditionTrue
@@ -451,6 +455,86 @@ func TestPlanUpdateSpecifiedDelete(t *testing.T) {
 			if plan := planUpdate(s, ps, "new", now); len(plan.specified) != 0 {
 				t.Errorf("specified %v", names(plan.specified))
 			}
+		}
+	})
+}
+
+const holdLabel = "example.io/hold"
+
+func withHooks(set *v1beta1.StatefulSet) *v1beta1.StatefulSet {
+	hook := func() *pub.LifecycleHook {
+		return &pub.LifecycleHook{LabelsHandler: map[string]string{holdLabel: "true"}}
+	}
+	set.Spec.Lifecycle = &pub.Lifecycle{PreDelete: hook(), InPlaceUpdate: hook(), PreNormal: hook()}
+	return set
+}
+
+// inState is the Pod in a lifecycle state, held by the hooks' label or not.
+func inState(p *corev1.Pod, state pub.LifecycleStateType, held bool) *corev1.Pod {
+	p.Labels[pub.LifecycleStateKey] = string(state)
+	if held {
+		p.Labels[holdLabel] = "true"
+	}
+	return p
+}
+
+func TestNewPodLifecycle(t *testing.T) {
+	set := testSet(1, appsv1.ParallelPodManagement)
+	if p := newPod(set, &set.Spec.Template, "r", 0); lifecycle.State(p) != pub.LifecycleStateNormal || podreadiness.HasGate(p) {
+		t.Errorf("without hooks: state %q, KruisePodReady gate %v; want Normal, no gate", lifecycle.State(p), podreadiness.HasGate(p))
+	}
+	withHooks(set)
+	set.Spec.Lifecycle.PreDelete.MarkPodNotReady = true
+	if p := newPod(set, &set.Spec.Template, "r", 0); lifecycle.State(p) != pub.LifecycleStatePreparingNormal || !podreadiness.HasGate(p) {
+		t.Errorf("preNormal hook not on the template: state %q, gate %v; want PreparingNormal and the gate", lifecycle.State(p), podreadiness.HasGate(p))
+	}
+	set.Spec.Template.Labels[holdLabel] = "true"
+	if p := newPod(set, &set.Spec.Template, "r", 0); lifecycle.State(p) != pub.LifecycleStateNormal {
+		t.Errorf("preNormal hook on the template: state %q, want Normal", lifecycle.State(p))
+	}
+}
+
+func TestPlanScalePreDelete(t *testing.T) {
+	t.Run("a wanted Pod held in PreparingDelete waits and holds the ordinals above", func(t *testing.T) {
+		set := withHooks(testSet(3, appsv1.OrderedReadyPodManagement))
+		plan := planScale(set, []*corev1.Pod{inState(readyPod(set, 0, "r", true), pub.LifecycleStatePreparingDelete, true)}, now)
+		if len(plan.create)+len(plan.recreate)+len(plan.released) != 0 {
+			t.Errorf("plan %+v, want nothing", plan)
+		}
+	})
+	t.Run("a wanted Pod released in PreparingDelete is created again", func(t *testing.T) {
+		set := withHooks(testSet(1, appsv1.ParallelPodManagement))
+		plan := planScale(set, []*corev1.Pod{inState(readyPod(set, 0, "r", true), pub.LifecycleStatePreparingDelete, false)}, now)
+		if !slices.Equal(names(plan.released), []string{"db-0"}) {
+			t.Errorf("released %v, want db-0", names(plan.released))
+		}
+	})
+	t.Run("scale-down passes a held Pod with Parallel, waits on it with OrderedReady", func(t *testing.T) {
+		pods := func(set *v1beta1.StatefulSet) []*corev1.Pod {
+			return []*corev1.Pod{readyPod(set, 0, "r", true), readyPod(set, 1, "r", true),
+				inState(readyPod(set, 2, "r", true), pub.LifecycleStatePreparingDelete, true)}
+		}
+		set := withHooks(testSet(1, appsv1.ParallelPodManagement))
+		if plan := planScale(set, pods(set), now); !slices.Equal(names(plan.condemned), []string{"db-1"}) {
+			t.Errorf("parallel: condemned %v, want db-1", names(plan.condemned))
+		}
+		set = withHooks(testSet(1, appsv1.OrderedReadyPodManagement))
+		if plan := planScale(set, pods(set), now); len(plan.condemned) != 0 {
+			t.Errorf("ordered: condemned %v, want none while db-2 waits", names(plan.condemned))
+		}
+	})
+	t.Run("ordered scale-down deletes a released Pod, ready but not Normal", func(t *testing.T) {
+		set := withHooks(testSet(1, appsv1.OrderedReadyPodManagement))
+		pods := []*corev1.Pod{readyPod(set, 0, "r", true), inState(readyPod(set, 1, "r", true), pub.LifecycleStatePreparingDelete, false)}
+		if plan := planScale(set, pods, now); !slices.Equal(names(plan.condemned), []string{"db-1"}) {
+			t.Errorf("condemned %v, want db-1", names(plan.condemned))
+		}
+	})
+	t.Run("a Pod in PreparingDelete is no update candidate", func(t *testing.T) {
+		set := withHooks(testSet(2, appsv1.ParallelPodManagement))
+		pods := []*corev1.Pod{readyPod(set, 0, "old", true), inState(readyPod(set, 1, "old", true), pub.LifecycleStatePreparingDelete, false)}
+		if got, _ := candidatesOf(set, pods, "new", now); !slices.Equal(names(got), []string{"db-0"}) {
+			t.Errorf("candidates %v, want db-0", names(got))
 		}
 	})
 }

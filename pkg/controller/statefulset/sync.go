@@ -19,11 +19,13 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/availability"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 )
 
 // sync brings one StatefulSet a step closer to its spec: revisions first, then (once the cache
-// shows what the last sync did) one of scaling or the rolling update, then status and history.
+// shows what the last sync did) one of lifecycle moves, scaling or the rolling update, then status
+// and history.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
 	set, err := c.sets.StatefulSets(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
@@ -57,7 +59,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if set.DeletionTimestamp == nil {
 		if ok, left := c.exp.Satisfied(key.String(), c.podState(set.Namespace)); ok {
 			var acted bool
-			acted, actErr = c.scale(ctx, set, pods, revs)
+			acted, actErr = c.refreshLifecycles(ctx, set, pods, revs.Update.Name)
+			if !acted && actErr == nil {
+				acted, actErr = c.scale(ctx, set, pods, revs)
+			}
 			if !acted && actErr == nil {
 				actErr = c.rollingUpdate(ctx, set, pods, revs, revisions)
 			}
@@ -114,7 +119,7 @@ func (c *Controller) podState(namespace string) expectations.Lookup {
 			return expectations.Cached{}
 		}
 		return expectations.Cached{Exists: true, Terminating: pod.DeletionTimestamp != nil,
-			Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey]}
+			Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey], Lifecycle: string(lifecycle.State(pod))}
 	}
 }
 

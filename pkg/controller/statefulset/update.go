@@ -14,11 +14,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/controller/availability"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/inplacerequest"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/updatesort"
 )
@@ -75,7 +77,8 @@ func planUpdate(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevision str
 			unavailable++
 		}
 		switch {
-		case p == nil || p.DeletionTimestamp != nil:
+		case p == nil || p.DeletionTimestamp != nil, lifecycle.State(p) == pub.LifecycleStatePreparingDelete:
+			// Going, or waiting to go: scaling deals with it.
 		case specifiedDelete(p):
 			specified = append(specified, p)
 		case i >= partition && p.Labels[appsv1.ControllerRevisionHashLabelKey] != updateRevision:
@@ -203,8 +206,12 @@ func (c *Controller) applyStep(ctx context.Context, set *v1beta1.StatefulSet, st
 	case step.spec == nil:
 		return c.deletePod(ctx, set, pod, "SuccessfulUpdatePodReCreate", fmt.Sprintf("recreating for revision %s: %s", updateRevision, step.reason))
 	}
+	if wait, err := c.holdForInPlaceUpdate(ctx, set, pod); wait || err != nil {
+		return err
+	}
 	key := cache.MetaObjectToName(set).String()
-	o := inplacerequest.Options{Now: c.now(), NoLifecycle: true}
+	// The request moves the Pod to Updating; refreshLifecycles moves it on once the update is done.
+	o := inplacerequest.Options{Now: c.now()}
 	if s := set.Spec.UpdateStrategy.RollingUpdate.InPlaceUpdateStrategy; s != nil {
 		o.GracePeriodSeconds = s.GracePeriodSeconds
 	}
