@@ -22,6 +22,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	"github.com/inplace-dev/inplace/pkg/controller/manager"
+	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/util/reconcile"
@@ -133,18 +134,11 @@ func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerRef
 // enqueueOrphan enqueues the CloneSets whose selector matches a Pod without a controller, so that
 // one adopts it.
 func (c *Controller) enqueueOrphan(pod *corev1.Pod) {
-	if pod.DeletionTimestamp != nil {
-		return
-	}
 	sets, err := c.sets.CloneSets(pod.Namespace).List(labels.Everything())
 	if err != nil {
 		return
 	}
-	for _, cs := range sets {
-		sel, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
-			continue
-		}
+	for _, cs := range ownership.Adopters(pod, sets, func(cs *v1alpha1.CloneSet) *metav1.LabelSelector { return cs.Spec.Selector }) {
 		c.queue.Add(cache.MetaObjectToName(cs))
 	}
 }

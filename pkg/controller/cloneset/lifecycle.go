@@ -6,9 +6,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -51,22 +48,11 @@ func (c *Controller) refreshLifecycles(ctx context.Context, cs *v1alpha1.CloneSe
 	return changed, nil
 }
 
-// setLifecycle moves a Pod to a lifecycle state (label and timestamp), adding the labels and
-// finalizers of addHook (a hook armed again), then sets KruisePodReady to match when the Pod has
-// that gate. The patch carries the Pod's UID, so a recreated Pod of the same name is not touched.
+// setLifecycle moves a Pod to a lifecycle state (see lifecycle.Move), expected and, with hooks,
+// reported as an Event.
 func (c *Controller) setLifecycle(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod, state pub.LifecycleStateType, addHook *pub.LifecycleHook) error {
-	if lifecycle.State(pod) != state || addHook != nil {
-		patch, err := lifecycle.Patch(pod, state, addHook, c.now())
-		if err != nil {
-			return err
-		}
-		updated, err := c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("setting the lifecycle state of pod %s to %s: %w", pod.Name, state, err)
-		}
+	moved, err := lifecycle.Move(ctx, c.kube.CoreV1(), pod, state, addHook, c.now())
+	if moved {
 		c.exp.ExpectLifecycle(cache.MetaObjectToName(cs).String(), pod.Name, string(state))
 		klog.FromContext(ctx).V(2).Info("Pod lifecycle state", "cloneset", klog.KObj(cs), "pod", klog.KObj(pod),
 			"from", lifecycle.State(pod), "to", state)
@@ -77,12 +63,6 @@ func (c *Controller) setLifecycle(ctx context.Context, cs *v1alpha1.CloneSet, po
 		if cs.Spec.Lifecycle != nil {
 			c.recorder.Eventf(cs, corev1.EventTypeNormal, "PodLifecycle"+string(state), "pod %s is %s", pod.Name, state)
 		}
-		pod = updated
 	}
-	if podreadiness.HasGate(pod) {
-		if _, err := lifecycle.SyncKruisePodReady(ctx, c.kube.CoreV1(), pod, state, c.now()); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }

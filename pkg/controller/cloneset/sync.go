@@ -21,6 +21,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 )
 
 // sync reconciles one CloneSet: claim its Pods, settle its revisions, scale, write status, trim
@@ -183,90 +184,14 @@ func (c *Controller) ownedRevisions(cs *v1alpha1.CloneSet) ([]*appsv1.Controller
 	return history.ListOwned(c.revisions, cs, labels.Everything())
 }
 
-// claimPods returns the CloneSet's Pods (terminating ones included), like kube's ClaimPods: it
-// adopts orphans its selector matches and releases owned Pods it no longer matches. A CloneSet
-// being deleted adopts nothing; adoption first checks, uncached, that the CloneSet still is the
-// one cached.
+// claimPods returns the CloneSet's Pods (terminating ones included): it adopts orphans its
+// selector matches and releases owned Pods it no longer matches (see ownership.Claim).
 func (c *Controller) claimPods(ctx context.Context, cs *v1alpha1.CloneSet, selector labels.Selector) ([]*corev1.Pod, error) {
-	all, err := c.pods.Pods(cs.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	var claimed []*corev1.Pod
-	var errs []error
-	canAdopt := func() error {
-		fresh, err := c.inplace.AppsV1alpha1().CloneSets(cs.Namespace).Get(ctx, cs.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if fresh.UID != cs.UID {
-			return fmt.Errorf("CloneSet %s/%s was recreated (UID %s, cached %s)", cs.Namespace, cs.Name, fresh.UID, cs.UID)
-		}
-		if fresh.DeletionTimestamp != nil {
-			return fmt.Errorf("CloneSet %s/%s is being deleted", cs.Namespace, cs.Name)
-		}
-		return nil
-	}
-	var adoptErr error
-	checked := false
-	for _, pod := range all {
-		matches := selector.Matches(labels.Set(pod.Labels))
-		if ref := metav1.GetControllerOf(pod); ref != nil {
-			if ref.UID != cs.UID {
-				continue
-			}
-			if matches || cs.DeletionTimestamp != nil {
-				claimed = append(claimed, pod)
-				continue
-			}
-			if err := c.releasePod(ctx, cs, pod); err != nil {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		if !matches || cs.DeletionTimestamp != nil || pod.DeletionTimestamp != nil {
-			continue
-		}
-		if !checked {
-			adoptErr, checked = canAdopt(), true
-		}
-		if adoptErr != nil {
-			return claimed, fmt.Errorf("cannot adopt pods: %w", adoptErr)
-		}
-		adopted, err := c.adoptPod(ctx, cs, pod)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if adopted != nil {
-			claimed = append(claimed, adopted)
-		}
-	}
-	return claimed, errors.Join(errs...)
-}
-
-func (c *Controller) adoptPod(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod) (*corev1.Pod, error) {
-	ref := controllerRef(cs)
-	patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":%q,"kind":%q,"name":%q,"uid":%q,"controller":true,"blockOwnerDeletion":true}],"uid":%q}}`,
-		ref.APIVersion, ref.Kind, ref.Name, ref.UID, pod.UID)
-	adopted, err := c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
-		// Gone, or its UID changed (recreated): nothing to adopt.
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("adopting pod %s: %w", pod.Name, err)
-	}
-	return adopted, nil
-}
-
-func (c *Controller) releasePod(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod) error {
-	patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"$patch":"delete","uid":%q}],"uid":%q}}`, cs.UID, pod.UID)
-	_, err := c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
-		return fmt.Errorf("releasing pod %s: %w", pod.Name, err)
-	}
-	return nil
+	owner := ownership.Owner{Object: cs, Ref: controllerRef(cs), Wants: ownership.Selects(selector),
+		Fresh: func(ctx context.Context) (metav1.Object, error) {
+			return c.inplace.AppsV1alpha1().CloneSets(cs.Namespace).Get(ctx, cs.Name, metav1.GetOptions{})
+		}}
+	return ownership.ClaimPods(ctx, owner, c.pods, c.kube.CoreV1())
 }
 
 // activePods are the Pods that count: not terminating, not finished.

@@ -27,6 +27,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
+	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
@@ -86,9 +87,9 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		return nil, fmt.Errorf("watching daemonsets: %w", err)
 	}
 	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.podChanged(obj, false) },
-		UpdateFunc: func(_, obj any) { c.podChanged(obj, false) },
-		DeleteFunc: func(obj any) { c.podChanged(obj, true) },
+		AddFunc:    func(obj any) { c.podChanged(nil, obj, false) },
+		UpdateFunc: func(old, obj any) { c.podChanged(old, obj, false) },
+		DeleteFunc: func(obj any) { c.podChanged(nil, obj, true) },
 	}); err != nil {
 		return nil, fmt.Errorf("watching pods: %w", err)
 	}
@@ -152,7 +153,9 @@ func (c *Controller) owner(namespace string, ref *metav1.OwnerReference) *v1alph
 	return ds
 }
 
-func (c *Controller) podChanged(obj any, deleted bool) {
+// podChanged enqueues the DaemonSet of a Pod; for an orphan, the DaemonSets that may adopt it; for
+// a Pod whose controller changed, the one that had it too.
+func (c *Controller) podChanged(old, obj any, deleted bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -160,7 +163,19 @@ func (c *Controller) podChanged(obj any, deleted bool) {
 	if !ok {
 		return
 	}
-	ds := c.owner(pod.Namespace, metav1.GetControllerOf(pod))
+	ref := metav1.GetControllerOf(pod)
+	if oldPod, ok := old.(*corev1.Pod); ok {
+		if oldRef := metav1.GetControllerOf(oldPod); oldRef != nil && (ref == nil || ref.UID != oldRef.UID) {
+			c.enqueueRef(pod.Namespace, oldRef)
+		}
+	}
+	if ref == nil {
+		if !deleted {
+			c.enqueueAdopters(pod)
+		}
+		return
+	}
+	ds := c.owner(pod.Namespace, ref)
 	if ds == nil {
 		return
 	}
@@ -173,14 +188,35 @@ func (c *Controller) podChanged(obj any, deleted bool) {
 	c.queue.Add(key)
 }
 
+func (c *Controller) enqueueRef(namespace string, ref *metav1.OwnerReference) {
+	if ds := c.owner(namespace, ref); ds != nil {
+		c.queue.Add(cache.MetaObjectToName(ds))
+	}
+}
+
+// enqueueAdopters enqueues the DaemonSets whose selector matches an orphan (a Pod or a revision).
+func (c *Controller) enqueueAdopters(obj metav1.Object) {
+	sets, err := c.sets.DaemonSets(obj.GetNamespace()).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, ds := range ownership.Adopters(obj, sets, func(ds *v1alpha1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }) {
+		c.queue.Add(cache.MetaObjectToName(ds))
+	}
+}
+
 func (c *Controller) enqueueOwner(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	if m, ok := obj.(metav1.Object); ok {
-		if ds := c.owner(m.GetNamespace(), metav1.GetControllerOf(m)); ds != nil {
-			c.queue.Add(cache.MetaObjectToName(ds))
-		}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	if ref := metav1.GetControllerOf(m); ref != nil {
+		c.enqueueRef(m.GetNamespace(), ref)
+	} else {
+		c.enqueueAdopters(m)
 	}
 }
 

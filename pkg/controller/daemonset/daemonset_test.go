@@ -210,3 +210,31 @@ func TestCalculateStatusCountsTheOldestPod(t *testing.T) {
 		t.Errorf("status %+v; want node a counted by its old ready Pod (not updated yet), node b updated", st)
 	}
 }
+
+func TestPlanManagePreDelete(t *testing.T) {
+	const hold = "example.io/hold"
+	ds := testDaemonSet(func(d *v1alpha1.DaemonSet) {
+		d.Spec.Template.Spec.NodeSelector = map[string]string{"role": "edge"}
+		d.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}, MarkPodNotReady: true}}
+	})
+	preparing := func(nodeName string, held bool) *corev1.Pod {
+		p := daemonPod(ds, nodeName, "r", true)
+		p.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingDelete)
+		if held {
+			p.Labels[hold] = "true"
+		}
+		return p
+	}
+	nodes := []*corev1.Node{node("a", map[string]string{"role": "core"}), node("b", map[string]string{"role": "edge"}), node("c", map[string]string{"role": "edge"})}
+	heldA, releasedB, heldC := preparing("a", true), preparing("b", false), preparing("c", true)
+	plan := planManage(ds, nodeStates(ds, nodes, []*corev1.Pod{heldA, releasedB, heldC}), "r", now)
+	// A held Pod waits; a released one goes; a node waits for its Pod in PreparingDelete to go.
+	if len(plan.create) != 0 || !slices.Equal(podNames(plan.delete), []string{releasedB.Name}) {
+		t.Errorf("create %v delete %v; want only the released Pod of b deleted", plan.create, podNames(plan.delete))
+	}
+	if !slices.ContainsFunc(newPod(ds, &ds.Spec.Template, "r", "a").Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool {
+		return g.ConditionType == pub.KruisePodReadyConditionType
+	}) {
+		t.Errorf("no KruisePodReady readiness gate with markPodNotReady")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
 
@@ -32,7 +33,8 @@ func controllerRef(ds *v1alpha1.DaemonSet) *metav1.OwnerReference {
 
 // newPod is the daemon Pod of a node at a revision, as kube's DaemonSet controller builds it: the
 // template, the daemon tolerations, and a required node affinity on the node's name (the scheduler
-// binds it there, accounting for its resources); plus the InPlaceUpdateReady readiness gate.
+// binds it there, accounting for its resources); plus the InPlaceUpdateReady readiness gate, and
+// KruisePodReady when a lifecycle hook marks Pods not ready.
 func newPod(ds *v1alpha1.DaemonSet, template *corev1.PodTemplateSpec, revision, node string) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -52,6 +54,10 @@ func newPod(ds *v1alpha1.DaemonSet, template *corev1.PodTemplateSpec, revision, 
 	pod.Spec.Tolerations = withDaemonTolerations(pod.Spec.Tolerations)
 	setNodeAffinity(pod, node)
 	inplaceupdate.InjectReadinessGate(pod)
+	if lifecycle.MarksPodNotReady(ds.Spec.Lifecycle) {
+		// For preDelete's markPodNotReady; the sync keeps the condition True otherwise.
+		lifecycle.InjectKruisePodReadyGate(pod)
+	}
 	return pod
 }
 

@@ -18,20 +18,27 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/availability"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/controller/ownership"
+	"github.com/inplace-dev/inplace/pkg/podreadiness"
 )
 
 // nodeState is one node as the DaemonSet sees it: whether a Pod should run there, and the
-// DaemonSet's Pods there (terminating ones apart).
+// DaemonSet's Pods there. Pods on their way out are apart: terminating, or in PreparingDelete
+// (released ones, which the preDelete hook no longer holds, are to be deleted); a node waits for
+// them to go before it gets a new Pod, as it waits for a terminating one.
 type nodeState struct {
 	name        string
 	node        *corev1.Node
 	run         bool
 	pods        []*corev1.Pod
 	terminating int
+	released    []*corev1.Pod
 }
 
 // sync brings one DaemonSet a step closer to its spec: revisions, then (once the cache shows what
@@ -50,15 +57,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		c.recorder.Eventf(ds, corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
 		return 0, nil
 	}
-	pods, err := c.ownedPods(ds, selector)
+	pods, revisions, err := c.claim(ctx, ds, selector)
 	if err != nil {
 		return 0, err
 	}
 	nodes, err := c.nodes.List(labels.Everything())
-	if err != nil {
-		return 0, err
-	}
-	revisions, err := history.ListOwned(c.revisions, ds, labels.Everything())
 	if err != nil {
 		return 0, err
 	}
@@ -73,10 +76,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if ds.DeletionTimestamp == nil {
 		if ok, left := c.exp.Satisfied(key.String(), c.podState(ds.Namespace, pods)); ok {
 			var acted bool
+			readyErr := c.syncKruisePodReady(ctx, pods)
 			acted, actErr = c.manage(ctx, ds, states, revs)
 			if !acted && actErr == nil {
 				actErr = c.rollingUpdate(ctx, ds, states, revs, revisions)
 			}
+			actErr = errors.Join(readyErr, actErr)
 		} else {
 			requeue = left
 		}
@@ -97,18 +102,39 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	return requeue, nil
 }
 
-func (c *Controller) ownedPods(ds *v1alpha1.DaemonSet, selector labels.Selector) ([]*corev1.Pod, error) {
-	all, err := c.pods.Pods(ds.Namespace).List(selector)
+// claim returns the DaemonSet's Pods and its revisions, oldest first. Like kube's DaemonSet, it
+// adopts the orphan Pods and revisions its selector matches and releases those it owns but no
+// longer matches.
+func (c *Controller) claim(ctx context.Context, ds *v1alpha1.DaemonSet, selector labels.Selector) ([]*corev1.Pod, []*appsv1.ControllerRevision, error) {
+	owner := ownership.Owner{Object: ds, Ref: controllerRef(ds), Wants: ownership.Selects(selector),
+		Fresh: func(ctx context.Context) (metav1.Object, error) {
+			return c.inplace.AppsV1alpha1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+		}}
+	revisions, err := ownership.ClaimRevisions(ctx, owner, c.revisions, c.kube.AppsV1())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var owned []*corev1.Pod
-	for _, p := range all {
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == ds.UID {
-			owned = append(owned, p)
+	history.SortRevisions(revisions)
+	pods, err := ownership.ClaimPods(ctx, owner, c.pods, c.kube.CoreV1())
+	if err != nil {
+		return nil, nil, err
+	}
+	return pods, revisions, nil
+}
+
+// syncKruisePodReady keeps KruisePodReady, on the Pods with that readiness gate, as their
+// lifecycle state wants it: False in PreparingDelete (preDelete's markPodNotReady), else True (a
+// new Pod gets it here). Nothing else reads it, so the sync goes on.
+func (c *Controller) syncKruisePodReady(ctx context.Context, pods []*corev1.Pod) error {
+	var errs []error
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil && podreadiness.HasGate(p) {
+			if _, err := lifecycle.SyncKruisePodReady(ctx, c.kube.CoreV1(), p, lifecycle.State(p), c.now()); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
-	return owned, nil
+	return errors.Join(errs...)
 }
 
 // podState is what the expectations see: Pods by name, and whether the DaemonSet has a Pod at a
@@ -118,7 +144,7 @@ func (c *Controller) podState(namespace string, owned []*corev1.Pod) expectation
 	return func(name string) expectations.Cached {
 		if pod, err := c.pods.Pods(namespace).Get(name); err == nil {
 			return expectations.Cached{Exists: true, Terminating: pod.DeletionTimestamp != nil,
-				Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey]}
+				Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey], Lifecycle: string(lifecycle.State(pod))}
 		}
 		for _, p := range owned {
 			if creationKey(p) == name {
@@ -164,11 +190,17 @@ func nodeStates(ds *v1alpha1.DaemonSet, nodes []*corev1.Node, pods []*corev1.Pod
 			st = &nodeState{name: name}
 			byName[name] = st
 		}
-		if p.DeletionTimestamp != nil {
+		switch {
+		case p.DeletionTimestamp != nil:
 			st.terminating++
-			continue
+		case lifecycle.State(p) == pub.LifecycleStatePreparingDelete:
+			st.terminating++
+			if !lifecycle.WaitsForDeletion(ds.Spec.Lifecycle, p) {
+				st.released = append(st.released, p)
+			}
+		default:
+			st.pods = append(st.pods, p)
 		}
-		st.pods = append(st.pods, p)
 	}
 	out := make([]*nodeState, 0, len(byName))
 	for _, st := range byName {
@@ -198,13 +230,14 @@ type managePlan struct {
 }
 
 // planManage creates a Pod on every node that should run one and has none, deletes the Pods of
-// nodes that should not run one, failed Pods, and extra Pods (keeping, on a node with several, the
+// nodes that should not run one, failed Pods, Pods the preDelete hook released, and extra Pods (keeping, on a node with several, the
 // one at the update revision that is available, else the oldest; a surge Pod not yet available
 // and the old one beside it both stay): at most burstReplicas of each per sync.
 func planManage(ds *v1alpha1.DaemonSet, states []*nodeState, updateRevision string, now time.Time) managePlan {
 	var plan managePlan
 	desired := 0
 	for _, st := range states {
+		plan.delete = append(plan.delete, st.released...)
 		if !st.run {
 			plan.delete = append(plan.delete, st.pods...)
 			continue
@@ -283,8 +316,20 @@ func (c *Controller) createPod(ctx context.Context, ds *v1alpha1.DaemonSet, rev 
 	return nil
 }
 
+// deletePod deletes a daemon Pod (that very Pod: a precondition on its UID), expected first. A Pod
+// the preDelete hook holds is not deleted: it moves to PreparingDelete and waits there, out of the
+// node's Pods, until the hook releases it (as OpenKruise's syncWithPreparingDelete).
 func (c *Controller) deletePod(ctx context.Context, ds *v1alpha1.DaemonSet, pod *corev1.Pod, why string) error {
 	key := cache.MetaObjectToName(ds).String()
+	if lifecycle.Hooked(lifecycle.PreDeleteHook(ds.Spec.Lifecycle), pod) {
+		moved, err := lifecycle.Move(ctx, c.kube.CoreV1(), pod, pub.LifecycleStatePreparingDelete, nil, c.now())
+		if moved {
+			c.exp.ExpectLifecycle(key, pod.Name, string(pub.LifecycleStatePreparingDelete))
+			klog.FromContext(ctx).Info("Daemon Pod held by the preDelete hook", "daemonset", klog.KObj(ds), "pod", klog.KObj(pod), "why", why)
+			c.recorder.Eventf(ds, corev1.EventTypeNormal, "PodLifecycle"+string(pub.LifecycleStatePreparingDelete), "pod %s is %s", pod.Name, pub.LifecycleStatePreparingDelete)
+		}
+		return err
+	}
 	c.exp.ExpectDeletions(key, pod.Name)
 	err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {

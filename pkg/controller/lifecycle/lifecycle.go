@@ -15,9 +15,9 @@
 // markPodNotReady: Pods get the KruisePodReady readiness gate, whose condition is False while the
 // Pod is PreparingUpdate, Updating or PreparingDelete, so Endpoints drop it before it changes.
 //
-// All functions are pure except SyncKruisePodReady, which writes the condition. Patch only builds
-// the patch that moves a Pod to a state: sending it is the controller's, which records the move
-// in its expectations and Events.
+// All functions are pure except SyncKruisePodReady, which writes the condition, and Move, which
+// sends Patch and then SyncKruisePodReady: recording the move in its expectations and Events is
+// the controller's.
 package lifecycle
 
 import (
@@ -29,6 +29,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -50,6 +53,12 @@ func State(pod *corev1.Pod) pub.LifecycleStateType {
 func Preparing(pod *corev1.Pod) bool {
 	s := State(pod)
 	return s == pub.LifecycleStatePreparingUpdate || s == pub.LifecycleStatePreparingDelete
+}
+
+// WaitsForDeletion tells whether the Pod waits in PreparingDelete for the preDelete hook of l to
+// release it: nothing is to be done with it meanwhile. Released, it is to be deleted.
+func WaitsForDeletion(l *pub.Lifecycle, pod *corev1.Pod) bool {
+	return State(pod) == pub.LifecycleStatePreparingDelete && Hooked(PreDeleteHook(l), pod)
 }
 
 // PreDeleteHook is the preDelete hook of l, nil when l or the hook is.
@@ -245,4 +254,32 @@ func SyncKruisePodReady(ctx context.Context, pods corev1client.PodsGetter, pod *
 		return false, err
 	}
 	return true, nil
+}
+
+// Move moves a Pod to a lifecycle state, arming rearm again when not nil (see Patch), unless it is
+// there already with nothing to arm; then, on a Pod with the KruisePodReady gate, makes the
+// lifecycle's hold on that condition the one the state calls for. It tells whether it patched the
+// state, for the caller to expect the move and report it. A Pod gone is no error.
+func Move(ctx context.Context, pods corev1client.PodsGetter, pod *corev1.Pod, state pub.LifecycleStateType, rearm *pub.LifecycleHook, now time.Time) (bool, error) {
+	moved := false
+	if State(pod) != state || rearm != nil {
+		patch, err := Patch(pod, state, rearm, now)
+		if err != nil {
+			return false, err
+		}
+		updated, err := pods.Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("setting the lifecycle state of pod %s to %s: %w", pod.Name, state, err)
+		}
+		pod, moved = updated, true
+	}
+	if podreadiness.HasGate(pod) {
+		if _, err := SyncKruisePodReady(ctx, pods, pod, state, now); err != nil {
+			return moved, err
+		}
+	}
+	return moved, nil
 }

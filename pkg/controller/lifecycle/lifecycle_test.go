@@ -234,3 +234,43 @@ func TestSyncKruisePodReady(t *testing.T) {
 		}
 	}
 }
+
+// Move patches only a change of state (or a hook to arm again), and keeps KruisePodReady in line.
+func TestMove(t *testing.T) {
+	pod := podAt("r", pub.LifecycleStateNormal)
+	InjectKruisePodReadyGate(pod)
+	client := fake.NewClientset(pod)
+	moved, err := Move(context.Background(), client.CoreV1(), pod, pub.LifecycleStatePreparingDelete, nil, testNow)
+	if err != nil || !moved {
+		t.Fatalf("moved %v (%v), want a move", moved, err)
+	}
+	got, _ := client.CoreV1().Pods("ns").Get(context.Background(), "web-0", metav1.GetOptions{})
+	if State(got) != pub.LifecycleStatePreparingDelete || podreadiness.Condition(got) == nil || podreadiness.Condition(got).Status != corev1.ConditionFalse {
+		t.Errorf("pod after the move: state %s, KruisePodReady %+v", State(got), podreadiness.Condition(got))
+	}
+	client.ClearActions()
+	if moved, err := Move(context.Background(), client.CoreV1(), got, pub.LifecycleStatePreparingDelete, nil, testNow); err != nil || moved || len(client.Actions()) != 0 {
+		t.Errorf("moved %v (%v) with %d requests, want nothing done for the same state", moved, err, len(client.Actions()))
+	}
+	if moved, err := Move(context.Background(), client.CoreV1(), podAt("r", pub.LifecycleStateNormal), pub.LifecycleStateNormal, holdHook(false), testNow); err != nil || !moved {
+		t.Errorf("moved %v (%v), want a hook armed again", moved, err)
+	}
+	gone := podAt("r", pub.LifecycleStateNormal)
+	gone.Name = "gone"
+	if moved, err := Move(context.Background(), client.CoreV1(), gone, pub.LifecycleStatePreparingDelete, nil, testNow); err != nil || moved {
+		t.Errorf("a Pod gone: moved %v (%v), want no move and no error", moved, err)
+	}
+}
+
+func TestWaitsForDeletion(t *testing.T) {
+	l := &pub.Lifecycle{PreDelete: holdHook(false)}
+	held := podAt("r", pub.LifecycleStatePreparingDelete)
+	held.Labels[hookLabel] = "true"
+	released := podAt("r", pub.LifecycleStatePreparingDelete)
+	normal := podAt("r", pub.LifecycleStateNormal)
+	normal.Labels[hookLabel] = "true"
+	if !WaitsForDeletion(l, held) || WaitsForDeletion(l, released) || WaitsForDeletion(l, normal) || WaitsForDeletion(nil, held) {
+		t.Errorf("held %v released %v normal %v no hook %v; want only held", WaitsForDeletion(l, held),
+			WaitsForDeletion(l, released), WaitsForDeletion(l, normal), WaitsForDeletion(nil, held))
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
+	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1beta1"
 	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1beta1"
@@ -85,9 +87,9 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		return nil, fmt.Errorf("watching statefulsets: %w", err)
 	}
 	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.podChanged(obj, false) },
-		UpdateFunc: func(_, obj any) { c.podChanged(obj, false) },
-		DeleteFunc: func(obj any) { c.podChanged(obj, true) },
+		AddFunc:    func(obj any) { c.podChanged(nil, obj, false) },
+		UpdateFunc: func(old, obj any) { c.podChanged(old, obj, false) },
+		DeleteFunc: func(obj any) { c.podChanged(nil, obj, true) },
 	}); err != nil {
 		return nil, fmt.Errorf("watching pods: %w", err)
 	}
@@ -119,9 +121,10 @@ func (c *Controller) owner(namespace string, ref *metav1.OwnerReference) *v1beta
 	return set
 }
 
-// podChanged enqueues the StatefulSet of a Pod. The expectations settle against the cache in
-// sync; a Pod gone is also noted here (the cache no longer shows it terminating).
-func (c *Controller) podChanged(obj any, deleted bool) {
+// podChanged enqueues the StatefulSet of a Pod; for an orphan, the StatefulSets that may adopt it;
+// for a Pod whose controller changed, the one that had it too. The expectations settle against the
+// cache in sync; a Pod gone is also noted here (the cache no longer shows it terminating).
+func (c *Controller) podChanged(old, obj any, deleted bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -129,7 +132,19 @@ func (c *Controller) podChanged(obj any, deleted bool) {
 	if !ok {
 		return
 	}
-	set := c.owner(pod.Namespace, metav1.GetControllerOf(pod))
+	ref := metav1.GetControllerOf(pod)
+	if oldPod, ok := old.(*corev1.Pod); ok {
+		if oldRef := metav1.GetControllerOf(oldPod); oldRef != nil && (ref == nil || ref.UID != oldRef.UID) {
+			c.enqueueRef(pod.Namespace, oldRef)
+		}
+	}
+	if ref == nil {
+		if !deleted {
+			c.enqueueAdopters(pod)
+		}
+		return
+	}
+	set := c.owner(pod.Namespace, ref)
 	if set == nil {
 		return
 	}
@@ -140,14 +155,35 @@ func (c *Controller) podChanged(obj any, deleted bool) {
 	c.queue.Add(key)
 }
 
+func (c *Controller) enqueueRef(namespace string, ref *metav1.OwnerReference) {
+	if set := c.owner(namespace, ref); set != nil {
+		c.queue.Add(cache.MetaObjectToName(set))
+	}
+}
+
+// enqueueAdopters enqueues the StatefulSets whose selector matches an orphan (a Pod or a revision).
+func (c *Controller) enqueueAdopters(obj metav1.Object) {
+	sets, err := c.sets.StatefulSets(obj.GetNamespace()).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, set := range ownership.Adopters(obj, sets, func(set *v1beta1.StatefulSet) *metav1.LabelSelector { return set.Spec.Selector }) {
+		c.queue.Add(cache.MetaObjectToName(set))
+	}
+}
+
 func (c *Controller) enqueueOwner(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	if m, ok := obj.(metav1.Object); ok {
-		if set := c.owner(m.GetNamespace(), metav1.GetControllerOf(m)); set != nil {
-			c.queue.Add(cache.MetaObjectToName(set))
-		}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	if ref := metav1.GetControllerOf(m); ref != nil {
+		c.enqueueRef(m.GetNamespace(), ref)
+	} else {
+		c.enqueueAdopters(m)
 	}
 }
 

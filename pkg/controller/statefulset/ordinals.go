@@ -60,7 +60,17 @@ func podName(set *v1beta1.StatefulSet, ordinal int) string {
 
 // ordinalOf parses the ordinal of a Pod named <set>-<ordinal>; -1 for any other name.
 func ordinalOf(set *v1beta1.StatefulSet, pod *corev1.Pod) int {
-	suffix, ok := strings.CutPrefix(pod.Name, set.Name+"-")
+	return parseOrdinal(set, pod.Name)
+}
+
+// isMember tells whether a Pod name is <set>-<ordinal>, as kube's StatefulSet tells the Pods it
+// may adopt (any ordinal, wanted or not).
+func isMember(set *v1beta1.StatefulSet, name string) bool {
+	return parseOrdinal(set, name) >= 0
+}
+
+func parseOrdinal(set *v1beta1.StatefulSet, name string) int {
+	suffix, ok := strings.CutPrefix(name, set.Name+"-")
 	if !ok {
 		return -1
 	}

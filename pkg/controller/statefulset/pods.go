@@ -9,7 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
 
@@ -26,7 +28,8 @@ func claimName(set *v1beta1.StatefulSet, template string, ordinal int) string {
 // <set>-<ordinal>, its hostname the same under the governing Service's subdomain, labelled with
 // its revision, name and index, its claims mounted where the template names them; plus the
 // InPlaceUpdateReady readiness gate, which OpenKruise asks users to write into the template and
-// inplace adds itself.
+// inplace adds itself (and KruisePodReady when a lifecycle hook marks Pods not ready), and its
+// lifecycle state.
 func newPod(set *v1beta1.StatefulSet, template *corev1.PodTemplateSpec, revision string, ordinal int) *corev1.Pod {
 	name := podName(set, ordinal)
 	pod := &corev1.Pod{
@@ -57,6 +60,16 @@ func newPod(set *v1beta1.StatefulSet, template *corev1.PodTemplateSpec, revision
 		}
 	}
 	inplaceupdate.InjectReadinessGate(pod)
+	// As OpenKruise's StatefulSet: a new Pod is Normal at once unless a preNormal hook has yet to
+	// see all its labels and finalizers on it.
+	state := pub.LifecycleStateNormal
+	if h := lifecycle.PreNormalHook(set.Spec.Lifecycle); h != nil && !lifecycle.AllHooked(h, pod) {
+		state = pub.LifecycleStatePreparingNormal
+	}
+	pod.Labels[pub.LifecycleStateKey] = string(state)
+	if lifecycle.MarksPodNotReady(set.Spec.Lifecycle) {
+		lifecycle.InjectKruisePodReadyGate(pod)
+	}
 	return pod
 }
 

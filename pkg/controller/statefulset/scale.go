@@ -5,34 +5,42 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/controller/availability"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 )
 
-// scalePlan is what scaling does in one sync: the ordinals to create, the failed Pods to delete
-// (to be created again), and the Pods beyond the wanted ordinals to delete (scaled down).
+// scalePlan is what scaling does in one sync: the ordinals to create, the failed Pods and those the
+// preDelete hook released to delete (to be created again), and the Pods beyond the wanted
+// ordinals to delete (scaled down).
 type scalePlan struct {
 	create    []int
 	recreate  []*corev1.Pod
+	released  []*corev1.Pod
 	condemned []*corev1.Pod
 }
 
 // planScale decides scaling as kube's StatefulSet does. Pods of the wanted ordinals that failed are
 // deleted (a later sync creates them again); missing ones are created. With OrderedReady one step
-// at a time in ordinal order: an ordinal is created only when every lower one runs and is Ready,
-// and Pods beyond the wanted ordinals are deleted highest first, one at a time, once every wanted
-// Pod runs and is Ready. With Parallel, all of it at once.
-func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod) scalePlan {
+// at a time in ordinal order: an ordinal is created only when every lower one is available (Ready
+// for rollingUpdate.minReadySeconds, as kube's StatefulSet with minReadySeconds), and Pods beyond
+// the wanted ordinals are deleted highest first, one at a time, once every wanted Pod is available.
+// With Parallel, all of it at once, but for scaleStrategy.maxUnavailable (scaleBudget). When a Pod
+// becomes available is no event: calculateStatus's wait brings the next sync.
+func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod, now time.Time) scalePlan {
 	wanted := wantedOrdinals(set)
 	wantedSet := sets.New(wanted...)
 	byOrd := map[int]*corev1.Pod{}
@@ -45,43 +53,56 @@ func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod) scalePlan {
 		}
 	}
 	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
+	budget := scaleBudget(set, len(wanted))
+	minReady := minReadySeconds(set)
 	var plan scalePlan
 	for _, o := range wanted {
 		p := byOrd[o]
 		switch {
+		case p == nil && budget == 0:
+			continue // scaleStrategy.maxUnavailable reached: created once others are available
 		case p == nil:
 			plan.create = append(plan.create, o)
-		case p.DeletionTimestamp != nil:
+		case p.DeletionTimestamp != nil, lifecycle.WaitsForDeletion(set.Spec.Lifecycle, p):
+		case lifecycle.State(p) == pub.LifecycleStatePreparingDelete:
+			// Released by the preDelete hook: deleted, to be created again. (OpenKruise leaves it
+			// in PreparingDelete, unavailable for good, when the deletion it waited for was a
+			// scale-down since cancelled.)
+			plan.released = append(plan.released, p)
 		case p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
 			plan.recreate = append(plan.recreate, p)
-		case !availability.Ready(p):
 		default:
-			continue
+			if ok, _ := availability.Available(p, minReady, now); ok {
+				continue
+			}
 		}
 		if ordered {
-			// The first ordinal not running and Ready holds the ones above it.
+			// The first ordinal not available holds the ones above it.
 			return plan
 		}
+		if budget > 0 {
+			budget--
+		}
 	}
-	// Highest ordinal first; with OrderedReady every wanted Pod runs and is Ready by here, and, as
-	// kube's StatefulSet, an unready Pod is deleted only when it is the lowest unready one (the
-	// others wait for it).
+	// Highest ordinal first; with OrderedReady every wanted Pod is available by here, and, as kube's
+	// StatefulSet, a Pod not available is deleted only when it is the lowest unready one (the others
+	// wait for it).
 	var firstUnhealthy *corev1.Pod
 	for _, p := range condemned {
-		if !availability.Ready(p) {
+		if !healthy(p) {
 			firstUnhealthy = p
 			break
 		}
 	}
 	slices.Reverse(condemned)
 	for _, p := range condemned {
-		if p.DeletionTimestamp != nil {
+		if p.DeletionTimestamp != nil || lifecycle.WaitsForDeletion(set.Spec.Lifecycle, p) {
 			if ordered {
 				break // wait for it to go before the next
 			}
 			continue
 		}
-		if ordered && !availability.Ready(p) && p != firstUnhealthy {
+		if ok, _ := availability.Available(p, minReady, now); ordered && !ok && p != firstUnhealthy {
 			break
 		}
 		plan.condemned = append(plan.condemned, p)
@@ -90,6 +111,32 @@ func planScale(set *v1beta1.StatefulSet, pods []*corev1.Pod) scalePlan {
 		}
 	}
 	return plan
+}
+
+// healthy is OpenKruise's isHealthy for a Pod not terminating: Ready, and in lifecycle state Normal
+// (or none).
+func healthy(p *corev1.Pod) bool {
+	s := lifecycle.State(p)
+	return availability.Ready(p) && (s == "" || s == pub.LifecycleStateNormal)
+}
+
+// scaleBudget is scaleStrategy.maxUnavailable with Parallel, as OpenKruise counts it: walking the
+// wanted ordinals lowest first, each Pod not available (missing and created now, terminating,
+// failed, or not Ready for minReadySeconds) takes one, and no Pod is created once none is left. A
+// percentage of replicas rounds down, at least 1. -1 is no limit: the field unset, or OrderedReady,
+// which makes one Pod at a time anyway. Unlike OpenKruise, a failed Pod is deleted (to be created
+// again) even when the budget is spent: it is unavailable either way, and OpenKruise's waiting
+// never ends with maxUnavailable 1.
+func scaleBudget(set *v1beta1.StatefulSet, replicas int) int {
+	ss := set.Spec.ScaleStrategy
+	if ss == nil || ss.MaxUnavailable == nil || set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		return -1
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(ss.MaxUnavailable, replicas, false)
+	if err != nil {
+		return -1 // validation refuses it
+	}
+	return max(n, 1)
 }
 
 // partitionOf is rollingUpdate.partition: the first that many wanted ordinals (positions from
@@ -104,13 +151,16 @@ func partitionOf(set *v1beta1.StatefulSet) int {
 
 // scale carries out planScale and says whether it did anything.
 func (c *Controller) scale(ctx context.Context, set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.Revisions) (bool, error) {
-	plan := planScale(set, pods)
-	if len(plan.create)+len(plan.recreate)+len(plan.condemned) == 0 {
+	plan := planScale(set, pods, c.now())
+	if len(plan.create)+len(plan.recreate)+len(plan.released)+len(plan.condemned) == 0 {
 		return false, nil
 	}
 	var errs []error
 	for _, p := range plan.recreate {
 		errs = append(errs, c.deletePod(ctx, set, p, "SuccessfulDelete", "its Pod failed; it is created again"))
+	}
+	for _, p := range plan.released {
+		errs = append(errs, c.deletePod(ctx, set, p, "SuccessfulDelete", "released by the preDelete hook; it is created again"))
 	}
 	for _, p := range plan.condemned {
 		errs = append(errs, c.deletePod(ctx, set, p, "SuccessfulDelete", "scaling down"))
@@ -201,9 +251,18 @@ func (c *Controller) deleteClaims(ctx context.Context, set *v1beta1.StatefulSet,
 	return errors.Join(errs...)
 }
 
-// deletePod deletes a Pod (only that very Pod: a precondition on its UID), expected first.
+// deletePod deletes a Pod (only that very Pod: a precondition on its UID), expected first. A Pod
+// the preDelete hook holds is not deleted: it moves to PreparingDelete and waits there; the sync
+// that finds it released deletes it (planScale).
 func (c *Controller) deletePod(ctx context.Context, set *v1beta1.StatefulSet, pod *corev1.Pod, reason, why string) error {
 	key := cache.MetaObjectToName(set).String()
+	if lifecycle.Hooked(lifecycle.PreDeleteHook(set.Spec.Lifecycle), pod) {
+		moved, err := c.setLifecycle(ctx, set, pod, pub.LifecycleStatePreparingDelete, nil)
+		if moved {
+			klog.FromContext(ctx).Info("Pod held by the preDelete hook", "statefulset", klog.KObj(set), "pod", klog.KObj(pod), "why", why)
+		}
+		return err
+	}
 	c.exp.ExpectDeletions(key, pod.Name)
 	err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {

@@ -13,8 +13,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/podreadiness"
 )
 
 var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -42,9 +45,11 @@ func testSet(replicas int32, policy appsv1.PodManagementPolicyType) *v1beta1.Sta
 	return set
 }
 
-// readyPod is the Pod of an ordinal at a revision, running and Ready (or not).
+// readyPod is the Pod of an ordinal at a revision, running and Ready (or not), in lifecycle state
+// Normal.
 func readyPod(set *v1beta1.StatefulSet, ordinal int, revision string, ready bool) *corev1.Pod {
 	p := newPod(set, &set.Spec.Template, revision, ordinal)
+	p.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateNormal)
 	status := corev1.ConditionFalse
 	if ready {
 		status = corev1.ConditionTrue
@@ -145,13 +150,19 @@ func TestPlanScale(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			set := testSet(tc.replicas, tc.policy)
-			plan := planScale(set, tc.pods(set))
+			plan := planScale(set, tc.pods(set), now)
 			deleted := names(slices.Concat(plan.recreate, plan.condemned))
 			if !slices.Equal(plan.create, tc.wantCreate) || !slices.Equal(deleted, tc.wantDelete) {
 				t.Errorf("create %v delete %v; want create %v delete %v", plan.create, deleted, tc.wantCreate, tc.wantDelete)
 			}
 		})
 	}
+}
+
+// candidatesOf is planUpdate's candidates and budget.
+func candidatesOf(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevision string, now time.Time) ([]*corev1.Pod, int) {
+	plan := planUpdate(set, pods, updateRevision, now)
+	return plan.candidates, plan.budget
 }
 
 func TestUpdateCandidates(t *testing.T) {
@@ -166,7 +177,7 @@ func TestUpdateCandidates(t *testing.T) {
 		set := testSet(4, appsv1.ParallelPodManagement)
 		set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 		set.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](1)
-		got, budget := updateCandidates(set, pods(set, true, true, true, true), "new", now)
+		got, budget := candidatesOf(set, pods(set, true, true, true, true), "new", now)
 		if !slices.Equal(names(got), []string{"db-3", "db-2", "db-1"}) || budget != 2 {
 			t.Errorf("candidates %v budget %d; want db-3 db-2 db-1, 2", names(got), budget)
 		}
@@ -177,7 +188,7 @@ func TestUpdateCandidates(t *testing.T) {
 		ps := pods(set, true, true, true, true)
 		ps[3].Labels[appsv1.ControllerRevisionHashLabelKey] = "new"
 		ps[3].Status.Conditions[1].Status = corev1.ConditionFalse // being updated in place
-		got, budget := updateCandidates(set, ps, "new", now)
+		got, budget := candidatesOf(set, ps, "new", now)
 		if !slices.Equal(names(got), []string{"db-2", "db-1", "db-0"}) || budget != 1 {
 			t.Errorf("candidates %v budget %d; want db-2 db-1 db-0, 1", names(got), budget)
 		}
@@ -191,34 +202,34 @@ func TestUpdateCandidates(t *testing.T) {
 		for o := 5; o < 8; o++ {
 			ps = append(ps, readyPod(set, o, "old", true))
 		}
-		if got, _ := updateCandidates(set, ps, "new", now); !slices.Equal(names(got), []string{"db-7"}) {
+		if got, _ := candidatesOf(set, ps, "new", now); !slices.Equal(names(got), []string{"db-7"}) {
 			t.Errorf("candidates %v, want db-7 only (positions 0 and 1 kept)", names(got))
 		}
 	})
 	t.Run("maxUnavailable percentage rounds down, at least 1", func(t *testing.T) {
 		set := testSet(3, appsv1.ParallelPodManagement)
 		set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("50%"))
-		if _, budget := updateCandidates(set, pods(set, true, true, true), "new", now); budget != 1 {
+		if _, budget := candidatesOf(set, pods(set, true, true, true), "new", now); budget != 1 {
 			t.Errorf("budget %d, want 1 (50%% of 3 rounded down)", budget)
 		}
 	})
 	t.Run("ordered: nothing while a Pod is unavailable, else the highest", func(t *testing.T) {
 		set := testSet(3, appsv1.OrderedReadyPodManagement)
-		if got, _ := updateCandidates(set, pods(set, true, false, true), "new", now); len(got) != 0 {
+		if got, _ := candidatesOf(set, pods(set, true, false, true), "new", now); len(got) != 0 {
 			t.Errorf("candidates %v with db-1 not ready", names(got))
 		}
-		if got, budget := updateCandidates(set, pods(set, true, true, true), "new", now); !slices.Equal(names(got), []string{"db-2"}) || budget != 1 {
+		if got, budget := candidatesOf(set, pods(set, true, true, true), "new", now); !slices.Equal(names(got), []string{"db-2"}) || budget != 1 {
 			t.Errorf("candidates %v budget %d; want db-2, 1", names(got), budget)
 		}
 	})
 	t.Run("paused and OnDelete move nothing", func(t *testing.T) {
 		set := testSet(2, appsv1.ParallelPodManagement)
 		set.Spec.UpdateStrategy.RollingUpdate.Paused = true
-		if got, _ := updateCandidates(set, pods(set, true, true), "new", now); len(got) != 0 {
+		if got, _ := candidatesOf(set, pods(set, true, true), "new", now); len(got) != 0 {
 			t.Errorf("paused: %v", names(got))
 		}
 		set.Spec.UpdateStrategy = v1beta1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
-		if got, _ := updateCandidates(set, pods(set, true, true), "new", now); len(got) != 0 {
+		if got, _ := candidatesOf(set, pods(set, true, true), "new", now); len(got) != 0 {
 			t.Errorf("OnDelete: %v", names(got))
 		}
 	})
@@ -276,4 +287,254 @@ func TestCalculateStatus(t *testing.T) {
 	if st, _ = calculateStatus(set, pods, revs, now); st.CurrentRevision != "new" || st.CurrentReplicas != 3 || st.UpdatedAvailableReplicas != 3 {
 		t.Errorf("rolled-out status %+v: the update revision becomes current", st)
 	}
+}
+
+func TestPlanScaleMaxUnavailable(t *testing.T) {
+	cases := []struct {
+		name           string
+		maxUnavailable intstr.IntOrString
+		pods           func(set *v1beta1.StatefulSet) []*corev1.Pod
+		wantCreate     []int
+		wantDelete     []string
+	}{
+		{"creates maxUnavailable Pods at a time, lowest first", intstr.FromInt32(2),
+			func(*v1beta1.StatefulSet) []*corev1.Pod { return nil }, []int{0, 1}, nil},
+		{"a percentage of replicas rounds down", intstr.FromString("50%"),
+			func(*v1beta1.StatefulSet) []*corev1.Pod { return nil }, []int{0, 1}, nil},
+		{"an unready Pod below takes the budget", intstr.FromInt32(2),
+			func(s *v1beta1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{readyPod(s, 0, "r", true), readyPod(s, 1, "r", false)}
+			}, []int{2}, nil},
+		{"nothing created while maxUnavailable Pods are unavailable", intstr.FromInt32(2),
+			func(s *v1beta1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{readyPod(s, 0, "r", false), readyPod(s, 1, "r", false)}
+			}, nil, nil},
+		{"a terminating Pod is unavailable", intstr.FromInt32(1),
+			func(s *v1beta1.StatefulSet) []*corev1.Pod {
+				p := readyPod(s, 0, "r", true)
+				p.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+				return []*corev1.Pod{p}
+			}, nil, nil},
+		{"a Pod ready for less than minReadySeconds is unavailable", intstr.FromInt32(1),
+			func(s *v1beta1.StatefulSet) []*corev1.Pod {
+				s.Spec.UpdateStrategy.RollingUpdate.MinReadySeconds = ptr.To[int32](7200)
+				return []*corev1.Pod{readyPod(s, 0, "r", true)}
+			}, nil, nil},
+		{"a failed Pod is deleted even with the budget spent", intstr.FromInt32(1),
+			func(s *v1beta1.StatefulSet) []*corev1.Pod {
+				failed := readyPod(s, 1, "r", false)
+				failed.Status.Phase = corev1.PodFailed
+				return []*corev1.Pod{readyPod(s, 0, "r", false), failed}
+			}, nil, []string{"db-1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			set := testSet(5, appsv1.ParallelPodManagement)
+			set.Spec.ScaleStrategy = &v1beta1.StatefulSetScaleStrategy{MaxUnavailable: &tc.maxUnavailable}
+			plan := planScale(set, tc.pods(set), now)
+			deleted := names(slices.Concat(plan.recreate, plan.condemned))
+			if !slices.Equal(plan.create, tc.wantCreate) || !slices.Equal(deleted, tc.wantDelete) {
+				t.Errorf("create %v delete %v; want create %v delete %v", plan.create, deleted, tc.wantCreate, tc.wantDelete)
+			}
+		})
+	}
+	t.Run("OrderedReady ignores it", func(t *testing.T) {
+		set := testSet(5, appsv1.OrderedReadyPodManagement)
+		set.Spec.ScaleStrategy = &v1beta1.StatefulSetScaleStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(3))}
+		if plan := planScale(set, nil, now); !slices.Equal(plan.create, []int{0}) {
+			t.Errorf("create %v, want [0]", plan.create)
+		}
+	})
+}
+
+func TestOrderedReadyWaitsForAvailable(t *testing.T) {
+	set := testSet(3, appsv1.OrderedReadyPodManagement)
+	set.Spec.UpdateStrategy.RollingUpdate.MinReadySeconds = ptr.To[int32](60)
+	recent := readyPod(set, 0, "r", true)
+	recent.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-10 * time.Second))
+	if plan := planScale(set, []*corev1.Pod{recent}, now); len(plan.create) != 0 {
+		t.Errorf("created %v while db-0 has been ready for 10s of 60", plan.create)
+	}
+	revs := history.Revisions{Current: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "r"}},
+		Update: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "r"}}}
+	if _, wait := calculateStatus(set, []*corev1.Pod{recent}, revs, now); wait != 50*time.Second {
+		t.Errorf("next look in %v, want 50s (when db-0 becomes available)", wait)
+	}
+	if plan := planScale(set, []*corev1.Pod{readyPod(set, 0, "r", true)}, now); !slices.Equal(plan.create, []int{1}) {
+		t.Errorf("created %v once db-0 is available, want [1]", plan.create)
+	}
+
+	t.Run("scale-down waits for the Pods below to be available", func(t *testing.T) {
+		set := testSet(1, appsv1.OrderedReadyPodManagement)
+		set.Spec.UpdateStrategy.RollingUpdate.MinReadySeconds = ptr.To[int32](60)
+		recent := readyPod(set, 2, "r", true)
+		recent.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-10 * time.Second))
+		plan := planScale(set, []*corev1.Pod{readyPod(set, 0, "r", true), readyPod(set, 1, "r", true), recent}, now)
+		if len(plan.condemned) != 0 {
+			t.Errorf("deleted %v while db-2 is ready but not yet available", names(plan.condemned))
+		}
+	})
+}
+
+func TestStatusCountsTerminatingPods(t *testing.T) {
+	set := testSet(2, appsv1.ParallelPodManagement)
+	revs := history.Revisions{Current: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "old"}},
+		Update: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "new"}}}
+	leaving := readyPod(set, 1, "new", true)
+	leaving.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+	st, _ := calculateStatus(set, []*corev1.Pod{readyPod(set, 0, "new", true), leaving}, revs, now)
+	// As OpenKruise's and kube's StatefulSet: in replicas and ready (it still serves), not in updated.
+	if st.Replicas != 2 || st.ReadyReplicas != 2 || st.AvailableReplicas != 2 || st.UpdatedReplicas != 1 || st.UpdatedReadyReplicas != 2 {
+		t.Errorf("status %+v", st)
+	}
+	if st.CurrentRevision != "old" {
+		t.Errorf("current revision %s while a Pod terminates, want old", st.CurrentRevision)
+	}
+}
+
+func TestPlanUpdateSpecifiedDelete(t *testing.T) {
+	label := func(p *corev1.Pod) *corev1.Pod {
+		p.Labels[v1alpha1.SpecifiedDeleteKey] = "true"
+		return p
+	}
+	set := testSet(5, appsv1.ParallelPodManagement)
+	set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	fresh := func() []*corev1.Pod {
+		var ps []*corev1.Pod
+		for o := range 5 {
+			ps = append(ps, readyPod(set, o, "new", true))
+		}
+		return ps
+	}
+	ps := fresh()
+	label(ps[0])
+	label(ps[3])
+	label(ps[4])
+	if plan := planUpdate(set, ps, "new", now); !slices.Equal(names(plan.specified), []string{"db-4", "db-3"}) || plan.budget != 0 {
+		t.Errorf("specified %v budget %d; want db-4 db-3 (highest first, maxUnavailable 2), 0", names(plan.specified), plan.budget)
+	}
+
+	t.Run("an unavailable Pod goes whatever the budget", func(t *testing.T) {
+		ps := fresh()
+		ps[1].Status.Conditions[0].Status = corev1.ConditionFalse
+		ps[2].Status.Conditions[0].Status = corev1.ConditionFalse
+		label(ps[2])
+		label(ps[4])
+		if plan := planUpdate(set, ps, "new", now); !slices.Equal(names(plan.specified), []string{"db-2"}) {
+			t.Errorf("specified %v, want db-2 only (db-4 is available and 2 Pods are not)", names(plan.specified))
+		}
+	})
+	t.Run("the partition does not hold it", func(t *testing.T) {
+		set := set.DeepCopy()
+		set.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](5)
+		ps := fresh()
+		label(ps[1])
+		if plan := planUpdate(set, ps, "new", now); !slices.Equal(names(plan.specified), []string{"db-1"}) {
+			t.Errorf("specified %v, want db-1", names(plan.specified))
+		}
+	})
+	t.Run("it takes the update's budget and is no candidate", func(t *testing.T) {
+		ps := fresh()
+		for _, p := range ps {
+			p.Labels[appsv1.ControllerRevisionHashLabelKey] = "old"
+		}
+		label(ps[4])
+		plan := planUpdate(set, ps, "new", now)
+		if !slices.Equal(names(plan.specified), []string{"db-4"}) || !slices.Equal(names(plan.candidates), []string{"db-3", "db-2", "db-1", "db-0"}) || plan.budget != 1 {
+			t.Errorf("specified %v candidates %v budget %d; want db-4, db-3..db-0, 1", names(plan.specified), names(plan.candidates), plan.budget)
+		}
+	})
+	t.Run("paused and OnDelete delete nothing", func(t *testing.T) {
+		ps := fresh()
+		label(ps[4])
+		paused := set.DeepCopy()
+		paused.Spec.UpdateStrategy.RollingUpdate.Paused = true
+		onDelete := set.DeepCopy()
+		onDelete.Spec.UpdateStrategy.Type = appsv1.OnDeleteStatefulSetStrategyType
+		for _, s := range []*v1beta1.StatefulSet{paused, onDelete} {
+			if plan := planUpdate(s, ps, "new", now); len(plan.specified) != 0 {
+				t.Errorf("specified %v", names(plan.specified))
+			}
+		}
+	})
+}
+
+const holdLabel = "example.io/hold"
+
+func withHooks(set *v1beta1.StatefulSet) *v1beta1.StatefulSet {
+	hook := func() *pub.LifecycleHook {
+		return &pub.LifecycleHook{LabelsHandler: map[string]string{holdLabel: "true"}}
+	}
+	set.Spec.Lifecycle = &pub.Lifecycle{PreDelete: hook(), InPlaceUpdate: hook(), PreNormal: hook()}
+	return set
+}
+
+// inState is the Pod in a lifecycle state, held by the hooks' label or not.
+func inState(p *corev1.Pod, state pub.LifecycleStateType, held bool) *corev1.Pod {
+	p.Labels[pub.LifecycleStateKey] = string(state)
+	if held {
+		p.Labels[holdLabel] = "true"
+	}
+	return p
+}
+
+func TestNewPodLifecycle(t *testing.T) {
+	set := testSet(1, appsv1.ParallelPodManagement)
+	if p := newPod(set, &set.Spec.Template, "r", 0); lifecycle.State(p) != pub.LifecycleStateNormal || podreadiness.HasGate(p) {
+		t.Errorf("without hooks: state %q, KruisePodReady gate %v; want Normal, no gate", lifecycle.State(p), podreadiness.HasGate(p))
+	}
+	withHooks(set)
+	set.Spec.Lifecycle.PreDelete.MarkPodNotReady = true
+	if p := newPod(set, &set.Spec.Template, "r", 0); lifecycle.State(p) != pub.LifecycleStatePreparingNormal || !podreadiness.HasGate(p) {
+		t.Errorf("preNormal hook not on the template: state %q, gate %v; want PreparingNormal and the gate", lifecycle.State(p), podreadiness.HasGate(p))
+	}
+	set.Spec.Template.Labels[holdLabel] = "true"
+	if p := newPod(set, &set.Spec.Template, "r", 0); lifecycle.State(p) != pub.LifecycleStateNormal {
+		t.Errorf("preNormal hook on the template: state %q, want Normal", lifecycle.State(p))
+	}
+}
+
+func TestPlanScalePreDelete(t *testing.T) {
+	t.Run("a wanted Pod held in PreparingDelete waits and holds the ordinals above", func(t *testing.T) {
+		set := withHooks(testSet(3, appsv1.OrderedReadyPodManagement))
+		plan := planScale(set, []*corev1.Pod{inState(readyPod(set, 0, "r", true), pub.LifecycleStatePreparingDelete, true)}, now)
+		if len(plan.create)+len(plan.recreate)+len(plan.released) != 0 {
+			t.Errorf("plan %+v, want nothing", plan)
+		}
+	})
+	t.Run("a wanted Pod released in PreparingDelete is created again", func(t *testing.T) {
+		set := withHooks(testSet(1, appsv1.ParallelPodManagement))
+		plan := planScale(set, []*corev1.Pod{inState(readyPod(set, 0, "r", true), pub.LifecycleStatePreparingDelete, false)}, now)
+		if !slices.Equal(names(plan.released), []string{"db-0"}) {
+			t.Errorf("released %v, want db-0", names(plan.released))
+		}
+	})
+	t.Run("scale-down passes a held Pod with Parallel, waits on it with OrderedReady", func(t *testing.T) {
+		pods := func(set *v1beta1.StatefulSet) []*corev1.Pod {
+			return []*corev1.Pod{readyPod(set, 0, "r", true), readyPod(set, 1, "r", true),
+				inState(readyPod(set, 2, "r", true), pub.LifecycleStatePreparingDelete, true)}
+		}
+		set := withHooks(testSet(1, appsv1.ParallelPodManagement))
+		if plan := planScale(set, pods(set), now); !slices.Equal(names(plan.condemned), []string{"db-1"}) {
+			t.Errorf("parallel: condemned %v, want db-1", names(plan.condemned))
+		}
+		set = withHooks(testSet(1, appsv1.OrderedReadyPodManagement))
+		if plan := planScale(set, pods(set), now); len(plan.condemned) != 0 {
+			t.Errorf("ordered: condemned %v, want none while db-2 waits", names(plan.condemned))
+		}
+	})
+	t.Run("ordered scale-down deletes a released Pod, ready but not Normal", func(t *testing.T) {
+		set := withHooks(testSet(1, appsv1.OrderedReadyPodManagement))
+		pods := []*corev1.Pod{readyPod(set, 0, "r", true), inState(readyPod(set, 1, "r", true), pub.LifecycleStatePreparingDelete, false)}
+		if plan := planScale(set, pods, now); !slices.Equal(names(plan.condemned), []string{"db-1"}) {
+			t.Errorf("condemned %v, want db-1", names(plan.condemned))
+		}
+	})
+	t.Run("a Pod in PreparingDelete is no update candidate", func(t *testing.T) {
+		set := withHooks(testSet(2, appsv1.ParallelPodManagement))
+		pods := []*corev1.Pod{readyPod(set, 0, "old", true), inState(readyPod(set, 1, "old", true), pub.LifecycleStatePreparingDelete, false)}
+		if got, _ := candidatesOf(set, pods, "new", now); !slices.Equal(names(got), []string{"db-0"}) {
+			t.Errorf("candidates %v, want db-0", names(got))
+		}
+	})
 }

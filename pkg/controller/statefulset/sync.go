@@ -19,10 +19,13 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/availability"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 )
 
 // sync brings one StatefulSet a step closer to its spec: revisions first, then (once the cache
-// shows what the last sync did) one of scaling or the rolling update, then status and history.
+// shows what the last sync did) one of lifecycle moves, scaling or the rolling update, then status
+// and history.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
 	set, err := c.sets.StatefulSets(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
@@ -37,11 +40,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		c.recorder.Eventf(set, corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
 		return 0, nil
 	}
-	pods, err := c.ownedPods(set, selector)
-	if err != nil {
-		return 0, err
-	}
-	revisions, err := history.ListOwned(c.revisions, set, labels.Everything())
+	pods, revisions, err := c.claim(ctx, set, selector)
 	if err != nil {
 		return 0, err
 	}
@@ -60,7 +59,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if set.DeletionTimestamp == nil {
 		if ok, left := c.exp.Satisfied(key.String(), c.podState(set.Namespace)); ok {
 			var acted bool
-			acted, actErr = c.scale(ctx, set, pods, revs)
+			acted, actErr = c.refreshLifecycles(ctx, set, pods, revs.Update.Name)
+			if !acted && actErr == nil {
+				acted, actErr = c.scale(ctx, set, pods, revs)
+			}
 			if !acted && actErr == nil {
 				actErr = c.rollingUpdate(ctx, set, pods, revs, revisions)
 			}
@@ -84,20 +86,29 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	return requeue, nil
 }
 
-// ownedPods are the Pods the StatefulSet controls that its selector matches.
-func (c *Controller) ownedPods(set *v1beta1.StatefulSet, selector labels.Selector) ([]*corev1.Pod, error) {
-	all, err := c.pods.Pods(set.Namespace).List(selector)
+// claim returns the set's Pods, lowest ordinal first, and its revisions, oldest first. Like
+// kube's StatefulSet, the set adopts the orphan Pods its selector matches whose names are
+// <set>-<ordinal> (those of other ordinals are adopted and then condemned, as scaling sees them),
+// and the orphan revisions its selector matches; it releases what it owns but no longer wants.
+func (c *Controller) claim(ctx context.Context, set *v1beta1.StatefulSet, selector labels.Selector) ([]*corev1.Pod, []*appsv1.ControllerRevision, error) {
+	owner := ownership.Owner{Object: set, Ref: controllerRef(set), Wants: ownership.Selects(selector),
+		Fresh: func(ctx context.Context) (metav1.Object, error) {
+			return c.inplace.AppsV1beta1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+		}}
+	revisions, err := ownership.ClaimRevisions(ctx, owner, c.revisions, c.kube.AppsV1())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var owned []*corev1.Pod
-	for _, p := range all {
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == set.UID {
-			owned = append(owned, p)
-		}
+	history.SortRevisions(revisions)
+	owner.Wants = func(o metav1.Object) bool {
+		return selector.Matches(labels.Set(o.GetLabels())) && isMember(set, o.GetName())
 	}
-	byOrdinal(set, owned)
-	return owned, nil
+	pods, err := ownership.ClaimPods(ctx, owner, c.pods, c.kube.CoreV1())
+	if err != nil {
+		return nil, nil, err
+	}
+	byOrdinal(set, pods)
+	return pods, revisions, nil
 }
 
 // podState is what the expectations of a StatefulSet in namespace see of the Pod cache.
@@ -108,7 +119,7 @@ func (c *Controller) podState(namespace string) expectations.Lookup {
 			return expectations.Cached{}
 		}
 		return expectations.Cached{Exists: true, Terminating: pod.DeletionTimestamp != nil,
-			Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey]}
+			Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey], Lifecycle: string(lifecycle.State(pod))}
 	}
 }
 
@@ -127,7 +138,9 @@ func (c *Controller) manageRevisions(ctx context.Context, set *v1beta1.StatefulS
 	return history.Manage(ctx, c.kube.AppsV1(), owner, data, revisions, set.Status.CurrentRevision, collisionCount)
 }
 
-// calculateStatus counts the set's Pods, and says when the next Pod becomes available.
+// calculateStatus counts the set's Pods as OpenKruise's and kube's StatefulSet do, and says when
+// the next Pod becomes available. A terminating Pod still counts in replicas, and in ready and
+// available while it is so (it still serves), but not in current or updated: it is on its way out.
 func calculateStatus(set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.Revisions, now time.Time) (*v1beta1.StatefulSetStatus, time.Duration) {
 	st := set.Status.DeepCopy()
 	st.ObservedGeneration = set.Generation
@@ -139,14 +152,11 @@ func calculateStatus(set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.
 	minReady := minReadySeconds(set)
 	var wait time.Duration
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
 		st.Replicas++
 		rev := p.Labels[appsv1.ControllerRevisionHashLabelKey]
 		ready := availability.Ready(p)
 		available, left := availability.Available(p, minReady, now)
-		if left > 0 && (wait == 0 || left < wait) {
+		if left > 0 && p.DeletionTimestamp == nil && (wait == 0 || left < wait) {
 			wait = left
 		}
 		if ready {
@@ -155,17 +165,22 @@ func calculateStatus(set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.
 		if available {
 			st.AvailableReplicas++
 		}
-		if rev == revs.Current.Name {
-			st.CurrentReplicas++
-		}
 		if rev == revs.Update.Name {
-			st.UpdatedReplicas++
 			if ready {
 				st.UpdatedReadyReplicas++
 			}
 			if available {
 				st.UpdatedAvailableReplicas++
 			}
+		}
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if rev == revs.Current.Name {
+			st.CurrentReplicas++
+		}
+		if rev == revs.Update.Name {
+			st.UpdatedReplicas++
 		}
 	}
 	// As OpenKruise's StatefulSet: once every wanted Pod is at the update revision and ready, it is

@@ -14,10 +14,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/controller/availability"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/inplacerequest"
+	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/updatesort"
 )
@@ -32,17 +35,28 @@ type updateStep struct {
 	refused bool
 }
 
-// updateCandidates are the Pods the rolling update may move now, in the order it moves them, and
-// how many of them it may take while they are available: the wanted Pods at or above the
-// partition (counted in positions from ordinals.start, reserved ordinals skipped, as OpenKruise
-// counts it) not at the update revision, highest ordinal first (or by unorderedUpdate's priority);
+// updatePlan is what the rolling update may do now.
+type updatePlan struct {
+	// specified are the Pods labelled apps.kruise.io/specified-delete to delete now; scaling
+	// creates them again under the same ordinals.
+	specified []*corev1.Pod
+	// candidates are the Pods it may move to the update revision, in the order it moves them, and
+	// budget how many of them it may take while they are available.
+	candidates []*corev1.Pod
+	budget     int
+}
+
+// planUpdate plans a rolling update step. Candidates are the wanted Pods at or above the partition
+// (counted in positions from ordinals.start, reserved ordinals skipped, as OpenKruise counts it)
+// not at the update revision, highest ordinal first (or by unorderedUpdate's priority);
 // maxUnavailable bounds the Pods not available at once, counting missing ones, so an update never
 // takes more. Candidates already unavailable take no budget. With OrderedReady nothing moves while
-// any Pod is unavailable, and one Pod at a time.
-func updateCandidates(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevision string, now time.Time) (candidates []*corev1.Pod, budget int) {
+// any Pod is unavailable, and one Pod at a time. Pods labelled specified-delete go first (see
+// pickSpecified) and are no candidates.
+func planUpdate(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevision string, now time.Time) updatePlan {
 	ru := set.Spec.UpdateStrategy.RollingUpdate
 	if set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType || ru == nil || ru.Paused {
-		return nil, 0
+		return updatePlan{}
 	}
 	wanted := wantedOrdinals(set)
 	byOrd := map[int]*corev1.Pod{}
@@ -52,6 +66,7 @@ func updateCandidates(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevisi
 	minReady := minReadySeconds(set)
 	partition := partitionOf(set)
 	unavailable := 0
+	var specified, candidates []*corev1.Pod
 	for i, o := range wanted {
 		p := byOrd[o]
 		available := false
@@ -61,7 +76,12 @@ func updateCandidates(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevisi
 		if !available {
 			unavailable++
 		}
-		if p != nil && p.DeletionTimestamp == nil && i >= partition && p.Labels[appsv1.ControllerRevisionHashLabelKey] != updateRevision {
+		switch {
+		case p == nil || p.DeletionTimestamp != nil, lifecycle.State(p) == pub.LifecycleStatePreparingDelete:
+			// Going, or waiting to go: scaling deals with it.
+		case specifiedDelete(p):
+			specified = append(specified, p)
+		case i >= partition && p.Labels[appsv1.ControllerRevisionHashLabelKey] != updateRevision:
 			candidates = append(candidates, p)
 		}
 	}
@@ -75,10 +95,12 @@ func updateCandidates(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevisi
 	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
 	if ordered {
 		if unavailable > 0 {
-			return nil, 0
+			return updatePlan{}
 		}
 		maxUnavailable = 1
 	}
+	plan := updatePlan{budget: maxUnavailable - unavailable}
+	plan.specified, plan.budget = pickSpecified(specified, plan.budget, minReady, now)
 	slices.SortStableFunc(candidates, func(a, b *corev1.Pod) int { return ordinalOf(set, b) - ordinalOf(set, a) })
 	if u := ru.UnorderedUpdate; u != nil && !ordered {
 		updatesort.ByPriority(candidates, u.PriorityStrategy, availability.Ready)
@@ -86,7 +108,33 @@ func updateCandidates(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevisi
 	if ordered && len(candidates) > 1 {
 		candidates = candidates[:1]
 	}
-	return candidates, maxUnavailable - unavailable
+	plan.candidates = candidates
+	return plan
+}
+
+// specifiedDelete tells whether a Pod carries the specified-delete label (any value, as
+// OpenKruise's specifieddelete.IsSpecifiedDelete reads it).
+func specifiedDelete(pod *corev1.Pod) bool {
+	_, ok := pod.Labels[v1alpha1.SpecifiedDeleteKey]
+	return ok
+}
+
+// pickSpecified picks, from the labelled Pods (lowest ordinal first), those to delete now, as
+// OpenKruise's handleSpecifiedDeletedPods: highest ordinal first, whatever the partition, an
+// unavailable one at once and an available one only while the maxUnavailable budget allows; it
+// returns what budget is left for the update.
+func pickSpecified(labelled []*corev1.Pod, budget int, minReady int32, now time.Time) ([]*corev1.Pod, int) {
+	var picked []*corev1.Pod
+	for _, p := range slices.Backward(labelled) {
+		if ok, _ := availability.Available(p, minReady, now); ok {
+			if budget <= 0 {
+				continue
+			}
+			budget--
+		}
+		picked = append(picked, p)
+	}
+	return picked, budget
 }
 
 // planStep decides how a Pod reaches the update revision: ReCreate deletes it; InPlaceIfPossible
@@ -112,19 +160,25 @@ func planStep(set *v1beta1.StatefulSet, pod *corev1.Pod, templates map[string]*a
 	return step, nil
 }
 
-// rollingUpdate moves the candidates the budget allows to the update revision.
+// rollingUpdate deletes the Pods labelled specified-delete that planUpdate picked, and moves the
+// candidates the budget allows to the update revision.
 func (c *Controller) rollingUpdate(ctx context.Context, set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.Revisions, revisions []*appsv1.ControllerRevision) error {
 	now := c.now()
-	candidates, budget := updateCandidates(set, pods, revs.Update.Name, now)
-	if len(candidates) == 0 {
-		return nil
+	plan := planUpdate(set, pods, revs.Update.Name, now)
+	var errs []error
+	for _, p := range plan.specified {
+		errs = append(errs, c.deletePod(ctx, set, p, "SpecifiedDelete",
+			"labelled "+v1alpha1.SpecifiedDeleteKey+"; it is created again with the same ordinal"))
+	}
+	if len(plan.candidates) == 0 {
+		return errors.Join(errs...)
 	}
 	templates := map[string]*appsv1.ControllerRevision{}
 	for _, r := range revisions {
 		templates[r.Name] = r
 	}
-	var errs []error
-	for _, p := range candidates {
+	budget := plan.budget
+	for _, p := range plan.candidates {
 		if available, _ := availability.Available(p, minReadySeconds(set), now); available {
 			if budget <= 0 {
 				break
@@ -152,8 +206,12 @@ func (c *Controller) applyStep(ctx context.Context, set *v1beta1.StatefulSet, st
 	case step.spec == nil:
 		return c.deletePod(ctx, set, pod, "SuccessfulUpdatePodReCreate", fmt.Sprintf("recreating for revision %s: %s", updateRevision, step.reason))
 	}
+	if wait, err := c.holdForInPlaceUpdate(ctx, set, pod); wait || err != nil {
+		return err
+	}
 	key := cache.MetaObjectToName(set).String()
-	o := inplacerequest.Options{Now: c.now(), NoLifecycle: true}
+	// The request moves the Pod to Updating; refreshLifecycles moves it on once the update is done.
+	o := inplacerequest.Options{Now: c.now()}
 	if s := set.Spec.UpdateStrategy.RollingUpdate.InPlaceUpdateStrategy; s != nil {
 		o.GracePeriodSeconds = s.GracePeriodSeconds
 	}

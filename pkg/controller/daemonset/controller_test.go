@@ -1,0 +1,152 @@
+package daemonset
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/history"
+	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
+	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+)
+
+type fixture struct {
+	c    *Controller
+	kube *kubefake.Clientset
+}
+
+// newFixture builds the controller on fake clients; the objects go to both the clients and the
+// informer caches (the informers are never started).
+func newFixture(t *testing.T, ds *v1alpha1.DaemonSet, objs ...runtime.Object) *fixture {
+	t.Helper()
+	f := &fixture{kube: kubefake.NewClientset(objs...)}
+	inplace := inplacefake.NewClientset(ds)
+	kinf := kubeinformers.NewSharedInformerFactory(f.kube, 0)
+	iinf := inplaceinformers.NewSharedInformerFactory(inplace, 0)
+	setInf := iinf.Apps().V1alpha1().DaemonSets()
+	podInf, nodeInf, revInf := kinf.Core().V1().Pods(), kinf.Core().V1().Nodes(), kinf.Apps().V1().ControllerRevisions()
+	c, err := New(f.kube, inplace, setInf, podInf, nodeInf, revInf, record.NewFakeRecorder(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.now = func() time.Time { return now }
+	f.c = c
+	add := func(inf cache.SharedIndexInformer, obj any) {
+		if err := inf.GetIndexer().Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(setInf.Informer(), ds)
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *corev1.Pod:
+			add(podInf.Informer(), o)
+		case *corev1.Node:
+			add(nodeInf.Informer(), o)
+		case *appsv1.ControllerRevision:
+			add(revInf.Informer(), o)
+		}
+	}
+	return f
+}
+
+func (f *fixture) sync(t *testing.T, ds *v1alpha1.DaemonSet) {
+	t.Helper()
+	if _, err := f.c.sync(context.Background(), cache.MetaObjectToName(ds)); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+}
+
+// actions are the names acted on with verb in resource, with the patch if any.
+func (f *fixture) actions(verb, resource string) map[string]string {
+	out := map[string]string{}
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() != verb || a.GetResource().Resource != resource {
+			continue
+		}
+		switch a := a.(type) {
+		case k8stesting.PatchAction:
+			out[a.GetName()] = string(a.GetPatch())
+		case k8stesting.DeleteAction:
+			out[a.GetName()] = ""
+		case k8stesting.CreateAction:
+			out[a.GetObject().(metav1.Object).GetName()+a.GetObject().(metav1.Object).GetGenerateName()] = ""
+		}
+	}
+	return out
+}
+
+func orphanPod(ds *v1alpha1.DaemonSet, nodeName string) *corev1.Pod {
+	p := daemonPod(ds, nodeName, "r", true)
+	p.OwnerReferences = nil
+	return p
+}
+
+func TestClaimAdoptsOrphansAndReleases(t *testing.T) {
+	ds := testDaemonSet()
+	data, err := history.TemplateData(&ds.Spec.Template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := history.Owner{Object: ds, Ref: controllerRef(ds), Labels: ds.Spec.Template.Labels}.NewRevision(data, 1, 0)
+	rev.OwnerReferences = nil
+	stray := daemonPod(ds, "b", "r", true)
+	stray.Labels["app"] = "other"
+	f := newFixture(t, ds, node("a", nil), node("b", nil), orphanPod(ds, "a"), stray, rev)
+	f.sync(t, ds)
+	pods := f.actions("patch", "pods")
+	if len(pods) != 2 || !strings.Contains(pods["agent-a-r"], `"controller":true`) || !strings.Contains(pods["agent-b-r"], `"$patch":"delete"`) {
+		t.Errorf("pod patches %v: want the orphan on a adopted and the stray on b released", pods)
+	}
+	if revs := f.actions("patch", "controllerrevisions"); !strings.Contains(revs[rev.Name], `"controller":true`) {
+		t.Errorf("revision patches %v: want the orphan revision adopted", revs)
+	}
+	if created := f.actions("create", "controllerrevisions"); len(created) != 0 {
+		t.Errorf("created revisions %v: the adopted one is the template's", created)
+	}
+	// Node a has its (adopted) Pod; node b lost its Pod to the release.
+	if created := f.actions("create", "pods"); len(created) != 1 {
+		t.Errorf("created pods %v, want one, on node b", created)
+	}
+}
+
+func TestClaimByDaemonSetBeingDeleted(t *testing.T) {
+	ds := testDaemonSet()
+	ds.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+	f := newFixture(t, ds, node("a", nil), orphanPod(ds, "a"))
+	f.sync(t, ds)
+	if p := f.actions("patch", "pods"); len(p) != 0 {
+		t.Errorf("patches %v, want none from a DaemonSet being deleted", p)
+	}
+}
+
+func TestDeleteHeldByPreDelete(t *testing.T) {
+	ds := testDaemonSet(func(d *v1alpha1.DaemonSet) {
+		d.Spec.Template.Spec.NodeSelector = map[string]string{"role": "edge"}
+		d.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{FinalizersHandler: []string{"example.io/drain"}}}
+	})
+	misplaced := daemonPod(ds, "a", "r", true)
+	misplaced.Finalizers = []string{"example.io/drain"}
+	f := newFixture(t, ds, node("a", map[string]string{"role": "core"}), misplaced)
+	f.sync(t, ds)
+	if d := f.actions("delete", "pods"); len(d) != 0 {
+		t.Errorf("deleted %v, want the Pod held by the preDelete hook", d)
+	}
+	if p := f.actions("patch", "pods"); !strings.Contains(p[misplaced.Name], `"lifecycle.apps.kruise.io/state":"PreparingDelete"`) {
+		t.Errorf("patches %v, want the Pod moved to PreparingDelete", p)
+	}
+}

@@ -1,0 +1,211 @@
+// Package ownership is what the workload controllers (CloneSet, Advanced StatefulSet and
+// DaemonSet) share about owning Pods and ControllerRevisions through their controllerRef, as kube's
+// ControllerRefManager: a workload claims the objects it wants (its selector, and any filter of
+// its own) by adopting orphans and releasing those it owns but no longer wants. Both go through a
+// strategic merge patch of metadata.ownerReferences that carries the object's UID, so a patch never
+// lands on another object recreated under the same name.
+package ownership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// Owner is a workload claiming objects.
+type Owner struct {
+	// Object is the workload as the cache has it.
+	Object metav1.Object
+	// Ref is its controllerRef, which adopted objects get.
+	Ref *metav1.OwnerReference
+	// Wants tells whether the workload wants an object: its selector matches it, and whatever
+	// else the workload asks (a StatefulSet wants only Pods named after it).
+	Wants func(metav1.Object) bool
+	// Fresh reads the workload from the API server, not the cache. Before the first adoption
+	// Claim checks that it is still the workload cached and is not being deleted: an adoption
+	// racing the workload's deletion would leave an object the garbage collector never deletes
+	// (kube #42639).
+	Fresh func(ctx context.Context) (metav1.Object, error)
+}
+
+// Selects is Owner.Wants for a workload that wants what its selector matches.
+func Selects(selector labels.Selector) func(metav1.Object) bool {
+	return func(o metav1.Object) bool { return selector.Matches(labels.Set(o.GetLabels())) }
+}
+
+// action is what claiming does with one object.
+type action int
+
+const (
+	ignore  action = iota // not the workload's, and not to become its
+	keep                  // the workload's already
+	adopt                 // an orphan it wants
+	release               // its own, but no longer wanted
+)
+
+// decide is kube's ControllerRefManager.ClaimObject without the I/O. A workload being deleted keeps
+// what it owns (wanted or not: the garbage collector deletes it with the workload) and adopts
+// nothing; an orphan being deleted is not adopted.
+func decide(owner Owner, obj metav1.Object) action {
+	deleting := owner.Object.GetDeletionTimestamp() != nil
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		switch {
+		case ref.UID != owner.Object.GetUID():
+			return ignore
+		case deleting || owner.Wants(obj):
+			return keep
+		default:
+			return release
+		}
+	}
+	if deleting || obj.GetDeletionTimestamp() != nil || obj.GetNamespace() != owner.Object.GetNamespace() || !owner.Wants(obj) {
+		return ignore
+	}
+	return adopt
+}
+
+// Patch applies a strategic merge patch to the metadata of the object named name.
+type Patch[T metav1.Object] func(ctx context.Context, name string, patch []byte) (T, error)
+
+// Claim returns the objects the owner has once claiming is done: those it owned and still wants,
+// and the orphans it adopted (as the patch returned them). It carries on past a failed patch, so
+// one object does not hold the others, and returns the failures together.
+func Claim[T metav1.Object](ctx context.Context, owner Owner, objs []T, patch Patch[T]) ([]T, error) {
+	canAdopt := sync.OnceValue(func() error { return recheck(ctx, owner) })
+	var claimed []T
+	var errs []error
+	for _, obj := range objs {
+		switch decide(owner, obj) {
+		case keep:
+			claimed = append(claimed, obj)
+		case release:
+			if err := releaseOne(ctx, owner, obj, patch); err != nil {
+				errs = append(errs, err)
+			}
+		case adopt:
+			if err := canAdopt(); err != nil {
+				errs = append(errs, fmt.Errorf("cannot adopt %s: %w", obj.GetName(), err))
+				continue
+			}
+			adopted, ok, err := adoptOne(ctx, owner, obj, patch)
+			if err != nil {
+				errs = append(errs, err)
+			} else if ok {
+				claimed = append(claimed, adopted)
+			}
+		}
+	}
+	return claimed, errors.Join(errs...)
+}
+
+// recheck is kube's RecheckDeletionTimestamp: the owner, read uncached, is the same object and is
+// not being deleted.
+func recheck(ctx context.Context, owner Owner) error {
+	fresh, err := owner.Fresh(ctx)
+	if err != nil {
+		return err
+	}
+	o := owner.Object
+	if fresh.GetUID() != o.GetUID() {
+		return fmt.Errorf("%s/%s was recreated (UID %s, cached %s)", o.GetNamespace(), o.GetName(), fresh.GetUID(), o.GetUID())
+	}
+	if fresh.GetDeletionTimestamp() != nil {
+		return fmt.Errorf("%s/%s is being deleted", o.GetNamespace(), o.GetName())
+	}
+	return nil
+}
+
+// adoptOne makes the owner the object's controller. An object gone, or recreated under its name
+// (the UID in the patch no longer matches: Invalid), is not adopted and is no error.
+func adoptOne[T metav1.Object](ctx context.Context, owner Owner, obj T, patch Patch[T]) (T, bool, error) {
+	var none T
+	ref := owner.Ref
+	data := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":%q,"kind":%q,"name":%q,"uid":%q,"controller":true,"blockOwnerDeletion":true}],"uid":%q}}`,
+		ref.APIVersion, ref.Kind, ref.Name, ref.UID, obj.GetUID())
+	adopted, err := patch(ctx, obj.GetName(), []byte(data))
+	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+		return none, false, nil
+	}
+	if err != nil {
+		return none, false, fmt.Errorf("adopting %s: %w", obj.GetName(), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Adopted orphan", "owner", klog.KObj(owner.Object), "kind", ref.Kind, "object", obj.GetName())
+	return adopted, true, nil
+}
+
+// releaseOne removes the owner's reference from the object; gone or recreated is no error.
+func releaseOne[T metav1.Object](ctx context.Context, owner Owner, obj T, patch Patch[T]) error {
+	data := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"$patch":"delete","uid":%q}],"uid":%q}}`, owner.Object.GetUID(), obj.GetUID())
+	_, err := patch(ctx, obj.GetName(), []byte(data))
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
+		return fmt.Errorf("releasing %s: %w", obj.GetName(), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Released", "owner", klog.KObj(owner.Object), "kind", owner.Ref.Kind, "object", obj.GetName())
+	return nil
+}
+
+// ClaimPods claims the Pods of the owner's namespace, all of them listed from the cache: those it
+// owns but no longer wants are released, not overlooked.
+func ClaimPods(ctx context.Context, owner Owner, lister corelisters.PodLister, client corev1client.PodsGetter) ([]*corev1.Pod, error) {
+	ns := owner.Object.GetNamespace()
+	all, err := lister.Pods(ns).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	return Claim(ctx, owner, all, PodPatch(client, ns))
+}
+
+// ClaimRevisions claims the ControllerRevisions of the owner's namespace, listed from the cache.
+func ClaimRevisions(ctx context.Context, owner Owner, lister appslisters.ControllerRevisionLister,
+	client appsv1client.ControllerRevisionsGetter) ([]*appsv1.ControllerRevision, error) {
+	ns := owner.Object.GetNamespace()
+	all, err := lister.ControllerRevisions(ns).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	return Claim(ctx, owner, all, RevisionPatch(client, ns))
+}
+
+// Adopters are the workloads whose selector matches an orphan (an empty or invalid selector
+// matches nothing): those to enqueue when the orphan appears or changes, so that one adopts it.
+// An orphan being deleted has none.
+func Adopters[W any](orphan metav1.Object, workloads []W, selectorOf func(W) *metav1.LabelSelector) []W {
+	if orphan.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	var out []W
+	for _, w := range workloads {
+		sel, err := metav1.LabelSelectorAsSelector(selectorOf(w))
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(orphan.GetLabels())) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// PodPatch patches Pods of namespace.
+func PodPatch(client corev1client.PodsGetter, namespace string) Patch[*corev1.Pod] {
+	return func(ctx context.Context, name string, patch []byte) (*corev1.Pod, error) {
+		return client.Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	}
+}
+
+// RevisionPatch patches ControllerRevisions of namespace.
+func RevisionPatch(client appsv1client.ControllerRevisionsGetter, namespace string) Patch[*appsv1.ControllerRevision] {
+	return func(ctx context.Context, name string, patch []byte) (*appsv1.ControllerRevision, error) {
+		return client.ControllerRevisions(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	}
+}

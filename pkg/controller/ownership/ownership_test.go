@@ -1,0 +1,191 @@
+package ownership
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+)
+
+var deleted = metav1.Now()
+
+// workload stands for any owner: a ConfigMap has the metadata Claim looks at.
+func workload(deleting bool) *corev1.ConfigMap {
+	w := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "owner-uid"}}
+	if deleting {
+		w.DeletionTimestamp = &deleted
+	}
+	return w
+}
+
+func owner(w *corev1.ConfigMap, fresh metav1.Object) Owner {
+	return Owner{
+		Object: w,
+		Ref:    metav1.NewControllerRef(w, corev1.SchemeGroupVersion.WithKind("ConfigMap")),
+		Wants:  Selects(labels.SelectorFromSet(labels.Set{"app": "web"})),
+		Fresh:  func(context.Context) (metav1.Object, error) { return fresh, nil },
+	}
+}
+
+func pod(name, app string, ownerUID types.UID) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name + "-uid"), Labels: map[string]string{"app": app}}}
+	if ownerUID != "" {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: ownerUID, Controller: ptr.To(true)}}
+	}
+	return p
+}
+
+func TestDecide(t *testing.T) {
+	gone := pod("orphan-terminating", "web", "")
+	gone.DeletionTimestamp = &deleted
+	elsewhere := pod("other-namespace", "web", "")
+	elsewhere.Namespace = "other"
+	cases := []struct {
+		pod      *corev1.Pod
+		deleting bool
+		want     action
+	}{
+		{pod("owned", "web", "owner-uid"), false, keep},
+		{pod("owned-unwanted", "db", "owner-uid"), false, release},
+		{pod("owned-unwanted", "db", "owner-uid"), true, keep},
+		{pod("orphan", "web", ""), false, adopt},
+		{pod("orphan", "web", ""), true, ignore},
+		{pod("orphan-unwanted", "db", ""), false, ignore},
+		{pod("someone-elses", "web", "other-uid"), false, ignore},
+		{gone, false, ignore},
+		{elsewhere, false, ignore},
+	}
+	for _, tc := range cases {
+		if got := decide(owner(workload(tc.deleting), nil), tc.pod); got != tc.want {
+			t.Errorf("%s (owner deleting %v): %v, want %v", tc.pod.Name, tc.deleting, got, tc.want)
+		}
+	}
+}
+
+func patches(client *fake.Clientset) map[string]string {
+	out := map[string]string{}
+	for _, a := range client.Actions() {
+		if p, ok := a.(k8stesting.PatchAction); ok {
+			out[p.GetName()] = string(p.GetPatch())
+		}
+	}
+	return out
+}
+
+func claimPods(t *testing.T, o Owner, pods ...*corev1.Pod) ([]string, *fake.Clientset, error) {
+	t.Helper()
+	objs := make([]runtime.Object, len(pods))
+	for i, p := range pods {
+		objs[i] = p
+	}
+	client := fake.NewClientset(objs...)
+	claimed, err := Claim(context.Background(), o, pods, PodPatch(client.CoreV1(), "ns"))
+	var names []string
+	for _, p := range claimed {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	return names, client, err
+}
+
+func TestClaimAdoptsAndReleases(t *testing.T) {
+	w := workload(false)
+	names, client, err := claimPods(t, owner(w, w), pod("owned", "web", w.UID), pod("orphan", "web", ""),
+		pod("stray", "db", w.UID), pod("someone-elses", "web", "other-uid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(names, []string{"orphan", "owned"}) {
+		t.Errorf("claimed %v, want orphan and owned", names)
+	}
+	got := patches(client)
+	if len(got) != 2 || !strings.Contains(got["orphan"], `"controller":true`) || !strings.Contains(got["orphan"], `"uid":"orphan-uid"`) ||
+		!strings.Contains(got["stray"], `"$patch":"delete"`) || !strings.Contains(got["stray"], `"uid":"stray-uid"`) {
+		t.Errorf("patches %v: want the orphan adopted and the stray released, each with its UID", got)
+	}
+	adopted, _ := client.CoreV1().Pods("ns").Get(context.Background(), "orphan", metav1.GetOptions{})
+	if !metav1.IsControlledBy(adopted, w) {
+		t.Errorf("orphan's owners after adoption: %+v", adopted.OwnerReferences)
+	}
+	released, _ := client.CoreV1().Pods("ns").Get(context.Background(), "stray", metav1.GetOptions{})
+	if len(released.OwnerReferences) != 0 {
+		t.Errorf("stray's owners after release: %+v", released.OwnerReferences)
+	}
+}
+
+func TestClaimByOwnerBeingDeleted(t *testing.T) {
+	t.Run("cached as being deleted: no patch at all", func(t *testing.T) {
+		w := workload(true)
+		names, client, err := claimPods(t, owner(w, w), pod("owned", "web", w.UID), pod("orphan", "web", ""), pod("stray", "db", w.UID))
+		if err != nil || !slices.Equal(names, []string{"owned", "stray"}) {
+			t.Errorf("claimed %v (%v), want what it owns", names, err)
+		}
+		if got := patches(client); len(got) != 0 {
+			t.Errorf("patches %v, want none", got)
+		}
+	})
+	t.Run("being deleted only on the server: no adoption, an error", func(t *testing.T) {
+		w := workload(false)
+		names, client, err := claimPods(t, owner(w, workload(true)), pod("owned", "web", w.UID), pod("orphan", "web", ""))
+		if err == nil || !slices.Equal(names, []string{"owned"}) {
+			t.Errorf("claimed %v (%v), want owned only and an error", names, err)
+		}
+		if got := patches(client); len(got) != 0 {
+			t.Errorf("patches %v, want none", got)
+		}
+	})
+	t.Run("recreated under its name: no adoption", func(t *testing.T) {
+		w := workload(false)
+		other := workload(false)
+		other.UID = "new-uid"
+		if _, _, err := claimPods(t, owner(w, other), pod("orphan", "web", "")); err == nil || !strings.Contains(err.Error(), "recreated") {
+			t.Errorf("error %v, want the owner recreated", err)
+		}
+	})
+	t.Run("the uncached read fails: no adoption", func(t *testing.T) {
+		w := workload(false)
+		o := owner(w, w)
+		calls := 0
+		o.Fresh = func(context.Context) (metav1.Object, error) { calls++; return nil, errors.New("boom") }
+		if _, _, err := claimPods(t, o, pod("a", "web", ""), pod("b", "web", "")); err == nil || calls != 1 {
+			t.Errorf("error %v after %d reads, want an error after 1 read", err, calls)
+		}
+	})
+}
+
+func TestClaimRevisions(t *testing.T) {
+	w := workload(false)
+	orphan := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "ns", UID: "r-uid", Labels: map[string]string{"app": "web"}}}
+	client := fake.NewClientset(orphan)
+	claimed, err := Claim(context.Background(), owner(w, w), []*appsv1.ControllerRevision{orphan}, RevisionPatch(client.AppsV1(), "ns"))
+	if err != nil || len(claimed) != 1 || !metav1.IsControlledBy(claimed[0], w) {
+		t.Errorf("claimed %+v (%v), want the orphan revision adopted", claimed, err)
+	}
+}
+
+func TestAdopters(t *testing.T) {
+	sel := func(app string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
+	}
+	workloads := []*metav1.LabelSelector{sel("web"), sel("db"), {}, sel("web")}
+	self := func(s *metav1.LabelSelector) *metav1.LabelSelector { return s }
+	if got := Adopters(pod("p", "web", ""), workloads, self); len(got) != 2 || got[0] != workloads[0] || got[1] != workloads[3] {
+		t.Errorf("adopters %v, want the two web selectors (an empty one selects nothing)", got)
+	}
+	gone := pod("p", "web", "")
+	gone.DeletionTimestamp = &deleted
+	if got := Adopters(gone, workloads, self); len(got) != 0 {
+		t.Errorf("adopters of a Pod being deleted: %v", got)
+	}
+}

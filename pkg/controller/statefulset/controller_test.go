@@ -1,0 +1,218 @@
+package statefulset
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
+	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+)
+
+type fixture struct {
+	c       *Controller
+	kube    *kubefake.Clientset
+	inplace *inplacefake.Clientset
+	pods    cache.Indexer
+}
+
+// newFixture builds the controller on fake clients; the objects go to both the clients and the
+// informer caches (the informers are never started).
+func newFixture(t *testing.T, set *v1beta1.StatefulSet, objs ...runtime.Object) *fixture {
+	t.Helper()
+	f := &fixture{kube: kubefake.NewClientset(objs...), inplace: inplacefake.NewClientset(set)}
+	kinf := kubeinformers.NewSharedInformerFactory(f.kube, 0)
+	iinf := inplaceinformers.NewSharedInformerFactory(f.inplace, 0)
+	setInf := iinf.Apps().V1beta1().StatefulSets()
+	podInf, claimInf, revInf := kinf.Core().V1().Pods(), kinf.Core().V1().PersistentVolumeClaims(), kinf.Apps().V1().ControllerRevisions()
+	c, err := New(f.kube, f.inplace, setInf, podInf, claimInf, revInf, record.NewFakeRecorder(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.now = func() time.Time { return now }
+	f.c = c
+	f.pods = podInf.Informer().GetIndexer()
+	add := func(inf cache.SharedIndexInformer, obj any) {
+		if err := inf.GetIndexer().Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(setInf.Informer(), set)
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			add(podInf.Informer(), p)
+		}
+	}
+	return f
+}
+
+func (f *fixture) sync(t *testing.T, set *v1beta1.StatefulSet) {
+	t.Helper()
+	if _, err := f.c.sync(context.Background(), cache.MetaObjectToName(set)); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+}
+
+// podActions are the names of the Pods acted on with verb.
+func (f *fixture) podActions(verb string) map[string]string {
+	out := map[string]string{}
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() != verb || a.GetResource().Resource != "pods" {
+			continue
+		}
+		switch a := a.(type) {
+		case k8stesting.PatchAction:
+			out[a.GetName()] = string(a.GetPatch())
+		case k8stesting.DeleteAction:
+			out[a.GetName()] = ""
+		case k8stesting.CreateAction:
+			out[a.GetObject().(*corev1.Pod).Name] = ""
+		}
+	}
+	return out
+}
+
+func orphan(p *corev1.Pod) *corev1.Pod {
+	p.OwnerReferences = nil
+	return p
+}
+
+func TestClaimPods(t *testing.T) {
+	set := testSet(3, "Parallel")
+	stray := readyPod(set, 2, "r", true)
+	stray.Labels["app"] = "other"
+	notMember := orphan(readyPod(set, 0, "r", true))
+	notMember.Name = "db-x"
+	f := newFixture(t, set, orphan(readyPod(set, 1, "r", true)), readyPod(set, 0, "r", true), stray, notMember)
+	f.sync(t, set)
+	patched := f.podActions("patch")
+	if len(patched) != 2 || !strings.Contains(patched["db-1"], `"controller":true`) || !strings.Contains(patched["db-2"], `"$patch":"delete"`) {
+		t.Errorf("patches %v: want db-1 adopted and db-2 released (db-x is not the set's name)", patched)
+	}
+	// db-1 is the set's now, so only db-2 (released) is missing.
+	created := f.podActions("create")
+	if _, ok := created["db-1"]; ok || len(created) != 1 {
+		t.Errorf("created %v, want db-2 only", created)
+	}
+}
+
+func TestClaimPodsAdoptsOutOfRangeToCondemn(t *testing.T) {
+	// Like kube's StatefulSet: an orphan of an ordinal beyond replicas is adopted, then scaled
+	// down with the rest.
+	set := testSet(1, "Parallel")
+	f := newFixture(t, set, readyPod(set, 0, "r", true), orphan(readyPod(set, 5, "r", true)))
+	f.sync(t, set)
+	if p := f.podActions("patch"); !strings.Contains(p["db-5"], `"controller":true`) {
+		t.Errorf("patches %v, want db-5 adopted", p)
+	}
+	if d := f.podActions("delete"); !slices.Equal(slices.Sorted(maps.Keys(d)), []string{"db-5"}) {
+		t.Errorf("deleted %v, want db-5", d)
+	}
+}
+
+func TestClaimPodsBySetBeingDeleted(t *testing.T) {
+	set := testSet(2, "Parallel")
+	set.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+	f := newFixture(t, set, orphan(readyPod(set, 1, "r", true)))
+	f.sync(t, set)
+	if p := f.podActions("patch"); len(p) != 0 {
+		t.Errorf("patches %v, want none from a set being deleted", p)
+	}
+}
+
+func TestSpecifiedDeleteIsRecreatedWithItsOrdinal(t *testing.T) {
+	set := testSet(2, "Parallel")
+	labelled := readyPod(set, 1, "r", true)
+	labelled.Labels[v1alpha1.SpecifiedDeleteKey] = "true"
+	f := newFixture(t, set, readyPod(set, 0, "r", true), labelled)
+	f.sync(t, set)
+	if d := f.podActions("delete"); len(d) != 1 {
+		t.Fatalf("deleted %v, want db-1", d)
+	}
+	if _, ok := f.podActions("delete")["db-1"]; !ok {
+		t.Fatalf("deleted %v, want db-1", f.podActions("delete"))
+	}
+	// Once the cache no longer has it, db-1 is created again, without the label.
+	if err := f.pods.Delete(labelled); err != nil {
+		t.Fatal(err)
+	}
+	f.kube.ClearActions()
+	f.sync(t, set)
+	created := f.podActions("create")
+	if _, ok := created["db-1"]; !ok || len(created) != 1 {
+		t.Fatalf("created %v, want db-1", created)
+	}
+	pod, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), "db-1", metav1.GetOptions{})
+	if err != nil || specifiedDelete(pod) {
+		t.Errorf("db-1 again: %v, labels %v", err, pod.Labels)
+	}
+}
+
+func TestScaleDownHeldByPreDelete(t *testing.T) {
+	set := withHooks(testSet(1, "Parallel"))
+	held := readyPod(set, 1, "r", true)
+	held.Labels[holdLabel] = "true"
+	f := newFixture(t, set, readyPod(set, 0, "r", true), held)
+	f.sync(t, set)
+	if d := f.podActions("delete"); len(d) != 0 {
+		t.Errorf("deleted %v, want db-1 held by the preDelete hook", d)
+	}
+	if p := f.podActions("patch"); !strings.Contains(p["db-1"], `"lifecycle.apps.kruise.io/state":"PreparingDelete"`) {
+		t.Errorf("patches %v, want db-1 moved to PreparingDelete", p)
+	}
+}
+
+func TestRefreshMovesPreparingNormal(t *testing.T) {
+	set := withHooks(testSet(2, "Parallel"))
+	ready := inState(readyPod(set, 0, "r", true), pub.LifecycleStatePreparingNormal, true)
+	f := newFixture(t, set, ready)
+	f.sync(t, set)
+	if p := f.podActions("patch"); !strings.Contains(p["db-0"], `"lifecycle.apps.kruise.io/state":"Normal"`) {
+		t.Errorf("patches %v, want db-0 Normal (the preNormal hook's labels are all there)", p)
+	}
+	if c := f.podActions("create"); len(c) != 0 {
+		t.Errorf("created %v in the sync that moved a Pod, want none", c)
+	}
+}
+
+func TestHoldForInPlaceUpdate(t *testing.T) {
+	set := withHooks(testSet(1, "Parallel"))
+	cases := []struct {
+		name      string
+		pod       *corev1.Pod
+		wantWait  bool
+		wantPatch string
+	}{
+		{"held: moves to PreparingUpdate", inState(readyPod(set, 0, "r", true), pub.LifecycleStateNormal, true), true, `"PreparingUpdate"`},
+		{"waiting while held", inState(readyPod(set, 0, "r", true), pub.LifecycleStatePreparingUpdate, true), true, ""},
+		{"released: goes", inState(readyPod(set, 0, "r", true), pub.LifecycleStatePreparingUpdate, false), false, ""},
+		{"not hooked: goes", inState(readyPod(set, 0, "r", true), pub.LifecycleStateNormal, false), false, ""},
+		{"still Updated: the hook armed again first", inState(readyPod(set, 0, "r", true), pub.LifecycleStateUpdated, false), true, `"example.io/hold":"true"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, set, tc.pod)
+			wait, err := f.c.holdForInPlaceUpdate(context.Background(), set, tc.pod)
+			patch := f.podActions("patch")["db-0"]
+			if err != nil || wait != tc.wantWait || (tc.wantPatch == "") != (patch == "") || !strings.Contains(patch, tc.wantPatch) {
+				t.Errorf("wait %v (%v), patch %q; want wait %v, patch with %s", wait, err, patch, tc.wantWait, tc.wantPatch)
+			}
+		})
+	}
+}
