@@ -1,0 +1,289 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+)
+
+// How the Advanced StatefulSet and DaemonSet treat Pods beyond their own creations, held to
+// OpenKruise's e2e scenarios: orphans adopted and strays released (through the controllerRef),
+// scaleStrategy.maxUnavailable pacing a Parallel scale-up, the specified-delete label, and the
+// lifecycle hooks holding a Pod before its deletion.
+
+// patchPod applies a JSON merge patch to the Pod.
+func patchPod(t *testing.T, ctx context.Context, ns, name string, patch map[string]any) {
+	t.Helper()
+	data, err := json.Marshal(patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patching pod %s with %s: %v", name, data, err)
+	}
+}
+
+// controllerUID is the UID of the Pod's controller ("" for an orphan).
+func controllerUID(p *corev1.Pod) types.UID {
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		return ref.UID
+	}
+	return ""
+}
+
+// TestAdvancedStatefulSetAdoptsOrphans: a set deleted with --cascade=orphan leaves its Pods; the
+// same set created again adopts them (same UIDs, its controllerRef), creating and deleting
+// nothing, because they already run its revision.
+func TestAdvancedStatefulSetAdoptsOrphans(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "asts-adopt")
+	spec := newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement)
+	set := createAdvancedStatefulSet(t, ctx, spec.DeepCopy())
+	before := waitStatefulSet(t, ctx, set, 2, 2)
+	mustKubectl(t, ctx, "", "-n", ns, "delete", "statefulsets.apps.kruise.io/db", "--cascade=orphan")
+	poll(t, ctx, time.Minute, "the Pods orphaned", func(ctx context.Context) (bool, error) {
+		pods, err := stsPods(ctx, set)
+		if err != nil {
+			return false, err
+		}
+		for name, p := range pods {
+			if controllerUID(p) != "" {
+				return false, fmt.Errorf("%s still owned", name)
+			}
+		}
+		return len(pods) == 2, fmt.Errorf("%d pods", len(pods))
+	})
+
+	rec := recordPods(t, ctx, ns)
+	again := createAdvancedStatefulSet(t, ctx, spec.DeepCopy())
+	after := waitStatefulSet(t, ctx, again, 2, 2)
+	events := rec.upTo(t, ctx, ns)
+	checkSamePods(t, before, after)
+	for name, p := range after {
+		if controllerUID(p) != again.UID {
+			t.Errorf("pod %s controlled by %q, want the new set %s", name, controllerUID(p), again.UID)
+		}
+	}
+	if changed := podsAddedOrDeleted(rec, events); len(changed) > 0 {
+		t.Errorf("pods created or deleted while adopting: %v", changed)
+	}
+}
+
+// TestAdvancedStatefulSetAdoptsOrphanBlockingItsOrdinal: an orphan Pod named db-1 with the set's
+// labels is adopted rather than blocking ordinal 1; it does not run the set's revision (no claim
+// mounted), so the set replaces it with its own db-1.
+func TestAdvancedStatefulSetAdoptsOrphanBlockingItsOrdinal(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "asts-orphan")
+	orphan := crrPod(ns, "db-1", false, stubbornContainer("main"))
+	orphan.Labels = map[string]string{"app": "db"}
+	orphan = createCRRPod(t, ctx, orphan)
+	rec := recordPods(t, ctx, ns)
+	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement))
+	pods := waitStatefulSet(t, ctx, set, 2, 2)
+	events := rec.upTo(t, ctx, ns)
+	adopted := false
+	for _, e := range events {
+		if e.pod.UID == orphan.UID && controllerUID(e.pod) == set.UID {
+			adopted = true
+		}
+	}
+	if !adopted {
+		t.Errorf("the orphan db-1 (%s) was never adopted by the set", orphan.UID)
+	}
+	if p := pods["db-1"]; controllerUID(p) != set.UID || len(p.Spec.Volumes) == 0 {
+		t.Errorf("db-1 at the end: controller %q, volumes %v; want the set's own Pod with its claim", controllerUID(p), p.Spec.Volumes)
+	}
+}
+
+// TestAdvancedDaemonSetReleasesRelabelledPod: an agent relabelled out of the selector is released
+// (no controllerRef, still running) and its node gets a new agent.
+func TestAdvancedDaemonSetReleasesRelabelledPod(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "ads-release")
+	n := readyNodes(t, ctx)
+	ds := newAdvancedDaemonSet(t, ctx, ns)
+	before := waitDaemonSet(t, ctx, ns, n, n)
+	stray := before[0]
+	patchPod(t, ctx, ns, stray.Name, map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "stray"}}})
+	poll(t, ctx, time.Minute, "pod "+stray.Name+" released", func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, stray.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return controllerUID(p) == "" && p.DeletionTimestamp == nil, fmt.Errorf("controller %q", controllerUID(p))
+	})
+	after := waitDaemonSet(t, ctx, ns, n, n)
+	expectOnePodPerNode(t, ctx, after)
+	for _, p := range after {
+		if p.UID == stray.UID {
+			t.Errorf("the released pod %s still counts as an agent", p.Name)
+		}
+		if controllerUID(&p) != ds.UID {
+			t.Errorf("agent %s controlled by %q", p.Name, controllerUID(&p))
+		}
+	}
+}
+
+// TestAdvancedStatefulSetScaleMaxUnavailable: Parallel with scaleStrategy.maxUnavailable 2 scales
+// 2 -> 6 two Pods at a time: never more than two of the set's Pods unavailable at once.
+func TestAdvancedStatefulSetScaleMaxUnavailable(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "asts-scale-mu")
+	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
+		s.Spec.ScaleStrategy = &v1beta1.StatefulSetScaleStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))}
+		s.Spec.Template.Spec.Containers[0].ReadinessProbe = readinessAfter(2)
+	}))
+	waitStatefulSet(t, ctx, set, 2, 2)
+	rec := recordPods(t, ctx, ns)
+	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](6) })
+	waitStatefulSet(t, ctx, set, 6, 6)
+	events := rec.upTo(t, ctx, ns)
+	most := 0
+	rec.replay(events, func(_ podEvent, pods map[string]*corev1.Pod) {
+		unready := 0
+		for _, p := range pods {
+			if !podReady(p) {
+				unready++
+			}
+		}
+		most = max(most, unready)
+	})
+	if most != 2 {
+		t.Errorf("at most %d Pods unready at once while scaling up, want exactly 2 (scaleStrategy.maxUnavailable)", most)
+	}
+}
+
+// TestAdvancedStatefulSetSpecifiedDelete: a Pod labelled apps.kruise.io/specified-delete is
+// deleted and created again under its name (with its claim), whatever the partition; the others
+// stay.
+func TestAdvancedStatefulSetSpecifiedDelete(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "asts-specified")
+	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 3, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
+		s.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](3)
+	}))
+	before := waitStatefulSet(t, ctx, set, 3, 3)
+	claims := claimUIDs(t, ctx, ns)
+	patchPod(t, ctx, ns, "db-1", map[string]any{"metadata": map[string]any{"labels": map[string]any{v1alpha1.SpecifiedDeleteKey: "true"}}})
+	var after map[string]*corev1.Pod
+	poll(t, ctx, 2*time.Minute, "db-1 created again", func(ctx context.Context) (bool, error) {
+		after = waitStatefulSet(t, ctx, set, 3, 3)
+		return after["db-1"].UID != before["db-1"].UID, fmt.Errorf("db-1 is still %s", before["db-1"].UID)
+	})
+	if _, ok := after["db-1"].Labels[v1alpha1.SpecifiedDeleteKey]; ok {
+		t.Errorf("the new db-1 carries %s", v1alpha1.SpecifiedDeleteKey)
+	}
+	for _, name := range []string{"db-0", "db-2"} {
+		if after[name].UID != before[name].UID {
+			t.Errorf("pod %s was recreated too", name)
+		}
+	}
+	if got := claimUIDs(t, ctx, ns); fmt.Sprint(got) != fmt.Sprint(claims) {
+		t.Errorf("claims %v, were %v: the Pod created again keeps its claim", got, claims)
+	}
+}
+
+// TestAdvancedStatefulSetPreDeleteHook: with lifecycle.preDelete finalizersHandler, a scale-down
+// moves the Pod that holds the finalizer to PreparingDelete (KruisePodReady False with
+// markPodNotReady) and leaves it running until the hook's owner removes the finalizer; then it
+// is deleted.
+func TestAdvancedStatefulSetPreDeleteHook(t *testing.T) {
+	const hold = "inplace-e2e/hold"
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "asts-predelete")
+	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
+		s.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{FinalizersHandler: []string{hold}, MarkPodNotReady: true}}
+	}))
+	waitStatefulSet(t, ctx, set, 2, 2)
+	// The hook's owner (here the test) puts its finalizer on the Pods it wants to hear about.
+	patchPod(t, ctx, ns, "db-1", map[string]any{"metadata": map[string]any{"finalizers": []string{hold}}})
+	t.Cleanup(func() {
+		_, _ = kube.CoreV1().Pods(ns).Patch(context.Background(), "db-1", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })
+	poll(t, ctx, time.Minute, "db-1 PreparingDelete with KruisePodReady False", func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		state := p.Labels[pub.LifecycleStateKey]
+		return state == string(pub.LifecycleStatePreparingDelete) && conditionStatus(p, pub.KruisePodReadyConditionType) == corev1.ConditionFalse,
+			fmt.Errorf("state %q, KruisePodReady %s", state, conditionStatus(p, pub.KruisePodReadyConditionType))
+	})
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
+		if err != nil || p.DeletionTimestamp != nil {
+			t.Fatalf("db-1 deleted while the preDelete hook holds it: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
+	}
+	rec := recordPods(t, ctx, ns)
+	patchPod(t, ctx, ns, "db-1", map[string]any{"metadata": map[string]any{"finalizers": nil}})
+	waitStatefulSet(t, ctx, set, 1, 1)
+	events := rec.upTo(t, ctx, ns)
+	if !slices.ContainsFunc(events, func(e podEvent) bool { return e.pod.Name == "db-1" && e.typ == watch.Deleted }) {
+		t.Errorf("db-1 not deleted once the hook released it")
+	}
+}
+
+// TestAdvancedDaemonSetPreDeleteHook: with lifecycle.preDelete labelsHandler, an agent whose node
+// leaves the template's node selector waits in PreparingDelete while it carries the hook's label,
+// and is deleted once the label is removed.
+func TestAdvancedDaemonSetPreDeleteHook(t *testing.T) {
+	const hold = "inplace-e2e/hold"
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "ads-predelete")
+	n := readyNodes(t, ctx)
+	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+		ds.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}}}
+	})
+	pods := waitDaemonSet(t, ctx, ns, n, n)
+	victim := pods[0]
+	patchPod(t, ctx, ns, victim.Name, map[string]any{"metadata": map[string]any{"labels": map[string]any{hold: "true"}}})
+	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+		ds.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpNotIn, Values: []string{victim.Spec.NodeName}}},
+			}}},
+		}}
+	})
+	poll(t, ctx, time.Minute, victim.Name+" PreparingDelete", func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if p.DeletionTimestamp != nil {
+			t.Fatalf("%s deleted while the preDelete hook holds it", victim.Name)
+		}
+		return p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingDelete), fmt.Errorf("state %q", p.Labels[pub.LifecycleStateKey])
+	})
+	patchPod(t, ctx, ns, victim.Name, map[string]any{"metadata": map[string]any{"labels": map[string]any{hold: nil}}})
+	poll(t, ctx, time.Minute, victim.Name+" deleted once released", func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return p.DeletionTimestamp != nil, fmt.Errorf("state %q", p.Labels[pub.LifecycleStateKey])
+	})
+}
