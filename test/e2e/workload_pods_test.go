@@ -287,3 +287,56 @@ func TestAdvancedDaemonSetPreDeleteHook(t *testing.T) {
 		return p.DeletionTimestamp != nil, fmt.Errorf("state %q", p.Labels[pub.LifecycleStateKey])
 	})
 }
+
+// TestAdvancedStatefulSetInPlaceUpdateHook: with an inPlaceUpdate hook (labelsHandler) a Pod waits
+// in PreparingUpdate, not updated, while it carries the hook's label; once the label is removed
+// it is updated in place (same UID) and Updated, and Normal again when the label is back.
+func TestAdvancedStatefulSetInPlaceUpdateHook(t *testing.T) {
+	const hold = "inplace-e2e/hold"
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "asts-hook")
+	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
+		s.Spec.Template.Labels[hold] = "true"
+		s.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}}}
+	}))
+	before := waitStatefulSet(t, ctx, set, 1, 1)["db-0"]
+	if s := before.Labels[pub.LifecycleStateKey]; s != string(pub.LifecycleStateNormal) {
+		t.Errorf("new pod in lifecycle state %q, want Normal", s)
+	}
+	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+	state := func(ctx context.Context) (*corev1.Pod, pub.LifecycleStateType, error) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
+		if err != nil {
+			return nil, "", err
+		}
+		return p, pub.LifecycleStateType(p.Labels[pub.LifecycleStateKey]), nil
+	}
+	poll(t, ctx, time.Minute, "db-0 PreparingUpdate", func(ctx context.Context) (bool, error) {
+		_, s, err := state(ctx)
+		return s == pub.LifecycleStatePreparingUpdate, fmt.Errorf("state %q (%v)", s, err)
+	})
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		p, s, err := state(ctx)
+		if err != nil || s != pub.LifecycleStatePreparingUpdate || specImage(p, "main") != appImageV1 {
+			t.Fatalf("while the hook holds: state %q, err %v", s, err)
+		}
+		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
+	}
+	patchPod(t, ctx, ns, "db-0", map[string]any{"metadata": map[string]any{"labels": map[string]any{hold: nil}}})
+	poll(t, ctx, time.Minute, "db-0 updated in place, Updated", func(ctx context.Context) (bool, error) {
+		p, s, err := state(ctx)
+		if err != nil {
+			return false, err
+		}
+		c := findStatus(p, "main")
+		return s == pub.LifecycleStateUpdated && p.UID == before.UID && c != nil && c.Image == appImageV2,
+			fmt.Errorf("state %q, uid %s, container %+v", s, p.UID, c)
+	})
+	patchPod(t, ctx, ns, "db-0", map[string]any{"metadata": map[string]any{"labels": map[string]any{hold: "true"}}})
+	waitStatefulSet(t, ctx, set, 1, 1)
+	poll(t, ctx, time.Minute, "db-0 Normal again", func(ctx context.Context) (bool, error) {
+		_, s, err := state(ctx)
+		return s == pub.LifecycleStateNormal, fmt.Errorf("state %q (%v)", s, err)
+	})
+}

@@ -216,3 +216,39 @@ func TestHoldForInPlaceUpdate(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreClaimsOfPendingPods: a Pending Pod whose claim is gone gets it created again; a
+// running Pod's missing claim is left alone (it is mounted already, or the Pod is going).
+func TestRestoreClaimsOfPendingPods(t *testing.T) {
+	set := testSet(2, "Parallel")
+	pending := readyPod(set, 0, "r", false)
+	pending.Status.Phase = corev1.PodPending
+	f := newFixture(t, set, pending, readyPod(set, 1, "r", true))
+	if err := f.c.restoreClaims(context.Background(), set, []*corev1.Pod{pending, readyPod(set, 1, "r", true)}); err != nil {
+		t.Fatal(err)
+	}
+	var created []string
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() == "create" && a.GetResource().Resource == "persistentvolumeclaims" {
+			created = append(created, a.(k8stesting.CreateAction).GetObject().(*corev1.PersistentVolumeClaim).Name)
+		}
+	}
+	if !slices.Equal(created, []string{"data-db-0"}) {
+		t.Errorf("claims created %v, want data-db-0 (its Pod is Pending) only", created)
+	}
+}
+
+// TestOrderedUpdateWaitsOnItsHookedPod: with OrderedReady the Pod the update is moving, waiting in
+// PreparingUpdate for the inPlaceUpdate hook, does not hold the update that would let it go; a
+// Pod Updated but not yet Normal again (the hook not armed back) holds the next one.
+func TestOrderedUpdateWaitsOnItsHookedPod(t *testing.T) {
+	set := withHooks(testSet(2, "OrderedReady"))
+	waiting := inState(readyPod(set, 1, "old", true), pub.LifecycleStatePreparingUpdate, false)
+	if got, _ := candidatesOf(set, []*corev1.Pod{readyPod(set, 0, "old", true), waiting}, "new", now); !slices.Equal(names(got), []string{"db-1"}) {
+		t.Errorf("candidates %v, want db-1 (in PreparingUpdate, its own step)", names(got))
+	}
+	updated := inState(readyPod(set, 1, "new", true), pub.LifecycleStateUpdated, false)
+	if got, _ := candidatesOf(set, []*corev1.Pod{readyPod(set, 0, "old", true), updated}, "new", now); len(got) != 0 {
+		t.Errorf("candidates %v, want none while db-1 is Updated, not Normal", names(got))
+	}
+}

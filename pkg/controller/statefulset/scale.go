@@ -183,6 +183,22 @@ func (c *Controller) scale(ctx context.Context, set *v1beta1.StatefulSet, pods [
 	return true, errors.Join(errs...)
 }
 
+// restoreClaims creates the missing claims of the set's Pending Pods, as kube's and OpenKruise's
+// StatefulSets do: a claim deleted by hand (or by a retention policy that was changed) would
+// otherwise leave its Pod Pending for good, its volume never bound.
+func (c *Controller) restoreClaims(ctx context.Context, set *v1beta1.StatefulSet, pods []*corev1.Pod) error {
+	var errs []error
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
+			continue
+		}
+		if o := ordinalOf(set, p); o >= 0 {
+			errs = append(errs, c.ensureClaims(ctx, set, o))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func whenScaledDelete(set *v1beta1.StatefulSet) bool {
 	p := set.Spec.PersistentVolumeClaimRetentionPolicy
 	return p != nil && p.WhenScaled == v1beta1.DeletePersistentVolumeClaimRetentionPolicyType

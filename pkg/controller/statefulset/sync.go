@@ -61,6 +61,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			var acted bool
 			acted, actErr = c.refreshLifecycles(ctx, set, pods, revs.Update.Name)
 			if !acted && actErr == nil {
+				actErr = c.restoreClaims(ctx, set, pods)
+			}
+			if !acted && actErr == nil {
 				acted, actErr = c.scale(ctx, set, pods, revs)
 			}
 			if !acted && actErr == nil {

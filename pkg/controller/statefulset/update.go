@@ -51,7 +51,8 @@ type updatePlan struct {
 // not at the update revision, highest ordinal first (or by unorderedUpdate's priority);
 // maxUnavailable bounds the Pods not available at once, counting missing ones, so an update never
 // takes more. Candidates already unavailable take no budget. With OrderedReady nothing moves while
-// any Pod is unavailable, and one Pod at a time. Pods labelled specified-delete go first (see
+// any Pod is unavailable (but the one waiting in PreparingUpdate for the inPlaceUpdate hook), and
+// one Pod at a time. Pods labelled specified-delete go first (see
 // pickSpecified) and are no candidates.
 func planUpdate(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevision string, now time.Time) updatePlan {
 	ru := set.Spec.UpdateStrategy.RollingUpdate
@@ -65,7 +66,7 @@ func planUpdate(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevision str
 	}
 	minReady := minReadySeconds(set)
 	partition := partitionOf(set)
-	unavailable := 0
+	unavailable, blocking := 0, 0
 	var specified, candidates []*corev1.Pod
 	for i, o := range wanted {
 		p := byOrd[o]
@@ -75,6 +76,13 @@ func planUpdate(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevision str
 		}
 		if !available {
 			unavailable++
+			// With OrderedReady an unavailable Pod holds the update, but for the one Pod it is
+			// moving: waiting in PreparingUpdate for its inPlaceUpdate hook, it is the update's
+			// own step (holdForInPlaceUpdate lets it go once the hook does).
+			if p == nil || lifecycle.State(p) != pub.LifecycleStatePreparingUpdate ||
+				p.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision {
+				blocking++
+			}
 		}
 		switch {
 		case p == nil || p.DeletionTimestamp != nil, lifecycle.State(p) == pub.LifecycleStatePreparingDelete:
@@ -94,7 +102,7 @@ func planUpdate(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevision str
 	}
 	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
 	if ordered {
-		if unavailable > 0 {
+		if blocking > 0 {
 			return updatePlan{}
 		}
 		maxUnavailable = 1
