@@ -340,3 +340,38 @@ func TestAdvancedStatefulSetInPlaceUpdateHook(t *testing.T) {
 		return s == pub.LifecycleStateNormal, fmt.Errorf("state %q (%v)", s, err)
 	})
 }
+
+// TestAdvancedStatefulSetPreNormalHook: with a preNormal hook (labelsHandler) a new Pod stays
+// PreparingNormal, and with OrderedReady holds the next ordinal, until the hook's label is on it.
+func TestAdvancedStatefulSetPreNormalHook(t *testing.T) {
+	const done = "inplace-e2e/registered"
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "asts-prenormal")
+	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
+		s.Spec.Lifecycle = &pub.Lifecycle{PreNormal: &pub.LifecycleHook{LabelsHandler: map[string]string{done: "true"}}}
+	}))
+	poll(t, ctx, time.Minute, "db-0 running, PreparingNormal", func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		s := p.Labels[pub.LifecycleStateKey]
+		return podReady(p) && s == string(pub.LifecycleStatePreparingNormal), fmt.Errorf("ready %v, state %q", podReady(p), s)
+	})
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if pods, err := stsPods(ctx, set); err != nil || len(pods) != 1 {
+			t.Fatalf("pods %v (%v) while db-0 is PreparingNormal: OrderedReady holds db-1", sortedKeys(pods), err)
+		}
+		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
+	}
+	patchPod(t, ctx, ns, "db-0", map[string]any{"metadata": map[string]any{"labels": map[string]any{done: "true"}}})
+	poll(t, ctx, time.Minute, "db-1 created once db-0 is Normal", func(ctx context.Context) (bool, error) {
+		pods, err := stsPods(ctx, set)
+		if err != nil {
+			return false, err
+		}
+		p0, p1 := pods["db-0"], pods["db-1"]
+		return p0 != nil && p1 != nil && p0.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStateNormal), fmt.Errorf("pods %v", sortedKeys(pods))
+	})
+}
