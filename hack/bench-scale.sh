@@ -67,11 +67,12 @@ go build -o "$WORK/benchscale" ./hack/benchscale
 # --- fake nodes --------------------------------------------------------------
 # kwok manages the nodes labelled type=kwok only; their taint keeps every Pod
 # but the benchmark's (which tolerate it) off them. Each has its own /24 for
-# the Pod IPs kwok hands out.
+# the Pod IPs kwok hands out. The node IP they report, 10.77.0.9, is nobody's
+# (10.77.0.1 and .2 are the real nodes'): nothing needs to reach them.
 local_stop kwok >/dev/null 2>&1 || true
 local_start kwok "$BIN/kwok" --kubeconfig="$KUBECONFIG" \
   --manage-all-nodes=false --manage-nodes-with-label-selector=type=kwok \
-  --node-lease-duration-seconds=40 --node-ip=10.77.0.2 --cidr=10.200.0.0/16 \
+  --node-lease-duration-seconds=40 --node-ip=10.77.0.9 --cidr=10.200.0.0/16 \
   --config="$ROOT/hack/kwok/stages.yaml"
 {
   for ((i = 0; i < NODES; i++)); do
