@@ -77,8 +77,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Admit answers one request: allowed always; for a Pod CREATE that inplace mutates (see package
 // podcreate), with the JSON patch that does it.
 func (h *Handler) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	start := time.Now()
 	allowed := &admissionv1.AdmissionResponse{Allowed: true}
 	if req.Operation != admissionv1.Create || req.Kind.Kind != "Pod" || req.SubResource != "" {
+		observe(resultIgnored, start)
 		return allowed
 	}
 	patch, warnings, err := h.mutate(ctx, req)
@@ -86,12 +88,16 @@ func (h *Handler) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) 
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Pod admitted as it came", "namespace", req.Namespace, "name", req.Name)
 		allowed.Warnings = append(allowed.Warnings, "inplace: the Pod was created without its SidecarSets, readiness gate and launch order: "+err.Error())
+		observe(resultFailed, start)
 		return allowed
 	}
-	if patch != nil {
-		patchType := admissionv1.PatchTypeJSONPatch
-		allowed.Patch, allowed.PatchType = patch, &patchType
+	if patch == nil {
+		observe(resultUnchanged, start)
+		return allowed
 	}
+	patchType := admissionv1.PatchTypeJSONPatch
+	allowed.Patch, allowed.PatchType = patch, &patchType
+	observe(resultPatched, start)
 	return allowed
 }
 

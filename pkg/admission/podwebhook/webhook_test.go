@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
@@ -200,5 +201,18 @@ func TestReadinessGateForWorkloadPods(t *testing.T) {
 	pod.OwnerReferences[0].APIVersion = "apps/v1"
 	if resp := review(t, handler(t, nil), pod); resp.Patch != nil {
 		t.Errorf("a ReplicaSet's Pod: patch %s", resp.Patch)
+	}
+}
+
+// TestDurationByResult: each answer is timed once under its result.
+func TestDurationByResult(t *testing.T) {
+	duration.Reset()
+	review(t, handler(t, nil, agent()), webPod(map[string]string{"app": "web"}))                                  // patched
+	review(t, handler(t, nil, agent()), webPod(map[string]string{"app": "db"}))                                   // unchanged
+	review(t, handler(t, errors.New("namespaces unreachable"), agent()), webPod(map[string]string{"app": "web"})) // failed
+	for _, result := range []string{resultPatched, resultUnchanged, resultFailed} {
+		if n, err := testutil.GetHistogramMetricCount(duration.WithLabelValues(result)); err != nil || n != 1 {
+			t.Errorf("%s: observed %d times (%v), want once", result, n, err)
+		}
 	}
 }

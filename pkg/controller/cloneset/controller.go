@@ -53,6 +53,9 @@ func New(cc *manager.Context) (*Controller, error) {
 	podInf := cc.KubeInformers.Core().V1().Pods()
 	pvcInf := cc.KubeInformers.Core().V1().PersistentVolumeClaims()
 	revInf := cc.KubeInformers.Apps().V1().ControllerRevisions()
+	if cc.RolloutMetrics {
+		exposeRollouts(setInf.Lister())
+	}
 	c := &Controller{
 		kube:      cc.KubeClient,
 		inplace:   cc.InplaceClient,

@@ -14,6 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics/testutil"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -166,10 +167,15 @@ func TestCompletesWhenTheDaemonIsDone(t *testing.T) {
 		}), "failurePolicy Ignore: container app failed", "Warning Failed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			duration.Reset()
 			f := newFixture(t, tc.crr, pod())
 			f.sync(t, tc.crr)
 			got := f.get(t, tc.crr)
 			expectCompleted(t, got, tc.message)
+			reason := strings.Fields(tc.event)[1]
+			if n, err := testutil.GetHistogramMetricCount(duration.WithLabelValues(reason)); err != nil || n != 1 {
+				t.Errorf("duration observed %d times with reason %s (%v), want once", n, reason, err)
+			}
 			if len(got.Status.ContainerRecreateStates) != 2 {
 				t.Errorf("states %v: the daemon's states must stay", got.Status.ContainerRecreateStates)
 			}

@@ -157,6 +157,7 @@ func (c *Controller) complete(ctx context.Context, crr *v1alpha1.ContainerRecrea
 	if err != nil {
 		return fmt.Errorf("completing the request: %w", err)
 	}
+	observeCompleted(crr, reason, now)
 	eventType, text := corev1.EventTypeNormal, message
 	if reason != ReasonCompleted {
 		eventType = corev1.EventTypeWarning

@@ -140,12 +140,14 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		return inplaceupdate.Progress(p, now)
 	})
 	if err != nil {
+		steps.WithLabelValues(resultError).Inc()
 		return 0, fmt.Errorf("progressing the in-place update of pod %s: %w", key, err)
 	}
 	if written != nil && written.ResourceVersion != pod.ResourceVersion {
 		c.written.Store(pod.UID, written.ResourceVersion)
 	}
 	if step.Pod != nil || len(step.Conditions) > 0 || len(step.Resize) > 0 {
+		observeStep(step, now)
 		reason := "InPlaceUpdateProgressing"
 		if step.Done {
 			reason = "InPlaceUpdateCompleted"

@@ -37,6 +37,8 @@ type Context struct {
 	Recorder record.EventRecorder
 	// Namespace is inplace's own namespace (Options.Namespace).
 	Namespace string
+	// RolloutMetrics is Options.RolloutMetrics: per-workload gauges on /metrics.
+	RolloutMetrics bool
 }
 
 // Controller reconciles until ctx ends, with the given number of workers.
@@ -58,7 +60,7 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 	if err != nil {
 		return err
 	}
-	cc := &Context{KubeClient: clients.Kube, InplaceClient: clients.Inplace, Namespace: o.Namespace}
+	cc := &Context{KubeClient: clients.Kube, InplaceClient: clients.Inplace, Namespace: o.Namespace, RolloutMetrics: o.RolloutMetrics}
 
 	syncing := &serving.Syncing{}
 	checks := serving.Checks{Readyz: func(r *http.Request) error {

@@ -31,6 +31,8 @@ type Options struct {
 	BindAddress string
 	// Profiling serves Go's profiles on BindAddress under /debug/pprof/.
 	Profiling bool
+	// RolloutMetrics exposes one gauge series per CloneSet and Pod state on /metrics.
+	RolloutMetrics bool
 	// Workers is how many keys each controller reconciles at once.
 	Workers int
 	// QPS and Burst limit the controller's requests to the API servers.
@@ -75,6 +77,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often replicas try to acquire or renew the lease.")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "host:port serving /healthz, /readyz and /metrics.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Also serve Go's profiles on --bind-address under /debug/pprof/ (for benchmarks; off by default).")
+	fs.BoolVar(&o.RolloutMetrics, "rollout-metrics", o.RolloutMetrics,
+		"Expose inplace_controller_cloneset_pods (per CloneSet: desired, updated, updated_ready, ready, available) on /metrics. "+
+			"Off by default: its series grow with the number of CloneSets.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Keys each controller reconciles at once.")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API servers.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API servers.")
