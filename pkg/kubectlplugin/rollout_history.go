@@ -88,12 +88,20 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 		if r == nil {
 			return fmt.Errorf("unable to find the specified revision %d", o.Revision)
 		}
-		if outputRequested(o.PrintFlags) {
+		if o.output() {
 			return o.print(r)
 		}
 		return printRevisionTemplate(o.streams.Out, o.ref, r)
 	}
-	if outputRequested(o.PrintFlags) {
+	if o.output() {
+		if *o.PrintFlags.OutputFormat == "name" {
+			for _, r := range revisions {
+				if err := o.print(r); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		list := &appsv1.ControllerRevisionList{}
 		for _, r := range revisions {
 			list.Items = append(list.Items, *r)
@@ -176,4 +184,9 @@ func findRevision(revisions []*appsv1.ControllerRevision, n int64) *appsv1.Contr
 		}
 	}
 	return nil
+}
+
+// output tells whether -o was given: then the ControllerRevisions are printed, names included.
+func (o *HistoryOptions) output() bool {
+	return o.PrintFlags.OutputFormat != nil && *o.PrintFlags.OutputFormat != ""
 }

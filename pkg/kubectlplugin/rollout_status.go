@@ -121,9 +121,9 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return o.contextError(ctx, last, err)
 		}
-		msg, done, err := RolloutStatus(wl, o.stuckEvents(ctx, wl))
-		if err != nil {
-			return err
+		msg, done, stuck := RolloutStatus(wl, o.stuckEvents(ctx, wl))
+		if stuck != nil {
+			return stuck
 		}
 		if msg != last {
 			fmt.Fprint(o.streams.Out, msg)
@@ -134,11 +134,11 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		}
 		if w == nil {
 			if w, err = o.workloads.watch(ctx, o.ref, wl.Meta().GetResourceVersion()); err != nil {
-				return o.contextError(ctx, last, err)
+				continue
 			}
 		}
-		wl, err = o.next(ctx, w, wl)
-		if errors.Is(err, errWatchClosed) {
+		if wl, err = o.next(ctx, w, wl); errors.Is(err, errWatchClosed) {
+			w.Stop()
 			w = nil
 			wl, err = o.workloads.get(ctx, o.ref)
 		}
