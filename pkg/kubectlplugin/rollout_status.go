@@ -137,7 +137,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 				continue
 			}
 		}
-		if wl, err = o.next(ctx, w, wl); errors.Is(err, errWatchClosed) {
+		if wl, err = o.next(ctx, w); errors.Is(err, errWatchClosed) {
 			w.Stop()
 			w = nil
 			wl, err = o.workloads.get(ctx, o.ref)
@@ -152,7 +152,7 @@ var (
 
 // next waits for the workload to change (the watch), for the poll interval (then reads it
 // again), or for the context to end.
-func (o *StatusOptions) next(ctx context.Context, w watch.Interface, current *Workload) (*Workload, error) {
+func (o *StatusOptions) next(ctx context.Context, w watch.Interface) (*Workload, error) {
 	tick := time.NewTimer(o.PollInterval)
 	defer tick.Stop()
 	for {
