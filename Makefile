@@ -14,7 +14,7 @@ export CGO_ENABLED := 0
 GOFLAGS += -trimpath
 export GOFLAGS
 
-.PHONY: all build image run run-standalone test test-unit test-fuzz test-integration test-e2e test-e2e-in-cluster test-e2e-ha \
+.PHONY: all build install-plugin image run run-standalone test test-unit test-fuzz test-integration test-e2e test-e2e-in-cluster test-e2e-ha \
         verify codegen kube-binaries images deps cluster-up cluster-down clean
 
 # INPLACE_IN_CLUSTER=1 (make run / make cluster-up): the inplace programs run in the cluster,
@@ -24,9 +24,18 @@ export INPLACE_IN_CLUSTER
 
 all: build
 
-## build: the inplace programs into _output/bin as inplace-<name> for every cmd/<name>
+## build: the inplace programs into _output/bin as inplace-<name> for every cmd/<name>; a kubectl
+## plugin, cmd/kubectl-<name>, keeps its own name (kubectl finds plugins by it)
 build:
-	for d in cmd/*/; do n=$$(basename $$d); $(GO) build -o $(BIN)/inplace-$$n ./cmd/$$n; done
+	for d in cmd/*/; do n=$$(basename $$d); case $$n in kubectl-*) o=$$n ;; *) o=inplace-$$n ;; esac; \
+		$(GO) build -o $(BIN)/$$o ./cmd/$$n; done
+
+## install-plugin: kubectl-inplace into $(PREFIX) (default /usr/local/bin), so that `kubectl inplace` runs it
+PREFIX ?= /usr/local/bin
+install-plugin:
+	$(GO) build -o $(BIN)/kubectl-inplace ./cmd/kubectl-inplace
+	install -d $(PREFIX)
+	install -m 0755 $(BIN)/kubectl-inplace $(PREFIX)/kubectl-inplace
 
 ## image: inplace's container image (OCI tarball in _output/images; imported into the local
 ## node's containerd when it runs), inplace.local/inplace:<hash of the binaries>

@@ -66,11 +66,16 @@ case "$NAME" in
     # tree gives the same bytes and the same tag.
     tmp="$(mktemp -d "$OUT/.build.XXXXXX")"
     trap 'rm -rf "$tmp"' EXIT
-    pkgs=()
-    for dir in cmd/*/; do pkgs+=("./$dir"); done
-    CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$tmp/" "${pkgs[@]}"
+    # The programs, not the kubectl plugin (cmd/kubectl-*): it runs on an operator's machine.
+    programs=()
     for dir in cmd/*/; do
       n="$(basename "$dir")"
+      [[ "$n" == kubectl-* ]] || programs+=("$n")
+    done
+    pkgs=()
+    for n in "${programs[@]}"; do pkgs+=("./cmd/$n"); done
+    CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$tmp/" "${pkgs[@]}"
+    for n in "${programs[@]}"; do
       install_file "$tmp/$n" "$ROOTFS/inplace-$n"
       files+=("inplace-$n")
     done

@@ -15,9 +15,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The hooks start _output/bin/inplace-NAME for every cmd/NAME: build them up to
-# date (a second or so when nothing changed).
+# date (a second or so when nothing changed). cmd/kubectl-* is the kubectl plugin, no
+# program to start (make build or make install-plugin builds it).
 for dir in cmd/*/; do
   name="$(basename "$dir")"
+  [[ "$name" == kubectl-* ]] && continue
   go build -o "_output/bin/inplace-$name" "./cmd/$name"
 done
 

@@ -110,7 +110,8 @@ func harness() (code int) {
 	}
 
 	// Always the programs of this source tree: _output/bin/inplace-NAME for every cmd/NAME, the
-	// names the local-up hooks start.
+	// names the local-up hooks start; a kubectl plugin (cmd/kubectl-NAME) keeps its own name, as
+	// make build names it, for tests that run it.
 	start := time.Now()
 	commands, err := os.ReadDir(filepath.Join(root, "cmd"))
 	if err != nil {
@@ -121,7 +122,11 @@ func harness() (code int) {
 		if !c.IsDir() {
 			continue
 		}
-		if err := runLogged(root, "go", "build", "-o", "_output/bin/inplace-"+c.Name(), "./cmd/"+c.Name()); err != nil {
+		out := "_output/bin/inplace-" + c.Name()
+		if strings.HasPrefix(c.Name(), "kubectl-") {
+			out = "_output/bin/" + c.Name()
+		}
+		if err := runLogged(root, "go", "build", "-o", out, "./cmd/"+c.Name()); err != nil {
 			harnessLog("FAIL: building cmd/%s: %v", c.Name(), err)
 			return 1
 		}
