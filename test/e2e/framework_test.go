@@ -119,11 +119,16 @@ func poll(t *testing.T, ctx context.Context, timeout time.Duration, what string,
 
 // kubectl runs _output/bin/kubectl as cluster-admin and returns its stdout and stderr.
 func kubectl(ctx context.Context, stdin string, args ...string) (string, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	return kubectlWith(ctx, time.Minute, nil, stdin, args...)
+}
+
+// kubectlWith is kubectl with a timeout and more environment variables.
+func kubectlWith(ctx context.Context, timeout time.Duration, env []string, stdin string, args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, kubectlBin, args...)
 	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBECACHEDIR="+kubectlCache)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBECACHEDIR="+kubectlCache), env...)
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}

@@ -155,6 +155,11 @@ func complete(ctx context.Context, pods corev1client.PodInterface, pod *corev1.P
 	if err != nil {
 		return pod, step, nil, fmt.Errorf("updating pod %s: %w", name, err)
 	}
+	if len(step.Conditions) == 0 {
+		// Already back in service: inplace-daemon set InPlaceUpdateReady True when the kubelet
+		// ran the new spec, before this step.
+		return updated, step, nil, nil
+	}
 	patched, err := patchConditions(ctx, pods, updated, step)
 	if err != nil {
 		// The state says completed: the next sync sets the conditions (Progress' completed branch).

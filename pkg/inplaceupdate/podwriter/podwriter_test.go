@@ -52,3 +52,25 @@ func TestCompleteWritesPodThenConditions(t *testing.T) {
 		t.Errorf("writes %v, want the Pod update then the status patch (and no dry run)", got)
 	}
 }
+
+// A completing step with no condition to set (inplace-daemon set InPlaceUpdateReady True already)
+// writes the Pod and succeeds; it used to fail on an empty status patch after writing the Pod.
+func TestCompleteWithoutConditions(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: "7"}}
+	kube := fake.NewClientset(pod)
+	done := pod.DeepCopy()
+	done.Annotations = map[string]string{"state": "completed"}
+	_, _, err := ApplyTo(context.Background(), kube.CoreV1().Pods("ns"), pod, func(*corev1.Pod) (*inplaceupdate.Step, error) {
+		return &inplaceupdate.Step{Pod: done, Done: true}, nil
+	})
+	if err != nil {
+		t.Fatalf("completing without conditions: %v", err)
+	}
+	var got []string
+	for _, a := range kube.Actions() {
+		got = append(got, a.GetVerb()+" "+a.GetSubresource())
+	}
+	if strings.Join(got, ",") != "update " {
+		t.Errorf("writes %v, want the Pod update only", got)
+	}
+}
