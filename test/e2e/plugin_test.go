@@ -159,3 +159,46 @@ func TestPluginScalePods(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginRolloutAdvanced: the rollout commands on an Advanced StatefulSet and DaemonSet: set
+// image, rollout status until done (exit 0), the Pods updated in place; undo back to the old image.
+func TestPluginRolloutAdvanced(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "plugin-advanced")
+	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, "Parallel"))
+	stsBefore := waitStatefulSet(t, ctx, set, 2, 2)
+	newAdvancedDaemonSet(t, ctx, ns)
+	n := readyNodes(t, ctx)
+	dsBefore := waitDaemonSet(t, ctx, ns, n, n)
+
+	for _, ref := range []string{"asts/db", "ads/agent"} {
+		mustKubectlInplace(t, ctx, "-n", ns, "set", "image", ref, "main="+appImageV2)
+		if out := mustKubectlInplace(t, ctx, "-n", ns, "rollout", "status", ref, "--timeout", "3m"); !strings.Contains(out, "rolled out") &&
+			!strings.Contains(out, "complete") {
+			t.Errorf("rollout status %s: %q", ref, out)
+		}
+	}
+	stsAfter := waitStatefulSet(t, ctx, set, 2, 2)
+	checkSamePods(t, stsBefore, stsAfter)
+	for name, p := range stsAfter {
+		if specImage(p, "main") != appImageV2 {
+			t.Errorf("pod %s on %s after set image", name, specImage(p, "main"))
+		}
+	}
+	uids := map[types.UID]bool{}
+	for _, p := range dsBefore {
+		uids[p.UID] = true
+	}
+	for _, p := range waitDaemonSet(t, ctx, ns, n, n) {
+		if !uids[p.UID] || specImage(&p, "main") != appImageV2 {
+			t.Errorf("agent %s on %s (recreated: %v) after set image, want the same Pod on %s", p.Name, specImage(&p, "main"), !uids[p.UID], appImageV2)
+		}
+	}
+	mustKubectlInplace(t, ctx, "-n", ns, "rollout", "undo", "ads/agent")
+	mustKubectlInplace(t, ctx, "-n", ns, "rollout", "status", "ads/agent", "--timeout", "3m")
+	for _, p := range waitDaemonSet(t, ctx, ns, n, n) {
+		if specImage(&p, "main") != appImageV1 {
+			t.Errorf("agent %s on %s after undo, want %s", p.Name, specImage(&p, "main"), appImageV1)
+		}
+	}
+}
