@@ -17,10 +17,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 )
 
-// SpecifiedDeleteLabel is OpenKruise's label that asks an Advanced StatefulSet to delete a Pod
-// (and create it again under its name): `scale asts/NAME --pods` sets it.
-const SpecifiedDeleteLabel = "apps.kruise.io/specified-delete"
-
 // ScaleOptions are the flags of `scale`.
 type ScaleOptions struct {
 	Replicas        int32
@@ -46,7 +42,7 @@ func NewCmdScale(f Factory, streams genericiooptions.IOStreams) *cobra.Command {
 
 --pods adds the Pods to a CloneSet's spec.scaleStrategy.podsToDelete: scaling down with it deletes
 exactly those Pods; without changing replicas, the CloneSet deletes them and creates new ones. For an
-Advanced StatefulSet, --pods labels the Pods ` + SpecifiedDeleteLabel + `=true: the controller deletes each
+Advanced StatefulSet, --pods labels the Pods ` + v1alpha1.SpecifiedDeleteKey + `=true: the controller deletes each
 and creates it again under its name. If --current-replicas is given, the scale is refused unless
 the workload has that many replicas (as kubectl scale does).`,
 		Example: `  # Scale a CloneSet to 3
@@ -69,7 +65,7 @@ the workload has that many replicas (as kubectl scale does).`,
 	}
 	cmd.Flags().Int32Var(&o.Replicas, "replicas", o.Replicas, "The new desired number of replicas.")
 	cmd.Flags().Int32Var(&o.CurrentReplicas, "current-replicas", o.CurrentReplicas, "Precondition for current size. Requires that the current size of the resource match this value in order to scale. -1 (default) for no condition.")
-	cmd.Flags().StringSliceVar(&o.Pods, "pods", nil, "Pods to delete (CloneSet: spec.scaleStrategy.podsToDelete; Advanced StatefulSet: the "+SpecifiedDeleteLabel+" label).")
+	cmd.Flags().StringSliceVar(&o.Pods, "pods", nil, "Pods to delete (CloneSet: spec.scaleStrategy.podsToDelete; Advanced StatefulSet: the "+v1alpha1.SpecifiedDeleteKey+" label).")
 	addDryRunFlag(cmd, &o.DryRun)
 	o.PrintFlags.AddFlags(cmd)
 	return cmd
@@ -179,7 +175,7 @@ func (o *ScaleOptions) markSpecifiedDelete(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true"}}}`, SpecifiedDeleteLabel)
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true"}}}`, v1alpha1.SpecifiedDeleteKey)
 	for _, name := range o.Pods {
 		opts := metav1.PatchOptions{}
 		if o.dryRun == DryRunServer {
@@ -188,7 +184,7 @@ func (o *ScaleOptions) markSpecifiedDelete(ctx context.Context) error {
 		if _, err := kube.CoreV1().Pods(o.workloads.namespace).Patch(ctx, name, types.MergePatchType, patch, opts); err != nil {
 			return fmt.Errorf("marking pod %s for deletion: %w", name, err)
 		}
-		fmt.Fprintf(o.streams.Out, "pod/%s labeled %s=true%s\n", name, SpecifiedDeleteLabel, o.dryRun.suffix())
+		fmt.Fprintf(o.streams.Out, "pod/%s labeled %s=true%s\n", name, v1alpha1.SpecifiedDeleteKey, o.dryRun.suffix())
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func TestScaleCommand(t *testing.T) {
 	}
 	p, _ := kube.CoreV1().Pods("default").Get(ctx, "db-1", metav1.GetOptions{})
 	sts, _ := kruise.AppsV1beta1().StatefulSets("default").Get(ctx, "db", metav1.GetOptions{})
-	if p.Labels[SpecifiedDeleteLabel] != "true" || *sts.Spec.Replicas != 4 {
+	if p.Labels[v1alpha1.SpecifiedDeleteKey] != "true" || *sts.Spec.Replicas != 4 {
 		t.Fatalf("asts: pod labels %v, replicas %d", p.Labels, *sts.Spec.Replicas)
 	}
 	for _, args := range [][]string{{"scale", "ads/agent", "--replicas", "1"}, {"scale", "clone/s"}, {"scale", "clone/s", "--replicas", "-3"}} {
