@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -101,7 +102,7 @@ func TestAdvancedStatefulSetScaleSubresource(t *testing.T) {
 	waitStatefulSet(t, ctx, set, 1, 1)
 	mustKubectl(t, ctx, "", "-n", ns, "scale", "statefulsets.apps.kruise.io/db", "--replicas=3")
 	pods := waitStatefulSet(t, ctx, set, 3, 3)
-	if names := sortedKeys(pods); !slices.Equal(names, []string{"db-0", "db-1", "db-2"}) {
+	if names := slices.Sorted(maps.Keys(pods)); !slices.Equal(names, []string{"db-0", "db-1", "db-2"}) {
 		t.Errorf("pods %v after scaling to 3", names)
 	}
 	raw := mustKubectl(t, ctx, "", "get", "--raw", "/apis/apps.kruise.io/v1beta1/namespaces/"+ns+"/statefulsets/db/scale")
@@ -118,7 +119,7 @@ func TestAdvancedStatefulSetScaleSubresource(t *testing.T) {
 	pods = waitStatefulSet(t, ctx, set, 1, 1)
 	events := rec.upTo(t, ctx, ns)
 	if _, ok := pods["db-0"]; !ok {
-		t.Errorf("pods %v after scaling to 1, want db-0", sortedKeys(pods))
+		t.Errorf("pods %v after scaling to 1, want db-0", slices.Sorted(maps.Keys(pods)))
 	}
 	var deleted []string
 	for _, e := range events {
@@ -166,7 +167,7 @@ func TestAdvancedStatefulSetOrderedReadyHaltsOnUnready(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(pods) != 1 {
-			t.Fatalf("pods %v created while db-0 is unready (OrderedReady halts)", sortedKeys(pods))
+			t.Fatalf("pods %v created while db-0 is unready (OrderedReady halts)", slices.Sorted(maps.Keys(pods)))
 		}
 		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
 	}
@@ -182,16 +183,6 @@ func TestAdvancedStatefulSetOrderedReadyHaltsOnUnready(t *testing.T) {
 	if want := []string{"db-1", "db-2"}; !slices.Equal(created, want) {
 		t.Errorf("created %v, want %v in order", created, want)
 	}
-}
-
-// sortedKeys are the names of the Pods, sorted.
-func sortedKeys(pods map[string]*corev1.Pod) []string {
-	names := make([]string, 0, len(pods))
-	for n := range pods {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
 }
 
 // TestAdvancedStatefulSetClaimRetention: persistentVolumeClaimRetentionPolicy Delete/Delete: a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -361,7 +362,7 @@ func TestAdvancedStatefulSetPreNormalHook(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
 		if pods, err := stsPods(ctx, set); err != nil || len(pods) != 1 {
-			t.Fatalf("pods %v (%v) while db-0 is PreparingNormal: OrderedReady holds db-1", sortedKeys(pods), err)
+			t.Fatalf("pods %v (%v) while db-0 is PreparingNormal: OrderedReady holds db-1", slices.Sorted(maps.Keys(pods)), err)
 		}
 		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
 	}
@@ -372,6 +373,6 @@ func TestAdvancedStatefulSetPreNormalHook(t *testing.T) {
 			return false, err
 		}
 		p0, p1 := pods["db-0"], pods["db-1"]
-		return p0 != nil && p1 != nil && p0.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStateNormal), fmt.Errorf("pods %v", sortedKeys(pods))
+		return p0 != nil && p1 != nil && p0.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStateNormal), fmt.Errorf("pods %v", slices.Sorted(maps.Keys(pods)))
 	})
 }
