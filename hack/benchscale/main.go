@@ -20,6 +20,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -181,9 +182,11 @@ type phaseResult struct {
 	requests, throttled float64
 	// rejected: requests kube-apiserver's priority and fairness rejected (any client).
 	rejected float64
-	cpu      map[string]float64
-	peakRSS  map[string]float64
-	files    map[string]int64
+	// writes: the write requests kube-apiserver served (any client), by "VERB resource[/sub]".
+	writes  map[string]float64
+	cpu     map[string]float64
+	peakRSS map[string]float64
+	files   map[string]int64
 	// leftovers after delete: Pods plus the controller's ReplicaSets / ControllerRevisions.
 	leftovers int
 }
@@ -308,7 +311,7 @@ func (b *bench) measure(ctx context.Context, kind string, run func() error) (pha
 		cpu0[n] = benchlib.CPUSeconds(pid)
 	}
 	req0, thr0 := b.controllerRequests(ctx, kind)
-	rej0 := b.rejected(ctx)
+	api0 := b.kubeMetrics(ctx)
 	created0, deleted0, restarts0 := b.created.Load(), b.deleted.Load(), b.restarts()
 	peak := benchlib.StartPeakRSS(b.pids, time.Second)
 	start := time.Now()
@@ -323,7 +326,13 @@ func (b *bench) measure(ctx context.Context, kind string, run func() error) (pha
 	}
 	req1, thr1 := b.controllerRequests(ctx, kind)
 	r.requests, r.throttled = req1-req0, thr1-thr0
-	r.rejected = b.rejected(ctx) - rej0
+	api1 := b.kubeMetrics(ctx)
+	r.rejected = metricSum(api1, "apiserver_flowcontrol_rejected_requests_total", nil) -
+		metricSum(api0, "apiserver_flowcontrol_rejected_requests_total", nil)
+	r.writes = writesBy(api1)
+	for k, v := range writesBy(api0) {
+		r.writes[k] -= v
+	}
 	r.created, r.deleted = b.created.Load()-created0, b.deleted.Load()-deleted0
 	r.restarts = b.restarts() - restarts0
 	for n, path := range b.files {
@@ -351,14 +360,14 @@ func (b *bench) controllerRequests(ctx context.Context, kind string) (total, thr
 	return total, throttled
 }
 
-// rejected: kube-apiserver's apiserver_flowcontrol_rejected_requests_total, all flows.
-func (b *bench) rejected(ctx context.Context) float64 {
+// kubeMetrics: kube-apiserver's /metrics (nil, with a warning, when it cannot be read).
+func (b *bench) kubeMetrics(ctx context.Context) []byte {
 	body, err := b.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		logf("WARNING: kube-apiserver /metrics: %v", err)
-		return 0
+		return nil
 	}
-	return metricSum(body, "apiserver_flowcontrol_rejected_requests_total", nil)
+	return body
 }
 
 // controllerOf names the process that drives each kind.
@@ -424,6 +433,9 @@ func (b *bench) report(results map[string][]phaseResult) {
 		})
 		row(phase+": controller CPU s", i, "%.1f", true, func(k string, r phaseResult) []any { return []any{r.cpu[controllerOf[k]]} })
 		row(phase+": control plane CPU s", i, "%.1f", true, func(_ string, r phaseResult) []any { return []any{controlPlane(r)} })
+		if phase == "rollout" {
+			b.reportWrites(kinds, results, i, row)
+		}
 		if phase == "create" || phase == "rollout" {
 			for _, p := range procs {
 				row(fmt.Sprintf("  %s CPU s", p), i, "%.1f", true, func(_ string, r phaseResult) []any { return []any{r.cpu[p]} })
@@ -446,5 +458,35 @@ func (b *bench) report(results map[string][]phaseResult) {
 	slices.Sort(files)
 	for _, f := range files {
 		row("after create: "+f+" MB", 0, "%.1f", true, func(_ string, r phaseResult) []any { return []any{float64(r.files[f]) / (1 << 20)} })
+	}
+}
+
+// reportWrites prints, for phase, the write requests kube-apiserver served per Pod of the run, by
+// verb and resource, the busiest first: where the two kinds' rollouts spend their writes.
+func (b *bench) reportWrites(kinds []string, results map[string][]phaseResult, phase int,
+	row func(label string, phase int, format string, numeric bool, value func(kind string, r phaseResult) []any)) {
+	pods := float64(b.workloads) * float64(b.replicas)
+	total := map[string]float64{}
+	for _, k := range kinds {
+		for key, v := range results[k][phase].writes {
+			total[key] += v
+		}
+	}
+	keys := make([]string, 0, len(total))
+	for key, v := range total {
+		if v/pods >= 0.05 {
+			keys = append(keys, key)
+		}
+	}
+	slices.SortFunc(keys, func(a, c string) int { return cmp.Compare(total[c], total[a]) })
+	row("rollout: kube-apiserver writes per Pod", phase, "%.2f", true, func(_ string, r phaseResult) []any {
+		var sum float64
+		for _, v := range r.writes {
+			sum += v
+		}
+		return []any{sum / pods}
+	})
+	for _, key := range keys {
+		row("  "+key, phase, "%.2f", true, func(_ string, r phaseResult) []any { return []any{r.writes[key] / pods} })
 	}
 }

@@ -80,3 +80,39 @@ next:
 	}
 	return sum
 }
+
+// writeVerbs are the verbs of apiserver_request_total that change something.
+var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
+
+// writesBy adds up kube-apiserver's apiserver_request_total of the write verbs by
+// "VERB resource[/subresource]" (dry runs apart: they cost admission but store nothing).
+func writesBy(body []byte) map[string]float64 {
+	out := map[string]float64{}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		logf("WARNING: parsing metrics: %v", err)
+	}
+	f, ok := families["apiserver_request_total"]
+	if !ok {
+		return out
+	}
+	for _, m := range f.GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		if !writeVerbs[l["verb"]] {
+			continue
+		}
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		if l["dry_run"] != "" {
+			key += " (dry run)"
+		}
+		out[key] += m.GetCounter().GetValue()
+	}
+	return out
+}

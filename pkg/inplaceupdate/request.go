@@ -204,6 +204,13 @@ func SpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSpec, err
 		}
 	}
 	spec.addMetadataChange(pod.Spec.Containers, setLabels, setAnnotations, removeLabels, removeAnnotations)
+	for _, k := range sortedKeys(in.CompletionLabels) {
+		if k == RevisionLabelKey {
+			errs = append(errs, field.Forbidden(specPath.Child("completionLabels").Key(k), "set spec.revision instead"))
+			continue
+		}
+		setMap(&spec.CompletionLabels, k, in.CompletionLabels[k])
+	}
 
 	if len(errs) > 0 {
 		return nil, &InvalidRequestError{Errs: errs}

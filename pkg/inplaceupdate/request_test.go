@@ -367,3 +367,22 @@ func TestSpecFromRequestWhileInProgress(t *testing.T) {
 		}
 	})
 }
+
+// Completion labels pass through to the spec; the revision label is not one of them.
+func TestSpecFromRequestCompletionLabels(t *testing.T) {
+	req := request("rev-2", apps.InPlaceUpdateContainer{Name: "sidecar", Image: "sidecar:v2"})
+	req.Spec.CompletionLabels = map[string]string{pub.LifecycleStateKey: string(pub.LifecycleStateNormal)}
+	spec, err := SpecFromRequest(requestPod(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !semEq(spec.CompletionLabels, req.Spec.CompletionLabels) {
+		t.Errorf("completion labels %v, want %v", spec.CompletionLabels, req.Spec.CompletionLabels)
+	}
+	req.Spec.CompletionLabels = map[string]string{RevisionLabelKey: "rev-3"}
+	_, err = SpecFromRequest(requestPod(), req)
+	var invalid *InvalidRequestError
+	if !errors.As(err, &invalid) || len(invalid.Errs) != 1 || invalid.Errs[0].Field != "spec.completionLabels[controller-revision-hash]" {
+		t.Errorf("revision label among completion labels: %v, want spec.completionLabels[controller-revision-hash] forbidden", err)
+	}
+}

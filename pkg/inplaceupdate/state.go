@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,9 +26,28 @@ type state struct {
 	EnvRestartContainers map[string]string `json:"envRestartContainers,omitempty"`
 	// CompletedTimestamp is when the update was found complete.
 	CompletedTimestamp *metav1.Time `json:"completedTimestamp,omitempty"`
+	// CompletionLabels are the labels to set on the Pod when the update completes (the request's
+	// spec.completionLabels), dropped once set.
+	CompletionLabels map[string]string `json:"completionLabels,omitempty"`
 }
 
 func (s *state) completed() bool { return s.CompletedTimestamp != nil }
+
+// complete records the update completed at now on pod (modified in place) and sets the labels it
+// was asked to set then, in the same write. A lifecycle state label's timestamp annotation follows
+// it, as OpenKruise writes the pair.
+func (s *state) complete(pod *corev1.Pod, now time.Time) {
+	s.CompletedTimestamp = ptrTime(now)
+	s.ContainerResources, s.EnvRestartContainers = nil, nil
+	for k, v := range s.CompletionLabels {
+		setMap(&pod.Labels, k, v)
+		if k == pub.LifecycleStateKey {
+			setMap(&pod.Annotations, pub.LifecycleTimestampKey, now.UTC().Format(time.RFC3339))
+		}
+	}
+	s.CompletionLabels = nil
+	writeState(pod, s)
+}
 
 func (s *state) hasNext() bool {
 	return len(s.NextContainerImages) > 0 || len(s.NextContainerRefMetadata) > 0 || len(s.NextContainerResources) > 0

@@ -77,6 +77,9 @@ type UpdateSpec struct {
 	// containers it injected (see sidecar.go): Revision is the SidecarSet's hash and only
 	// ContainerImages is used.
 	SidecarSet *SidecarSetUpdate `json:"sidecarSet,omitempty"`
+	// CompletionLabels are set on the Pod by the write that records the update completed (see
+	// completeState).
+	CompletionLabels map[string]string `json:"completionLabels,omitempty"`
 }
 
 // MetadataChange is a change of Pod labels and annotations.

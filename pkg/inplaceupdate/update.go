@@ -2,6 +2,7 @@ package inplaceupdate
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -94,7 +95,7 @@ func Begin(pod *corev1.Pod, spec *UpdateSpec, now time.Time) (*Step, error) {
 		UpdateEnvFromMetadata: len(spec.EnvRestartContainers()) > 0,
 		UpdateImages:          len(spec.ContainerImages) > 0,
 		UpdateResources:       len(spec.ContainerResources) > 0,
-	}}
+	}, CompletionLabels: maps.Clone(spec.CompletionLabels)}
 	removeGrace(newPod)
 
 	if spec.GraceSeconds > 0 {
@@ -111,14 +112,14 @@ func Begin(pod *corev1.Pod, spec *UpdateSpec, now time.Time) (*Step, error) {
 		// Only labels, annotations or the revision changed: nothing to wait for. (The Pod did not
 		// leave service; InPlaceUpdateReady is set True in case an update this one replaced left
 		// it False.)
-		st.CompletedTimestamp = ptrTime(now)
+		st.complete(newPod, now)
 		step.Conditions = readyConditions(pod, now, ReasonInPlaceUpdateCompleted)
 		step.Done = true
 		step.Message = "updated labels and annotations; no container changes"
 	} else {
 		step.Message = fmt.Sprintf("updating containers %s", strings.Join(st.currentBatch(), ", "))
+		writeState(newPod, st)
 	}
-	writeState(newPod, st)
 	step.State = st.public()
 	return step, nil
 }
@@ -329,9 +330,7 @@ func progressWorkload(pod *corev1.Pod, now time.Time) (*Step, error) {
 	}
 
 	newPod := pod.DeepCopy()
-	st.CompletedTimestamp = ptrTime(now)
-	st.ContainerResources, st.EnvRestartContainers = nil, nil
-	writeState(newPod, st)
+	st.complete(newPod, now)
 	return &Step{
 		Pod:        newPod,
 		Conditions: readyConditions(pod, now, ReasonInPlaceUpdateCompleted),

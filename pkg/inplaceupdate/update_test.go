@@ -779,3 +779,83 @@ func TestHandEditedLabelBeforeTemplateChange(t *testing.T) {
 		}
 	})
 }
+
+// The labels asked for at completion (a workload's next lifecycle state) arrive with the write
+// that records the completion, not before, and are dropped from the state once set; so do they
+// when an update only changes metadata and completes at once, and through a grace period.
+func TestCompletionLabels(t *testing.T) {
+	after := map[string]string{pub.LifecycleStateKey: string(pub.LifecycleStateNormal)}
+	done := t0.Add(time.Minute)
+	checkCompleted := func(t *testing.T, pod *corev1.Pod, at time.Time) {
+		t.Helper()
+		if pod.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) {
+			t.Errorf("completion did not set the lifecycle state: %v", pod.Labels)
+		}
+		if got, want := pod.Annotations[pub.LifecycleTimestampKey], at.UTC().Format(time.RFC3339); got != want {
+			t.Errorf("lifecycle timestamp %q, want the completion time %q", got, want)
+		}
+		if st := mustState(t, pod); !st.completed() || st.CompletionLabels != nil {
+			t.Errorf("state after completion: %+v", st)
+		}
+	}
+
+	t.Run("image", func(t *testing.T) {
+		pod := withGate(runningPod(ctr("app", "app:v1")))
+		pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateUpdating)
+		step, err := Begin(pod, &UpdateSpec{Revision: "rev-2", ContainerImages: map[string]string{"app": "app:v2"}, CompletionLabels: after}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod = write(t, pod, step)
+		if pod.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateUpdating) {
+			t.Fatalf("completion labels set before the update completed: %v", pod.Labels)
+		}
+		if got := mustState(t, pod).CompletionLabels; !semEq(got, after) {
+			t.Fatalf("state keeps completion labels %v, want %v", got, after)
+		}
+		kubeletRestart(pod, "app")
+		step, err = Progress(pod, done)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !step.Done || step.Pod == nil {
+			t.Fatalf("update not completed: %+v", step)
+		}
+		checkCompleted(t, step.Pod, done)
+	})
+
+	t.Run("metadata only", func(t *testing.T) {
+		pod := withGate(runningPod(ctr("app", "app:v1")))
+		step, err := Begin(pod, &UpdateSpec{Revision: "rev-2", Metadata: &MetadataChange{Labels: map[string]string{"tier": "gold"}}, CompletionLabels: after}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !step.Done {
+			t.Fatalf("a labels-only update completes at once: %+v", step)
+		}
+		checkCompleted(t, step.Pod, t0)
+	})
+
+	t.Run("grace period", func(t *testing.T) {
+		pod := withGate(runningPod(ctr("app", "app:v1")))
+		step, err := Begin(pod, &UpdateSpec{Revision: "rev-2", ContainerImages: map[string]string{"app": "app:v2"}, GraceSeconds: 5, CompletionLabels: after}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod = write(t, pod, step)
+		step, err = Progress(pod, t0.Add(10*time.Second))
+		if err != nil || step.Pod == nil {
+			t.Fatalf("grace period not over: %+v %v", step, err)
+		}
+		pod = write(t, pod, step)
+		if _, ok := pod.Labels[pub.LifecycleStateKey]; ok {
+			t.Fatalf("completion labels set when the containers began to change: %v", pod.Labels)
+		}
+		kubeletRestart(pod, "app")
+		step, err = Progress(pod, done)
+		if err != nil || !step.Done {
+			t.Fatalf("update not completed: %+v %v", step, err)
+		}
+		checkCompleted(t, step.Pod, done)
+	})
+}

@@ -33,6 +33,12 @@ type InPlaceUpdateSpec struct {
 	// metadata, resources or grace period).
 	// +optional
 	SidecarSet *InPlaceUpdateSidecarSet `json:"sidecarSet,omitempty"`
+	// CompletionLabels are labels set on the Pod by the same write that records the update
+	// completed, sparing a write of their own: a workload's lifecycle state after the update
+	// (lifecycle.apps.kruise.io/state, whose timestamp annotation is then set to the completion
+	// time), say. Not for a SidecarSet upgrade.
+	// +optional
+	CompletionLabels map[string]string `json:"completionLabels,omitempty"`
 }
 
 // InPlaceUpdateSidecarSet names the SidecarSet whose sidecars an in-place update upgrades.

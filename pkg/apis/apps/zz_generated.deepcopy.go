@@ -762,6 +762,13 @@ func (in *InPlaceUpdateSpec) DeepCopyInto(out *InPlaceUpdateSpec) {
 		*out = new(InPlaceUpdateSidecarSet)
 		**out = **in
 	}
+	if in.CompletionLabels != nil {
+		in, out := &in.CompletionLabels, &out.CompletionLabels
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	return
 }
 

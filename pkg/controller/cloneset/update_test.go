@@ -274,6 +274,8 @@ func TestUpdateInPlaceImage(t *testing.T) {
 			"tier": "front", podTemplateHashLabel: r.new.Name, pub.LifecycleStateKey: "Updating"},
 			Annotations: map[string]string{pub.LifecycleTimestampKey: testNow.UTC().Format(time.RFC3339)}},
 		GracePeriodSeconds: 7,
+		// No inPlaceUpdate hook: the update's completion moves the Pod to Normal.
+		CompletionLabels: map[string]string{pub.LifecycleStateKey: "Normal"},
 	}
 	if !apiequality.Semantic.DeepEqual(got.Spec, want) {
 		t.Errorf("request\n got %+v\nwant %+v", got.Spec, want)

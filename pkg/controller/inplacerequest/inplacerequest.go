@@ -31,6 +31,10 @@ type Options struct {
 	// NoLifecycle leaves the lifecycle state labels alone, for a workload that does not move its
 	// Pods through lifecycle states.
 	NoLifecycle bool
+	// StateAfterUpdate, when not empty, is the lifecycle state the Pod moves to when the update
+	// completes, written with the completion (spec.completionLabels) instead of by a patch of its
+	// own afterwards: Normal for a workload without an inPlaceUpdate hook.
+	StateAfterUpdate pub.LifecycleStateType
 }
 
 // Body is the request for spec: each changed container with its new image and resources, the
@@ -90,6 +94,9 @@ func Body(pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string
 	if !o.NoLifecycle {
 		set(&md.Labels, pub.LifecycleStateKey, string(pub.LifecycleStateUpdating))
 		set(&md.Annotations, pub.LifecycleTimestampKey, lifecycle.Timestamp(o.Now))
+		if o.StateAfterUpdate != "" {
+			body.Spec.CompletionLabels = map[string]string{pub.LifecycleStateKey: string(o.StateAfterUpdate)}
+		}
 	}
 	if len(md.Labels)+len(md.Annotations)+len(md.RemoveLabels)+len(md.RemoveAnnotations) > 0 {
 		body.Spec.Metadata = md

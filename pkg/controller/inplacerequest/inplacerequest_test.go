@@ -39,8 +39,14 @@ func TestDecideAndBody(t *testing.T) {
 		body.Spec.Metadata.Labels["pod-template-hash"] != "r2" || body.Spec.Metadata.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateUpdating) {
 		t.Errorf("body %+v %+v", body.Spec, body.Spec.Metadata)
 	}
-	if b := Body(pod, spec, "r2", Options{NoLifecycle: true}); b.Spec.Metadata != nil {
-		t.Errorf("NoLifecycle body has metadata %+v", b.Spec.Metadata)
+	if body.Spec.CompletionLabels != nil {
+		t.Errorf("no state after the update asked for, completion labels %v", body.Spec.CompletionLabels)
+	}
+	if b := Body(pod, spec, "r2", Options{Now: now, StateAfterUpdate: pub.LifecycleStateNormal}); b.Spec.CompletionLabels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) {
+		t.Errorf("StateAfterUpdate Normal: completion labels %v", b.Spec.CompletionLabels)
+	}
+	if b := Body(pod, spec, "r2", Options{NoLifecycle: true, StateAfterUpdate: pub.LifecycleStateNormal}); b.Spec.Metadata != nil || b.Spec.CompletionLabels != nil {
+		t.Errorf("NoLifecycle body has metadata %+v, completion labels %v", b.Spec.Metadata, b.Spec.CompletionLabels)
 	}
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = "gone"
 	if spec, reason, err := Decide(pod, revisions, revision(t, "r2", "app:v2")); spec != nil || !strings.Contains(reason, "unknown") || err != nil {

@@ -177,6 +177,8 @@ func Next(l *pub.Lifecycle, pod *corev1.Pod, updateRevision string) pub.Lifecycl
 			return pub.LifecycleStateNormal
 		}
 	case pub.LifecycleStatePreparingUpdate, pub.LifecycleStateUpdating:
+		// (Without an inPlaceUpdate hook the update itself writes Normal on completion, see
+		// StateAfterUpdate; this is the way for Pods with one, or updated before.)
 		// Done means the update is recorded completed AND InPlaceUpdateReady is back to True:
 		// inplace-controller writes the second right after the first, and a state patch between
 		// them would make its condition write conflict (409) and start over.
@@ -187,6 +189,16 @@ func Next(l *pub.Lifecycle, pod *corev1.Pod, updateRevision string) pub.Lifecycl
 		if h := InPlaceUpdateHook(l); h == nil || AllHooked(h, pod) {
 			return pub.LifecycleStateNormal
 		}
+	}
+	return ""
+}
+
+// StateAfterUpdate is the state a Pod of a workload with lifecycle l moves to when its in-place
+// update completes, when that is known before the update starts: Normal without an inPlaceUpdate
+// hook. With one it depends on the hook's labels then (see Next), and it is "".
+func StateAfterUpdate(l *pub.Lifecycle) pub.LifecycleStateType {
+	if InPlaceUpdateHook(l) == nil {
+		return pub.LifecycleStateNormal
 	}
 	return ""
 }

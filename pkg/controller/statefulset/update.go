@@ -218,8 +218,9 @@ func (c *Controller) applyStep(ctx context.Context, set *v1beta1.StatefulSet, st
 		return err
 	}
 	key := cache.MetaObjectToName(set).String()
-	// The request moves the Pod to Updating; refreshLifecycles moves it on once the update is done.
-	o := inplacerequest.Options{Now: c.now()}
+	// The request moves the Pod to Updating, and to Normal with the update's completion when no
+	// hook holds it; else refreshLifecycles moves it on once the update is done.
+	o := inplacerequest.Options{Now: c.now(), StateAfterUpdate: lifecycle.StateAfterUpdate(set.Spec.Lifecycle)}
 	if s := set.Spec.UpdateStrategy.RollingUpdate.InPlaceUpdateStrategy; s != nil {
 		o.GracePeriodSeconds = s.GracePeriodSeconds
 	}

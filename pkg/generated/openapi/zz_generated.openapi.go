@@ -2514,6 +2514,21 @@ func schema_pkg_apis_apps_v1alpha1_InPlaceUpdateSpec(ref common.ReferenceCallbac
 							Ref:         ref(v1alpha1.InPlaceUpdateSidecarSet{}.OpenAPIModelName()),
 						},
 					},
+					"completionLabels": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CompletionLabels are labels set on the Pod by the same write that records the update completed, sparing a write of their own: a workload's lifecycle state after the update (lifecycle.apps.kruise.io/state, whose timestamp annotation is then set to the completion time), say. Not for a SidecarSet upgrade.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},

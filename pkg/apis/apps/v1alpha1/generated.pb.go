@@ -1681,6 +1681,30 @@ func (m *InPlaceUpdateSpec) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if len(m.CompletionLabels) > 0 {
+		keysForCompletionLabels := make([]string, 0, len(m.CompletionLabels))
+		for k := range m.CompletionLabels {
+			keysForCompletionLabels = append(keysForCompletionLabels, string(k))
+		}
+		sort.Strings(keysForCompletionLabels)
+		for iNdEx := len(keysForCompletionLabels) - 1; iNdEx >= 0; iNdEx-- {
+			v := m.CompletionLabels[string(keysForCompletionLabels[iNdEx])]
+			baseI := i
+			i -= len(v)
+			copy(dAtA[i:], v)
+			i = encodeVarintGenerated(dAtA, i, uint64(len(v)))
+			i--
+			dAtA[i] = 0x12
+			i -= len(keysForCompletionLabels[iNdEx])
+			copy(dAtA[i:], keysForCompletionLabels[iNdEx])
+			i = encodeVarintGenerated(dAtA, i, uint64(len(keysForCompletionLabels[iNdEx])))
+			i--
+			dAtA[i] = 0xa
+			i = encodeVarintGenerated(dAtA, i, uint64(baseI-i))
+			i--
+			dAtA[i] = 0x32
+		}
+	}
 	if m.SidecarSet != nil {
 		{
 			size, err := m.SidecarSet.MarshalToSizedBuffer(dAtA[:i])
@@ -3874,6 +3898,14 @@ func (m *InPlaceUpdateSpec) Size() (n int) {
 		l = m.SidecarSet.Size()
 		n += 1 + l + sovGenerated(uint64(l))
 	}
+	if len(m.CompletionLabels) > 0 {
+		for k, v := range m.CompletionLabels {
+			_ = k
+			_ = v
+			mapEntrySize := 1 + len(k) + sovGenerated(uint64(len(k))) + 1 + len(v) + sovGenerated(uint64(len(v)))
+			n += mapEntrySize + 1 + sovGenerated(uint64(mapEntrySize))
+		}
+	}
 	return n
 }
 
@@ -4876,12 +4908,23 @@ func (this *InPlaceUpdateSpec) String() string {
 		repeatedStringForContainers += strings.Replace(strings.Replace(f.String(), "InPlaceUpdateContainer", "InPlaceUpdateContainer", 1), `&`, ``, 1) + ","
 	}
 	repeatedStringForContainers += "}"
+	keysForCompletionLabels := make([]string, 0, len(this.CompletionLabels))
+	for k := range this.CompletionLabels {
+		keysForCompletionLabels = append(keysForCompletionLabels, k)
+	}
+	sort.Strings(keysForCompletionLabels)
+	mapStringForCompletionLabels := "map[string]string{"
+	for _, k := range keysForCompletionLabels {
+		mapStringForCompletionLabels += fmt.Sprintf("%v: %v,", k, this.CompletionLabels[k])
+	}
+	mapStringForCompletionLabels += "}"
 	s := strings.Join([]string{`&InPlaceUpdateSpec{`,
 		`Revision:` + fmt.Sprintf("%v", this.Revision) + `,`,
 		`Containers:` + repeatedStringForContainers + `,`,
 		`Metadata:` + strings.Replace(this.Metadata.String(), "InPlaceUpdateMetadata", "InPlaceUpdateMetadata", 1) + `,`,
 		`GracePeriodSeconds:` + fmt.Sprintf("%v", this.GracePeriodSeconds) + `,`,
 		`SidecarSet:` + strings.Replace(this.SidecarSet.String(), "InPlaceUpdateSidecarSet", "InPlaceUpdateSidecarSet", 1) + `,`,
+		`CompletionLabels:` + mapStringForCompletionLabels + `,`,
 		`}`,
 	}, "")
 	return s
@@ -10320,6 +10363,133 @@ func (m *InPlaceUpdateSpec) Unmarshal(dAtA []byte) error {
 			if err := m.SidecarSet.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CompletionLabels", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.CompletionLabels == nil {
+				m.CompletionLabels = make(map[string]string)
+			}
+			var mapkey string
+			var mapvalue string
+			for iNdEx < postIndex {
+				entryPreIndex := iNdEx
+				var wire uint64
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowGenerated
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					wire |= uint64(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				fieldNum := int32(wire >> 3)
+				if fieldNum == 1 {
+					var stringLenmapkey uint64
+					for shift := uint(0); ; shift += 7 {
+						if shift >= 64 {
+							return ErrIntOverflowGenerated
+						}
+						if iNdEx >= l {
+							return io.ErrUnexpectedEOF
+						}
+						b := dAtA[iNdEx]
+						iNdEx++
+						stringLenmapkey |= uint64(b&0x7F) << shift
+						if b < 0x80 {
+							break
+						}
+					}
+					intStringLenmapkey := int(stringLenmapkey)
+					if intStringLenmapkey < 0 {
+						return ErrInvalidLengthGenerated
+					}
+					postStringIndexmapkey := iNdEx + intStringLenmapkey
+					if postStringIndexmapkey < 0 {
+						return ErrInvalidLengthGenerated
+					}
+					if postStringIndexmapkey > l {
+						return io.ErrUnexpectedEOF
+					}
+					mapkey = string(dAtA[iNdEx:postStringIndexmapkey])
+					iNdEx = postStringIndexmapkey
+				} else if fieldNum == 2 {
+					var stringLenmapvalue uint64
+					for shift := uint(0); ; shift += 7 {
+						if shift >= 64 {
+							return ErrIntOverflowGenerated
+						}
+						if iNdEx >= l {
+							return io.ErrUnexpectedEOF
+						}
+						b := dAtA[iNdEx]
+						iNdEx++
+						stringLenmapvalue |= uint64(b&0x7F) << shift
+						if b < 0x80 {
+							break
+						}
+					}
+					intStringLenmapvalue := int(stringLenmapvalue)
+					if intStringLenmapvalue < 0 {
+						return ErrInvalidLengthGenerated
+					}
+					postStringIndexmapvalue := iNdEx + intStringLenmapvalue
+					if postStringIndexmapvalue < 0 {
+						return ErrInvalidLengthGenerated
+					}
+					if postStringIndexmapvalue > l {
+						return io.ErrUnexpectedEOF
+					}
+					mapvalue = string(dAtA[iNdEx:postStringIndexmapvalue])
+					iNdEx = postStringIndexmapvalue
+				} else {
+					iNdEx = entryPreIndex
+					skippy, err := skipGenerated(dAtA[iNdEx:])
+					if err != nil {
+						return err
+					}
+					if (skippy < 0) || (iNdEx+skippy) < 0 {
+						return ErrInvalidLengthGenerated
+					}
+					if (iNdEx + skippy) > postIndex {
+						return io.ErrUnexpectedEOF
+					}
+					iNdEx += skippy
+				}
+			}
+			m.CompletionLabels[mapkey] = mapvalue
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex

@@ -781,6 +781,7 @@ func ValidateInPlaceUpdate(u *apps.InPlaceUpdate) field.ErrorList {
 		allErrs = append(allErrs, validateRemovedKeys(md.RemoveLabels, md.Labels, mdPath.Child("removeLabels"), "labels")...)
 		allErrs = append(allErrs, validateRemovedKeys(md.RemoveAnnotations, md.Annotations, mdPath.Child("removeAnnotations"), "annotations")...)
 	}
+	allErrs = append(allErrs, metav1validation.ValidateLabels(spec.CompletionLabels, specPath.Child("completionLabels"))...)
 	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(spec.GracePeriodSeconds), specPath.Child("gracePeriodSeconds"))...)
 	if spec.SidecarSet != nil {
 		allErrs = append(allErrs, validateSidecarSetUpgrade(spec)...)
@@ -832,6 +833,9 @@ func validateSidecarSetUpgrade(spec *apps.InPlaceUpdateSpec) field.ErrorList {
 	}
 	if spec.GracePeriodSeconds != 0 {
 		allErrs = append(allErrs, field.Forbidden(specPath.Child("gracePeriodSeconds"), "a SidecarSet upgrade has no grace period"))
+	}
+	if len(spec.CompletionLabels) > 0 {
+		allErrs = append(allErrs, field.Forbidden(specPath.Child("completionLabels"), "a SidecarSet upgrade sets no labels"))
 	}
 	return allErrs
 }

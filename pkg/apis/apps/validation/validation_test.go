@@ -719,6 +719,9 @@ func TestValidateInPlaceUpdate(t *testing.T) {
 		{"label removed twice", func(u *apps.InPlaceUpdate) { u.Spec.Metadata.RemoveLabels = []string{"tier", "tier"} }, duplicate("spec.metadata.removeLabels[1]")},
 		{"negative grace period", func(u *apps.InPlaceUpdate) { u.Spec.GracePeriodSeconds = -1 }, invalid("spec.gracePeriodSeconds")},
 		{"revision not a label value", func(u *apps.InPlaceUpdate) { u.Spec.Revision = "web/5d8f9c" }, invalid("spec.revision")},
+		{"bad completion label", func(u *apps.InPlaceUpdate) {
+			u.Spec.CompletionLabels = map[string]string{"lifecycle.apps.kruise.io/state": "not a value!"}
+		}, invalid("spec.completionLabels")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -759,6 +762,7 @@ func TestValidateInPlaceUpdateSidecarSet(t *testing.T) {
 		{"resources", func(u *apps.InPlaceUpdate) { u.Spec.Containers[0].Resources = &corev1.ResourceRequirements{} }, forbidden("spec.containers[0].resources")},
 		{"no hash", func(u *apps.InPlaceUpdate) { u.Spec.Revision = "" }, required("spec.revision")},
 		{"a hash with a space", func(u *apps.InPlaceUpdate) { u.Spec.Revision = "h 2" }, invalid("spec.revision")},
+		{"completion labels", func(u *apps.InPlaceUpdate) { u.Spec.CompletionLabels = map[string]string{"a": "b"} }, forbidden("spec.completionLabels")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
