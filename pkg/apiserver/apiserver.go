@@ -46,6 +46,9 @@ type Config struct {
 	// InplaceInformers feed the built-in admission plugins; nil in standalone mode. Started with
 	// the server.
 	InplaceInformers inplaceinformers.SharedInformerFactory
+	// FrontProxyFilter, when not nil, wraps the whole handler chain: it marks the requests
+	// kube-apiserver proxied, which the authorizer then allows (see TrustFrontProxy).
+	FrontProxyFilter func(http.Handler) http.Handler
 }
 
 // CompletedConfig is a Config with every default filled in.
@@ -60,8 +63,13 @@ type CompletedConfig struct {
 // Complete fills in the defaults of the generic server.
 func (c *Config) Complete() CompletedConfig {
 	chain := c.GenericConfig.BuildHandlerChainFunc
+	mark := c.FrontProxyFilter
 	c.GenericConfig.BuildHandlerChainFunc = func(h http.Handler, gc *genericapiserver.Config) http.Handler {
-		return emptyBodyIsEmptyObject(chain(clientMistakesAre4xx(injectKeepsPodNamespace(h)), gc))
+		h = emptyBodyIsEmptyObject(chain(clientMistakesAre4xx(injectKeepsPodNamespace(h)), gc))
+		if mark != nil {
+			h = mark(h)
+		}
+		return h
 	}
 	return CompletedConfig{
 		generic:    c.GenericConfig.Complete(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -263,4 +264,58 @@ func testInPlaceUpdate() *v1alpha1.InPlaceUpdate {
 	return &v1alpha1.InPlaceUpdate{Spec: v1alpha1.InPlaceUpdateSpec{
 		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: "inplace.local/app:v2"}},
 	}}
+}
+
+// TestProxiedRequestsNeedNoSubjectAccessReview: kube-apiserver authorizes a request to
+// apps.kruise.io before it proxies it, so inplace-apiserver does not ask it the same question again
+// (--authorization-trust-front-proxy, on by default): reads of many distinct objects by a user
+// with inplace:view cost kube-apiserver no SubjectAccessReview each, while the user still gets
+// only what RBAC gives it (TestRBAC).
+func TestProxiedRequestsNeedNoSubjectAccessReview(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "sar")
+	viewer := saClient(t, ctx, ns, "viewer", "inplace:view")
+	poll(t, ctx, rbacTimeout, "CloneSet reads allowed with inplace:view", func(ctx context.Context) (bool, error) {
+		_, err := viewer.AppsV1alpha1().CloneSets(ns).List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
+	const reads = 40
+	before := subjectAccessReviews(t, ctx)
+	for i := range reads {
+		// Each name is new to inplace-apiserver's cache of authorization answers.
+		_, err := viewer.AppsV1alpha1().CloneSets(ns).Get(ctx, fmt.Sprintf("absent-%d", i), metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			t.Fatalf("get absent-%d by the viewer: %v, want 404 Not Found", i, err)
+		}
+	}
+	// Other programs' requests may ask a few meanwhile (a scrape of inplace-apiserver's /metrics,
+	// say); one per read would be reads.
+	if n := subjectAccessReviews(t, ctx) - before; n >= reads/2 {
+		t.Errorf("%d reads through kube-apiserver cost %.0f SubjectAccessReviews, want far fewer than one each", reads, n)
+	}
+	_, err := viewer.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("by-viewer"), metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("create by the viewer: %v, want 403 Forbidden", err)
+	}
+}
+
+// subjectAccessReviews is how many SubjectAccessReviews kube-apiserver has served.
+func subjectAccessReviews(t *testing.T, ctx context.Context) float64 {
+	t.Helper()
+	body, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("kube-apiserver /metrics: %v", err)
+	}
+	var n float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "apiserver_request_total{") && strings.Contains(line, `resource="subjectaccessreviews"`) {
+			fields := strings.Fields(line)
+			v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+			if err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			n += v
+		}
+	}
+	return n
 }

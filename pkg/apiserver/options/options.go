@@ -62,6 +62,9 @@ type Options struct {
 	EmbeddedEtcdPort int
 	// EmbeddedEtcdUnsafeNoFsync skips fsync in the embedded etcd (tests only).
 	EmbeddedEtcdUnsafeNoFsync bool
+	// TrustFrontProxyAuthorization allows requests kube-apiserver proxied without asking it again
+	// (aggregated mode; see apiserver.TrustFrontProxy).
+	TrustFrontProxyAuthorization bool
 
 	componentGlobals basecompatibility.ComponentGlobalsRegistry
 	// inplaceInformers feed the admission plugins (aggregated mode; set while applying options).
@@ -76,6 +79,8 @@ func NewOptions() *Options {
 		Mode:             ModeStandalone,
 		DataDir:          "inplace-data",
 		componentGlobals: compatibility.DefaultComponentGlobalsRegistry,
+
+		TrustFrontProxyAuthorization: true,
 	}
 	o.ServerRun = genericoptions.NewServerRunOptionsForComponent(basecompatibility.DefaultKubeComponent, o.componentGlobals)
 	// Watches end within 5 s of SIGTERM instead of the default minute: kube-controller-manager
@@ -105,6 +110,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"aggregated: behind kube-apiserver (APIService), with delegated authentication and authorization.")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory of the embedded etcd's data and of the self-signed serving certificate.")
 	fs.IntVar(&o.EmbeddedEtcdPort, "embedded-etcd-port", o.EmbeddedEtcdPort, "Loopback client port of the embedded etcd (used when --etcd-servers is empty); 0 picks a free port.")
+	fs.BoolVar(&o.TrustFrontProxyAuthorization, "authorization-trust-front-proxy", o.TrustFrontProxyAuthorization,
+		"Aggregated mode: allow a request that kube-apiserver proxied (its client certificate is the front proxy's, by the "+
+			"requestheader CA and allowed names) without a SubjectAccessReview, since kube-apiserver authorized it with the same "+
+			"attributes before proxying it. Requests made to this server directly are authorized by SubjectAccessReview either way.")
 	fs.BoolVar(&o.EmbeddedEtcdUnsafeNoFsync, "embedded-etcd-unsafe-no-fsync", false, "Skip fsync in the embedded etcd. Data may be lost on a crash: tests only.")
 	_ = fs.MarkHidden("embedded-etcd-unsafe-no-fsync")
 	o.Recommended.AddFlags(fs)
@@ -211,7 +220,15 @@ func (o *Options) config() (*apiserver.Config, error) {
 	if err := o.Recommended.ApplyTo(c); err != nil {
 		return nil, fmt.Errorf("applying options: %w", err)
 	}
-	return &apiserver.Config{GenericConfig: c, InplaceInformers: o.inplaceInformers}, nil
+	cfg := &apiserver.Config{GenericConfig: c, InplaceInformers: o.inplaceInformers}
+	if o.Mode == ModeAggregated && o.TrustFrontProxyAuthorization {
+		var err error
+		c.Authorization.Authorizer, cfg.FrontProxyFilter, err = apiserver.TrustFrontProxy(c.Authorization.Authorizer, c.Authentication.RequestHeaderConfig)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
 }
 
 // storageCodec writes objects to etcd in mediaType (--storage-media-type), at each kind's storage
