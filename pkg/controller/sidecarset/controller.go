@@ -48,7 +48,9 @@ import (
 // Name is the controller's name in logs, events and metrics.
 const Name = "sidecarset"
 
-// Event reasons, on the SidecarSet and on the Pod.
+// Event reasons. On the SidecarSet (`kubectl describe sidecarset NAME`): Upgrading (the Pods a
+// pass started), Upgraded (every matched Pod runs its current sidecars, ready), NotUpgradable (Pods
+// newly marked). On the Pod: Upgrading, UpgradeFailed, NotUpgradable, HotUpgradeStep.
 const (
 	ReasonUpgrading      = "SidecarUpgrading"
 	ReasonUpgraded       = "SidecarUpgraded"
@@ -228,8 +230,24 @@ func (c *Controller) updateStatus(ctx context.Context, set *v1alpha1.SidecarSet,
 	}
 	out := current.DeepCopy()
 	out.Status = status
-	_, err = c.client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, out, metav1.UpdateOptions{})
-	return err
+	if _, err = c.client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, out, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	if upgradeFinished(&current.Status, &status) {
+		c.recorder.Eventf(current, corev1.EventTypeNormal, ReasonUpgraded,
+			"All %d matched Pod(s) run the sidecars of revision %s and are ready", status.MatchedPods, status.LatestRevision)
+	}
+	return nil
+}
+
+// upgradeFinished tells whether the status went from Pods left to upgrade to every matched Pod
+// updated and ready: an upgrade (or a rollout of stale Pods) ended. A SidecarSet that matched no Pod
+// before ends none.
+func upgradeFinished(old, cur *v1alpha1.SidecarSetStatus) bool {
+	done := func(s *v1alpha1.SidecarSetStatus) bool {
+		return s.MatchedPods > 0 && s.UpdatedPods == s.MatchedPods && s.UpdatedReadyPods == s.MatchedPods
+	}
+	return old.MatchedPods > 0 && !done(old) && done(cur)
 }
 
 func statusEqual(a, b *v1alpha1.SidecarSetStatus) bool {
