@@ -180,6 +180,16 @@ func (f *fixture) setSpec(t *testing.T, set *v1alpha1.SidecarSet) {
 	f.cache(set)
 }
 
+// cacheSet copies the SidecarSet as the client has it (its status written) into the cache.
+func (f *fixture) cacheSet(t *testing.T) {
+	t.Helper()
+	s, err := f.inplace.AppsV1alpha1().SidecarSets().Get(context.Background(), "logs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.cache(s)
+}
+
 func (f *fixture) status(t *testing.T) v1alpha1.SidecarSetStatus {
 	t.Helper()
 	s, err := f.inplace.AppsV1alpha1().SidecarSets().Get(context.Background(), "logs", metav1.GetOptions{})
@@ -373,11 +383,7 @@ func TestSyncEventsOnSidecarSet(t *testing.T) {
 	}
 	// The cache sees the status written (2 matched, none updated), and the Pods now run agent:v2
 	// with the set's hash (as pods/inplaceupdate and the kubelet leave them).
-	written, err := f.inplace.AppsV1alpha1().SidecarSets().Get(context.Background(), set.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.cache(written)
+	f.cacheSet(t)
 	for _, p := range pods {
 		res, err := sidecars.Inject(&corev1.Pod{ObjectMeta: *p.ObjectMeta.DeepCopy(), Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "main", Image: "app:v1"}}}}, []*v1alpha1.SidecarSet{set}, metav1.Now())
@@ -396,10 +402,7 @@ func TestSyncEventsOnSidecarSet(t *testing.T) {
 	if st := f.status(t); st.UpdatedReadyPods != 2 {
 		t.Fatalf("status %+v, want the 2 Pods updated and ready", st)
 	}
-	if written, err = f.inplace.AppsV1alpha1().SidecarSets().Get(context.Background(), set.Name, metav1.GetOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f.cache(written)
+	f.cacheSet(t)
 	got := f.recorder.on("SidecarSet", ReasonUpgraded)
 	if len(got) != 1 || !strings.Contains(got[0], "All 2 matched Pod(s)") {
 		t.Errorf("%s events on the SidecarSet %q, want one", ReasonUpgraded, got)
@@ -410,25 +413,26 @@ func TestSyncEventsOnSidecarSet(t *testing.T) {
 	}
 }
 
-func TestUpgradeFinished(t *testing.T) {
-	st := func(matched, updated, updatedReady int32) *v1alpha1.SidecarSetStatus {
-		return &v1alpha1.SidecarSetStatus{MatchedPods: matched, UpdatedPods: updated, UpdatedReadyPods: updatedReady}
+// TestSyncNoUpgradedEventWithoutUpgrade: Pods created with the current sidecars that become ready
+// end no upgrade: no SidecarUpgraded.
+func TestSyncNoUpgradedEventWithoutUpgrade(t *testing.T) {
+	pods := injectedPods(t, 2)
+	for _, p := range pods {
+		p.Status.Conditions[0].Status = corev1.ConditionFalse
 	}
-	for _, tc := range []struct {
-		name     string
-		old, cur *v1alpha1.SidecarSetStatus
-		want     bool
-	}{
-		{"upgrade ends", st(2, 1, 1), st(2, 2, 2), true},
-		{"updated, not ready yet", st(2, 1, 1), st(2, 2, 1), false},
-		{"already done", st(2, 2, 2), st(2, 2, 2), false},
-		{"first Pods matched", st(0, 0, 0), st(2, 2, 2), false},
-		{"a stale Pod gone", st(3, 2, 2), st(2, 2, 2), true},
-		{"no Pod left", st(2, 1, 1), st(0, 0, 0), false},
-	} {
-		if got := upgradeFinished(tc.old, tc.cur); got != tc.want {
-			t.Errorf("%s: upgradeFinished = %v, want %v", tc.name, got, tc.want)
-		}
+	f := newFixture(t, logSet("agent:v1", nil), pods...)
+	f.sync(t)
+	f.cacheSet(t)
+	for _, p := range injectedPods(t, 2) {
+		p.ResourceVersion = "11"
+		f.cache(p)
+	}
+	f.sync(t)
+	if st := f.status(t); st.UpdatedReadyPods != 2 {
+		t.Fatalf("status %+v, want the 2 Pods updated and ready", st)
+	}
+	if got := f.recorder.on("SidecarSet", ReasonUpgraded); len(got) != 0 {
+		t.Errorf("%s events %q when Pods only became ready", ReasonUpgraded, got)
 	}
 }
 
