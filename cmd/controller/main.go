@@ -44,12 +44,20 @@ var controllers = []manager.InitFunc{
 			cc.KubeInformers.Apps().V1().ControllerRevisions(), cc.Namespace, cc.Recorder)
 	}},
 	{Name: statefulset.Name, New: func(cc *manager.Context) (manager.Controller, error) {
-		return statefulset.New(cc.KubeClient, cc.InplaceClient, cc.InplaceInformers.Apps().V1beta1().StatefulSets(),
+		sets := cc.InplaceInformers.Apps().V1beta1().StatefulSets()
+		if cc.RolloutMetrics {
+			statefulset.ExposeRollouts(sets.Lister())
+		}
+		return statefulset.New(cc.KubeClient, cc.InplaceClient, sets,
 			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().PersistentVolumeClaims(),
 			cc.KubeInformers.Apps().V1().ControllerRevisions(), cc.Recorder)
 	}},
 	{Name: daemonset.Name, New: func(cc *manager.Context) (manager.Controller, error) {
-		return daemonset.New(cc.KubeClient, cc.InplaceClient, cc.InplaceInformers.Apps().V1alpha1().DaemonSets(),
+		sets := cc.InplaceInformers.Apps().V1alpha1().DaemonSets()
+		if cc.RolloutMetrics {
+			daemonset.ExposeRollouts(sets.Lister())
+		}
+		return daemonset.New(cc.KubeClient, cc.InplaceClient, sets,
 			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().Nodes(),
 			cc.KubeInformers.Apps().V1().ControllerRevisions(), cc.Recorder)
 	}},

@@ -19,9 +19,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 )
 
-// changeCauseAnnotation is kubectl's change-cause annotation, shown as a revision's CHANGE-CAUSE.
-const changeCauseAnnotation = "kubernetes.io/change-cause"
-
 // HistoryOptions are the flags of `rollout history`.
 type HistoryOptions struct {
 	Revision   int64
@@ -116,7 +113,7 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 	tw := tabwriter.NewWriter(o.streams.Out, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "REVISION\tCHANGE-CAUSE")
 	for _, r := range revisions {
-		cause := r.Annotations[changeCauseAnnotation]
+		cause := r.Annotations[history.ChangeCauseAnnotation]
 		if cause == "" {
 			cause = "<none>"
 		}

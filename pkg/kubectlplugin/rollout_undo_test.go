@@ -12,6 +12,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/controller/history"
 )
 
 func TestChooseRollbackRevision(t *testing.T) {
@@ -99,7 +100,7 @@ func TestRolloutUndo(t *testing.T) {
 func TestRolloutHistory(t *testing.T) {
 	cs := cloneSet("s")
 	r1, r2 := revision(t, cs, "CloneSet", 1, template("app:v1")), revision(t, cs, "CloneSet", 2, template("app:v2"))
-	r2.Annotations = map[string]string{changeCauseAnnotation: "kubectl inplace set image clone/s main=app:v2"}
+	r2.Annotations = map[string]string{history.ChangeCauseAnnotation: "kubectl inplace set image clone/s main=app:v2"}
 	f, _, _ := newFakeFactory([]runtime.Object{cs}, r2, r1, revision(t, cloneSet("other"), "CloneSet", 5, template("x")))
 	out, _, err := run(t, f, "rollout", "history", "clone/s")
 	want := "cloneset.apps.kruise.io/s\nREVISION  CHANGE-CAUSE\n1         <none>\n2         kubectl inplace set image clone/s main=app:v2\n\n"

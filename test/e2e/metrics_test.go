@@ -111,3 +111,33 @@ func TestDescribeShowsEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestDescribeSidecarSetShowsEvents: `kubectl describe sidecarset NAME` (cluster-scoped, so its
+// Events live in namespace default) lists what the SidecarSet controller wrote about an upgrade of
+// its sidecar: the Pods it started (SidecarUpgrading) and the end (SidecarUpgraded); and `kubectl
+// get events` finds them by the SidecarSet as involvedObject.
+func TestDescribeSidecarSetShowsEvents(t *testing.T) {
+	ctx := testContext(t)
+	u := newSidecarUpgrade(t, ctx, "describe-ss", 1, nil)
+	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
+	waitSidecarsOn(t, ctx, u, appImageV2, 1)
+	waitSidecarSetStatus(t, ctx, u.set, 1, 1, 1, 1)
+	var pod string
+	for name := range u.before {
+		pod = name
+	}
+	poll(t, ctx, 30*time.Second, "kubectl describe sidecarset "+u.set+" showing the upgrade", func(ctx context.Context) (bool, error) {
+		out, stderr, err := kubectl(ctx, "", "describe", "sidecarset", u.set)
+		if err != nil {
+			return false, fmt.Errorf("%v: %s", err, stderr)
+		}
+		_, events, _ := strings.Cut(out, "Events:")
+		return strings.Contains(events, "SidecarUpgrading") && strings.Contains(events, u.ns+"/"+pod) &&
+			strings.Contains(events, "SidecarUpgraded"), fmt.Errorf("events section %q", events)
+	})
+	out := mustKubectl(t, ctx, "", "get", "events", "-A", "-o", "name", "--field-selector",
+		"involvedObject.kind=SidecarSet,involvedObject.name="+u.set+",reason=SidecarUpgraded")
+	if n := len(strings.Fields(out)); n != 1 {
+		t.Errorf("kubectl get events of SidecarSet %s with reason SidecarUpgraded: %q, want one", u.set, out)
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/kubectlplugin"
 )
 
 // The kubectl plugin (cmd/kubectl-inplace, built into _output/bin as kubectl-inplace) on the real
@@ -44,9 +46,9 @@ func podUIDs(pods map[string]*corev1.Pod) map[types.UID]bool {
 	return out
 }
 
-// TestPluginRollout: `kubectl inplace set image` starts an in-place rollout that `rollout status`
-// waits for (exit 0); `rollout history` lists both revisions; `rollout undo` brings the old image
-// back, in place; kubectl lists the plugin.
+// TestPluginRollout: kubectl lists the plugin; `kubectl inplace set image` starts an in-place
+// rollout that `rollout status` waits for (exit 0); `rollout history` lists both revisions;
+// `rollout undo` brings the old image back, in place.
 func TestPluginRollout(t *testing.T) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx, "plugin-rollout")
@@ -56,6 +58,7 @@ func TestPluginRollout(t *testing.T) {
 	if out, _, _ := kubectlInplace(ctx, time.Minute, "--help"); !strings.Contains(out, "rollout") {
 		t.Errorf("kubectl inplace --help: %q", out)
 	}
+	checkPluginListed(t, ctx)
 	mustKubectlInplace(t, ctx, "-n", ns, "set", "image", "clone/web", "main="+appImageV2)
 	if out := mustKubectlInplace(t, ctx, "-n", ns, "rollout", "status", "clone/web", "--timeout", "2m"); !strings.Contains(out, "successfully rolled out") {
 		t.Errorf("rollout status: %q", out)
@@ -199,6 +202,160 @@ func TestPluginRolloutAdvanced(t *testing.T) {
 	for _, p := range waitDaemonSet(t, ctx, ns, n, n) {
 		if specImage(&p, "main") != appImageV1 {
 			t.Errorf("agent %s on %s after undo, want %s", p.Name, specImage(&p, "main"), appImageV1)
+		}
+	}
+}
+
+// checkPluginListed checks that `kubectl plugin list` finds _output/bin/kubectl-inplace on PATH.
+// Another kubectl-inplace later on PATH (make install-plugin) makes kubectl warn that it is
+// overshadowed and exit 1; the listing still names ours, first.
+func checkPluginListed(t *testing.T, ctx context.Context) {
+	t.Helper()
+	plugin := filepath.Join(repo, "_output/bin/kubectl-inplace")
+	path := "PATH=" + filepath.Dir(plugin) + string(os.PathListSeparator) + os.Getenv("PATH")
+	out, stderr, err := kubectlWith(ctx, time.Minute, []string{path}, "", "plugin", "list")
+	if !strings.Contains(out, plugin+"\n") {
+		t.Errorf("kubectl plugin list (%v): stdout %q, stderr %q; want %s listed", err, out, stderr, plugin)
+	}
+}
+
+// cloneSetObserved waits until the CloneSet's controller observed its current generation, and
+// returns the CloneSet as it was then.
+func cloneSetObserved(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet) *v1alpha1.CloneSet {
+	t.Helper()
+	var got *v1alpha1.CloneSet
+	poll(t, ctx, time.Minute, "CloneSet "+cs.Name+" observed", func(ctx context.Context) (bool, error) {
+		var err error
+		if got, err = inplace.AppsV1alpha1().CloneSets(cs.Namespace).Get(ctx, cs.Name, metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		return got.Status.ObservedGeneration == got.Generation, fmt.Errorf("generation %d, observed %d", got.Generation, got.Status.ObservedGeneration)
+	})
+	return got
+}
+
+// expectImagesStay watches for settleWindow that the CloneSet's Pods stay the Pods of before, on image.
+func expectImagesStay(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, before map[types.UID]bool, image, why string) {
+	t.Helper()
+	deadline := time.Now().Add(settleWindow)
+	for time.Now().Before(deadline) {
+		pods, err := cloneSetPods(ctx, cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods {
+			if !before[p.UID] || specImage(p, "main") != image {
+				t.Fatalf("%s: pod %s (%s) on %s, want the Pods of before on %s", why, p.Name, p.UID, specImage(p, "main"), image)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// TestPluginRolloutPauseResume: `rollout pause` stops a CloneSet's rollout: after `set image` the
+// controller sees the new template but no Pod changes; `rollout resume` lets it complete, in place
+// (the same Pods on the new image).
+func TestPluginRolloutPauseResume(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "plugin-pause")
+	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	before := waitCloneSetReady(t, ctx, cs, 2)
+	uids := podUIDs(before)
+
+	if out := mustKubectlInplace(t, ctx, "-n", ns, "rollout", "pause", "clone/web"); !strings.Contains(out, "paused") {
+		t.Errorf("rollout pause: %q", out)
+	}
+	mustKubectlInplace(t, ctx, "-n", ns, "set", "image", "clone/web", "main="+appImageV2)
+	paused := cloneSetObserved(t, ctx, cs)
+	if !paused.Spec.UpdateStrategy.Paused || paused.Status.UpdateRevision == paused.Status.CurrentRevision || paused.Status.UpdatedReplicas != 0 {
+		t.Fatalf("paused CloneSet after set image: paused %v, status %+v; want a new update revision and no Pod updated",
+			paused.Spec.UpdateStrategy.Paused, paused.Status)
+	}
+	expectImagesStay(t, ctx, cs, uids, appImageV1, "paused")
+
+	if out := mustKubectlInplace(t, ctx, "-n", ns, "rollout", "resume", "clone/web"); !strings.Contains(out, "resumed") {
+		t.Errorf("rollout resume: %q", out)
+	}
+	mustKubectlInplace(t, ctx, "-n", ns, "rollout", "status", "clone/web", "--timeout", "2m")
+	_, after := waitRolledOut(t, ctx, cs, 2)
+	checkSamePods(t, before, after)
+	for _, p := range after {
+		if specImage(p, "main") != appImageV2 {
+			t.Errorf("pod %s on %s after resume, want %s", p.Name, specImage(p, "main"), appImageV2)
+		}
+	}
+}
+
+// TestPluginRolloutRestart: `rollout restart` sets the template annotation inplace.dev/restartedAt;
+// with an in-place strategy it reaches the Pods in place: the same Pods carry it, their container
+// not restarted (nothing reads the annotation).
+func TestPluginRolloutRestart(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "plugin-restart")
+	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	before := waitCloneSetReady(t, ctx, cs, 2)
+
+	mustKubectlInplace(t, ctx, "-n", ns, "rollout", "restart", "clone/web")
+	got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := got.Spec.Template.Annotations[kubectlplugin.RestartedAtAnnotation]
+	if _, err := time.Parse(time.RFC3339, at); err != nil {
+		t.Fatalf("template annotation %s = %q after rollout restart, want a time: %v", kubectlplugin.RestartedAtAnnotation, at, err)
+	}
+	mustKubectlInplace(t, ctx, "-n", ns, "rollout", "status", "clone/web", "--timeout", "2m")
+	_, after := waitRolledOut(t, ctx, cs, 2)
+	checkSamePods(t, before, after)
+	for _, p := range after {
+		if got := p.Annotations[kubectlplugin.RestartedAtAnnotation]; got != at {
+			t.Errorf("pod %s: annotation %s = %q, want %q", p.Name, kubectlplugin.RestartedAtAnnotation, got, at)
+		}
+		if s := findStatus(p, "main"); s == nil || s.RestartCount != 0 {
+			t.Errorf("pod %s: container main %+v, want not restarted by a metadata-only change", p.Name, s)
+		}
+	}
+}
+
+// TestPluginRolloutHistoryChangeCause: the kubernetes.io/change-cause a user writes on the CloneSet
+// before each change is what `rollout history` shows for the revision that change made; `rollout
+// history --revision N` prints revision N's Pod template.
+func TestPluginRolloutHistoryChangeCause(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "plugin-history")
+	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
+		func(cs *v1alpha1.CloneSet) {
+			cs.Annotations = map[string]string{history.ChangeCauseAnnotation: "first release"}
+		})
+	waitCloneSetReady(t, ctx, cs, 1)
+	for _, step := range []struct{ cause, image string }{{"v2: new TLS", appImageV2}, {"v3: more logs", appImageV3}} {
+		mustKubectl(t, ctx, "", "-n", ns, "annotate", "--overwrite", "clone/web", history.ChangeCauseAnnotation+"="+step.cause)
+		mustKubectlInplace(t, ctx, "-n", ns, "set", "image", "clone/web", "main="+step.image)
+		mustKubectlInplace(t, ctx, "-n", ns, "rollout", "status", "clone/web", "--timeout", "2m")
+	}
+	out := mustKubectlInplace(t, ctx, "-n", ns, "rollout", "history", "clone/web")
+	var rows [][]string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		rev, cause, _ := strings.Cut(line, " ")
+		rows = append(rows, []string{rev, strings.TrimSpace(cause)})
+	}
+	want := [][]string{{"REVISION", "CHANGE-CAUSE"}, {"1", "first release"}, {"2", "v2: new TLS"}, {"3", "v3: more logs"}}
+	if fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Errorf("rollout history:\n%s\nrows %q, want %q", out, rows, want)
+	}
+	for rev, image := range map[string]string{"1": appImageV1, "2": appImageV2, "3": appImageV3} {
+		out := mustKubectlInplace(t, ctx, "-n", ns, "rollout", "history", "clone/web", "--revision", rev)
+		if !strings.Contains(out, "with revision #"+rev) || !strings.Contains(out, "image: "+image) {
+			t.Errorf("rollout history --revision %s:\n%s\nwant its template, on %s", rev, out, image)
+		}
+		for _, other := range []string{appImageV1, appImageV2, appImageV3} {
+			if other != image && strings.Contains(out, "image: "+other+"\n") {
+				t.Errorf("rollout history --revision %s shows %s:\n%s", rev, other, out)
+			}
 		}
 	}
 }

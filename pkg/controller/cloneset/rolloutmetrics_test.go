@@ -23,9 +23,8 @@ func TestRolloutMetrics(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	c := &rolloutCollector{} // not the registered one: the test's registry takes its own
-	lister := listers.NewCloneSetLister(idx)
-	c.sets.Store(&lister)
+	c := newRollouts() // not the registered one: the test's registry takes its own
+	c.Read(listers.NewCloneSetLister(idx).List)
 	want := `
 # HELP inplace_controller_cloneset_pods [ALPHA] Pods of each CloneSet by state (desired: spec.replicas; the others from its status), with --rollout-metrics.
 # TYPE inplace_controller_cloneset_pods gauge

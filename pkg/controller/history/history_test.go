@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -77,6 +78,54 @@ func TestNewRevision(t *testing.T) {
 	r.Labels["x"] = "y"
 	if _, ok := o.Labels["x"]; ok {
 		t.Error("the revision shares the owner's labels map")
+	}
+}
+
+// TestNewRevisionChangeCause: a revision carries its owner's kubernetes.io/change-cause (what
+// `rollout history` shows per revision) and none of its other annotations.
+func TestNewRevisionChangeCause(t *testing.T) {
+	o := testOwner("web", "uid-web")
+	if r := o.NewRevision([]byte(`{"a":1}`), 1, 0); len(r.Annotations) != 0 {
+		t.Errorf("owner without change-cause: revision annotations %v, want none", r.Annotations)
+	}
+	o.Object.SetAnnotations(map[string]string{
+		ChangeCauseAnnotation:                              "kubectl inplace set image clone/web main=app:v2",
+		"kubectl.kubernetes.io/last-applied-configuration": `{"big":"manifest"}`,
+	})
+	r := o.NewRevision([]byte(`{"a":2}`), 2, 0)
+	if want := map[string]string{ChangeCauseAnnotation: "kubectl inplace set image clone/web main=app:v2"}; !maps.Equal(r.Annotations, want) {
+		t.Errorf("revision annotations %v, want %v", r.Annotations, want)
+	}
+	// Data alone names a revision: the cause does not change its hash.
+	if plain := testOwner("web", "uid-web").NewRevision([]byte(`{"a":2}`), 2, 0); plain.Name != r.Name {
+		t.Errorf("revision name %s with a change-cause, %s without", r.Name, plain.Name)
+	}
+}
+
+// TestManageKeepsChangeCause: a new template's revision takes the owner's change-cause now; an
+// older template brought back keeps the cause it was created with (kube's StatefulSet).
+func TestManageKeepsChangeCause(t *testing.T) {
+	o := testOwner("web", "uid-web")
+	o.Object.SetAnnotations(map[string]string{ChangeCauseAnnotation: "v1"})
+	r1 := revisionOf(o, "a", 1)
+	o.Object.SetAnnotations(map[string]string{ChangeCauseAnnotation: "v2"})
+	r2 := revisionOf(o, "b", 2)
+	client := fake.NewClientset(r1, r2)
+	o.Object.SetAnnotations(map[string]string{ChangeCauseAnnotation: "v3"})
+	res, err := Manage(context.Background(), client.AppsV1(), o, dataOf("c"), []*appsv1.ControllerRevision{r1, r2}, r2.Name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Update.Annotations[ChangeCauseAnnotation]; got != "v3" || res.Update.Revision != 3 {
+		t.Errorf("new template: revision #%d with change-cause %q, want #3 with v3", res.Update.Revision, got)
+	}
+	o.Object.SetAnnotations(map[string]string{ChangeCauseAnnotation: "undo"})
+	res, err = Manage(context.Background(), client.AppsV1(), o, dataOf("a"), []*appsv1.ControllerRevision{r1, r2, res.Update}, r2.Name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Update.Annotations[ChangeCauseAnnotation]; res.Update.Name != r1.Name || res.Update.Revision != 4 || got != "v1" {
+		t.Errorf("older template back: %s #%d with change-cause %q, want %s #4 with v1", res.Update.Name, res.Update.Revision, got, r1.Name)
 	}
 }
 

@@ -19,6 +19,11 @@ import (
 // revisionHistoryLimit is unset, as in kube and OpenKruise.
 const DefaultRevisionHistoryLimit = 10
 
+// ChangeCauseAnnotation is kubectl's change-cause annotation: what a user wrote on the workload
+// about why its template changed. A revision created for the workload's new data carries the
+// workload's, so that `rollout history` shows it per revision (kubectl's CHANGE-CAUSE column).
+const ChangeCauseAnnotation = "kubernetes.io/change-cause"
+
 // Owner is a workload whose ControllerRevisions live in its namespace, named after it and
 // controlled by it (a CloneSet, an Advanced StatefulSet or DaemonSet). What a revision's data is
 // (a patch of the Pod template) is the workload controller's business, not the history's.
@@ -32,7 +37,7 @@ type Owner struct {
 }
 
 // NewRevision builds the revision of data numbered number, named for collisionCount, labelled with
-// a copy of the owner's Labels and controlled by the owner.
+// a copy of the owner's Labels, annotated with the owner's change-cause and controlled by the owner.
 func (o Owner) NewRevision(data []byte, number int64, collisionCount int32) *appsv1.ControllerRevision {
 	lbls := make(map[string]string, len(o.Labels))
 	for k, v := range o.Labels {
@@ -43,11 +48,26 @@ func (o Owner) NewRevision(data []byte, number int64, collisionCount int32) *app
 			Name:            RevisionName(o.Object.GetName(), HashRevision(data, &collisionCount)),
 			Namespace:       o.Object.GetNamespace(),
 			Labels:          lbls,
+			Annotations:     changeCause(o.Object),
 			OwnerReferences: []metav1.OwnerReference{*o.Ref},
 		},
 		Data:     runtime.RawExtension{Raw: data},
 		Revision: number,
 	}
+}
+
+// changeCause is the owner's change-cause as a revision's annotations, nil when it has none. Kube's
+// StatefulSet and DaemonSet controllers (and OpenKruise's) copy every annotation of the workload;
+// only this one is copied here: the others (kubectl.kubernetes.io/last-applied-configuration, a
+// whole manifest) would make each revision as large again, and describe the workload, not the
+// revision. The revision keeps the cause it was created with: an older template brought back
+// (rollout undo) shows why it was first made, as kube's StatefulSet does.
+func changeCause(owner metav1.Object) map[string]string {
+	cause, ok := owner.GetAnnotations()[ChangeCauseAnnotation]
+	if !ok {
+		return nil
+	}
+	return map[string]string{ChangeCauseAnnotation: cause}
 }
 
 // ListOwned lists, from the cache, the revisions in owner's namespace that selector matches and

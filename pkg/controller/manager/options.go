@@ -31,7 +31,8 @@ type Options struct {
 	BindAddress string
 	// Profiling serves Go's profiles on BindAddress under /debug/pprof/.
 	Profiling bool
-	// RolloutMetrics exposes one gauge series per CloneSet and Pod state on /metrics.
+	// RolloutMetrics exposes one gauge series per workload (CloneSet, Advanced StatefulSet and
+	// DaemonSet) and Pod state on /metrics.
 	RolloutMetrics bool
 	// Workers is how many keys each controller reconciles at once.
 	Workers int
@@ -78,8 +79,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "host:port serving /healthz, /readyz and /metrics.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Also serve Go's profiles on --bind-address under /debug/pprof/ (for benchmarks; off by default).")
 	fs.BoolVar(&o.RolloutMetrics, "rollout-metrics", o.RolloutMetrics,
-		"Expose inplace_controller_cloneset_pods (per CloneSet: desired, updated, updated_ready, ready, available) on /metrics. "+
-			"Off by default: its series grow with the number of CloneSets.")
+		"Expose inplace_controller_cloneset_pods, inplace_controller_statefulset_pods and inplace_controller_daemonset_pods "+
+			"(per workload: its Pods by state, e.g. desired, updated, ready, available) on /metrics. "+
+			"Off by default: their series grow with the number of workloads.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Keys each controller reconciles at once.")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API servers.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API servers.")

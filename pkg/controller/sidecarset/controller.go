@@ -23,11 +23,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilsets "k8s.io/apimachinery/pkg/util/sets"
 	appsinformersv1 "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -48,7 +50,9 @@ import (
 // Name is the controller's name in logs, events and metrics.
 const Name = "sidecarset"
 
-// Event reasons, on the SidecarSet and on the Pod.
+// Event reasons. On the SidecarSet (`kubectl describe sidecarset NAME`): Upgrading (the Pods a
+// pass started), Upgraded (after Pods to upgrade, every matched Pod runs its current sidecars,
+// ready), NotUpgradable (Pods newly marked). On the Pod: Upgrading, UpgradeFailed, NotUpgradable, HotUpgradeStep.
 const (
 	ReasonUpgrading      = "SidecarUpgrading"
 	ReasonUpgraded       = "SidecarUpgraded"
@@ -74,6 +78,9 @@ type Controller struct {
 	recorder          record.EventRecorder
 	now               func() time.Time
 	expectations      expectations
+	// upgrading are the SidecarSets with Pods to upgrade seen since their last SidecarUpgraded.
+	upgradingMu sync.Mutex
+	upgrading   utilsets.Set[string]
 }
 
 // injectedIndex indexes Pods by the SidecarSets injected into them (kruise.io/sidecarset-injected-list).
@@ -95,8 +102,9 @@ func New(kube kubernetes.Interface, client clientset.Interface, sets appsinforme
 		revisionNamespace: revisionNamespace,
 		synced: []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced,
 			namespaces.Informer().HasSynced, revisions.Informer().HasSynced},
-		recorder: recorder,
-		now:      time.Now,
+		recorder:  recorder,
+		now:       time.Now,
+		upgrading: utilsets.New[string](),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
@@ -186,6 +194,7 @@ func (c *Controller) namespaceLabels(name string) map[string]string {
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
 	set, err := c.sets.Get(name)
 	if apierrors.IsNotFound(err) {
+		c.forgetUpgrade(name)
 		return 0, nil
 	}
 	if err != nil {
@@ -209,27 +218,53 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 	set.Status.LatestRevision, set.Status.CollisionCount = latest, collisionCount
 	// The status first, as OpenKruise: it says what the Pods run whatever the upgrade does next;
 	// the Pods' changes bring the SidecarSet back here.
-	if err := c.updateStatus(ctx, set, pods); err != nil {
+	status, err := c.updateStatus(ctx, set, pods)
+	if err != nil {
 		return 0, fmt.Errorf("updating the status of sidecarset %s: %w", name, err)
 	}
+	c.noteUpgrade(set, &status)
 	return c.upgrade(ctx, set, pods)
 }
 
-// updateStatus writes the SidecarSet's status when it changed.
-func (c *Controller) updateStatus(ctx context.Context, set *v1alpha1.SidecarSet, pods []*corev1.Pod) error {
+// updateStatus writes the SidecarSet's status when it changed, and returns it.
+func (c *Controller) updateStatus(ctx context.Context, set *v1alpha1.SidecarSet, pods []*corev1.Pod) (v1alpha1.SidecarSetStatus, error) {
 	status := sidecars.ComputeStatus(set, pods)
 	status.LatestRevision, status.CollisionCount = set.Status.LatestRevision, set.Status.CollisionCount
 	current, err := c.sets.Get(set.Name)
 	if err != nil {
-		return err
+		return status, err
 	}
 	if statusEqual(&current.Status, &status) {
-		return nil
+		return status, nil
 	}
 	out := current.DeepCopy()
 	out.Status = status
 	_, err = c.client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, out, metav1.UpdateOptions{})
-	return err
+	return status, err
+}
+
+// noteUpgrade remembers a SidecarSet whose status shows matched Pods not updated (an upgrade to
+// do), and says SidecarUpgraded on it once every matched Pod is updated and ready. A Pod created
+// with the current sidecars, or one that only became ready again, ends no upgrade. The memory is
+// the process's: after a restart mid-upgrade, the Pods still to upgrade bring it back.
+func (c *Controller) noteUpgrade(set *v1alpha1.SidecarSet, st *v1alpha1.SidecarSetStatus) {
+	c.upgradingMu.Lock()
+	defer c.upgradingMu.Unlock()
+	switch {
+	case st.UpdatedPods < st.MatchedPods:
+		c.upgrading.Insert(set.Name)
+	case st.MatchedPods > 0 && st.UpdatedReadyPods == st.MatchedPods && c.upgrading.Has(set.Name):
+		c.upgrading.Delete(set.Name)
+		c.recorder.Eventf(set, corev1.EventTypeNormal, ReasonUpgraded,
+			"All %d matched Pod(s) run the sidecars of revision %s and are ready", st.MatchedPods, st.LatestRevision)
+	}
+}
+
+// forgetUpgrade drops a deleted SidecarSet from the upgrades remembered.
+func (c *Controller) forgetUpgrade(name string) {
+	c.upgradingMu.Lock()
+	defer c.upgradingMu.Unlock()
+	c.upgrading.Delete(name)
 }
 
 func statusEqual(a, b *v1alpha1.SidecarSetStatus) bool {

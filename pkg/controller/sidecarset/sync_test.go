@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,7 +42,7 @@ type fixture struct {
 	inplace  *inplacefake.Clientset
 	kinf     kubeinformers.SharedInformerFactory
 	iinf     inplaceinformers.SharedInformerFactory
-	recorder *record.FakeRecorder
+	recorder *eventLog
 	// upgrades are the bodies POSTed to pods/inplaceupdate, by Pod name.
 	upgrades map[string][]*v1alpha1.InPlaceUpdate
 	// answer, when set, is what pods/inplaceupdate answers.
@@ -94,7 +95,7 @@ func newFixture(t *testing.T, set *v1alpha1.SidecarSet, pods ...*corev1.Pod) *fi
 		kubeObjs = append(kubeObjs, p)
 	}
 	f := &fixture{kube: kubefake.NewClientset(kubeObjs...), inplace: inplacefake.NewClientset(set),
-		recorder: record.NewFakeRecorder(100), upgrades: map[string][]*v1alpha1.InPlaceUpdate{}}
+		recorder: &eventLog{}, upgrades: map[string][]*v1alpha1.InPlaceUpdate{}}
 	f.kinf = kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	f.iinf = inplaceinformers.NewSharedInformerFactory(f.inplace, 0)
 	f.inplace.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -177,6 +178,16 @@ func (f *fixture) setSpec(t *testing.T, set *v1alpha1.SidecarSet) {
 		t.Fatal(err)
 	}
 	f.cache(set)
+}
+
+// cacheSet copies the SidecarSet as the client has it (its status written) into the cache.
+func (f *fixture) cacheSet(t *testing.T) {
+	t.Helper()
+	s, err := f.inplace.AppsV1alpha1().SidecarSets().Get(context.Background(), "logs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.cache(s)
 }
 
 func (f *fixture) status(t *testing.T) v1alpha1.SidecarSetStatus {
@@ -336,15 +347,137 @@ func TestSyncNotUpgradable(t *testing.T) {
 			t.Errorf("patch %s, want SidecarSetUpgradable False", p)
 		}
 	}
-	warned := 0
-	for len(f.recorder.Events) > 0 {
-		if e := <-f.recorder.Events; strings.Contains(e, ReasonNotUpgradable) {
-			warned++
+	if warned := f.recorder.on("Pod", ReasonNotUpgradable); len(warned) != 2 {
+		t.Errorf("%d %s events on Pods, want 2", len(warned), ReasonNotUpgradable)
+	}
+	if onSet := f.recorder.on("SidecarSet", ReasonNotUpgradable); len(onSet) != 1 || !strings.Contains(onSet[0], "ns/web-0, ns/web-1") {
+		t.Errorf("%s events on the SidecarSet %q, want one naming both Pods", ReasonNotUpgradable, onSet)
+	}
+	// The Pods are marked already: the next pass says nothing again.
+	for _, p := range injectedPods(t, 2) {
+		cur, err := f.kube.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.cache(cur)
+	}
+	f.sync(t)
+	if n := len(f.recorder.on("SidecarSet", ReasonNotUpgradable)); n != 1 {
+		t.Errorf("%d %s events on the SidecarSet after a pass that marked no new Pod, want still 1", n, ReasonNotUpgradable)
+	}
+}
+
+// TestSyncEventsOnSidecarSet: `kubectl describe sidecarset` shows an upgrade: the Pods each pass
+// started (SidecarUpgrading), and its end once every matched Pod is updated and ready
+// (SidecarUpgraded), on the SidecarSet itself.
+func TestSyncEventsOnSidecarSet(t *testing.T) {
+	pods := injectedPods(t, 2)
+	set := logSet("agent:v2", func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2)) })
+	f := newFixture(t, set, pods...)
+	f.sync(t)
+	if got := f.recorder.on("SidecarSet", ReasonUpgrading); len(got) != 1 || !strings.Contains(got[0], "2 Pod(s) in place: ns/web-0, ns/web-1") {
+		t.Errorf("%s events on the SidecarSet %q, want one naming both Pods", ReasonUpgrading, got)
+	}
+	if got := f.recorder.on("SidecarSet", ReasonUpgraded); len(got) != 0 {
+		t.Errorf("%s before the Pods run the new sidecar: %q", ReasonUpgraded, got)
+	}
+	// The cache sees the status written (2 matched, none updated), and the Pods now run agent:v2
+	// with the set's hash (as pods/inplaceupdate and the kubelet leave them).
+	f.cacheSet(t)
+	for _, p := range pods {
+		res, err := sidecars.Inject(&corev1.Pod{ObjectMeta: *p.ObjectMeta.DeepCopy(), Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "main", Image: "app:v1"}}}}, []*v1alpha1.SidecarSet{set}, metav1.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := res.Pod
+		u.ResourceVersion = "100"
+		u.Status = *p.Status.DeepCopy()
+		for i := range u.Status.ContainerStatuses {
+			u.Status.ContainerStatuses[i].Image = u.Spec.Containers[i].Image
+		}
+		f.cache(u)
+	}
+	f.sync(t)
+	if st := f.status(t); st.UpdatedReadyPods != 2 {
+		t.Fatalf("status %+v, want the 2 Pods updated and ready", st)
+	}
+	f.cacheSet(t)
+	got := f.recorder.on("SidecarSet", ReasonUpgraded)
+	if len(got) != 1 || !strings.Contains(got[0], "All 2 matched Pod(s)") {
+		t.Errorf("%s events on the SidecarSet %q, want one", ReasonUpgraded, got)
+	}
+	f.sync(t)
+	if n := len(f.recorder.on("SidecarSet", ReasonUpgraded)); n != 1 {
+		t.Errorf("%d %s events after a pass with nothing to do, want still 1", n, ReasonUpgraded)
+	}
+}
+
+// TestSyncNoUpgradedEventWithoutUpgrade: Pods created with the current sidecars that become ready
+// end no upgrade: no SidecarUpgraded.
+func TestSyncNoUpgradedEventWithoutUpgrade(t *testing.T) {
+	pods := injectedPods(t, 2)
+	for _, p := range pods {
+		p.Status.Conditions[0].Status = corev1.ConditionFalse
+	}
+	f := newFixture(t, logSet("agent:v1", nil), pods...)
+	f.sync(t)
+	f.cacheSet(t)
+	for _, p := range injectedPods(t, 2) {
+		p.ResourceVersion = "11"
+		f.cache(p)
+	}
+	f.sync(t)
+	if st := f.status(t); st.UpdatedReadyPods != 2 {
+		t.Fatalf("status %+v, want the 2 Pods updated and ready", st)
+	}
+	if got := f.recorder.on("SidecarSet", ReasonUpgraded); len(got) != 0 {
+		t.Errorf("%s events %q when Pods only became ready", ReasonUpgraded, got)
+	}
+}
+
+// eventLog is an EventRecorder that keeps the Events with the kind of the object each is about.
+var _ record.EventRecorder = &eventLog{}
+
+type eventLog struct {
+	mu     sync.Mutex
+	events []loggedEvent
+}
+
+type loggedEvent struct{ kind, reason, message string }
+
+func (l *eventLog) Event(obj runtime.Object, _, reason, message string) {
+	kind := "unknown"
+	switch obj.(type) {
+	case *v1alpha1.SidecarSet:
+		kind = "SidecarSet"
+	case *corev1.Pod:
+		kind = "Pod"
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, loggedEvent{kind, reason, message})
+}
+
+func (l *eventLog) Eventf(obj runtime.Object, eventtype, reason, format string, args ...any) {
+	l.Event(obj, eventtype, reason, fmt.Sprintf(format, args...))
+}
+
+func (l *eventLog) AnnotatedEventf(obj runtime.Object, _ map[string]string, eventtype, reason, format string, args ...any) {
+	l.Eventf(obj, eventtype, reason, format, args...)
+}
+
+// on are the messages of the Events with reason on objects of kind.
+func (l *eventLog) on(kind, reason string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, e := range l.events {
+		if e.kind == kind && e.reason == reason {
+			out = append(out, e.message)
 		}
 	}
-	if warned != 2 {
-		t.Errorf("%d %s events, want 2", warned, ReasonNotUpgradable)
-	}
+	return out
 }
 
 // recordRevision sets the controllerRevision of the Pod's kruise.io/sidecarset-hash entry of logs.

@@ -48,25 +48,50 @@ func (c *Controller) upgrade(ctx context.Context, set *v1alpha1.SidecarSet, pods
 	if err != nil {
 		return 0, err
 	}
-	logger := klog.FromContext(ctx)
-	for _, pod := range plan.NotUpgradable {
+	if err := c.markNotUpgradable(ctx, set, plan.NotUpgradable); err != nil {
+		return 0, err
+	}
+	return c.upgradePods(ctx, set, plan.Upgrade)
+}
+
+// markNotUpgradable marks the Pods SidecarSetUpgradable=False, with a Warning on each Pod newly
+// marked and one on the SidecarSet that counts them (none when no Pod changed, so that every pass
+// does not repeat it).
+func (c *Controller) markNotUpgradable(ctx context.Context, set *v1alpha1.SidecarSet, pods []*corev1.Pod) error {
+	var marked []string
+	for _, pod := range pods {
 		changed, err := c.setUpgradable(ctx, pod, set, false)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		if changed {
 			podUpgrades.WithLabelValues(set.Name, resultNotUpgradable).Inc()
 			c.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonNotUpgradable,
 				"SidecarSet %s changed more than the images of its sidecars; this Pod keeps its sidecars until it is recreated", set.Name)
+			marked = append(marked, klog.KObj(pod).String())
 		}
 	}
-	if n := len(plan.NotUpgradable); n > 0 {
-		c.recorder.Eventf(set, corev1.EventTypeNormal, "NotUpgradablePods",
-			"%d Pod(s) cannot be upgraded in place (changes beyond images) and are skipped", n)
+	if len(marked) > 0 {
+		c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonNotUpgradable,
+			"%d Pod(s) cannot be upgraded in place (changes beyond images) and keep their sidecars until recreated: %s",
+			len(marked), strings.Join(marked, ", "))
 	}
+	return nil
+}
 
+// upgradePods starts the in-place upgrade of the Pods' sidecars, and says on the SidecarSet which
+// Pods it started. A Pod busy with another update waits for a later pass.
+func (c *Controller) upgradePods(ctx context.Context, set *v1alpha1.SidecarSet, pods []*corev1.Pod) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
 	var requeue time.Duration
-	for _, pod := range plan.Upgrade {
+	var started []string
+	defer func() {
+		if len(started) > 0 {
+			c.recorder.Eventf(set, corev1.EventTypeNormal, ReasonUpgrading, "Upgrading the sidecars of %d Pod(s) in place: %s",
+				len(started), strings.Join(started, ", "))
+		}
+	}()
+	for _, pod := range pods {
 		rv, err := c.upgradePod(ctx, set, pod)
 		switch {
 		case apierrors.IsConflict(err):
@@ -84,6 +109,7 @@ func (c *Controller) upgrade(ctx context.Context, set *v1alpha1.SidecarSet, pods
 			return 0, fmt.Errorf("upgrading the sidecars of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		podUpgrades.WithLabelValues(set.Name, resultStarted).Inc()
+		started = append(started, klog.KObj(pod).String())
 		c.expectations.expect(set.Name, pod, rv)
 		if _, err := c.setUpgradable(ctx, pod, set, true); err != nil {
 			return 0, err

@@ -1,0 +1,34 @@
+package statefulset
+
+import (
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/controller/rolloutmetrics"
+	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1beta1"
+)
+
+// newRollouts is the gauge of --rollout-metrics for Advanced StatefulSets, with the states of
+// CloneSets' (inplace_controller_cloneset_pods): a rollout's progress is updated_ready / desired.
+func newRollouts() *rolloutmetrics.Collector[*v1beta1.StatefulSet] {
+	return rolloutmetrics.New("inplace_controller_statefulset_pods",
+		"Pods of each Advanced StatefulSet by state (desired: spec.replicas; the others from its status), with --rollout-metrics.",
+		"statefulset", rolloutCounts)
+}
+
+var rollouts = newRollouts()
+
+// ExposeRollouts registers the gauge (once per process) over the StatefulSets of sets; a later
+// call (a controller built again after a lost leadership) points it at the new cache.
+func ExposeRollouts(sets listers.StatefulSetLister) { rollouts.Expose(sets.List) }
+
+func rolloutCounts(set *v1beta1.StatefulSet) []rolloutmetrics.Count {
+	desired := int32(1)
+	if set.Spec.Replicas != nil {
+		desired = *set.Spec.Replicas
+	}
+	st := set.Status
+	return []rolloutmetrics.Count{
+		{State: "desired", Pods: desired}, {State: "updated", Pods: st.UpdatedReplicas},
+		{State: "updated_ready", Pods: st.UpdatedReadyReplicas}, {State: "ready", Pods: st.ReadyReplicas},
+		{State: "available", Pods: st.AvailableReplicas},
+	}
+}
