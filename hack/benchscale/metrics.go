@@ -85,7 +85,8 @@ next:
 var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
 
 // writesBy adds up kube-apiserver's apiserver_request_total of the write verbs by
-// "VERB resource[/subresource]" (dry runs apart: they cost admission but store nothing).
+// "VERB resource[/subresource]" (dry runs apart: they cost admission but store nothing; failed
+// requests apart, by code: a 409 is a conflict to retry).
 func writesBy(body []byte) map[string]float64 {
 	out := map[string]float64{}
 	p := expfmt.NewTextParser(model.UTF8Validation)
@@ -111,6 +112,9 @@ func writesBy(body []byte) map[string]float64 {
 		}
 		if l["dry_run"] != "" {
 			key += " (dry run)"
+		}
+		if code := l["code"]; code != "" && code[0] != '2' {
+			key += " " + code
 		}
 		out[key] += m.GetCounter().GetValue()
 	}

@@ -2,8 +2,9 @@
 // StatefulSet and DaemonSet) share about their ControllerRevisions: kube's controller-history
 // naming and hashing, and their order; and, for a workload whose revisions live in its namespace
 // under its control (Owner), finding or creating the revision of its data (annotated with the
-// workload's kubernetes.io/change-cause) with kube's collision counts, and truncating its history. It knows nothing of what a revision's data
-// is: each controller encodes its own (a CloneSet's is a patch of its Pod template).
+// workload's kubernetes.io/change-cause) with kube's collision counts, and truncating its
+// history. It knows nothing of what a revision's data is: each controller encodes its own (a
+// CloneSet's is a patch of its Pod template).
 package history
 
 import (
