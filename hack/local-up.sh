@@ -198,7 +198,10 @@ write_containerd_config() {
   mkdir -p "$dir/certs.d/$REGISTRY_HOST"
   cat > "$dir/certs.d/$REGISTRY_HOST/hosts.toml" <<EOF
 # Written by hack/local-up.sh: the local cluster's registry (hack/local-up.d/05-registry.sh).
+# containerd 1.6 wants a host entry (without one: "invalid \`host\` tree").
 server = "http://$REGISTRY_ADDR"
+[host."http://$REGISTRY_ADDR"]
+  capabilities = ["pull", "resolve"]
 EOF
   cat > "$dir/config.toml" <<EOF
 version = 2
@@ -276,8 +279,14 @@ write_cni_config "$STATE/cni/net.d" "$CNI_NETWORK" "$CNI_BRIDGE" "$POD_SUBNET" "
 # to an image it just ran restarts at once; image GC effectively off (the
 # images cannot be pulled again); eviction thresholds low (shared machine);
 # no iptables chains (there is no kube-proxy); cluster DNS is the host's CoreDNS
-# on node 1's IP (step 7). CERT names the serving certificate in $PKI; the
-# node registers with TAINT_KEY:NoSchedule when given.
+# on node 1's IP (step 7); images on the node usable by every Pod
+# (imagePullCredentialsVerificationPolicy NeverVerify, as kubelets before 1.35
+# by default: with KubeletEnsureSecretPulledImages, on by default since 1.35,
+# once the kubelet pulled registry.inplace.local:5000/app:v1,
+# an image of the same ID as the imported inplace.local/app:v1, a Pod of
+# inplace.local/app:v1 with imagePullPolicy Never was refused
+# ErrImageNeverPull). CERT names the serving certificate in $PKI; the node
+# registers with TAINT_KEY:NoSchedule when given.
 write_kubelet_config() {
   local file="$1" cert="$2" port="$3" healthz="$4" runtime="$5" pod_logs="$6" cgroup_root="$7" taint="${8:-}"
   cat > "$file" <<EOF
@@ -310,6 +319,7 @@ clusterDomain: cluster.local
 clusterDNS: [$NODE_IP]
 podLogsDir: $pod_logs
 serializeImagePulls: false
+imagePullCredentialsVerificationPolicy: NeverVerify
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard:

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -24,7 +26,8 @@ import (
 // localNode is a node of the local cluster and its container runtime's CRI endpoint.
 type localNode struct{ name, endpoint string }
 
-// registryNodes returns the registry's name and both nodes of the local cluster.
+// registryNodes returns the registry's name and the nodes of the local cluster: both, or node 1
+// alone with inplace installed in the cluster.
 func registryNodes(t *testing.T) (string, []localNode) {
 	t.Helper()
 	vars, err := readEnvFile(repo + "/_output/local/env")
@@ -35,11 +38,11 @@ func registryNodes(t *testing.T) (string, []localNode) {
 	if reg == "" {
 		t.Fatal("_output/local/env has no INPLACE_REGISTRY: the local cluster runs no registry (hack/local-up.d/05-registry.sh)")
 	}
-	node2 := secondNode(t)
-	return reg, []localNode{
-		{vars["NODE_NAME"], vars["CONTAINER_RUNTIME_ENDPOINT"]},
-		{node2, vars["NODE2_RUNTIME_ENDPOINT"]},
+	nodes := []localNode{{vars["NODE_NAME"], vars["CONTAINER_RUNTIME_ENDPOINT"]}}
+	if node2Name == "" && inClusterMode() {
+		return reg, nodes // inplace in the cluster: one node (see secondNode)
 	}
+	return reg, append(nodes, localNode{secondNode(t), vars["NODE2_RUNTIME_ENDPOINT"]})
 }
 
 // criImage is the node's image of that reference, nil when it has none (CRI ImageStatus).
@@ -133,8 +136,9 @@ func TestRegistryPullOnBothNodes(t *testing.T) {
 		if img == nil {
 			t.Fatalf("node %s runs Pod %s but its containerd has no image %s", n.name, name, image)
 		}
-		if !strings.HasSuffix(st.ImageID, img.Id) || !slices.Contains(img.RepoTags, image) {
-			t.Errorf("node %s: Pod image ID %q, CRI image %s tags %v: want the Pod's image, tagged %s", n.name, st.ImageID, img.Id, img.RepoTags, image)
+		if !slices.Contains(img.RepoDigests, st.ImageID) || !slices.Contains(img.RepoTags, image) {
+			t.Errorf("node %s: Pod image ID %q, CRI image %s digests %v tags %v: want the Pod's image, tagged %s",
+				n.name, st.ImageID, img.Id, img.RepoDigests, img.RepoTags, image)
 		}
 		if out := mustKubectl(t, ctx, "", "-n", ns, "logs", name); !strings.Contains(out, "app version v2") {
 			t.Errorf("Pod %s logs %q, want app version v2", name, out)
@@ -143,11 +147,14 @@ func TestRegistryPullOnBothNodes(t *testing.T) {
 	}
 
 	// The registry's copy of inplace.local/app:v1 (not removed afterwards: it is the imported
-	// image under another name).
+	// image under another name), and then the imported image by its own name with pull policy
+	// Never on the same node: still usable (the kubelets verify no pull credentials of images
+	// on the node, see hack/local-up.sh).
 	pod := runPulling(t, ctx, pullingPod(ns, "app-v1", reg+"/app:v1", nodes[0].name))
 	if out := mustKubectl(t, ctx, "", "-n", ns, "logs", pod.Name); !strings.Contains(out, "app version v1") {
 		t.Errorf("Pod %s logs %q, want app version v1", pod.Name, out)
 	}
+	runPulling(t, ctx, onNode(appPod(ns, "imported-v1", appImageV1), nodes[0].name))
 }
 
 // TestRegistryPullMissingTag: a tag the registry does not have leaves the Pod waiting in
@@ -197,4 +204,38 @@ func runPulling(t *testing.T, ctx context.Context, pod *corev1.Pod) *corev1.Pod 
 		t.Fatalf("creating Pod %s/%s: %v", pod.Namespace, pod.Name, err)
 	}
 	return waitPodRunning(t, ctx, pod.Namespace, pod.Name)
+}
+
+// TestRegistryPushYourOwn: an image pushed with `inplace-registry push` under a new name (as the
+// README shows) is pulled by the node.
+func TestRegistryPushYourOwn(t *testing.T) {
+	reg, nodes := registryNodes(t)
+	ctx := testContext(t)
+	vars, err := readEnvFile(repo + "/_output/local/env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A label of its own makes it another image than the imported inplace.local/app:v3, so
+	// removing it afterwards removes nothing else.
+	id := utilrand.String(5)
+	image := reg + "/e2e/mine-" + id + ":v3"
+	out, err := exec.CommandContext(ctx, repo+"/_output/bin/inplace-registry", "push",
+		"-resolve", reg+"="+vars["INPLACE_REGISTRY_ADDR"], "-label", "inplace.dev/e2e="+id,
+		repo+"/_output/images/app-v3.tar", image).CombinedOutput()
+	if err != nil {
+		t.Fatalf("inplace-registry push: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if err := removeCRIImage(context.Background(), nodes[0], image); err != nil {
+			t.Logf("removing %s: %v", image, err)
+		}
+	})
+	ns := newNamespace(t, ctx, "registry-mine")
+	pod := runPulling(t, ctx, pullingPod(ns, "mine", image, nodes[0].name))
+	if out := mustKubectl(t, ctx, "", "-n", ns, "logs", pod.Name); !strings.Contains(out, "app version v3") {
+		t.Errorf("Pod %s logs %q, want app version v3", pod.Name, out)
+	}
+	if img := criImage(t, ctx, nodes[0], image); img == nil {
+		t.Errorf("node %s runs Pod %s but has no image %s", nodes[0].name, pod.Name, image)
+	}
 }
