@@ -25,10 +25,12 @@ export INPLACE_IN_CLUSTER
 all: build
 
 ## build: the inplace programs into _output/bin as inplace-<name> for every cmd/<name>; a kubectl
-## plugin, cmd/kubectl-<name>, keeps its own name (kubectl finds plugins by it)
+## plugin, cmd/kubectl-<name>, keeps its own name (kubectl finds plugins by it); and the local
+## cluster's image registry, inplace-registry (its own module, hack/registry; cached)
 build:
 	for d in cmd/*/; do n=$$(basename $$d); case $$n in kubectl-*) o=$$n ;; *) o=inplace-$$n ;; esac; \
 		$(GO) build -o $(BIN)/$$o ./cmd/$$n; done
+	hack/build-kube.sh inplace-registry
 
 ## install-plugin: kubectl-inplace into $(PREFIX) (default /usr/local/bin), so that `kubectl inplace` runs it
 PREFIX ?= /usr/local/bin
@@ -56,8 +58,10 @@ run-standalone: build
 ## CI took over an hour on a fresh 2-core machine.
 test: test-unit test-fuzz test-integration test-e2e test-e2e-ha
 
+# hack/registry is a module of its own (the local cluster's image registry).
 test-unit:
 	$(GO) test $(GO_TEST_FLAGS) ./pkg/... ./cmd/...
+	cd hack/registry && $(GO) test $(GO_TEST_FLAGS) ./...
 
 # Go's native fuzzing of what parses outside input, FUZZ_TIME each (their seeds also run in
 # test-unit); a crasher is written to the package's testdata/fuzz/ and fails the target.

@@ -7,14 +7,17 @@
 #                                  #      kube-scheduler kubelet kubectl etcd minicri
 #                                  #      hostpath (the local cluster's volume provisioner)
 #                                  #      coredns (its DNS server, module hack/coredns)
+#                                  #      inplace-registry (its image registry, module
+#                                  #      hack/registry)
 #   hack/build-kube.sh kubectl     # only the named binaries
 #   hack/build-kube.sh kwok        # kwok (fake nodes of hack/bench-scale.sh); not
 #                                  # in the default set, and built as its own module
 #
 # Cached: each binary has a stamp (_output/bin/.stamp/NAME) holding the
 # Kubernetes version, the Go version and a hash of hack/kube's go.mod and
-# go.sum (and, for etcd, minicri and hostpath, of their sources; for coredns, of
-# its module hack/coredns); a binary whose stamp matches is not rebuilt.
+# go.sum (and, for etcd, minicri and hostpath, of their sources; for coredns and
+# inplace-registry, of their modules hack/coredns and hack/registry); a binary
+# whose stamp matches is not rebuilt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,8 +29,9 @@ KUBE_MINOR=35
 # cluster's binaries off v1.35 if they shared a module.
 KWOK_VERSION=v0.8.0
 # The local cluster's DNS server is CoreDNS with a handful of plugins, built from its own module
-# (hack/coredns) for the same reason: CoreDNS's libraries are not the cluster's.
-ALL=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd minicri hostpath coredns)
+# (hack/coredns) for the same reason: CoreDNS's libraries are not the cluster's; so is its image
+# registry (hack/registry: go-containerregistry's).
+ALL=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd minicri hostpath coredns inplace-registry)
 
 OUT="$PWD/_output/bin"
 STAMPS="$OUT/.stamp"
@@ -41,12 +45,22 @@ pkg_of() {
     etcd|minicri|hostpath) echo "github.com/inplace-dev/inplace/hack/kube/$1" ;;
     kwok) echo "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" ;;
     coredns) echo "github.com/inplace-dev/inplace/hack/coredns" ;;
+    inplace-registry) echo "github.com/inplace-dev/inplace/hack/registry" ;;
     *) echo "build-kube: unknown binary '$1' (known: ${ALL[*]} kwok)" >&2; return 1 ;;
   esac
 }
 
 if (($# == 0)); then set -- "${ALL[@]}"; fi
 for b in "$@"; do pkg_of "$b" >/dev/null; done
+
+# own_module NAME: the module directory of a binary built from a module of its own, apart from
+# hack/kube.
+own_module() {
+  case "$1" in
+    coredns) echo hack/coredns ;;
+    inplace-registry) echo hack/registry ;;
+  esac
+}
 
 # stamp_of NAME: everything that determines the binary: the module's go.mod and go.sum, and for
 # the programs of hack/kube (etcd, minicri, hostpath) their own sources; a change to minicri does not
@@ -58,8 +72,10 @@ stamp_of() {
     echo "$KWOK_VERSION $go_version"
     return
   fi
-  if [[ "$1" == coredns ]]; then
-    echo "$go_version $(cat hack/coredns/go.mod hack/coredns/go.sum hack/coredns/*.go | sha256sum | cut -c1-16)"
+  if [[ -n "$(own_module "$1")" ]]; then
+    local m
+    m="$(own_module "$1")"
+    echo "$go_version $(cat "$m/go.mod" "$m/go.sum" "$m"/*.go | sha256sum | cut -c1-16)"
     return
   fi
   case "$1" in
@@ -98,19 +114,22 @@ if [[ " ${todo[*]} " == *" kwok "* ]]; then
   read -ra todo <<< "${todo[*]}"
   ((${#todo[@]} > 0)) || exit 0
 fi
-if [[ " ${todo[*]} " == *" coredns "* ]]; then
-  echo "build-kube: building coredns (module hack/coredns)" >&2
+for b in coredns inplace-registry; do
+  [[ " ${todo[*]} " == *" $b "* ]] || continue
+  m="$(own_module "$b")"
+  echo "build-kube: building $b (module $m)" >&2
   start=$SECONDS
   tmp="$(mktemp -d "$OUT/.build.XXXXXX")"
-  (cd hack/coredns && CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "-s -w" -o "$tmp/coredns" .)
-  mv -f "$tmp/coredns" "$OUT/coredns"
+  (cd "$m" && CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "-s -w" -o "$tmp/$b" .)
+  mv -f "$tmp/$b" "$OUT/$b"
   rm -rf "$tmp"
-  stamp_of coredns > "$STAMPS/coredns"
-  echo "build-kube: coredns done in $((SECONDS - start))s" >&2
-  todo=("${todo[@]/coredns/}")
-  read -ra todo <<< "${todo[*]}"
-  ((${#todo[@]} > 0)) || exit 0
-fi
+  stamp_of "$b" > "$STAMPS/$b"
+  echo "build-kube: $b done in $((SECONDS - start))s" >&2
+  rest=()
+  for t in "${todo[@]}"; do [[ "$t" == "$b" ]] || rest+=("$t"); done
+  todo=("${rest[@]}")
+done
+((${#todo[@]} > 0)) || exit 0
 
 pkgs=()
 for b in "${todo[@]}"; do pkgs+=("$(pkg_of "$b")"); done

@@ -18,7 +18,9 @@
 # pod-logs/, and env (variables for scripts: `source _output/local/env`).
 #
 # Test images (imagePullPolicy: Never): inplace.local/app:v1|v2|v3|bad; see
-# hack/build-images.sh.
+# hack/build-images.sh. The same images are also in the local registry,
+# registry.inplace.local:5000 (hack/local-up.d/05-registry.sh), for Pods that
+# pull.
 #
 # INPLACE_IN_CLUSTER=1: the inplace hooks install inplace into the cluster from
 # artifacts/deploy (its image, its own CA) instead of starting host processes.
@@ -51,7 +53,7 @@
 #     inplace-node2/ (the second node's cgroup root, removed by local-down)
 #   - TCP ports 2379 2380 (etcd, loopback), 6443 (kube-apiserver, all
 #     addresses), 53 (CoreDNS, TCP and UDP on the node IP), 10054 (its
-#     readiness, loopback), 10248 (kubelet healthz, loopback), 10250 (kubelet, all
+#     readiness, loopback), 5000 (the image registry, node IP and loopback), 10248 (kubelet healthz, loopback), 10250 (kubelet, all
 #     addresses), 10257 (controller-manager), 10259 (scheduler), plus
 #     containerd's streaming server on a random loopback port; with the second
 #     node 10260 (its kubelet, all addresses) and 10268 (its healthz, loopback).
@@ -159,6 +161,10 @@ export NODE_IP=$NODE_IP
 export CONTAINER_RUNTIME_ENDPOINT=$CONTAINER_RUNTIME_ENDPOINT
 export LOCAL_CLUSTER_STATE=$STATE
 export LOCAL_CLUSTER_PKI=$PKI
+# The image registry (hack/local-up.d/05-registry.sh): images are named $REGISTRY_HOST/...;
+# it listens on $REGISTRY_ADDR (inplace-registry push -resolve $REGISTRY_HOST=$REGISTRY_ADDR).
+export INPLACE_REGISTRY=$REGISTRY_HOST
+export INPLACE_REGISTRY_ADDR=$REGISTRY_ADDR
 EOF
 if node2_wanted; then
   cat >> "$STATE/env" <<EOF
@@ -181,10 +187,22 @@ fi
 # its own config file, root (images, snapshots) DIR/root under _output/local,
 # state and socket under /run (node 1's at the standard /run/containerd: the
 # kubelet and CRI clients expect it). restrict_oom_score_adj: these VMs lack
-# CAP_SYS_RESOURCE.
+# CAP_SYS_RESOURCE. Registry hosts in DIR/certs.d (read at each pull): the
+# local registry's name $REGISTRY_HOST is served over plain HTTP at
+# $REGISTRY_ADDR; other registries as containerd's defaults (HTTPS, unreachable
+# here).
 write_containerd_config() {
   local dir="$1" state="$2" sock="$3" cni_conf="$4"
   mkdir -p "$dir" "$cni_conf"
+  rm -rf "$dir/certs.d"
+  mkdir -p "$dir/certs.d/$REGISTRY_HOST"
+  cat > "$dir/certs.d/$REGISTRY_HOST/hosts.toml" <<EOF
+# Written by hack/local-up.sh: the local cluster's registry (hack/local-up.d/05-registry.sh).
+# containerd 1.6 wants a host entry (without one: "invalid \`host\` tree").
+server = "http://$REGISTRY_ADDR"
+[host."http://$REGISTRY_ADDR"]
+  capabilities = ["pull", "resolve"]
+EOF
   cat > "$dir/config.toml" <<EOF
 version = 2
 root = "$dir/root"
@@ -203,6 +221,8 @@ disabled_plugins = ["io.containerd.internal.v1.tracing", "io.containerd.snapshot
   sandbox_image = "inplace.local/pause:1.0"
   restrict_oom_score_adj = true
   stream_server_address = "127.0.0.1"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$dir/certs.d"
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -259,8 +279,14 @@ write_cni_config "$STATE/cni/net.d" "$CNI_NETWORK" "$CNI_BRIDGE" "$POD_SUBNET" "
 # to an image it just ran restarts at once; image GC effectively off (the
 # images cannot be pulled again); eviction thresholds low (shared machine);
 # no iptables chains (there is no kube-proxy); cluster DNS is the host's CoreDNS
-# on node 1's IP (step 7). CERT names the serving certificate in $PKI; the
-# node registers with TAINT_KEY:NoSchedule when given.
+# on node 1's IP (step 7); images on the node usable by every Pod
+# (imagePullCredentialsVerificationPolicy NeverVerify, as kubelets before 1.35
+# by default: with KubeletEnsureSecretPulledImages, on by default since 1.35,
+# once the kubelet pulled registry.inplace.local:5000/app:v1,
+# an image of the same ID as the imported inplace.local/app:v1, a Pod of
+# inplace.local/app:v1 with imagePullPolicy Never was refused
+# ErrImageNeverPull). CERT names the serving certificate in $PKI; the node
+# registers with TAINT_KEY:NoSchedule when given.
 write_kubelet_config() {
   local file="$1" cert="$2" port="$3" healthz="$4" runtime="$5" pod_logs="$6" cgroup_root="$7" taint="${8:-}"
   cat > "$file" <<EOF
@@ -293,6 +319,7 @@ clusterDomain: cluster.local
 clusterDNS: [$NODE_IP]
 podLogsDir: $pod_logs
 serializeImagePulls: false
+imagePullCredentialsVerificationPolicy: NeverVerify
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard:

@@ -49,6 +49,9 @@ fi
 
 cat <<EOF
 
+image registry: $INPLACE_REGISTRY (app:v1|v2|v3|bad, pause:1.0, remote/app:v1|v2; for Pods that pull)
+  push your own: _output/bin/inplace-registry push IMAGE.tar $INPLACE_REGISTRY/NAME:TAG
+
 export KUBECONFIG=$KUBECONFIG PATH=$PWD/_output/bin:\$PATH
 Try this:
   kubectl apply --server-side -f artifacts/examples/cloneset.yaml && kubectl get clonesets

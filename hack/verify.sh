@@ -10,5 +10,7 @@ if [[ -n "${unformatted}" ]]; then
     exit 1
 fi
 go vet ./...
+# The local cluster's image registry, a module of its own.
+(cd hack/registry && go vet ./...)
 hack/verify-codegen.sh
 echo "verify: ok"

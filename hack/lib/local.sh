@@ -46,11 +46,21 @@ NODE2_KUBELET_PORT=10260
 NODE2_KUBELET_HEALTHZ_PORT=10268
 NODE2_CGROUP_ROOT=inplace-node2        # below the root of every cgroup v1 hierarchy
 NODE2_TAINT=inplace.dev/second-node
+# The local cluster's image registry (hack/local-up.d/05-registry.sh): inplace-registry
+# (hack/registry) over plain HTTP on node 1's IP and on loopback, blobs in $REGISTRY_ROOT. Images
+# name it $REGISTRY_HOST, a name that only the nodes' containerds know: their registry hosts
+# directory (config_path) has a hosts.toml for it whose server is $REGISTRY_ADDR (no DNS, no
+# /etc/hosts).
+REGISTRY_PORT=5000
+REGISTRY_HOST="registry.inplace.local:$REGISTRY_PORT"
+REGISTRY_ADDR="$NODE_IP:$REGISTRY_PORT"
+REGISTRY_ROOT="$STATE/registry"
 # Fixed TCP ports (loopback unless noted): etcd client+peer, kube-apiserver
 # (all addresses), kubelet healthz, kubelet (all addresses), controller-manager,
-# scheduler, CoreDNS (node IP, also UDP) and its readiness.
+# scheduler, CoreDNS (node IP, also UDP) and its readiness, the registry (node IP
+# and loopback).
 DNS_READY_PORT=10054
-PORTS=(2379 2380 6443 10248 10250 10257 10259 53 "$DNS_READY_PORT")
+PORTS=(2379 2380 6443 10248 10250 10257 10259 53 "$DNS_READY_PORT" "$REGISTRY_PORT")
 NODE2_PORTS=("$NODE2_KUBELET_PORT" "$NODE2_KUBELET_HEALTHZ_PORT")
 # Core daemons in the order local-down stops them (anything else in $PIDS,
 # e.g. started by a hook, is stopped first).

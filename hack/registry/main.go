@@ -1,0 +1,366 @@
+// Command inplace-registry is the local cluster's image registry (hack/local-up.d/05-registry.sh):
+// go-containerregistry's OCI distribution server (pkg/registry) over plain HTTP, its blobs on disk,
+// and a client that pushes the OCI image layouts hack/build-images.sh writes.
+//
+//	inplace-registry serve -listen 10.77.0.1:5000 -listen 127.0.0.1:5000 -root _output/local/registry
+//	inplace-registry push [-resolve registry.inplace.local:5000=127.0.0.1:5000] [-label K=V] \
+//	    _output/images/app-v1.tar registry.inplace.local:5000/inplace/app:v1 [more references]
+//
+// serve keeps blobs in ROOT/blobs (go-containerregistry's disk blob handler: written to a
+// temporary file and renamed once the digest is verified, so a restart keeps them and a second
+// push of the same image uploads nothing) and manifests and tags in memory: a restarted registry
+// is empty until pushed to again, as local-up does at every start.
+//
+// push reads an OCI image layout (a directory, or a tar of one such as hack/build-images.sh's) or
+// a `docker save` tarball, and pushes it under each reference over plain HTTP. The host name in a
+// reference need not resolve on this machine: -resolve sends connections for HOST:PORT to ADDR
+// (by default the local cluster's name to the registry on loopback). -label adds a label to the
+// image's config, which makes it another image (another config digest, so another image ID in
+// containerd) with the same layers.
+package main
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// defaultResolve is the local cluster's registry name (hack/lib/local.sh REGISTRY_HOST) and where
+// serve listens for it on this machine.
+const defaultResolve = "registry.inplace.local:5000=127.0.0.1:5000"
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func main() {
+	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serveMain(os.Args[2:])
+	case "push":
+		err = pushMain(os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		log.Fatalf("inplace-registry %s: %v", os.Args[1], err)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: inplace-registry serve -listen ADDR... -root DIR\n"+
+		"       inplace-registry push [-resolve HOST:PORT=ADDR]... [-label K=V]... SRC REF...")
+	os.Exit(2)
+}
+
+func serveMain(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	var listen listFlag
+	fs.Var(&listen, "listen", "address to serve plain HTTP on (repeatable)")
+	root := fs.String("root", "", "directory of the blobs (created if missing)")
+	_ = fs.Parse(args)
+	if len(listen) == 0 || *root == "" || fs.NArg() > 0 {
+		usage()
+	}
+	handler, err := newHandler(*root, log.Default())
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	errs := make(chan error, len(listen))
+	var servers []*http.Server
+	for _, addr := range listen {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		s := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, s)
+		log.Printf("serving on http://%s, blobs in %s", l.Addr(), *root)
+		go func() { errs <- s.Serve(l) }()
+	}
+	select {
+	case err := <-errs:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		_ = s.Shutdown(shutdown)
+	}
+	log.Print("stopped")
+	return nil
+}
+
+// newHandler is the registry with its blobs in root/blobs/sha256/<hex>.
+func newHandler(root string, logger *log.Logger) (http.Handler, error) {
+	blobs := filepath.Join(root, "blobs")
+	// The disk handler writes its temporary files into this directory itself.
+	if err := os.MkdirAll(blobs, 0o755); err != nil {
+		return nil, err
+	}
+	// Uploads the handler did not finish (killed, or a digest mismatch) leave upload-* files.
+	stale, _ := filepath.Glob(filepath.Join(blobs, "upload-*"))
+	for _, f := range stale {
+		_ = os.Remove(f)
+	}
+	return registry.New(registry.Logger(logger), registry.WithBlobHandler(registry.NewDiskBlobHandler(blobs))), nil
+}
+
+func pushMain(args []string) error {
+	fs := flag.NewFlagSet("push", flag.ExitOnError)
+	resolve := listFlag{}
+	fs.Var(&resolve, "resolve", "HOST:PORT=ADDR: connect to ADDR for registry HOST:PORT (repeatable; default "+defaultResolve+")")
+	var labels listFlag
+	fs.Var(&labels, "label", "K=V: add a label to the image config (repeatable)")
+	_ = fs.Parse(args)
+	if fs.NArg() < 2 {
+		usage()
+	}
+	if len(resolve) == 0 {
+		resolve = listFlag{defaultResolve}
+	}
+	dial, err := resolver(resolve)
+	if err != nil {
+		return err
+	}
+	return push(fs.Arg(0), fs.Args()[1:], labels, dial)
+}
+
+// resolver maps "HOST:PORT=ADDR" entries to a dialer that connects to ADDR for HOST:PORT.
+func resolver(entries []string) (func(ctx context.Context, network, addr string) (net.Conn, error), error) {
+	to := map[string]string{}
+	for _, e := range entries {
+		host, addr, ok := strings.Cut(e, "=")
+		if !ok || host == "" || addr == "" {
+			return nil, fmt.Errorf("-resolve %q: want HOST:PORT=ADDR", e)
+		}
+		to[host] = addr
+	}
+	var d net.Dialer
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if a, ok := to[addr]; ok {
+			addr = a
+		}
+		return d.DialContext(ctx, network, addr)
+	}, nil
+}
+
+// push pushes the image (or image index) in src under every reference, over plain HTTP.
+func push(src string, refs, labels []string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) error {
+	opts := []remote.Option{remote.WithTransport(transport(dial))}
+
+	img, idx, cleanup, err := load(src)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", src, err)
+	}
+	defer cleanup()
+	if len(labels) > 0 {
+		if img == nil {
+			return fmt.Errorf("-label: %s holds an image index, not one image", src)
+		}
+		if img, err = withLabels(img, labels); err != nil {
+			return err
+		}
+	}
+	for _, r := range refs {
+		ref, err := name.ParseReference(r, name.Insecure)
+		if err != nil {
+			return err
+		}
+		var digest v1.Hash
+		if img != nil {
+			err = remote.Write(ref, img, opts...)
+			if err == nil {
+				digest, err = img.Digest()
+			}
+		} else {
+			err = remote.WriteIndex(ref, idx, opts...)
+			if err == nil {
+				digest, err = idx.Digest()
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("pushing %s to %s: %w", src, ref, err)
+		}
+		fmt.Printf("pushed %s@%s\n", ref, digest)
+	}
+	return nil
+}
+
+// transport is go-containerregistry's default transport connecting through dial.
+func transport(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
+	tr := remote.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = dial
+	return tr
+}
+
+func withLabels(img v1.Image, labels []string) (v1.Image, error) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg := *cf.Config.DeepCopy()
+	if cfg.Labels == nil {
+		cfg.Labels = map[string]string{}
+	}
+	for _, l := range labels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("-label %q: want K=V", l)
+		}
+		cfg.Labels[k] = v
+	}
+	return mutate.Config(img, cfg)
+}
+
+// load reads src: an OCI image layout directory, a tar of one, or a `docker save` tarball. It
+// returns the image when the layout holds exactly one image manifest, the whole index otherwise;
+// cleanup removes what it unpacked.
+func load(src string) (img v1.Image, idx v1.ImageIndex, cleanup func(), err error) {
+	cleanup = func() {}
+	st, err := os.Stat(src)
+	if err != nil {
+		return nil, nil, cleanup, err
+	}
+	dir := src
+	if !st.IsDir() {
+		names, err := tarNames(src)
+		if err != nil {
+			return nil, nil, cleanup, err
+		}
+		switch {
+		case names["index.json"]:
+			if dir, err = os.MkdirTemp("", "inplace-registry-push-"); err != nil {
+				return nil, nil, cleanup, err
+			}
+			cleanup = func() { _ = os.RemoveAll(dir) }
+			if err := untar(src, dir); err != nil {
+				return nil, nil, cleanup, err
+			}
+		case names["manifest.json"]:
+			img, err := tarball.ImageFromPath(src, nil)
+			return img, nil, cleanup, err
+		default:
+			return nil, nil, cleanup, errors.New("neither an OCI image layout (index.json) nor a docker save tarball (manifest.json)")
+		}
+	}
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, nil, cleanup, err
+	}
+	idx, err = p.ImageIndex()
+	if err != nil {
+		return nil, nil, cleanup, err
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, nil, cleanup, err
+	}
+	if len(im.Manifests) == 1 && im.Manifests[0].MediaType.IsImage() {
+		img, err = idx.Image(im.Manifests[0].Digest)
+		return img, nil, cleanup, err
+	}
+	return nil, idx, cleanup, nil
+}
+
+// tarNames lists the regular files of a tar archive.
+func tarNames(file string) (map[string]bool, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names := map[string]bool{}
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return names, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if h.Typeflag == tar.TypeReg {
+			names[filepath.Clean(h.Name)] = true
+		}
+	}
+}
+
+// untar unpacks the regular files and directories of a tar archive into dir (an OCI layout has
+// nothing else); names that would leave dir are refused.
+func untar(file, dir string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		n := filepath.Clean(h.Name)
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := root.MkdirAll(n, 0o755); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if d := filepath.Dir(n); d != "." {
+				if err := root.MkdirAll(d, 0o755); err != nil {
+					return err
+				}
+			}
+			out, err := root.Create(n)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(out, tr)
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
