@@ -30,6 +30,9 @@ import (
 	"github.com/inplace-dev/inplace/pkg/registry/apps/cloneset"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/containerrecreaterequest"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/daemonset"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/imagelistpulljob"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/imagepulljob"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/nodeimage"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/pod"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/sidecarset"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/statefulset"
@@ -226,6 +229,18 @@ func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecars.R
 	if err != nil {
 		return nil, err
 	}
+	imagePullJobs, err := imagepulljob.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	imageListPullJobs, err := imagelistpulljob.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	nodeImages, err := nodeimage.NewStorage(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
 	var corePods corev1client.PodsGetter
 	var namespaces corev1client.NamespacesGetter
 	if kube != nil {
@@ -258,6 +273,12 @@ func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecars.R
 		"statefulsets/scale":               statefulSets.Scale,
 		"daemonsets":                       daemonSets.DaemonSet,
 		"daemonsets/status":                daemonSets.Status,
+		"imagepulljobs":                    imagePullJobs.ImagePullJob,
+		"imagepulljobs/status":             imagePullJobs.Status,
+		"imagelistpulljobs":                imageListPullJobs.ImageListPullJob,
+		"imagelistpulljobs/status":         imageListPullJobs.Status,
+		"nodeimages":                       nodeImages.NodeImage,
+		"nodeimages/status":                nodeImages.Status,
 	}
 	v1beta1Storage := map[string]rest.Storage{
 		"statefulsets":        statefulSets.StatefulSet,

@@ -111,6 +111,21 @@ func badInputKinds(t *testing.T) []storedKind {
 		valid:     func(name string) map[string]any { return toMap(t, newCRR(name), "ContainerRecreateRequest") },
 		wrongType: "spec.containers", wrongTypeValue: map[string]any{"name": "main"},
 		statusField: "status.phase",
+	}, {
+		resource: "imagepulljobs", namespaced: true, kind: "ImagePullJob",
+		valid:     func(name string) map[string]any { return toMap(t, newImagePullJob(name), "ImagePullJob") },
+		wrongType: "spec.image", wrongTypeValue: 42,
+		statusField: "status.desired",
+	}, {
+		resource: "imagelistpulljobs", namespaced: true, kind: "ImageListPullJob",
+		valid:     func(name string) map[string]any { return toMap(t, newImageListPullJob(name), "ImageListPullJob") },
+		wrongType: "spec.images", wrongTypeValue: "nginx",
+		statusField: "status.completed",
+	}, {
+		resource: "nodeimages", kind: "NodeImage",
+		valid:     func(name string) map[string]any { return toMap(t, newNodeImage(name), "NodeImage") },
+		wrongType: "spec.images", wrongTypeValue: []any{"nginx"},
+		statusField: "status.imageStatuses",
 	}}
 }
 

@@ -80,6 +80,12 @@ func TestDiscovery(t *testing.T) {
 		"statefulsets/scale":               {namespaced: true, kind: "Scale", group: "autoscaling", version: "v1", verbs: statusVerbs},
 		"daemonsets":                       {namespaced: true, kind: "DaemonSet", verbs: allVerbs, shortNames: []string{"daemon", "ads"}, singular: "daemonset"},
 		"daemonsets/status":                {namespaced: true, kind: "DaemonSet", verbs: statusVerbs},
+		"imagepulljobs":                    {namespaced: true, kind: "ImagePullJob", verbs: allVerbs, singular: "imagepulljob"},
+		"imagepulljobs/status":             {namespaced: true, kind: "ImagePullJob", verbs: statusVerbs},
+		"imagelistpulljobs":                {namespaced: true, kind: "ImageListPullJob", verbs: allVerbs, singular: "imagelistpulljob"},
+		"imagelistpulljobs/status":         {namespaced: true, kind: "ImageListPullJob", verbs: statusVerbs},
+		"nodeimages":                       {namespaced: false, kind: "NodeImage", verbs: allVerbs, singular: "nodeimage"},
+		"nodeimages/status":                {namespaced: false, kind: "NodeImage", verbs: statusVerbs},
 	}
 	var gotNames, wantNames []string
 	for n := range resources {

@@ -37,9 +37,12 @@ const (
 )
 
 var (
-	cloneSetsGVR  = appsv1alpha1.SchemeGroupVersion.WithResource("clonesets")
-	sidecarSetGVR = appsv1alpha1.SchemeGroupVersion.WithResource("sidecarsets")
-	crrGVR        = appsv1alpha1.SchemeGroupVersion.WithResource("containerrecreaterequests")
+	cloneSetsGVR        = appsv1alpha1.SchemeGroupVersion.WithResource("clonesets")
+	sidecarSetGVR       = appsv1alpha1.SchemeGroupVersion.WithResource("sidecarsets")
+	crrGVR              = appsv1alpha1.SchemeGroupVersion.WithResource("containerrecreaterequests")
+	imagePullJobGVR     = appsv1alpha1.SchemeGroupVersion.WithResource("imagepulljobs")
+	imageListPullJobGVR = appsv1alpha1.SchemeGroupVersion.WithResource("imagelistpulljobs")
+	nodeImageGVR        = appsv1alpha1.SchemeGroupVersion.WithResource("nodeimages")
 )
 
 // testContext returns a context that ends with the test or after testTimeout.
@@ -97,6 +100,37 @@ func newCRR(name string) *appsv1alpha1.ContainerRecreateRequest {
 			PodName:    name + "-pod",
 			Containers: []appsv1alpha1.ContainerRecreateRequestContainer{{Name: "main"}},
 		},
+	}
+}
+
+func newImagePullJob(name string) *appsv1alpha1.ImagePullJob {
+	return &appsv1alpha1.ImagePullJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1alpha1.ImagePullJobSpec{
+			Image: "inplace.local/app:v2",
+			ImagePullJobTemplate: appsv1alpha1.ImagePullJobTemplate{
+				Selector: &appsv1alpha1.ImagePullJobNodeSelector{Names: []string{"node-1", "node-2"}},
+			},
+		},
+	}
+}
+
+func newImageListPullJob(name string) *appsv1alpha1.ImageListPullJob {
+	return &appsv1alpha1.ImageListPullJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       appsv1alpha1.ImageListPullJobSpec{Images: []string{"inplace.local/app:v2", "inplace.local/app:v3"}},
+	}
+}
+
+// newNodeImage returns a NodeImage of one image tag (OpenKruise requires each tag's
+// ttlSecondsAfterFinished).
+func newNodeImage(name string) *appsv1alpha1.NodeImage {
+	return &appsv1alpha1.NodeImage{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1alpha1.NodeImageSpec{Images: map[string]appsv1alpha1.ImageSpec{
+			"inplace.local/app": {Tags: []appsv1alpha1.ImageTagSpec{{Tag: "v2",
+				PullPolicy: &appsv1alpha1.ImageTagPullPolicy{TTLSecondsAfterFinished: ptr.To[int32](300)}}}},
+		}},
 	}
 }
 

@@ -74,6 +74,19 @@ func TestWireCompatibility(t *testing.T) {
 		file: "containerrecreaterequest.yaml", gvr: crrGVR, namespaced: true,
 		defaults:    nil,
 		zeroOmitted: []string{"spec.strategy.orderedRecreate"},
+	}, {
+		file: "imagepulljob.yaml", gvr: imagePullJobGVR, namespaced: true,
+		defaults: []string{"spec.imagePullPolicy"},
+	}, {
+		file: "imagelistpulljob.yaml", gvr: imageListPullJobGVR, namespaced: true,
+		defaults: []string{"spec.pullPolicy"},
+	}, {
+		file: "nodeimage.yaml", gvr: nodeImageGVR, namespaced: false,
+		defaults: []string{
+			"spec.images.nginx.tags[0].createdAt",
+			"spec.images.nginx.tags[0].pullPolicy.timeoutSeconds",
+			"spec.images.nginx.tags[0].pullPolicy.backoffLimit",
+		},
 	}}
 
 	for _, tc := range cases {

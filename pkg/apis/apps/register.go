@@ -35,6 +35,9 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ContainerRecreateRequest{}, &ContainerRecreateRequestList{},
 		&StatefulSet{}, &StatefulSetList{},
 		&DaemonSet{}, &DaemonSetList{},
+		&ImagePullJob{}, &ImagePullJobList{},
+		&ImageListPullJob{}, &ImageListPullJobList{},
+		&NodeImage{}, &NodeImageList{},
 		&InPlaceUpdate{},
 		&Pod{},
 	)

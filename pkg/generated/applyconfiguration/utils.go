@@ -46,6 +46,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.CloneSetStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CloneSetUpdateStrategy"):
 		return &appsv1alpha1.CloneSetUpdateStrategyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CompletionPolicy"):
+		return &appsv1alpha1.CompletionPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ContainerRecreateRequest"):
 		return &appsv1alpha1.ContainerRecreateRequestApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ContainerRecreateRequestContainer"):
@@ -68,8 +70,48 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.DaemonSetStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DaemonSetUpdateStrategy"):
 		return &appsv1alpha1.DaemonSetUpdateStrategyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("FailedImageStatus"):
+		return &appsv1alpha1.FailedImageStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImageListPullJob"):
+		return &appsv1alpha1.ImageListPullJobApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImageListPullJobSpec"):
+		return &appsv1alpha1.ImageListPullJobSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImageListPullJobStatus"):
+		return &appsv1alpha1.ImageListPullJobStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullJob"):
+		return &appsv1alpha1.ImagePullJobApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullJobNodeSelector"):
+		return &appsv1alpha1.ImagePullJobNodeSelectorApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullJobPodSelector"):
+		return &appsv1alpha1.ImagePullJobPodSelectorApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullJobSpec"):
+		return &appsv1alpha1.ImagePullJobSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullJobStatus"):
+		return &appsv1alpha1.ImagePullJobStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullJobTemplate"):
+		return &appsv1alpha1.ImagePullJobTemplateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImageSpec"):
+		return &appsv1alpha1.ImageSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImageStatus"):
+		return &appsv1alpha1.ImageStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImageTagPullPolicy"):
+		return &appsv1alpha1.ImageTagPullPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImageTagSpec"):
+		return &appsv1alpha1.ImageTagSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImageTagStatus"):
+		return &appsv1alpha1.ImageTagStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NodeImage"):
+		return &appsv1alpha1.NodeImageApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NodeImageSpec"):
+		return &appsv1alpha1.NodeImageSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NodeImageStatus"):
+		return &appsv1alpha1.NodeImageStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ProbeHandler"):
 		return &appsv1alpha1.ProbeHandlerApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PullPolicy"):
+		return &appsv1alpha1.PullPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReferenceObject"):
+		return &appsv1alpha1.ReferenceObjectApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceExprLimits"):
 		return &appsv1alpha1.ResourceExprLimitsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceExprRequests"):
@@ -82,6 +124,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.RollingUpdateDaemonSetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RollingUpdateStatefulSetStrategy"):
 		return &appsv1alpha1.RollingUpdateStatefulSetStrategyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SandboxConfig"):
+		return &appsv1alpha1.SandboxConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ShareVolumePolicy"):
 		return &appsv1alpha1.ShareVolumePolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SidecarContainer"):
@@ -112,6 +156,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.StatefulSetStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StatefulSetUpdateStrategy"):
 		return &appsv1alpha1.StatefulSetUpdateStrategyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SyncStatus"):
+		return &appsv1alpha1.SyncStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TransferEnvVar"):
 		return &appsv1alpha1.TransferEnvVarApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("UnorderedUpdateStrategy"):

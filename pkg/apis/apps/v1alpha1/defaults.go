@@ -1,10 +1,12 @@
 package v1alpha1
 
 import (
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -380,5 +382,74 @@ func setDefaultsProjected(s *corev1.ProjectedVolumeSource) {
 func setDefaultsDownwardAPIItems(items []corev1.DownwardAPIVolumeFile) {
 	for k := range items {
 		setDefaultsFieldSelector(items[k].FieldRef)
+	}
+}
+
+// SetDefaults_ImagePullJob fills in ImagePullJob defaults (OpenKruise's SetDefaultsImagePullJob).
+// Parallelism stays unset, as there: unset means 1 to the controller. OpenKruise's webhook also adds
+// the finalizer apps.kruise.io/deletion-protection on create for its controller to remove; that is
+// left to the controller, which must be running for a delete to finish.
+func SetDefaults_ImagePullJob(obj *ImagePullJob) {
+	setDefaultsImagePullJobTemplate(&obj.Spec.ImagePullJobTemplate)
+	if obj.Spec.ImagePullPolicy == "" {
+		obj.Spec.ImagePullPolicy = PullIfNotPresent
+	}
+}
+
+// SetDefaults_ImageListPullJob fills in ImageListPullJob defaults (OpenKruise's
+// SetDefaultsImageListPullJob: not imagePullPolicy, which each ImagePullJob made of it gets).
+func SetDefaults_ImageListPullJob(obj *ImageListPullJob) {
+	setDefaultsImagePullJobTemplate(&obj.Spec.ImagePullJobTemplate)
+}
+
+func setDefaultsImagePullJobTemplate(t *ImagePullJobTemplate) {
+	if t.CompletionPolicy.Type == "" {
+		t.CompletionPolicy.Type = Always
+	}
+	if t.PullPolicy == nil {
+		t.PullPolicy = &PullPolicy{}
+	}
+	if t.PullPolicy.TimeoutSeconds == nil {
+		t.PullPolicy.TimeoutSeconds = ptr.To[int32](DefaultImagePullTimeoutSeconds)
+	}
+	if t.PullPolicy.BackoffLimit == nil {
+		t.PullPolicy.BackoffLimit = ptr.To[int32](DefaultImagePullBackoffLimit)
+	}
+}
+
+const (
+	// DefaultImagePullTimeoutSeconds is the default timeout of one pull.
+	DefaultImagePullTimeoutSeconds = 600
+	// DefaultImagePullBackoffLimit is the default number of retries of one pull.
+	DefaultImagePullBackoffLimit = 3
+)
+
+// SetDefaults_NodeImage fills in NodeImage defaults as OpenKruise's webhook does: each tag gets a
+// creation time (now) and a pull policy (timeout 600, backoff 3), and the tags of each image, in
+// spec and in status, are sorted by tag.
+func SetDefaults_NodeImage(obj *NodeImage) {
+	now := metav1.Now()
+	for name, image := range obj.Spec.Images {
+		for i := range image.Tags {
+			tag := &image.Tags[i]
+			if tag.CreatedAt == nil {
+				tag.CreatedAt = &now
+			}
+			if tag.PullPolicy == nil {
+				tag.PullPolicy = &ImageTagPullPolicy{}
+			}
+			if tag.PullPolicy.TimeoutSeconds == nil {
+				tag.PullPolicy.TimeoutSeconds = ptr.To[int32](DefaultImagePullTimeoutSeconds)
+			}
+			if tag.PullPolicy.BackoffLimit == nil {
+				tag.PullPolicy.BackoffLimit = ptr.To[int32](DefaultImagePullBackoffLimit)
+			}
+		}
+		slices.SortStableFunc(image.Tags, func(a, b ImageTagSpec) int { return strings.Compare(a.Tag, b.Tag) })
+		obj.Spec.Images[name] = image
+	}
+	for name, image := range obj.Status.ImageStatuses {
+		slices.SortStableFunc(image.Tags, func(a, b ImageTagStatus) int { return strings.Compare(a.Tag, b.Tag) })
+		obj.Status.ImageStatuses[name] = image
 	}
 }

@@ -37,6 +37,9 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ContainerRecreateRequest{}, &ContainerRecreateRequestList{},
 		&StatefulSet{}, &StatefulSetList{},
 		&DaemonSet{}, &DaemonSetList{},
+		&ImagePullJob{}, &ImagePullJobList{},
+		&ImageListPullJob{}, &ImageListPullJobList{},
+		&NodeImage{}, &NodeImageList{},
 		&InPlaceUpdate{},
 		&Pod{},
 	)

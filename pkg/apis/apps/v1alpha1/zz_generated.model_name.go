@@ -57,6 +57,11 @@ func (in CloneSetUpdateStrategy) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CompletionPolicy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.CompletionPolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ContainerRecreateRequest) OpenAPIModelName() string {
 	return "io.kruise.apps.v1alpha1.ContainerRecreateRequest"
 }
@@ -127,6 +132,91 @@ func (in DaemonSetUpdateStrategy) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FailedImageStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.FailedImageStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageListPullJob) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.ImageListPullJob"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageListPullJobList) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.ImageListPullJobList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageListPullJobSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.ImageListPullJobSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageListPullJobStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.ImageListPullJobStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImagePullJob) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.ImagePullJob"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImagePullJobList) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.ImagePullJobList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImagePullJobNodeSelector) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.ImagePullJobNodeSelector"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImagePullJobPodSelector) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.ImagePullJobPodSelector"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImagePullJobSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.ImagePullJobSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImagePullJobStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.ImagePullJobStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImagePullJobTemplate) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.ImagePullJobTemplate"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.ImageSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.ImageStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageTagPullPolicy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.ImageTagPullPolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageTagSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.ImageTagSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageTagStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.ImageTagStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in InPlaceUpdate) OpenAPIModelName() string {
 	return "io.kruise.apps.v1alpha1.InPlaceUpdate"
 }
@@ -157,6 +247,26 @@ func (in InPlaceUpdateStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NodeImage) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.NodeImage"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NodeImageList) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.NodeImageList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NodeImageSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.NodeImageSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NodeImageStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.NodeImageStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Pod) OpenAPIModelName() string {
 	return "io.kruise.apps.v1alpha1.Pod"
 }
@@ -164,6 +274,16 @@ func (in Pod) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ProbeHandler) OpenAPIModelName() string {
 	return "io.kruise.apps.v1alpha1.ProbeHandler"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PullPolicy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.PullPolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ReferenceObject) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.ReferenceObject"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -194,6 +314,11 @@ func (in RollingUpdateDaemonSet) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in RollingUpdateStatefulSetStrategy) OpenAPIModelName() string {
 	return "io.kruise.apps.v1alpha1.RollingUpdateStatefulSetStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SandboxConfig) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.SandboxConfig"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -279,6 +404,11 @@ func (in StatefulSetStatus) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in StatefulSetUpdateStrategy) OpenAPIModelName() string {
 	return "io.kruise.apps.v1alpha1.StatefulSetUpdateStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SyncStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.SyncStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -24,10 +24,54 @@ func FuzzValidate(f *testing.F) {
 	f.Add(uint8(4), []byte(`{"metadata":{"name":"db","annotations":{"inplace.dev/v1beta1-fields":"{\"reserveOrdinals\":[\"2-1\"],\"ordinals\":{\"start\":-3}}"}},"spec":{"selector":{"matchLabels":{"app":"db"}},"template":{"metadata":{"labels":{"app":"db"}},"spec":{"containers":[{"name":"main","image":"db:1"}]}}}}`))
 	f.Add(uint8(5), []byte(`{"metadata":{"name":"agent"},"spec":{"selector":{"matchLabels":{"app":"agent"}},"template":{"metadata":{"labels":{"app":"agent"}},"spec":{"containers":[{"name":"main","image":"agent:1"}]}},"updateStrategy":{"rollingUpdate":{"rollingUpdateType":"Surging","partition":"30%","selector":{"matchLabels":{"canary":"true"}}}},"burstReplicas":"10%"}}`))
 
+	f.Add(uint8(6), []byte(`{"metadata":{"name":"pull"},"spec":{"image":"nginx:1.27","pullSecrets":["regcred"],"selector":{"names":["node-1"]},"parallelism":"2","pullPolicy":{"timeoutSeconds":60},"completionPolicy":{"type":"Always","activeDeadlineSeconds":600,"ttlSecondsAfterFinished":0},"imagePullPolicy":"Always"}}`))
+	f.Add(uint8(7), []byte(`{"metadata":{"name":"pulls"},"spec":{"images":["nginx","busybox@sha256:abc"],"podSelector":{"matchLabels":{"app":"web"}},"parallelism":"50%","completionPolicy":{"type":"Never","ttlSecondsAfterFinished":5}}}`))
+	f.Add(uint8(8), []byte(`{"metadata":{"name":"node-1"},"spec":{"images":{"nginx":{"tags":[{"tag":"1.27","pullPolicy":{"ttlSecondsAfterFinished":300}},{"tag":"sha256:zz"}]}}},"status":{"imageStatuses":{"nginx":{"tags":[{"tag":"1.27","phase":"Pulling","progress":140}]}}}}`))
+
 	validClone, validSidecar, validCRR := &apps.CloneSet{}, &apps.SidecarSet{}, &apps.ContainerRecreateRequest{}
 	validSTS, validDS := &apps.StatefulSet{}, &apps.DaemonSet{}
 	f.Fuzz(func(t *testing.T, kind uint8, body []byte) {
-		switch kind % 6 {
+		switch kind % 9 {
+		case 6:
+			var in v1alpha1.ImagePullJob
+			if json.Unmarshal(body, &in) != nil {
+				return
+			}
+			v1alpha1.SetObjectDefaults_ImagePullJob(&in)
+			obj := &apps.ImagePullJob{}
+			if v1alpha1.Convert_v1alpha1_ImagePullJob_To_apps_ImagePullJob(&in, obj, nil) != nil {
+				return
+			}
+			_ = ValidateImagePullJob(obj)
+			_ = ValidateImagePullJobUpdate(obj, obj.DeepCopy())
+			_ = ValidateImagePullJobUpdate(obj, &apps.ImagePullJob{})
+			_ = ValidateImagePullJobStatusUpdate(obj, obj.DeepCopy())
+		case 7:
+			var in v1alpha1.ImageListPullJob
+			if json.Unmarshal(body, &in) != nil {
+				return
+			}
+			v1alpha1.SetObjectDefaults_ImageListPullJob(&in)
+			obj := &apps.ImageListPullJob{}
+			if v1alpha1.Convert_v1alpha1_ImageListPullJob_To_apps_ImageListPullJob(&in, obj, nil) != nil {
+				return
+			}
+			_ = ValidateImageListPullJob(obj)
+			_ = ValidateImageListPullJobUpdate(obj, obj.DeepCopy())
+			_ = ValidateImageListPullJobStatusUpdate(obj, obj.DeepCopy())
+		case 8:
+			var in v1alpha1.NodeImage
+			if json.Unmarshal(body, &in) != nil {
+				return
+			}
+			v1alpha1.SetObjectDefaults_NodeImage(&in)
+			obj := &apps.NodeImage{}
+			if v1alpha1.Convert_v1alpha1_NodeImage_To_apps_NodeImage(&in, obj, nil) != nil {
+				return
+			}
+			_ = ValidateNodeImage(obj)
+			_ = ValidateNodeImageUpdate(obj, obj.DeepCopy())
+			_ = ValidateNodeImageStatusUpdate(obj, obj.DeepCopy())
 		case 3:
 			var in v1beta1.StatefulSet
 			if json.Unmarshal(body, &in) != nil {

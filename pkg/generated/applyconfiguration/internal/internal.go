@@ -69,6 +69,36 @@ var schemaYAML = typed.YAMLObject(`types:
     elementType:
       namedType: __untyped_deduced_
     elementRelationship: separable
+- name: com.github.inplace-dev.inplace.pkg.apis.apps.v1alpha1.ImageListPullJob
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
+- name: com.github.inplace-dev.inplace.pkg.apis.apps.v1alpha1.ImagePullJob
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
+- name: com.github.inplace-dev.inplace.pkg.apis.apps.v1alpha1.NodeImage
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
 - name: com.github.inplace-dev.inplace.pkg.apis.apps.v1alpha1.SidecarSet
   scalar: untyped
   list:

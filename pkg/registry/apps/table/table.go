@@ -24,6 +24,8 @@ type Column[T runtime.Object] struct {
 	Description string
 	// Priority 0 columns always print; 1 only with -o wide.
 	Priority int32
+	// AfterAge prints a priority 0 column after AGE, as OpenKruise's ImagePullJob prints MESSAGE.
+	AfterAge bool
 	Cell     func(obj T) any
 }
 
@@ -34,8 +36,9 @@ type Convertor[T runtime.Object] struct {
 
 var _ rest.TableConvertor = Convertor[runtime.Object]{}
 
-// New returns a convertor printing NAME, the columns, AGE, and then the wide (priority > 0)
-// columns, the order kubectl shows for built-in workloads and for OpenKruise's CRDs.
+// New returns a convertor printing NAME, the columns, AGE, the columns marked AfterAge, and then
+// the wide (priority > 0) columns, the order kubectl shows for built-in workloads and for
+// OpenKruise's CRDs.
 func New[T runtime.Object](columns ...Column[T]) Convertor[T] {
 	age := Column[T]{
 		Name: "Age", Type: "date", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"],
@@ -49,11 +52,16 @@ func New[T runtime.Object](columns ...Column[T]) Convertor[T] {
 	}
 	ordered := make([]Column[T], 0, len(columns)+1)
 	for _, c := range columns {
-		if c.Priority == 0 {
+		if c.Priority == 0 && !c.AfterAge {
 			ordered = append(ordered, c)
 		}
 	}
 	ordered = append(ordered, age)
+	for _, c := range columns {
+		if c.Priority == 0 && c.AfterAge {
+			ordered = append(ordered, c)
+		}
+	}
 	for _, c := range columns {
 		if c.Priority > 0 {
 			ordered = append(ordered, c)

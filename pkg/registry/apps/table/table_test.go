@@ -14,6 +14,7 @@ import (
 var convertor = New(
 	Column[*apps.CloneSet]{Name: "Total", Type: "integer", Cell: func(c *apps.CloneSet) any { return c.Status.Replicas }},
 	Column[*apps.CloneSet]{Name: "Wide", Type: "string", Priority: 1, Cell: func(*apps.CloneSet) any { return "w" }},
+	Column[*apps.CloneSet]{Name: "Message", Type: "string", AfterAge: true, Cell: func(*apps.CloneSet) any { return "m" }},
 )
 
 func TestConvertList(t *testing.T) {
@@ -33,16 +34,16 @@ func TestConvertList(t *testing.T) {
 	for _, c := range tbl.ColumnDefinitions {
 		names = append(names, c.Name)
 	}
-	if got, want := names, []string{"Name", "Total", "Age", "Wide"}; !slices.Equal(got, want) {
+	if got, want := names, []string{"Name", "Total", "Age", "Message", "Wide"}; !slices.Equal(got, want) {
 		t.Fatalf("columns %v, want %v", got, want)
 	}
-	if tbl.ColumnDefinitions[3].Priority != 1 {
-		t.Errorf("wide column priority %d, want 1", tbl.ColumnDefinitions[3].Priority)
+	if tbl.ColumnDefinitions[4].Priority != 1 {
+		t.Errorf("wide column priority %d, want 1", tbl.ColumnDefinitions[4].Priority)
 	}
 	if len(tbl.Rows) != 2 {
 		t.Fatalf("%d rows, want 2", len(tbl.Rows))
 	}
-	if got := tbl.Rows[0].Cells; got[0] != "a" || got[1] != int32(3) || got[2] != "90s" || got[3] != "w" {
+	if got := tbl.Rows[0].Cells; got[0] != "a" || got[1] != int32(3) || got[2] != "90s" || got[3] != "m" || got[4] != "w" {
 		t.Errorf("row a = %v", got)
 	}
 	if got := tbl.Rows[1].Cells[2]; got != "<unknown>" {

@@ -30,6 +30,12 @@ type Interface interface {
 	ContainerRecreateRequests() TypedContainerRecreateRequestInformer
 	// DaemonSets returns a DaemonSetInformer.
 	DaemonSets() TypedDaemonSetInformer
+	// ImageListPullJobs returns a ImageListPullJobInformer.
+	ImageListPullJobs() TypedImageListPullJobInformer
+	// ImagePullJobs returns a ImagePullJobInformer.
+	ImagePullJobs() TypedImagePullJobInformer
+	// NodeImages returns a NodeImageInformer.
+	NodeImages() TypedNodeImageInformer
 	// SidecarSets returns a SidecarSetInformer.
 	SidecarSets() TypedSidecarSetInformer
 	// StatefulSets returns a StatefulSetInformer.
@@ -60,6 +66,21 @@ func (v *version) ContainerRecreateRequests() TypedContainerRecreateRequestInfor
 // DaemonSets returns a TypedDaemonSetInformer.
 func (v *version) DaemonSets() TypedDaemonSetInformer {
 	return &daemonSetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// ImageListPullJobs returns a TypedImageListPullJobInformer.
+func (v *version) ImageListPullJobs() TypedImageListPullJobInformer {
+	return &imageListPullJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// ImagePullJobs returns a TypedImagePullJobInformer.
+func (v *version) ImagePullJobs() TypedImagePullJobInformer {
+	return &imagePullJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// NodeImages returns a TypedNodeImageInformer.
+func (v *version) NodeImages() TypedNodeImageInformer {
+	return &nodeImageInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // SidecarSets returns a TypedSidecarSetInformer.

@@ -31,6 +31,9 @@ type AppsV1alpha1Interface interface {
 	CloneSetsGetter
 	ContainerRecreateRequestsGetter
 	DaemonSetsGetter
+	ImageListPullJobsGetter
+	ImagePullJobsGetter
+	NodeImagesGetter
 	PodsGetter
 	SidecarSetsGetter
 	StatefulSetsGetter
@@ -51,6 +54,18 @@ func (c *AppsV1alpha1Client) ContainerRecreateRequests(namespace string) Contain
 
 func (c *AppsV1alpha1Client) DaemonSets(namespace string) DaemonSetInterface {
 	return newDaemonSets(c, namespace)
+}
+
+func (c *AppsV1alpha1Client) ImageListPullJobs(namespace string) ImageListPullJobInterface {
+	return newImageListPullJobs(c, namespace)
+}
+
+func (c *AppsV1alpha1Client) ImagePullJobs(namespace string) ImagePullJobInterface {
+	return newImagePullJobs(c, namespace)
+}
+
+func (c *AppsV1alpha1Client) NodeImages() NodeImageInterface {
+	return newNodeImages(c)
 }
 
 func (c *AppsV1alpha1Client) Pods(namespace string) PodInterface {

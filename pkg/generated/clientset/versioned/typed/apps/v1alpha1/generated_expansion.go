@@ -24,6 +24,12 @@ type ContainerRecreateRequestExpansion interface{}
 
 type DaemonSetExpansion interface{}
 
+type ImageListPullJobExpansion interface{}
+
+type ImagePullJobExpansion interface{}
+
+type NodeImageExpansion interface{}
+
 type PodExpansion interface{}
 
 type SidecarSetExpansion interface{}

@@ -40,6 +40,18 @@ func (c *FakeAppsV1alpha1) DaemonSets(namespace string) v1alpha1.DaemonSetInterf
 	return newFakeDaemonSets(c, namespace)
 }
 
+func (c *FakeAppsV1alpha1) ImageListPullJobs(namespace string) v1alpha1.ImageListPullJobInterface {
+	return newFakeImageListPullJobs(c, namespace)
+}
+
+func (c *FakeAppsV1alpha1) ImagePullJobs(namespace string) v1alpha1.ImagePullJobInterface {
+	return newFakeImagePullJobs(c, namespace)
+}
+
+func (c *FakeAppsV1alpha1) NodeImages() v1alpha1.NodeImageInterface {
+	return newFakeNodeImages(c)
+}
+
 func (c *FakeAppsV1alpha1) Pods(namespace string) v1alpha1.PodInterface {
 	return newFakePods(c, namespace)
 }

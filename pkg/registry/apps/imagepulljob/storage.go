@@ -1,0 +1,62 @@
+// Package imagepulljob is the storage of the imagepulljobs resource and its status subresource.
+package imagepulljob
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
+)
+
+// Storage holds the REST storage of imagepulljobs and its status.
+type Storage struct {
+	ImagePullJob *genericregistry.Store
+	Status       *strategy.StatusREST
+}
+
+// NewStorage returns the storage of imagepulljobs and imagepulljobs/status.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
+	store, status, err := strategy.NewStores(scheme, optsGetter, kind, strategy.Resource[*apps.ImagePullJob]{
+		Plural:   apps.Resource("imagepulljobs"),
+		Singular: apps.Resource("imagepulljob"),
+		NewList:  func() runtime.Object { return &apps.ImagePullJobList{} },
+		Table:    tableConvertor,
+	})
+	if err != nil {
+		return Storage{}, err
+	}
+	return Storage{ImagePullJob: store, Status: status}, nil
+}
+
+// kind describes ImagePullJobs to the shared strategy.
+var kind = strategy.Kind[*apps.ImagePullJob]{
+	NamespaceScoped:      true,
+	APIVersions:          []string{v1alpha1.SchemeGroupVersion.String()},
+	New:                  func() *apps.ImagePullJob { return &apps.ImagePullJob{} },
+	Spec:                 func(o *apps.ImagePullJob) any { return &o.Spec },
+	Status:               func(o *apps.ImagePullJob) any { return &o.Status },
+	CopySpec:             func(dst, src *apps.ImagePullJob) { dst.Spec = src.Spec },
+	CopyStatus:           func(dst, src *apps.ImagePullJob) { dst.Status = src.Status },
+	Validate:             validation.ValidateImagePullJob,
+	ValidateUpdate:       validation.ValidateImagePullJobUpdate,
+	ValidateStatusUpdate: validation.ValidateImagePullJobStatusUpdate,
+}
+
+// tableConvertor prints OpenKruise's printer columns: TOTAL ACTIVE SUCCEED FAILED AGE MESSAGE.
+var tableConvertor = table.New(
+	table.Column[*apps.ImagePullJob]{Name: "Total", Type: "integer", Description: "Number of all nodes matched by this job",
+		Cell: func(j *apps.ImagePullJob) any { return j.Status.Desired }},
+	table.Column[*apps.ImagePullJob]{Name: "Active", Type: "integer", Description: "Number of image pull task active",
+		Cell: func(j *apps.ImagePullJob) any { return j.Status.Active }},
+	table.Column[*apps.ImagePullJob]{Name: "Succeed", Type: "integer", Description: "Number of image pull task succeeded",
+		Cell: func(j *apps.ImagePullJob) any { return j.Status.Succeeded }},
+	table.Column[*apps.ImagePullJob]{Name: "Failed", Type: "integer", Description: "Number of image pull tasks failed",
+		Cell: func(j *apps.ImagePullJob) any { return j.Status.Failed }},
+	table.Column[*apps.ImagePullJob]{Name: "Message", Type: "string", Description: "Summary of status when job is failed", AfterAge: true,
+		Cell: func(j *apps.ImagePullJob) any { return j.Status.Message }},
+)
