@@ -19,8 +19,9 @@ import (
 var imageListPullJobKind = v1alpha1.SchemeGroupVersion.WithKind("ImageListPullJob")
 
 // TemplateHash is the hash of an ImageListPullJob's template that labels it and its ImagePullJobs
-// (label controller-revision-hash), computed as OpenKruise does (FNV-32a over the object's
-// hash dump), so children written by either are recognised as current.
+// (label controller-revision-hash), computed as OpenKruise does (FNV-32a over the template's hash
+// dump). The dump names the Go type, so the values differ from OpenKruise's: only this server's
+// controller compares them.
 func TemplateHash(t *v1alpha1.ImagePullJobTemplate) string {
 	h := fnv.New32a()
 	fmt.Fprintf(h, "%v", dump.ForHash(*t))
