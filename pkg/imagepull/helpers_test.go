@@ -1,11 +1,14 @@
 package imagepull
 
 import (
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/diff"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 )
@@ -45,4 +48,12 @@ func specOf(image string, tags ...v1alpha1.ImageTagSpec) v1alpha1.NodeImageSpec 
 
 func statusOf(image string, tags ...v1alpha1.ImageTagStatus) *v1alpha1.NodeImageStatus {
 	return &v1alpha1.NodeImageStatus{ImageStatuses: map[string]v1alpha1.ImageStatus{image: {Tags: tags}}}
+}
+
+// checkEqual fails t when got is not semantically equal to want (nil and empty are equal).
+func checkEqual(t *testing.T, what string, want, got any) {
+	t.Helper()
+	if !apiequality.Semantic.DeepEqual(want, got) {
+		t.Errorf("%s (-want +got):\n%s", what, diff.Diff(want, got))
+	}
 }
