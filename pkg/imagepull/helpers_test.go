@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 )
@@ -57,3 +58,5 @@ func checkEqual(t *testing.T, what string, want, got any) {
 		t.Errorf("%s (-want +got):\n%s", what, diff.Diff(want, got))
 	}
 }
+
+func intstrFromInt(i int32) intstr.IntOrString { return intstr.FromInt32(i) }
