@@ -132,7 +132,7 @@ func TestListJobStatus(t *testing.T) {
 		}
 		return out
 	}
-		for _, tc := range []struct {
+	for _, tc := range []struct {
 		name     string
 		list     *v1alpha1.ImageListPullJob
 		children []*v1alpha1.ImagePullJob
