@@ -1,0 +1,162 @@
+// Package nodeimage is inplace-controller's NodeImage controller: it keeps one NodeImage per
+// Node, named after it, and collects the garbage of NodeImage specs (pkg/imagepull says who
+// writes what):
+//
+//   - a Node that is Ready and has no NodeImage gets one, labelled with the Node's labels (kept in
+//     step afterwards, as OpenKruise does); a Node that is gone or being deleted has its NodeImage
+//     deleted (OpenKruise deletes it the same way, rather than through an owner reference);
+//   - imagepull.GC drops from a NodeImage's spec the owners that are no ImagePullJob any more and
+//     the tags past their TTL; the controller looks again after imagepull.NextGC.
+//
+// The controller is not wired into cmd/controller yet: a later change registers it together with
+// inplace-daemon's pulling (which fills NodeImage status) and end-to-end tests.
+//
+// Differences from OpenKruise v1.9: no creation delay after the Node turns Ready (OpenKruise waits
+// a configurable time), and NodeImage status (the "node has not responded" and deadline failures
+// OpenKruise's controller writes) is left to the daemon change.
+package nodeimage
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/manager"
+	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
+	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
+	appslisters "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
+)
+
+// Name is the controller's name in logs, events and metrics.
+const Name = "nodeimage"
+
+// Event reasons, on the NodeImage.
+const (
+	ReasonCreated   = "NodeImageCreated"
+	ReasonDeleted   = "NodeImageDeleted"
+	ReasonCollected = "TagsCollected"
+)
+
+// jobUIDIndex indexes NodeImages by the UIDs of the owners of their tags.
+const jobUIDIndex = "jobUID"
+
+// Controller keeps NodeImages in step with Nodes and ImagePullJobs.
+type Controller struct {
+	client     clientset.Interface
+	nodes      corelisters.NodeLister
+	nodeImages appslisters.NodeImageLister
+	niIndex    cache.Indexer
+	jobs       appslisters.ImagePullJobLister
+	synced     []cache.InformerSynced
+	queue      workqueue.TypedRateLimitingInterface[string]
+	recorder   record.EventRecorder
+	clock      clock.Clock
+}
+
+// New builds the controller from the manager's shared informers.
+func New(cc *manager.Context) (manager.Controller, error) {
+	apps := cc.InplaceInformers.Apps().V1alpha1()
+	return NewController(cc.InplaceClient, cc.KubeInformers.Core().V1().Nodes(), apps.NodeImages(), apps.ImagePullJobs(),
+		cc.Recorder, clock.RealClock{})
+}
+
+// NewController builds the controller on explicit informers and clients.
+func NewController(client clientset.Interface, nodes coreinformers.NodeInformer, nodeImages appsinformers.NodeImageInformer,
+	jobs appsinformers.ImagePullJobInformer, recorder record.EventRecorder, clk clock.Clock) (*Controller, error) {
+	c := &Controller{
+		client:     client,
+		nodes:      nodes.Lister(),
+		nodeImages: nodeImages.Lister(),
+		niIndex:    nodeImages.Informer().GetIndexer(),
+		jobs:       jobs.Lister(),
+		synced:     []cache.InformerSynced{nodes.Informer().HasSynced, nodeImages.Informer().HasSynced, jobs.Informer().HasSynced},
+		recorder:   recorder,
+		clock:      clk,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
+	}
+	if err := nodeImages.Informer().AddIndexers(cache.Indexers{jobUIDIndex: ownerUIDs}); err != nil {
+		return nil, fmt.Errorf("indexing nodeimages by tag owner: %w", err)
+	}
+	byName := cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+		DeleteFunc: c.enqueue,
+	}
+	if _, err := nodes.Informer().AddEventHandler(byName); err != nil {
+		return nil, fmt.Errorf("watching nodes: %w", err)
+	}
+	if _, err := nodeImages.Informer().AddEventHandler(byName); err != nil {
+		return nil, fmt.Errorf("watching nodeimages: %w", err)
+	}
+	// A deleted job's tags are collected at once rather than at the next resync.
+	if _, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueueJobNodeImages}); err != nil {
+		return nil, fmt.Errorf("watching imagepulljobs: %w", err)
+	}
+	return c, nil
+}
+
+// ownerUIDs are the UIDs of the owners of a NodeImage's tags.
+func ownerUIDs(obj any) ([]string, error) {
+	ni, ok := obj.(*v1alpha1.NodeImage)
+	if !ok {
+		return nil, nil
+	}
+	var uids []string
+	for _, image := range ni.Spec.Images {
+		for _, t := range image.Tags {
+			for _, r := range t.OwnerReferences {
+				uids = append(uids, string(r.UID))
+			}
+		}
+	}
+	return uids, nil
+}
+
+// enqueue enqueues a Node or NodeImage by name: both are keyed by the node's name.
+func (c *Controller) enqueue(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	switch o := obj.(type) {
+	case *corev1.Node:
+		c.queue.Add(o.Name)
+	case *v1alpha1.NodeImage:
+		c.queue.Add(o.Name)
+	}
+}
+
+// enqueueJobNodeImages enqueues the NodeImages that have a tag owned by a deleted job.
+func (c *Controller) enqueueJobNodeImages(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	job, ok := obj.(*v1alpha1.ImagePullJob)
+	if !ok {
+		return
+	}
+	objs, err := c.niIndex.ByIndex(jobUIDIndex, string(job.UID))
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("listing the nodeimages of imagepulljob %s: %w", cache.MetaObjectToName(job), err))
+		return
+	}
+	for _, o := range objs {
+		c.enqueue(o)
+	}
+}
+
+// Run reconciles until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	reconcile.Run(ctx, Name, workers, c.queue, c.sync, c.synced...)
+}
