@@ -1,0 +1,245 @@
+// Package imagepulljob is inplace-controller's ImagePullJob controller. A job never talks to a
+// node: it writes its image tag into the NodeImages of its target nodes and reads their status
+// back (pkg/imagepull says who writes what). Per job, in pkg/imagepull's order:
+//
+//  1. TargetNodes: the nodes to pull on, among the Nodes that have a NodeImage;
+//  2. JobStatus: the job's status from those NodeImages, written through the status subresource
+//     only when it changed;
+//  3. NodesToStart and MergeJob: the job's tag written into as many NodeImages as its parallelism
+//     leaves room for, each an update at the cached resourceVersion (a conflict requeues the job);
+//  4. once the job is deleted (by a user, or by this controller ttlSecondsAfterFinished after it
+//     completed), RemoveJob on every NodeImage that still names it.
+//
+// As in OpenKruise, a completed job leaves its tags in place (their own TTL, set by MergeJob,
+// lets the NodeImage controller collect them), and an Always job is looked at again when its
+// activeDeadlineSeconds passes. Unlike OpenKruise, pull secrets are not copied into a daemon
+// namespace: NodeImages name the job's own secrets (imagepull.PullSecretRefs), and tags are taken
+// off NodeImages as soon as the job is gone, not at the NodeImage controller's next GC.
+//
+// The controller is not wired into cmd/controller yet: a later change registers it together with
+// inplace-daemon's pulling and end-to-end tests.
+package imagepulljob
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/expectations"
+	"github.com/inplace-dev/inplace/pkg/controller/manager"
+	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
+	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
+	appslisters "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
+)
+
+// Name is the controller's name in logs, events and metrics.
+const Name = "imagepulljob"
+
+// Event reasons, on the job.
+const (
+	ReasonPullStarted      = "PullStarted"
+	ReasonCompleted        = "Completed"
+	ReasonFailed           = "PullFailed"
+	ReasonDeadlineExceeded = "DeadlineExceeded"
+	ReasonInvalid          = "InvalidJob"
+	ReasonTTLExpired       = "TTLExpired"
+)
+
+// jobIndex indexes NodeImages by the ImagePullJobs (namespace/name) that own their tags.
+const jobIndex = "job"
+
+// Controller pulls each ImagePullJob's image through the NodeImages of its nodes.
+type Controller struct {
+	client     clientset.Interface
+	jobs       appslisters.ImagePullJobLister
+	nodeImages appslisters.NodeImageLister
+	niIndex    cache.Indexer
+	nodes      corelisters.NodeLister
+	pods       corelisters.PodLister
+	synced     []cache.InformerSynced
+	queue      workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	recorder   record.EventRecorder
+	clock      clock.Clock
+	// exp holds, per job, the NodeImages it wrote its tag into that the cache does not show yet,
+	// so a slow informer never makes the job start more nodes than its parallelism.
+	exp *expectations.Expectations
+}
+
+// New builds the controller from the manager's shared informers.
+func New(cc *manager.Context) (manager.Controller, error) {
+	apps := cc.InplaceInformers.Apps().V1alpha1()
+	core := cc.KubeInformers.Core().V1()
+	return NewController(cc.InplaceClient, apps.ImagePullJobs(), apps.NodeImages(), core.Nodes(), core.Pods(),
+		cc.Recorder, clock.RealClock{})
+}
+
+// NewController builds the controller on explicit informers and clients.
+func NewController(client clientset.Interface, jobs appsinformers.ImagePullJobInformer, nodeImages appsinformers.NodeImageInformer,
+	nodes coreinformers.NodeInformer, pods coreinformers.PodInformer, recorder record.EventRecorder, clk clock.Clock) (*Controller, error) {
+	c := &Controller{
+		client:     client,
+		jobs:       jobs.Lister(),
+		nodeImages: nodeImages.Lister(),
+		niIndex:    nodeImages.Informer().GetIndexer(),
+		nodes:      nodes.Lister(),
+		pods:       pods.Lister(),
+		synced: []cache.InformerSynced{jobs.Informer().HasSynced, nodeImages.Informer().HasSynced,
+			nodes.Informer().HasSynced, pods.Informer().HasSynced},
+		recorder: recorder,
+		clock:    clk,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
+	}
+	c.exp = expectations.New(c.clock.Now)
+	if err := nodeImages.Informer().AddIndexers(cache.Indexers{jobIndex: ownerJobs}); err != nil {
+		return nil, fmt.Errorf("indexing nodeimages by tag owner: %w", err)
+	}
+	if _, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+		DeleteFunc: c.enqueue, // the sync of a job that is gone takes its tags off NodeImages
+	}); err != nil {
+		return nil, fmt.Errorf("watching imagepulljobs: %w", err)
+	}
+	if _, err := nodeImages.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		// A new or deleted NodeImage changes the candidate nodes of every running job.
+		AddFunc:    func(obj any) { c.enqueueRunning(func(*v1alpha1.ImagePullJob) bool { return true }) },
+		UpdateFunc: func(oldObj, newObj any) { c.enqueueOwners(oldObj); c.enqueueOwners(newObj) },
+		DeleteFunc: func(obj any) {
+			c.enqueueOwners(obj)
+			c.enqueueRunning(func(*v1alpha1.ImagePullJob) bool { return true })
+		},
+	}); err != nil {
+		return nil, fmt.Errorf("watching nodeimages: %w", err)
+	}
+	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*corev1.Node)
+			n, ok2 := newObj.(*corev1.Node)
+			if ok1 && ok2 && !labels.Equals(o.Labels, n.Labels) {
+				c.enqueueRunning(selectsNodes)
+			}
+		},
+		// Added and deleted Nodes reach jobs through their NodeImages.
+	}); err != nil {
+		return nil, fmt.Errorf("watching nodes: %w", err)
+	}
+	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueuePod,
+		UpdateFunc: func(oldObj, newObj any) { c.enqueuePod(oldObj); c.enqueuePod(newObj) },
+		DeleteFunc: c.enqueuePod,
+	}); err != nil {
+		return nil, fmt.Errorf("watching pods: %w", err)
+	}
+	return c, nil
+}
+
+// ownerJobs are the ImagePullJobs (namespace/name) that own a NodeImage's tags.
+func ownerJobs(obj any) ([]string, error) {
+	ni, ok := obj.(*v1alpha1.NodeImage)
+	if !ok {
+		return nil, nil
+	}
+	var keys []string
+	for _, image := range ni.Spec.Images {
+		for _, t := range image.Tags {
+			for _, r := range t.OwnerReferences {
+				if r.Kind == "ImagePullJob" {
+					keys = append(keys, r.Namespace+"/"+r.Name)
+				}
+			}
+		}
+	}
+	return keys, nil
+}
+
+func (c *Controller) enqueue(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if job, ok := obj.(*v1alpha1.ImagePullJob); ok {
+		c.queue.Add(cache.MetaObjectToName(job))
+	}
+}
+
+// enqueueOwners enqueues the jobs that own a tag of a NodeImage: its status moved.
+func (c *Controller) enqueueOwners(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	keys, _ := ownerJobs(obj)
+	for _, k := range keys {
+		name, err := cache.ParseObjectName(k)
+		if err != nil {
+			utilruntime.HandleError(err)
+			continue
+		}
+		c.queue.Add(name)
+	}
+}
+
+// enqueueRunning enqueues the jobs not completed yet that match.
+func (c *Controller) enqueueRunning(match func(*v1alpha1.ImagePullJob) bool) {
+	jobs, err := c.jobs.List(labels.Everything())
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("listing imagepulljobs: %w", err))
+		return
+	}
+	for _, j := range jobs {
+		if j.Status.CompletionTime == nil && match(j) {
+			c.enqueue(j)
+		}
+	}
+}
+
+// selectsNodes says whether a job picks nodes by their labels (a Node's labels changed).
+func selectsNodes(j *v1alpha1.ImagePullJob) bool {
+	return j.Spec.PodSelector == nil && (j.Spec.Selector == nil || len(j.Spec.Selector.Names) == 0)
+}
+
+// enqueuePod enqueues the running jobs whose podSelector matches a Pod of their namespace.
+func (c *Controller) enqueuePod(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Spec.NodeName == "" {
+		return
+	}
+	jobs, err := c.jobs.ImagePullJobs(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("listing imagepulljobs of namespace %s: %w", pod.Namespace, err))
+		return
+	}
+	for _, j := range jobs {
+		if j.Status.CompletionTime != nil || j.Spec.PodSelector == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&j.Spec.PodSelector.LabelSelector)
+		if err == nil && sel.Matches(labels.Set(pod.Labels)) {
+			c.enqueue(j)
+		}
+	}
+}
+
+// Run reconciles until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	reconcile.Run(ctx, Name, workers, c.queue, c.sync, c.synced...)
+}
+
+// minRequeue bounds how soon a job is looked at again for a deadline or TTL.
+const minRequeue = time.Second

@@ -1,0 +1,363 @@
+package imagepulljob
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
+	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+)
+
+var testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+type fixture struct {
+	client   *inplacefake.Clientset
+	clock    *clocktesting.FakeClock
+	recorder *record.FakeRecorder
+	jobIdx   cache.Indexer
+	c        *Controller
+}
+
+// newFixture builds the controller on fake clients; objects go to both the clients and the
+// informer caches (the informers are never started).
+func newFixture(t *testing.T, nodes []*corev1.Node, objs ...runtime.Object) *fixture {
+	t.Helper()
+	var kubeObjs []runtime.Object
+	for _, n := range nodes {
+		kubeObjs = append(kubeObjs, n)
+	}
+	kube := kubefake.NewClientset(kubeObjs...)
+	f := &fixture{
+		// NewSimpleClientset: the field-managed tracker of NewClientset has no schema for the image
+		// kinds (pkg/generated/applyconfiguration/internal lacks them).
+		client:   inplacefake.NewSimpleClientset(objs...),
+		clock:    clocktesting.NewFakeClock(testNow),
+		recorder: record.NewFakeRecorder(50),
+	}
+	kinf := kubeinformers.NewSharedInformerFactory(kube, 0)
+	iinf := inplaceinformers.NewSharedInformerFactory(f.client, 0)
+	apps := iinf.Apps().V1alpha1()
+	core := kinf.Core().V1()
+	c, err := NewController(f.client, apps.ImagePullJobs(), apps.NodeImages(), core.Nodes(), core.Pods(), f.recorder, f.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c = c
+	f.jobIdx = apps.ImagePullJobs().Informer().GetIndexer()
+	for _, n := range nodes {
+		if err := core.Nodes().Informer().GetIndexer().Add(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.reload(t)
+	return f
+}
+
+// reload replaces the caches of jobs and NodeImages with what the client holds, as the informers
+// would.
+func (f *fixture) reload(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	nis, err := f.client.AppsV1alpha1().NodeImages().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := f.client.AppsV1alpha1().ImagePullJobs("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var niObjs, jobObjs []any
+	for i := range nis.Items {
+		niObjs = append(niObjs, &nis.Items[i])
+	}
+	for i := range jobs.Items {
+		jobObjs = append(jobObjs, &jobs.Items[i])
+	}
+	if err := f.c.niIndex.Replace(niObjs, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.jobIdx.Replace(jobObjs, ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) sync(t *testing.T, job *v1alpha1.ImagePullJob) time.Duration {
+	t.Helper()
+	requeue, err := f.c.sync(context.Background(), cache.MetaObjectToName(job))
+	if err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	f.reload(t)
+	return requeue
+}
+
+func (f *fixture) job(t *testing.T, job *v1alpha1.ImagePullJob) (*v1alpha1.ImagePullJob, bool) {
+	t.Helper()
+	got, err := f.client.AppsV1alpha1().ImagePullJobs(job.Namespace).Get(context.Background(), job.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, true
+}
+
+func (f *fixture) nodeImage(t *testing.T, name string) *v1alpha1.NodeImage {
+	t.Helper()
+	ni, err := f.client.AppsV1alpha1().NodeImages().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ni
+}
+
+// tags are the tags the NodeImage of node asks for, and their owners' UIDs.
+func (f *fixture) tags(t *testing.T, node string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for name, image := range f.nodeImage(t, node).Spec.Images {
+		for _, tag := range image.Tags {
+			for _, r := range tag.OwnerReferences {
+				out[name+":"+tag.Tag] = append(out[name+":"+tag.Tag], string(r.UID))
+			}
+		}
+	}
+	return out
+}
+
+// report plays the node's daemon: every tag of its NodeImage reported with phase.
+func (f *fixture) report(t *testing.T, node string, phase v1alpha1.ImagePullPhase) {
+	t.Helper()
+	ni := f.nodeImage(t, node)
+	done := metav1.NewTime(f.clock.Now())
+	ni.Status.ImageStatuses = map[string]v1alpha1.ImageStatus{}
+	for name, image := range ni.Spec.Images {
+		var tags []v1alpha1.ImageTagStatus
+		for _, tag := range image.Tags {
+			tags = append(tags, v1alpha1.ImageTagStatus{Tag: tag.Tag, Version: tag.Version, Phase: phase, CompletionTime: &done})
+		}
+		ni.Status.ImageStatuses[name] = v1alpha1.ImageStatus{Tags: tags}
+	}
+	if _, err := f.client.AppsV1alpha1().NodeImages().UpdateStatus(context.Background(), ni, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.reload(t)
+}
+
+func (f *fixture) events() string {
+	var out []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			out = append(out, e)
+		default:
+			return strings.Join(out, "\n")
+		}
+	}
+}
+
+func node(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+func nodeImage(name string) *v1alpha1.NodeImage {
+	return &v1alpha1.NodeImage{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("ni-" + name)}}
+}
+
+func pullJob() *v1alpha1.ImagePullJob {
+	return &v1alpha1.ImagePullJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "warm", Namespace: "ns", UID: "job-uid"},
+		Spec: v1alpha1.ImagePullJobSpec{Image: "nginx:1.25", ImagePullJobTemplate: v1alpha1.ImagePullJobTemplate{
+			CompletionPolicy: v1alpha1.CompletionPolicy{Type: v1alpha1.Always, TTLSecondsAfterFinished: ptr.To[int32](60)},
+		}},
+	}
+}
+
+// TestJobOverTwoNodes follows a job with parallelism 1 over two nodes from start to deletion.
+func TestJobOverTwoNodes(t *testing.T) {
+	job := pullJob()
+	f := newFixture(t, []*corev1.Node{node("node-a"), node("node-b"), node("no-nodeimage")},
+		job, nodeImage("node-a"), nodeImage("node-b"))
+
+	// One node at a time, in name order.
+	f.sync(t, job)
+	if got := f.tags(t, "node-a"); len(got["nginx:1.25"]) != 1 || got["nginx:1.25"][0] != "job-uid" {
+		t.Fatalf("node-a tags = %v, want nginx:1.25 owned by the job", got)
+	}
+	if got := f.tags(t, "node-b"); len(got) != 0 {
+		t.Fatalf("node-b tags = %v, want none yet (parallelism 1)", got)
+	}
+	got, _ := f.job(t, job)
+	if got.Status.Desired != 2 || got.Status.StartTime == nil {
+		t.Errorf("status = %+v, want desired 2 (nodes with a NodeImage) and a start time", got.Status)
+	}
+	if ev := f.events(); !strings.Contains(ev, "Normal "+ReasonPullStarted) || !strings.Contains(ev, "node-a") {
+		t.Errorf("events = %q, want %s on node-a", ev, ReasonPullStarted)
+	}
+
+	// node-a pulling: no room for node-b.
+	f.sync(t, job)
+	if got := f.tags(t, "node-b"); len(got) != 0 {
+		t.Fatalf("node-b tags = %v while node-a pulls, want none (parallelism 1)", got)
+	}
+	if got, _ := f.job(t, job); got.Status.Active != 1 {
+		t.Errorf("active = %d, want 1", got.Status.Active)
+	}
+	// Nothing changed: nothing is written, the status least of all.
+	f.client.ClearActions()
+	f.sync(t, job)
+	for _, a := range f.client.Actions() {
+		if a.GetVerb() == "update" {
+			t.Errorf("unchanged job synced with a write: %v", a)
+		}
+	}
+
+	// node-a done: node-b starts.
+	f.report(t, "node-a", v1alpha1.ImagePhaseSucceeded)
+	f.sync(t, job)
+	if got := f.tags(t, "node-b"); len(got["nginx:1.25"]) != 1 {
+		t.Fatalf("node-b tags = %v, want the job's tag once node-a succeeded", got)
+	}
+	if got, _ := f.job(t, job); got.Status.Succeeded != 1 || got.Status.CompletionTime != nil {
+		t.Errorf("status = %+v, want 1 succeeded, not completed", got.Status)
+	}
+
+	// node-b done: the job completes and waits for its TTL.
+	f.report(t, "node-b", v1alpha1.ImagePhaseSucceeded)
+	requeue := f.sync(t, job)
+	got, _ = f.job(t, job)
+	if got.Status.Succeeded != 2 || got.Status.CompletionTime == nil {
+		t.Fatalf("status = %+v, want 2 succeeded and completed", got.Status)
+	}
+	if requeue != 60*time.Second {
+		t.Errorf("requeue = %v, want the 60s TTL", requeue)
+	}
+	if ev := f.events(); !strings.Contains(ev, "Normal "+ReasonCompleted) {
+		t.Errorf("events = %q, want %s", ev, ReasonCompleted)
+	}
+	// A completed job's status is final and not written again.
+	f.client.ClearActions()
+	f.sync(t, job)
+	for _, a := range f.client.Actions() {
+		if a.GetVerb() == "update" {
+			t.Errorf("completed job synced with a write: %v", a)
+		}
+	}
+
+	// TTL passed: the job deletes itself, then its tags leave the NodeImages.
+	f.clock.Step(60 * time.Second)
+	f.sync(t, job)
+	if _, ok := f.job(t, job); ok {
+		t.Fatal("job not deleted after its TTL")
+	}
+	if ev := f.events(); !strings.Contains(ev, "Normal "+ReasonTTLExpired) {
+		t.Errorf("events = %q, want %s", ev, ReasonTTLExpired)
+	}
+	f.sync(t, job)
+	for _, n := range []string{"node-a", "node-b"} {
+		if got := f.tags(t, n); len(got) != 0 {
+			t.Errorf("%s tags = %v after the job was deleted, want none", n, got)
+		}
+	}
+}
+
+// TestStaleCacheDoesNotExceedParallelism: until the cache shows the tag the job wrote, the job
+// starts no other node.
+func TestStaleCacheDoesNotExceedParallelism(t *testing.T) {
+	job := pullJob()
+	f := newFixture(t, []*corev1.Node{node("node-a"), node("node-b")}, job, nodeImage("node-a"), nodeImage("node-b"))
+	if _, err := f.c.sync(context.Background(), cache.MetaObjectToName(job)); err != nil {
+		t.Fatal(err)
+	}
+	// No reload: the NodeImage cache still shows node-a without the tag. The job must wait for
+	// it, not write node-a again (a conflict against the server) or start another node.
+	f.client.ClearActions()
+	if _, err := f.c.sync(context.Background(), cache.MetaObjectToName(job)); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range f.client.Actions() {
+		if a.GetVerb() == "update" && a.GetResource().Resource == "nodeimages" {
+			t.Errorf("NodeImage written from a stale cache: %v", a)
+		}
+	}
+	if got := f.tags(t, "node-b"); len(got) != 0 {
+		t.Errorf("node-b tags = %v: a stale cache made the job exceed its parallelism", got)
+	}
+}
+
+// TestDeadlineFailsTheRest: at activeDeadlineSeconds the nodes not done count as failed.
+func TestDeadlineFailsTheRest(t *testing.T) {
+	job := pullJob()
+	job.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](30)
+	f := newFixture(t, []*corev1.Node{node("node-a"), node("node-b")}, job, nodeImage("node-a"), nodeImage("node-b"))
+	if requeue := f.sync(t, job); requeue != 30*time.Second {
+		t.Errorf("requeue = %v, want the 30s deadline", requeue)
+	}
+	f.report(t, "node-a", v1alpha1.ImagePhaseFailed)
+	f.clock.Step(30 * time.Second)
+	f.sync(t, job)
+	got, _ := f.job(t, job)
+	if got.Status.CompletionTime == nil || got.Status.Failed != 2 {
+		t.Errorf("status = %+v, want completed with 2 failed", got.Status)
+	}
+	if ev := f.events(); !strings.Contains(ev, "Warning "+ReasonDeadlineExceeded) {
+		t.Errorf("events = %q, want %s", ev, ReasonDeadlineExceeded)
+	}
+}
+
+// TestEventsMapToJobs: a NodeImage's change reaches the jobs owning its tags, a Pod's the running
+// jobs of its namespace whose podSelector matches it.
+func TestEventsMapToJobs(t *testing.T) {
+	owned := pullJob()
+	selecting := pullJob()
+	selecting.Name, selecting.UID = "by-pods", "job-uid-2"
+	selecting.Spec.PodSelector = &v1alpha1.ImagePullJobPodSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
+	f := newFixture(t, nil, owned, selecting)
+	drain := func() []string {
+		var keys []string
+		for f.c.queue.Len() > 0 {
+			k, _ := f.c.queue.Get()
+			f.c.queue.Done(k)
+			keys = append(keys, k.String())
+		}
+		return keys
+	}
+
+	ni := nodeImage("node-a")
+	ni.Spec.Images = map[string]v1alpha1.ImageSpec{"nginx": {Tags: []v1alpha1.ImageTagSpec{{Tag: "1.25",
+		OwnerReferences: []corev1.ObjectReference{{Kind: "ImagePullJob", Namespace: "ns", Name: "warm", UID: "job-uid"}}}}}}
+	updated := ni.DeepCopy()
+	updated.Status.Succeeded = 1
+	f.c.enqueueOwners(updated)
+	if got := drain(); len(got) != 1 || got[0] != "ns/warm" {
+		t.Errorf("NodeImage update enqueued %v, want [ns/warm]", got)
+	}
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "ns", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{NodeName: "node-a"}}
+	f.c.enqueuePod(pod)
+	if got := drain(); len(got) != 1 || got[0] != "ns/by-pods" {
+		t.Errorf("Pod enqueued %v, want [ns/by-pods]", got)
+	}
+	pod.Namespace = "other"
+	f.c.enqueuePod(pod)
+	if got := drain(); len(got) != 0 {
+		t.Errorf("Pod of another namespace enqueued %v", got)
+	}
+}
