@@ -1,0 +1,129 @@
+// Package imagelistpulljob is inplace-controller's ImageListPullJob controller: a list job pulls
+// its images through one ImagePullJob per image, which it creates, replaces and deletes
+// (imagepull.Children), and its status sums theirs (imagepull.ListJobStatus). Per list job:
+//
+//  1. it labels the list job with its template's hash (controller-revision-hash), as OpenKruise;
+//  2. once completed, it deletes the list job ttlSecondsAfterFinished later and does nothing else
+//     (its children go with it, through their controller reference);
+//  3. otherwise it creates and deletes children as imagepull.Children says, remembering what it
+//     did until the informer shows it (pkg/controller/expectations), so a slow cache never makes
+//     it create an image's child twice;
+//  4. it writes the status through the status subresource when it changed.
+//
+// The controller is not wired into cmd/controller yet: a later change registers it together with
+// inplace-daemon's pulling and end-to-end tests.
+package imagelistpulljob
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/expectations"
+	"github.com/inplace-dev/inplace/pkg/controller/manager"
+	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
+	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
+	appslisters "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
+)
+
+// Name is the controller's name in logs, events and metrics.
+const Name = "imagelistpulljob"
+
+// Event reasons, on the list job.
+const (
+	ReasonCreatedJob      = "CreatedImagePullJob"
+	ReasonDeletedJob      = "DeletedImagePullJob"
+	ReasonFailedCreateJob = "FailedCreateImagePullJob"
+	ReasonFailedDeleteJob = "FailedDeleteImagePullJob"
+	ReasonCompleted       = "Completed"
+	ReasonTTLExpired      = "TTLExpired"
+)
+
+// Controller keeps each ImageListPullJob's ImagePullJobs.
+type Controller struct {
+	client   clientset.Interface
+	listJobs appslisters.ImageListPullJobLister
+	jobs     appslisters.ImagePullJobLister
+	synced   []cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	recorder record.EventRecorder
+	clock    clock.Clock
+	exp      *expectations.Expectations
+}
+
+// New builds the controller from the manager's shared informers.
+func New(cc *manager.Context) (manager.Controller, error) {
+	apps := cc.InplaceInformers.Apps().V1alpha1()
+	return NewController(cc.InplaceClient, apps.ImageListPullJobs(), apps.ImagePullJobs(), cc.Recorder, clock.RealClock{})
+}
+
+// NewController builds the controller on explicit informers and clients.
+func NewController(client clientset.Interface, listJobs appsinformers.ImageListPullJobInformer, jobs appsinformers.ImagePullJobInformer,
+	recorder record.EventRecorder, clk clock.Clock) (*Controller, error) {
+	c := &Controller{
+		client:   client,
+		listJobs: listJobs.Lister(),
+		jobs:     jobs.Lister(),
+		synced:   []cache.InformerSynced{listJobs.Informer().HasSynced, jobs.Informer().HasSynced},
+		recorder: recorder,
+		clock:    clk,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
+	}
+	c.exp = expectations.New(c.clock.Now)
+	if _, err := listJobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+		DeleteFunc: c.enqueue,
+	}); err != nil {
+		return nil, fmt.Errorf("watching imagelistpulljobs: %w", err)
+	}
+	if _, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueOwner,
+		UpdateFunc: func(oldObj, newObj any) { c.enqueueOwner(oldObj); c.enqueueOwner(newObj) },
+		DeleteFunc: c.enqueueOwner,
+	}); err != nil {
+		return nil, fmt.Errorf("watching imagepulljobs: %w", err)
+	}
+	return c, nil
+}
+
+func (c *Controller) enqueue(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if lj, ok := obj.(*v1alpha1.ImageListPullJob); ok {
+		c.queue.Add(cache.MetaObjectToName(lj))
+	}
+}
+
+// enqueueOwner enqueues the list job that controls an ImagePullJob.
+func (c *Controller) enqueueOwner(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	job, ok := obj.(*v1alpha1.ImagePullJob)
+	if !ok {
+		return
+	}
+	if ref := metav1.GetControllerOf(job); ref != nil && ref.Kind == "ImageListPullJob" {
+		c.queue.Add(cache.ObjectName{Namespace: job.Namespace, Name: ref.Name})
+	}
+}
+
+// Run reconciles until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	reconcile.Run(ctx, Name, workers, c.queue, c.sync, c.synced...)
+}
+
+// minRequeue bounds how soon a list job is looked at again for its TTL.
+const minRequeue = time.Second
