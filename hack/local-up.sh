@@ -343,6 +343,7 @@ write_kubelet_config "$STATE/kubelet-config.yaml" kubelet-serving 10250 10248 "$
 # etcd: plain HTTP on loopback, short election timeout (ready in well under a
 # second), no fsync (a throwaway cluster: every local-up starts empty).
 rm -rf "$STATE/etcd"
+rm -rf "$KUBECACHEDIR"   # a new cluster: nothing of an earlier one's discovery
 local_start etcd "$BIN/etcd" --name local --data-dir "$STATE/etcd" \
   --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
   --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \

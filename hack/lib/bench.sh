@@ -15,6 +15,7 @@
 # shellcheck disable=SC2034 # the variables are used by the sourcing scripts
 ROOT="$PWD"
 export KUBECONFIG="$ROOT/_output/local/admin.kubeconfig"
+export KUBECACHEDIR="$ROOT/_output/local/kubectl-cache"   # the cluster's own (hack/lib/local.sh)
 KUBECTL="$ROOT/_output/bin/kubectl"
 
 log() { echo "[$(date +%T.%3N)] $*" >&2; }

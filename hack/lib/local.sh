@@ -18,6 +18,10 @@ PIDS="$STATE/pids"
 LOGS="$STATE/logs"
 PKI="$STATE/pki"
 KUBECONFIG="$STATE/admin.kubeconfig"   # cluster-admin (system:masters)
+# kubectl's discovery cache belongs to the cluster (local-up starts it empty): in
+# ~/.kube/cache, what an earlier cluster at the same address served (a benchmark's
+# CRD named clonesets, say) made `kubectl get clonesets` go there for hours.
+KUBECACHEDIR="$STATE/kubectl-cache"
 
 NODE_NAME="${NODE_NAME:-inplace-node}"
 NODE_IP="${NODE_IP:-10.77.0.1}"        # a /32 on lo: the kubelet refuses loopback IPs
@@ -66,7 +70,7 @@ NODE2_PORTS=("$NODE2_KUBELET_PORT" "$NODE2_KUBELET_HEALTHZ_PORT")
 # e.g. started by a hook, is stopped first).
 CORE_DAEMONS=(kube-scheduler kube-controller-manager kubelet node2-kubelet kube-apiserver etcd containerd node2-containerd)
 
-export KUBECONFIG NODE_NAME NODE_IP CONTAINER_RUNTIME_ENDPOINT
+export KUBECONFIG KUBECACHEDIR NODE_NAME NODE_IP CONTAINER_RUNTIME_ENDPOINT
 export PATH="$BIN:$PATH"               # our kubectl, not whatever is installed
 
 # local_lock: one hack/local-up.sh or hack/local-down.sh at a time (flock on

@@ -94,6 +94,11 @@ func harness() (code int) {
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(signals)
 
+	// Every kubectl the harness and the tests run keeps its discovery cache with the cluster
+	// (hack/lib/local.sh), not in ~/.kube/cache: a cache of another cluster at the same address
+	// (a benchmark's CRD of the same resource name, say) would send `kubectl get clonesets` there.
+	os.Setenv("KUBECACHEDIR", filepath.Join(root, "_output/local/kubectl-cache"))
+
 	if os.Getenv(reuseEnv) == "1" {
 		required := []string{"kube-apiserver", "kubelet", "inplace-apiserver"}
 		if _, err := os.Stat(filepath.Join(root, "_output/local/inplace/in-cluster")); err == nil {
