@@ -327,10 +327,10 @@ func (b *bench) measure(ctx context.Context, kind string, run func() error) (pha
 	req1, thr1 := b.controllerRequests(ctx, kind)
 	r.requests, r.throttled = req1-req0, thr1-thr0
 	api1 := b.kubeMetrics(ctx)
-	r.rejected = metricSum(api1, "apiserver_flowcontrol_rejected_requests_total", nil) -
-		metricSum(api0, "apiserver_flowcontrol_rejected_requests_total", nil)
-	r.writes = writesBy(api1)
-	for k, v := range writesBy(api0) {
+	r.rejected = api1.sum("apiserver_flowcontrol_rejected_requests_total", nil) -
+		api0.sum("apiserver_flowcontrol_rejected_requests_total", nil)
+	r.writes = api1.writes()
+	for k, v := range api0.writes() {
 		r.writes[k] -= v
 	}
 	r.created, r.deleted = b.created.Load()-created0, b.deleted.Load()-deleted0
@@ -355,19 +355,20 @@ func (b *bench) controllerRequests(ctx context.Context, kind string) (total, thr
 		logf("WARNING: %v", err)
 		return 0, 0
 	}
-	total = metricSum(body, "rest_client_requests_total", nil)
-	throttled = metricSum(body, "rest_client_requests_total", map[string]string{"code": "429"})
+	ms := parseMetrics(body)
+	total = ms.sum("rest_client_requests_total", nil)
+	throttled = ms.sum("rest_client_requests_total", map[string]string{"code": "429"})
 	return total, throttled
 }
 
-// kubeMetrics: kube-apiserver's /metrics (nil, with a warning, when it cannot be read).
-func (b *bench) kubeMetrics(ctx context.Context) []byte {
+// kubeMetrics: kube-apiserver's /metrics, parsed (empty, with a warning, when it cannot be read).
+func (b *bench) kubeMetrics(ctx context.Context) metrics {
 	body, err := b.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		logf("WARNING: kube-apiserver /metrics: %v", err)
 		return nil
 	}
-	return body
+	return parseMetrics(body)
 }
 
 // controllerOf names the process that drives each kind.

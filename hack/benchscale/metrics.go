@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/rest"
@@ -43,15 +44,22 @@ func (b *bench) scrape(ctx context.Context, url string) ([]byte, error) {
 	return body, nil
 }
 
-// metricSum adds up the samples of the counter or gauge name whose labels include every pair of
-// labels (Prometheus text format).
-func metricSum(body []byte, name string, labels map[string]string) float64 {
+// metrics are the families of one scrape, parsed once however many figures are read from it.
+type metrics map[string]*dto.MetricFamily
+
+// parseMetrics parses a scrape in Prometheus' text format (what parses, with a warning otherwise).
+func parseMetrics(body []byte) metrics {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := p.TextToMetricFamilies(bytes.NewReader(body))
 	if err != nil {
 		logf("WARNING: parsing metrics: %v", err)
 	}
-	f, ok := families[name]
+	return families
+}
+
+// sum adds up the samples of the counter or gauge name whose labels include every pair of labels.
+func (ms metrics) sum(name string, labels map[string]string) float64 {
+	f, ok := ms[name]
 	if !ok {
 		return 0
 	}
@@ -84,17 +92,12 @@ next:
 // writeVerbs are the verbs of apiserver_request_total that change something.
 var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
 
-// writesBy adds up kube-apiserver's apiserver_request_total of the write verbs by
+// writes adds up kube-apiserver's apiserver_request_total of the write verbs by
 // "VERB resource[/subresource]" (dry runs apart: they cost admission but store nothing; failed
 // requests apart, by code: a 409 is a conflict to retry).
-func writesBy(body []byte) map[string]float64 {
+func (ms metrics) writes() map[string]float64 {
 	out := map[string]float64{}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(bytes.NewReader(body))
-	if err != nil {
-		logf("WARNING: parsing metrics: %v", err)
-	}
-	f, ok := families["apiserver_request_total"]
+	f, ok := ms["apiserver_request_total"]
 	if !ok {
 		return out
 	}
