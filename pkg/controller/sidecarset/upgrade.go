@@ -72,6 +72,7 @@ func (c *Controller) markNotUpgradable(ctx context.Context, set *v1alpha1.Sideca
 		}
 	}
 	if len(marked) > 0 {
+		slices.Sort(marked) // the cache lists Pods in no order; the message should not change with it
 		c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonNotUpgradable,
 			"%d Pod(s) cannot be upgraded in place (changes beyond images) and keep their sidecars until recreated: %s",
 			len(marked), strings.Join(marked, ", "))
