@@ -42,7 +42,7 @@ func (s *state) complete(pod *corev1.Pod, now time.Time) {
 	for k, v := range s.CompletionLabels {
 		setMap(&pod.Labels, k, v)
 		if k == pub.LifecycleStateKey {
-			setMap(&pod.Annotations, pub.LifecycleTimestampKey, now.UTC().Format(time.RFC3339))
+			setMap(&pod.Annotations, pub.LifecycleTimestampKey, pub.LifecycleTimestamp(now))
 		}
 	}
 	s.CompletionLabels = nil

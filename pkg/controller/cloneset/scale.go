@@ -444,7 +444,7 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revi
 		names := make([]string, batch)
 		for i := range pods {
 			pods[i] = newPod(cs, template, revision.Name, ids[created+i])
-			pods[i].Annotations[pub.LifecycleTimestampKey] = lifecycle.Timestamp(c.now())
+			pods[i].Annotations[pub.LifecycleTimestampKey] = pub.LifecycleTimestamp(c.now())
 			names[i] = pods[i].Name
 		}
 		c.exp.ExpectCreations(key, names...)

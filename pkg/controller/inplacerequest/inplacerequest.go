@@ -15,7 +15,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
-	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
 
@@ -93,7 +92,7 @@ func Body(pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string
 	}
 	if !o.NoLifecycle {
 		set(&md.Labels, pub.LifecycleStateKey, string(pub.LifecycleStateUpdating))
-		set(&md.Annotations, pub.LifecycleTimestampKey, lifecycle.Timestamp(o.Now))
+		set(&md.Annotations, pub.LifecycleTimestampKey, pub.LifecycleTimestamp(o.Now))
 		if o.StateAfterUpdate != "" {
 			body.Spec.CompletionLabels = map[string]string{pub.LifecycleStateKey: string(o.StateAfterUpdate)}
 		}

@@ -203,10 +203,6 @@ func StateAfterUpdate(l *pub.Lifecycle) pub.LifecycleStateType {
 	return ""
 }
 
-// Timestamp is the value of the lifecycle.apps.kruise.io/timestamp annotation, as OpenKruise
-// writes it.
-func Timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
 // Patch is the strategic merge patch that moves a Pod to a lifecycle state (label, and timestamp
 // annotation at now), adding the labels and finalizers of rearm (a hook armed again) when not nil.
 // It carries the Pod's UID, so a recreated Pod of the same name is not touched.
@@ -216,7 +212,7 @@ func Patch(pod *corev1.Pod, state pub.LifecycleStateType, rearm *pub.LifecycleHo
 		lbls[pub.LifecycleTimestampKey] = nil // where older inplace versions wrote it
 	}
 	meta := map[string]any{"uid": pod.UID, "labels": lbls,
-		"annotations": map[string]string{pub.LifecycleTimestampKey: Timestamp(now)}}
+		"annotations": map[string]string{pub.LifecycleTimestampKey: pub.LifecycleTimestamp(now)}}
 	if rearm != nil {
 		for k, v := range rearm.LabelsHandler {
 			lbls[k] = v

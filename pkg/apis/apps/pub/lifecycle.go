@@ -1,6 +1,10 @@
 package pub
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 const (
 	// LifecycleStateKey is the Pod label holding its LifecycleStateType.
@@ -24,6 +28,10 @@ const (
 	// ContainerLaunchPriorityCompletedKey is set on the Pod once all priorities were released.
 	ContainerLaunchPriorityCompletedKey = "apps.kruise.io/container-launch-priority-completed"
 )
+
+// LifecycleTimestamp is the value of the LifecycleTimestampKey annotation for t, as OpenKruise
+// writes it.
+func LifecycleTimestamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // LifecycleStateType is the value of the LifecycleStateKey label.
 type LifecycleStateType string
