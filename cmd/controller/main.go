@@ -3,8 +3,10 @@
 // in-place updates of Pods to their end, the ContainerRecreateRequest controller, the SidecarSet
 // controller (revisions, status, in-place upgrades of injected sidecars), the Advanced StatefulSet
 // controller (ordinal Pods and claims, rolling updates in place), the Advanced DaemonSet controller
-// (a Pod per eligible node, rolling updates in place or with a surge), and the one that
-// releases the containers of Pods launching in order (their barrier ConfigMaps).
+// (a Pod per eligible node, rolling updates in place or with a surge), image pre-pull (a NodeImage
+// per node, ImagePullJobs writing their tags into them, ImageListPullJobs fanning out into
+// ImagePullJobs), and the one that releases the containers of Pods launching in order (their
+// barrier ConfigMaps).
 package main
 
 import (
@@ -18,9 +20,12 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/cloneset"
 	"github.com/inplace-dev/inplace/pkg/controller/containerrecreaterequest"
 	"github.com/inplace-dev/inplace/pkg/controller/daemonset"
+	"github.com/inplace-dev/inplace/pkg/controller/imagelistpulljob"
+	"github.com/inplace-dev/inplace/pkg/controller/imagepulljob"
 	"github.com/inplace-dev/inplace/pkg/controller/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/controller/launchpriority"
 	"github.com/inplace-dev/inplace/pkg/controller/manager"
+	"github.com/inplace-dev/inplace/pkg/controller/nodeimage"
 	"github.com/inplace-dev/inplace/pkg/controller/sidecarset"
 	"github.com/inplace-dev/inplace/pkg/controller/statefulset"
 )
@@ -61,6 +66,9 @@ var controllers = []manager.InitFunc{
 			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().Nodes(),
 			cc.KubeInformers.Apps().V1().ControllerRevisions(), cc.Recorder)
 	}},
+	{Name: nodeimage.Name, New: nodeimage.New},
+	{Name: imagepulljob.Name, New: imagepulljob.New},
+	{Name: imagelistpulljob.Name, New: imagelistpulljob.New},
 	{Name: launchpriority.Name, New: func(cc *manager.Context) (manager.Controller, error) {
 		return launchpriority.New(cc.KubeClient, cc.KubeInformers.Core().V1().Pods(), cc.Recorder)
 	}},

@@ -9,9 +9,6 @@
 //     did until the informer shows it (pkg/controller/expectations), so a slow cache never makes
 //     it create an image's child twice;
 //  4. it writes the status through the status subresource when it changed.
-//
-// The controller is not wired into cmd/controller yet: a later change registers it together with
-// inplace-daemon's pulling and end-to-end tests.
 package imagelistpulljob
 
 import (

@@ -15,9 +15,6 @@
 // activeDeadlineSeconds passes. Unlike OpenKruise, pull secrets are not copied into a daemon
 // namespace: NodeImages name the job's own secrets (imagepull.PullSecretRefs), and tags are taken
 // off NodeImages as soon as the job is gone, not at the NodeImage controller's next GC.
-//
-// The controller is not wired into cmd/controller yet: a later change registers it together with
-// inplace-daemon's pulling and end-to-end tests.
 package imagepulljob
 
 import (

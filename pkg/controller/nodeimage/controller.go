@@ -8,9 +8,6 @@
 //   - imagepull.GC drops from a NodeImage's spec the owners that are no ImagePullJob any more and
 //     the tags past their TTL; the controller looks again after imagepull.NextGC.
 //
-// The controller is not wired into cmd/controller yet: a later change registers it together with
-// inplace-daemon's pulling (which fills NodeImage status) and end-to-end tests.
-//
 // Differences from OpenKruise v1.9: no creation delay after the Node turns Ready (OpenKruise waits
 // a configurable time), and NodeImage status (the "node has not responded" and deadline failures
 // OpenKruise's controller writes) is left to the daemon change.
