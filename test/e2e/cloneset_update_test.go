@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 )
 
@@ -183,8 +184,20 @@ func TestCloneSetInPlaceRollout(t *testing.T) {
 		if cst := containerStatus(t, p, "main"); cst.RestartCount != 1 {
 			t.Errorf("pod %s: restartCount %d, want 1", name, cst.RestartCount)
 		}
-		if st := stateOf(t, p); st == nil || st.Revision != got.Status.UpdateRevision {
+		st := stateOf(t, p)
+		if st == nil || st.Revision != got.Status.UpdateRevision {
 			t.Errorf("pod %s: in-place update state %+v, want revision %s", name, st, got.Status.UpdateRevision)
+			continue
+		}
+		// Updating while it changed, Normal again (no inPlaceUpdate hook), stamped when it got
+		// there, as OpenKruise's lifecycle has it: written with the update's completion, so a
+		// Pod counted updated and ready is Normal already.
+		if s := p.Labels[pub.LifecycleStateKey]; s != string(pub.LifecycleStateNormal) {
+			t.Errorf("pod %s: lifecycle state %q after its in-place update, want Normal", name, s)
+		}
+		if ts, err := time.Parse(time.RFC3339, p.Annotations[pub.LifecycleTimestampKey]); err != nil || ts.Before(st.UpdateTimestamp.Time) {
+			t.Errorf("pod %s: lifecycle timestamp %q (%v), want one not before the update began (%s)",
+				name, p.Annotations[pub.LifecycleTimestampKey], err, st.UpdateTimestamp.UTC().Format(time.RFC3339))
 		}
 	}
 	waitCloneSetEvent(t, ctx, got, "SuccessfulUpdatePodInPlace", "in place to revision "+got.Status.UpdateRevision)
