@@ -31,6 +31,10 @@
 # inplace.dev/second-node:NoSchedule so that only Pods tolerating it go there;
 # the daemon hook runs inplace-daemon-node2 for it. Host processes only.
 #
+# INPLACE_AUDIT_POLICY=FILE: kube-apiserver writes an audit log with that
+# policy (audit.k8s.io/v1 Policy) to $LOGS/audit.log, e.g. to find which client
+# sends which writes during a benchmark. Off by default (it costs CPU).
+#
 # Hooks: at the end, every hack/local-up.d/*.sh (or $LOCAL_UP_HOOKS/*.sh) is
 # sourced in name order, with set -euo pipefail and the variables and helpers
 # of hack/lib/local.sh available: local_start / local_wait, $KUBECONFIG,
@@ -359,6 +363,12 @@ hack/build-images.sh --import
 local_wait etcd 30 "etcd" http_ok 127.0.0.1 2379 /health '"health":"true"'
 
 # --- 6. kube-apiserver ----------------------------------------------------------
+AUDIT_ARGS=()
+if [[ -n "${INPLACE_AUDIT_POLICY:-}" ]]; then
+  [[ -r "$INPLACE_AUDIT_POLICY" ]] || die "INPLACE_AUDIT_POLICY: cannot read $INPLACE_AUDIT_POLICY"
+  AUDIT_ARGS=(--audit-policy-file="$(realpath "$INPLACE_AUDIT_POLICY")" --audit-log-path="$LOGS/audit.log"
+    --audit-log-format=json --audit-log-mode=batch)
+fi
 local_start kube-apiserver "$BIN/kube-apiserver" \
   --etcd-servers=http://127.0.0.1:2379 \
   --advertise-address="$NODE_IP" --bind-address=0.0.0.0 --secure-port=6443 \
@@ -381,6 +391,7 @@ local_start kube-apiserver "$BIN/kube-apiserver" \
   --proxy-client-cert-file="$PKI/front-proxy-client.crt" \
   --proxy-client-key-file="$PKI/front-proxy-client.key" \
   --enable-aggregator-routing=true \
+  "${AUDIT_ARGS[@]}" \
   --v=1
 local_wait kube-apiserver 60 "kube-apiserver /readyz" https_ok 6443 /readyz
 
