@@ -25,6 +25,10 @@
 #                                         other images (other image IDs) with the same layers,
 #                                         never imported, so a node has them only once it pulled
 #                                         them (and removing them removes no imported image)
+#       $REGISTRY_HOST/slow/app:v1|v2     the same plus a 1 MiB layer of their own (-pad-layer),
+#                                         served at $REGISTRY_SLOW_KIB KiB/s (-slow; default 256):
+#                                         a cold pull takes ~4 s, as a large image's from a
+#                                         distant registry would (hack/bench-predownload.sh)
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
   set -euo pipefail
@@ -36,7 +40,8 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
 fi
 
 local_start registry "$BIN/inplace-registry" serve \
-  -listen "$REGISTRY_ADDR" -listen "127.0.0.1:$REGISTRY_PORT" -root "$REGISTRY_ROOT"
+  -listen "$REGISTRY_ADDR" -listen "127.0.0.1:$REGISTRY_PORT" -root "$REGISTRY_ROOT" \
+  -slow "slow/=${REGISTRY_SLOW_KIB:-256}"
 local_wait registry 30 "registry /v2/ on $REGISTRY_ADDR" http_ok "$NODE_IP" "$REGISTRY_PORT" /v2/ registry/2.0
 
 # registry_push IMAGE REF [FLAG...]: push _output/images/IMAGE.tar (an OCI layout) as REF (the
@@ -50,5 +55,8 @@ registry_push() {
 }
 registry_push pause "$REGISTRY_HOST/pause:1.0"
 for v in v1 v2 v3 bad; do registry_push "app-$v" "$REGISTRY_HOST/app:$v"; done
-for v in v1 v2; do registry_push "app-$v" "$REGISTRY_HOST/remote/app:$v" -label inplace.dev/registry-only=true; done
-log "registry $REGISTRY_HOST: pushed app:v1 v2 v3 bad, pause:1.0, remote/app:v1 v2"
+for v in v1 v2; do
+  registry_push "app-$v" "$REGISTRY_HOST/remote/app:$v" -label inplace.dev/registry-only=true
+  registry_push "app-$v" "$REGISTRY_HOST/slow/app:$v" -label inplace.dev/registry-only=true -pad-layer 1048576
+done
+log "registry $REGISTRY_HOST: pushed app:v1 v2 v3 bad, pause:1.0, remote/app:v1 v2, slow/app:v1 v2"

@@ -2,36 +2,50 @@
 // go-containerregistry's OCI distribution server (pkg/registry) over plain HTTP, its blobs on disk,
 // and a client that pushes the OCI image layouts hack/build-images.sh writes.
 //
-//	inplace-registry serve -listen 10.77.0.1:5000 -listen 127.0.0.1:5000 -root _output/local/registry
+//	inplace-registry serve -listen 10.77.0.1:5000 -listen 127.0.0.1:5000 -root _output/local/registry \
+//	    [-slow slow/=256]
 //	inplace-registry push [-resolve registry.inplace.local:5000=127.0.0.1:5000] [-label K=V] \
-//	    _output/images/app-v1.tar registry.inplace.local:5000/inplace/app:v1 [more references]
+//	    [-pad-layer BYTES] _output/images/app-v1.tar registry.inplace.local:5000/inplace/app:v1 [more references]
 //
 // serve keeps blobs in ROOT/blobs (go-containerregistry's disk blob handler: written to a
 // temporary file and renamed once the digest is verified, so a restart keeps them and a second
 // push of the same image uploads nothing) and manifests and tags in memory: a restarted registry
 // is empty until pushed to again, as local-up does at every start.
 //
+// -slow PREFIX=KIB serves the blobs of the repositories whose name starts with PREFIX at KIB KiB a
+// second (the registry's responses are paced, not the node's download): a cold pull of a small
+// test image then takes as long as a large image's from a distant registry, which is what image
+// pre-download is about (hack/bench-predownload.sh). Manifests and other repositories are served
+// at full speed.
+//
 // push reads an OCI image layout (a directory, or a tar of one such as hack/build-images.sh's) or
 // a `docker save` tarball, and pushes it under each reference over plain HTTP. The host name in a
 // reference need not resolve on this machine: -resolve sends connections for HOST:PORT to ADDR
 // (by default the local cluster's name to the registry on loopback). -label adds a label to the
 // image's config, which makes it another image (another config digest, so another image ID in
-// containerd) with the same layers.
+// containerd) with the same layers. -pad-layer BYTES appends a layer of that many random-looking bytes (derived from the image, so
+// the same every time): an
+// image whose content no node has (a node that holds the same layers, such as the imported test
+// images', fetches only a pull's manifest and config).
 package main
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -84,6 +98,8 @@ func serveMain(args []string) error {
 	var listen listFlag
 	fs.Var(&listen, "listen", "address to serve plain HTTP on (repeatable)")
 	root := fs.String("root", "", "directory of the blobs (created if missing)")
+	var slow listFlag
+	fs.Var(&slow, "slow", "PREFIX=KIB: serve the blobs of repositories named PREFIX... at KIB KiB/s (repeatable)")
 	_ = fs.Parse(args)
 	if len(listen) == 0 || *root == "" || fs.NArg() > 0 {
 		usage()
@@ -91,6 +107,14 @@ func serveMain(args []string) error {
 	handler, err := newHandler(*root, log.Default())
 	if err != nil {
 		return err
+	}
+	for _, sl := range slow {
+		t, err := parseThrottle(sl)
+		if err != nil {
+			return err
+		}
+		handler = t.wrap(handler)
+		log.Printf("blobs of repositories %s* served at %d KiB/s", t.prefix, t.rate/1024)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -142,8 +166,9 @@ func pushMain(args []string) error {
 	fs.Var(&resolve, "resolve", "HOST:PORT=ADDR: connect to ADDR for registry HOST:PORT (repeatable; default "+defaultResolve+")")
 	var labels listFlag
 	fs.Var(&labels, "label", "K=V: add a label to the image config (repeatable)")
+	pad := fs.Int64("pad-layer", 0, "BYTES: append a layer of that many random bytes")
 	_ = fs.Parse(args)
-	if fs.NArg() < 2 {
+	if fs.NArg() < 2 || *pad < 0 {
 		usage()
 	}
 	if len(resolve) == 0 {
@@ -153,7 +178,7 @@ func pushMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	return push(fs.Arg(0), fs.Args()[1:], labels, dial)
+	return push(fs.Arg(0), fs.Args()[1:], labels, *pad, dial)
 }
 
 // resolver maps "HOST:PORT=ADDR" entries to a dialer that connects to ADDR for HOST:PORT.
@@ -176,7 +201,7 @@ func resolver(entries []string) (func(ctx context.Context, network, addr string)
 }
 
 // push pushes the image (or image index) in src under every reference, over plain HTTP.
-func push(src string, refs, labels []string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) error {
+func push(src string, refs, labels []string, pad int64, dial func(ctx context.Context, network, addr string) (net.Conn, error)) error {
 	opts := []remote.Option{remote.WithTransport(transport(dial))}
 
 	img, idx, cleanup, err := load(src)
@@ -184,12 +209,17 @@ func push(src string, refs, labels []string, dial func(ctx context.Context, netw
 		return fmt.Errorf("reading %s: %w", src, err)
 	}
 	defer cleanup()
+	if (len(labels) > 0 || pad > 0) && img == nil {
+		return fmt.Errorf("-label, -pad-layer: %s holds an image index, not one image", src)
+	}
 	if len(labels) > 0 {
-		if img == nil {
-			return fmt.Errorf("-label: %s holds an image index, not one image", src)
-		}
 		if img, err = withLabels(img, labels); err != nil {
 			return err
+		}
+	}
+	if pad > 0 {
+		if img, err = withPadLayer(img, pad); err != nil {
+			return fmt.Errorf("-pad-layer: %w", err)
 		}
 	}
 	for _, r := range refs {
@@ -222,6 +252,35 @@ func transport(dial func(ctx context.Context, network, addr string) (net.Conn, e
 	tr := remote.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = dial
 	return tr
+}
+
+// withPadLayer appends to img a layer holding one file of size bytes that look random (they do not
+// compress) but are derived from img's digest: the same image padded twice is the same image, so
+// pushing it again at the next local-up stores nothing new.
+func withPadLayer(img v1.Image, size int64) (v1.Image, error) {
+	d, err := img.Digest()
+	if err != nil {
+		return nil, err
+	}
+	seed := sha256.Sum256([]byte("inplace-registry pad " + d.String()))
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: "pad", Mode: 0o644, Size: size, Typeflag: tar.TypeReg}); err != nil {
+		return nil, err
+	}
+	if _, err := io.CopyN(tw, rand.NewChaCha8(seed), size); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return mutate.AppendLayers(img, layer)
 }
 
 func withLabels(img v1.Image, labels []string) (v1.Image, error) {
@@ -363,4 +422,72 @@ func untar(file, dir string) error {
 			}
 		}
 	}
+}
+
+// throttle paces the blob downloads of the repositories whose name starts with prefix to rate
+// bytes a second.
+type throttle struct {
+	prefix string
+	rate   int64
+}
+
+// parseThrottle reads -slow's PREFIX=KIB.
+func parseThrottle(v string) (throttle, error) {
+	prefix, kib, ok := strings.Cut(v, "=")
+	n, err := strconv.ParseInt(kib, 10, 64)
+	if !ok || prefix == "" || err != nil || n <= 0 {
+		return throttle{}, fmt.Errorf("-slow %q: want PREFIX=KIB with KIB a positive number of KiB a second", v)
+	}
+	return throttle{prefix: prefix, rate: n * 1024}, nil
+}
+
+func (t throttle) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		repo, _, isBlob := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v2/"), "/blobs/")
+		if r.Method == http.MethodGet && isBlob && strings.HasPrefix(repo, t.prefix) {
+			w = &pacedWriter{ResponseWriter: w, ctx: r.Context(), rate: t.rate, start: time.Now()}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// pacedWriter writes no faster than rate bytes a second since start, in chunks of 16 KiB (a pull
+// sees a steady trickle, as from a slow link, rather than bursts).
+type pacedWriter struct {
+	http.ResponseWriter
+	ctx     context.Context
+	rate    int64
+	start   time.Time
+	written int64
+}
+
+const paceChunk = 16 << 10
+
+func (p *pacedWriter) Write(b []byte) (int, error) {
+	total := 0
+	for len(b) > 0 {
+		n, err := p.ResponseWriter.Write(b[:min(len(b), paceChunk)])
+		total += n
+		p.written += int64(n)
+		if err != nil {
+			return total, err
+		}
+		b = b[n:]
+		if f, ok := p.ResponseWriter.(http.Flusher); ok {
+			f.Flush()
+		}
+		// The time by which this many bytes may have gone out at rate: a timer, not a busy loop;
+		// a client that hangs up ends the wait.
+		due := p.start.Add(time.Duration(p.written * int64(time.Second) / p.rate))
+		if wait := time.Until(due); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-p.ctx.Done():
+				t.Stop()
+				return total, p.ctx.Err()
+			}
+		}
+	}
+	return total, nil
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -83,7 +84,7 @@ func TestPushServe(t *testing.T) {
 	src, digest := ociLayoutTar(t)
 	var logs strings.Builder
 	dial := serve(t, root, &logs)
-	if err := push(src, []string{"registry.test:5000/e2e/app:v1", "registry.test:5000/other:x"}, nil, dial); err != nil {
+	if err := push(src, []string{"registry.test:5000/e2e/app:v1", "registry.test:5000/other:x"}, nil, 0, dial); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range []string{"registry.test:5000/e2e/app:v1", "registry.test:5000/other:x"} {
@@ -127,7 +128,7 @@ func TestPushServe(t *testing.T) {
 	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
 		t.Errorf("interrupted upload %s still there (%v)", leftover, err)
 	}
-	if err := push(src, []string{"registry.test:5000/e2e/app:v1"}, nil, dial); err != nil {
+	if err := push(src, []string{"registry.test:5000/e2e/app:v1"}, nil, 0, dial); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(logs.String(), "/blobs/uploads") {
@@ -139,7 +140,7 @@ func TestPushServe(t *testing.T) {
 func TestPushLabel(t *testing.T) {
 	src, digest := ociLayoutTar(t)
 	dial := serve(t, t.TempDir(), io.Discard)
-	if err := push(src, []string{"registry.test:5000/app:labelled"}, []string{"inplace.dev/image=remote"}, dial); err != nil {
+	if err := push(src, []string{"registry.test:5000/app:labelled"}, []string{"inplace.dev/image=remote"}, 0, dial); err != nil {
 		t.Fatal(err)
 	}
 	ref := name.MustParseReference("registry.test:5000/app:labelled", name.Insecure)
@@ -165,10 +166,127 @@ func TestPushErrors(t *testing.T) {
 	_, _ = tw.Write([]byte("x"))
 	_ = tw.Close()
 	_ = f.Close()
-	if err := push(notImage, []string{"registry.test:5000/a:b"}, nil, dial); err == nil || !strings.Contains(err.Error(), "neither an OCI image layout") {
+	if err := push(notImage, []string{"registry.test:5000/a:b"}, nil, 0, dial); err == nil || !strings.Contains(err.Error(), "neither an OCI image layout") {
 		t.Errorf("push of a tar that is no image: %v", err)
 	}
 	if _, err := resolver([]string{"no-equals"}); err == nil {
 		t.Error("resolver accepted an entry without =")
+	}
+}
+
+// TestPushPadLayer: -pad-layer appends a layer of that many bytes, the same at every push of the
+// same image (a second push uploads nothing).
+func TestPushPadLayer(t *testing.T) {
+	src, _ := ociLayoutTar(t)
+	var logs strings.Builder
+	dial := serve(t, t.TempDir(), &logs)
+	if err := push(src, []string{"registry.test:5000/app:padded"}, nil, 4096, dial); err != nil {
+		t.Fatal(err)
+	}
+	logs.Reset()
+	if err := push(src, []string{"registry.test:5000/app:padded"}, nil, 4096, dial); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "/blobs/uploads") {
+		t.Errorf("second push of the same padded image uploaded blobs:\n%s", logs.String())
+	}
+	img, err := remote.Image(name.MustParseReference("registry.test:5000/app:padded", name.Insecure), remote.WithTransport(transport(dial)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(layers) != 3 {
+		t.Fatalf("padded image has %d layers, want the source's 2 and the pad", len(layers))
+	}
+	rc, err := layers[2].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a tar of one 4096-byte file.
+	if len(b) < 4096 {
+		t.Errorf("pad layer holds %d bytes, want at least 4096", len(b))
+	}
+}
+
+// TestSlowRepositories: -slow paces the blobs of matching repositories to the given rate (a
+// download of N bytes takes at least N/rate) and leaves other repositories and manifests alone.
+func TestSlowRepositories(t *testing.T) {
+	h, err := newHandler(t.TempDir(), log.New(io.Discard, "", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := parseThrottle("slow/=64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewServer(th.wrap(h))
+	t.Cleanup(s.Close)
+	dial, err := resolver([]string{"registry.test:5000=" + strings.TrimPrefix(s.URL, "http://")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := random.Image(96<<10, 1) // one layer of 96 KiB: 1.5 s at 64 KiB/s
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := remote.WithTransport(transport(dial))
+	for _, r := range []string{"registry.test:5000/slow/app:v1", "registry.test:5000/fast/app:v1"} {
+		ref, err := name.ParseReference(r, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(ref, img, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pull := func(r string) time.Duration {
+		t.Helper()
+		ref, err := name.ParseReference(r, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := remote.Image(ref, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers, err := got.Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		rc, err := layers[0].Compressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		n, err := io.Copy(io.Discard, rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size, _ := layers[0].Size()
+		if n != size {
+			t.Fatalf("%s: read %d bytes of a %d-byte layer", r, n, size)
+		}
+		return time.Since(start)
+	}
+	// Pacing guarantees the lower bound whatever the machine's load.
+	if d := pull("registry.test:5000/slow/app:v1"); d < 1400*time.Millisecond {
+		t.Errorf("96 KiB from a repository served at 64 KiB/s took %v, want at least 1.4 s", d)
+	}
+	if d := pull("registry.test:5000/fast/app:v1"); d > time.Second {
+		t.Errorf("96 KiB from a repository at full speed took %v", d)
+	}
+	for _, bad := range []string{"slow/", "=5", "slow/=0", "slow/=x"} {
+		if _, err := parseThrottle(bad); err == nil {
+			t.Errorf("-slow %q accepted", bad)
+		}
 	}
 }
