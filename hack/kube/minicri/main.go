@@ -6,6 +6,10 @@
 //
 //	minicri [-endpoint unix:///run/containerd/containerd.sock] pods|ps|images|rmp-all
 //	minicri [-endpoint ...] stop [-timeout-seconds S] ID...
+//	minicri [-endpoint ...] rmi REF...
+//
+// rmi calls CRI RemoveImage for each image reference (an image the node does
+// not have is no error), as hack/bench-predownload.sh does to make a pull cold.
 //
 // stop calls CRI StopContainer for every ID at once (SIGTERM, SIGKILL after S
 // seconds, as the kubelet does with a Pod's terminationGracePeriodSeconds);
@@ -35,6 +39,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "usage: %s [flags] pods|ps|images|rmp-all\n", os.Args[0])
 		fmt.Fprintf(os.Stderr, "       %s [flags] stop [-timeout-seconds S] ID...   (CRI StopContainer, all IDs at once;\n", os.Args[0])
 		fmt.Fprintf(os.Stderr, "           SIGKILL after S seconds, default 30; an ID is bare or containerd://...)\n")
+		fmt.Fprintf(os.Stderr, "       %s [flags] rmi REF...   (CRI RemoveImage of each reference)\n", os.Args[0])
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -54,7 +59,7 @@ func main() {
 			flag.Usage()
 			os.Exit(2)
 		}
-	} else if len(args) != 0 {
+	} else if (cmd == "rmi") != (len(args) != 0) {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -107,6 +112,12 @@ func run(ctx context.Context, endpoint, cmd string, args []string, stopTimeout i
 		fmt.Fprintln(tw, "IMAGE ID\tTAGS")
 		for _, i := range resp.Images {
 			fmt.Fprintf(tw, "%.19s\t%v\n", i.Id, i.RepoTags)
+		}
+	case "rmi":
+		for _, ref := range args {
+			if _, err := img.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}}); err != nil {
+				return fmt.Errorf("rmi %s: %w", ref, err)
+			}
 		}
 	case "rmp-all":
 		// Stop then remove every pod sandbox; containerd kills the containers
