@@ -135,8 +135,12 @@ log "benchmark: $N workloads x $REPLICAS Pods of each kind on $NODES kwok nodes,
   2> >(tee "$WORK/bench.log" >&2)
 
 # inplace-apiserver's memory once the run is over and its objects are gone:
-# idle for BENCH_IDLE seconds (30) first, which is what is measured.
+# idle for BENCH_IDLE seconds (30) first, which is what is measured. Split into
+# anonymous memory (heaps: the server's and its embedded etcd's) and file pages
+# (its binary's code and data as far as they were touched, and the embedded
+# etcd's memory-mapped database), which the kernel may drop and read again.
 pid="$(daemon_pid inplace-apiserver)"
 sleep "${BENCH_IDLE:-30}"
-printf '%-44s %14s\n' "inplace-apiserver RSS MB, ${BENCH_IDLE:-30} s idle after" \
-  "$(awk '/^VmRSS:/ { printf "%.0f", $2 / 1024 }' "/proc/$pid/status")"
+printf '%-44s %14s\n' "inplace-apiserver RSS MB (anon + file), ${BENCH_IDLE:-30} s idle after" \
+  "$(awk '/^VmRSS:/ { t = $2 } /^RssAnon:/ { a = $2 } /^RssFile:/ { f = $2 }
+    END { printf "%.0f (%.0f + %.0f)", t / 1024, a / 1024, f / 1024 }' "/proc/$pid/status")"
