@@ -68,11 +68,12 @@ func (c *Controller) jobEvent(obj any, gone bool) {
 }
 
 // preDownload takes the CloneSet's next image pre-download step, from the status just computed:
-// its rollout is over once the status names the update revision current.
-func (c *Controller) preDownload(ctx context.Context, cs *v1alpha1.CloneSet, status *v1alpha1.CloneSetStatus, revs history.Revisions) error {
+// its rollout is over once the status names the update revision current. It says when to look
+// again if it waits for the cache.
+func (c *Controller) preDownload(ctx context.Context, cs *v1alpha1.CloneSet, status *v1alpha1.CloneSetStatus, revs history.Revisions) (time.Duration, error) {
 	if c.predl == nil || cs.DeletionTimestamp != nil {
 		// A CloneSet being deleted takes its jobs with it (garbage collection).
-		return nil
+		return 0, nil
 	}
 	current := revs.Current
 	if status.CurrentRevision == revs.Update.Name {

@@ -99,7 +99,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		return 0, errors.Join(scaleErr, err)
 	}
 	// A failed pre-download step stops nothing else; the sync's error retries it.
-	preErr := c.preDownload(ctx, cs, status, revs)
+	preWait, preErr := c.preDownload(ctx, cs, status, revs)
 	if err := c.truncateHistory(ctx, cs, pods, revisions, revs); err != nil {
 		return 0, errors.Join(scaleErr, preErr, err)
 	}
@@ -113,8 +113,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		return 0, upd.err
 	}
 	// A Pod becoming available, or the progress deadline passing, is not an event.
-	if wait > 0 && (requeue == 0 || wait < requeue) {
-		requeue = wait
+	for _, w := range []time.Duration{wait, preWait} {
+		if w > 0 && (requeue == 0 || w < requeue) {
+			requeue = w
+		}
 	}
 	return requeue, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -92,21 +93,21 @@ func (w *Writer) DeletionObserved(key, job string) { w.exp.DeletionObserved(key,
 func (w *Writer) Forget(key string) { w.exp.Forget(key) }
 
 // Sync decides and carries out the next pre-download step of the workload under key. It does
-// nothing while the cache lags behind its own earlier writes.
-func (w *Writer) Sync(ctx context.Context, key string, r Rollout) error {
+// nothing while the cache lags behind its own earlier writes; it then says when those
+// expectations time out, for the caller to look again if no informer event brings it back first.
+func (w *Writer) Sync(ctx context.Context, key string, r Rollout) (time.Duration, error) {
 	logger := klog.FromContext(ctx).WithValues("workload", klog.KObj(r.Owner), "updateRevision", r.Update.Name)
-	if ok, _ := w.exp.Satisfied(key, w.jobState(r.Owner.GetNamespace())); !ok {
-		// The job's informer event brings the workload back.
+	if ok, left := w.exp.Satisfied(key, w.jobState(r.Owner.GetNamespace())); !ok {
 		logger.V(4).Info("Image pre-download waits for the cache to show its jobs")
-		return nil
+		return left, nil
 	}
 	jobs, err := w.Owned(r.Owner)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	plan, err := Decide(r, jobs)
 	if err != nil {
-		return fmt.Errorf("deciding the image pre-download of %s/%s: %w", r.Owner.GetNamespace(), r.Owner.GetName(), err)
+		return 0, fmt.Errorf("deciding the image pre-download of %s/%s: %w", r.Owner.GetNamespace(), r.Owner.GetName(), err)
 	}
 	for _, p := range plan.Problems {
 		w.recorder.Event(r.Owner, corev1.EventTypeWarning, ReasonBadAnnotation, p)
@@ -124,7 +125,7 @@ func (w *Writer) Sync(ctx context.Context, key string, r Rollout) error {
 	} else if plan.Why != "" {
 		logger.V(5).Info("No image pre-download job to create", "reason", plan.Why)
 	}
-	return errors.Join(errs...)
+	return 0, errors.Join(errs...)
 }
 
 // jobState is what the cache shows of the jobs of a namespace, for the expectations.

@@ -47,7 +47,7 @@ func newWriter(t *testing.T, r Rollout) *writerFixture {
 
 func (f *writerFixture) sync(t *testing.T, r Rollout) {
 	t.Helper()
-	if err := f.w.Sync(context.Background(), "ns/web", r); err != nil {
+	if _, err := f.w.Sync(context.Background(), "ns/web", r); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
 }
@@ -105,8 +105,12 @@ func TestWriterCreatesOnce(t *testing.T) {
 		t.Errorf("revision labels %v, want %s", rev.Labels, v1alpha1.ImagePreDownloadCreatedKey)
 	}
 
-	// The cache shows neither the job nor the label yet.
-	f.sync(t, r)
+	// The cache shows neither the job nor the label yet: nothing is done, and the caller is
+	// told when to look again should no event come.
+	left, err := f.w.Sync(context.Background(), "ns/web", r)
+	if err != nil || left != expectations.Timeout {
+		t.Fatalf("sync with the cache behind: look again in %v (%v), want %v", left, err, expectations.Timeout)
+	}
 	if n := f.count("create", "imagepulljobs"); n != 1 {
 		t.Fatalf("%d jobs created with the cache behind, want 1", n)
 	}
@@ -141,7 +145,7 @@ func TestWriterCreateFails(t *testing.T) {
 	f.inplace.PrependReactor("create", "imagepulljobs", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("etcd is down")
 	})
-	if err := f.w.Sync(context.Background(), "ns/web", r); err == nil || !strings.Contains(err.Error(), "etcd is down") {
+	if _, err := f.w.Sync(context.Background(), "ns/web", r); err == nil || !strings.Contains(err.Error(), "etcd is down") {
 		t.Fatalf("sync error %v, want the create's", err)
 	}
 	if n := f.count("patch", "controllerrevisions"); n != 0 {
