@@ -23,6 +23,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	"github.com/inplace-dev/inplace/pkg/controller/ownership"
+	"github.com/inplace-dev/inplace/pkg/controller/predownload"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/util/reconcile"
@@ -44,10 +45,12 @@ type Controller struct {
 	recorder  record.EventRecorder
 	exp       *expectations.Expectations
 	now       func() time.Time
+	// predl pre-downloads the images of in-place rollouts; nil when that is off.
+	predl *predownload.Writer
 }
 
 // New builds the controller on the shared CloneSet, Pod, PersistentVolumeClaim and
-// ControllerRevision informers.
+// ControllerRevision informers, and the ImagePullJob informer with cc.ImagePreDownload.
 func New(cc *manager.Context) (*Controller, error) {
 	setInf := cc.InplaceInformers.Apps().V1alpha1().CloneSets()
 	podInf := cc.KubeInformers.Core().V1().Pods()
@@ -100,6 +103,11 @@ func New(cc *manager.Context) (*Controller, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("watching controllerrevisions: %w", err)
 	}
+	if cc.ImagePreDownload {
+		if err := c.watchImagePullJobs(cc); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -118,6 +126,9 @@ func (c *Controller) deleteSet(obj any) {
 		return
 	}
 	c.exp.Forget(cache.MetaObjectToName(cs).String())
+	if c.predl != nil {
+		c.predl.Forget(cache.MetaObjectToName(cs).String())
+	}
 	c.queue.Add(cache.MetaObjectToName(cs))
 }
 

@@ -61,11 +61,21 @@ func newCloneSet(replicas int32) *v1alpha1.CloneSet {
 // informer caches (the informers are never started).
 func newFixture(t *testing.T, cs *v1alpha1.CloneSet, kubeObjs ...runtime.Object) *fixture {
 	t.Helper()
+	return newFixtureWith(t, false, cs, kubeObjs...)
+}
+
+// newFixtureWith is newFixture with image pre-download on or off. With it on, the inplace client
+// tracks no managed fields: the field-managed fake cannot create ImagePullJobs.
+func newFixtureWith(t *testing.T, preDownload bool, cs *v1alpha1.CloneSet, kubeObjs ...runtime.Object) *fixture {
+	t.Helper()
 	f := &fixture{kube: kubefake.NewClientset(kubeObjs...), inplace: inplacefake.NewClientset(cs)}
+	if preDownload {
+		f.inplace = inplacefake.NewSimpleClientset(cs)
+	}
 	f.kinf = kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	f.iinf = inplaceinformers.NewSharedInformerFactory(f.inplace, 0)
 	c, err := New(&manager.Context{KubeClient: f.kube, InplaceClient: f.inplace, KubeInformers: f.kinf,
-		InplaceInformers: f.iinf, Recorder: record.NewFakeRecorder(100)})
+		InplaceInformers: f.iinf, Recorder: record.NewFakeRecorder(100), ImagePreDownload: preDownload})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +99,8 @@ func (f *fixture) addToCache(obj runtime.Object) {
 		inf = f.kinf.Apps().V1().ControllerRevisions().Informer()
 	case *corev1.PersistentVolumeClaim:
 		inf = f.kinf.Core().V1().PersistentVolumeClaims().Informer()
+	case *v1alpha1.ImagePullJob:
+		inf = f.iinf.Apps().V1alpha1().ImagePullJobs().Informer()
 	}
 	if err := inf.GetIndexer().Add(obj); err != nil {
 		panic(err)

@@ -98,21 +98,25 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if err := c.updateStatus(ctx, cs, status); err != nil {
 		return 0, errors.Join(scaleErr, err)
 	}
+	// A failed pre-download step stops nothing else; the sync's error retries it.
+	preWait, preErr := c.preDownload(ctx, cs, status, revs)
 	if err := c.truncateHistory(ctx, cs, pods, revisions, revs); err != nil {
-		return 0, errors.Join(scaleErr, err)
+		return 0, errors.Join(scaleErr, preErr, err)
 	}
 	if err := c.trimPodsToDelete(ctx, cs, pods); err != nil {
-		return 0, errors.Join(scaleErr, err)
+		return 0, errors.Join(scaleErr, preErr, err)
 	}
-	if scaleErr != nil {
-		return 0, scaleErr
+	if err := errors.Join(scaleErr, preErr); err != nil {
+		return 0, err
 	}
 	if upd != nil && upd.err != nil {
 		return 0, upd.err
 	}
 	// A Pod becoming available, or the progress deadline passing, is not an event.
-	if wait > 0 && (requeue == 0 || wait < requeue) {
-		requeue = wait
+	for _, w := range []time.Duration{wait, preWait} {
+		if w > 0 && (requeue == 0 || w < requeue) {
+			requeue = w
+		}
 	}
 	return requeue, nil
 }

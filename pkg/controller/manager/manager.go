@@ -39,6 +39,9 @@ type Context struct {
 	Namespace string
 	// RolloutMetrics is Options.RolloutMetrics: per-workload gauges on /metrics.
 	RolloutMetrics bool
+	// ImagePreDownload is Options.ImagePreDownload: CloneSets pre-download the images of their
+	// in-place rollouts through ImagePullJobs.
+	ImagePreDownload bool
 }
 
 // Controller reconciles until ctx ends, with the given number of workers.
@@ -60,7 +63,8 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 	if err != nil {
 		return err
 	}
-	cc := &Context{KubeClient: clients.Kube, InplaceClient: clients.Inplace, Namespace: o.Namespace, RolloutMetrics: o.RolloutMetrics}
+	cc := &Context{KubeClient: clients.Kube, InplaceClient: clients.Inplace, Namespace: o.Namespace, RolloutMetrics: o.RolloutMetrics,
+		ImagePreDownload: o.ImagePreDownload}
 
 	syncing := &serving.Syncing{}
 	checks := serving.Checks{Readyz: func(r *http.Request) error {

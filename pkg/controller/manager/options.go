@@ -34,6 +34,9 @@ type Options struct {
 	// RolloutMetrics exposes one gauge series per workload (CloneSet, Advanced StatefulSet and
 	// DaemonSet) and Pod state on /metrics.
 	RolloutMetrics bool
+	// ImagePreDownload makes CloneSets that update in place pre-download their new images onto
+	// the nodes of the Pods still waiting for them (OpenKruise's PreDownloadImageForInPlaceUpdate).
+	ImagePreDownload bool
 	// Workers is how many keys each controller reconciles at once.
 	Workers int
 	// QPS and Burst limit the controller's requests to the API servers.
@@ -61,6 +64,7 @@ func NewOptions() *Options {
 		RenewDeadline:           10 * time.Second,
 		RetryPeriod:             2 * time.Second,
 		BindAddress:             "127.0.0.1:10390",
+		ImagePreDownload:        true,
 		Workers:                 4,
 		QPS:                     50,
 		Burst:                   100,
@@ -82,6 +86,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Expose inplace_controller_cloneset_pods, inplace_controller_statefulset_pods and inplace_controller_daemonset_pods "+
 			"(per workload: its Pods by state, e.g. desired, updated, ready, available) on /metrics. "+
 			"Off by default: their series grow with the number of workloads.")
+	fs.BoolVar(&o.ImagePreDownload, "cloneset-image-predownload", o.ImagePreDownload,
+		"Pre-download the new images of a CloneSet's in-place rollout onto the nodes of its Pods not updated yet, "+
+			"through ImagePullJobs owned by the CloneSet (OpenKruise's PreDownloadImageForInPlaceUpdate); "+
+			"--cloneset-image-predownload=false turns it off.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Keys each controller reconciles at once.")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API servers.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API servers.")

@@ -14,6 +14,12 @@ const (
 	// ImagePreDownloadMinUpdatedReadyPods is the workload annotation with the number of updated
 	// ready Pods after which the pre-download starts.
 	ImagePreDownloadMinUpdatedReadyPods = "apps.kruise.io/image-predownload-min-updated-ready-pods"
+	// ImagePreDownloadCreatedKey labels a workload's ControllerRevision whose images the workload
+	// controller created ImagePullJobs for (OpenKruise's key, with its doubled "pre-").
+	ImagePreDownloadCreatedKey = "apps.kruise.io/pre-predownload-created"
+	// ImagePreDownloadIgnoredKey labels a workload's ControllerRevision whose images are not
+	// pre-downloaded (all Pods update at once, the change cannot go in place, ...).
+	ImagePreDownloadIgnoredKey = "apps.kruise.io/image-predownload-ignored"
 )
 
 // ImagePullPolicy says when an image is pulled: Always or IfNotPresent.

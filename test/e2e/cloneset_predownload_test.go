@@ -1,0 +1,232 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/imagepull"
+)
+
+// preDownloadTimeout bounds how long the controller takes to create or delete a pre-download job
+// after the CloneSet changed (one sync).
+const preDownloadTimeout = 30 * time.Second
+
+// TestCloneSetPreDownload: an in-place rollout held back by its partition gets an ImagePullJob,
+// controlled by the CloneSet, for its new image, aimed at the Pods not updated yet with the
+// parallelism of the CloneSet's annotation; the ImagePullJob controller counts those Pods' nodes
+// and writes the tag into their NodeImages; the job is deleted once the rollout completes. Whether
+// a node then pulls is the daemon's business, not checked here.
+func TestCloneSetPreDownload(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-predl")
+	// 4 replicas: OpenKruise (and inplace) skip pre-download for 3 or fewer.
+	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+		Type:      v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
+		Partition: ptr.To(intstr.FromInt32(3)),
+	}, func(cs *v1alpha1.CloneSet) {
+		cs.Annotations = map[string]string{v1alpha1.ImagePreDownloadParallelismKey: "2"}
+	})
+	waitCloneSetReady(t, ctx, cs, 4)
+	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+
+	// The update revision, once the status names it.
+	var updateRevision string
+	poll(t, ctx, preDownloadTimeout, "the CloneSet's new update revision", func(ctx context.Context) (bool, error) {
+		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if got.Status.ObservedGeneration != got.Generation || got.Status.UpdateRevision == got.Status.CurrentRevision {
+			return false, fmt.Errorf("status %+v", got.Status)
+		}
+		updateRevision = got.Status.UpdateRevision
+		return true, nil
+	})
+	jobName := updateRevision + "-main"
+	var job *v1alpha1.ImagePullJob
+	poll(t, ctx, preDownloadTimeout, "ImagePullJob "+jobName, func(ctx context.Context) (bool, error) {
+		var err error
+		job, err = inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, jobName, metav1.GetOptions{})
+		return err == nil, err
+	})
+	checkPreDownloadJob(t, cs, job, updateRevision)
+	if n := listJobs(t, ctx, ns); n != 1 {
+		t.Errorf("%d ImagePullJobs in the namespace, want 1", n)
+	}
+	rev, err := kube.AppsV1().ControllerRevisions(ns).Get(ctx, updateRevision, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev.Labels[v1alpha1.ImagePreDownloadCreatedKey] != "true" {
+		t.Errorf("revision %s labels %v, want %s=true", updateRevision, rev.Labels, v1alpha1.ImagePreDownloadCreatedKey)
+	}
+	waitCloneSetEvent(t, ctx, cs, "CreatedImagePullJob", "created ImagePullJob "+jobName)
+
+	// The ImagePullJob controller counts the nodes of the 3 Pods not updated (those with a
+	// NodeImage) and writes the job's tag into their NodeImages (parallelism 2 covers them).
+	checkJobCountsNodes(t, ctx, cs, job, updateRevision)
+
+	// Partition 0: the rollout completes and the job goes.
+	patch := `{"spec":{"updateStrategy":{"partition":0}}}`
+	if _, err := inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, cs.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRolledOut(t, ctx, cs, 4)
+	poll(t, ctx, preDownloadTimeout, "ImagePullJob "+jobName+" deleted", func(ctx context.Context) (bool, error) {
+		_, err := inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, jobName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("still there (%v)", err)
+	})
+	waitCloneSetEvent(t, ctx, cs, "DeletedImagePullJob", "deleted ImagePullJob "+jobName)
+}
+
+// checkPreDownloadJob checks the job's owner, image, selector and settings.
+func checkPreDownloadJob(t *testing.T, cs *v1alpha1.CloneSet, job *v1alpha1.ImagePullJob, updateRevision string) {
+	t.Helper()
+	if ref := metav1.GetControllerOf(job); ref == nil || ref.Kind != "CloneSet" || ref.UID != cs.UID {
+		t.Errorf("job controller %+v, want CloneSet %s (%s)", ref, cs.Name, cs.UID)
+	}
+	if job.Spec.Image != appImageV2 {
+		t.Errorf("job image %s, want %s", job.Spec.Image, appImageV2)
+	}
+	if p := job.Spec.Parallelism; p == nil || p.IntValue() != 2 {
+		t.Errorf("job parallelism %v, want 2 (the annotation)", p)
+	}
+	sel := job.Spec.PodSelector
+	if sel == nil || sel.MatchLabels["app"] != "web" || len(sel.MatchExpressions) != 1 {
+		t.Fatalf("job podSelector %+v, want app=web and controller-revision-hash NotIn the update revision", sel)
+	}
+	if e := sel.MatchExpressions[0]; e.Key != appsv1.ControllerRevisionHashLabelKey || e.Operator != metav1.LabelSelectorOpNotIn ||
+		!slices.Contains(e.Values, updateRevision) {
+		t.Errorf("job podSelector requirement %+v, want controller-revision-hash NotIn [%s ...]", e, updateRevision)
+	}
+	if cp := job.Spec.CompletionPolicy; cp.Type != v1alpha1.Always || ptr.Deref(cp.TTLSecondsAfterFinished, 0) != 600 {
+		t.Errorf("job completionPolicy %+v, want Always with a TTL of 600 s", cp)
+	}
+	if pp := job.Spec.PullPolicy; pp == nil || ptr.Deref(pp.BackoffLimit, -1) != 1 || ptr.Deref(pp.TimeoutSeconds, 0) != 300 {
+		t.Errorf("job pullPolicy %+v, want backoffLimit 1, timeout 300 s", pp)
+	}
+	if job.Labels["controller.kubernetes.io/hash"] != strings.TrimPrefix(updateRevision, cs.Name+"-") || job.Labels["app"] != "web" {
+		t.Errorf("job labels %v, want the template's and the revision hash", job.Labels)
+	}
+}
+
+func listJobs(t *testing.T, ctx context.Context, ns string) int {
+	t.Helper()
+	list, err := inplace.AppsV1alpha1().ImagePullJobs(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(list.Items)
+}
+
+// checkJobCountsNodes waits until the job's status counts the nodes (with a NodeImage) of the
+// CloneSet's Pods not at the update revision, and each of their NodeImages names the job for its
+// tag.
+func checkJobCountsNodes(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, job *v1alpha1.ImagePullJob, updateRevision string) {
+	t.Helper()
+	name, tag, err := imagepull.SplitImage(job.Spec.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, preDownloadTimeout, "ImagePullJob "+job.Name+" counting the nodes of the Pods not updated", func(ctx context.Context) (bool, error) {
+		pods, err := cloneSetPods(ctx, cs)
+		if err != nil {
+			return false, err
+		}
+		waiting := sets.New[string]()
+		for _, p := range pods {
+			if podRevision(p) != updateRevision {
+				waiting.Insert(p.Spec.NodeName)
+			}
+		}
+		var nodes []string
+		for node := range waiting {
+			ni, err := inplace.AppsV1alpha1().NodeImages().Get(ctx, node, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				continue // not a candidate: nothing can be asked of its node
+			}
+			if err != nil {
+				return false, err
+			}
+			nodes = append(nodes, node)
+			if !tagOwnedBy(ni, name, tag, job) {
+				return false, fmt.Errorf("NodeImage %s has no tag %s:%s of job %s: %+v", node, name, tag, job.Name, ni.Spec.Images[name])
+			}
+		}
+		if len(nodes) == 0 {
+			return false, fmt.Errorf("no NodeImage for the nodes %v of the Pods not updated", sets.List(waiting))
+		}
+		got, err := inplace.AppsV1alpha1().ImagePullJobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if got.Status.Desired != int32(len(nodes)) {
+			return false, fmt.Errorf("job status %+v, want desired %d (nodes %v)", got.Status, len(nodes), nodes)
+		}
+		return true, nil
+	})
+}
+
+func tagOwnedBy(ni *v1alpha1.NodeImage, name, tag string, job *v1alpha1.ImagePullJob) bool {
+	for _, t := range ni.Spec.Images[name].Tags {
+		if t.Tag != tag {
+			continue
+		}
+		for _, r := range t.OwnerReferences {
+			if r.UID == job.UID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestCloneSetPreDownloadSkipped: as in OpenKruise, a CloneSet of 3 replicas or fewer pre-downloads
+// nothing: its update revision is labelled ignored and no job appears.
+func TestCloneSetPreDownloadSkipped(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-predl-skip")
+	cs := newUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{
+		Type:      v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
+		Partition: ptr.To(intstr.FromInt32(2)),
+	})
+	waitCloneSetReady(t, ctx, cs, 3)
+	updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+	poll(t, ctx, preDownloadTimeout, "the update revision labelled "+v1alpha1.ImagePreDownloadIgnoredKey, func(ctx context.Context) (bool, error) {
+		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if got.Status.UpdateRevision == got.Status.CurrentRevision {
+			return false, fmt.Errorf("status %+v", got.Status)
+		}
+		rev, err := kube.AppsV1().ControllerRevisions(ns).Get(ctx, got.Status.UpdateRevision, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if rev.Labels[v1alpha1.ImagePreDownloadIgnoredKey] != "true" {
+			return false, fmt.Errorf("revision %s labels %v", rev.Name, rev.Labels)
+		}
+		return true, nil
+	})
+	// The label is written in the sync that decided; a job would have been created before it.
+	if n := listJobs(t, ctx, ns); n != 0 {
+		t.Errorf("%d ImagePullJobs for a CloneSet of 3 replicas, want none", n)
+	}
+}
