@@ -217,7 +217,8 @@ func TestImagePullJobActiveDeadline(t *testing.T) {
 	ns := newNamespace(t, ctx, "imagepull-deadline")
 	const deadline = 8
 	job := createPullJob(t, ctx, pullJob(ns, "deadline", image, func(j *v1alpha1.ImagePullJob) {
-		j.Spec.PullPolicy.BackoffLimit = ptr.To[int32](20) // 1+2+4+8+16 s of backoff: well past the deadline
+		j.Spec.PullPolicy.BackoffLimit = ptr.To[int32](20)  // 1+2+4+8+16 s of backoff: well past the deadline
+		j.Spec.PullPolicy.TimeoutSeconds = ptr.To[int32](5) // validation: no longer than the deadline
 		j.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](deadline)
 	}))
 	s := job.Status
