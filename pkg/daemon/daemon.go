@@ -1,8 +1,8 @@
 // Package daemon runs inplace-daemon, one per node: it connects to the node's CRI runtime and to
 // the cluster, watches the Pods of its node, serves health and metrics, and runs the daemon's
 // controllers (container meta and env-from-metadata restarts; InPlaceUpdateReady as soon as the
-// kubelet took an in-place update's new images over; the node's side of ContainerRecreateRequests)
-// until stopped.
+// kubelet took an in-place update's new images over; the node's side of ContainerRecreateRequests;
+// the image pulls its NodeImage asks for) until stopped.
 package daemon
 
 import (
@@ -28,6 +28,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/daemon/containermeta"
 	"github.com/inplace-dev/inplace/pkg/daemon/containerrecreate"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
+	"github.com/inplace-dev/inplace/pkg/daemon/imagepuller"
 	"github.com/inplace-dev/inplace/pkg/daemon/inplaceready"
 	"github.com/inplace-dev/inplace/pkg/daemon/skewclock"
 	"github.com/inplace-dev/inplace/pkg/util/serving"
@@ -39,8 +40,9 @@ const resync = 10 * time.Minute
 
 // Context is what every daemon controller is built from. KubeInformers sees only the Pods of
 // this node (field selector spec.nodeName); NodeCRRInformers only this node's active
-// ContainerRecreateRequests (label selector, on the server); InplaceInformers sees whole kinds, so
-// a controller filters by node itself. The daemon starts the factories after all controllers
+// ContainerRecreateRequests (label selector, on the server); NodeImageInformers only this node's
+// NodeImage (field selector metadata.name, on the server); InplaceInformers sees whole kinds, so a
+// controller filters by node itself. The daemon starts the factories after all controllers
 // registered their informers. Clock is the daemon's clock (shifted by --clock-skew).
 type Context struct {
 	NodeName         string
@@ -50,9 +52,11 @@ type Context struct {
 	KubeInformers    kubeinformers.SharedInformerFactory
 	InplaceInformers inplaceinformers.SharedInformerFactory
 	NodeCRRInformers inplaceinformers.SharedInformerFactory
-	Recorder         record.EventRecorder
-	Clock            clock.WithTicker
-	Options          *Options
+	// NodeImageInformers sees only the NodeImage named after this node.
+	NodeImageInformers inplaceinformers.SharedInformerFactory
+	Recorder           record.EventRecorder
+	Clock              clock.WithTicker
+	Options            *Options
 }
 
 // Controller reconciles until ctx ends, with the given number of workers.
@@ -88,7 +92,25 @@ func Controllers() []InitFunc {
 			return containerrecreate.New(cc.NodeCRRInformers.Apps().V1alpha1().ContainerRecreateRequests(),
 				cc.KubeInformers.Core().V1().Pods(), cc.KubeClient, cc.InplaceClient, cc.Runtime, cc.Recorder, cfg)
 		}},
+		{Name: imagepuller.Name, New: func(cc *Context) (Controller, error) {
+			cfg := imagepuller.DefaultConfig()
+			cfg.NodeName = cc.NodeName
+			cfg.MaxWorkers = cc.Options.MaxPullWorkers
+			cfg.Clock = cc.Clock
+			return imagepuller.New(cc.NodeImageInformers.Apps().V1alpha1().NodeImages(), cc.InplaceClient, cc.KubeClient,
+				cc.Runtime, cc.Recorder, cfg)
+		}},
 	}
+}
+
+// NodeImageInformers is an informer factory of the node's own NodeImage only: the API server
+// filters NodeImages by name, so a daemon never lists or watches those of other nodes (each is
+// rewritten at every pull on its node).
+func NodeImageInformers(client clientset.Interface, nodeName string) inplaceinformers.SharedInformerFactory {
+	selector := fields.OneTermEqualSelector("metadata.name", nodeName).String()
+	return inplaceinformers.NewSharedInformerFactoryWithOptions(client, resync,
+		inplaceinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = selector }),
+		inplaceinformers.WithTransform(serving.DropManagedFields))
 }
 
 // NodeCRRInformers is an informer factory of the node's active ContainerRecreateRequests only:
@@ -135,10 +157,11 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 			kubeinformers.WithTransform(serving.DropManagedFields)),
 		InplaceInformers: inplaceinformers.NewSharedInformerFactoryWithOptions(inplaceClient, resync,
 			inplaceinformers.WithTransform(serving.DropManagedFields)),
-		NodeCRRInformers: NodeCRRInformers(inplaceClient, o.NodeName),
-		Recorder:         recorder,
-		Clock:            skewclock.New(clock.RealClock{}, o.ClockSkew),
-		Options:          o,
+		NodeCRRInformers:   NodeCRRInformers(inplaceClient, o.NodeName),
+		NodeImageInformers: NodeImageInformers(inplaceClient, o.NodeName),
+		Recorder:           recorder,
+		Clock:              skewclock.New(clock.RealClock{}, o.ClockSkew),
+		Options:            o,
 	}
 	if o.ClockSkew != 0 {
 		logger.Info("Clock set off for tests", "clockSkew", o.ClockSkew)
@@ -169,7 +192,7 @@ func runControllers(ctx context.Context, cc *Context, workers int, inits []InitF
 		logger.Info("Created controller", "controller", init.Name)
 	}
 	if err := serving.RunControllers(ctx, workers, syncing,
-		[]serving.InformerFactory{cc.KubeInformers, cc.InplaceInformers, cc.NodeCRRInformers}, built); err != nil {
+		[]serving.InformerFactory{cc.KubeInformers, cc.InplaceInformers, cc.NodeCRRInformers, cc.NodeImageInformers}, built); err != nil {
 		return err
 	}
 	logger.Info("Controllers stopped")

@@ -88,6 +88,26 @@ func TestNodeCRRInformers(t *testing.T) {
 	}
 }
 
+// TestNodeImageInformers: the daemon lists only its node's NodeImage.
+func TestNodeImageInformers(t *testing.T) {
+	client := inplacefake.NewSimpleClientset()
+	f := NodeImageInformers(client, "node-1")
+	f.Apps().V1alpha1().NodeImages().Informer()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	var selectors []string
+	for _, a := range client.Actions() {
+		if l, ok := a.(k8stesting.ListAction); ok {
+			selectors = append(selectors, l.GetListRestrictions().Fields.String())
+		}
+	}
+	if want := "metadata.name=node-1"; len(selectors) == 0 || selectors[0] != want {
+		t.Errorf("list field selectors %q, want %q", selectors, want)
+	}
+}
+
 func get(t *testing.T, srv *httptest.Server, path string) (int, string) {
 	t.Helper()
 	resp, err := srv.Client().Get(srv.URL + path)
@@ -146,11 +166,12 @@ func TestRunControllers(t *testing.T) {
 	o.NodeName = "node-1"
 	cc := &Context{
 		NodeName: "node-1", Runtime: rt, KubeClient: kubeClient, InplaceClient: inplaceClient,
-		KubeInformers:    kubeinformers.NewSharedInformerFactory(kubeClient, 0),
-		InplaceInformers: inplaceinformers.NewSharedInformerFactory(inplaceClient, 0),
-		NodeCRRInformers: NodeCRRInformers(inplaceClient, "node-1"),
-		Recorder:         record.NewFakeRecorder(10),
-		Options:          o,
+		KubeInformers:      kubeinformers.NewSharedInformerFactory(kubeClient, 0),
+		InplaceInformers:   inplaceinformers.NewSharedInformerFactory(inplaceClient, 0),
+		NodeCRRInformers:   NodeCRRInformers(inplaceClient, "node-1"),
+		NodeImageInformers: NodeImageInformers(inplaceClient, "node-1"),
+		Recorder:           record.NewFakeRecorder(10),
+		Options:            o,
 	}
 	h := &serving.Syncing{}
 	h.Set(true)

@@ -31,6 +31,9 @@ type Options struct {
 	Workers int
 	// CRRWorkers is how many Pods' ContainerRecreateRequests are carried out at once.
 	CRRWorkers int
+	// MaxPullWorkers is how many images the node pulls at once for its NodeImage; 0 or less: no
+	// limit.
+	MaxPullWorkers int
 	// MaxStopGracePeriod caps the grace period given to a container stopped for a restart.
 	MaxStopGracePeriod time.Duration
 	// EnvRestartDelay is how long a container must be seen needing an env-from-metadata restart
@@ -56,6 +59,7 @@ func NewOptions() *Options {
 		BindAddress:              "127.0.0.1:10391",
 		Workers:                  4,
 		CRRWorkers:               32,
+		MaxPullWorkers:           -1,
 		MaxStopGracePeriod:       30 * time.Second,
 		EnvRestartDelay:          containermeta.DefaultConfig().EnvRestartDelay,
 		InPlaceReadyPollInterval: inplaceready.DefaultConfig().PollInterval,
@@ -75,6 +79,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Keys each controller reconciles at once.")
 	fs.IntVar(&o.CRRWorkers, "crr-workers", o.CRRWorkers,
 		"Pods whose ContainerRecreateRequests are carried out at once; each waits for its containers' stops (grace period, preStop hook), so this bounds how many Pods have containers recreated in parallel.")
+	fs.IntVar(&o.MaxPullWorkers, "max-workers-for-pull-image", o.MaxPullWorkers,
+		"Images pulled at once for the node's NodeImage (OpenKruise's flag); 0 or less: no limit, every tag asked for is pulled at once. The others wait (phase Waiting).")
 	fs.DurationVar(&o.MaxStopGracePeriod, "max-stop-grace-period", o.MaxStopGracePeriod,
 		"Upper bound of the grace period (the Pod's terminationGracePeriodSeconds) given to a container stopped so that it restarts.")
 	fs.DurationVar(&o.EnvRestartDelay, "env-restart-delay", o.EnvRestartDelay,

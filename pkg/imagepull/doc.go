@@ -30,8 +30,11 @@
 // says which ImagePullJobs (one per image, NewChild) to create and delete; ListJobStatus(listJob,
 // actions.Current, now) is its status. It labels the list job itself with TemplateHash.
 //
-// The daemon keys images as SplitImage does, pulls every tag of its NodeImage's spec whose
-// version it has not reported, and reports status per tag with that version.
+// The daemon (pkg/daemon/imagepuller, in inplace-daemon on each node) keys images as SplitImage
+// does, pulls every tag of its NodeImage's spec whose version it has not reported (timeout,
+// backoffLimit and activeDeadlineSeconds from the tag's pullPolicy, credentials from the image's
+// pullSecrets), and writes the status: per tag with that version, and the counts. It is the only
+// writer of NodeImage status.
 //
 // Behaviour follows OpenKruise v1.9 (pkg/controller/{imagepulljob,nodeimage,imagelistpulljob});
 // where it differs, the function's comment says so and why.

@@ -8,9 +8,13 @@
 //   - imagepull.GC drops from a NodeImage's spec the owners that are no ImagePullJob any more and
 //     the tags past their TTL; the controller looks again after imagepull.NextGC.
 //
+// NodeImage status is the node's inplace-daemon's alone (pkg/daemon/imagepuller): it writes each
+// tag's pull, with its deadline and backoff, and the counts.
+//
 // Differences from OpenKruise v1.9: no creation delay after the Node turns Ready (OpenKruise waits
-// a configurable time), and NodeImage status (the "node has not responded" and deadline failures
-// OpenKruise's controller writes) is left to the daemon change.
+// a configurable time), and no status writes here: OpenKruise's controller also marks a tag Failed
+// when the node's daemon has not responded for a while; here a job whose node never answers ends
+// at its own activeDeadlineSeconds if it has one (imagepull.JobStatus).
 package nodeimage
 
 import (

@@ -1,7 +1,8 @@
 // Package criruntime is the daemon's small client of the node's container runtime, spoken over the
 // CRI (k8s.io/cri-api runtime/v1, gRPC on a unix socket): list a Pod's containers, read a
 // container's environment, stop a container so that the kubelet creates it again, resolve an
-// image reference to the runtime's image id, run a command in a container (a preStop hook).
+// image reference to the runtime's image id, run a command in a container (a preStop hook), pull
+// an image (the node's NodeImage).
 //
 // A container's environment is read from ContainerStatus(verbose=true): containerd (1.6 and
 // later) and CRI-O return in info["info"] the OCI runtime spec the container was created with,
@@ -14,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -82,6 +84,33 @@ type Container struct {
 	Annotations map[string]string
 }
 
+// Image is an image the runtime holds.
+type Image struct {
+	// ID is the runtime's image id (sha256:... for containerd).
+	ID string
+	// RepoTags and RepoDigests are the references the runtime knows the image by.
+	RepoTags, RepoDigests []string
+}
+
+// Auth is the credentials of one pull, as CRI AuthConfig carries them.
+type Auth struct {
+	Username, Password string
+	// IdentityToken and RegistryToken are tokens a registry issued (docker config's
+	// identitytoken, registrytoken).
+	IdentityToken, RegistryToken string
+}
+
+// PullSandbox is the Pod sandbox metadata a pull is made for (a NodeImage's sandboxConfig):
+// some runtimes pick a snapshotter or a registry mirror by it.
+type PullSandbox struct {
+	Labels, Annotations map[string]string
+}
+
+// PullingByAnnotation is set on every pull's sandbox config: some runtimes dereference the
+// sandbox config of a pull without checking it is there, so it is never empty (as OpenKruise's
+// daemon does, with its own name).
+const PullingByAnnotation = "apps.kruise.io/pulling-image-by"
+
 // ExecResult is what a command run in a container through ExecSync printed, and how it ended.
 type ExecResult struct {
 	Stdout, Stderr []byte
@@ -115,6 +144,12 @@ type Runtime interface {
 	// ImageID is the runtime's id of the image that ref (a name, name:tag, repo digest or id)
 	// names on this node; "" when the runtime does not have that image.
 	ImageID(ctx context.Context, ref string) (string, error)
+	// ImageStatus is the node's image that ref names, nil when the runtime does not have it.
+	ImageStatus(ctx context.Context, ref string) (*Image, error)
+	// PullImage pulls ref (name:tag or name@digest) with auth (nil: anonymous) and returns the
+	// runtime's reference of the pulled image (its id, for containerd). It blocks until the pull
+	// ends: the CRI reports no progress. ctx bounds it; no timeout of its own is added.
+	PullImage(ctx context.Context, ref string, auth *Auth, sandbox *PullSandbox) (string, error)
 	// Close releases the connection.
 	Close() error
 }
@@ -346,4 +381,45 @@ func (c *client) ImageID(ctx context.Context, ref string) (string, error) {
 		return "", nil
 	}
 	return resp.Image.Id, nil
+}
+
+func (c *client) ImageStatus(ctx context.Context, ref string) (*Image, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	if err != nil {
+		return nil, fmt.Errorf("status of image %s: %w", ref, err)
+	}
+	if resp.Image == nil {
+		return nil, nil
+	}
+	return &Image{ID: resp.Image.Id, RepoTags: resp.Image.RepoTags, RepoDigests: resp.Image.RepoDigests}, nil
+}
+
+func (c *client) PullImage(ctx context.Context, ref string, auth *Auth, sandbox *PullSandbox) (string, error) {
+	req := &runtimeapi.PullImageRequest{
+		Image:         &runtimeapi.ImageSpec{Image: ref},
+		SandboxConfig: pullSandboxConfig(sandbox),
+	}
+	if auth != nil {
+		req.Auth = &runtimeapi.AuthConfig{Username: auth.Username, Password: auth.Password,
+			IdentityToken: auth.IdentityToken, RegistryToken: auth.RegistryToken}
+	}
+	resp, err := c.is.PullImage(ctx, req)
+	if err != nil {
+		return "", fmt.Errorf("pulling image %s: %w", ref, err)
+	}
+	return resp.ImageRef, nil
+}
+
+// pullSandboxConfig is the CRI sandbox config of a pull: the labels and annotations asked for,
+// plus PullingByAnnotation.
+func pullSandboxConfig(sandbox *PullSandbox) *runtimeapi.PodSandboxConfig {
+	cfg := &runtimeapi.PodSandboxConfig{Annotations: map[string]string{}}
+	if sandbox != nil {
+		cfg.Labels = maps.Clone(sandbox.Labels)
+		maps.Copy(cfg.Annotations, sandbox.Annotations)
+	}
+	cfg.Annotations[PullingByAnnotation] = "inplace-daemon"
+	return cfg
 }

@@ -180,6 +180,45 @@ func TestImageID(t *testing.T) {
 	}
 }
 
+// TestPullImage: a pull sends the reference, the credentials and the sandbox config (with the
+// annotation that keeps it non-empty); the runtime has the image afterwards; a missing reference
+// fails with the runtime's words.
+func TestPullImage(t *testing.T) {
+	s := serve(t, filepath.Join(shortDir(t), "rt.sock"), "containerd")
+	s.AddRemoteImage("reg.example:5000/app:v1", "sha256:aaaa")
+	rt := connect(t, s.Endpoint(), nil)
+	ctx := context.Background()
+	if img, err := rt.ImageStatus(ctx, "reg.example:5000/app:v1"); err != nil || img != nil {
+		t.Fatalf("ImageStatus before the pull = %+v, %v; want nil, nil", img, err)
+	}
+	id, err := rt.PullImage(ctx, "reg.example:5000/app:v1", &criruntime.Auth{Username: "u", Password: "p"},
+		&criruntime.PullSandbox{Labels: map[string]string{"l": "1"}, Annotations: map[string]string{"a": "2"}})
+	if err != nil || id != "sha256:aaaa" {
+		t.Fatalf("PullImage = %q, %v; want sha256:aaaa", id, err)
+	}
+	pulls := s.Pulls()
+	if len(pulls) != 1 {
+		t.Fatalf("pulls %+v, want one", pulls)
+	}
+	p := pulls[0]
+	if p.Auth.GetUsername() != "u" || p.Auth.GetPassword() != "p" || p.SandboxLabels["l"] != "1" ||
+		p.SandboxAnnotations["a"] != "2" || p.SandboxAnnotations[criruntime.PullingByAnnotation] != "inplace-daemon" {
+		t.Errorf("pull %+v: want the credentials, labels and annotations given", p)
+	}
+	img, err := rt.ImageStatus(ctx, "reg.example:5000/app:v1")
+	if err != nil || img == nil || img.ID != "sha256:aaaa" || !reflect.DeepEqual(img.RepoTags, []string{"reg.example:5000/app:v1"}) {
+		t.Errorf("ImageStatus after the pull = %+v, %v", img, err)
+	}
+
+	_, err = rt.PullImage(ctx, "reg.example:5000/app:nope", nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "not found") || !strings.Contains(err.Error(), "app:nope") {
+		t.Errorf("pulling a missing tag: %v, want a not found error naming it", err)
+	}
+	if a := s.Pulls()[1].SandboxAnnotations; a[criruntime.PullingByAnnotation] == "" {
+		t.Errorf("anonymous pull without a sandbox: annotations %v, want %s", a, criruntime.PullingByAnnotation)
+	}
+}
+
 func TestContainerEnv(t *testing.T) {
 	s := serve(t, filepath.Join(shortDir(t), "rt.sock"), "containerd")
 	env := []string{"FOO=v1", "EQ=a=b", "EMPTY="}

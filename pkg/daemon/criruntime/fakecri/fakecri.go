@@ -1,7 +1,8 @@
 // Package fakecri is an in-process CRI runtime for tests: a runtime/v1 RuntimeService served over
 // gRPC on a unix socket, holding containers in memory. It answers Version, ListContainers,
 // ContainerStatus (verbose info shaped like containerd's), StopContainer and ExecSync, and records
-// calls; its image service answers ImageStatus from images added with AddImage.
+// calls; its image service answers ImageStatus from images added with AddImage (or pulled), and
+// PullImage from a fake registry of images added with AddRemoteImage.
 package fakecri
 
 import (
@@ -60,7 +61,23 @@ type Server struct {
 	execs      []Exec            // ExecSync calls, in order
 	execFunc   ExecFunc
 	stopHook   func(id string) error
+	remote     map[string]string // the fake registry: image reference -> id
+	pulls      []Pull            // PullImage calls, in order
+	pullHook   PullHook
 }
+
+// Pull is one PullImage call.
+type Pull struct {
+	Ref  string
+	Auth *runtimeapi.AuthConfig // nil: anonymous
+	// SandboxAnnotations and SandboxLabels are the pull's sandbox config.
+	SandboxAnnotations, SandboxLabels map[string]string
+}
+
+// PullHook runs at the start of every PullImage call, without the server's lock held, with the
+// call's context (cancelled when the client gives up): it may block, e.g. until ctx ends, to model
+// a slow pull. An error fails the call (a gRPC status error keeps its code).
+type PullHook func(ctx context.Context, p Pull) error
 
 // Exec is one ExecSync call.
 type Exec struct {
@@ -83,7 +100,7 @@ func Serve(path, runtimeName string) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{Path: path, runtimeName: runtimeName, grpcServer: grpc.NewServer(), containers: map[string]*Container{},
-		imageIDs: map[string]string{}}
+		imageIDs: map[string]string{}, remote: map[string]string{}}
 	s.images.s = s
 	runtimeapi.RegisterRuntimeServiceServer(s.grpcServer, s)
 	runtimeapi.RegisterImageServiceServer(s.grpcServer, &s.images)
@@ -116,6 +133,35 @@ func (s *Server) AddImage(ref, id string) {
 	defer s.mu.Unlock()
 	s.imageIDs[ref] = id
 	s.imageIDs[id] = id
+}
+
+// AddRemoteImage puts ref, of image id, in the fake registry: PullImage of ref succeeds and then
+// the runtime has it.
+func (s *Server) AddRemoteImage(ref, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.remote[ref] = id
+}
+
+// RemoveImage drops the runtime's image of ref (not the registry's).
+func (s *Server) RemoveImage(ref string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.imageIDs, ref)
+}
+
+// SetPullHook sets the hook every PullImage call runs first (nil: none).
+func (s *Server) SetPullHook(hook PullHook) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pullHook = hook
+}
+
+// Pulls is the PullImage calls, in order.
+func (s *Server) Pulls() []Pull {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.pulls)
 }
 
 // SetState changes a container's state.
@@ -328,7 +374,41 @@ func (is *imageService) ImageStatus(_ context.Context, req *runtimeapi.ImageStat
 	if !ok {
 		return &runtimeapi.ImageStatusResponse{}, nil
 	}
-	return &runtimeapi.ImageStatusResponse{Image: &runtimeapi.Image{Id: id}}, nil
+	var tags []string
+	for ref, refID := range is.s.imageIDs {
+		if refID == id && ref != id {
+			tags = append(tags, ref)
+		}
+	}
+	slices.Sort(tags)
+	return &runtimeapi.ImageStatusResponse{Image: &runtimeapi.Image{Id: id, RepoTags: tags}}, nil
+}
+
+// PullImage records the call, runs the pull hook, then "pulls" the image from the fake registry:
+// the runtime has it afterwards under ref. A reference the registry lacks fails with NotFound and
+// containerd's words ("failed to resolve reference ...: not found").
+func (is *imageService) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
+	ref := req.GetImage().GetImage()
+	p := Pull{Ref: ref, Auth: req.GetAuth(), SandboxAnnotations: req.GetSandboxConfig().GetAnnotations(),
+		SandboxLabels: req.GetSandboxConfig().GetLabels()}
+	is.s.mu.Lock()
+	is.s.pulls = append(is.s.pulls, p)
+	hook := is.s.pullHook
+	is.s.mu.Unlock()
+	if hook != nil {
+		if err := hook(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	is.s.mu.Lock()
+	defer is.s.mu.Unlock()
+	id, ok := is.s.remote[ref]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "failed to pull and unpack image %q: failed to resolve reference %q: %s: not found", ref, ref, ref)
+	}
+	is.s.imageIDs[ref] = id
+	is.s.imageIDs[id] = id
+	return &runtimeapi.PullImageResponse{ImageRef: id}, nil
 }
 
 // String describes the server.

@@ -1,0 +1,325 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/imagepull"
+)
+
+// Image pre-pull on the local cluster, as OpenKruise's test/e2e/apps/pullimages.go: ImagePullJobs
+// and ImageListPullJobs written by inplace-controller into the NodeImages of the nodes, pulled
+// by each node's inplace-daemon through its containerd from the local registry
+// (registry.inplace.local:5000).
+
+// pullJobTimeout bounds a job of the local registry's small images on both nodes (measured: a
+// few seconds).
+const pullJobTimeout = 2 * time.Minute
+
+// pullJob is an ImagePullJob of image on every node, both at once, completing (Always).
+func pullJob(ns, name, image string, mutate ...func(*v1alpha1.ImagePullJob)) *v1alpha1.ImagePullJob {
+	job := &v1alpha1.ImagePullJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.ImagePullJobSpec{Image: image, ImagePullJobTemplate: v1alpha1.ImagePullJobTemplate{
+			Parallelism:      ptr.To(intstr.FromInt32(2)),
+			PullPolicy:       &v1alpha1.PullPolicy{TimeoutSeconds: ptr.To[int32](60), BackoffLimit: ptr.To[int32](1)},
+			CompletionPolicy: v1alpha1.CompletionPolicy{Type: v1alpha1.Always},
+		}},
+	}
+	for _, m := range mutate {
+		m(job)
+	}
+	return job
+}
+
+// createPullJob creates the job and waits until it completed.
+func createPullJob(t *testing.T, ctx context.Context, job *v1alpha1.ImagePullJob) *v1alpha1.ImagePullJob {
+	t.Helper()
+	if _, err := inplace.AppsV1alpha1().ImagePullJobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating ImagePullJob %s: %v", job.Name, err)
+	}
+	return waitPullJobCompleted(t, ctx, job.Namespace, job.Name)
+}
+
+func waitPullJobCompleted(t *testing.T, ctx context.Context, ns, name string) *v1alpha1.ImagePullJob {
+	t.Helper()
+	var job *v1alpha1.ImagePullJob
+	poll(t, ctx, pullJobTimeout, "ImagePullJob "+name+" completed", func(ctx context.Context) (bool, error) {
+		var err error
+		job, err = inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return job.Status.CompletionTime != nil, fmt.Errorf("status %+v", job.Status)
+	})
+	return job
+}
+
+// nodeImageTag is what node's NodeImage reports for image (its spec's tag and status), failing
+// the test when the spec lacks it.
+func nodeImageTag(t *testing.T, ctx context.Context, node, image string) (v1alpha1.ImageTagSpec, *v1alpha1.ImageTagStatus) {
+	t.Helper()
+	name, tag, err := imagepull.SplitImage(image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ni, err := inplace.AppsV1alpha1().NodeImages().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("NodeImage %s: %v", node, err)
+	}
+	var spec *v1alpha1.ImageTagSpec
+	for i, ts := range ni.Spec.Images[name].Tags {
+		if ts.Tag == tag {
+			spec = &ni.Spec.Images[name].Tags[i]
+		}
+	}
+	if spec == nil {
+		t.Fatalf("NodeImage %s asks for no %s: spec %+v", node, image, ni.Spec.Images[name])
+	}
+	for i, ts := range ni.Status.ImageStatuses[name].Tags {
+		if ts.Tag == tag {
+			return *spec, &ni.Status.ImageStatuses[name].Tags[i]
+		}
+	}
+	return *spec, nil
+}
+
+// removeFromNodes removes a registry-only image (remote/app, a distinct image id) from every
+// node, before and after the test, so that a pull has something to do.
+func removeFromNodes(t *testing.T, ctx context.Context, nodes []localNode, images ...string) {
+	t.Helper()
+	for _, n := range nodes {
+		for _, image := range images {
+			if criImage(t, ctx, n, image) == nil {
+				continue
+			}
+			if err := removeCRIImage(ctx, n, image); err != nil {
+				t.Fatalf("removing %s from %s: %v", image, n.name, err)
+			}
+		}
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, n := range nodes {
+			for _, image := range images {
+				if err := removeCRIImage(ctx, n, image); err != nil {
+					t.Logf("removing %s from %s: %v", image, n.name, err)
+				}
+			}
+		}
+	})
+}
+
+func nodeNames(nodes []localNode) []string {
+	var names []string
+	for _, n := range nodes {
+		names = append(names, n.name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestImagePullNodeImages: every node of the cluster has its NodeImage, named after it.
+func TestImagePullNodeImages(t *testing.T) {
+	ctx := testContext(t)
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		poll(t, ctx, time.Minute, "the NodeImage of "+n.Name, func(ctx context.Context) (bool, error) {
+			_, err := inplace.AppsV1alpha1().NodeImages().Get(ctx, n.Name, metav1.GetOptions{})
+			return err == nil, err
+		})
+	}
+}
+
+// TestImagePullJobPullsOnEveryNode: an ImagePullJob of a registry image no node has ends
+// Succeeded on every node, and each node's containerd has the image afterwards, with the id its
+// NodeImage reports.
+func TestImagePullJobPullsOnEveryNode(t *testing.T) {
+	reg, nodes := registryNodes(t)
+	ctx := testContext(t)
+	image := reg + "/remote/app:v1"
+	removeFromNodes(t, ctx, nodes, image)
+	for _, n := range nodes {
+		if img := criImage(t, ctx, n, image); img != nil {
+			t.Fatalf("node %s has %s before the job", n.name, image)
+		}
+	}
+	ns := newNamespace(t, ctx, "imagepull")
+
+	start := time.Now()
+	job := createPullJob(t, ctx, pullJob(ns, "remote-v1", image))
+	t.Logf("ImagePullJob completed in %.1fs: %+v", time.Since(start).Seconds(), job.Status)
+	want := int32(len(nodes))
+	if s := job.Status; s.Desired != want || s.Succeeded != want || s.Failed != 0 || s.Active != 0 || len(s.FailedNodes) != 0 {
+		t.Errorf("job status %+v: want desired = succeeded = %d", s, want)
+	}
+	for _, n := range nodes {
+		img := criImage(t, ctx, n, image)
+		if img == nil {
+			t.Errorf("node %s: containerd has no %s after the job", n.name, image)
+			continue
+		}
+		spec, st := nodeImageTag(t, ctx, n.name, image)
+		if st == nil || st.Phase != v1alpha1.ImagePhaseSucceeded || st.Version != spec.Version || st.Progress != 100 ||
+			!strings.HasSuffix(st.ImageID, "@"+img.Id) || st.StartTime == nil || st.CompletionTime == nil {
+			t.Errorf("node %s: NodeImage status %+v (spec version %d): want Succeeded for the version, image id ...@%s",
+				n.name, st, spec.Version, img.Id)
+		}
+	}
+}
+
+// TestImagePullJobMissingTag: a tag the registry lacks fails on every node after 1+backoffLimit
+// attempts; the job lists the nodes as failed, and each NodeImage says why.
+func TestImagePullJobMissingTag(t *testing.T) {
+	reg, nodes := registryNodes(t)
+	ctx := testContext(t)
+	image := reg + "/app:no-such-tag"
+	ns := newNamespace(t, ctx, "imagepull-missing")
+
+	job := createPullJob(t, ctx, pullJob(ns, "missing", image))
+	want := int32(len(nodes))
+	if s := job.Status; s.Desired != want || s.Failed != want || s.Succeeded != 0 || !slices.Equal(s.FailedNodes, nodeNames(nodes)) {
+		t.Errorf("job status %+v: want %d failed nodes %v", s, want, nodeNames(nodes))
+	}
+	for _, n := range nodes {
+		spec, st := nodeImageTag(t, ctx, n.name, image)
+		if st == nil || st.Phase != v1alpha1.ImagePhaseFailed || st.Version != spec.Version || !strings.Contains(st.Message, "not found") {
+			t.Errorf("node %s: NodeImage status %+v: want Failed with the runtime's not found", n.name, st)
+			continue
+		}
+		t.Logf("node %s: %s", n.name, st.Message)
+		if img := criImage(t, ctx, n, image); img != nil {
+			t.Errorf("node %s has an image %s (%s)", n.name, image, img.Id)
+		}
+	}
+}
+
+// TestImagePullJobActiveDeadline: a job whose pulls outlast its activeDeadlineSeconds (a missing
+// tag retried many times) completes at the deadline with its nodes failed; the nodes stop
+// retrying at the same deadline, which the tag carries.
+func TestImagePullJobActiveDeadline(t *testing.T) {
+	reg, nodes := registryNodes(t)
+	ctx := testContext(t)
+	image := reg + "/app:missing-until-deadline"
+	ns := newNamespace(t, ctx, "imagepull-deadline")
+	const deadline = 8
+	job := createPullJob(t, ctx, pullJob(ns, "deadline", image, func(j *v1alpha1.ImagePullJob) {
+		j.Spec.PullPolicy.BackoffLimit = ptr.To[int32](20)  // 1+2+4+8+16 s of backoff: well past the deadline
+		j.Spec.PullPolicy.TimeoutSeconds = ptr.To[int32](5) // validation: no longer than the deadline
+		j.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](deadline)
+	}))
+	s := job.Status
+	if took := s.CompletionTime.Sub(s.StartTime.Time); took < deadline*time.Second {
+		t.Errorf("job completed %s after its start, before its %ds deadline", took, deadline)
+	}
+	if s.Message != "job exceeds activeDeadlineSeconds" || s.Failed != int32(len(nodes)) || s.Succeeded != 0 {
+		t.Errorf("job status %+v: want every node failed at the deadline", s)
+	}
+	for _, n := range nodes {
+		poll(t, ctx, time.Minute, "node "+n.name+" giving up at the deadline", func(ctx context.Context) (bool, error) {
+			spec, st := nodeImageTag(t, ctx, n.name, image)
+			if spec.PullPolicy == nil || ptr.Deref(spec.PullPolicy.ActiveDeadlineSeconds, 0) != deadline {
+				return false, fmt.Errorf("tag pull policy %+v: want the job's deadline", spec.PullPolicy)
+			}
+			return st != nil && st.Phase == v1alpha1.ImagePhaseFailed && strings.Contains(st.Message, "activeDeadlineSeconds"),
+				fmt.Errorf("status %+v", st)
+		})
+	}
+}
+
+// TestImageListPullJobCompletes: an ImageListPullJob of two registry images makes one
+// ImagePullJob each, and completes with both succeeded; the nodes have both images.
+func TestImageListPullJobCompletes(t *testing.T) {
+	reg, nodes := registryNodes(t)
+	ctx := testContext(t)
+	images := []string{reg + "/remote/app:v1", reg + "/remote/app:v2"}
+	removeFromNodes(t, ctx, nodes, images...)
+	ns := newNamespace(t, ctx, "imagelistpull")
+	list := &v1alpha1.ImageListPullJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "two"},
+		Spec: v1alpha1.ImageListPullJobSpec{Images: images, ImagePullJobTemplate: v1alpha1.ImagePullJobTemplate{
+			Parallelism:      ptr.To(intstr.FromInt32(2)),
+			CompletionPolicy: v1alpha1.CompletionPolicy{Type: v1alpha1.Always},
+		}},
+	}
+	if _, err := inplace.AppsV1alpha1().ImageListPullJobs(ns).Create(ctx, list, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating ImageListPullJob: %v", err)
+	}
+	poll(t, ctx, pullJobTimeout, "ImageListPullJob completed", func(ctx context.Context) (bool, error) {
+		var err error
+		list, err = inplace.AppsV1alpha1().ImageListPullJobs(ns).Get(ctx, "two", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return list.Status.CompletionTime != nil, fmt.Errorf("status %+v", list.Status)
+	})
+	if s := list.Status; s.Desired != 2 || s.Completed != 2 || s.Succeeded != 2 || s.Active != 0 || len(s.FailedImageStatuses) != 0 {
+		t.Errorf("list status %+v: want 2 desired, completed and succeeded", s)
+	}
+	jobs, err := inplace.AppsV1alpha1().ImagePullJobs(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pulled []string
+	for _, j := range jobs.Items {
+		pulled = append(pulled, j.Spec.Image)
+	}
+	slices.Sort(pulled)
+	if !slices.Equal(pulled, images) {
+		t.Errorf("ImagePullJobs of %v, want one for each of %v", pulled, images)
+	}
+	for _, n := range nodes {
+		for _, image := range images {
+			if criImage(t, ctx, n, image) == nil {
+				t.Errorf("node %s: containerd has no %s after the list job", n.name, image)
+			}
+		}
+	}
+}
+
+// TestImagePullKubectlColumns: kubectl get prints OpenKruise's columns of ImagePullJobs and
+// NodeImages, with their numbers.
+func TestImagePullKubectlColumns(t *testing.T) {
+	reg, nodes := registryNodes(t)
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "imagepull-kubectl")
+	// app:v1 of the registry is the imported inplace.local/app:v1 (one image id): every node has
+	// it, so the job succeeds at once without a pull.
+	createPullJob(t, ctx, pullJob(ns, "cols", reg+"/app:v1"))
+
+	out := mustKubectl(t, ctx, "", "-n", ns, "get", "imagepulljobs")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !slices.Equal(strings.Fields(lines[0]), []string{"NAME", "TOTAL", "ACTIVE", "SUCCEED", "FAILED", "AGE", "MESSAGE"}) {
+		t.Fatalf("kubectl get imagepulljobs:\n%s", out)
+	}
+	n := fmt.Sprint(len(nodes))
+	if f := strings.Fields(lines[1]); len(f) < 5 || !slices.Equal(f[:5], []string{"cols", n, "0", n, "0"}) ||
+		!strings.Contains(lines[1], "job has completed") {
+		t.Errorf("kubectl get imagepulljobs: row %q, want cols %s 0 %s 0 ... job has completed", lines[1], n, n)
+	}
+
+	out = mustKubectl(t, ctx, "", "get", "nodeimages")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if !slices.Equal(strings.Fields(lines[0]), []string{"NAME", "DESIRED", "PULLING", "SUCCEED", "FAILED", "AGE"}) {
+		t.Fatalf("kubectl get nodeimages:\n%s", out)
+	}
+	for _, node := range nodeNames(nodes) {
+		if !slices.ContainsFunc(lines[1:], func(l string) bool { return strings.Fields(l)[0] == node }) {
+			t.Errorf("kubectl get nodeimages: no row for node %s:\n%s", node, out)
+		}
+	}
+	t.Logf("kubectl get imagepulljobs,nodeimages:\n%s", mustKubectl(t, ctx, "", "-n", ns, "get", "imagepulljobs,nodeimages"))
+}
