@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -228,5 +229,131 @@ func TestCloneSetPreDownloadSkipped(t *testing.T) {
 	// The label is written in the sync that decided; a job would have been created before it.
 	if n := listJobs(t, ctx, ns); n != 0 {
 		t.Errorf("%d ImagePullJobs for a CloneSet of 3 replicas, want none", n)
+	}
+}
+
+// TestCloneSetPreDownloadSavesThePull: OpenKruise's promise, end to end on both real nodes and the
+// local registry. A CloneSet of 4 Pods, two on each node, pulling remote/app from the registry,
+// rolls out remote/app:v2 (on no node: removed first) held back by its partition: its ImagePullJob
+// ends Succeeded on both nodes (inplace-daemon pulled through CRI; containerd has the image), and
+// once the partition is lifted, the held-back Pods are updated in place without the kubelet
+// pulling for any of them (no Pulling event; "already present"). The first Pod updated may pull
+// on its node (its kubelet and the job race); the other node's held-back Pods prove the point:
+// nothing but the job brought the image there.
+func TestCloneSetPreDownloadSavesThePull(t *testing.T) {
+	reg, nodes := registryNodes(t)
+	if len(nodes) < 2 {
+		t.Skip("needs the second node (inplace installed in the cluster runs one)")
+	}
+	ctx := testContext(t)
+	oldImage, newImage := reg+"/remote/app:v1", reg+"/remote/app:v2"
+	for _, n := range nodes {
+		if err := removeCRIImage(ctx, n, newImage); err != nil {
+			t.Fatalf("removing %s from %s: %v", newImage, n.name, err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			_ = removeCRIImage(context.Background(), n, newImage)
+		}
+	})
+
+	ns := newNamespace(t, ctx, "clone-predl-pull")
+	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+		Type:      v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
+		Partition: ptr.To(intstr.FromInt32(3)),
+	}, func(cs *v1alpha1.CloneSet) {
+		cs.Annotations = map[string]string{v1alpha1.ImagePreDownloadParallelismKey: "2"}
+		spec := &cs.Spec.Template.Spec
+		spec.Containers[0].Image, spec.Containers[0].ImagePullPolicy = oldImage, corev1.PullIfNotPresent
+		spec.Tolerations = []corev1.Toleration{{Key: node2Taint, Operator: corev1.TolerationOpExists}}
+		spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector: cs.Spec.Selector,
+		}}
+	})
+	before := waitCloneSetReady(t, ctx, cs, 4)
+	perNode := map[string]int{}
+	for _, p := range before {
+		perNode[p.Spec.NodeName]++
+	}
+	if perNode[nodes[0].name] != 2 || perNode[nodes[1].name] != 2 {
+		t.Fatalf("Pods per node %v, want 2 on each of %s and %s", perNode, nodes[0].name, nodes[1].name)
+	}
+	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = newImage })
+
+	// The job for the new image, then its end: Succeeded on both nodes.
+	var job *v1alpha1.ImagePullJob
+	poll(t, ctx, podTimeout, "the CloneSet's ImagePullJob for "+newImage+" to succeed on both nodes", func(ctx context.Context) (bool, error) {
+		jobs, err := inplace.AppsV1alpha1().ImagePullJobs(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(jobs.Items) != 1 {
+			return false, fmt.Errorf("%d jobs (%v)", len(jobs.Items), err)
+		}
+		job = &jobs.Items[0]
+		st := job.Status
+		if job.Spec.Image != newImage || st.CompletionTime == nil || st.Succeeded != 2 || st.Desired != 2 {
+			return false, fmt.Errorf("job %s image %s status %+v", job.Name, job.Spec.Image, st)
+		}
+		return true, nil
+	})
+	for _, n := range nodes {
+		if criImage(t, ctx, n, newImage) == nil {
+			t.Errorf("node %s has no %s after the job succeeded", n.name, newImage)
+		}
+	}
+
+	// The Pod the partition lets through first, and the three held back.
+	held := map[string]string{} // Pod name -> node
+	poll(t, ctx, rolloutTimeout, "one Pod updated and ready, three held back", func(ctx context.Context) (bool, error) {
+		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if st := got.Status; st.ObservedGeneration != got.Generation || st.UpdatedReadyReplicas != 1 {
+			return false, fmt.Errorf("status %+v", st)
+		}
+		pods, err := cloneSetPods(ctx, got)
+		if err != nil {
+			return false, err
+		}
+		clear(held)
+		for _, p := range pods {
+			if podRevision(p) != got.Status.UpdateRevision {
+				held[p.Name] = p.Spec.NodeName
+			}
+		}
+		return len(held) == 3, fmt.Errorf("held back: %v", held)
+	})
+	patch := `{"spec":{"updateStrategy":{"partition":0}}}`
+	if _, err := inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, cs.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, after := waitRolledOut(t, ctx, cs, 4)
+	checkSamePods(t, before, after)
+
+	// The kubelet's image events of the held-back Pods: "already present", never "Pulling".
+	events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	present := map[string]bool{}
+	for _, e := range events.Items {
+		node, isHeld := held[e.InvolvedObject.Name]
+		if !isHeld || !strings.Contains(e.Message, newImage) {
+			continue
+		}
+		switch e.Reason {
+		case "Pulling":
+			t.Errorf("the kubelet of %s pulled %s for held-back Pod %s after the job had: %s", node, newImage, e.InvolvedObject.Name, e.Message)
+		case "Pulled":
+			if strings.Contains(e.Message, "already present") {
+				present[e.InvolvedObject.Name] = true
+			}
+		}
+	}
+	for name, node := range held {
+		if !present[name] {
+			t.Errorf("held-back Pod %s on %s: no \"already present\" event for %s", name, node, newImage)
+		}
 	}
 }
