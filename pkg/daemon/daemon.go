@@ -108,9 +108,7 @@ func Controllers() []InitFunc {
 // rewritten at every pull on its node).
 func NodeImageInformers(client clientset.Interface, nodeName string) inplaceinformers.SharedInformerFactory {
 	selector := fields.OneTermEqualSelector("metadata.name", nodeName).String()
-	return inplaceinformers.NewSharedInformerFactoryWithOptions(client, resync,
-		inplaceinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = selector }),
-		inplaceinformers.WithTransform(serving.DropManagedFields))
+	return inplaceInformers(client, func(lo *metav1.ListOptions) { lo.FieldSelector = selector })
 }
 
 // NodeCRRInformers is an informer factory of the node's active ContainerRecreateRequests only:
@@ -121,9 +119,17 @@ func NodeCRRInformers(client clientset.Interface, nodeName string) inplaceinform
 		v1alpha1.ContainerRecreateRequestNodeNameKey: nodeName,
 		v1alpha1.ContainerRecreateRequestActiveKey:   "true",
 	}).String()
-	return inplaceinformers.NewSharedInformerFactoryWithOptions(client, resync,
-		inplaceinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = selector }),
-		inplaceinformers.WithTransform(serving.DropManagedFields))
+	return inplaceInformers(client, func(lo *metav1.ListOptions) { lo.LabelSelector = selector })
+}
+
+// inplaceInformers is an informer factory of apps.kruise.io kinds without managedFields, whose
+// lists and watches carry what tweak sets (nil: whole kinds).
+func inplaceInformers(client clientset.Interface, tweak func(*metav1.ListOptions)) inplaceinformers.SharedInformerFactory {
+	opts := []inplaceinformers.SharedInformerOption{inplaceinformers.WithTransform(serving.DropManagedFields)}
+	if tweak != nil {
+		opts = append(opts, inplaceinformers.WithTweakListOptions(tweak))
+	}
+	return inplaceinformers.NewSharedInformerFactoryWithOptions(client, resync, opts...)
 }
 
 // Run connects to the runtime and the cluster, serves health and metrics, and runs controllers
@@ -155,8 +161,7 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 				lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
 			}),
 			kubeinformers.WithTransform(serving.DropManagedFields)),
-		InplaceInformers: inplaceinformers.NewSharedInformerFactoryWithOptions(inplaceClient, resync,
-			inplaceinformers.WithTransform(serving.DropManagedFields)),
+		InplaceInformers:   inplaceInformers(inplaceClient, nil),
 		NodeCRRInformers:   NodeCRRInformers(inplaceClient, o.NodeName),
 		NodeImageInformers: NodeImageInformers(inplaceClient, o.NodeName),
 		Recorder:           recorder,

@@ -72,15 +72,9 @@ func TestNodeCRRInformers(t *testing.T) {
 	client := inplacefake.NewSimpleClientset()
 	f := NodeCRRInformers(client, "node-1")
 	f.Apps().V1alpha1().ContainerRecreateRequests().Informer()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f.Start(ctx.Done())
-	f.WaitForCacheSync(ctx.Done())
 	var selectors []string
-	for _, a := range client.Actions() {
-		if l, ok := a.(k8stesting.ListAction); ok {
-			selectors = append(selectors, l.GetListRestrictions().Labels.String())
-		}
+	for _, r := range listRestrictions(t, client, f) {
+		selectors = append(selectors, r.Labels.String())
 	}
 	want := "crr.apps.kruise.io/active=true,crr.apps.kruise.io/node-name=node-1"
 	if len(selectors) == 0 || selectors[0] != want {
@@ -93,15 +87,9 @@ func TestNodeImageInformers(t *testing.T) {
 	client := inplacefake.NewSimpleClientset()
 	f := NodeImageInformers(client, "node-1")
 	f.Apps().V1alpha1().NodeImages().Informer()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f.Start(ctx.Done())
-	f.WaitForCacheSync(ctx.Done())
 	var selectors []string
-	for _, a := range client.Actions() {
-		if l, ok := a.(k8stesting.ListAction); ok {
-			selectors = append(selectors, l.GetListRestrictions().Fields.String())
-		}
+	for _, r := range listRestrictions(t, client, f) {
+		selectors = append(selectors, r.Fields.String())
 	}
 	if want := "metadata.name=node-1"; len(selectors) == 0 || selectors[0] != want {
 		t.Errorf("list field selectors %q, want %q", selectors, want)
@@ -206,4 +194,21 @@ func TestRunControllers(t *testing.T) {
 	if ctrl.stopped.Load() != 1 {
 		t.Error("controller did not stop")
 	}
+}
+
+// listRestrictions starts the factory's informers on the fake client, waits for their caches and
+// returns the selectors of the lists they sent, in order.
+func listRestrictions(t *testing.T, client *inplacefake.Clientset, f inplaceinformers.SharedInformerFactory) []k8stesting.ListRestrictions {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	var got []k8stesting.ListRestrictions
+	for _, a := range client.Actions() {
+		if l, ok := a.(k8stesting.ListAction); ok {
+			got = append(got, l.GetListRestrictions())
+		}
+	}
+	return got
 }
