@@ -169,6 +169,8 @@ export LOCAL_CLUSTER_PKI=$PKI
 # it listens on $REGISTRY_ADDR (inplace-registry push -resolve $REGISTRY_HOST=$REGISTRY_ADDR).
 export INPLACE_REGISTRY=$REGISTRY_HOST
 export INPLACE_REGISTRY_ADDR=$REGISTRY_ADDR
+# Its private repositories, \$INPLACE_REGISTRY/private/..., ask these basic auth credentials.
+export INPLACE_REGISTRY_PRIVATE_AUTH=$REGISTRY_PRIVATE_USER:$REGISTRY_PRIVATE_PASSWORD
 EOF
 if node2_wanted; then
   cat >> "$STATE/env" <<EOF

@@ -49,7 +49,8 @@ fi
 
 cat <<EOF
 
-image registry: $INPLACE_REGISTRY (app:v1|v2|v3|bad, pause:1.0, remote/app:v1|v2; for Pods that pull)
+image registry: $INPLACE_REGISTRY (app:v1|v2|v3|bad, pause:1.0, remote/app:v1|v2, slow/app:v1|v2; for Pods that pull)
+  private/app:v1 asks basic auth $INPLACE_REGISTRY_PRIVATE_AUTH (for pull secrets)
   push your own: _output/bin/inplace-registry push IMAGE.tar $INPLACE_REGISTRY/NAME:TAG
 
 export KUBECONFIG=$KUBECONFIG PATH=$PWD/_output/bin:\$PATH

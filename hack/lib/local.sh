@@ -59,6 +59,11 @@ REGISTRY_PORT=5000
 REGISTRY_HOST="registry.inplace.local:$REGISTRY_PORT"
 REGISTRY_ADDR="$NODE_IP:$REGISTRY_PORT"
 REGISTRY_ROOT="$STATE/registry"
+# The registry's private repositories, private/*, ask these basic auth credentials for every pull
+# and push (serve -auth): the tests' pull secrets hold them. Test credentials of a loopback/node-IP
+# registry, not a secret.
+REGISTRY_PRIVATE_USER=inplace-puller
+REGISTRY_PRIVATE_PASSWORD=e2e-pull-password
 # Fixed TCP ports (loopback unless noted): etcd client+peer, kube-apiserver
 # (all addresses), kubelet healthz, kubelet (all addresses), controller-manager,
 # scheduler, CoreDNS (node IP, also UDP) and its readiness, the registry (node IP

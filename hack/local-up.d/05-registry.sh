@@ -29,6 +29,10 @@
 #                                         served at $REGISTRY_SLOW_KIB KiB/s (-slow; default 256):
 #                                         a cold pull takes ~4 s, as a large image's from a
 #                                         distant registry would (hack/bench-predownload.sh)
+#       $REGISTRY_HOST/private/app:v1     app:v1 labelled inplace.dev/registry-only=private (its own
+#                                         image ID): private/* asks basic auth (-auth) with
+#                                         $REGISTRY_PRIVATE_USER:$REGISTRY_PRIVATE_PASSWORD, for
+#                                         pull secrets (test/e2e TestImagePullJobPullSecrets)
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
   set -euo pipefail
@@ -41,7 +45,7 @@ fi
 
 local_start registry "$BIN/inplace-registry" serve \
   -listen "$REGISTRY_ADDR" -listen "127.0.0.1:$REGISTRY_PORT" -root "$REGISTRY_ROOT" \
-  -slow "slow/=${REGISTRY_SLOW_KIB:-256}"
+  -slow "slow/=${REGISTRY_SLOW_KIB:-256}" -auth "private/=$REGISTRY_PRIVATE_USER:$REGISTRY_PRIVATE_PASSWORD"
 local_wait registry 30 "registry /v2/ on $REGISTRY_ADDR" http_ok "$NODE_IP" "$REGISTRY_PORT" /v2/ registry/2.0
 
 # registry_push IMAGE REF [FLAG...]: push _output/images/IMAGE.tar (an OCI layout) as REF (the
@@ -59,4 +63,6 @@ for v in v1 v2; do
   registry_push "app-$v" "$REGISTRY_HOST/remote/app:$v" -label inplace.dev/registry-only=true
   registry_push "app-$v" "$REGISTRY_HOST/slow/app:$v" -label inplace.dev/registry-only=true -pad-layer 1048576
 done
-log "registry $REGISTRY_HOST: pushed app:v1 v2 v3 bad, pause:1.0, remote/app:v1 v2, slow/app:v1 v2"
+registry_push app-v1 "$REGISTRY_HOST/private/app:v1" -label inplace.dev/registry-only=private \
+  -auth "$REGISTRY_PRIVATE_USER:$REGISTRY_PRIVATE_PASSWORD"
+log "registry $REGISTRY_HOST: pushed app:v1 v2 v3 bad, pause:1.0, remote/app:v1 v2, slow/app:v1 v2, private/app:v1 (basic auth)"

@@ -3,9 +3,9 @@
 // and a client that pushes the OCI image layouts hack/build-images.sh writes.
 //
 //	inplace-registry serve -listen 10.77.0.1:5000 -listen 127.0.0.1:5000 -root _output/local/registry \
-//	    [-slow slow/=256]
+//	    [-slow slow/=256] [-auth private/=USER:PASSWORD]
 //	inplace-registry push [-resolve registry.inplace.local:5000=127.0.0.1:5000] [-label K=V] \
-//	    [-pad-layer BYTES] _output/images/app-v1.tar registry.inplace.local:5000/inplace/app:v1 [more references]
+//	    [-pad-layer BYTES] [-auth USER:PASSWORD] _output/images/app-v1.tar registry.inplace.local:5000/inplace/app:v1 [more references]
 //
 // serve keeps blobs in ROOT/blobs (go-containerregistry's disk blob handler: written to a
 // temporary file and renamed once the digest is verified, so a restart keeps them and a second
@@ -18,10 +18,17 @@
 // pre-download is about (hack/bench-predownload.sh). Manifests and other repositories are served
 // at full speed.
 //
+// -auth PREFIX=USER:PASSWORD asks for HTTP basic auth with those credentials on every request
+// (pull or push) for the repositories whose name starts with PREFIX: a 401 with a Basic challenge
+// without them or with others, as a private repository of a real registry answers. That is what
+// image pull secrets are for (a Pod's imagePullSecrets, an ImagePullJob's pullSecrets); other
+// repositories and the /v2/ ping stay open.
+//
 // push reads an OCI image layout (a directory, or a tar of one such as hack/build-images.sh's) or
 // a `docker save` tarball, and pushes it under each reference over plain HTTP. The host name in a
 // reference need not resolve on this machine: -resolve sends connections for HOST:PORT to ADDR
-// (by default the local cluster's name to the registry on loopback). -label adds a label to the
+// (by default the local cluster's name to the registry on loopback); -auth USER:PASSWORD sends
+// basic auth credentials (for a repository served with -auth). -label adds a label to the
 // image's config, which makes it another image (another config digest, so another image ID in
 // containerd) with the same layers. -pad-layer BYTES appends a layer of that many random-looking bytes (derived from the image, so
 // the same every time): an
@@ -34,6 +41,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -50,6 +58,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -88,8 +97,8 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: inplace-registry serve -listen ADDR... -root DIR\n"+
-		"       inplace-registry push [-resolve HOST:PORT=ADDR]... [-label K=V]... SRC REF...")
+	fmt.Fprintln(os.Stderr, "usage: inplace-registry serve -listen ADDR... -root DIR [-slow PREFIX=KIB]... [-auth PREFIX=USER:PASSWORD]...\n"+
+		"       inplace-registry push [-resolve HOST:PORT=ADDR]... [-label K=V]... [-pad-layer BYTES] [-auth USER:PASSWORD] SRC REF...")
 	os.Exit(2)
 }
 
@@ -100,6 +109,8 @@ func serveMain(args []string) error {
 	root := fs.String("root", "", "directory of the blobs (created if missing)")
 	var slow listFlag
 	fs.Var(&slow, "slow", "PREFIX=KIB: serve the blobs of repositories named PREFIX... at KIB KiB/s (repeatable)")
+	var auth listFlag
+	fs.Var(&auth, "auth", "PREFIX=USER:PASSWORD: ask basic auth with these credentials for repositories named PREFIX... (repeatable)")
 	_ = fs.Parse(args)
 	if len(listen) == 0 || *root == "" || fs.NArg() > 0 {
 		usage()
@@ -115,6 +126,14 @@ func serveMain(args []string) error {
 		}
 		handler = t.wrap(handler)
 		log.Printf("blobs of repositories %s* served at %d KiB/s", t.prefix, t.rate/1024)
+	}
+	for _, a := range auth {
+		ba, err := parseBasicAuth(a)
+		if err != nil {
+			return err
+		}
+		handler = ba.wrap(handler)
+		log.Printf("repositories %s* ask basic auth of user %s", ba.prefix, ba.user)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -167,9 +186,18 @@ func pushMain(args []string) error {
 	var labels listFlag
 	fs.Var(&labels, "label", "K=V: add a label to the image config (repeatable)")
 	pad := fs.Int64("pad-layer", 0, "BYTES: append a layer of that many random bytes")
+	auth := fs.String("auth", "", "USER:PASSWORD: basic auth credentials to push with")
 	_ = fs.Parse(args)
 	if fs.NArg() < 2 || *pad < 0 {
 		usage()
+	}
+	opts := []remote.Option{}
+	if *auth != "" {
+		user, password, ok := strings.Cut(*auth, ":")
+		if !ok || user == "" {
+			return fmt.Errorf("-auth %q: want USER:PASSWORD", *auth)
+		}
+		opts = append(opts, remote.WithAuth(&authn.Basic{Username: user, Password: password}))
 	}
 	if len(resolve) == 0 {
 		resolve = listFlag{defaultResolve}
@@ -178,7 +206,7 @@ func pushMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	return push(fs.Arg(0), fs.Args()[1:], labels, *pad, dial)
+	return push(fs.Arg(0), fs.Args()[1:], labels, *pad, dial, opts...)
 }
 
 // resolver maps "HOST:PORT=ADDR" entries to a dialer that connects to ADDR for HOST:PORT.
@@ -201,8 +229,10 @@ func resolver(entries []string) (func(ctx context.Context, network, addr string)
 }
 
 // push pushes the image (or image index) in src under every reference, over plain HTTP.
-func push(src string, refs, labels []string, pad int64, dial func(ctx context.Context, network, addr string) (net.Conn, error)) error {
-	opts := []remote.Option{remote.WithTransport(transport(dial))}
+// opts are more remote options (credentials).
+func push(src string, refs, labels []string, pad int64, dial func(ctx context.Context, network, addr string) (net.Conn, error),
+	opts ...remote.Option) error {
+	opts = append(opts, remote.WithTransport(transport(dial)))
 
 	img, idx, cleanup, err := load(src)
 	if err != nil {
@@ -443,8 +473,8 @@ func parseThrottle(v string) (throttle, error) {
 
 func (t throttle) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		repo, _, isBlob := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v2/"), "/blobs/")
-		if r.Method == http.MethodGet && isBlob && strings.HasPrefix(repo, t.prefix) {
+		repo, kind := repositoryOf(r.URL.Path)
+		if r.Method == http.MethodGet && kind == "blobs" && strings.HasPrefix(repo, t.prefix) {
 			w = &pacedWriter{ResponseWriter: w, ctx: r.Context(), rate: t.rate, start: time.Now()}
 		}
 		next.ServeHTTP(w, r)
@@ -490,4 +520,67 @@ func (p *pacedWriter) Write(b []byte) (int, error) {
 		}
 	}
 	return total, nil
+}
+
+// repositoryOf is the repository a distribution API path is about and what of it (blobs,
+// manifests, tags); "" for /v2/ and other paths.
+func repositoryOf(path string) (repo, kind string) {
+	rest, ok := strings.CutPrefix(path, "/v2/")
+	if !ok {
+		return "", ""
+	}
+	// The last of these segments ends the name: a repository name may hold slashes and even
+	// these words, what follows them (a tag, a digest, uploads/ID, list) holds none of them.
+	best := -1
+	for _, k := range []string{"blobs", "manifests", "tags"} {
+		if i := strings.LastIndex(rest, "/"+k+"/"); i > best {
+			best, kind = i, k
+		}
+	}
+	if best < 0 {
+		return "", ""
+	}
+	return rest[:best], kind
+}
+
+// basicAuth asks the credentials user:password of every request for the repositories whose name
+// starts with prefix.
+type basicAuth struct {
+	prefix, user, password string
+}
+
+// parseBasicAuth reads -auth's PREFIX=USER:PASSWORD.
+func parseBasicAuth(v string) (basicAuth, error) {
+	prefix, creds, ok := strings.Cut(v, "=")
+	user, password, ok2 := strings.Cut(creds, ":")
+	if !ok || !ok2 || prefix == "" || user == "" || password == "" {
+		return basicAuth{}, fmt.Errorf("-auth %q: want PREFIX=USER:PASSWORD", v)
+	}
+	return basicAuth{prefix: prefix, user: user, password: password}, nil
+}
+
+func (a basicAuth) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		repo, _ := repositoryOf(r.URL.Path)
+		if repo == "" || !strings.HasPrefix(repo, a.prefix) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		user, password, ok := r.BasicAuth()
+		if ok && subtle.ConstantTimeCompare([]byte(user), []byte(a.user)) == 1 &&
+			subtle.ConstantTimeCompare([]byte(password), []byte(a.password)) == 1 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		// What a distribution registry answers: a challenge the client (containerd's resolver,
+		// go-containerregistry) answers with the credentials it was given for this host.
+		w.Header().Set("WWW-Authenticate", `Basic realm="inplace-registry"`)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		msg := "authentication required"
+		if ok {
+			msg = "wrong user name or password"
+		}
+		fmt.Fprintf(w, `{"errors":[{"code":"UNAUTHORIZED","message":%q}]}`+"\n", msg)
+	})
 }

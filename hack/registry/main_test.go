@@ -3,10 +3,12 @@ package main
 import (
 	"archive/tar"
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"log"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -14,11 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	remotetransport "github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
 // ociLayoutTar writes a random one-image OCI layout as a tar (what hack/build-images.sh makes) and
@@ -287,6 +291,105 @@ func TestSlowRepositories(t *testing.T) {
 	for _, bad := range []string{"slow/", "=5", "slow/=0", "slow/=x"} {
 		if _, err := parseThrottle(bad); err == nil {
 			t.Errorf("-slow %q accepted", bad)
+		}
+	}
+}
+
+// TestPrivateRepositories: -auth asks basic auth for the matching repositories, for pushes and
+// pulls: without credentials or with wrong ones a 401 with a Basic challenge, with the right ones
+// the image; other repositories and the /v2/ ping stay open.
+func TestPrivateRepositories(t *testing.T) {
+	h, err := newHandler(t.TempDir(), log.New(io.Discard, "", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ba, err := parseBasicAuth("private/=puller:s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewServer(ba.wrap(h))
+	t.Cleanup(s.Close)
+	dial, err := resolver([]string{"registry.test:5000=" + strings.TrimPrefix(s.URL, "http://")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, digest := ociLayoutTar(t)
+	right := remote.WithAuth(&authn.Basic{Username: "puller", Password: "s3cret"})
+	wrong := remote.WithAuth(&authn.Basic{Username: "puller", Password: "guess"})
+
+	if err := push(src, []string{"registry.test:5000/private/app:v1"}, nil, 0, dial); !isUnauthorized(err) {
+		t.Errorf("push without credentials: %v, want 401 Unauthorized", err)
+	}
+	if err := push(src, []string{"registry.test:5000/private/app:v1"}, nil, 0, dial, wrong); !isUnauthorized(err) {
+		t.Errorf("push with a wrong password: %v, want 401 Unauthorized", err)
+	}
+	if err := push(src, []string{"registry.test:5000/private/app:v1", "registry.test:5000/public/app:v1"}, nil, 0, dial, right); err != nil {
+		t.Fatalf("push with the credentials: %v", err)
+	}
+
+	get := func(r string, opts ...remote.Option) (string, error) {
+		ref, err := name.ParseReference(r, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		desc, err := remote.Get(ref, append(opts, remote.WithTransport(transport(dial)))...)
+		if err != nil {
+			return "", err
+		}
+		return desc.Digest.String(), nil
+	}
+	if _, err := get("registry.test:5000/private/app:v1"); !isUnauthorized(err) {
+		t.Errorf("pull without credentials: %v, want 401 Unauthorized", err)
+	}
+	if _, err := get("registry.test:5000/private/app:v1", wrong); !isUnauthorized(err) {
+		t.Errorf("pull with a wrong password: %v, want 401 Unauthorized", err)
+	}
+	if d, err := get("registry.test:5000/private/app:v1", right); err != nil || d != digest {
+		t.Errorf("pull with the credentials: %s, %v; want %s", d, err, digest)
+	}
+	if d, err := get("registry.test:5000/public/app:v1"); err != nil || d != digest {
+		t.Errorf("pull of another repository without credentials: %s, %v; want %s", d, err, digest)
+	}
+
+	// The challenge containerd answers with a Pod's or a job's pull secret.
+	resp, err := http.Get(s.URL + "/v2/private/app/manifests/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != `Basic realm="inplace-registry"` {
+		t.Errorf("GET a private manifest: %d %q, want 401 with a Basic challenge", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	if resp, err := http.Get(s.URL + "/v2/"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /v2/: %v %v, want 200", resp, err)
+	}
+
+	for _, bad := range []string{"private/", "=u:p", "private/=u", "private/=:p", "private/=u:"} {
+		if _, err := parseBasicAuth(bad); err == nil {
+			t.Errorf("-auth %q accepted", bad)
+		}
+	}
+}
+
+func isUnauthorized(err error) bool {
+	var te *remotetransport.Error
+	return errors.As(err, &te) && te.StatusCode == http.StatusUnauthorized
+}
+
+// TestRepositoryOf: the repository name of distribution API paths, slashes included.
+func TestRepositoryOf(t *testing.T) {
+	for path, want := range map[string][2]string{
+		"/v2/":                            {"", ""},
+		"/v2/app/manifests/v1":            {"app", "manifests"},
+		"/v2/private/app/blobs/sha256:ab": {"private/app", "blobs"},
+		"/v2/a/b/c/blobs/uploads/":        {"a/b/c", "blobs"},
+		"/v2/private/tags/app/tags/list":  {"private/tags/app", "tags"},
+		"/v2/app/blobs/manifests/v1":      {"app/blobs", "manifests"},
+		"/v2/_catalog":                    {"", ""},
+		"/metrics":                        {"", ""},
+	} {
+		if repo, kind := repositoryOf(path); repo != want[0] || kind != want[1] {
+			t.Errorf("repositoryOf(%q) = %q, %q; want %q, %q", path, repo, kind, want[0], want[1])
 		}
 	}
 }

@@ -199,7 +199,34 @@ func filterOwners(spec v1alpha1.NodeImageSpec, keep func(corev1.ObjectReference)
 	})
 }
 
-// filterTags keeps the tags keep accepts (keep may edit them), drops images left without tags, and
+// TagSecrets are the pull secrets of image that a pull of its tag t may use: those in the
+// namespaces of the tag's owners. A NodeImage names pull secrets per image, for all its tags; a
+// job may use the Secrets of its own namespace only, as a Pod its imagePullSecrets, so that a job
+// does not pull with another namespace's credentials because a job there pulls another tag of the
+// same image onto that node. (Jobs of two namespaces that own one tag share it, and its pull uses
+// both namespaces' Secrets.) A tag without owners (written by hand) or with a cluster-scoped owner
+// may use them all.
+func TagSecrets(image *v1alpha1.ImageSpec, t *v1alpha1.ImageTagSpec) []v1alpha1.ReferenceObject {
+	var refs []v1alpha1.ReferenceObject
+	for _, s := range image.PullSecrets {
+		if mayUseSecret(t, s) {
+			refs = append(refs, s)
+		}
+	}
+	return refs
+}
+
+func mayUseSecret(t *v1alpha1.ImageTagSpec, s v1alpha1.ReferenceObject) bool {
+	if len(t.OwnerReferences) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(t.OwnerReferences, func(o corev1.ObjectReference) bool {
+		return o.Namespace == "" || o.Namespace == s.Namespace
+	})
+}
+
+// filterTags keeps the tags keep accepts (keep may edit them), drops images left without tags
+// and the pull secrets no tag left may use (TagSecrets: a job's Secrets leave with its tags), and
 // reports whether the spec changed.
 func filterTags(spec v1alpha1.NodeImageSpec, keep func(image string, t *v1alpha1.ImageTagSpec) bool) (v1alpha1.NodeImageSpec, bool) {
 	out := *spec.DeepCopy()
@@ -215,6 +242,9 @@ func filterTags(spec v1alpha1.NodeImageSpec, keep func(image string, t *v1alpha1
 			delete(out.Images, name)
 			continue
 		}
+		image.PullSecrets = slices.DeleteFunc(image.PullSecrets, func(s v1alpha1.ReferenceObject) bool {
+			return !slices.ContainsFunc(image.Tags, func(t v1alpha1.ImageTagSpec) bool { return mayUseSecret(&t, s) })
+		})
 		sortTags(image.Tags)
 		out.Images[name] = image
 	}

@@ -1,6 +1,7 @@
 package imagepull
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -147,5 +148,55 @@ func TestRemoveJob(t *testing.T) {
 			checkEqual(t, "spec", tc.want, got)
 			checkEqual(t, "input spec modified", *before, tc.spec)
 		})
+	}
+}
+
+// TestTagSecrets: a tag's pull may use the image's pull secrets of its owners' namespaces only;
+// a tag without owners, or with a cluster-scoped owner, all of them.
+func TestTagSecrets(t *testing.T) {
+	inNS := func(ns string, r corev1.ObjectReference) corev1.ObjectReference { r.Namespace = ns; return r }
+	a, b := inNS("team-a", jobRef("a", "ua")), inNS("team-b", jobRef("b", "ub"))
+	sa, sb := v1alpha1.ReferenceObject{Namespace: "team-a", Name: "login"}, v1alpha1.ReferenceObject{Namespace: "team-b", Name: "login"}
+	image := &v1alpha1.ImageSpec{PullSecrets: []v1alpha1.ReferenceObject{sa, sb}}
+	for _, tc := range []struct {
+		name string
+		tag  v1alpha1.ImageTagSpec
+		want []v1alpha1.ReferenceObject
+	}{
+		{"one owner: its namespace's", tagSpec("1", 0, a), []v1alpha1.ReferenceObject{sa}},
+		{"the other namespace's owner", tagSpec("1", 0, b), []v1alpha1.ReferenceObject{sb}},
+		{"owners of both namespaces", tagSpec("1", 0, a, b), []v1alpha1.ReferenceObject{sa, sb}},
+		{"no owner: all", tagSpec("1", 0), []v1alpha1.ReferenceObject{sa, sb}},
+		{"a cluster-scoped owner: all", tagSpec("1", 0, inNS("", jobRef("c", "uc"))), []v1alpha1.ReferenceObject{sa, sb}},
+		{"an owner of a third namespace: none", tagSpec("1", 0, inNS("team-c", jobRef("c", "uc"))), nil},
+	} {
+		if got := TagSecrets(image, &tc.tag); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestRemoveJobDropsItsSecrets: the pull secrets of a namespace leave the image with the last tag
+// owned there; the others stay.
+func TestRemoveJobDropsItsSecrets(t *testing.T) {
+	inNS := func(ns string, r corev1.ObjectReference) corev1.ObjectReference { r.Namespace = ns; return r }
+	a, b := inNS("team-a", jobRef("a", "ua")), inNS("team-b", jobRef("b", "ub"))
+	sa, sb := v1alpha1.ReferenceObject{Namespace: "team-a", Name: "login"}, v1alpha1.ReferenceObject{Namespace: "team-b", Name: "login"}
+	spec := specOf("nginx", tagSpec("1", 0, a), tagSpec("2", 0, b))
+	img := spec.Images["nginx"]
+	img.PullSecrets = []v1alpha1.ReferenceObject{sa, sb}
+	spec.Images["nginx"] = img
+
+	got, changed := RemoveJob(spec, "ua")
+	want := specOf("nginx", tagSpec("2", 0, b))
+	wimg := want.Images["nginx"]
+	wimg.PullSecrets = []v1alpha1.ReferenceObject{sb}
+	want.Images["nginx"] = wimg
+	if !changed {
+		t.Error("RemoveJob changed nothing")
+	}
+	checkEqual(t, "spec", want, got)
+	if len(spec.Images["nginx"].PullSecrets) != 2 {
+		t.Errorf("input spec modified: %v", spec.Images["nginx"].PullSecrets)
 	}
 }

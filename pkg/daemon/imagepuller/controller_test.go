@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -480,18 +481,28 @@ func TestCountsAndWorkerLimit(t *testing.T) {
 }
 
 // TestSecrets: the pull uses the credentials the NodeImage's Secret holds for the registry; a
-// registry that refuses anonymous pulls fails without them.
+// registry that refuses anonymous pulls fails without them, and so does a tag of the same image
+// owned by a job of another namespace: a pull uses its owners' namespaces' Secrets only.
 func TestSecrets(t *testing.T) {
 	app := reg + "/private"
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "pull"}, Type: corev1.SecretTypeDockerConfigJson,
 		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths": {"` + reg + `": {"username": "robot", "password": "s3cret"}}}`)}}
-	ni := nodeImage(map[string][]v1alpha1.ImageTagSpec{app: {tag("v1", 1)}, reg + "/public": {tag("v1", 1, backoffLimit(0))}})
+	ownedIn := func(ns string) func(*v1alpha1.ImageTagSpec) {
+		return func(t *v1alpha1.ImageTagSpec) {
+			t.OwnerReferences = []corev1.ObjectReference{{Kind: "ImagePullJob", Namespace: ns, Name: "job", UID: types.UID(ns + "-job")}}
+		}
+	}
+	ni := nodeImage(map[string][]v1alpha1.ImageTagSpec{
+		app:             {tag("v1", 1, ownedIn("team")), tag("v2", 1, ownedIn("other"), backoffLimit(0))},
+		reg + "/public": {tag("v1", 1, backoffLimit(0))},
+	})
 	img := ni.Spec.Images[app]
 	img.PullSecrets = []v1alpha1.ReferenceObject{{Namespace: "team", Name: "pull"}, {Namespace: "team", Name: "missing"}}
 	img.SandboxConfig = &v1alpha1.SandboxConfig{Labels: map[string]string{"job": "j1"}}
 	ni.Spec.Images[app] = img
 	f := newFixture(t)
 	f.cri.AddRemoteImage(app+":v1", "sha256:1111")
+	f.cri.AddRemoteImage(app+":v2", "sha256:3333")
 	f.cri.AddRemoteImage(reg+"/public:v1", "sha256:2222")
 	f.cri.SetPullHook(func(_ context.Context, p fakecri.Pull) error {
 		if p.Auth.GetUsername() != "robot" || p.Auth.GetPassword() != "s3cret" {
@@ -500,9 +511,12 @@ func TestSecrets(t *testing.T) {
 		return nil
 	})
 	f.run(ni, Config{}, secret)
-	ni = f.waitFor("both done", 0, func(ni *v1alpha1.NodeImage) bool { return ni.Status.Succeeded+ni.Status.Failed == 2 })
+	ni = f.waitFor("all done", 0, func(ni *v1alpha1.NodeImage) bool { return ni.Status.Succeeded+ni.Status.Failed == 3 })
 	if s := tagOf(ni, app, "v1"); s.Phase != v1alpha1.ImagePhaseSucceeded {
 		t.Errorf("private image: %+v, want Succeeded with the secret's credentials", s)
+	}
+	if s := tagOf(ni, app, "v2"); s.Phase != v1alpha1.ImagePhaseFailed || !strings.Contains(s.Message, "pull access denied") {
+		t.Errorf("private image's tag of a job in another namespace: %+v, want Failed, pulled without team's secret", s)
 	}
 	if s := tagOf(ni, reg+"/public", "v1"); s.Phase != v1alpha1.ImagePhaseFailed || !strings.Contains(s.Message, "pull access denied") {
 		t.Errorf("image without secrets: %+v, want Failed, pulled anonymously", s)

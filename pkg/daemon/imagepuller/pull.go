@@ -16,6 +16,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
+	"github.com/inplace-dev/inplace/pkg/imagepull"
 )
 
 // messageDeadlineExceeded is OpenKruise's message for a pull past activeDeadlineSeconds.
@@ -42,7 +43,7 @@ type pull struct {
 func (c *Controller) newPull(k tagKey, t v1alpha1.ImageTagSpec, image *v1alpha1.ImageSpec) *pull {
 	ctx, cancel := context.WithCancel(c.runCtx)
 	return &pull{
-		key: k, spec: *t.DeepCopy(), secrets: image.PullSecrets, sandbox: image.SandboxConfig.DeepCopy(),
+		key: k, spec: *t.DeepCopy(), secrets: imagepull.TagSecrets(image, &t), sandbox: image.SandboxConfig.DeepCopy(),
 		ctx: ctx, cancel: cancel,
 		status: v1alpha1.ImageTagStatus{Tag: k.tag, Phase: v1alpha1.ImagePhaseWaiting, Version: t.Version},
 	}
