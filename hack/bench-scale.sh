@@ -26,8 +26,8 @@
 # BENCH_CONTROLLER_ARGS (flags of inplace-controller for the run; default
 # "--kube-api-qps=200 --kube-api-burst=400", the client limits local-up gives
 # kube-controller-manager, so that both controllers may send as much),
-# BENCH_IDLE (30: seconds idle before inplace-apiserver's memory is read at the
-# end), BENCH_PROFILE
+# BENCH_IDLE (75: seconds idle before inplace-apiserver's memory is read at the
+# end; it returns a burst's free heap 30-60 s into idleness, --trim-idle-memory), BENCH_PROFILE
 # (a directory: CPU profiles of inplace-controller, inplace-apiserver and
 # kube-apiserver taken during the CloneSet rollout, then the two heaps).
 #
@@ -135,12 +135,12 @@ log "benchmark: $N workloads x $REPLICAS Pods of each kind on $NODES kwok nodes,
   2> >(tee "$WORK/bench.log" >&2)
 
 # inplace-apiserver's memory once the run is over and its objects are gone:
-# idle for BENCH_IDLE seconds (30) first, which is what is measured. Split into
+# idle for BENCH_IDLE seconds (75) first, which is what is measured. Split into
 # anonymous memory (heaps: the server's and its embedded etcd's) and file pages
 # (its binary's code and data as far as they were touched, and the embedded
 # etcd's memory-mapped database), which the kernel may drop and read again.
 pid="$(daemon_pid inplace-apiserver)"
-sleep "${BENCH_IDLE:-30}"
-printf '%-44s %14s\n' "inplace-apiserver RSS MB (anon + file), ${BENCH_IDLE:-30} s idle after" \
+sleep "${BENCH_IDLE:-75}"
+printf '%-44s %14s\n' "inplace-apiserver RSS MB (anon + file), ${BENCH_IDLE:-75} s idle after" \
   "$(awk '/^VmRSS:/ { t = $2 } /^RssAnon:/ { a = $2 } /^RssFile:/ { f = $2 }
     END { printf "%.0f (%.0f + %.0f)", t / 1024, a / 1024, f / 1024 }' "/proc/$pid/status")"

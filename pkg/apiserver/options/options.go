@@ -34,6 +34,7 @@ import (
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 	generatedopenapi "github.com/inplace-dev/inplace/pkg/generated/openapi"
+	"github.com/inplace-dev/inplace/pkg/util/memtrim"
 )
 
 const (
@@ -65,6 +66,9 @@ type Options struct {
 	// TrustFrontProxyAuthorization allows requests kube-apiserver proxied without asking it again
 	// (aggregated mode; see apiserver.TrustFrontProxy).
 	TrustFrontProxyAuthorization bool
+	// TrimIdleMemory returns the heap's free memory to the system when a busy server turns idle
+	// (see memtrim).
+	TrimIdleMemory bool
 
 	componentGlobals basecompatibility.ComponentGlobalsRegistry
 	// inplaceInformers feed the admission plugins (aggregated mode; set while applying options).
@@ -81,6 +85,7 @@ func NewOptions() *Options {
 		componentGlobals: compatibility.DefaultComponentGlobalsRegistry,
 
 		TrustFrontProxyAuthorization: true,
+		TrimIdleMemory:               true,
 	}
 	o.ServerRun = genericoptions.NewServerRunOptionsForComponent(basecompatibility.DefaultKubeComponent, o.componentGlobals)
 	// Watches end within 5 s of SIGTERM instead of the default minute: kube-controller-manager
@@ -114,6 +119,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Aggregated mode: allow a request that kube-apiserver proxied (its client certificate is the front proxy's, by the "+
 			"requestheader CA and allowed names) without a SubjectAccessReview, since kube-apiserver authorized it with the same "+
 			"attributes before proxying it. Requests made to this server directly are authorized by SubjectAccessReview either way.")
+	fs.BoolVar(&o.TrimIdleMemory, "trim-idle-memory", o.TrimIdleMemory,
+		"Return the heap's free memory to the system once the server turns idle after a busy period (a minute or less of "+
+			"little allocation after 512 MiB allocated): without it the Go runtime keeps a burst's memory while the server stays idle.")
 	fs.BoolVar(&o.EmbeddedEtcdUnsafeNoFsync, "embedded-etcd-unsafe-no-fsync", false, "Skip fsync in the embedded etcd. Data may be lost on a crash: tests only.")
 	_ = fs.MarkHidden("embedded-etcd-unsafe-no-fsync")
 	o.Recommended.AddFlags(fs)
@@ -297,6 +305,9 @@ func (o *Options) Start(ctx context.Context) (*Running, error) {
 		return nil, err
 	}
 	r := &Running{done: make(chan struct{}), Server: server}
+	if o.TrimIdleMemory {
+		memtrim.Start(ctx, memtrim.DefaultPolicy)
+	}
 	go func() {
 		defer close(r.done)
 		defer closeEtcd()
