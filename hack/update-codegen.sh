@@ -106,3 +106,8 @@ kube::codegen::gen_client \
     --output-pkg "${THIS_PKG}/pkg/generated" \
     --boilerplate "${BOILERPLATE}" \
     "${ROOT}/pkg/apis"
+
+# applyconfiguration-gen names inplace's kinds after their Go package (models-schema printed them
+# so); the type converter asks for their OpenAPI model names (io.kruise.apps.*): rename them.
+{ grep -rl 'com\.github\.inplace-dev\.inplace\.pkg\.apis\.apps\.' "${ROOT}/pkg/generated/applyconfiguration" || true; } |
+    xargs -r sed -i 's/com\.github\.inplace-dev\.inplace\.pkg\.apis\.apps\./io.kruise.apps./g'

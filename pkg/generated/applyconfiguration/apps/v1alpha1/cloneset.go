@@ -58,7 +58,7 @@ func CloneSet(name, namespace string) *CloneSetApplyConfiguration {
 // applied if another fieldManager has updated or force applied any of the previously applied fields.
 func ExtractCloneSetFrom(cloneSet *appsv1alpha1.CloneSet, fieldManager string, subresource string) (*CloneSetApplyConfiguration, error) {
 	b := &CloneSetApplyConfiguration{}
-	err := managedfields.ExtractInto(cloneSet, internal.Parser().Type("com.github.inplace-dev.inplace.pkg.apis.apps.v1alpha1.CloneSet"), fieldManager, b, subresource)
+	err := managedfields.ExtractInto(cloneSet, internal.Parser().Type("io.kruise.apps.v1alpha1.CloneSet"), fieldManager, b, subresource)
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func ContainerRecreateRequest(name, namespace string) *ContainerRecreateRequestA
 // applied if another fieldManager has updated or force applied any of the previously applied fields.
 func ExtractContainerRecreateRequestFrom(containerRecreateRequest *appsv1alpha1.ContainerRecreateRequest, fieldManager string, subresource string) (*ContainerRecreateRequestApplyConfiguration, error) {
 	b := &ContainerRecreateRequestApplyConfiguration{}
-	err := managedfields.ExtractInto(containerRecreateRequest, internal.Parser().Type("com.github.inplace-dev.inplace.pkg.apis.apps.v1alpha1.ContainerRecreateRequest"), fieldManager, b, subresource)
+	err := managedfields.ExtractInto(containerRecreateRequest, internal.Parser().Type("io.kruise.apps.v1alpha1.ContainerRecreateRequest"), fieldManager, b, subresource)
 	if err != nil {
 		return nil, err
 	}

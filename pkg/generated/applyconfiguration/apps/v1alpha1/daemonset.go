@@ -59,7 +59,7 @@ func DaemonSet(name, namespace string) *DaemonSetApplyConfiguration {
 // applied if another fieldManager has updated or force applied any of the previously applied fields.
 func ExtractDaemonSetFrom(daemonSet *appsv1alpha1.DaemonSet, fieldManager string, subresource string) (*DaemonSetApplyConfiguration, error) {
 	b := &DaemonSetApplyConfiguration{}
-	err := managedfields.ExtractInto(daemonSet, internal.Parser().Type("com.github.inplace-dev.inplace.pkg.apis.apps.v1alpha1.DaemonSet"), fieldManager, b, subresource)
+	err := managedfields.ExtractInto(daemonSet, internal.Parser().Type("io.kruise.apps.v1alpha1.DaemonSet"), fieldManager, b, subresource)
 	if err != nil {
 		return nil, err
 	}

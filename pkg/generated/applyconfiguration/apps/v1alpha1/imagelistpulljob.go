@@ -58,7 +58,7 @@ func ImageListPullJob(name, namespace string) *ImageListPullJobApplyConfiguratio
 // applied if another fieldManager has updated or force applied any of the previously applied fields.
 func ExtractImageListPullJobFrom(imageListPullJob *appsv1alpha1.ImageListPullJob, fieldManager string, subresource string) (*ImageListPullJobApplyConfiguration, error) {
 	b := &ImageListPullJobApplyConfiguration{}
-	err := managedfields.ExtractInto(imageListPullJob, internal.Parser().Type("com.github.inplace-dev.inplace.pkg.apis.apps.v1alpha1.ImageListPullJob"), fieldManager, b, subresource)
+	err := managedfields.ExtractInto(imageListPullJob, internal.Parser().Type("io.kruise.apps.v1alpha1.ImageListPullJob"), fieldManager, b, subresource)
 	if err != nil {
 		return nil, err
 	}

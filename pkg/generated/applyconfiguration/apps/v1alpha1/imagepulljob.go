@@ -58,7 +58,7 @@ func ImagePullJob(name, namespace string) *ImagePullJobApplyConfiguration {
 // applied if another fieldManager has updated or force applied any of the previously applied fields.
 func ExtractImagePullJobFrom(imagePullJob *appsv1alpha1.ImagePullJob, fieldManager string, subresource string) (*ImagePullJobApplyConfiguration, error) {
 	b := &ImagePullJobApplyConfiguration{}
-	err := managedfields.ExtractInto(imagePullJob, internal.Parser().Type("com.github.inplace-dev.inplace.pkg.apis.apps.v1alpha1.ImagePullJob"), fieldManager, b, subresource)
+	err := managedfields.ExtractInto(imagePullJob, internal.Parser().Type("io.kruise.apps.v1alpha1.ImagePullJob"), fieldManager, b, subresource)
 	if err != nil {
 		return nil, err
 	}

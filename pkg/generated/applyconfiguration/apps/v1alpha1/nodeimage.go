@@ -57,7 +57,7 @@ func NodeImage(name string) *NodeImageApplyConfiguration {
 // applied if another fieldManager has updated or force applied any of the previously applied fields.
 func ExtractNodeImageFrom(nodeImage *appsv1alpha1.NodeImage, fieldManager string, subresource string) (*NodeImageApplyConfiguration, error) {
 	b := &NodeImageApplyConfiguration{}
-	err := managedfields.ExtractInto(nodeImage, internal.Parser().Type("com.github.inplace-dev.inplace.pkg.apis.apps.v1alpha1.NodeImage"), fieldManager, b, subresource)
+	err := managedfields.ExtractInto(nodeImage, internal.Parser().Type("io.kruise.apps.v1alpha1.NodeImage"), fieldManager, b, subresource)
 	if err != nil {
 		return nil, err
 	}

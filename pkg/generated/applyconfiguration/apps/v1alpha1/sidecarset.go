@@ -57,7 +57,7 @@ func SidecarSet(name string) *SidecarSetApplyConfiguration {
 // applied if another fieldManager has updated or force applied any of the previously applied fields.
 func ExtractSidecarSetFrom(sidecarSet *appsv1alpha1.SidecarSet, fieldManager string, subresource string) (*SidecarSetApplyConfiguration, error) {
 	b := &SidecarSetApplyConfiguration{}
-	err := managedfields.ExtractInto(sidecarSet, internal.Parser().Type("com.github.inplace-dev.inplace.pkg.apis.apps.v1alpha1.SidecarSet"), fieldManager, b, subresource)
+	err := managedfields.ExtractInto(sidecarSet, internal.Parser().Type("io.kruise.apps.v1alpha1.SidecarSet"), fieldManager, b, subresource)
 	if err != nil {
 		return nil, err
 	}

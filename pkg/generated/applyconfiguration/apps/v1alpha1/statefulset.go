@@ -59,7 +59,7 @@ func StatefulSet(name, namespace string) *StatefulSetApplyConfiguration {
 // applied if another fieldManager has updated or force applied any of the previously applied fields.
 func ExtractStatefulSetFrom(statefulSet *appsv1alpha1.StatefulSet, fieldManager string, subresource string) (*StatefulSetApplyConfiguration, error) {
 	b := &StatefulSetApplyConfiguration{}
-	err := managedfields.ExtractInto(statefulSet, internal.Parser().Type("com.github.inplace-dev.inplace.pkg.apis.apps.v1alpha1.StatefulSet"), fieldManager, b, subresource)
+	err := managedfields.ExtractInto(statefulSet, internal.Parser().Type("io.kruise.apps.v1alpha1.StatefulSet"), fieldManager, b, subresource)
 	if err != nil {
 		return nil, err
 	}
