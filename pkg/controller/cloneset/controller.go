@@ -118,10 +118,7 @@ func (c *Controller) enqueueSet(obj any) {
 }
 
 func (c *Controller) deleteSet(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	cs, ok := obj.(*v1alpha1.CloneSet)
+	cs, ok := reconcile.ObjectOf[*v1alpha1.CloneSet](obj)
 	if !ok {
 		return
 	}
@@ -204,10 +201,7 @@ func (c *Controller) updatePod(oldObj, newObj any) {
 }
 
 func (c *Controller) deletePod(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := reconcile.ObjectOf[*corev1.Pod](obj)
 	if !ok {
 		return
 	}
@@ -219,10 +213,7 @@ func (c *Controller) deletePod(obj any) {
 }
 
 func (c *Controller) enqueueRevisionOwner(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	rev, ok := obj.(*appsv1.ControllerRevision)
+	rev, ok := reconcile.ObjectOf[*appsv1.ControllerRevision](obj)
 	if !ok {
 		return
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	"github.com/inplace-dev/inplace/pkg/controller/predownload"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
 // watchImagePullJobs sets up image pre-download (package predownload): the ImagePullJobs the
@@ -47,10 +48,7 @@ func (c *Controller) watchImagePullJobs(cc *manager.Context) error {
 }
 
 func (c *Controller) jobEvent(obj any, gone bool) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	job, ok := obj.(*v1alpha1.ImagePullJob)
+	job, ok := reconcile.ObjectOf[*v1alpha1.ImagePullJob](obj)
 	if !ok {
 		return
 	}

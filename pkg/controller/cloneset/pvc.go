@@ -17,6 +17,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
 // PVCs of spec.volumeClaimTemplates, as OpenKruise's CloneSet keeps them (pkg/controller/cloneset
@@ -310,10 +311,7 @@ func (c *Controller) ensureClaims(ctx context.Context, cs *v1alpha1.CloneSet, po
 
 // enqueueClaimOwner enqueues the CloneSet controlling a PVC, and settles a deletion expected of it.
 func (c *Controller) enqueueClaimOwner(obj any, deleted bool) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	pvc, ok := obj.(*corev1.PersistentVolumeClaim)
+	pvc, ok := reconcile.ObjectOf[*corev1.PersistentVolumeClaim](obj)
 	if !ok {
 		return
 	}

@@ -116,10 +116,7 @@ func New(kube kubernetes.Interface, client clientset.Interface, crrs appsinforme
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
 		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if crr, ok := obj.(*v1alpha1.ContainerRecreateRequest); ok {
+			if crr, ok := reconcile.ObjectOf[*v1alpha1.ContainerRecreateRequest](obj); ok {
 				c.seen.forget(crr.UID)
 			}
 		},
@@ -151,10 +148,7 @@ func (c *Controller) enqueue(obj any) {
 
 // enqueuePod enqueues the requests of a Pod.
 func (c *Controller) enqueuePod(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := reconcile.ObjectOf[*corev1.Pod](obj)
 	if !ok {
 		return
 	}

@@ -76,10 +76,7 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		AddFunc:    c.enqueueSet,
 		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },
 		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if ds, ok := obj.(*v1alpha1.DaemonSet); ok {
+			if ds, ok := reconcile.ObjectOf[*v1alpha1.DaemonSet](obj); ok {
 				c.exp.Forget(cache.MetaObjectToName(ds).String())
 			}
 		},
@@ -156,10 +153,7 @@ func (c *Controller) owner(namespace string, ref *metav1.OwnerReference) *v1alph
 // podChanged enqueues the DaemonSet of a Pod; for an orphan, the DaemonSets that may adopt it; for
 // a Pod whose controller changed, the one that had it too.
 func (c *Controller) podChanged(old, obj any, deleted bool) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := reconcile.ObjectOf[*corev1.Pod](obj)
 	if !ok {
 		return
 	}
@@ -206,10 +200,7 @@ func (c *Controller) enqueueAdopters(obj metav1.Object) {
 }
 
 func (c *Controller) enqueueOwner(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	m, ok := obj.(metav1.Object)
+	m, ok := reconcile.ObjectOf[metav1.Object](obj)
 	if !ok {
 		return
 	}

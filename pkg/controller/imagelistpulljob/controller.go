@@ -95,20 +95,14 @@ func NewController(client clientset.Interface, listJobs appsinformers.ImageListP
 }
 
 func (c *Controller) enqueue(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if lj, ok := obj.(*v1alpha1.ImageListPullJob); ok {
+	if lj, ok := reconcile.ObjectOf[*v1alpha1.ImageListPullJob](obj); ok {
 		c.queue.Add(cache.MetaObjectToName(lj))
 	}
 }
 
 // enqueueOwner enqueues the list job that controls an ImagePullJob.
 func (c *Controller) enqueueOwner(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	job, ok := obj.(*v1alpha1.ImagePullJob)
+	job, ok := reconcile.ObjectOf[*v1alpha1.ImagePullJob](obj)
 	if !ok {
 		return
 	}

@@ -165,10 +165,7 @@ func ownerJobs(obj any) ([]string, error) {
 }
 
 func (c *Controller) enqueue(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if job, ok := obj.(*v1alpha1.ImagePullJob); ok {
+	if job, ok := reconcile.ObjectOf[*v1alpha1.ImagePullJob](obj); ok {
 		c.queue.Add(cache.MetaObjectToName(job))
 	}
 }
@@ -210,10 +207,7 @@ func selectsNodes(j *v1alpha1.ImagePullJob) bool {
 
 // enqueuePod enqueues the running jobs whose podSelector matches a Pod of their namespace.
 func (c *Controller) enqueuePod(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := reconcile.ObjectOf[*corev1.Pod](obj)
 	if !ok || pod.Spec.NodeName == "" {
 		return
 	}

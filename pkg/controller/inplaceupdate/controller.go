@@ -74,10 +74,7 @@ func New(kube kubernetes.Interface, pods coreinformers.PodInformer, recorder rec
 	// A deleted Pod's last write is of no more use.
 	_, err = pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if pod, ok := obj.(*corev1.Pod); ok {
+			if pod, ok := reconcile.ObjectOf[*corev1.Pod](obj); ok {
 				c.written.Delete(pod.UID)
 			}
 		},

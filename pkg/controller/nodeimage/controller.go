@@ -140,10 +140,7 @@ func (c *Controller) enqueue(obj any) {
 
 // enqueueJobNodeImages enqueues the NodeImages that have a tag owned by a deleted job.
 func (c *Controller) enqueueJobNodeImages(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	job, ok := obj.(*v1alpha1.ImagePullJob)
+	job, ok := reconcile.ObjectOf[*v1alpha1.ImagePullJob](obj)
 	if !ok {
 		return
 	}

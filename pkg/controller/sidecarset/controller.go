@@ -152,10 +152,7 @@ func (c *Controller) enqueueSet(obj any) {
 // enqueuePod enqueues the SidecarSets injected into the Pod, before and after the change.
 func (c *Controller) enqueuePod(old, obj any) {
 	for _, o := range []any{old, obj} {
-		if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
-			o = tomb.Obj
-		}
-		if pod, ok := o.(*corev1.Pod); ok {
+		if pod, ok := reconcile.ObjectOf[*corev1.Pod](o); ok {
 			for _, name := range injectedSets(pod) {
 				c.queue.Add(name)
 			}

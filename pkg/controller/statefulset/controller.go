@@ -76,10 +76,7 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		AddFunc:    c.enqueueSet,
 		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },
 		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if set, ok := obj.(*v1beta1.StatefulSet); ok {
+			if set, ok := reconcile.ObjectOf[*v1beta1.StatefulSet](obj); ok {
 				c.exp.Forget(cache.MetaObjectToName(set).String())
 			}
 		},
@@ -125,10 +122,7 @@ func (c *Controller) owner(namespace string, ref *metav1.OwnerReference) *v1beta
 // for a Pod whose controller changed, the one that had it too. The expectations settle against the
 // cache in sync; a Pod gone is also noted here (the cache no longer shows it terminating).
 func (c *Controller) podChanged(old, obj any, deleted bool) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := reconcile.ObjectOf[*corev1.Pod](obj)
 	if !ok {
 		return
 	}
@@ -173,10 +167,7 @@ func (c *Controller) enqueueAdopters(obj metav1.Object) {
 }
 
 func (c *Controller) enqueueOwner(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	m, ok := obj.(metav1.Object)
+	m, ok := reconcile.ObjectOf[metav1.Object](obj)
 	if !ok {
 		return
 	}

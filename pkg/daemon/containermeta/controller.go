@@ -154,10 +154,7 @@ func New(podInformer coreinformers.PodInformer, kubeClient kubernetes.Interface,
 			}
 		},
 		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if pod, ok := obj.(*corev1.Pod); ok {
+			if pod, ok := reconcile.ObjectOf[*corev1.Pod](obj); ok {
 				c.forget(pod.UID)
 			}
 		},

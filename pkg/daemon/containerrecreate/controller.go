@@ -164,10 +164,7 @@ func New(crrInformer appsinformers.ContainerRecreateRequestInformer, podInformer
 		AddFunc:    func(obj any) { c.enqueueRequest(obj) },
 		UpdateFunc: func(_, obj any) { c.enqueueRequest(obj) },
 		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if r, ok := obj.(*v1alpha1.ContainerRecreateRequest); ok {
+			if r, ok := reconcile.ObjectOf[*v1alpha1.ContainerRecreateRequest](obj); ok {
 				c.mem.forgetRequest(r.UID)
 			}
 			c.enqueueRequest(obj)
@@ -181,10 +178,7 @@ func New(crrInformer appsinformers.ContainerRecreateRequestInformer, podInformer
 		AddFunc:    func(obj any) { c.enqueuePod(obj) },
 		UpdateFunc: func(_, obj any) { c.enqueuePod(obj) },
 		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if pod, ok := obj.(*corev1.Pod); ok {
+			if pod, ok := reconcile.ObjectOf[*corev1.Pod](obj); ok {
 				c.mem.forgetPod(pod.UID)
 			}
 			c.enqueuePod(obj)
@@ -196,14 +190,14 @@ func New(crrInformer appsinformers.ContainerRecreateRequestInformer, podInformer
 }
 
 func (c *Controller) enqueueRequest(obj any) {
-	if r, ok := obj.(*v1alpha1.ContainerRecreateRequest); ok {
+	if r, ok := reconcile.ObjectOf[*v1alpha1.ContainerRecreateRequest](obj); ok {
 		c.queue.Add(crr.PodKey(r))
 	}
 }
 
 // enqueuePod queues a Pod that has active requests.
 func (c *Controller) enqueuePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := reconcile.ObjectOf[*corev1.Pod](obj)
 	if !ok {
 		return
 	}

@@ -169,10 +169,7 @@ func New(nodeImages appsinformers.NodeImageInformer, client clientset.Interface,
 // enqueue syncs this node's NodeImage; another node's (an informer not filtered on the server)
 // is ignored.
 func (c *Controller) enqueue(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if ni, ok := obj.(*v1alpha1.NodeImage); ok && ni.Name == c.cfg.NodeName {
+	if ni, ok := reconcile.ObjectOf[*v1alpha1.NodeImage](obj); ok && ni.Name == c.cfg.NodeName {
 		c.queue.Add(ni.Name)
 	}
 }

@@ -138,10 +138,7 @@ func New(podInformer coreinformers.PodInformer, kubeClient kubernetes.Interface,
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
 		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if pod, ok := obj.(*corev1.Pod); ok {
+			if pod, ok := reconcile.ObjectOf[*corev1.Pod](obj); ok {
 				c.forget(pod.UID)
 			}
 		},

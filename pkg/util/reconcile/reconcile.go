@@ -66,3 +66,14 @@ func next[K comparable](ctx context.Context, queue workqueue.TypedRateLimitingIn
 	}
 	return true
 }
+
+// ObjectOf is an informer event's object as a T: the object itself, or the last state known of a
+// deleted one (the cache.DeletedFinalStateUnknown tombstone a relist hands a delete handler when
+// the watch missed the deletion); false when it is not a T.
+func ObjectOf[T any](obj any) (T, bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	t, ok := obj.(T)
+	return t, ok
+}

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -57,5 +60,22 @@ func TestRun(t *testing.T) {
 	}
 	if !queue.ShuttingDown() {
 		t.Error("queue not shut down")
+	}
+}
+
+// TestObjectOf: an object, a tombstone of one, and neither.
+func TestObjectOf(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	if got, ok := ObjectOf[*corev1.Pod](pod); !ok || got != pod {
+		t.Errorf("ObjectOf(pod) = %v, %v", got, ok)
+	}
+	if got, ok := ObjectOf[*corev1.Pod](cache.DeletedFinalStateUnknown{Key: "p", Obj: pod}); !ok || got != pod {
+		t.Errorf("ObjectOf(tombstone of pod) = %v, %v", got, ok)
+	}
+	if got, ok := ObjectOf[*corev1.Node](pod); ok || got != nil {
+		t.Errorf("ObjectOf[*Node](pod) = %v, %v", got, ok)
+	}
+	if _, ok := ObjectOf[*corev1.Pod](cache.DeletedFinalStateUnknown{Key: "p"}); ok {
+		t.Error("ObjectOf(empty tombstone) ok")
 	}
 }
