@@ -146,7 +146,7 @@ func TestImagePullNodeImages(t *testing.T) {
 
 // TestImagePullJobPullsOnEveryNode: an ImagePullJob of a registry image no node has ends
 // Succeeded on every node, and each node's containerd has the image afterwards, with the id its
-// NodeImage reports.
+// NodeImage reports; node 1's inplace-daemon counts the pull on /metrics.
 func TestImagePullJobPullsOnEveryNode(t *testing.T) {
 	reg, nodes := registryNodes(t)
 	ctx := testContext(t)
@@ -158,6 +158,9 @@ func TestImagePullJobPullsOnEveryNode(t *testing.T) {
 		}
 	}
 	ns := newNamespace(t, ctx, "imagepull")
+	daemon := programAddress(t, "inplace-daemon") // node 1's
+	const pulled = `inplace_daemon_imagepuller_pulls_total{result="succeeded"}`
+	pulledBefore := metricValue(t, ctx, daemon, pulled)
 
 	start := time.Now()
 	job := createPullJob(t, ctx, pullJob(ns, "remote-v1", image))
@@ -165,6 +168,9 @@ func TestImagePullJobPullsOnEveryNode(t *testing.T) {
 	want := int32(len(nodes))
 	if s := job.Status; s.Desired != want || s.Succeeded != want || s.Failed != 0 || s.Active != 0 || len(s.FailedNodes) != 0 {
 		t.Errorf("job status %+v: want desired = succeeded = %d", s, want)
+	}
+	if n := metricValue(t, ctx, daemon, pulled); n != pulledBefore+1 {
+		t.Errorf("node 1's inplace-daemon: %s %v, was %v: want one pull more", pulled, n, pulledBefore)
 	}
 	for _, n := range nodes {
 		img := criImage(t, ctx, n, image)

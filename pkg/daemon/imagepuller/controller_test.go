@@ -3,6 +3,7 @@ package imagepuller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/component-base/metrics/testutil"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -240,6 +242,7 @@ func TestPullOncePerVersion(t *testing.T) {
 func TestAlreadyPresent(t *testing.T) {
 	app := reg + "/app"
 	f := newFixture(t)
+	counts := pullCounts(t)
 	for _, v := range []string{"v1", "v2", "v3"} {
 		f.cri.AddImage(app+":"+v, "sha256:"+v)
 		f.cri.AddRemoteImage(app+":"+v, "sha256:"+v)
@@ -259,6 +262,36 @@ func TestAlreadyPresent(t *testing.T) {
 	}
 	if n := f.pullsOf(app + ":v3"); n != 1 {
 		t.Errorf("v3 (imagePullPolicy Always) pulled %d times, want once", n)
+	}
+	if got, want := counts(), map[string]float64{resultPresent: 2, resultSucceeded: 1}; !maps.Equal(got, want) {
+		t.Errorf("pulls_total grew by %v, want %v", got, want)
+	}
+}
+
+// pullCounts returns what pulls_total grew by since it was called, by result (the tests of this
+// package run one at a time).
+func pullCounts(t *testing.T) func() map[string]float64 {
+	t.Helper()
+	read := func() map[string]float64 {
+		m := map[string]float64{}
+		for _, r := range []string{resultSucceeded, resultPresent, resultFailed, resultCancelled} {
+			v, err := testutil.GetCounterMetricValue(pulls.WithLabelValues(r))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m[r] = v
+		}
+		return m
+	}
+	before := read()
+	return func() map[string]float64 {
+		grown := map[string]float64{}
+		for r, v := range read() {
+			if d := v - before[r]; d != 0 {
+				grown[r] = d
+			}
+		}
+		return grown
 	}
 }
 
@@ -285,6 +318,7 @@ func (s *stamp) get() []time.Time {
 func TestBackoff(t *testing.T) {
 	app := reg + "/app"
 	f := newFixture(t)
+	counts := pullCounts(t)
 	var pulls stamp
 	f.cri.SetPullHook(func(context.Context, fakecri.Pull) error { pulls.add(f.clock.Now()); return nil })
 	f.run(nodeImage(map[string][]v1alpha1.ImageTagSpec{app: {tag("nope", 1, backoffLimit(3))}}), Config{})
@@ -296,6 +330,9 @@ func TestBackoff(t *testing.T) {
 	}
 	if ni.Status.Failed != 1 || ni.Status.Desired != 1 {
 		t.Errorf("counts %+v, want desired 1 failed 1", ni.Status)
+	}
+	if got, want := counts(), map[string]float64{resultFailed: 1}; !maps.Equal(got, want) {
+		t.Errorf("pulls_total grew by %v, want %v (one pull, whatever its attempts)", got, want)
 	}
 	times := pulls.get()
 	if len(times) != 4 {

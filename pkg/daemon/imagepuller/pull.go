@@ -72,6 +72,7 @@ func (p *pull) ref() string {
 // outcome is how a pull ended.
 type outcome struct {
 	imageID string // the runtime's image id, on success
+	present bool   // the runtime had the image: nothing was pulled
 	err     error  // why it failed
 }
 
@@ -88,6 +89,8 @@ func (c *Controller) run(p *pull, ni *v1alpha1.NodeImage) {
 		return
 	}
 	defer c.release()
+	pullsInProgress.Inc()
+	defer pullsInProgress.Dec()
 	start := c.cfg.Clock.Now()
 	p.update(func(s *v1alpha1.ImageTagStatus) {
 		s.Phase = v1alpha1.ImagePhasePulling
@@ -98,7 +101,17 @@ func (c *Controller) run(p *pull, ni *v1alpha1.NodeImage) {
 	out := c.pullWithRetries(ctx, p, start)
 	if ctx.Err() != nil {
 		logger.V(2).Info("Pull cancelled")
+		observePull(resultCancelled, c.cfg.Clock.Since(start))
 		return
+	}
+	took := c.cfg.Clock.Since(start)
+	switch {
+	case out.err != nil:
+		observePull(resultFailed, took)
+	case out.present:
+		observePull(resultPresent, took)
+	default:
+		observePull(resultSucceeded, took)
 	}
 	now := metav1.NewTime(c.cfg.Clock.Now()).Rfc3339Copy()
 	p.update(func(s *v1alpha1.ImageTagStatus) {
@@ -113,7 +126,6 @@ func (c *Controller) run(p *pull, ni *v1alpha1.NodeImage) {
 		}
 	})
 	c.notify()
-	took := c.cfg.Clock.Since(start)
 	if out.err != nil {
 		logger.Info("Pull failed", "took", took, "err", out.err)
 		c.recorder.Eventf(ni, corev1.EventTypeWarning, ReasonPullFailed, "Image %s: %v", p.ref(), out.err)
@@ -139,7 +151,7 @@ func (c *Controller) pullWithRetries(ctx context.Context, p *pull, start time.Ti
 			logger.Info("Cannot tell whether the runtime has the image; pulling it", "err", err)
 		} else if img != nil {
 			logger.V(2).Info("The runtime has the image already", "imageID", img.ID)
-			return outcome{imageID: img.ID}
+			return outcome{imageID: img.ID, present: true}
 		}
 	}
 	auths := c.credentials(ctx, p)
