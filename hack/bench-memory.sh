@@ -31,15 +31,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cat > "$WORK/kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters: [{name: inplace, cluster: {server: "https://127.0.0.1:$PORT", insecure-skip-tls-verify: true}}]
-users: [{name: standalone, user: {token: standalone}}]
-contexts: [{name: inplace, context: {cluster: inplace, user: standalone, namespace: default}}]
-current-context: inplace
-EOF
-kubectl() { "$ROOT/_output/bin/kubectl" --kubeconfig "$WORK/kubeconfig" "$@"; }
+# hack/run-standalone.sh writes DATA_DIR/kubeconfig for the server it runs.
+kubectl() { "$ROOT/_output/bin/kubectl" --kubeconfig "$WORK/data/kubeconfig" "$@"; }
 
 # clonesets IMAGE_TAG: N CloneSets of 10 replicas (objects only: no controller runs).
 clonesets() {
@@ -74,9 +67,9 @@ anon() { awk '/^RssAnon:/ { printf "%.0f", $2 / 1024 }' "/proc/$pid/status"; }
 run() {
   local way="$1" trim="$2" i
   rm -rf "$WORK/data"
-  "$ROOT/_output/bin/inplace-apiserver" --mode=standalone --data-dir="$WORK/data" --secure-port="$PORT" \
-    --embedded-etcd-port=0 --trim-idle-memory="$trim" -v=2 > "$WORK/$way.log" 2>&1 &
-  pid=$!
+  PORT="$PORT" DATA_DIR="$WORK/data" hack/run-standalone.sh --embedded-etcd-port=0 --trim-idle-memory="$trim" -v=2 \
+    > "$WORK/$way.log" 2>&1 &
+  pid=$! # the server itself: run-standalone.sh execs it
   for ((i = 0; i < 60; i++)); do
     kubectl get --raw /readyz >/dev/null 2>&1 && break
     kill -0 "$pid" 2>/dev/null || { tail "$WORK/$way.log" >&2; exit 1; }

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Runs inplace-apiserver alone: loopback, self-signed certificate, no authentication, embedded etcd
 # in _output/standalone. Ctrl-C stops it cleanly (the embedded etcd is flushed and closed).
+#
+#   hack/run-standalone.sh [more inplace-apiserver flags]
+#
+# PORT (8443) and DATA_DIR (_output/standalone) move it; the kubeconfig is DATA_DIR/kubeconfig.
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -23,4 +27,4 @@ inplace-apiserver (standalone) on https://127.0.0.1:${PORT}, data in ${DATA_DIR}
   kubectl apply -f artifacts/examples/cloneset.yaml && kubectl get clonesets
   kubectl scale clone/sample --replicas=3 && kubectl explain cloneset.spec.updateStrategy
 MSG
-exec _output/bin/inplace-apiserver --mode=standalone --data-dir="${DATA_DIR}" --secure-port="${PORT}"
+exec _output/bin/inplace-apiserver --mode=standalone --data-dir="${DATA_DIR}" --secure-port="${PORT}" "$@"
