@@ -52,16 +52,7 @@ func createPullJob(t *testing.T, ctx context.Context, job *v1alpha1.ImagePullJob
 
 func waitPullJobCompleted(t *testing.T, ctx context.Context, ns, name string) *v1alpha1.ImagePullJob {
 	t.Helper()
-	var job *v1alpha1.ImagePullJob
-	poll(t, ctx, pullJobTimeout, "ImagePullJob "+name+" completed", func(ctx context.Context) (bool, error) {
-		var err error
-		job, err = inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return job.Status.CompletionTime != nil, fmt.Errorf("status %+v", job.Status)
-	})
-	return job
+	return waitPullJob(t, ctx, ns, name, "completed", func(s v1alpha1.ImagePullJobStatus) bool { return s.CompletionTime != nil })
 }
 
 // nodeImageTag is what node's NodeImage reports for image (its spec's tag and status), failing
