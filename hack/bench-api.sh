@@ -6,7 +6,9 @@
 # under the group apps.kruise.example (hack/benchapi/cloneset-crd.yaml). The
 # same Go program (hack/benchapi) drives three paths with the same objects:
 # the dynamic client (JSON) on each, and inplace's clientset in protobuf on
-# the aggregated one (a CRD cannot serve protobuf). For each: create,
+# the aggregated one (a CRD cannot serve protobuf), and both clients again
+# straight to inplace-apiserver ("direct": what the aggregator's proxy hop
+# costs is the difference to "aggregated"). For each: create,
 # get and update of N CloneSets at 1, 8 and 32 concurrent clients, list
 # (whole and paged), and watch fan-out; it prints p50/p99 and ops/s of each
 # path, the aggregated path's ratios to the CRD's, and the CPU seconds and
@@ -18,7 +20,7 @@
 # Settings (environment): BENCH_PODS (read as the number of CloneSets, 1000),
 # BENCH_CONCURRENCY (1,8,32), BENCH_PAGE (500: page size of the paged list),
 # BENCH_WATCHERS (10), BENCH_EVENTS (100), BENCH_PATHS
-# (aggregated,aggregated protobuf,CRD).
+# (aggregated,aggregated protobuf,direct,direct protobuf,CRD).
 #
 # Only the API path is measured: inplace-controller is stopped for the run (it
 # would act on the aggregated CloneSets only, creating their Pods and writing
@@ -58,9 +60,11 @@ for name in kube-apiserver etcd inplace-apiserver; do
   read -r pid _ < "_output/local/pids/$name.pid" || die "no pid of $name"
   pids+=("$name=$pid")
 done
+# inplace-apiserver's own address (hack/local-up.d/10-inplace-apiserver.sh), for the direct paths.
+DIRECT="https://$(awk -F= '$1 == "export NODE_IP" { print $2 }' _output/local/env):${INPLACE_APISERVER_PORT:-8443}"
 go build -o "$WORK/benchapi" ./hack/benchapi
 log "benchmark: $N CloneSets per concurrency, namespace $NS"
 "$WORK/benchapi" -kubeconfig "$KUBECONFIG" -namespace "$NS" -objects "$N" \
   -concurrency "${BENCH_CONCURRENCY:-1,8,32}" -page "${BENCH_PAGE:-500}" \
   -watchers "${BENCH_WATCHERS:-10}" -events "${BENCH_EVENTS:-100}" \
-  -paths "${BENCH_PATHS:-aggregated,aggregated protobuf,CRD}" -pids "$(IFS=,; echo "${pids[*]}")"
+  -paths "${BENCH_PATHS:-aggregated,aggregated protobuf,direct,direct protobuf,CRD}" -direct "$DIRECT" -pids "$(IFS=,; echo "${pids[*]}")"

@@ -51,8 +51,15 @@ var (
 var paths = []path{
 	{"aggregated", func(cfg *rest.Config, ns string) (target, error) { return newDynamicTarget(cfg, aggregatedGVR, ns) }},
 	{"aggregated protobuf", newProtobufTarget},
+	// The direct paths talk to inplace-apiserver itself (-direct), not through kube-apiserver's
+	// aggregator: the difference to the aggregated paths is the proxy hop.
+	{"direct", func(cfg *rest.Config, ns string) (target, error) { return newDynamicTarget(cfg, aggregatedGVR, ns) }},
+	{"direct protobuf", newProtobufTarget},
 	{"CRD", func(cfg *rest.Config, ns string) (target, error) { return newDynamicTarget(cfg, crdGVR, ns) }},
 }
+
+// isDirect tells the paths that bypass the aggregator.
+func isDirect(name string) bool { return strings.HasPrefix(name, "direct") }
 
 type config struct {
 	namespace   string
@@ -76,9 +83,10 @@ func main() {
 	flag.IntVar(&c.events, "events", 100, "objects created one at a time while the watches run")
 	pids := flag.String("pids", "", "NAME=PID,... processes whose CPU and memory to report")
 	pathNames := flag.String("paths", "aggregated,aggregated protobuf,CRD", "comma-separated paths to run")
+	direct := flag.String("direct", "", "URL of inplace-apiserver itself, for the direct paths (the kubeconfig's credentials and CA)")
 	flag.Parse()
 	if c.namespace == "" || c.objects < 1 || c.watchers < 1 || c.events < 1 || c.page < 1 {
-		fmt.Fprintln(os.Stderr, "usage: benchapi -namespace NS [-objects 1000] [-concurrency 1,8,32] [-page 500] [-watchers 10] [-events 100] [-pids NAME=PID,...]")
+		fmt.Fprintln(os.Stderr, "usage: benchapi -namespace NS [-objects 1000] [-concurrency 1,8,32] [-page 500] [-watchers 10] [-events 100] [-pids NAME=PID,...] [-paths P,...] [-direct URL]")
 		os.Exit(2)
 	}
 	for _, s := range strings.Split(*conc, ",") {
@@ -93,6 +101,10 @@ func main() {
 	for _, name := range c.paths {
 		if !slices.ContainsFunc(paths, func(p path) bool { return p.name == name }) {
 			fmt.Fprintf(os.Stderr, "benchapi: -paths: unknown path %q\n", name)
+			os.Exit(2)
+		}
+		if isDirect(name) && *direct == "" {
+			fmt.Fprintf(os.Stderr, "benchapi: -paths: path %q needs -direct\n", name)
 			os.Exit(2)
 		}
 	}
@@ -123,7 +135,12 @@ func main() {
 		if !slices.Contains(c.paths, p.name) {
 			continue
 		}
-		t, err := p.newTarget(cfg, c.namespace)
+		pathCfg := cfg
+		if isDirect(p.name) {
+			pathCfg = rest.CopyConfig(cfg)
+			pathCfg.Host = *direct
+		}
+		t, err := p.newTarget(pathCfg, c.namespace)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "benchapi: %s path: %v\n", p.name, err)
 			os.Exit(1)
