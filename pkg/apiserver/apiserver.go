@@ -50,7 +50,7 @@ type Config struct {
 	// the server.
 	InplaceInformers inplaceinformers.SharedInformerFactory
 	// FrontProxyFilter, when not nil, wraps the whole handler chain: it marks the requests
-	// kube-apiserver proxied, which the authorizer then allows (see TrustFrontProxy).
+	// kube-apiserver proxied, which authentication and authorization then trust (see FrontProxy).
 	FrontProxyFilter func(http.Handler) http.Handler
 }
 

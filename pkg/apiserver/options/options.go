@@ -64,7 +64,7 @@ type Options struct {
 	// EmbeddedEtcdUnsafeNoFsync skips fsync in the embedded etcd (tests only).
 	EmbeddedEtcdUnsafeNoFsync bool
 	// TrustFrontProxyAuthorization allows requests kube-apiserver proxied without asking it again
-	// (aggregated mode; see apiserver.TrustFrontProxy).
+	// (aggregated mode; see apiserver.FrontProxy).
 	TrustFrontProxyAuthorization bool
 	// TrimIdleMemory returns the heap's free memory to the system when a busy server turns idle
 	// (see memtrim).
@@ -229,11 +229,13 @@ func (o *Options) config() (*apiserver.Config, error) {
 		return nil, fmt.Errorf("applying options: %w", err)
 	}
 	cfg := &apiserver.Config{GenericConfig: c, InplaceInformers: o.inplaceInformers}
-	if o.Mode == ModeAggregated && o.TrustFrontProxyAuthorization {
-		var err error
-		c.Authorization.Authorizer, cfg.FrontProxyFilter, err = apiserver.TrustFrontProxy(c.Authorization.Authorizer, c.Authentication.RequestHeaderConfig)
-		if err != nil {
-			return nil, err
+	if fp := apiserver.NewFrontProxy(c.Authentication.RequestHeaderConfig); o.Mode == ModeAggregated && fp != nil {
+		cfg.FrontProxyFilter = fp.Filter
+		c.Authentication.Authenticator = fp.Authenticator(c.Authentication.Authenticator)
+		if o.TrustFrontProxyAuthorization {
+			if c.Authorization.Authorizer, err = fp.Authorizer(c.Authorization.Authorizer); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return cfg, nil
