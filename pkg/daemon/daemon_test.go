@@ -69,7 +69,7 @@ func TestClockSkewFlag(t *testing.T) {
 
 // TestNodeCRRInformers: the daemon lists only its node's active requests.
 func TestNodeCRRInformers(t *testing.T) {
-	client := inplacefake.NewSimpleClientset()
+	client := inplacefake.NewClientset()
 	f := NodeCRRInformers(client, "node-1")
 	f.Apps().V1alpha1().ContainerRecreateRequests().Informer()
 	var selectors []string
@@ -84,7 +84,7 @@ func TestNodeCRRInformers(t *testing.T) {
 
 // TestNodeImageInformers: the daemon lists only its node's NodeImage.
 func TestNodeImageInformers(t *testing.T) {
-	client := inplacefake.NewSimpleClientset()
+	client := inplacefake.NewClientset()
 	f := NodeImageInformers(client, "node-1")
 	f.Apps().V1alpha1().NodeImages().Informer()
 	var selectors []string

@@ -26,7 +26,7 @@ import (
 
 func handler(t testing.TB, nsErr error, sets ...*v1alpha1.SidecarSet) *Handler {
 	t.Helper()
-	f := informers.NewSharedInformerFactory(inplacefake.NewSimpleClientset(), 0)
+	f := informers.NewSharedInformerFactory(inplacefake.NewClientset(), 0)
 	for _, s := range sets {
 		if err := f.Apps().V1alpha1().SidecarSets().Informer().GetIndexer().Add(s); err != nil {
 			t.Fatal(err)

@@ -70,7 +70,7 @@ func newFixtureWith(t *testing.T, preDownload bool, cs *v1alpha1.CloneSet, kubeO
 	t.Helper()
 	f := &fixture{kube: kubefake.NewClientset(kubeObjs...), inplace: inplacefake.NewClientset(cs)}
 	if preDownload {
-		f.inplace = inplacefake.NewSimpleClientset(cs)
+		f.inplace = inplacefake.NewClientset(cs)
 	}
 	f.kinf = kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	f.iinf = inplaceinformers.NewSharedInformerFactory(f.inplace, 0)

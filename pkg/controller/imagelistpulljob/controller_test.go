@@ -38,9 +38,7 @@ type fixture struct {
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
 	f := &fixture{
-		// NewSimpleClientset: the field-managed tracker of NewClientset has no schema for the image
-		// kinds (pkg/generated/applyconfiguration/internal lacks them).
-		client:   inplacefake.NewSimpleClientset(objs...),
+		client:   inplacefake.NewClientset(objs...),
 		clock:    clocktesting.NewFakeClock(testNow),
 		recorder: record.NewFakeRecorder(50),
 	}

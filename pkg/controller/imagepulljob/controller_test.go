@@ -43,9 +43,7 @@ func newFixture(t *testing.T, nodes []*corev1.Node, objs ...runtime.Object) *fix
 	}
 	kube := kubefake.NewClientset(kubeObjs...)
 	f := &fixture{
-		// NewSimpleClientset: the field-managed tracker of NewClientset has no schema for the image
-		// kinds (pkg/generated/applyconfiguration/internal lacks them).
-		client:   inplacefake.NewSimpleClientset(objs...),
+		client:   inplacefake.NewClientset(objs...),
 		clock:    clocktesting.NewFakeClock(testNow),
 		recorder: record.NewFakeRecorder(50),
 	}

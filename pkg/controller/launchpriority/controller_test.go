@@ -27,7 +27,7 @@ func TestSyncReleasesInOrder(t *testing.T) {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}, {Name: "b"}, {Name: "c"}}},
 	}
 	launchpriority.Assign(pod)
-	kube := fake.NewSimpleClientset(pod)
+	kube := fake.NewClientset(pod)
 	factory := kubeinformers.NewSharedInformerFactory(kube, 0)
 	podInformer := factory.Core().V1().Pods()
 	c, err := New(kube, podInformer, record.NewFakeRecorder(100))
@@ -104,7 +104,7 @@ func TestSyncLeavesAnotherOwnersConfigMap(t *testing.T) {
 	launchpriority.Assign(pod)
 	stale := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web-0-barrier", Namespace: "ns",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "web-0", UID: "old"}}}}
-	kube := fake.NewSimpleClientset(pod, stale)
+	kube := fake.NewClientset(pod, stale)
 	podInformer := kubeinformers.NewSharedInformerFactory(kube, 0).Core().V1().Pods()
 	c, err := New(kube, podInformer, record.NewFakeRecorder(100))
 	if err != nil {

@@ -33,7 +33,7 @@ type writerFixture struct {
 // cache shows into its indexer.
 func newWriter(t *testing.T, r Rollout) *writerFixture {
 	t.Helper()
-	f := &writerFixture{kube: kubefake.NewClientset(r.Update), inplace: inplacefake.NewSimpleClientset(),
+	f := &writerFixture{kube: kubefake.NewClientset(r.Update), inplace: inplacefake.NewClientset(),
 		recorder: record.NewFakeRecorder(100), now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	f.iinf = inplaceinformers.NewSharedInformerFactory(f.inplace, 0)
 	w, err := NewWriter(f.inplace, f.kube.AppsV1(), f.iinf.Apps().V1alpha1().ImagePullJobs(), f.recorder,

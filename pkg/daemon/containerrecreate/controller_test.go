@@ -101,9 +101,7 @@ func newHarness(t *testing.T, opts options) *harness {
 		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{
 			Name: name, ContainerID: "containerd://" + id, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
 	}
-	// NewSimpleClientset: the field-managed tracker of NewClientset has no schema for
-	// ContainerRecreateRequest (the generated apply configurations carry none) and refuses it.
-	h := &harness{t: t, ctx: context.Background(), cri: cri, rt: rt, kube: kubefake.NewClientset(pod), inplace: inplacefake.NewSimpleClientset(),
+	h := &harness{t: t, ctx: context.Background(), cri: cri, rt: rt, kube: kubefake.NewClientset(pod), inplace: inplacefake.NewClientset(),
 		recorder: record.NewFakeRecorder(1000), opts: opts}
 	h.serveLikeAPIServer()
 	return h

@@ -80,8 +80,8 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) run(ni *v1alpha1.NodeImage, cfg Config, objs ...runtime.Object) *fixture {
 	t := f.t
 	t.Helper()
-	f.client = inplacefake.NewSimpleClientset(ni)
-	kube := kubefake.NewSimpleClientset(objs...)
+	f.client = inplacefake.NewClientset(ni)
+	kube := kubefake.NewClientset(objs...)
 	f.client.PrependReactor("update", "nodeimages", statusOnly(f.client.Tracker()))
 	informers := inplaceinformers.NewSharedInformerFactory(f.client, 0)
 	cfg.NodeName = node

@@ -34,7 +34,7 @@ func plugin(t *testing.T, existing ...*v1alpha1.SidecarSet) (*Plugin, admission.
 	t.Helper()
 	scheme := runtime.NewScheme()
 	install.Install(scheme)
-	f := informers.NewSharedInformerFactory(inplacefake.NewSimpleClientset(), 0)
+	f := informers.NewSharedInformerFactory(inplacefake.NewClientset(), 0)
 	p := New()
 	p.SetInplaceInformerFactory(f)
 	for _, s := range existing {
