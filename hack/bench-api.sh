@@ -42,7 +42,7 @@ restart_controller() {
 }
 trap 'rc=$?; "$KUBECTL" delete crd "$CRD" --ignore-not-found --wait=false >/dev/null 2>&1 || true; restart_controller; (exit "$rc"); bench_cleanup' EXIT
 
-if read -r pid _ < _output/local/pids/inplace-controller.pid 2>/dev/null && kill -0 "$pid" 2>/dev/null; then
+if read -r pid _ < "$PIDS/inplace-controller.pid" 2>/dev/null && kill -0 "$pid" 2>/dev/null; then
   CONTROLLER_STOPPED=1
   kill "$pid"
   controller_gone() { ! kill -0 "$pid" 2>/dev/null; }
@@ -57,11 +57,11 @@ bench_poll 60 "the CRD served" crd_served
 
 pids=()
 for name in kube-apiserver etcd inplace-apiserver; do
-  read -r pid _ < "_output/local/pids/$name.pid" || die "no pid of $name"
+  read -r pid _ < "$PIDS/$name.pid" || die "no pid of $name"
   pids+=("$name=$pid")
 done
 # inplace-apiserver's own address (hack/local-up.d/10-inplace-apiserver.sh), for the direct paths.
-DIRECT="https://$(awk -F= '$1 == "export NODE_IP" { print $2 }' _output/local/env):${INPLACE_APISERVER_PORT:-8443}"
+DIRECT="https://$NODE_IP:${INPLACE_APISERVER_PORT:-8443}"
 go build -o "$WORK/benchapi" ./hack/benchapi
 log "benchmark: $N CloneSets per concurrency, namespace $NS"
 "$WORK/benchapi" -kubeconfig "$KUBECONFIG" -namespace "$NS" -objects "$N" \

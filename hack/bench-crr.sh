@@ -39,14 +39,13 @@ bench_settings 10 "${1:-}"
 
 IMAGE=inplace.local/app:v1
 GRACE=1 # terminationGracePeriodSeconds of the Pods, and the floor's CRI stop timeout
-MINICRI="$ROOT/_output/bin/minicri"
+MINICRI="$BIN/minicri"
 
 hack/build-kube.sh minicri >&2 || die "could not build $MINICRI"
 bench_start bench-crr
 
-# The node's CRI endpoint, as hack/local-up.sh wrote it.
-CRI_ENDPOINT="$(source _output/local/env 2>/dev/null && echo "${CONTAINER_RUNTIME_ENDPOINT:-}")" || true
-[[ -n "$CRI_ENDPOINT" ]] || die "no CONTAINER_RUNTIME_ENDPOINT in _output/local/env"
+# The node's CRI endpoint (hack/lib/local.sh).
+CRI_ENDPOINT="$CONTAINER_RUNTIME_ENDPOINT"
 "$MINICRI" -endpoint "$CRI_ENDPOINT" -timeout 10s ps >/dev/null ||
   die "cannot talk to the container runtime at $CRI_ENDPOINT (the floor stops containers through CRI: root needed)"
 

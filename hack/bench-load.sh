@@ -39,8 +39,8 @@ NAMESPACES+=("${extra[@]}")
 
 go build -o "$WORK/benchload" ./hack/benchload
 pid=0
-if [[ -f _output/local/pids/inplace-apiserver.pid ]]; then
-  read -r pid _ < _output/local/pids/inplace-apiserver.pid
+if [[ -f "$PIDS/inplace-apiserver.pid" ]]; then
+  read -r pid _ < "$PIDS/inplace-apiserver.pid"
 fi
 log "load: $CLIENTS clients x $DURATION over ${#NAMESPACES[@]} namespaces"
 "$WORK/benchload" -clients "$CLIENTS" -duration "$DURATION" -apiserver-pid "$pid" \

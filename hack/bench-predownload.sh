@@ -38,8 +38,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=hack/lib/bench.sh
 source hack/lib/bench.sh
-# shellcheck source=hack/lib/local.sh
-source hack/lib/local.sh
 
 bench_settings 20 "${1:-}"
 MAX_UNAVAILABLE="${BENCH_MAX_UNAVAILABLE:-2}"

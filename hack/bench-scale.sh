@@ -39,8 +39,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=hack/lib/bench.sh
 source hack/lib/bench.sh
-# shellcheck source=hack/lib/local.sh
-source hack/lib/local.sh
 
 bench_settings 1000 "${1:-}"
 [[ "${BENCH_TIMEOUT:-}" ]] || TIMEOUT=1800

@@ -12,14 +12,13 @@
 # down again with hack/local-down.sh; the namespace is deleted at the end, and
 # the script's background jobs are killed.
 
+# The local cluster's settings and helpers: $ROOT, $STATE, $BIN, $KUBECONFIG and $KUBECACHEDIR
+# (exported), $NODE_IP, $PIDS, log, die, ...
+# shellcheck source=hack/lib/local.sh
+source hack/lib/local.sh
 # shellcheck disable=SC2034 # the variables are used by the sourcing scripts
-ROOT="$PWD"
-export KUBECONFIG="$ROOT/_output/local/admin.kubeconfig"
-export KUBECACHEDIR="$ROOT/_output/local/kubectl-cache"   # the cluster's own (hack/lib/local.sh)
-KUBECTL="$ROOT/_output/bin/kubectl"
+KUBECTL="$BIN/kubectl"
 
-log() { echo "[$(date +%T.%3N)] $*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
 now() { date +%s.%N; }
 # elapsed T0 T1: seconds from T0 to T1 (both from now), two decimals.
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
@@ -47,7 +46,7 @@ bench_settings() {
 cluster_running() {
   local f pid start stat
   for f in kube-apiserver inplace-apiserver; do
-    read -r pid start < "$ROOT/_output/local/pids/$f.pid" 2>/dev/null || return 1
+    read -r pid start < "$PIDS/$f.pid" 2>/dev/null || return 1
     stat="$(cat "/proc/$pid/stat" 2>/dev/null)" || return 1
     stat="${stat##*) }"
     # shellcheck disable=SC2086 # fields on purpose
