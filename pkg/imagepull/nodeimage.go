@@ -57,8 +57,11 @@ func PullSecretRefs(job *v1alpha1.ImagePullJob) []v1alpha1.ReferenceObject {
 // and retries from spec.pullPolicy, and a TTL and deadline derived from spec.completionPolicy.
 //
 // Always: the deadline is the job's; the TTL is the job's ttlSecondsAfterFinished, else its
-// activeDeadlineSeconds, else timeout×retries (how long the pulls could take), plus up to 5
-// minutes of jitter — the tag outlives the job's own view of the pull, no more.
+// activeDeadlineSeconds, else timeout×attempts (1 + backoffLimit: how long the pulls could take),
+// plus up to 5 minutes of jitter — the tag outlives the job's own view of the pull, no more.
+// OpenKruise multiplies the timeout by backoffLimit alone, which leaves a job without retries
+// (backoffLimit 0) a TTL of the jitter only: its tags could leave the NodeImage a second after
+// the pull, before anyone read the result there.
 // Never: a day's TTL ±10 minutes and a 30-minute deadline (or the timeout, if longer).
 func TagPullPolicy(job *v1alpha1.ImagePullJob, jitter Jitter) *v1alpha1.ImageTagPullPolicy {
 	if jitter == nil {
@@ -82,7 +85,7 @@ func TagPullPolicy(job *v1alpha1.ImagePullJob, jitter Jitter) *v1alpha1.ImageTag
 	case cp.ActiveDeadlineSeconds != nil:
 		ttl = int32(*cp.ActiveDeadlineSeconds)
 	default:
-		ttl = timeout * backoff
+		ttl = timeout * (1 + backoff)
 	}
 	policy.TTLSecondsAfterFinished = ptr.To(ttl + jitter(alwaysJitterSeconds))
 	policy.ActiveDeadlineSeconds = cp.ActiveDeadlineSeconds
