@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -107,7 +108,11 @@ func poll(t *testing.T, ctx context.Context, timeout time.Duration, what string,
 		if done {
 			return true, nil
 		}
-		if err != nil && ctx.Err() == nil {
+		// The deadline's own errors say nothing about the condition: keep the one before them.
+		// client-go's rate limiter refuses a request that would outlast the deadline with an
+		// error of its own (not context.DeadlineExceeded), before the context itself ends.
+		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) &&
+			!strings.Contains(err.Error(), "would exceed context deadline") {
 			last = err
 		}
 		return false, nil
