@@ -12,12 +12,14 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -269,6 +271,51 @@ func TestExpectationsPreventDoubleCreation(t *testing.T) {
 	f2.sync(t)
 	if n := len(createdPods(f2)); n != 4 {
 		t.Fatalf("created %d pods after the expectations timed out, want 4", n)
+	}
+}
+
+// arrivingPodLister is the controller's Pod cache, into which a Pod arrives right after the first
+// List of the namespace: the informer delivering it while a sync runs.
+type arrivingPodLister struct {
+	corelisters.PodLister
+	arrive func()
+}
+
+func (l *arrivingPodLister) Pods(ns string) corelisters.PodNamespaceLister {
+	return arrivingPodNamespaceLister{l.PodLister.Pods(ns), l}
+}
+
+type arrivingPodNamespaceLister struct {
+	corelisters.PodNamespaceLister
+	l *arrivingPodLister
+}
+
+func (n arrivingPodNamespaceLister) List(selector labels.Selector) ([]*corev1.Pod, error) {
+	pods, err := n.PodNamespaceLister.List(selector)
+	if arrive := n.l.arrive; arrive != nil {
+		n.l.arrive = nil
+		arrive()
+	}
+	return pods, err
+}
+
+// A Pod the last sync created reaches the cache while the next sync runs, after it listed the
+// Pods: that sync must not count the Pod's expectation as met and the Pod as missing at once, or
+// it creates one Pod too many (under CI load a replacement Pod got a new instance id so, and the
+// surplus was deleted, leaving the PVCs of the old id unused).
+func TestExpectationsAndPodListAgree(t *testing.T) {
+	cs := newCloneSet(2)
+	f := newFixture(t, cs)
+	f.sync(t)
+	created := createdPods(f)
+	if len(created) != 2 {
+		t.Fatalf("created %d pods, want 2", len(created))
+	}
+	f.addToCache(created[0])
+	f.c.pods = &arrivingPodLister{PodLister: f.c.pods, arrive: func() { f.addToCache(created[1]) }}
+	f.sync(t)
+	if n := len(createdPods(f)); n != 2 {
+		t.Errorf("created %d pods, want still 2: the sync counted %s as created and as missing", n, created[1].Name)
 	}
 }
 

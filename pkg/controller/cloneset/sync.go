@@ -41,6 +41,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		c.recorder.Eventf(cs, corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
 		return 0, nil
 	}
+	// Expectations first, then the Pods, as the ReplicaSet controller does: a Pod whose creation
+	// settles an expectation is then in the list too. The other way round, a Pod created by the
+	// last sync could reach the cache between the two, settle its expectation and be missing from
+	// the list: the sync then created one Pod too many (seen in CI: a replacement Pod got a new
+	// instance id, leaving the PVCs of the old one unused).
+	satisfied, left := c.exp.Satisfied(key.String(), c.podState(cs.Namespace))
 	pods, err := c.claimPods(ctx, cs, selector)
 	if err != nil {
 		return 0, err
@@ -65,8 +71,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	var scaleErr error
 	var upd *updateResult
 	if cs.DeletionTimestamp == nil {
-		ok, left := c.exp.Satisfied(key.String(), c.podState(cs.Namespace))
-		if ok {
+		if satisfied {
 			var acted bool
 			// With scaleStrategy.disablePVCReuse, PVCs no active Pod uses go first, as in
 			// OpenKruise; a failure there counts as a scaling failure but stops nothing else.
