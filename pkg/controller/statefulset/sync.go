@@ -40,6 +40,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		c.recorder.Eventf(set, corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
 		return 0, nil
 	}
+	// Expectations before the Pods, as in the CloneSet controller: a Pod that settles an
+	// expectation is then in the list too.
+	satisfied, left := c.exp.Satisfied(key.String(), c.podState(set.Namespace))
 	pods, revisions, err := c.claim(ctx, set, selector)
 	if err != nil {
 		return 0, err
@@ -57,7 +60,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	var requeue time.Duration
 	var actErr error
 	if set.DeletionTimestamp == nil {
-		if ok, left := c.exp.Satisfied(key.String(), c.podState(set.Namespace)); ok {
+		if satisfied {
 			var acted bool
 			acted, actErr = c.refreshLifecycles(ctx, set, pods, revs.Update.Name)
 			if !acted && actErr == nil {
