@@ -66,14 +66,10 @@ func newFixture(t *testing.T, cs *v1alpha1.CloneSet, kubeObjs ...runtime.Object)
 	return newFixtureWith(t, false, cs, kubeObjs...)
 }
 
-// newFixtureWith is newFixture with image pre-download on or off. With it on, the inplace client
-// tracks no managed fields: the field-managed fake cannot create ImagePullJobs.
+// newFixtureWith is newFixture with image pre-download on or off.
 func newFixtureWith(t *testing.T, preDownload bool, cs *v1alpha1.CloneSet, kubeObjs ...runtime.Object) *fixture {
 	t.Helper()
 	f := &fixture{kube: kubefake.NewClientset(kubeObjs...), inplace: inplacefake.NewClientset(cs)}
-	if preDownload {
-		f.inplace = inplacefake.NewClientset(cs)
-	}
 	f.kinf = kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	f.iinf = inplaceinformers.NewSharedInformerFactory(f.inplace, 0)
 	c, err := New(&manager.Context{KubeClient: f.kube, InplaceClient: f.inplace, KubeInformers: f.kinf,
