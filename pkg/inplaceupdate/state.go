@@ -3,10 +3,12 @@ package inplaceupdate
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -197,4 +199,40 @@ func runtimeContainerMetas(pod *corev1.Pod) (*pub.RuntimeContainerMetaSet, error
 		return nil, fmt.Errorf("annotation %s of pod %s/%s does not decode: %w", pub.RuntimeContainerMetaKey, pod.Namespace, pod.Name, err)
 	}
 	return set, nil
+}
+
+// stateLabels and stateAnnotations are the keys in which the engine records where an update is
+// (its state, a SidecarSet upgrade's state) and the lifecycle state a completion moves the Pod to.
+var (
+	stateLabels      = []string{pub.LifecycleStateKey}
+	stateAnnotations = []string{pub.InPlaceUpdateStateKey, pub.InPlaceUpdateStateKeyOld,
+		pub.SidecarSetInPlaceUpdateStateKey, pub.LifecycleTimestampKey}
+)
+
+// OnlyStateChanged is true when updated differs from pod in nothing but the engine's own records:
+// the state annotations and the lifecycle state label with its timestamp. Such a write can go
+// through pods/status together with the step's conditions (pods/status takes labels and
+// annotations, not the spec). A change to any other label or annotation, one a user asked for,
+// goes through a Pod update, where admission sees it.
+func OnlyStateChanged(pod, updated *corev1.Pod) bool {
+	return apiequality.Semantic.DeepEqual(withoutState(pod), withoutState(updated))
+}
+
+// withoutState is a shallow copy of pod without the keys of stateLabels and stateAnnotations.
+func withoutState(pod *corev1.Pod) *corev1.Pod {
+	p := *pod
+	p.Labels = withoutKeys(pod.Labels, stateLabels)
+	p.Annotations = withoutKeys(pod.Annotations, stateAnnotations)
+	return &p
+}
+
+func withoutKeys(m map[string]string, keys []string) map[string]string {
+	out := maps.Clone(m)
+	for _, k := range keys {
+		delete(out, k)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

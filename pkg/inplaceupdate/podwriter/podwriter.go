@@ -143,14 +143,31 @@ func write(ctx context.Context, pods corev1client.PodInterface, pod *corev1.Pod,
 	return pod, step, wrote, nil
 }
 
-// complete writes the last step of an update in the opposite order: the Pod first (its state says
-// the update completed), then the conditions that put it back in service. Taking a Pod out of
-// service must come first; putting it back must come last, once the Pod says it is done. It also
-// spares the requests a Pod kept conflicting on: the kubelet answers InPlaceUpdateReady=True at
-// once by writing Ready, which made the Pod update after it conflict (409) every other time; it
-// does not answer a metadata change. No dry run is needed to put a Pod back in service.
+// complete writes the last step of an update. When the step changes only the engine's records
+// (the state, the lifecycle label), the records and the conditions that put the Pod back in
+// service go in one write through pods/status, which takes labels and annotations along with the
+// status: one write instead of two, and one watch event less before the kubelet answers.
+//
+// Otherwise (the step sets labels a user asked for, which a Pod update's admission must see) it
+// writes in the opposite order of a start: the Pod first (its state says the update completed),
+// then the conditions. Taking a Pod out of service must come first; putting it back must come
+// last, once the Pod says it is done. It also spares the requests a Pod kept conflicting on: the
+// kubelet answers InPlaceUpdateReady=True at once by writing Ready, which made the Pod update
+// after it conflict (409) every other time; it does not answer a metadata change. No dry run is
+// needed to put a Pod back in service.
 func complete(ctx context.Context, pods corev1client.PodInterface, pod *corev1.Pod, step *inplaceupdate.Step) (*corev1.Pod, *inplaceupdate.Step, []corev1.PodCondition, error) {
 	name := fmt.Sprintf("%s/%s", pod.Namespace, pod.Name)
+	if len(step.Conditions) > 0 && inplaceupdate.OnlyStateChanged(pod, step.Pod) {
+		// step.Pod carries pod's resourceVersion: the write fails with a conflict if the Pod moved
+		// on since it was read, as the Pod update would.
+		done := step.Pod.DeepCopy()
+		inplaceupdate.SetConditions(&done.Status, step.Conditions...)
+		updated, err := pods.UpdateStatus(ctx, done, metav1.UpdateOptions{})
+		if err != nil {
+			return pod, step, nil, fmt.Errorf("recording the completed update of pod %s: %w", name, err)
+		}
+		return updated, step, step.Conditions, nil
+	}
 	updated, err := pods.Update(ctx, step.Pod, metav1.UpdateOptions{})
 	if err != nil {
 		return pod, step, nil, fmt.Errorf("updating pod %s: %w", name, err)

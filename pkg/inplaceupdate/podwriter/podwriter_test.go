@@ -15,8 +15,9 @@ import (
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
 
-// The last step of an update writes the Pod (state completed) before the condition that puts it
-// back in service, with the condition patch bound to the Pod it just wrote, and sends no dry run.
+// The last step of an update that also sets a label or annotation of the user's writes the Pod
+// (state completed) before the condition that puts it back in service, with the condition patch
+// bound to the Pod it just wrote, and sends no dry run.
 func TestCompleteWritesPodThenConditions(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: "7"}}
 	kube := fake.NewClientset(pod)
@@ -72,5 +73,66 @@ func TestCompleteWithoutConditions(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "update " {
 		t.Errorf("writes %v, want the Pod update only", got)
+	}
+}
+
+// The last step of an update that changes only the engine's records (the state annotation, the
+// lifecycle label and its timestamp) writes them with the condition in one pods/status update,
+// bound to the Pod as read, and sends nothing else.
+func TestCompleteRecordsOnlyInOneStatusWrite(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: "7",
+			Labels:      map[string]string{"app": "web", pub.LifecycleStateKey: string(pub.LifecycleStateUpdating)},
+			Annotations: map[string]string{pub.InPlaceUpdateStateKey: `{"revision":"r2"}`}},
+		Spec: corev1.PodSpec{ReadinessGates: []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
+			{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: inplaceupdate.ReasonStartInPlaceUpdate},
+			{Type: corev1.PodReady, Status: corev1.ConditionFalse},
+		}},
+	}
+	kube := fake.NewClientset(pod)
+	done := pod.DeepCopy()
+	done.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateNormal)
+	done.Annotations[pub.LifecycleTimestampKey] = "2026-11-26T00:00:00Z"
+	done.Annotations[pub.InPlaceUpdateStateKey] = `{"revision":"r2","completedTimestamp":"2026-11-26T00:00:00Z"}`
+	step := &inplaceupdate.Step{
+		Pod:  done,
+		Done: true,
+		Conditions: []corev1.PodCondition{{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue,
+			Reason: inplaceupdate.ReasonInPlaceUpdateCompleted}},
+	}
+	written, _, err := ApplyTo(context.Background(), kube.CoreV1().Pods("ns"), pod, func(*corev1.Pod) (*inplaceupdate.Step, error) {
+		return step, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range kube.Actions() {
+		got = append(got, a.GetVerb()+" "+a.GetSubresource())
+		u, ok := a.(k8stesting.UpdateAction)
+		if !ok {
+			continue
+		}
+		sent := u.GetObject().(*corev1.Pod)
+		if sent.ResourceVersion != "7" {
+			t.Errorf("status update bound to resourceVersion %q, want the Pod as read (7)", sent.ResourceVersion)
+		}
+		if sent.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) || sent.Annotations[pub.InPlaceUpdateStateKey] != done.Annotations[pub.InPlaceUpdateStateKey] {
+			t.Errorf("status update without the completed records: labels %v, annotations %v", sent.Labels, sent.Annotations)
+		}
+		if len(sent.Status.Conditions) != 2 || sent.Status.Conditions[0].Status != corev1.ConditionTrue || sent.Status.Conditions[1].Type != corev1.PodReady {
+			t.Errorf("status update conditions %+v, want InPlaceUpdateReady True and the rest kept", sent.Status.Conditions)
+		}
+	}
+	if strings.Join(got, ",") != "update status" {
+		t.Errorf("writes %v, want one pods/status update", got)
+	}
+	if written.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) {
+		t.Errorf("returned Pod labels %v, want the written ones", written.Labels)
+	}
+	// The Pod it started from is not modified.
+	if pod.Status.Conditions[0].Status != corev1.ConditionFalse || pod.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateUpdating) {
+		t.Errorf("input Pod modified: %+v", pod)
 	}
 }
