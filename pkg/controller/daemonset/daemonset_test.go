@@ -238,3 +238,30 @@ func TestPlanManagePreDelete(t *testing.T) {
 		t.Errorf("no KruisePodReady readiness gate with markPodNotReady")
 	}
 }
+
+// The expectations read the Pods the sync listed, not the cache of a moment later: a deletion the
+// list does not show yet is not met, a Pod gone from the list is, and a creation is met by a listed
+// Pod at its node and revision.
+func TestPodStateReadsTheListedPods(t *testing.T) {
+	live := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{appsv1.ControllerRevisionHashLabelKey: "r1"}},
+		Spec: corev1.PodSpec{NodeName: "n1"}}
+	terminating := live.DeepCopy()
+	terminating.Name = "b"
+	terminating.DeletionTimestamp = &metav1.Time{}
+	lookup := podState([]*corev1.Pod{live, terminating})
+	if got := lookup("a"); !got.Exists || got.Terminating || got.Revision != "r1" {
+		t.Errorf(`lookup("a") = %+v, want the listed live Pod at r1`, got)
+	}
+	if got := lookup("b"); !got.Exists || !got.Terminating {
+		t.Errorf(`lookup("b") = %+v, want the listed terminating Pod`, got)
+	}
+	if got := lookup("gone"); got.Exists {
+		t.Errorf(`lookup("gone") = %+v, want a Pod not listed to count as absent`, got)
+	}
+	if got := lookup(creationKey(live)); !got.Exists {
+		t.Errorf("lookup(%q) = %+v, want the creation met by the listed Pod", creationKey(live), got)
+	}
+	if got := lookup("n2@r1"); got.Exists {
+		t.Errorf(`lookup("n2@r1") = %+v, want no Pod on n2`, got)
+	}
+}

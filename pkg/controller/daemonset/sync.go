@@ -74,7 +74,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	var requeue time.Duration
 	var actErr error
 	if ds.DeletionTimestamp == nil {
-		if ok, left := c.exp.Satisfied(key.String(), c.podState(ds.Namespace, pods)); ok {
+		if ok, left := c.exp.Satisfied(key.String(), podState(pods)); ok {
 			var acted bool
 			readyErr := c.syncKruisePodReady(ctx, pods)
 			acted, actErr = c.manage(ctx, ds, states, revs)
@@ -139,10 +139,18 @@ func (c *Controller) syncKruisePodReady(ctx context.Context, pods []*corev1.Pod)
 
 // podState is what the expectations see: Pods by name, and whether the DaemonSet has a Pod at a
 // revision on a node (a created Pod's name is generated, so its creation is expected under
-// creationKey, which tells a surge Pod apart from the old Pod beside it).
-func (c *Controller) podState(namespace string, owned []*corev1.Pod) expectations.Lookup {
+// creationKey, which tells a surge Pod apart from the old Pod beside it). Both come from the Pods
+// this sync listed and acts on, never from the cache as it is a moment later: a Pod whose deletion
+// or update reached the cache after the list would settle its expectation while the list still
+// showed it as it was, and the sync act on that (the ReplicaSet controller avoids it by checking
+// expectations before it lists).
+func podState(owned []*corev1.Pod) expectations.Lookup {
+	byName := make(map[string]*corev1.Pod, len(owned))
+	for _, p := range owned {
+		byName[p.Name] = p
+	}
 	return func(name string) expectations.Cached {
-		if pod, err := c.pods.Pods(namespace).Get(name); err == nil {
+		if pod, ok := byName[name]; ok {
 			return expectations.Cached{Exists: true, Terminating: pod.DeletionTimestamp != nil,
 				Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey], Lifecycle: string(lifecycle.State(pod))}
 		}
