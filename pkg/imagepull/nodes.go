@@ -60,16 +60,16 @@ func nodesOfPods(namespace string, sel *metav1.LabelSelector, pods []*corev1.Pod
 	}
 	out := sets.New[string]()
 	for _, p := range pods {
-		if p.Namespace == namespace && podWantsImages(p) && selector.Matches(labels.Set(p.Labels)) {
+		if p.Namespace == namespace && PodWantsImages(p) && selector.Matches(labels.Set(p.Labels)) {
 			out.Insert(p.Spec.NodeName)
 		}
 	}
 	return out, nil
 }
 
-// podWantsImages says whether a Pod's node is worth pulling on: the Pod is placed and is not on
-// its way out.
-func podWantsImages(p *corev1.Pod) bool {
+// PodWantsImages says whether a Pod's node is worth pulling on (a podSelector job targets it): the
+// Pod is placed and is not on its way out.
+func PodWantsImages(p *corev1.Pod) bool {
 	if p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
 		return false
 	}

@@ -39,6 +39,7 @@ import (
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/imagepull"
 	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
@@ -136,8 +137,13 @@ func NewController(client clientset.Interface, jobs appsinformers.ImagePullJobIn
 		return nil, fmt.Errorf("watching nodes: %w", err)
 	}
 	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueuePod,
-		UpdateFunc: func(oldObj, newObj any) { c.enqueuePod(oldObj); c.enqueuePod(newObj) },
+		AddFunc: c.enqueuePod,
+		UpdateFunc: func(oldObj, newObj any) {
+			if podTargetChanged(oldObj, newObj) {
+				c.enqueuePod(oldObj)
+				c.enqueuePod(newObj)
+			}
+		},
 		DeleteFunc: c.enqueuePod,
 	}); err != nil {
 		return nil, fmt.Errorf("watching pods: %w", err)
@@ -206,6 +212,18 @@ func selectsNodes(j *v1alpha1.ImagePullJob) bool {
 }
 
 // enqueuePod enqueues the running jobs whose podSelector matches a Pod of their namespace.
+// podTargetChanged says whether a Pod update can change which nodes a job's podSelector targets:
+// its labels, or whether it wants images (placed, not leaving). Nearly every Pod update is a
+// status write that changes neither; looking up the namespace's jobs for each of them cost an
+// in-place rollout of 1000 Pods more controller CPU than the CloneSet controller itself
+// (hack/bench-scale.sh with BENCH_PROFILE, while pre-download jobs were running).
+func podTargetChanged(oldObj, newObj any) bool {
+	o, ok1 := oldObj.(*corev1.Pod)
+	n, ok2 := newObj.(*corev1.Pod)
+	return !ok1 || !ok2 || !labels.Equals(o.Labels, n.Labels) || o.Spec.NodeName != n.Spec.NodeName ||
+		imagepull.PodWantsImages(o) != imagepull.PodWantsImages(n)
+}
+
 func (c *Controller) enqueuePod(obj any) {
 	pod, ok := reconcile.ObjectOf[*corev1.Pod](obj)
 	if !ok || pod.Spec.NodeName == "" {

@@ -359,3 +359,40 @@ func TestEventsMapToJobs(t *testing.T) {
 		t.Errorf("Pod of another namespace enqueued %v", got)
 	}
 }
+
+// Only a Pod update that can change a job's target nodes looks the jobs up: labels, the node, or
+// whether the Pod wants images; a status write does not.
+func TestPodTargetChanged(t *testing.T) {
+	base := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{NodeName: "n1"},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	cases := map[string]struct {
+		change func(*corev1.Pod)
+		want   bool
+	}{
+		"a status write": {func(p *corev1.Pod) {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+			p.ResourceVersion = "2"
+		}, false},
+		"an annotation":   {func(p *corev1.Pod) { p.Annotations = map[string]string{"a": "b"} }, false},
+		"a label":         {func(p *corev1.Pod) { p.Labels["controller-revision-hash"] = "r2" }, true},
+		"the node":        {func(p *corev1.Pod) { p.Spec.NodeName = "n2" }, true},
+		"deleting":        {func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }, true},
+		"finished":        {func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }, true},
+		"pending running": {func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			updated := base.DeepCopy()
+			tc.change(updated)
+			if got := podTargetChanged(base, updated); got != tc.want {
+				t.Errorf("podTargetChanged = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if !podTargetChanged(cache.DeletedFinalStateUnknown{}, base) {
+		t.Error("an update from an object that is not a Pod must look the jobs up")
+	}
+}
