@@ -20,11 +20,13 @@ package imagepulljob
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -74,6 +76,47 @@ type Controller struct {
 	// exp holds, per job, the NodeImages it wrote its tag into that the cache does not show yet,
 	// so a slow informer never makes the job start more nodes than its parallelism.
 	exp *expectations.Expectations
+	// selectors holds the parsed podSelector of each job, for enqueuePod.
+	selectors podSelectors
+}
+
+// podSelectors caches the parsed podSelector of each job by UID and resourceVersion. enqueuePod
+// matches every job of a namespace against each Pod whose labels change, and parsing a selector
+// checks each of its keys and values with regular expressions: during a rollout of N Pods with a
+// pre-download job per workload that was the controller's largest cost, growing with Pods x jobs.
+type podSelectors struct {
+	mu    sync.Mutex
+	byUID map[types.UID]parsedSelector
+}
+
+type parsedSelector struct {
+	resourceVersion string
+	selector        labels.Selector
+	err             error
+}
+
+// get returns the job's parsed podSelector; job.Spec.PodSelector must be set.
+func (s *podSelectors) get(job *v1alpha1.ImagePullJob) (labels.Selector, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.byUID[job.UID]; ok && p.resourceVersion == job.ResourceVersion {
+		return p.selector, p.err
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&job.Spec.PodSelector.LabelSelector)
+	if s.byUID == nil {
+		s.byUID = map[types.UID]parsedSelector{}
+	}
+	s.byUID[job.UID] = parsedSelector{resourceVersion: job.ResourceVersion, selector: sel, err: err}
+	return sel, err
+}
+
+// forget drops a deleted job's selector.
+func (s *podSelectors) forget(obj any) {
+	if job, ok := reconcile.ObjectOf[*v1alpha1.ImagePullJob](obj); ok {
+		s.mu.Lock()
+		delete(s.byUID, job.UID)
+		s.mu.Unlock()
+	}
 }
 
 // New builds the controller from the manager's shared informers.
@@ -109,7 +152,10 @@ func NewController(client clientset.Interface, jobs appsinformers.ImagePullJobIn
 	if _, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: c.enqueue, // the sync of a job that is gone takes its tags off NodeImages
+		DeleteFunc: func(obj any) {
+			c.selectors.forget(obj)
+			c.enqueue(obj) // the sync of a job that is gone takes its tags off NodeImages
+		},
 	}); err != nil {
 		return nil, fmt.Errorf("watching imagepulljobs: %w", err)
 	}
@@ -238,7 +284,7 @@ func (c *Controller) enqueuePod(obj any) {
 		if j.Status.CompletionTime != nil || j.Spec.PodSelector == nil {
 			continue
 		}
-		sel, err := metav1.LabelSelectorAsSelector(&j.Spec.PodSelector.LabelSelector)
+		sel, err := c.selectors.get(j)
 		if err == nil && sel.Matches(labels.Set(pod.Labels)) {
 			c.enqueue(j)
 		}

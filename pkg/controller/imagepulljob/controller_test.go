@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
@@ -394,5 +395,43 @@ func TestPodTargetChanged(t *testing.T) {
 	}
 	if !podTargetChanged(cache.DeletedFinalStateUnknown{}, base) {
 		t.Error("an update from an object that is not a Pod must look the jobs up")
+	}
+}
+
+// A job's podSelector is parsed once per version of the job: the same version is served from the
+// cache, a new version is parsed again, and a deleted job is forgotten.
+func TestPodSelectorsCache(t *testing.T) {
+	var s podSelectors
+	job := &v1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{UID: "u", ResourceVersion: "1"}}
+	job.Spec.PodSelector = &v1alpha1.ImagePullJobPodSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}}
+	matches := func(app string) bool {
+		t.Helper()
+		sel, err := s.get(job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sel.Matches(labels.Set{"app": app})
+	}
+	if !matches("a") {
+		t.Fatal("selector app=a does not match app=a")
+	}
+	// The same version (a cache never sees a changed object under the same resourceVersion): the
+	// parsed selector is reused, so this in-place edit is not seen.
+	job.Spec.PodSelector.MatchLabels["app"] = "b"
+	if !matches("a") {
+		t.Error("the selector was parsed again for the same resourceVersion")
+	}
+	job.ResourceVersion = "2"
+	if !matches("b") || matches("a") {
+		t.Error("a new resourceVersion did not parse the selector again")
+	}
+	s.forget(cache.DeletedFinalStateUnknown{Obj: job})
+	if len(s.byUID) != 0 {
+		t.Errorf("a deleted job's selector is still cached: %v", s.byUID)
+	}
+	bad := job.DeepCopy()
+	bad.UID, bad.Spec.PodSelector.MatchLabels = "bad", map[string]string{"not a key!": "x"}
+	if _, err := s.get(bad); err == nil {
+		t.Error("an invalid selector parsed without an error")
 	}
 }
