@@ -183,14 +183,23 @@ func NewController(client clientset.Interface, jobs appsinformers.ImagePullJobIn
 		return nil, fmt.Errorf("watching nodes: %w", err)
 	}
 	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueuePod,
-		UpdateFunc: func(oldObj, newObj any) {
-			if podTargetChanged(oldObj, newObj) {
-				c.enqueuePod(oldObj)
-				c.enqueuePod(newObj)
+		AddFunc: func(obj any) {
+			if pod, ok := reconcile.ObjectOf[*corev1.Pod](obj); ok {
+				c.enqueuePodChange(nil, pod)
 			}
 		},
-		DeleteFunc: c.enqueuePod,
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*corev1.Pod)
+			n, ok2 := newObj.(*corev1.Pod)
+			if ok1 && ok2 && podTargetChanged(o, n) {
+				c.enqueuePodChange(o, n)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if pod, ok := reconcile.ObjectOf[*corev1.Pod](obj); ok {
+				c.enqueuePodChange(pod, nil)
+			}
+		},
 	}); err != nil {
 		return nil, fmt.Errorf("watching pods: %w", err)
 	}
@@ -257,23 +266,25 @@ func selectsNodes(j *v1alpha1.ImagePullJob) bool {
 	return j.Spec.PodSelector == nil && (j.Spec.Selector == nil || len(j.Spec.Selector.Names) == 0)
 }
 
-// enqueuePod enqueues the running jobs whose podSelector matches a Pod of their namespace.
 // podTargetChanged says whether a Pod update can change which nodes a job's podSelector targets:
 // its labels, or whether it wants images (placed, not leaving). Nearly every Pod update is a
 // status write that changes neither; looking up the namespace's jobs for each of them cost an
 // in-place rollout of 1000 Pods more controller CPU than the CloneSet controller itself
 // (hack/bench-scale.sh with BENCH_PROFILE, while pre-download jobs were running).
-func podTargetChanged(oldObj, newObj any) bool {
-	o, ok1 := oldObj.(*corev1.Pod)
-	n, ok2 := newObj.(*corev1.Pod)
-	return !ok1 || !ok2 || !labels.Equals(o.Labels, n.Labels) || o.Spec.NodeName != n.Spec.NodeName ||
+func podTargetChanged(o, n *corev1.Pod) bool {
+	return !labels.Equals(o.Labels, n.Labels) || o.Spec.NodeName != n.Spec.NodeName ||
 		imagepull.PodWantsImages(o) != imagepull.PodWantsImages(n)
 }
 
-func (c *Controller) enqueuePod(obj any) {
-	pod, ok := reconcile.ObjectOf[*corev1.Pod](obj)
-	if !ok || pod.Spec.NodeName == "" {
-		return
+// enqueuePodChange enqueues the running podSelector jobs of the Pod's namespace whose target nodes
+// the change can move: those that target a node through the Pod before or after the change, but
+// not the same node both times (old is nil for a Pod added, updated for a Pod deleted). A label
+// that changes on a Pod a job selects either way (an in-place update's lifecycle label, say)
+// leaves its jobs alone: each such sync lists the namespace's Pods.
+func (c *Controller) enqueuePodChange(old, updated *corev1.Pod) {
+	pod := updated
+	if pod == nil {
+		pod = old
 	}
 	jobs, err := c.jobs.ImagePullJobs(pod.Namespace).List(labels.Everything())
 	if err != nil {
@@ -285,10 +296,20 @@ func (c *Controller) enqueuePod(obj any) {
 			continue
 		}
 		sel, err := c.selectors.get(j)
-		if err == nil && sel.Matches(labels.Set(pod.Labels)) {
+		if err != nil {
+			continue // the job's sync reports it
+		}
+		before, after := targetsThrough(sel, old), targetsThrough(sel, updated)
+		if before != after || (before && old.Spec.NodeName != updated.Spec.NodeName) {
 			c.enqueue(j)
 		}
 	}
+}
+
+// targetsThrough says whether a job with this podSelector targets the Pod's node because of the
+// Pod (nil: no Pod).
+func targetsThrough(sel labels.Selector, pod *corev1.Pod) bool {
+	return pod != nil && imagepull.PodWantsImages(pod) && sel.Matches(labels.Set(pod.Labels))
 }
 
 // Run reconciles until ctx ends.

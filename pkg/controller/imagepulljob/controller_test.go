@@ -349,13 +349,43 @@ func TestEventsMapToJobs(t *testing.T) {
 	}
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "ns", Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PodSpec{NodeName: "node-a"}}
-	f.c.enqueuePod(pod)
+		Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	f.c.enqueuePodChange(nil, pod)
 	if got := drain(); len(got) != 1 || got[0] != "ns/by-pods" {
-		t.Errorf("Pod enqueued %v, want [ns/by-pods]", got)
+		t.Errorf("Pod added enqueued %v, want [ns/by-pods]", got)
 	}
-	pod.Namespace = "other"
-	f.c.enqueuePod(pod)
+	// A label the selector does not look at: the job targets the node through the Pod either way.
+	relabelled := pod.DeepCopy()
+	relabelled.Labels["lifecycle.apps.kruise.io/state"] = "Updating"
+	f.c.enqueuePodChange(pod, relabelled)
+	if got := drain(); len(got) != 0 {
+		t.Errorf("a label change that keeps the Pod selected enqueued %v", got)
+	}
+	moved := pod.DeepCopy()
+	moved.Spec.NodeName = "node-b"
+	f.c.enqueuePodChange(pod, moved)
+	if got := drain(); len(got) != 1 || got[0] != "ns/by-pods" {
+		t.Errorf("Pod on another node enqueued %v, want [ns/by-pods]", got)
+	}
+	unselected := pod.DeepCopy()
+	unselected.Labels["app"] = "db"
+	f.c.enqueuePodChange(pod, unselected)
+	if got := drain(); len(got) != 1 || got[0] != "ns/by-pods" {
+		t.Errorf("Pod leaving the selector enqueued %v, want [ns/by-pods]", got)
+	}
+	f.c.enqueuePodChange(pod, nil)
+	if got := drain(); len(got) != 1 || got[0] != "ns/by-pods" {
+		t.Errorf("Pod deleted enqueued %v, want [ns/by-pods]", got)
+	}
+	pending := pod.DeepCopy()
+	pending.Spec.NodeName = ""
+	f.c.enqueuePodChange(nil, pending)
+	if got := drain(); len(got) != 0 {
+		t.Errorf("a Pod not placed yet enqueued %v", got)
+	}
+	other := pod.DeepCopy()
+	other.Namespace = "other"
+	f.c.enqueuePodChange(nil, other)
 	if got := drain(); len(got) != 0 {
 		t.Errorf("Pod of another namespace enqueued %v", got)
 	}
@@ -392,9 +422,6 @@ func TestPodTargetChanged(t *testing.T) {
 				t.Errorf("podTargetChanged = %v, want %v", got, tc.want)
 			}
 		})
-	}
-	if !podTargetChanged(cache.DeletedFinalStateUnknown{}, base) {
-		t.Error("an update from an object that is not a Pod must look the jobs up")
 	}
 }
 
