@@ -69,6 +69,7 @@ type Controller struct {
 	niIndex    cache.Indexer
 	nodes      corelisters.NodeLister
 	pods       corelisters.PodLister
+	podIndex   cache.Indexer // the Pods by label (podLabelIndex)
 	synced     []cache.InformerSynced
 	queue      workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	recorder   record.EventRecorder
@@ -137,6 +138,7 @@ func NewController(client clientset.Interface, jobs appsinformers.ImagePullJobIn
 		niIndex:    nodeImages.Informer().GetIndexer(),
 		nodes:      nodes.Lister(),
 		pods:       pods.Lister(),
+		podIndex:   pods.Informer().GetIndexer(),
 		synced: []cache.InformerSynced{jobs.Informer().HasSynced, nodeImages.Informer().HasSynced,
 			nodes.Informer().HasSynced, pods.Informer().HasSynced},
 		recorder: recorder,
@@ -146,6 +148,9 @@ func NewController(client clientset.Interface, jobs appsinformers.ImagePullJobIn
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
 	}
 	c.exp = expectations.New(c.clock.Now)
+	if err := pods.Informer().AddIndexers(cache.Indexers{podLabelIndex: podLabelKeys}); err != nil {
+		return nil, fmt.Errorf("indexing pods by label: %w", err)
+	}
 	if err := nodeImages.Informer().AddIndexers(cache.Indexers{jobIndex: ownerJobs}); err != nil {
 		return nil, fmt.Errorf("indexing nodeimages by tag owner: %w", err)
 	}

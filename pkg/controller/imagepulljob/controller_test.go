@@ -2,6 +2,7 @@ package imagepulljob
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -460,5 +461,63 @@ func TestPodSelectorsCache(t *testing.T) {
 	bad.UID, bad.Spec.PodSelector.MatchLabels = "bad", map[string]string{"not a key!": "x"}
 	if _, err := s.get(bad); err == nil {
 		t.Error("an invalid selector parsed without an error")
+	}
+}
+
+// A podSelector job targets the nodes of the Pods its whole selector picks in its namespace,
+// whether the Pods are found through the label index (matchLabels) or by listing the namespace
+// (matchExpressions only).
+func TestPodSelectorTargets(t *testing.T) {
+	nodes := []*corev1.Node{node("node-a"), node("node-b"), node("node-c")}
+	f := newFixture(t, nodes, nodeImage("node-a"), nodeImage("node-b"), nodeImage("node-c"))
+	pod := func(ns, name, nodeName string, lbls map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls},
+			Spec: corev1.PodSpec{NodeName: nodeName}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	for _, p := range []*corev1.Pod{
+		pod("ns", "web-1", "node-a", map[string]string{"app": "web", "tier": "front", "rev": "r1"}),
+		pod("ns", "web-2", "node-b", map[string]string{"app": "web", "tier": "front", "rev": "r2"}),
+		pod("ns", "db-1", "node-c", map[string]string{"app": "db", "tier": "front", "rev": "r1"}),
+		pod("other", "web-3", "node-c", map[string]string{"app": "web", "tier": "front", "rev": "r1"}),
+	} {
+		if err := f.c.podIndex.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notR2 := []metav1.LabelSelectorRequirement{{Key: "rev", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"r2"}}}
+	cases := map[string]struct {
+		selector   metav1.LabelSelector
+		candidates int
+		want       string
+	}{
+		"matchLabels and expressions": {metav1.LabelSelector{MatchLabels: map[string]string{"tier": "front", "app": "web"}, MatchExpressions: notR2}, 2, "node-a"},
+		"matchLabels only":            {metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, 2, "node-a,node-b"},
+		"expressions only":            {metav1.LabelSelector{MatchExpressions: notR2}, 3, "node-a,node-c"},
+		"no Pod has the label":        {metav1.LabelSelector{MatchLabels: map[string]string{"app": "cache"}}, 0, ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			job := pullJob()
+			job.Spec.PodSelector = &v1alpha1.ImagePullJobPodSelector{LabelSelector: tc.selector}
+			candidates, err := f.c.candidatePods(job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(candidates) != tc.candidates {
+				t.Errorf("%d candidate Pods, want %d", len(candidates), tc.candidates)
+			}
+			targets, err := f.c.targets(job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, ni := range targets {
+				names = append(names, ni.Name)
+			}
+			slices.Sort(names)
+			if got := strings.Join(names, ","); got != tc.want {
+				t.Errorf("targets %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -3,7 +3,9 @@ package imagepulljob
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -114,8 +116,8 @@ func (c *Controller) targets(job *v1alpha1.ImagePullJob) ([]*v1alpha1.NodeImage,
 	}
 	var pods []*corev1.Pod
 	if job.Spec.PodSelector != nil {
-		if pods, err = c.pods.Pods(job.Namespace).List(labels.Everything()); err != nil {
-			return nil, fmt.Errorf("listing pods of namespace %s: %w", job.Namespace, err)
+		if pods, err = c.candidatePods(job); err != nil {
+			return nil, err
 		}
 	}
 	names, err := imagepull.TargetNodes(job, nodes, pods)
@@ -282,4 +284,51 @@ func (c *Controller) removeTags(ctx context.Context, key cache.ObjectName, keep 
 		klog.FromContext(ctx).V(2).Info("Removed a deleted job's tags from a NodeImage", "imagepulljob", key, "nodeimage", ni.Name)
 	}
 	return nil
+}
+
+// candidatePods are the Pods a podSelector job may select, a superset that TargetNodes narrows
+// down: those with one of its matchLabels (the smallest key in order), through the Pod label
+// index, or all of the namespace's Pods for a selector without matchLabels. Listing the namespace
+// for every sync of every job made a rollout of 1000 CloneSets x 10 Pods with their pre-download
+// jobs spend two thirds of the controller's CPU matching 10,000 Pods against each job.
+func (c *Controller) candidatePods(job *v1alpha1.ImagePullJob) ([]*corev1.Pod, error) {
+	ml := job.Spec.PodSelector.MatchLabels
+	if len(ml) == 0 {
+		pods, err := c.pods.Pods(job.Namespace).List(labels.Everything())
+		if err != nil {
+			return nil, fmt.Errorf("listing pods of namespace %s: %w", job.Namespace, err)
+		}
+		return pods, nil
+	}
+	key := slices.Min(slices.Collect(maps.Keys(ml)))
+	objs, err := c.podIndex.ByIndex(podLabelIndex, podLabelKey(job.Namespace, key, ml[key]))
+	if err != nil {
+		return nil, fmt.Errorf("looking up pods of namespace %s labelled %s=%s: %w", job.Namespace, key, ml[key], err)
+	}
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			pods = append(pods, p)
+		}
+	}
+	return pods, nil
+}
+
+// podLabelIndex indexes Pods by each of their labels, podLabelKey(namespace, key, value).
+const podLabelIndex = "imagepulljob-pod-label"
+
+func podLabelKey(namespace, key, value string) string {
+	return namespace + "/" + key + "=" + value
+}
+
+func podLabelKeys(obj any) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	keys := make([]string, 0, len(pod.Labels))
+	for k, v := range pod.Labels {
+		keys = append(keys, podLabelKey(pod.Namespace, k, v))
+	}
+	return keys, nil
 }
