@@ -77,14 +77,15 @@ type Controller struct {
 	// exp holds, per job, the NodeImages it wrote its tag into that the cache does not show yet,
 	// so a slow informer never makes the job start more nodes than its parallelism.
 	exp *expectations.Expectations
-	// selectors holds the parsed podSelector of each job, for enqueuePod.
+	// selectors holds the parsed podSelector of each job, for enqueuePodChange.
 	selectors podSelectors
 }
 
-// podSelectors caches the parsed podSelector of each job by UID and resourceVersion. enqueuePod
-// matches every job of a namespace against each Pod whose labels change, and parsing a selector
-// checks each of its keys and values with regular expressions: during a rollout of N Pods with a
-// pre-download job per workload that was the controller's largest cost, growing with Pods x jobs.
+// podSelectors caches the parsed podSelector of each job by UID and resourceVersion.
+// enqueuePodChange matches every job of a namespace against each Pod whose labels change, and
+// parsing a selector checks each of its keys and values with regular expressions: during a rollout
+// of N Pods with a pre-download job per workload that was the controller's largest cost, growing
+// with Pods x jobs.
 type podSelectors struct {
 	mu    sync.Mutex
 	byUID map[types.UID]parsedSelector
