@@ -148,8 +148,11 @@ spec:
 	if !slices.Equal(order, []string{"first", "second", "third"}) {
 		t.Errorf("Ordered: start order %v, want first, second, third", order)
 	}
-	if gap := started["second"].Sub(started["first"]); gap < 3*time.Second {
-		t.Errorf("second started %v after first, want at least first's 3 s to readiness", gap)
+	// The kubelet keeps container start times in whole seconds (its status manager rounds them as
+	// the API does), so first's 3 s initial delay may end up to 1 s early by the runtime's clock:
+	// seen in CI, second started 2.95 s after first. Before 2 s, second did not wait for it.
+	if gap := started["second"].Sub(started["first"]); gap < 2*time.Second {
+		t.Errorf("second started %v after first, want at least first's 3 s to readiness (less the kubelet's rounding to the second)", gap)
 	}
 	t.Logf("Ordered: second started %v after first, third %v after second",
 		started["second"].Sub(started["first"]), started["third"].Sub(started["second"]))

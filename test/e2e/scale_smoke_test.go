@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,24 @@ func TestScaleSmoke(t *testing.T) {
 	}
 	if got := row("rollout: container restarts"); len(got) < 1 || got[0] != "30" {
 		t.Errorf("CloneSet rollout: container restarts %v, want 30 (each of the 30 Pods once)", got)
+	}
+	// The rollout's Pod writes by verb (the indented rows under "rollout: kube-apiserver writes per
+	// Pod", CloneSet column first): the new spec is one Pod update per Pod, and the completion one
+	// pods/status update carrying the completed state with InPlaceUpdateReady (kwok nodes run no
+	// inplace-daemon, so the controller completes every update). Two Pod updates per Pod would
+	// mean the completion went back to a Pod write plus a condition patch.
+	writes := func(label string) string {
+		re := regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(label) + `\s+([0-9.]+)\s`)
+		if m := re.FindSubmatch(out); m != nil {
+			return string(m[1])
+		}
+		return "none"
+	}
+	if got := writes("PUT pods"); got != "1.00" {
+		t.Errorf("CloneSet rollout: Pod updates per Pod %s, want 1.00 (the new spec)", got)
+	}
+	if got := writes("PUT pods/status"); got != "1.00" {
+		t.Errorf("CloneSet rollout: pods/status updates per Pod %s, want 1.00 (the completion)", got)
 	}
 	if got := row("delete: objects left"); len(got) < 2 || got[0] != "0" || got[1] != "0" {
 		t.Errorf("objects left after delete %v, want 0 for both kinds", got)
