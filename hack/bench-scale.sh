@@ -29,7 +29,8 @@
 # BENCH_IDLE (75: seconds idle before inplace-apiserver's memory is read at the
 # end; it returns a burst's free heap 30-60 s into idleness, --trim-idle-memory), BENCH_PROFILE
 # (a directory: CPU profiles of inplace-controller, inplace-apiserver and
-# kube-apiserver taken during the CloneSet rollout, then the two heaps).
+# kube-apiserver taken during the CloneSet rollout, then the two heaps, and
+# inplace-apiserver's heap once more at the end, when its memory is read).
 #
 # inplace-controller is restarted for the run (with --profiling and
 # BENCH_CONTROLLER_ARGS, so that its peak memory is the run's) and restarted
@@ -142,3 +143,7 @@ sleep "${BENCH_IDLE:-75}"
 printf '%-44s %14s\n' "inplace-apiserver RSS MB (anon + file), ${BENCH_IDLE:-75} s idle after" \
   "$(awk '/^VmRSS:/ { t = $2 } /^RssAnon:/ { a = $2 } /^RssFile:/ { f = $2 }
     END { printf "%.0f (%.0f + %.0f)", t / 1024, a / 1024, f / 1024 }' "/proc/$pid/status")"
+# What the idle server still holds (BENCH_PROFILE): its heap at that moment.
+if [[ -n "${BENCH_PROFILE:-}" ]]; then
+  "$KUBECTL" --server=https://10.77.0.1:8443 get --raw '/debug/pprof/heap' > "$BENCH_PROFILE/apiserver.idle.heap.pprof" 2>/dev/null || true
+fi

@@ -38,6 +38,7 @@ type Controller struct {
 	inplace   clientset.Interface
 	sets      listers.CloneSetLister
 	pods      corelisters.PodLister
+	podIndex  ownership.PodIndex
 	claims    corelisters.PersistentVolumeClaimLister
 	revisions appslisters.ControllerRevisionLister
 	synced    []cache.InformerSynced
@@ -75,6 +76,11 @@ func New(cc *manager.Context) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
 	}
 	c.exp = expectations.New(func() time.Time { return c.now() })
+	podIndex, err := ownership.NewPodIndex(podInf.Informer())
+	if err != nil {
+		return nil, err
+	}
+	c.podIndex = podIndex
 	if _, err := setInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueSet,
 		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },

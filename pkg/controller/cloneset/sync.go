@@ -200,7 +200,7 @@ func (c *Controller) claimPods(ctx context.Context, cs *v1alpha1.CloneSet, selec
 		Fresh: func(ctx context.Context) (metav1.Object, error) {
 			return c.inplace.AppsV1alpha1().CloneSets(cs.Namespace).Get(ctx, cs.Name, metav1.GetOptions{})
 		}}
-	return ownership.ClaimPods(ctx, owner, c.pods, c.kube.CoreV1())
+	return ownership.ClaimPods(ctx, owner, c.podIndex, c.kube.CoreV1())
 }
 
 // activePods are the Pods that count: not terminating, not finished.

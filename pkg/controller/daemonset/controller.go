@@ -42,7 +42,7 @@ type Controller struct {
 	kube      kubernetes.Interface
 	inplace   clientset.Interface
 	sets      listers.DaemonSetLister
-	pods      corelisters.PodLister
+	podIndex  ownership.PodIndex
 	nodes     corelisters.NodeLister
 	revisions appslisters.ControllerRevisionLister
 	synced    []cache.InformerSynced
@@ -60,7 +60,6 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		kube:      kube,
 		inplace:   inplace,
 		sets:      setInf.Lister(),
-		pods:      podInf.Lister(),
 		nodes:     nodeInf.Lister(),
 		revisions: revInf.Lister(),
 		synced: []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced,
@@ -72,6 +71,11 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
 	}
 	c.exp = expectations.New(func() time.Time { return c.now() })
+	podIndex, err := ownership.NewPodIndex(podInf.Informer())
+	if err != nil {
+		return nil, err
+	}
+	c.podIndex = podIndex
 	if _, err := setInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueSet,
 		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },

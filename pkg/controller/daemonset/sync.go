@@ -115,7 +115,7 @@ func (c *Controller) claim(ctx context.Context, ds *v1alpha1.DaemonSet, selector
 		return nil, nil, err
 	}
 	history.SortRevisions(revisions)
-	pods, err := ownership.ClaimPods(ctx, owner, c.pods, c.kube.CoreV1())
+	pods, err := ownership.ClaimPods(ctx, owner, c.podIndex, c.kube.CoreV1())
 	if err != nil {
 		return nil, nil, err
 	}

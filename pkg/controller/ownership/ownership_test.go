@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -187,5 +188,73 @@ func TestAdopters(t *testing.T) {
 	gone.DeletionTimestamp = &deleted
 	if got := Adopters(gone, workloads, self); len(got) != 0 {
 		t.Errorf("adopters of a Pod being deleted: %v", got)
+	}
+}
+
+// TestClaimPodsThroughTheControllerIndex: ClaimPods reads the owner's Pods and its namespace's
+// orphans from the Pod informer's controller index, never another controller's Pods, and follows
+// a Pod whose controller changes (its index key moves with it).
+func TestClaimPodsThroughTheControllerIndex(t *testing.T) {
+	w := workload(false)
+	elsewhereOrphan := pod("elsewhere-orphan", "web", "")
+	elsewhereOrphan.Namespace = "other"
+	elsewhereOwned := pod("elsewhere-owned", "web", w.UID)
+	elsewhereOwned.Namespace = "other"
+	pods := []*corev1.Pod{pod("owned", "web", w.UID), pod("orphan", "web", ""), pod("stray", "db", w.UID),
+		pod("someone-elses", "web", "other-uid"), elsewhereOrphan, elsewhereOwned}
+	objs := make([]runtime.Object, len(pods))
+	for i, p := range pods {
+		objs[i] = p
+	}
+	client := fake.NewClientset(objs...)
+	inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0).Core().V1().Pods().Informer()
+	index, err := NewPodIndex(inf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := NewPodIndex(inf); err != nil || again.indexer != index.indexer {
+		t.Fatalf("a second NewPodIndex on the same informer: %v", err)
+	}
+	for _, p := range pods {
+		if err := inf.GetIndexer().Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func(ps []*corev1.Pod) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	candidates, err := index.candidates(w)
+	if err != nil || !slices.Equal(names(candidates), []string{"orphan", "owned", "stray"}) {
+		t.Errorf("candidates %v (%v), want owned, stray and the namespace's orphan", names(candidates), err)
+	}
+	claimed, err := ClaimPods(context.Background(), owner(w, w), index, client.CoreV1())
+	if err != nil || !slices.Equal(names(claimed), []string{"orphan", "owned"}) {
+		t.Errorf("claimed %v (%v), want orphan and owned", names(claimed), err)
+	}
+	if got := patches(client); len(got) != 2 || got["orphan"] == "" || got["stray"] == "" {
+		t.Errorf("patches %v, want the orphan adopted and the stray released", got)
+	}
+
+	// The cache then shows the adoption and the release: the keys move.
+	adopted := pod("orphan", "web", w.UID)
+	released := pod("stray", "db", "")
+	for _, p := range []*corev1.Pod{adopted, released} {
+		if err := inf.GetIndexer().Update(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	candidates, err = index.candidates(w)
+	if err != nil || !slices.Equal(names(candidates), []string{"orphan", "owned", "stray"}) {
+		t.Errorf("candidates after the cache caught up %v (%v), want orphan and owned (owned), stray (now an orphan)", names(candidates), err)
+	}
+	other := workload(false)
+	other.UID = "other-uid"
+	if candidates, _ := index.candidates(other); !slices.Equal(names(candidates), []string{"someone-elses", "stray"}) {
+		t.Errorf("another owner's candidates %v, want its Pod and the orphan", names(candidates))
 	}
 }

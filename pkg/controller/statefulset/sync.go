@@ -109,7 +109,7 @@ func (c *Controller) claim(ctx context.Context, set *v1beta1.StatefulSet, select
 	owner.Wants = func(o metav1.Object) bool {
 		return selector.Matches(labels.Set(o.GetLabels())) && isMember(set, o.GetName())
 	}
-	pods, err := ownership.ClaimPods(ctx, owner, c.pods, c.kube.CoreV1())
+	pods, err := ownership.ClaimPods(ctx, owner, c.podIndex, c.kube.CoreV1())
 	if err != nil {
 		return nil, nil, err
 	}
