@@ -285,32 +285,24 @@ func BenchmarkClaimPodsCandidates(b *testing.B) {
 	lister := corelisters.NewPodLister(inf.GetIndexer())
 	w := owners[500]
 	o := owner(w, w)
-	b.Run("namespace", func(b *testing.B) {
-		for b.Loop() {
-			all, _ := lister.Pods("ns").List(labels.Everything())
-			n := 0
-			for _, p := range all {
-				if decide(o, p) == keep {
-					n++
+	read := map[string]func() ([]*corev1.Pod, error){
+		"namespace": func() ([]*corev1.Pod, error) { return lister.Pods("ns").List(labels.Everything()) },
+		"index":     func() ([]*corev1.Pod, error) { return index.candidates(w) },
+	}
+	for _, name := range []string{"namespace", "index"} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				pods, _ := read[name]()
+				n := 0
+				for _, p := range pods {
+					if decide(o, p) == keep {
+						n++
+					}
+				}
+				if n != 10 {
+					b.Fatalf("%d kept", n)
 				}
 			}
-			if n != 10 {
-				b.Fatalf("%d kept", n)
-			}
-		}
-	})
-	b.Run("index", func(b *testing.B) {
-		for b.Loop() {
-			pods, _ := index.candidates(w)
-			n := 0
-			for _, p := range pods {
-				if decide(o, p) == keep {
-					n++
-				}
-			}
-			if n != 10 {
-				b.Fatalf("%d kept", n)
-			}
-		}
-	})
+		})
+	}
 }
