@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -34,18 +33,18 @@ const Name = "cloneset"
 
 // Controller reconciles CloneSets.
 type Controller struct {
-	kube      kubernetes.Interface
-	inplace   clientset.Interface
-	sets      listers.CloneSetLister
-	pods      corelisters.PodLister
-	podIndex  ownership.PodIndex
-	claims    corelisters.PersistentVolumeClaimLister
-	revisions appslisters.ControllerRevisionLister
-	synced    []cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[cache.ObjectName]
-	recorder  record.EventRecorder
-	exp       *expectations.Expectations
-	now       func() time.Time
+	kube     kubernetes.Interface
+	inplace  clientset.Interface
+	sets     listers.CloneSetLister
+	pods     corelisters.PodLister
+	podIndex ownership.PodIndex
+	claims   corelisters.PersistentVolumeClaimLister
+	revIndex ownership.RevisionIndex
+	synced   []cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	recorder record.EventRecorder
+	exp      *expectations.Expectations
+	now      func() time.Time
 	// predl pre-downloads the images of in-place rollouts; nil when that is off.
 	predl *predownload.Writer
 }
@@ -61,12 +60,11 @@ func New(cc *manager.Context) (*Controller, error) {
 		exposeRollouts(setInf.Lister())
 	}
 	c := &Controller{
-		kube:      cc.KubeClient,
-		inplace:   cc.InplaceClient,
-		sets:      setInf.Lister(),
-		pods:      podInf.Lister(),
-		claims:    pvcInf.Lister(),
-		revisions: revInf.Lister(),
+		kube:    cc.KubeClient,
+		inplace: cc.InplaceClient,
+		sets:    setInf.Lister(),
+		pods:    podInf.Lister(),
+		claims:  pvcInf.Lister(),
 		synced: []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced,
 			pvcInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		recorder: cc.Recorder,
@@ -81,6 +79,9 @@ func New(cc *manager.Context) (*Controller, error) {
 		return nil, err
 	}
 	c.podIndex = podIndex
+	if c.revIndex, err = ownership.NewRevisionIndex(revInf.Informer()); err != nil {
+		return nil, err
+	}
 	if _, err := setInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueSet,
 		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },

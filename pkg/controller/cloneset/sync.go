@@ -187,10 +187,15 @@ func (c *Controller) podState(namespace string) expectations.Lookup {
 	}
 }
 
-// ownedRevisions lists the CloneSet's revisions from the cache, oldest first. All revisions of the
-// namespace are looked at, not those its selector matches: the controllerRef decides.
+// ownedRevisions lists the CloneSet's revisions from the cache, oldest first: those it controls,
+// whatever their labels (the controllerRef decides, not the selector).
 func (c *Controller) ownedRevisions(cs *v1alpha1.CloneSet) ([]*appsv1.ControllerRevision, error) {
-	return history.ListOwned(c.revisions, cs, labels.Everything())
+	revisions, err := c.revIndex.Owned(cs)
+	if err != nil {
+		return nil, err
+	}
+	history.SortRevisions(revisions)
+	return revisions, nil
 }
 
 // claimPods returns the CloneSet's Pods (terminating ones included): it adopts orphans its

@@ -19,7 +19,6 @@ import (
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -39,17 +38,17 @@ const Name = "daemonset"
 
 // Controller reconciles Advanced DaemonSets.
 type Controller struct {
-	kube      kubernetes.Interface
-	inplace   clientset.Interface
-	sets      listers.DaemonSetLister
-	podIndex  ownership.PodIndex
-	nodes     corelisters.NodeLister
-	revisions appslisters.ControllerRevisionLister
-	synced    []cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[cache.ObjectName]
-	recorder  record.EventRecorder
-	exp       *expectations.Expectations
-	now       func() time.Time
+	kube     kubernetes.Interface
+	inplace  clientset.Interface
+	sets     listers.DaemonSetLister
+	podIndex ownership.PodIndex
+	nodes    corelisters.NodeLister
+	revIndex ownership.RevisionIndex
+	synced   []cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	recorder record.EventRecorder
+	exp      *expectations.Expectations
+	now      func() time.Time
 }
 
 // New builds the controller on the DaemonSet, Pod, Node and ControllerRevision informers.
@@ -57,11 +56,10 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 	podInf coreinformers.PodInformer, nodeInf coreinformers.NodeInformer,
 	revInf appsinformers.ControllerRevisionInformer, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
-		kube:      kube,
-		inplace:   inplace,
-		sets:      setInf.Lister(),
-		nodes:     nodeInf.Lister(),
-		revisions: revInf.Lister(),
+		kube:    kube,
+		inplace: inplace,
+		sets:    setInf.Lister(),
+		nodes:   nodeInf.Lister(),
 		synced: []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced,
 			nodeInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		recorder: recorder,
@@ -76,6 +74,9 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		return nil, err
 	}
 	c.podIndex = podIndex
+	if c.revIndex, err = ownership.NewRevisionIndex(revInf.Informer()); err != nil {
+		return nil, err
+	}
 	if _, err := setInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueSet,
 		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },

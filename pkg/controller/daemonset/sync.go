@@ -110,7 +110,7 @@ func (c *Controller) claim(ctx context.Context, ds *v1alpha1.DaemonSet, selector
 		Fresh: func(ctx context.Context) (metav1.Object, error) {
 			return c.inplace.AppsV1alpha1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
 		}}
-	revisions, err := ownership.ClaimRevisions(ctx, owner, c.revisions, c.kube.AppsV1())
+	revisions, err := ownership.ClaimRevisions(ctx, owner, c.revIndex, c.kube.AppsV1())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -9,14 +9,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes/fake"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
 
@@ -126,33 +123,6 @@ func TestManageKeepsChangeCause(t *testing.T) {
 	}
 	if got := res.Update.Annotations[ChangeCauseAnnotation]; res.Update.Name != r1.Name || res.Update.Revision != 4 || got != "v1" {
 		t.Errorf("older template back: %s #%d with change-cause %q, want %s #4 with v1", res.Update.Name, res.Update.Revision, got, r1.Name)
-	}
-}
-
-func TestListOwned(t *testing.T) {
-	o, other := testOwner("web", "uid-web"), testOwner("web", "uid-other")
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	r2, r1 := revisionOf(o, "b", 2), revisionOf(o, "a", 1)
-	unlabelled := revisionOf(o, "c", 3)
-	unlabelled.Labels = nil
-	for _, r := range []*appsv1.ControllerRevision{r2, r1, unlabelled, revisionOf(other, "z", 1)} {
-		if err := indexer.Add(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	lister := appslisters.NewControllerRevisionLister(indexer)
-	for _, tc := range []struct {
-		name     string
-		selector labels.Selector
-		want     []string
-	}{
-		{"everything", labels.Everything(), names([]*appsv1.ControllerRevision{r1, r2, unlabelled})},
-		{"selector", labels.SelectorFromSet(labels.Set{"app": "web"}), names([]*appsv1.ControllerRevision{r1, r2})},
-	} {
-		got, err := ListOwned(lister, o.Object, tc.selector)
-		if err != nil || !slices.Equal(names(got), tc.want) {
-			t.Errorf("%s: %v %v, want %v (oldest first, owner's only)", tc.name, names(got), err, tc.want)
-		}
 	}
 }
 

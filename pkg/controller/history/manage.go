@@ -8,11 +8,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 )
 
 // DefaultRevisionHistoryLimit is how many old revisions a workload keeps when its
@@ -70,24 +68,6 @@ func changeCause(owner metav1.Object) map[string]string {
 	return map[string]string{ChangeCauseAnnotation: cause}
 }
 
-// ListOwned lists, from the cache, the revisions in owner's namespace that selector matches and
-// owner controls, oldest first (SortRevisions). Control decides, not labels: a revision another
-// object controls is never the owner's, whatever its labels.
-func ListOwned(lister appslisters.ControllerRevisionLister, owner metav1.Object, selector labels.Selector) ([]*appsv1.ControllerRevision, error) {
-	all, err := lister.ControllerRevisions(owner.GetNamespace()).List(selector)
-	if err != nil {
-		return nil, fmt.Errorf("listing the revisions of %s/%s: %w", owner.GetNamespace(), owner.GetName(), err)
-	}
-	var owned []*appsv1.ControllerRevision
-	for _, r := range all {
-		if metav1.IsControlledBy(r, owner) {
-			owned = append(owned, r)
-		}
-	}
-	SortRevisions(owned)
-	return owned, nil
-}
-
 // Revisions is what Manage decided.
 type Revisions struct {
 	// Current is the revision the workload's status names current when it still exists, else
@@ -98,7 +78,7 @@ type Revisions struct {
 }
 
 // Manage finds or creates the revision of data (the update revision) among the owner's revisions
-// (sorted oldest first, as ListOwned returns them), and finds its current revision: the one named
+// (sorted oldest first: SortRevisions), and finds its current revision: the one named
 // currentRevision (from the workload's status) when it still exists, else the update revision.
 // Like kube's StatefulSet: data equal to an older revision reuses that revision and bumps its
 // number; a name taken by a different revision bumps the collision count, which the caller writes

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
@@ -157,61 +156,88 @@ func releaseOne[T metav1.Object](ctx context.Context, owner Owner, obj T, patch 
 	return nil
 }
 
-// podControllerIndex indexes the shared Pod informer by controller: a Pod under its controller's
-// UID, an orphan under orphanKey(namespace). A workload reads its own Pods and the orphans it could
-// adopt, not every Pod of its namespace: with 1,000 CloneSets x 10 Pods in one namespace, listing
-// and deciding the namespace's 10,000 Pods on each sync was a quarter of inplace-controller's CPU
-// in a rollout (hack/bench-scale.sh's profile). kube-controller-manager's ReplicaSet controller
-// indexes Pods by controller UID the same way.
-const podControllerIndex = "inplace-pod-controller"
+// controllerIndex indexes a shared informer (Pods, ControllerRevisions) by controller: an object
+// under its controller's UID, an orphan under orphanKey(namespace). A workload reads its own
+// objects and the orphans it could adopt, not every object of its namespace: with 1,000 CloneSets x
+// 10 Pods in one namespace, listing and deciding the namespace's 10,000 Pods on each sync was a
+// quarter of inplace-controller's CPU in a rollout (hack/bench-scale.sh's profile), and the 2,000
+// ControllerRevisions of the namespace another 1.7%. kube-controller-manager's ReplicaSet
+// controller indexes Pods by controller UID the same way.
+const controllerIndex = "inplace-controller"
 
-// orphanKey is the index key of a namespace's Pods without a controller. It cannot be a UID.
+// orphanKey is the index key of a namespace's objects without a controller. It cannot be a UID.
 func orphanKey(namespace string) string { return "orphan/" + namespace }
 
-func podControllerKeys(obj any) ([]string, error) {
-	pod, ok := obj.(*corev1.Pod)
+func controllerKeys(obj any) ([]string, error) {
+	o, ok := obj.(metav1.Object)
 	if !ok {
 		return nil, nil
 	}
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
 		return []string{string(ref.UID)}, nil
 	}
-	return []string{orphanKey(pod.Namespace)}, nil
+	return []string{orphanKey(o.GetNamespace())}, nil
 }
 
-// PodIndex finds Pods by their controller in the shared Pod informer's cache.
-type PodIndex struct {
+// Index finds the objects of a shared informer's cache by their controller.
+type Index[T metav1.Object] struct {
 	indexer cache.Indexer
 }
 
-// NewPodIndex adds the controller index to the shared Pod informer, unless another workload
+// PodIndex finds Pods by their controller.
+type PodIndex = Index[*corev1.Pod]
+
+// RevisionIndex finds ControllerRevisions by their controller.
+type RevisionIndex = Index[*appsv1.ControllerRevision]
+
+// NewIndex adds the controller index to a shared informer of T, unless another workload
 // controller did already; it must be called before the informer starts.
-func NewPodIndex(inf cache.SharedIndexInformer) (PodIndex, error) {
-	if _, ok := inf.GetIndexer().GetIndexers()[podControllerIndex]; !ok {
-		if err := inf.AddIndexers(cache.Indexers{podControllerIndex: podControllerKeys}); err != nil {
-			return PodIndex{}, fmt.Errorf("indexing pods by controller: %w", err)
+func NewIndex[T metav1.Object](inf cache.SharedIndexInformer) (Index[T], error) {
+	if _, ok := inf.GetIndexer().GetIndexers()[controllerIndex]; !ok {
+		if err := inf.AddIndexers(cache.Indexers{controllerIndex: controllerKeys}); err != nil {
+			return Index[T]{}, fmt.Errorf("indexing by controller: %w", err)
 		}
 	}
-	return PodIndex{indexer: inf.GetIndexer()}, nil
+	return Index[T]{indexer: inf.GetIndexer()}, nil
 }
 
-// candidates are the Pods claiming can act on: those the owner controls (to keep or release) and
-// the orphans of its namespace (to adopt). Pods of other controllers are ignored by Claim anyway.
-func (x PodIndex) candidates(owner metav1.Object) ([]*corev1.Pod, error) {
-	var pods []*corev1.Pod
-	for _, key := range []string{string(owner.GetUID()), orphanKey(owner.GetNamespace())} {
-		objs, err := x.indexer.ByIndex(podControllerIndex, key)
-		if err != nil {
-			return nil, fmt.Errorf("listing the pods of %s/%s from the cache: %w", owner.GetNamespace(), owner.GetName(), err)
-		}
-		for _, obj := range objs {
-			// A controllerRef across namespaces is not one (the garbage collector ignores it too).
-			if pod, ok := obj.(*corev1.Pod); ok && pod.Namespace == owner.GetNamespace() {
-				pods = append(pods, pod)
-			}
+// NewPodIndex is NewIndex of the shared Pod informer.
+func NewPodIndex(inf cache.SharedIndexInformer) (PodIndex, error) { return NewIndex[*corev1.Pod](inf) }
+
+// NewRevisionIndex is NewIndex of the shared ControllerRevision informer.
+func NewRevisionIndex(inf cache.SharedIndexInformer) (RevisionIndex, error) {
+	return NewIndex[*appsv1.ControllerRevision](inf)
+}
+
+// Owned are the objects the owner controls, from the cache.
+func (x Index[T]) Owned(owner metav1.Object) ([]T, error) {
+	return x.byKey(owner, string(owner.GetUID()), nil)
+}
+
+// candidates are the objects claiming can act on: those the owner controls (to keep or release)
+// and the orphans of its namespace (to adopt). Other controllers' objects are ignored by Claim
+// anyway.
+func (x Index[T]) candidates(owner metav1.Object) ([]T, error) {
+	owned, err := x.Owned(owner)
+	if err != nil {
+		return nil, err
+	}
+	return x.byKey(owner, orphanKey(owner.GetNamespace()), owned)
+}
+
+// byKey appends to out the objects of owner's namespace under key.
+func (x Index[T]) byKey(owner metav1.Object, key string, out []T) ([]T, error) {
+	objs, err := x.indexer.ByIndex(controllerIndex, key)
+	if err != nil {
+		return nil, fmt.Errorf("listing the objects of %s/%s from the cache: %w", owner.GetNamespace(), owner.GetName(), err)
+	}
+	for _, obj := range objs {
+		// A controllerRef across namespaces is not one (the garbage collector ignores it too).
+		if o, ok := obj.(T); ok && o.GetNamespace() == owner.GetNamespace() {
+			out = append(out, o)
 		}
 	}
-	return pods, nil
+	return out, nil
 }
 
 // ClaimPods claims the owner's Pods and its namespace's orphans, from the cache: those it owns
@@ -224,15 +250,15 @@ func ClaimPods(ctx context.Context, owner Owner, index PodIndex, client corev1cl
 	return Claim(ctx, owner, pods, PodPatch(client, owner.Object.GetNamespace()))
 }
 
-// ClaimRevisions claims the ControllerRevisions of the owner's namespace, listed from the cache.
-func ClaimRevisions(ctx context.Context, owner Owner, lister appslisters.ControllerRevisionLister,
+// ClaimRevisions claims the owner's ControllerRevisions and its namespace's orphans, from the
+// cache.
+func ClaimRevisions(ctx context.Context, owner Owner, index RevisionIndex,
 	client appsv1client.ControllerRevisionsGetter) ([]*appsv1.ControllerRevision, error) {
-	ns := owner.Object.GetNamespace()
-	all, err := lister.ControllerRevisions(ns).List(labels.Everything())
+	revisions, err := index.candidates(owner.Object)
 	if err != nil {
 		return nil, err
 	}
-	return Claim(ctx, owner, all, RevisionPatch(client, ns))
+	return Claim(ctx, owner, revisions, RevisionPatch(client, owner.Object.GetNamespace()))
 }
 
 // Adopters are the workloads whose selector matches an orphan (an empty or invalid selector

@@ -167,13 +167,57 @@ func TestClaimByOwnerBeingDeleted(t *testing.T) {
 	})
 }
 
-func TestClaimRevisions(t *testing.T) {
+// TestRevisionIndex: a workload's revisions come from the ControllerRevision informer's
+// controller index: Owned is what it controls whatever the labels (CloneSet's history), never
+// another controller's or another namespace's; ClaimRevisions also adopts the namespace's orphans
+// its selector matches and releases what it controls but no longer selects.
+func TestRevisionIndex(t *testing.T) {
 	w := workload(false)
-	orphan := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "ns", UID: "r-uid", Labels: map[string]string{"app": "web"}}}
-	client := fake.NewClientset(orphan)
-	claimed, err := Claim(context.Background(), owner(w, w), []*appsv1.ControllerRevision{orphan}, RevisionPatch(client.AppsV1(), "ns"))
-	if err != nil || len(claimed) != 1 || !metav1.IsControlledBy(claimed[0], w) {
-		t.Errorf("claimed %+v (%v), want the orphan revision adopted", claimed, err)
+	revision := func(name, namespace, app string, controller types.UID) *appsv1.ControllerRevision {
+		p := pod(name, app, controller)
+		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
+			UID: p.UID, Labels: p.Labels, OwnerReferences: p.OwnerReferences}}
+	}
+	revisions := []*appsv1.ControllerRevision{revision("owned", "ns", "web", w.UID), revision("unselected", "ns", "db", w.UID),
+		revision("orphan", "ns", "web", ""), revision("someone-elses", "ns", "web", "other-uid"),
+		revision("elsewhere-orphan", "other", "web", ""), revision("elsewhere-owned", "other", "web", w.UID)}
+	objs := make([]runtime.Object, len(revisions))
+	for i, r := range revisions {
+		objs[i] = r
+	}
+	client := fake.NewClientset(objs...)
+	inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0).Apps().V1().ControllerRevisions().Informer()
+	index, err := NewRevisionIndex(inf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range revisions {
+		if err := inf.GetIndexer().Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func(rs []*appsv1.ControllerRevision) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if owned, err := index.Owned(w); err != nil || !slices.Equal(names(owned), []string{"owned", "unselected"}) {
+		t.Errorf("owned %v (%v), want owned and unselected", names(owned), err)
+	}
+	claimed, err := ClaimRevisions(context.Background(), owner(w, w), index, client.AppsV1())
+	if err != nil || !slices.Equal(names(claimed), []string{"orphan", "owned"}) {
+		t.Errorf("claimed %v (%v), want orphan and owned", names(claimed), err)
+	}
+	if got := patches(client); len(got) != 2 || got["orphan"] == "" || got["unselected"] == "" {
+		t.Errorf("patches %v, want the orphan adopted and the unselected revision released", got)
+	}
+	for _, r := range claimed {
+		if !metav1.IsControlledBy(r, w) {
+			t.Errorf("claimed %s is not controlled by the workload: %v", r.Name, r.OwnerReferences)
+		}
 	}
 }
 

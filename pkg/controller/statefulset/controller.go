@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -38,18 +37,18 @@ const Name = "statefulset"
 
 // Controller reconciles Advanced StatefulSets.
 type Controller struct {
-	kube      kubernetes.Interface
-	inplace   clientset.Interface
-	sets      listers.StatefulSetLister
-	pods      corelisters.PodLister
-	podIndex  ownership.PodIndex
-	claims    corelisters.PersistentVolumeClaimLister
-	revisions appslisters.ControllerRevisionLister
-	synced    []cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[cache.ObjectName]
-	recorder  record.EventRecorder
-	exp       *expectations.Expectations
-	now       func() time.Time
+	kube     kubernetes.Interface
+	inplace  clientset.Interface
+	sets     listers.StatefulSetLister
+	pods     corelisters.PodLister
+	podIndex ownership.PodIndex
+	claims   corelisters.PersistentVolumeClaimLister
+	revIndex ownership.RevisionIndex
+	synced   []cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	recorder record.EventRecorder
+	exp      *expectations.Expectations
+	now      func() time.Time
 }
 
 // New builds the controller on the StatefulSet (v1beta1), Pod, PersistentVolumeClaim and
@@ -58,12 +57,11 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 	podInf coreinformers.PodInformer, claimInf coreinformers.PersistentVolumeClaimInformer,
 	revInf appsinformers.ControllerRevisionInformer, recorder record.EventRecorder) (*Controller, error) {
 	c := &Controller{
-		kube:      kube,
-		inplace:   inplace,
-		sets:      setInf.Lister(),
-		pods:      podInf.Lister(),
-		claims:    claimInf.Lister(),
-		revisions: revInf.Lister(),
+		kube:    kube,
+		inplace: inplace,
+		sets:    setInf.Lister(),
+		pods:    podInf.Lister(),
+		claims:  claimInf.Lister(),
 		synced: []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced,
 			claimInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		recorder: recorder,
@@ -78,6 +76,9 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		return nil, err
 	}
 	c.podIndex = podIndex
+	if c.revIndex, err = ownership.NewRevisionIndex(revInf.Informer()); err != nil {
+		return nil, err
+	}
 	if _, err := setInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueSet,
 		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },

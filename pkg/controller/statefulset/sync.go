@@ -101,7 +101,7 @@ func (c *Controller) claim(ctx context.Context, set *v1beta1.StatefulSet, select
 		Fresh: func(ctx context.Context) (metav1.Object, error) {
 			return c.inplace.AppsV1beta1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
 		}}
-	revisions, err := ownership.ClaimRevisions(ctx, owner, c.revisions, c.kube.AppsV1())
+	revisions, err := ownership.ClaimRevisions(ctx, owner, c.revIndex, c.kube.AppsV1())
 	if err != nil {
 		return nil, nil, err
 	}
