@@ -504,6 +504,34 @@ func TestRevisionCollision(t *testing.T) {
 	}
 }
 
+// TestAdoptsOrphanRevision: the revision of the CloneSet's template left by a CloneSet deleted
+// with --cascade=orphan (no controllerRef, the template's labels) is adopted and is the update
+// revision: no new revision, no collision. A revision under the same name that is not an orphan
+// it selects stays a collision (TestRevisionCollision).
+func TestAdoptsOrphanRevision(t *testing.T) {
+	cs := newCloneSet(1)
+	orphan, err := newRevision(cs, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan.OwnerReferences = nil
+	orphan.UID = "orphan-uid"
+	f := newFixture(t, cs, orphan, ownedPod(cs, "web-a", orphan.Name, ready(testNow)))
+	f.sync(t)
+	patches := actionsOf[k8stesting.PatchAction](f, "patch", "controllerrevisions")
+	if len(patches) != 1 || patches[0].GetName() != orphan.Name || !strings.Contains(string(patches[0].GetPatch()), `"controller":true`) {
+		t.Fatalf("revision patches %v, want %s adopted", patches, orphan.Name)
+	}
+	if n := len(actionsOf[k8stesting.CreateAction](f, "create", "controllerrevisions")); n != 0 {
+		t.Errorf("created %d revisions, want 0 (the orphan is the template's)", n)
+	}
+	st := lastStatus(t, f)
+	if st.UpdateRevision != orphan.Name || st.CurrentRevision != orphan.Name || ptr.Deref(st.CollisionCount, 0) != 0 || st.UpdatedReplicas != 1 {
+		t.Errorf("status update %s current %s collisions %v updated %d, want %s, no collision, 1 updated",
+			st.UpdateRevision, st.CurrentRevision, st.CollisionCount, st.UpdatedReplicas, orphan.Name)
+	}
+}
+
 func TestRevisionReuseAndHistory(t *testing.T) {
 	cs := newCloneSet(0)
 	cs.Spec.RevisionHistoryLimit = ptr.To[int32](2)

@@ -47,11 +47,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	// the list: the sync then created one Pod too many (seen in CI: a replacement Pod got a new
 	// instance id, leaving the PVCs of the old one unused).
 	satisfied, left := c.exp.Satisfied(key.String(), c.podState(cs.Namespace))
-	pods, err := c.claimPods(ctx, cs, selector)
-	if err != nil {
-		return 0, err
-	}
-	revisions, err := c.ownedRevisions(cs)
+	pods, revisions, err := c.claim(ctx, cs, selector)
 	if err != nil {
 		return 0, err
 	}
@@ -187,25 +183,28 @@ func (c *Controller) podState(namespace string) expectations.Lookup {
 	}
 }
 
-// ownedRevisions lists the CloneSet's revisions from the cache, oldest first: those it controls,
-// whatever their labels (the controllerRef decides, not the selector).
-func (c *Controller) ownedRevisions(cs *v1alpha1.CloneSet) ([]*appsv1.ControllerRevision, error) {
-	revisions, err := c.revIndex.Owned(cs)
-	if err != nil {
-		return nil, err
-	}
-	history.SortRevisions(revisions)
-	return revisions, nil
-}
-
-// claimPods returns the CloneSet's Pods (terminating ones included): it adopts orphans its
-// selector matches and releases owned Pods it no longer matches (see ownership.Claim).
-func (c *Controller) claimPods(ctx context.Context, cs *v1alpha1.CloneSet, selector labels.Selector) ([]*corev1.Pod, error) {
+// claim returns the CloneSet's Pods (terminating ones included) and its revisions, oldest first.
+// Like kube's ReplicaSet and StatefulSet (and OpenKruise's CloneSet, which counts the orphan
+// revisions its selector matches as its own), it adopts the orphan Pods and revisions its selector
+// matches and releases those it owns but no longer matches (see ownership.Claim). A CloneSet
+// deleted with --cascade=orphan and created again so finds its Pods and the revision they are at:
+// without the revision, its name would be taken (a collision) and every adopted Pod rolled to a
+// new one.
+func (c *Controller) claim(ctx context.Context, cs *v1alpha1.CloneSet, selector labels.Selector) ([]*corev1.Pod, []*appsv1.ControllerRevision, error) {
 	owner := ownership.Owner{Object: cs, Ref: controllerRef(cs), Wants: ownership.Selects(selector),
 		Fresh: func(ctx context.Context) (metav1.Object, error) {
 			return c.inplace.AppsV1alpha1().CloneSets(cs.Namespace).Get(ctx, cs.Name, metav1.GetOptions{})
 		}}
-	return ownership.ClaimPods(ctx, owner, c.podIndex, c.kube.CoreV1())
+	revisions, err := ownership.ClaimRevisions(ctx, owner, c.revIndex, c.kube.AppsV1())
+	if err != nil {
+		return nil, nil, err
+	}
+	history.SortRevisions(revisions)
+	pods, err := ownership.ClaimPods(ctx, owner, c.podIndex, c.kube.CoreV1())
+	if err != nil {
+		return nil, nil, err
+	}
+	return pods, revisions, nil
 }
 
 // activePods are the Pods that count: not terminating, not finished.
