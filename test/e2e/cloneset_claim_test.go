@@ -124,13 +124,7 @@ func TestCloneSetReleasesRelabelledPod(t *testing.T) {
 		break
 	}
 	patchPod(t, ctx, ns, stray.Name, map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "stray"}}})
-	poll(t, ctx, time.Minute, "pod "+stray.Name+" released", func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, stray.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return controllerUID(p) == "" && p.DeletionTimestamp == nil, fmt.Errorf("controller %q", controllerUID(p))
-	})
+	waitReleased(t, ctx, ns, stray.Name)
 	after := waitCloneSetReady(t, ctx, cs, 2)
 	if _, ok := after[stray.Name]; ok {
 		t.Errorf("the released pod %s still counts as the CloneSet's", stray.Name)

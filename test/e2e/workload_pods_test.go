@@ -48,6 +48,19 @@ func controllerUID(p *corev1.Pod) types.UID {
 	return ""
 }
 
+// waitReleased waits until the Pod has no controller and is not being deleted: its workload
+// released it.
+func waitReleased(t *testing.T, ctx context.Context, ns, name string) {
+	t.Helper()
+	poll(t, ctx, time.Minute, "pod "+name+" released", func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return controllerUID(p) == "" && p.DeletionTimestamp == nil, fmt.Errorf("controller %q", controllerUID(p))
+	})
+}
+
 // TestAdvancedStatefulSetAdoptsOrphans: a set deleted with --cascade=orphan leaves its Pods; the
 // same set created again adopts them (same UIDs, its controllerRef), creating and deleting
 // nothing, because they already run its revision.
@@ -123,13 +136,7 @@ func TestAdvancedDaemonSetReleasesRelabelledPod(t *testing.T) {
 	before := waitDaemonSet(t, ctx, ns, n, n)
 	stray := before[0]
 	patchPod(t, ctx, ns, stray.Name, map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "stray"}}})
-	poll(t, ctx, time.Minute, "pod "+stray.Name+" released", func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, stray.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return controllerUID(p) == "" && p.DeletionTimestamp == nil, fmt.Errorf("controller %q", controllerUID(p))
-	})
+	waitReleased(t, ctx, ns, stray.Name)
 	after := waitDaemonSet(t, ctx, ns, n, n)
 	expectOnePodPerNode(t, ctx, after)
 	for _, p := range after {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
-	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 )
@@ -199,7 +198,6 @@ func (c *Controller) claim(ctx context.Context, cs *v1alpha1.CloneSet, selector 
 	if err != nil {
 		return nil, nil, err
 	}
-	history.SortRevisions(revisions)
 	pods, err := ownership.ClaimPods(ctx, owner, c.podIndex, c.kube.CoreV1())
 	if err != nil {
 		return nil, nil, err

@@ -114,7 +114,6 @@ func (c *Controller) claim(ctx context.Context, ds *v1alpha1.DaemonSet, selector
 	if err != nil {
 		return nil, nil, err
 	}
-	history.SortRevisions(revisions)
 	pods, err := ownership.ClaimPods(ctx, owner, c.podIndex, c.kube.CoreV1())
 	if err != nil {
 		return nil, nil, err

@@ -22,6 +22,8 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/inplace-dev/inplace/pkg/controller/history"
 )
 
 // Owner is a workload claiming objects.
@@ -251,14 +253,16 @@ func ClaimPods(ctx context.Context, owner Owner, index PodIndex, client corev1cl
 }
 
 // ClaimRevisions claims the owner's ControllerRevisions and its namespace's orphans, from the
-// cache.
+// cache, and returns what it has then oldest first (history.SortRevisions).
 func ClaimRevisions(ctx context.Context, owner Owner, index RevisionIndex,
 	client appsv1client.ControllerRevisionsGetter) ([]*appsv1.ControllerRevision, error) {
-	revisions, err := index.candidates(owner.Object)
+	candidates, err := index.candidates(owner.Object)
 	if err != nil {
 		return nil, err
 	}
-	return Claim(ctx, owner, revisions, RevisionPatch(client, owner.Object.GetNamespace()))
+	revisions, err := Claim(ctx, owner, candidates, RevisionPatch(client, owner.Object.GetNamespace()))
+	history.SortRevisions(revisions)
+	return revisions, err
 }
 
 // Adopters are the workloads whose selector matches an orphan (an empty or invalid selector

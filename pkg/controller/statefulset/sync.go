@@ -105,7 +105,6 @@ func (c *Controller) claim(ctx context.Context, set *v1beta1.StatefulSet, select
 	if err != nil {
 		return nil, nil, err
 	}
-	history.SortRevisions(revisions)
 	owner.Wants = func(o metav1.Object) bool {
 		return selector.Matches(labels.Set(o.GetLabels())) && isMember(set, o.GetName())
 	}
