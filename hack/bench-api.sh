@@ -40,7 +40,15 @@ restart_controller() {
   [[ -z "$CONTROLLER_STOPPED" ]] || hack/local-up.d/20-inplace-controller.sh >/dev/null 2>&1 ||
     log "WARNING: inplace-controller did not start again: run hack/local-up.d/20-inplace-controller.sh"
 }
-trap 'rc=$?; "$KUBECTL" delete crd "$CRD" --ignore-not-found --wait=false >/dev/null 2>&1 || true; restart_controller; (exit "$rc"); bench_cleanup' EXIT
+# The CRD's kind is named clonesets too: once it is gone, kubectl's discovery
+# cache of the cluster ($KUBECACHEDIR) must forget it, or `kubectl get clonesets`
+# keeps resolving to the deleted CRD's group (NotFound) for hours.
+remove_crd() {
+  "$KUBECTL" delete crd "$CRD" --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1 ||
+    log "WARNING: could not delete crd/$CRD"
+  rm -rf "${KUBECACHEDIR:?}/discovery"
+}
+trap 'rc=$?; remove_crd; restart_controller; (exit "$rc"); bench_cleanup' EXIT
 
 if read -r pid _ < "$PIDS/inplace-controller.pid" 2>/dev/null && kill -0 "$pid" 2>/dev/null; then
   CONTROLLER_STOPPED=1

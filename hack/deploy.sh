@@ -26,7 +26,7 @@
 #    base's StatefulSet), inplace-apiserver, inplace-controller and
 #    inplace-daemon are rolled out,
 #    the APIServices v1alpha1 and v1beta1.apps.kruise.io are Available and
-#    `kubectl get clonesets -A` answers through kube-apiserver.
+#    `kubectl get clonesets.apps.kruise.io -A` answers through kube-apiserver.
 #
 # Idempotent: a second run with the same arguments changes nothing. Needs
 # kubectl (or $KUBECTL) and openssl.
@@ -163,8 +163,8 @@ for a in "${APISERVICES[@]}"; do
   k wait --for=condition=Available "apiservice/$a" --timeout="${TIMEOUT}s" >/dev/null
 done
 deadline=$((SECONDS + TIMEOUT))
-until k get clonesets -A >/dev/null 2>&1; do
-  ((SECONDS < deadline)) || { echo "deploy: kubectl get clonesets -A still fails after ${TIMEOUT}s" >&2; exit 1; }
+until k get clonesets.apps.kruise.io -A >/dev/null 2>&1; do
+  ((SECONDS < deadline)) || { echo "deploy: kubectl get clonesets.apps.kruise.io -A still fails after ${TIMEOUT}s" >&2; exit 1; }
   sleep 1
 done
 log "inplace is installed: $(k -n "$NAMESPACE" get pods --no-headers | wc -l) Pods in $NAMESPACE"

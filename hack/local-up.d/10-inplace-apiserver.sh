@@ -44,7 +44,7 @@
 #     server answers /readyz, which also makes the aggregator re-check the
 #     APIService at once instead of after its back-off.
 #   - Done when APIService v1alpha1.apps.kruise.io is Available and
-#     `kubectl get clonesets -A` works through kube-apiserver.
+#     `kubectl get clonesets.apps.kruise.io -A` works through kube-apiserver.
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
   # Run on its own: restart on the running cluster, keep the data.
@@ -201,7 +201,8 @@ inplace_start_apiserver() {
   inplace_endpointslice true | kubectl apply --server-side --force-conflicts \
     --field-manager="$INPLACE_FIELD_MANAGER" -f - >/dev/null
   local_wait inplace-apiserver 60 "APIServices ${INPLACE_APISERVICES[*]} Available" inplace_apiservice_available
-  local_wait inplace-apiserver 60 "kubectl get clonesets -A (through kube-apiserver)" kubectl get clonesets -A
+  local_wait inplace-apiserver 60 "kubectl get clonesets.apps.kruise.io -A (through kube-apiserver)" \
+    kubectl get clonesets.apps.kruise.io -A
 }
 
 if [[ -n "$(inplace_in_cluster_shape)" && "$(inplace_hook_mode "${BASH_SOURCE[0]}")" == fresh ]] || { [[ "$(inplace_hook_mode "${BASH_SOURCE[0]}")" == restart ]] && inplace_in_cluster; }; then
