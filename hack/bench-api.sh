@@ -20,7 +20,9 @@
 # Settings (environment): BENCH_PODS (read as the number of CloneSets, 1000),
 # BENCH_CONCURRENCY (1,8,32), BENCH_PAGE (500: page size of the paged list),
 # BENCH_WATCHERS (10), BENCH_EVENTS (100), BENCH_PATHS
-# (aggregated,aggregated protobuf,direct,direct protobuf,CRD).
+# (aggregated,aggregated protobuf,direct,direct protobuf,CRD), BENCH_ROUNDS (1:
+# rounds of all the paths, their order rotated each round and their latencies
+# pooled, so that a spell of a busier machine slows every path alike).
 #
 # Only the API path is measured: inplace-controller is stopped for the run (it
 # would act on the aggregated CloneSets only, creating their Pods and writing
@@ -75,4 +77,5 @@ log "benchmark: $N CloneSets per concurrency, namespace $NS"
 "$WORK/benchapi" -kubeconfig "$KUBECONFIG" -namespace "$NS" -objects "$N" \
   -concurrency "${BENCH_CONCURRENCY:-1,8,32}" -page "${BENCH_PAGE:-500}" \
   -watchers "${BENCH_WATCHERS:-10}" -events "${BENCH_EVENTS:-100}" \
-  -paths "${BENCH_PATHS:-aggregated,aggregated protobuf,direct,direct protobuf,CRD}" -direct "$DIRECT" -pids "$(IFS=,; echo "${pids[*]}")"
+  -paths "${BENCH_PATHS:-aggregated,aggregated protobuf,direct,direct protobuf,CRD}" -direct "$DIRECT" \
+  -rounds "${BENCH_ROUNDS:-1}" -pids "$(IFS=,; echo "${pids[*]}")"

@@ -70,6 +70,7 @@ type config struct {
 	events      int
 	pids        map[string]int
 	paths       []string
+	rounds      int
 }
 
 func main() {
@@ -84,9 +85,11 @@ func main() {
 	pids := flag.String("pids", "", "NAME=PID,... processes whose CPU and memory to report")
 	pathNames := flag.String("paths", "aggregated,aggregated protobuf,CRD", "comma-separated paths to run")
 	direct := flag.String("direct", "", "URL of inplace-apiserver itself, for the direct paths (the kubeconfig's credentials and CA)")
+	flag.IntVar(&c.rounds, "rounds", 1, "rounds of all the paths, one path after the other in each (rotated), "+
+		"their latencies pooled: a machine slower for a while then slows every path, not the one it ran")
 	flag.Parse()
-	if c.namespace == "" || c.objects < 1 || c.watchers < 1 || c.events < 1 || c.page < 1 {
-		fmt.Fprintln(os.Stderr, "usage: benchapi -namespace NS [-objects 1000] [-concurrency 1,8,32] [-page 500] [-watchers 10] [-events 100] [-pids NAME=PID,...] [-paths P,...] [-direct URL]")
+	if c.namespace == "" || c.objects < 1 || c.watchers < 1 || c.events < 1 || c.page < 1 || c.rounds < 1 {
+		fmt.Fprintln(os.Stderr, "usage: benchapi -namespace NS [-objects 1000] [-concurrency 1,8,32] [-page 500] [-watchers 10] [-events 100] [-pids NAME=PID,...] [-paths P,...] [-direct URL] [-rounds 1]")
 		os.Exit(2)
 	}
 	for _, s := range strings.Split(*conc, ",") {
@@ -130,7 +133,8 @@ func main() {
 	}
 	// Client-side throttling would time the client, not the servers.
 	cfg.QPS, cfg.Burst = -1, 0
-	results := map[string]*pathResult{}
+	targets := map[string]target{}
+	var order []string
 	for _, p := range paths {
 		if !slices.Contains(c.paths, p.name) {
 			continue
@@ -145,13 +149,27 @@ func main() {
 			fmt.Fprintf(os.Stderr, "benchapi: %s path: %v\n", p.name, err)
 			os.Exit(1)
 		}
-		fmt.Fprintf(os.Stderr, "benchapi: %s path\n", p.name)
-		r, err := runPath(ctx, t, c)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "benchapi: %s path: %v\n", p.name, err)
-			os.Exit(1)
+		targets[p.name] = t
+		order = append(order, p.name)
+	}
+	results := map[string]*pathResult{}
+	for round := range c.rounds {
+		for i := range order {
+			// Rotated, so that no path always follows the same one (the one before leaves the
+			// servers its garbage and its watch cache's history).
+			name := order[(i+round)%len(order)]
+			fmt.Fprintf(os.Stderr, "benchapi: round %d/%d: %s path\n", round+1, c.rounds, name)
+			r, err := runPath(ctx, targets[name], c)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "benchapi: %s path: %v\n", name, err)
+				os.Exit(1)
+			}
+			if results[name] == nil {
+				results[name] = r
+			} else {
+				results[name].add(r)
+			}
 		}
-		results[p.name] = r
 	}
 	report(c, results)
 }
@@ -163,6 +181,23 @@ type pathResult struct {
 	wall  map[string]time.Duration
 	cpu   map[string]float64
 	rssMB map[string]float64
+}
+
+// add pools another round's result into r: latencies and wall and CPU times add up, memory is
+// the larger.
+func (r *pathResult) add(o *pathResult) {
+	for k, v := range o.lat {
+		r.lat[k] = append(r.lat[k], v...)
+	}
+	for k, v := range o.wall {
+		r.wall[k] += v
+	}
+	for k, v := range o.cpu {
+		r.cpu[k] += v
+	}
+	for k, v := range o.rssMB {
+		r.rssMB[k] = max(r.rssMB[k], v)
+	}
 }
 
 func runPath(ctx context.Context, t target, c config) (*pathResult, error) {
@@ -379,7 +414,7 @@ func report(c config, results map[string]*pathResult) {
 		}
 	}
 	crd := results["CRD"]
-	fmt.Printf("objects: %d  concurrency: %v  page: %d  watchers: %d x %d events\n", c.objects, c.concurrency, c.page, c.watchers, c.events)
+	fmt.Printf("objects: %d  concurrency: %v  page: %d  watchers: %d x %d events  rounds: %d\n", c.objects, c.concurrency, c.page, c.watchers, c.events, c.rounds)
 	fmt.Printf("each cell: p50 ms / p99 ms / ops/s; ratios: p50 / p99 of the path over the CRD's\n\n")
 	fmt.Printf("%-12s", "operation")
 	for _, name := range names {
