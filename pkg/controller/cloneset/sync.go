@@ -194,15 +194,7 @@ func (c *Controller) claim(ctx context.Context, cs *v1alpha1.CloneSet, selector 
 		Fresh: func(ctx context.Context) (metav1.Object, error) {
 			return c.inplace.AppsV1alpha1().CloneSets(cs.Namespace).Get(ctx, cs.Name, metav1.GetOptions{})
 		}}
-	revisions, err := ownership.ClaimRevisions(ctx, owner, c.revIndex, c.kube.AppsV1())
-	if err != nil {
-		return nil, nil, err
-	}
-	pods, err := ownership.ClaimPods(ctx, owner, c.podIndex, c.kube.CoreV1())
-	if err != nil {
-		return nil, nil, err
-	}
-	return pods, revisions, nil
+	return c.owned.Claim(ctx, owner, c.kube)
 }
 
 // activePods are the Pods that count: not terminating, not finished.

@@ -41,9 +41,8 @@ type Controller struct {
 	kube     kubernetes.Interface
 	inplace  clientset.Interface
 	sets     listers.DaemonSetLister
-	podIndex ownership.PodIndex
+	owned    ownership.Indexes // the Pods and revisions by controller
 	nodes    corelisters.NodeLister
-	revIndex ownership.RevisionIndex
 	synced   []cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	recorder record.EventRecorder
@@ -69,14 +68,11 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
 	}
 	c.exp = expectations.New(func() time.Time { return c.now() })
-	podIndex, err := ownership.NewPodIndex(podInf.Informer())
+	owned, err := ownership.NewIndexes(podInf.Informer(), revInf.Informer())
 	if err != nil {
 		return nil, err
 	}
-	c.podIndex = podIndex
-	if c.revIndex, err = ownership.NewRevisionIndex(revInf.Informer()); err != nil {
-		return nil, err
-	}
+	c.owned = owned
 	if _, err := setInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueSet,
 		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },

@@ -110,15 +110,7 @@ func (c *Controller) claim(ctx context.Context, ds *v1alpha1.DaemonSet, selector
 		Fresh: func(ctx context.Context) (metav1.Object, error) {
 			return c.inplace.AppsV1alpha1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
 		}}
-	revisions, err := ownership.ClaimRevisions(ctx, owner, c.revIndex, c.kube.AppsV1())
-	if err != nil {
-		return nil, nil, err
-	}
-	pods, err := ownership.ClaimPods(ctx, owner, c.podIndex, c.kube.CoreV1())
-	if err != nil {
-		return nil, nil, err
-	}
-	return pods, revisions, nil
+	return c.owned.Claim(ctx, owner, c.kube)
 }
 
 // syncKruisePodReady keeps KruisePodReady, on the Pods with that readiness gate, as their

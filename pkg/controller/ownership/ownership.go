@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -209,6 +210,40 @@ func NewPodIndex(inf cache.SharedIndexInformer) (PodIndex, error) { return NewIn
 // NewRevisionIndex is NewIndex of the shared ControllerRevision informer.
 func NewRevisionIndex(inf cache.SharedIndexInformer) (RevisionIndex, error) {
 	return NewIndex[*appsv1.ControllerRevision](inf)
+}
+
+// Indexes are the controller indexes of the shared Pod and ControllerRevision informers, what a
+// workload controller claims through.
+type Indexes struct {
+	Pods      PodIndex
+	Revisions RevisionIndex
+}
+
+// NewIndexes adds the controller index to the shared Pod and ControllerRevision informers (once
+// each, whichever workload controller comes first); it must be called before they start.
+func NewIndexes(pods, revisions cache.SharedIndexInformer) (Indexes, error) {
+	var x Indexes
+	var err error
+	if x.Pods, err = NewPodIndex(pods); err != nil {
+		return Indexes{}, err
+	}
+	if x.Revisions, err = NewRevisionIndex(revisions); err != nil {
+		return Indexes{}, err
+	}
+	return x, nil
+}
+
+// Claim claims the owner's revisions (ClaimRevisions, oldest first), then its Pods (ClaimPods).
+func (x Indexes) Claim(ctx context.Context, owner Owner, kube kubernetes.Interface) ([]*corev1.Pod, []*appsv1.ControllerRevision, error) {
+	revisions, err := ClaimRevisions(ctx, owner, x.Revisions, kube.AppsV1())
+	if err != nil {
+		return nil, nil, err
+	}
+	pods, err := ClaimPods(ctx, owner, x.Pods, kube.CoreV1())
+	if err != nil {
+		return nil, nil, err
+	}
+	return pods, revisions, nil
 }
 
 // Owned are the objects the owner controls, from the cache.

@@ -41,9 +41,8 @@ type Controller struct {
 	inplace  clientset.Interface
 	sets     listers.StatefulSetLister
 	pods     corelisters.PodLister
-	podIndex ownership.PodIndex
+	owned    ownership.Indexes // the Pods and revisions by controller
 	claims   corelisters.PersistentVolumeClaimLister
-	revIndex ownership.RevisionIndex
 	synced   []cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	recorder record.EventRecorder
@@ -71,14 +70,11 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
 	}
 	c.exp = expectations.New(func() time.Time { return c.now() })
-	podIndex, err := ownership.NewPodIndex(podInf.Informer())
+	owned, err := ownership.NewIndexes(podInf.Informer(), revInf.Informer())
 	if err != nil {
 		return nil, err
 	}
-	c.podIndex = podIndex
-	if c.revIndex, err = ownership.NewRevisionIndex(revInf.Informer()); err != nil {
-		return nil, err
-	}
+	c.owned = owned
 	if _, err := setInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueSet,
 		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },

@@ -101,14 +101,14 @@ func (c *Controller) claim(ctx context.Context, set *v1beta1.StatefulSet, select
 		Fresh: func(ctx context.Context) (metav1.Object, error) {
 			return c.inplace.AppsV1beta1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
 		}}
-	revisions, err := ownership.ClaimRevisions(ctx, owner, c.revIndex, c.kube.AppsV1())
+	revisions, err := ownership.ClaimRevisions(ctx, owner, c.owned.Revisions, c.kube.AppsV1())
 	if err != nil {
 		return nil, nil, err
 	}
 	owner.Wants = func(o metav1.Object) bool {
 		return selector.Matches(labels.Set(o.GetLabels())) && isMember(set, o.GetName())
 	}
-	pods, err := ownership.ClaimPods(ctx, owner, c.podIndex, c.kube.CoreV1())
+	pods, err := ownership.ClaimPods(ctx, owner, c.owned.Pods, c.kube.CoreV1())
 	if err != nil {
 		return nil, nil, err
 	}
