@@ -204,14 +204,6 @@ func NewIndex[T metav1.Object](inf cache.SharedIndexInformer) (Index[T], error) 
 	return Index[T]{indexer: inf.GetIndexer()}, nil
 }
 
-// NewPodIndex is NewIndex of the shared Pod informer.
-func NewPodIndex(inf cache.SharedIndexInformer) (PodIndex, error) { return NewIndex[*corev1.Pod](inf) }
-
-// NewRevisionIndex is NewIndex of the shared ControllerRevision informer.
-func NewRevisionIndex(inf cache.SharedIndexInformer) (RevisionIndex, error) {
-	return NewIndex[*appsv1.ControllerRevision](inf)
-}
-
 // Indexes are the controller indexes of the shared Pod and ControllerRevision informers, what a
 // workload controller claims through.
 type Indexes struct {
@@ -224,10 +216,10 @@ type Indexes struct {
 func NewIndexes(pods, revisions cache.SharedIndexInformer) (Indexes, error) {
 	var x Indexes
 	var err error
-	if x.Pods, err = NewPodIndex(pods); err != nil {
+	if x.Pods, err = NewIndex[*corev1.Pod](pods); err != nil {
 		return Indexes{}, err
 	}
-	if x.Revisions, err = NewRevisionIndex(revisions); err != nil {
+	if x.Revisions, err = NewIndex[*appsv1.ControllerRevision](revisions); err != nil {
 		return Indexes{}, err
 	}
 	return x, nil
@@ -246,8 +238,8 @@ func (x Indexes) Claim(ctx context.Context, owner Owner, kube kubernetes.Interfa
 	return pods, revisions, nil
 }
 
-// Owned are the objects the owner controls, from the cache.
-func (x Index[T]) Owned(owner metav1.Object) ([]T, error) {
+// owned are the objects the owner controls, from the cache.
+func (x Index[T]) owned(owner metav1.Object) ([]T, error) {
 	return x.byKey(owner, string(owner.GetUID()), nil)
 }
 
@@ -255,7 +247,7 @@ func (x Index[T]) Owned(owner metav1.Object) ([]T, error) {
 // and the orphans of its namespace (to adopt). Other controllers' objects are ignored by Claim
 // anyway.
 func (x Index[T]) candidates(owner metav1.Object) ([]T, error) {
-	owned, err := x.Owned(owner)
+	owned, err := x.owned(owner)
 	if err != nil {
 		return nil, err
 	}

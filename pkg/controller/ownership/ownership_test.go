@@ -168,7 +168,7 @@ func TestClaimByOwnerBeingDeleted(t *testing.T) {
 }
 
 // TestRevisionIndex: a workload's revisions come from the ControllerRevision informer's
-// controller index: Owned is what it controls whatever the labels (CloneSet's history), never
+// controller index: owned is what it controls whatever the labels (CloneSet's history), never
 // another controller's or another namespace's; ClaimRevisions also adopts the namespace's orphans
 // its selector matches and releases what it controls but no longer selects.
 func TestRevisionIndex(t *testing.T) {
@@ -187,7 +187,7 @@ func TestRevisionIndex(t *testing.T) {
 	}
 	client := fake.NewClientset(objs...)
 	inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0).Apps().V1().ControllerRevisions().Informer()
-	index, err := NewRevisionIndex(inf)
+	index, err := NewIndex[*appsv1.ControllerRevision](inf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestRevisionIndex(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	if owned, err := index.Owned(w); err != nil || !slices.Equal(names(owned), []string{"owned", "unselected"}) {
+	if owned, err := index.owned(w); err != nil || !slices.Equal(names(owned), []string{"owned", "unselected"}) {
 		t.Errorf("owned %v (%v), want owned and unselected", names(owned), err)
 	}
 	claimed, err := ClaimRevisions(context.Background(), owner(w, w), index, client.AppsV1())
@@ -254,12 +254,12 @@ func TestClaimPodsThroughTheControllerIndex(t *testing.T) {
 	}
 	client := fake.NewClientset(objs...)
 	inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0).Core().V1().Pods().Informer()
-	index, err := NewPodIndex(inf)
+	index, err := NewIndex[*corev1.Pod](inf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := NewPodIndex(inf); err != nil || again.indexer != index.indexer {
-		t.Fatalf("a second NewPodIndex on the same informer: %v", err)
+	if again, err := NewIndex[*corev1.Pod](inf); err != nil || again.indexer != index.indexer {
+		t.Fatalf("a second NewIndex on the same informer: %v", err)
 	}
 	for _, p := range pods {
 		if err := inf.GetIndexer().Add(p); err != nil {
@@ -312,7 +312,7 @@ func TestClaimPodsThroughTheControllerIndex(t *testing.T) {
 //	go test -run '^$' -bench ClaimPodsCandidates ./pkg/controller/ownership
 func BenchmarkClaimPodsCandidates(b *testing.B) {
 	inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0).Core().V1().Pods().Informer()
-	index, err := NewPodIndex(inf)
+	index, err := NewIndex[*corev1.Pod](inf)
 	if err != nil {
 		b.Fatal(err)
 	}
