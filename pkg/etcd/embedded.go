@@ -25,12 +25,18 @@ type Options struct {
 	ClientPort int
 	// UnsafeNoFsync skips fsync: only for tests, where losing data on a crash does not matter.
 	UnsafeNoFsync bool
+	// Defrag, when set, rewrites the database file without its free pages when it is idle and
+	// mostly free (see DefragPolicy); nil never does.
+	Defrag *DefragPolicy
 }
 
 // Server is a running embedded etcd.
 type Server struct {
 	etcd *embed.Etcd
 	log  *klogWriter
+	// stopDefrag ends the defragmenter, and defragDone closes once it has returned.
+	stopDefrag context.CancelFunc
+	defragDone chan struct{}
 	// ClientURL is the URL clients reach it at, e.g. http://127.0.0.1:41327.
 	ClientURL string
 }
@@ -80,13 +86,24 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		e.Close()
 		return nil, fmt.Errorf("embedded etcd in %s was not ready within a minute", cfg.Dir)
 	}
-	s := &Server{etcd: e, log: w, ClientURL: "http://" + e.Clients[0].Addr().String()}
+	s := &Server{etcd: e, log: w, ClientURL: "http://" + e.Clients[0].Addr().String(), defragDone: make(chan struct{})}
+	// The defragmenter lives as long as the server, not as long as the ctx of its start.
+	var defragCtx context.Context
+	defragCtx, s.stopDefrag = context.WithCancel(klog.NewContext(context.Background(), klog.FromContext(ctx)))
+	go func() {
+		defer close(s.defragDone)
+		if o.Defrag != nil {
+			s.defragWhenIdle(defragCtx, *o.Defrag)
+		}
+	}()
 	klog.InfoS("Embedded etcd is ready", "dataDir", cfg.Dir, "clientURL", s.ClientURL)
 	return s, nil
 }
 
 // Close stops etcd cleanly, flushing its data.
 func (s *Server) Close() {
+	s.stopDefrag()
+	<-s.defragDone
 	s.log.closing.Store(true)
 	s.etcd.Close()
 	klog.InfoS("Embedded etcd stopped")

@@ -67,3 +67,72 @@ func client(t *testing.T, s *Server) *clientv3.Client {
 	}
 	return c
 }
+
+// After a burst whose history a compaction dropped, an idle embedded etcd rewrites its database
+// file without the free pages, and keeps what is in use.
+func TestDefragmentsIdleMostlyFreeDatabase(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := Start(ctx, Options{DataDir: t.TempDir(), UnsafeNoFsync: true,
+		Defrag: &DefragPolicy{Interval: 100 * time.Millisecond, MinBytes: 1 << 20, MinFreeFraction: 0.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := client(t, s)
+	defer func() { _ = c.Close() }()
+
+	if _, err := c.Put(ctx, "/kept", "still here"); err != nil {
+		t.Fatal(err)
+	}
+	value := string(make([]byte, 32<<10))
+	for i := range 400 {
+		if _, err := c.Put(ctx, fmt.Sprintf("/burst/%03d", i), value); err != nil {
+			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+	del, err := c.Delete(ctx, "/burst/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Compact(ctx, del.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	burst := int64(400 * 32 << 10)
+	// The file held the burst until the defragmenter's next idle look; poll for it to shrink.
+	deadline := time.Now().Add(time.Minute)
+	for size := s.etcd.Server.Backend().Size(); size >= burst/2; size = s.etcd.Server.Backend().Size() {
+		if time.Now().After(deadline) {
+			t.Fatalf("database file still %d bytes a minute after the burst was compacted (in use: %d)",
+				size, s.etcd.Server.Backend().SizeInUse())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp, err := c.Get(ctx, "/kept")
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "still here" {
+		t.Fatalf("the kept key after the defragmentation: %v, %v", resp, err)
+	}
+	if _, err := c.Put(ctx, "/after", "writable"); err != nil {
+		t.Fatalf("writing after the defragmentation: %v", err)
+	}
+}
+
+func TestDefragPolicy(t *testing.T) {
+	p := DefragPolicy{Interval: time.Minute, MinBytes: 32 << 20, MinFreeFraction: 0.5}
+	for _, tc := range []struct {
+		name        string
+		size, inUse int64
+		idle, want  bool
+	}{
+		{"idle, large, mostly free", 100 << 20, 10 << 20, true, true},
+		{"idle, large, exactly half free", 64 << 20, 32 << 20, true, true},
+		{"busy: writes since the last look", 100 << 20, 10 << 20, false, false},
+		{"idle, large, mostly in use", 100 << 20, 60 << 20, true, false},
+		{"idle, small, all free", 16 << 20, 0, true, false},
+		{"empty", 0, 0, true, false},
+	} {
+		if got := p.Defrag(tc.size, tc.inUse, tc.idle); got != tc.want {
+			t.Errorf("%s: Defrag(%d, %d, %v) = %v, want %v", tc.name, tc.size, tc.inUse, tc.idle, got, tc.want)
+		}
+	}
+}

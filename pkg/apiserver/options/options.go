@@ -63,6 +63,9 @@ type Options struct {
 	EmbeddedEtcdPort int
 	// EmbeddedEtcdUnsafeNoFsync skips fsync in the embedded etcd (tests only).
 	EmbeddedEtcdUnsafeNoFsync bool
+	// EmbeddedEtcdDefrag rewrites the embedded etcd's database without its free pages when the
+	// server is idle and the file mostly free (see etcd.DefragPolicy).
+	EmbeddedEtcdDefrag bool
 	// TrustFrontProxyAuthorization allows requests kube-apiserver proxied without asking it again
 	// (aggregated mode; see apiserver.FrontProxy).
 	TrustFrontProxyAuthorization bool
@@ -86,6 +89,7 @@ func NewOptions() *Options {
 
 		TrustFrontProxyAuthorization: true,
 		TrimIdleMemory:               true,
+		EmbeddedEtcdDefrag:           true,
 	}
 	o.ServerRun = genericoptions.NewServerRunOptionsForComponent(basecompatibility.DefaultKubeComponent, o.componentGlobals)
 	// Watches end within 5 s of SIGTERM instead of the default minute: kube-controller-manager
@@ -122,6 +126,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.TrimIdleMemory, "trim-idle-memory", o.TrimIdleMemory,
 		"Return the heap's free memory to the system once the server turns idle after a busy period (a minute or less of "+
 			"little allocation after 512 MiB allocated): without it the Go runtime keeps a burst's memory while the server stays idle.")
+	fs.BoolVar(&o.EmbeddedEtcdDefrag, "embedded-etcd-defrag", o.EmbeddedEtcdDefrag,
+		"Defragment the embedded etcd's database when it is at least 32 MiB and half free and no write came for a minute, "+
+			"as operators run `etcdctl defrag` on their etcd: without it the file and its memory map keep the size of the "+
+			"largest burst of history. It blocks the embedded etcd for the copy (milliseconds for tens of MB).")
 	fs.BoolVar(&o.EmbeddedEtcdUnsafeNoFsync, "embedded-etcd-unsafe-no-fsync", false, "Skip fsync in the embedded etcd. Data may be lost on a crash: tests only.")
 	_ = fs.MarkHidden("embedded-etcd-unsafe-no-fsync")
 	o.Recommended.AddFlags(fs)
@@ -278,6 +286,13 @@ func (r *Running) Wait() error {
 	return r.err
 }
 
+func (o *Options) embeddedEtcdDefrag() *etcd.DefragPolicy {
+	if !o.EmbeddedEtcdDefrag {
+		return nil
+	}
+	return &etcd.DefaultDefragPolicy
+}
+
 // Start starts etcd (when embedded) and the API server in the background; they stop when ctx ends.
 func (o *Options) Start(ctx context.Context) (*Running, error) {
 	var embedded *etcd.Server
@@ -285,6 +300,7 @@ func (o *Options) Start(ctx context.Context) (*Running, error) {
 		var err error
 		embedded, err = etcd.Start(ctx, etcd.Options{
 			DataDir: o.DataDir, ClientPort: o.EmbeddedEtcdPort, UnsafeNoFsync: o.EmbeddedEtcdUnsafeNoFsync,
+			Defrag: o.embeddedEtcdDefrag(),
 		})
 		if err != nil {
 			return nil, err
