@@ -20,25 +20,33 @@ import (
 type DefragPolicy struct {
 	// Interval is how often the database is looked at.
 	Interval time.Duration
-	// MinBytes: smaller files are left as they are, whatever their free share.
+	// MinBytes: smaller files are left as they are.
 	MinBytes int64
 	// MinFreeFraction: defragment when at least this share of the file is free.
 	MinFreeFraction float64
+	// GrowthFactor: defragment too when the file has grown to this multiple of its size after the
+	// last defragmentation (or at start). etcd counts the pages a compaction freed as free only
+	// once a later write has begun, which an idle server does not make, so its free share can
+	// read as zero over a file that is mostly history; growth is the sign that it may not be.
+	GrowthFactor float64
 }
 
-// DefaultDefragPolicy looks every minute and rewrites a file of 32 MiB or more that is at least
-// half free, in a minute without writes. kube's storage layer compacts etcd every 5 minutes, so a
-// burst's history is dropped within 5 minutes of its end and its space returned a minute or two
-// after that.
-var DefaultDefragPolicy = DefragPolicy{Interval: time.Minute, MinBytes: 32 << 20, MinFreeFraction: 0.5}
+// DefaultDefragPolicy looks every minute and, in a minute without writes, rewrites a file of
+// 32 MiB or more that is at least half free or has doubled since the last rewrite. kube's storage
+// layer compacts etcd every 5 minutes, so a burst's history is dropped within 5 minutes of its end
+// and its space returned a minute or two after that. A file that holds only live data is rewritten
+// at most once per doubling.
+var DefaultDefragPolicy = DefragPolicy{Interval: time.Minute, MinBytes: 32 << 20, MinFreeFraction: 0.5, GrowthFactor: 2}
 
-// Defrag says whether to defragment a database file of size bytes of which inUse are in use,
-// when idle says no write was made since the last look.
-func (p DefragPolicy) Defrag(size, inUse int64, idle bool) bool {
-	if !idle || size < p.MinBytes || size <= 0 {
+// Defrag says whether to defragment a database file of size bytes of which inUse are counted in
+// use, baseline its size after the last defragmentation (or at start), when idle says no write
+// was made since the last look.
+func (p DefragPolicy) Defrag(size, inUse, baseline int64, idle bool) bool {
+	if !idle || size < p.MinBytes {
 		return false
 	}
-	return float64(size-inUse) >= p.MinFreeFraction*float64(size)
+	return float64(size-inUse) >= p.MinFreeFraction*float64(size) ||
+		float64(size) >= p.GrowthFactor*float64(max(baseline, 1))
 }
 
 // defragWhenIdle applies policy until ctx ends.
@@ -47,6 +55,7 @@ func (s *Server) defragWhenIdle(ctx context.Context, policy DefragPolicy) {
 	ticker := time.NewTicker(policy.Interval)
 	defer ticker.Stop()
 	lastRev := s.etcd.Server.KV().Rev()
+	baseline := s.etcd.Server.Backend().Size()
 	for {
 		select {
 		case <-ctx.Done():
@@ -58,7 +67,7 @@ func (s *Server) defragWhenIdle(ctx context.Context, policy DefragPolicy) {
 		size, inUse := be.Size(), be.SizeInUse()
 		idle := rev == lastRev
 		lastRev = rev
-		if !policy.Defrag(size, inUse, idle) {
+		if !policy.Defrag(size, inUse, baseline, idle) {
 			continue
 		}
 		start := time.Now()
@@ -67,7 +76,8 @@ func (s *Server) defragWhenIdle(ctx context.Context, policy DefragPolicy) {
 			continue
 		}
 		be = s.etcd.Server.Backend()
-		logger.Info("Defragmented the embedded etcd's database", "beforeBytes", size, "afterBytes", be.Size(),
+		baseline = be.Size()
+		logger.Info("Defragmented the embedded etcd's database", "beforeBytes", size, "afterBytes", baseline,
 			"inUseBytes", be.SizeInUse(), "took", time.Since(start))
 	}
 }

@@ -74,7 +74,7 @@ func TestDefragmentsIdleMostlyFreeDatabase(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := Start(ctx, Options{DataDir: t.TempDir(), UnsafeNoFsync: true,
-		Defrag: &DefragPolicy{Interval: 100 * time.Millisecond, MinBytes: 1 << 20, MinFreeFraction: 0.5}})
+		Defrag: &DefragPolicy{Interval: 100 * time.Millisecond, MinBytes: 1 << 20, MinFreeFraction: 0.5, GrowthFactor: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,21 +118,23 @@ func TestDefragmentsIdleMostlyFreeDatabase(t *testing.T) {
 }
 
 func TestDefragPolicy(t *testing.T) {
-	p := DefragPolicy{Interval: time.Minute, MinBytes: 32 << 20, MinFreeFraction: 0.5}
+	p := DefragPolicy{Interval: time.Minute, MinBytes: 32 << 20, MinFreeFraction: 0.5, GrowthFactor: 2}
 	for _, tc := range []struct {
-		name        string
-		size, inUse int64
-		idle, want  bool
+		name                  string
+		size, inUse, baseline int64
+		idle, want            bool
 	}{
-		{"idle, large, mostly free", 100 << 20, 10 << 20, true, true},
-		{"idle, large, exactly half free", 64 << 20, 32 << 20, true, true},
-		{"busy: writes since the last look", 100 << 20, 10 << 20, false, false},
-		{"idle, large, mostly in use", 100 << 20, 60 << 20, true, false},
-		{"idle, small, all free", 16 << 20, 0, true, false},
-		{"empty", 0, 0, true, false},
+		{"idle, large, mostly free", 100 << 20, 10 << 20, 100 << 20, true, true},
+		{"idle, large, exactly half free", 64 << 20, 32 << 20, 64 << 20, true, true},
+		{"busy: writes since the last look", 100 << 20, 10 << 20, 1 << 20, false, false},
+		{"idle, large, mostly in use, as large as after the last rewrite", 100 << 20, 60 << 20, 100 << 20, true, false},
+		{"idle, large, counted in use, doubled since the last rewrite", 100 << 20, 100 << 20, 50 << 20, true, true},
+		{"idle, large, counted in use, grown less than double", 100 << 20, 100 << 20, 51 << 20, true, false},
+		{"idle, small, all free", 16 << 20, 0, 1 << 10, true, false},
+		{"empty", 0, 0, 0, true, false},
 	} {
-		if got := p.Defrag(tc.size, tc.inUse, tc.idle); got != tc.want {
-			t.Errorf("%s: Defrag(%d, %d, %v) = %v, want %v", tc.name, tc.size, tc.inUse, tc.idle, got, tc.want)
+		if got := p.Defrag(tc.size, tc.inUse, tc.baseline, tc.idle); got != tc.want {
+			t.Errorf("%s: Defrag(%d, %d, %d, %v) = %v, want %v", tc.name, tc.size, tc.inUse, tc.baseline, tc.idle, got, tc.want)
 		}
 	}
 }
