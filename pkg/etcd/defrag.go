@@ -16,7 +16,8 @@ import (
 // (a rollout of a thousand CloneSets writes each of them tens of times) the file and the mapped
 // memory would stay at the burst's size for the life of the data directory. Defragmenting blocks
 // the member's reads and writes while it copies what is in use (tens of milliseconds for the tens
-// of MB a burst leaves), so it is done only when the server is idle and the file is mostly free.
+// of MB a burst leaves), so it is done only when the server is idle, and only for a file that is
+// mostly free or has grown much since it was last rewritten.
 type DefragPolicy struct {
 	// Interval is how often the database is looked at.
 	Interval time.Duration

@@ -26,7 +26,7 @@ type Options struct {
 	// UnsafeNoFsync skips fsync: only for tests, where losing data on a crash does not matter.
 	UnsafeNoFsync bool
 	// Defrag, when set, rewrites the database file without its free pages when it is idle and
-	// mostly free (see DefragPolicy); nil never does.
+	// mostly free or much grown (see DefragPolicy); nil never does.
 	Defrag *DefragPolicy
 }
 

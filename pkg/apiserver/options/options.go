@@ -64,7 +64,7 @@ type Options struct {
 	// EmbeddedEtcdUnsafeNoFsync skips fsync in the embedded etcd (tests only).
 	EmbeddedEtcdUnsafeNoFsync bool
 	// EmbeddedEtcdDefrag rewrites the embedded etcd's database without its free pages when the
-	// server is idle and the file mostly free (see etcd.DefragPolicy).
+	// server is idle and the file mostly free or much grown (see etcd.DefragPolicy).
 	EmbeddedEtcdDefrag bool
 	// TrustFrontProxyAuthorization allows requests kube-apiserver proxied without asking it again
 	// (aggregated mode; see apiserver.FrontProxy).
