@@ -32,22 +32,33 @@ type DefragPolicy struct {
 	GrowthFactor float64
 }
 
-// DefaultDefragPolicy looks every minute and, in a minute without writes, rewrites a file of
-// 32 MiB or more that is at least half free or has doubled since the last rewrite. kube's storage
-// layer compacts etcd every 5 minutes, so a burst's history is dropped within 5 minutes of its end
-// and its space returned a minute or two after that. A file that holds only live data is rewritten
-// at most once per doubling.
+// DefaultDefragPolicy looks every minute and, in a minute without writes after a compaction,
+// rewrites a file of 32 MiB or more that is at least half free or has doubled since the last
+// rewrite. kube's storage layer compacts etcd every 5 minutes, so a burst's history is dropped
+// within 5 minutes of its end and its space returned a minute or two after that. A file that holds
+// only live data is rewritten at most once per doubling.
 var DefaultDefragPolicy = DefragPolicy{Interval: time.Minute, MinBytes: 32 << 20, MinFreeFraction: 0.5, GrowthFactor: 2}
 
-// Defrag says whether to defragment a database file of size bytes of which inUse are counted in
-// use, baseline its size after the last defragmentation (or at start), when idle says no write
-// was made since the last look.
-func (p DefragPolicy) Defrag(size, inUse, baseline int64, idle bool) bool {
-	if !idle || size < p.MinBytes {
+// DBState is what the defragmenter looks at.
+type DBState struct {
+	// Size is the file's size in bytes, InUse the bytes etcd counts in use.
+	Size, InUse int64
+	// Baseline is the file's size after the last defragmentation, or at start.
+	Baseline int64
+	// Idle: no write was made since the last look.
+	Idle bool
+	// Compacted: a compaction came after the last defragmentation (or the start), so the history
+	// a burst wrote is gone from the file's live data. Before that, a rewrite would copy it.
+	Compacted bool
+}
+
+// Defrag says whether to defragment now.
+func (p DefragPolicy) Defrag(st DBState) bool {
+	if !st.Idle || !st.Compacted || st.Size < p.MinBytes {
 		return false
 	}
-	return float64(size-inUse) >= p.MinFreeFraction*float64(size) ||
-		float64(size) >= p.GrowthFactor*float64(max(baseline, 1))
+	return float64(st.Size-st.InUse) >= p.MinFreeFraction*float64(st.Size) ||
+		float64(st.Size) >= p.GrowthFactor*float64(max(st.Baseline, 1))
 }
 
 // defragWhenIdle applies policy until ctx ends.
@@ -55,30 +66,29 @@ func (s *Server) defragWhenIdle(ctx context.Context, policy DefragPolicy) {
 	logger := klog.FromContext(ctx).WithName("etcd-defrag")
 	ticker := time.NewTicker(policy.Interval)
 	defer ticker.Stop()
-	lastRev := s.etcd.Server.KV().Rev()
-	baseline := s.etcd.Server.Backend().Size()
+	lastRev, baseline, baseFirstRev := s.etcd.Server.KV().Rev(), s.etcd.Server.Backend().Size(), s.etcd.Server.KV().FirstRev()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
-		rev := s.etcd.Server.KV().Rev()
-		be := s.etcd.Server.Backend()
-		size, inUse := be.Size(), be.SizeInUse()
-		idle := rev == lastRev
+		kv, be := s.etcd.Server.KV(), s.etcd.Server.Backend()
+		rev := kv.Rev()
+		st := DBState{Size: be.Size(), InUse: be.SizeInUse(), Baseline: baseline,
+			Idle: rev == lastRev, Compacted: kv.FirstRev() > baseFirstRev}
 		lastRev = rev
-		if !policy.Defrag(size, inUse, baseline, idle) {
+		if !policy.Defrag(st) {
 			continue
 		}
 		start := time.Now()
 		if err := s.etcd.Server.Defragment(); err != nil {
-			logger.Error(err, "Defragmenting the embedded etcd's database", "sizeBytes", size, "inUseBytes", inUse)
+			logger.Error(err, "Defragmenting the embedded etcd's database", "sizeBytes", st.Size, "inUseBytes", st.InUse)
 			continue
 		}
 		be = s.etcd.Server.Backend()
-		baseline = be.Size()
-		logger.Info("Defragmented the embedded etcd's database", "beforeBytes", size, "afterBytes", baseline,
+		baseline, baseFirstRev = be.Size(), s.etcd.Server.KV().FirstRev()
+		logger.Info("Defragmented the embedded etcd's database", "beforeBytes", st.Size, "afterBytes", baseline,
 			"inUseBytes", be.SizeInUse(), "took", time.Since(start))
 	}
 }

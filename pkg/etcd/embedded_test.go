@@ -119,22 +119,24 @@ func TestDefragmentsIdleMostlyFreeDatabase(t *testing.T) {
 
 func TestDefragPolicy(t *testing.T) {
 	p := DefragPolicy{Interval: time.Minute, MinBytes: 32 << 20, MinFreeFraction: 0.5, GrowthFactor: 2}
+	const mb = 1 << 20
 	for _, tc := range []struct {
-		name                  string
-		size, inUse, baseline int64
-		idle, want            bool
+		name string
+		st   DBState
+		want bool
 	}{
-		{"idle, large, mostly free", 100 << 20, 10 << 20, 100 << 20, true, true},
-		{"idle, large, exactly half free", 64 << 20, 32 << 20, 64 << 20, true, true},
-		{"busy: writes since the last look", 100 << 20, 10 << 20, 1 << 20, false, false},
-		{"idle, large, mostly in use, as large as after the last rewrite", 100 << 20, 60 << 20, 100 << 20, true, false},
-		{"idle, large, counted in use, doubled since the last rewrite", 100 << 20, 100 << 20, 50 << 20, true, true},
-		{"idle, large, counted in use, grown less than double", 100 << 20, 100 << 20, 51 << 20, true, false},
-		{"idle, small, all free", 16 << 20, 0, 1 << 10, true, false},
-		{"empty", 0, 0, 0, true, false},
+		{"idle, compacted, large, mostly free", DBState{100 * mb, 10 * mb, 100 * mb, true, true}, true},
+		{"idle, compacted, large, exactly half free", DBState{64 * mb, 32 * mb, 64 * mb, true, true}, true},
+		{"busy: writes since the last look", DBState{100 * mb, 10 * mb, 1 * mb, false, true}, false},
+		{"no compaction since the last rewrite: the burst's history is still live", DBState{100 * mb, 10 * mb, 1 * mb, true, false}, false},
+		{"mostly in use, as large as after the last rewrite", DBState{100 * mb, 60 * mb, 100 * mb, true, true}, false},
+		{"counted in use, doubled since the last rewrite", DBState{100 * mb, 100 * mb, 50 * mb, true, true}, true},
+		{"counted in use, grown less than double", DBState{100 * mb, 100 * mb, 51 * mb, true, true}, false},
+		{"small, all free", DBState{16 * mb, 0, 1 << 10, true, true}, false},
+		{"empty", DBState{}, false},
 	} {
-		if got := p.Defrag(tc.size, tc.inUse, tc.baseline, tc.idle); got != tc.want {
-			t.Errorf("%s: Defrag(%d, %d, %d, %v) = %v, want %v", tc.name, tc.size, tc.inUse, tc.baseline, tc.idle, got, tc.want)
+		if got := p.Defrag(tc.st); got != tc.want {
+			t.Errorf("%s: Defrag(%+v) = %v, want %v", tc.name, tc.st, got, tc.want)
 		}
 	}
 }
