@@ -30,14 +30,17 @@ type DefragPolicy struct {
 	// once a later write has begun, which an idle server does not make, so its free share can
 	// read as zero over a file that is mostly history; growth is the sign that it may not be.
 	GrowthFactor float64
+	// MaxHistory: defragment only when at most this many revisions are not yet compacted. Until
+	// the compaction that follows a burst (kube's storage layer compacts every 5 minutes, to the
+	// revision it saw 5 minutes before), the burst's history is live and a rewrite would copy it.
+	MaxHistory int64
 }
 
-// DefaultDefragPolicy looks every minute and, in a minute without writes after a compaction,
-// rewrites a file of 32 MiB or more that is at least half free or has doubled since the last
-// rewrite. kube's storage layer compacts etcd every 5 minutes, so a burst's history is dropped
-// within 5 minutes of its end and its space returned a minute or two after that. A file that holds
-// only live data is rewritten at most once per doubling.
-var DefaultDefragPolicy = DefragPolicy{Interval: time.Minute, MinBytes: 32 << 20, MinFreeFraction: 0.5, GrowthFactor: 2}
+// DefaultDefragPolicy looks every minute and, in a minute without writes once the history is
+// compacted, rewrites a file of 32 MiB or more that is at least half free or has doubled since the
+// last rewrite: 5 to 10 minutes after a burst's last write. A file that holds only live data is
+// rewritten at most once per doubling.
+var DefaultDefragPolicy = DefragPolicy{Interval: time.Minute, MinBytes: 32 << 20, MinFreeFraction: 0.5, GrowthFactor: 2, MaxHistory: 100}
 
 // DBState is what the defragmenter looks at.
 type DBState struct {
@@ -47,14 +50,13 @@ type DBState struct {
 	Baseline int64
 	// Idle: no write was made since the last look.
 	Idle bool
-	// Compacted: a compaction came after the last defragmentation (or the start), so the history
-	// a burst wrote is gone from the file's live data. Before that, a rewrite would copy it.
-	Compacted bool
+	// History is the number of revisions not yet compacted.
+	History int64
 }
 
 // Defrag says whether to defragment now.
 func (p DefragPolicy) Defrag(st DBState) bool {
-	if !st.Idle || !st.Compacted || st.Size < p.MinBytes {
+	if !st.Idle || st.History > p.MaxHistory || st.Size < p.MinBytes {
 		return false
 	}
 	return float64(st.Size-st.InUse) >= p.MinFreeFraction*float64(st.Size) ||
@@ -66,7 +68,7 @@ func (s *Server) defragWhenIdle(ctx context.Context, policy DefragPolicy) {
 	logger := klog.FromContext(ctx).WithName("etcd-defrag")
 	ticker := time.NewTicker(policy.Interval)
 	defer ticker.Stop()
-	lastRev, baseline, baseFirstRev := s.etcd.Server.KV().Rev(), s.etcd.Server.Backend().Size(), s.etcd.Server.KV().FirstRev()
+	lastRev, baseline := s.etcd.Server.KV().Rev(), s.etcd.Server.Backend().Size()
 	for {
 		select {
 		case <-ctx.Done():
@@ -76,7 +78,7 @@ func (s *Server) defragWhenIdle(ctx context.Context, policy DefragPolicy) {
 		kv, be := s.etcd.Server.KV(), s.etcd.Server.Backend()
 		rev := kv.Rev()
 		st := DBState{Size: be.Size(), InUse: be.SizeInUse(), Baseline: baseline,
-			Idle: rev == lastRev, Compacted: kv.FirstRev() > baseFirstRev}
+			Idle: rev == lastRev, History: rev - kv.FirstRev()}
 		lastRev = rev
 		if !policy.Defrag(st) {
 			continue
@@ -87,8 +89,8 @@ func (s *Server) defragWhenIdle(ctx context.Context, policy DefragPolicy) {
 			continue
 		}
 		be = s.etcd.Server.Backend()
-		baseline, baseFirstRev = be.Size(), s.etcd.Server.KV().FirstRev()
-		logger.Info("Defragmented the embedded etcd's database", "beforeBytes", st.Size, "afterBytes", baseline,
+		baseline = be.Size()
+		logger.Info("Defragmented the embedded etcd's database", "beforeBytes", st.Size, "afterBytes", baseline, "history", st.History,
 			"inUseBytes", be.SizeInUse(), "took", time.Since(start))
 	}
 }

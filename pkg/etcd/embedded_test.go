@@ -74,7 +74,7 @@ func TestDefragmentsIdleMostlyFreeDatabase(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := Start(ctx, Options{DataDir: t.TempDir(), UnsafeNoFsync: true,
-		Defrag: &DefragPolicy{Interval: 100 * time.Millisecond, MinBytes: 1 << 20, MinFreeFraction: 0.5, GrowthFactor: 2}})
+		Defrag: &DefragPolicy{Interval: 100 * time.Millisecond, MinBytes: 1 << 20, MinFreeFraction: 0.5, GrowthFactor: 2, MaxHistory: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,21 +118,22 @@ func TestDefragmentsIdleMostlyFreeDatabase(t *testing.T) {
 }
 
 func TestDefragPolicy(t *testing.T) {
-	p := DefragPolicy{Interval: time.Minute, MinBytes: 32 << 20, MinFreeFraction: 0.5, GrowthFactor: 2}
+	p := DefragPolicy{Interval: time.Minute, MinBytes: 32 << 20, MinFreeFraction: 0.5, GrowthFactor: 2, MaxHistory: 100}
 	const mb = 1 << 20
 	for _, tc := range []struct {
 		name string
 		st   DBState
 		want bool
 	}{
-		{"idle, compacted, large, mostly free", DBState{100 * mb, 10 * mb, 100 * mb, true, true}, true},
-		{"idle, compacted, large, exactly half free", DBState{64 * mb, 32 * mb, 64 * mb, true, true}, true},
-		{"busy: writes since the last look", DBState{100 * mb, 10 * mb, 1 * mb, false, true}, false},
-		{"no compaction since the last rewrite: the burst's history is still live", DBState{100 * mb, 10 * mb, 1 * mb, true, false}, false},
-		{"mostly in use, as large as after the last rewrite", DBState{100 * mb, 60 * mb, 100 * mb, true, true}, false},
-		{"counted in use, doubled since the last rewrite", DBState{100 * mb, 100 * mb, 50 * mb, true, true}, true},
-		{"counted in use, grown less than double", DBState{100 * mb, 100 * mb, 51 * mb, true, true}, false},
-		{"small, all free", DBState{16 * mb, 0, 1 << 10, true, true}, false},
+		{"idle, compacted, large, mostly free", DBState{100 * mb, 10 * mb, 100 * mb, true, 1}, true},
+		{"idle, compacted, large, exactly half free", DBState{64 * mb, 32 * mb, 64 * mb, true, 1}, true},
+		{"busy: writes since the last look", DBState{100 * mb, 10 * mb, 1 * mb, false, 1}, false},
+		{"a burst's history not compacted yet", DBState{100 * mb, 10 * mb, 1 * mb, true, 5000}, false},
+		{"as much history as allowed", DBState{100 * mb, 10 * mb, 100 * mb, true, 100}, true},
+		{"mostly in use, as large as after the last rewrite", DBState{100 * mb, 60 * mb, 100 * mb, true, 1}, false},
+		{"counted in use, doubled since the last rewrite", DBState{100 * mb, 100 * mb, 50 * mb, true, 1}, true},
+		{"counted in use, grown less than double", DBState{100 * mb, 100 * mb, 51 * mb, true, 1}, false},
+		{"small, all free", DBState{16 * mb, 0, 1 << 10, true, 0}, false},
 		{"empty", DBState{}, false},
 	} {
 		if got := p.Defrag(tc.st); got != tc.want {

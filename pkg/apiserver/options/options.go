@@ -127,7 +127,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Return the heap's free memory to the system once the server turns idle after a busy period (a minute or less of "+
 			"little allocation after 512 MiB allocated): without it the Go runtime keeps a burst's memory while the server stays idle.")
 	fs.BoolVar(&o.EmbeddedEtcdDefrag, "embedded-etcd-defrag", o.EmbeddedEtcdDefrag,
-		"Defragment the embedded etcd's database when no write came for a minute after a compaction and it is at least 32 MiB "+
+		"Defragment the embedded etcd's database when no write came for a minute, its history is compacted, and it is at least 32 MiB "+
 			"and half free or doubled since its last defragmentation, "+
 			"as operators run `etcdctl defrag` on their etcd: without it the file and its memory map keep the size of the "+
 			"largest burst of history. It blocks the embedded etcd for the copy (milliseconds for tens of MB).")
