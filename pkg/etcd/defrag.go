@@ -15,9 +15,10 @@ import (
 // defrag` from them; nobody runs that against an etcd inside inplace-apiserver, so after a burst
 // (a rollout of a thousand CloneSets writes each of them tens of times) the file and the mapped
 // memory would stay at the burst's size for the life of the data directory. Defragmenting blocks
-// the member's reads and writes while it copies what is in use (tens of milliseconds for the tens
-// of MB a burst leaves), so it is done only when the server is idle, and only for a file that is
-// mostly free or has grown much since it was last rewritten.
+// the member's reads and writes while it copies what is in use (measured: 39 ms for a 35 MB file
+// holding 77 KB once a burst's history was compacted; 1.7 s for 35 MB still in use on a busy
+// machine), so it is done only when the server is idle and the history compacted, and only for a
+// file that is mostly free or has grown much since it was last rewritten.
 type DefragPolicy struct {
 	// Interval is how often the database is looked at.
 	Interval time.Duration

@@ -130,7 +130,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Defragment the embedded etcd's database when no write came for a minute, its history is compacted, and it is at least 32 MiB "+
 			"and half free or doubled since its last defragmentation, "+
 			"as operators run `etcdctl defrag` on their etcd: without it the file and its memory map keep the size of the "+
-			"largest burst of history. It blocks the embedded etcd for the copy (milliseconds for tens of MB).")
+			"largest burst of history. It blocks the embedded etcd while it copies the data in use (39 ms here for a 35 MB file holding 77 KB; longer the more is in use).")
 	fs.BoolVar(&o.EmbeddedEtcdUnsafeNoFsync, "embedded-etcd-unsafe-no-fsync", false, "Skip fsync in the embedded etcd. Data may be lost on a crash: tests only.")
 	_ = fs.MarkHidden("embedded-etcd-unsafe-no-fsync")
 	o.Recommended.AddFlags(fs)
