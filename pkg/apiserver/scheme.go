@@ -55,12 +55,16 @@ func addForeignKinds(scheme *runtime.Scheme) error {
 }
 
 // StorageVersioner picks the version each kind of apps.kruise.io is stored at in etcd: v1beta1 for
-// the Advanced StatefulSet (its storage version in OpenKruise too), v1alpha1 for every other kind.
-// Reads accept any version that was ever stored.
+// the kinds OpenKruise v1.9 stores there (the Advanced StatefulSet, the SidecarSet), v1alpha1 for
+// every other kind. Reads accept any version that was ever stored, so an object an earlier
+// release stored at v1alpha1 is read as it is and rewritten at v1beta1 on its next write.
 var StorageVersioner runtime.GroupVersioner = storageVersioner{}
 
 // storedAtV1beta1 are the kinds stored at v1beta1.
-var storedAtV1beta1 = map[string]bool{"StatefulSet": true, "StatefulSetList": true}
+var storedAtV1beta1 = map[string]bool{
+	"StatefulSet": true, "StatefulSetList": true,
+	"SidecarSet": true, "SidecarSetList": true,
+}
 
 type storageVersioner struct{}
 

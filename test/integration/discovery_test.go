@@ -131,7 +131,8 @@ func TestDiscovery(t *testing.T) {
 		}
 	}
 
-	// v1beta1 serves the Advanced StatefulSet alone, with the same subresources.
+	// v1beta1 serves the kinds OpenKruise v1.9 serves there, with the same subresources but
+	// sidecarsets/inject (inplace's own).
 	beta, err := s.Client.Discovery().ServerResourcesForGroupVersion("apps.kruise.io/v1beta1")
 	if err != nil {
 		t.Fatalf("resources of apps.kruise.io/v1beta1: %v", err)
@@ -141,7 +142,7 @@ func TestDiscovery(t *testing.T) {
 		betaNames = append(betaNames, r.Name)
 	}
 	sort.Strings(betaNames)
-	if want := []string{"statefulsets", "statefulsets/scale", "statefulsets/status"}; !slices.Equal(betaNames, want) {
+	if want := []string{"sidecarsets", "sidecarsets/status", "statefulsets", "statefulsets/scale", "statefulsets/status"}; !slices.Equal(betaNames, want) {
 		t.Errorf("resources of apps.kruise.io/v1beta1: %v, want %v", betaNames, want)
 	}
 

@@ -134,7 +134,23 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.SyncStatus{}.OpenAPIModelName():                                     schema_pkg_apis_apps_v1alpha1_SyncStatus(ref),
 		v1alpha1.TransferEnvVar{}.OpenAPIModelName():                                 schema_pkg_apis_apps_v1alpha1_TransferEnvVar(ref),
 		v1alpha1.UnorderedUpdateStrategy{}.OpenAPIModelName():                        schema_pkg_apis_apps_v1alpha1_UnorderedUpdateStrategy(ref),
+		v1beta1.ResourceExprLimits{}.OpenAPIModelName():                              schema_pkg_apis_apps_v1beta1_ResourceExprLimits(ref),
+		v1beta1.ResourceExprRequests{}.OpenAPIModelName():                            schema_pkg_apis_apps_v1beta1_ResourceExprRequests(ref),
+		v1beta1.ResourcesExpr{}.OpenAPIModelName():                                   schema_pkg_apis_apps_v1beta1_ResourcesExpr(ref),
+		v1beta1.ResourcesPolicy{}.OpenAPIModelName():                                 schema_pkg_apis_apps_v1beta1_ResourcesPolicy(ref),
 		v1beta1.RollingUpdateStatefulSetStrategy{}.OpenAPIModelName():                schema_pkg_apis_apps_v1beta1_RollingUpdateStatefulSetStrategy(ref),
+		v1beta1.ShareVolumePolicy{}.OpenAPIModelName():                               schema_pkg_apis_apps_v1beta1_ShareVolumePolicy(ref),
+		v1beta1.SidecarContainer{}.OpenAPIModelName():                                schema_pkg_apis_apps_v1beta1_SidecarContainer(ref),
+		v1beta1.SidecarContainerUpgradeStrategy{}.OpenAPIModelName():                 schema_pkg_apis_apps_v1beta1_SidecarContainerUpgradeStrategy(ref),
+		v1beta1.SidecarSet{}.OpenAPIModelName():                                      schema_pkg_apis_apps_v1beta1_SidecarSet(ref),
+		v1beta1.SidecarSetInjectRevision{}.OpenAPIModelName():                        schema_pkg_apis_apps_v1beta1_SidecarSetInjectRevision(ref),
+		v1beta1.SidecarSetInjectionStrategy{}.OpenAPIModelName():                     schema_pkg_apis_apps_v1beta1_SidecarSetInjectionStrategy(ref),
+		v1beta1.SidecarSetList{}.OpenAPIModelName():                                  schema_pkg_apis_apps_v1beta1_SidecarSetList(ref),
+		v1beta1.SidecarSetPatchPodMetadata{}.OpenAPIModelName():                      schema_pkg_apis_apps_v1beta1_SidecarSetPatchPodMetadata(ref),
+		v1beta1.SidecarSetSpec{}.OpenAPIModelName():                                  schema_pkg_apis_apps_v1beta1_SidecarSetSpec(ref),
+		v1beta1.SidecarSetStatus{}.OpenAPIModelName():                                schema_pkg_apis_apps_v1beta1_SidecarSetStatus(ref),
+		v1beta1.SidecarSetUpdateStrategy{}.OpenAPIModelName():                        schema_pkg_apis_apps_v1beta1_SidecarSetUpdateStrategy(ref),
+		v1beta1.SourceContainerNameSource{}.OpenAPIModelName():                       schema_pkg_apis_apps_v1beta1_SourceContainerNameSource(ref),
 		v1beta1.StatefulSet{}.OpenAPIModelName():                                     schema_pkg_apis_apps_v1beta1_StatefulSet(ref),
 		v1beta1.StatefulSetList{}.OpenAPIModelName():                                 schema_pkg_apis_apps_v1beta1_StatefulSetList(ref),
 		v1beta1.StatefulSetOrdinals{}.OpenAPIModelName():                             schema_pkg_apis_apps_v1beta1_StatefulSetOrdinals(ref),
@@ -143,6 +159,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.StatefulSetSpec{}.OpenAPIModelName():                                 schema_pkg_apis_apps_v1beta1_StatefulSetSpec(ref),
 		v1beta1.StatefulSetStatus{}.OpenAPIModelName():                               schema_pkg_apis_apps_v1beta1_StatefulSetStatus(ref),
 		v1beta1.StatefulSetUpdateStrategy{}.OpenAPIModelName():                       schema_pkg_apis_apps_v1beta1_StatefulSetUpdateStrategy(ref),
+		v1beta1.TransferEnvVar{}.OpenAPIModelName():                                  schema_pkg_apis_apps_v1beta1_TransferEnvVar(ref),
 		v1beta1.UnorderedUpdateStrategy{}.OpenAPIModelName():                         schema_pkg_apis_apps_v1beta1_UnorderedUpdateStrategy(ref),
 		v1beta1.VolumeClaimStatus{}.OpenAPIModelName():                               schema_pkg_apis_apps_v1beta1_VolumeClaimStatus(ref),
 		v1beta1.VolumeClaimUpdateStrategy{}.OpenAPIModelName():                       schema_pkg_apis_apps_v1beta1_VolumeClaimUpdateStrategy(ref),
@@ -5545,6 +5562,119 @@ func schema_pkg_apis_apps_v1alpha1_statefulSetV1beta1Fields(ref common.Reference
 	}
 }
 
+func schema_pkg_apis_apps_v1beta1_ResourceExprLimits(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ResourceExprLimits are the expressions of a sidecar's limits, over the variables cpu and memory (the aggregated limits of the target containers).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cpu": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"memory": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ResourceExprRequests(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ResourceExprRequests are the expressions of a sidecar's requests, over the variables cpu and memory (the aggregated requests of the target containers).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cpu": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"memory": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ResourcesExpr(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ResourcesExpr are the expressions that compute a sidecar's limits and requests.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"limits": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(v1beta1.ResourceExprLimits{}.OpenAPIModelName()),
+						},
+					},
+					"requests": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(v1beta1.ResourceExprRequests{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ResourceExprLimits{}.OpenAPIModelName(), v1beta1.ResourceExprRequests{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ResourcesPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ResourcesPolicy computes a sidecar's resources from those of the Pod's target containers.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"targetContainersMode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetContainersMode is how the target containers' resources are aggregated: sum or max.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"targetContainersNameRegex": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetContainersNameRegex selects the target containers by name. Defaults to \".*\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"resourcesExpr": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ResourcesExpr are the expressions that compute the sidecar's resources.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.ResourcesExpr{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"targetContainersMode", "resourcesExpr"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ResourcesExpr{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_apps_v1beta1_RollingUpdateStatefulSetStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -5603,6 +5733,898 @@ func schema_pkg_apis_apps_v1beta1_RollingUpdateStatefulSetStrategy(ref common.Re
 		},
 		Dependencies: []string{
 			pub.InPlaceUpdateStrategy{}.OpenAPIModelName(), v1beta1.UnorderedUpdateStrategy{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ShareVolumePolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ShareVolumePolicy says whether the sidecar mounts the app containers' volumes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is enabled or disabled (default).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarContainer(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarContainer is a container to inject, with how it is placed and upgraded.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the container specified as a DNS_LABEL. Each container in a pod must have a unique name (DNS_LABEL). Cannot be updated.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"image": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Container image name. More info: https://kubernetes.io/docs/concepts/containers/images This field is optional to allow higher level config management to default or override container images in workload controllers like Deployments and StatefulSets.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"command": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Entrypoint array. Not executed within a shell. The container image's ENTRYPOINT is used if this is not provided. Variable references $(VAR_NAME) are expanded using the container's environment. If a variable cannot be resolved, the reference in the input string will be unchanged. Double $$ are reduced to a single $, which allows for escaping the $(VAR_NAME) syntax: i.e. \"$$(VAR_NAME)\" will produce the string literal \"$(VAR_NAME)\". Escaped references will never be expanded, regardless of whether the variable exists or not. Cannot be updated. More info: https://kubernetes.io/docs/tasks/inject-data-application/define-command-argument-container/#running-a-command-in-a-shell",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"args": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Arguments to the entrypoint. The container image's CMD is used if this is not provided. Variable references $(VAR_NAME) are expanded using the container's environment. If a variable cannot be resolved, the reference in the input string will be unchanged. Double $$ are reduced to a single $, which allows for escaping the $(VAR_NAME) syntax: i.e. \"$$(VAR_NAME)\" will produce the string literal \"$(VAR_NAME)\". Escaped references will never be expanded, regardless of whether the variable exists or not. Cannot be updated. More info: https://kubernetes.io/docs/tasks/inject-data-application/define-command-argument-container/#running-a-command-in-a-shell",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"workingDir": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Container's working directory. If not specified, the container runtime's default will be used, which might be configured in the container image. Cannot be updated.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"ports": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"containerPort",
+									"protocol",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "containerPort",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "List of ports to expose from the container. Not specifying a port here DOES NOT prevent that port from being exposed. Any port which is listening on the default \"0.0.0.0\" address inside a container will be accessible from the network. Modifying this array with strategic merge patch may corrupt the data. For more information See https://github.com/kubernetes/kubernetes/issues/108255. Cannot be updated.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(corev1.ContainerPort{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"envFrom": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "List of sources to populate environment variables in the container. The keys defined within a source may consist of any printable ASCII characters except '='. When a key exists in multiple sources, the value associated with the last source will take precedence. Values defined by an Env with a duplicate key will take precedence. Cannot be updated.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(corev1.EnvFromSource{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"env": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "name",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "List of environment variables to set in the container. Cannot be updated.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(corev1.EnvVar{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"resources": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Compute Resources required by this container. Cannot be updated. More info: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
+							Default:     map[string]interface{}{},
+							Ref:         ref(corev1.ResourceRequirements{}.OpenAPIModelName()),
+						},
+					},
+					"resizePolicy": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Resources resize policy for the container. This field cannot be set on ephemeral containers.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(corev1.ContainerResizePolicy{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"restartPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RestartPolicy defines the restart behavior of individual containers in a pod. This overrides the pod-level restart policy. When this field is not specified, the restart behavior is defined by the Pod's restart policy and the container type. Additionally, setting the RestartPolicy as \"Always\" for the init container will have the following effect: this init container will be continually restarted on exit until all regular containers have terminated. Once all regular containers have completed, all init containers with restartPolicy \"Always\" will be shut down. This lifecycle differs from normal init containers and is often referred to as a \"sidecar\" container. Although this init container still starts in the init container sequence, it does not wait for the container to complete before proceeding to the next init container. Instead, the next init container starts immediately after this init container is started, or after any startupProbe has successfully completed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"restartPolicyRules": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Represents a list of rules to be checked to determine if the container should be restarted on exit. The rules are evaluated in order. Once a rule matches a container exit condition, the remaining rules are ignored. If no rule matches the container exit condition, the Container-level restart policy determines the whether the container is restarted or not. Constraints on the rules: - At most 20 rules are allowed. - Rules can have the same action. - Identical rules are not forbidden in validations. When rules are specified, container MUST set RestartPolicy explicitly even it if matches the Pod's RestartPolicy.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(corev1.ContainerRestartRule{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"volumeMounts": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"mountPath",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "mountPath",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Pod volumes to mount into the container's filesystem. Cannot be updated.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(corev1.VolumeMount{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"volumeDevices": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"devicePath",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "devicePath",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "volumeDevices is the list of block devices to be used by the container.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(corev1.VolumeDevice{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"livenessProbe": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Periodic probe of container liveness. Container will be restarted if the probe fails. Cannot be updated. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle#container-probes",
+							Ref:         ref(corev1.Probe{}.OpenAPIModelName()),
+						},
+					},
+					"readinessProbe": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Periodic probe of container service readiness. Container will be removed from service endpoints if the probe fails. Cannot be updated. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle#container-probes",
+							Ref:         ref(corev1.Probe{}.OpenAPIModelName()),
+						},
+					},
+					"startupProbe": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartupProbe indicates that the Pod has successfully initialized. If specified, no other probes are executed until this completes successfully. If this probe fails, the Pod will be restarted, just as if the livenessProbe failed. This can be used to provide different probe parameters at the beginning of a Pod's lifecycle, when it might take a long time to load data or warm a cache, than during steady-state operation. This cannot be updated. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle#container-probes",
+							Ref:         ref(corev1.Probe{}.OpenAPIModelName()),
+						},
+					},
+					"lifecycle": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Actions that the management system should take in response to container lifecycle events. Cannot be updated.",
+							Ref:         ref(corev1.Lifecycle{}.OpenAPIModelName()),
+						},
+					},
+					"terminationMessagePath": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Optional: Path at which the file to which the container's termination message will be written is mounted into the container's filesystem. Message written is intended to be brief final status, such as an assertion failure message. Will be truncated by the node if greater than 4096 bytes. The total message length across all containers will be limited to 12kb. Defaults to /dev/termination-log. Cannot be updated.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"terminationMessagePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Indicate how the termination message should be populated. File will use the contents of terminationMessagePath to populate the container status message on both success and failure. FallbackToLogsOnError will use the last chunk of container log output if the termination message file is empty and the container exited with an error. The log output is limited to 2048 bytes or 80 lines, whichever is smaller. Defaults to File. Cannot be updated.\n\nPossible enum values:\n - `\"FallbackToLogsOnError\"` will read the most recent contents of the container logs for the container status message when the container exits with an error and the terminationMessagePath has no contents.\n - `\"File\"` is the default behavior and will set the container status message to the contents of the container's terminationMessagePath when the container exits.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"FallbackToLogsOnError", "File"},
+						},
+					},
+					"imagePullPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Image pull policy. One of Always, Never, IfNotPresent. Defaults to Always if :latest tag is specified, or IfNotPresent otherwise. Cannot be updated. More info: https://kubernetes.io/docs/concepts/containers/images#updating-images\n\nPossible enum values:\n - `\"Always\"` means that kubelet always attempts to pull the latest image. Container will fail If the pull fails.\n - `\"IfNotPresent\"` means that kubelet pulls if the image isn't present on disk. Container will fail if the image isn't present and the pull fails.\n - `\"Never\"` means that kubelet never pulls an image, but only uses a local image. Container will fail if the image isn't present",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Always", "IfNotPresent", "Never"},
+						},
+					},
+					"securityContext": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SecurityContext defines the security options the container should be run with. If set, the fields of SecurityContext override the equivalent fields of PodSecurityContext. More info: https://kubernetes.io/docs/tasks/configure-pod-container/security-context/",
+							Ref:         ref(corev1.SecurityContext{}.OpenAPIModelName()),
+						},
+					},
+					"stdin": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Whether this container should allocate a buffer for stdin in the container runtime. If this is not set, reads from stdin in the container will always result in EOF. Default is false.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"stdinOnce": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Whether the container runtime should close the stdin channel after it has been opened by a single attach. When stdin is true the stdin stream will remain open across multiple attach sessions. If stdinOnce is set to true, stdin is opened on container start, is empty until the first client attaches to stdin, and then remains open and accepts data until the client disconnects, at which time stdin is closed and remains closed until the container is restarted. If this flag is false, a container processes that reads from stdin will never receive an EOF. Default is false",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"tty": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Whether this container should allocate a TTY for itself, also requires 'stdin' to be true. Default is false.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"podInjectPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodInjectPolicy places the sidecar before (default) or after the app containers.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"upgradeStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpgradeStrategy is ColdUpgrade (default) or HotUpgrade.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.SidecarContainerUpgradeStrategy{}.OpenAPIModelName()),
+						},
+					},
+					"shareVolumePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ShareVolumePolicy mounts the app containers' volumes into the sidecar when enabled.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.ShareVolumePolicy{}.OpenAPIModelName()),
+						},
+					},
+					"shareVolumeDevicePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ShareVolumeDevicePolicy gives the sidecar the app containers' volumeDevices when enabled (OpenKruise v1.9). A pointer, as in OpenKruise, so that leaving it out keeps the kruise.io/sidecarset-hash of existing SidecarSets. Stored only: inplace does not act on it.",
+							Ref:         ref(v1beta1.ShareVolumePolicy{}.OpenAPIModelName()),
+						},
+					},
+					"transferEnv": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TransferEnv copies env vars from app containers into the sidecar.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.TransferEnvVar{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"resourcesPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ResourcesPolicy computes the sidecar's resources from those of the Pod's containers when the Pod is created (OpenKruise v1.9). Stored only: inplace does not act on it.",
+							Ref:         ref(v1beta1.ResourcesPolicy{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ResourcesPolicy{}.OpenAPIModelName(), v1beta1.ShareVolumePolicy{}.OpenAPIModelName(), v1beta1.SidecarContainerUpgradeStrategy{}.OpenAPIModelName(), v1beta1.TransferEnvVar{}.OpenAPIModelName(), corev1.ContainerPort{}.OpenAPIModelName(), corev1.ContainerResizePolicy{}.OpenAPIModelName(), corev1.ContainerRestartRule{}.OpenAPIModelName(), corev1.EnvFromSource{}.OpenAPIModelName(), corev1.EnvVar{}.OpenAPIModelName(), corev1.Lifecycle{}.OpenAPIModelName(), corev1.Probe{}.OpenAPIModelName(), corev1.ResourceRequirements{}.OpenAPIModelName(), corev1.SecurityContext{}.OpenAPIModelName(), corev1.VolumeDevice{}.OpenAPIModelName(), corev1.VolumeMount{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarContainerUpgradeStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarContainerUpgradeStrategy is how a sidecar container is upgraded.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"upgradeType": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpgradeType is ColdUpgrade (default) or HotUpgrade.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"hotUpgradeEmptyImage": {
+						SchemaProps: spec.SchemaProps{
+							Description: "HotUpgradeEmptyImage is the image the idle container of a hot-upgrade pair runs. Required with HotUpgrade.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSet(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSet injects sidecar containers into matching Pods at creation and upgrades them in place.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1beta1.SidecarSetSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1beta1.SidecarSetStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.SidecarSetSpec{}.OpenAPIModelName(), v1beta1.SidecarSetStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetInjectRevision(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetInjectRevision names a revision to inject.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"customVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CustomVersion is the value of the custom-version label of the revision.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revisionName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RevisionName is the name of the ControllerRevision.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"policy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Policy is Always (default) or Partial.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetInjectionStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetInjectionStrategy says how (and whether) new Pods are injected.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"paused": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Paused stops injection into new Pods.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision injects a given revision instead of the latest.",
+							Ref:         ref(v1beta1.SidecarSetInjectRevision{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.SidecarSetInjectRevision{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetList is a list of SidecarSets.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.SidecarSet{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.SidecarSet{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetPatchPodMetadata(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetPatchPodMetadata is metadata patched into injected Pods.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"annotations": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Annotations to patch.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"patchPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PatchPolicy is Retain (default), Overwrite or MergePatchJson.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetSpec is the desired state of a SidecarSet.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Selector is a label query over the Pods to inject into.",
+							Ref:         ref(metav1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"namespaceSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NamespaceSelector limits injection to the namespaces it matches; nil means all.",
+							Ref:         ref(metav1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"initContainers": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-patch-merge-key": "name",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "InitContainers are injected into the Pod's init containers.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.SidecarContainer{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"containers": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-patch-merge-key": "name",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Containers are injected into the Pod's containers.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.SidecarContainer{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"volumes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-patch-merge-key": "name",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Volumes are injected into the Pod, unless it already has a volume of the same name.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(corev1.Volume{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"updateStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpdateStrategy says how injected sidecars are upgraded in place.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.SidecarSetUpdateStrategy{}.OpenAPIModelName()),
+						},
+					},
+					"injectionStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InjectionStrategy says how (and whether) new Pods are injected.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.SidecarSetInjectionStrategy{}.OpenAPIModelName()),
+						},
+					},
+					"imagePullSecrets": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-patch-merge-key": "name",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ImagePullSecrets are added to the Pod's imagePullSecrets.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(corev1.LocalObjectReference{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"revisionHistoryLimit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RevisionHistoryLimit is how many old revisions are kept. Defaults to 10.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"patchPodMetadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PatchPodMetadata are annotations patched into injected Pods.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.SidecarSetPatchPodMetadata{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"customVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CustomVersion is passed to the SidecarSet's ControllerRevisions (as the label apps.kruise.io/sidecarset-custom-version), so that injectionStrategy.revision.customVersion can name a revision.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.SidecarContainer{}.OpenAPIModelName(), v1beta1.SidecarSetInjectionStrategy{}.OpenAPIModelName(), v1beta1.SidecarSetPatchPodMetadata{}.OpenAPIModelName(), v1beta1.SidecarSetUpdateStrategy{}.OpenAPIModelName(), corev1.LocalObjectReference{}.OpenAPIModelName(), corev1.Volume{}.OpenAPIModelName(), metav1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetStatus is the observed state of a SidecarSet.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the most recent generation observed by the controller.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"matchedPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MatchedPods is the number of Pods the SidecarSet was injected into.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"updatedPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpdatedPods is the number of matched Pods with the latest sidecars.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"readyPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReadyPods is the number of matched Pods that are ready.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"updatedReadyPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpdatedReadyPods is the number of updated Pods that are ready.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"latestRevision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LatestRevision is the name of the latest ControllerRevision.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"collisionCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CollisionCount counts revision hash collisions.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"matchedPods", "updatedPods", "readyPods"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetUpdateStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetUpdateStrategy says how injected sidecars are upgraded in place.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is RollingUpdate (default) or NotUpdate.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"paused": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Paused stops the upgrade where it is.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Selector limits the upgrade to the Pods it matches.",
+							Ref:         ref(metav1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"partition": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Partition is the number or percentage of Pods kept at the old sidecars. Defaults to 0.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"maxUnavailable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxUnavailable is the most Pods that may be unavailable during the upgrade. Defaults to 1.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"priorityStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PriorityStrategy orders Pods for upgrade.",
+							Ref:         ref(pub.UpdatePriorityStrategy{}.OpenAPIModelName()),
+						},
+					},
+					"scatterStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ScatterStrategy spreads Pods with the given labels over the upgrade order.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(pub.UpdateScatterTerm{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			pub.UpdatePriorityStrategy{}.OpenAPIModelName(), pub.UpdateScatterTerm{}.OpenAPIModelName(), metav1.LabelSelector{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SourceContainerNameSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SourceContainerNameSource selects the source container name from Pod metadata.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"fieldRef": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(corev1.ObjectFieldSelector{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			corev1.ObjectFieldSelector{}.OpenAPIModelName()},
 	}
 }
 
@@ -6042,6 +7064,55 @@ func schema_pkg_apis_apps_v1beta1_StatefulSetUpdateStrategy(ref common.Reference
 	}
 }
 
+func schema_pkg_apis_apps_v1beta1_TransferEnvVar(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TransferEnvVar copies env vars of an app container into the sidecar.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"sourceContainerName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SourceContainerName is the app container to copy from.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"sourceContainerNameFrom": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SourceContainerNameFrom takes the source container name from Pod metadata.",
+							Ref:         ref(v1beta1.SourceContainerNameSource{}.OpenAPIModelName()),
+						},
+					},
+					"envName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EnvName is one env var to copy.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"envNames": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EnvNames are several env vars to copy.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.SourceContainerNameSource{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_apps_v1beta1_UnorderedUpdateStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -6113,6 +7184,34 @@ func schema_pkg_apis_apps_v1beta1_VolumeClaimUpdateStrategy(ref common.Reference
 				},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_sidecarSetV1alpha1Fields(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "sidecarSetV1alpha1Fields are the v1alpha1 spec fields of a SidecarSet v1beta1 cannot hold: the namespace, and the namespaceSelector a v1alpha1 object had beside it (validation rejects both together, but the conversion does not depend on it).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"namespaceSelector": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(metav1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"namespace"},
+			},
+		},
+		Dependencies: []string{
+			metav1.LabelSelector{}.OpenAPIModelName()},
 	}
 }
 

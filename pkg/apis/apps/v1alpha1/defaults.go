@@ -165,7 +165,7 @@ func SetDefaults_SidecarSet(obj *SidecarSet) {
 	for i := range obj.Spec.Containers {
 		setDefaultsSidecarContainer(&obj.Spec.Containers[i], BeforeAppContainerType)
 	}
-	setDefaultsVolumes(obj.Spec.Volumes)
+	SetDefaultsVolumes(obj.Spec.Volumes)
 	if obj.Spec.RevisionHistoryLimit == nil {
 		obj.Spec.RevisionHistoryLimit = ptr.To[int32](10)
 	}
@@ -195,10 +195,10 @@ func setDefaultsSidecarContainer(c *SidecarContainer, policy PodInjectPolicyType
 	}
 	for i := range c.TransferEnv {
 		if from := c.TransferEnv[i].SourceContainerNameFrom; from != nil {
-			setDefaultsFieldSelector(from.FieldRef)
+			SetDefaultsFieldSelector(from.FieldRef)
 		}
 	}
-	setDefaultsSidecarContainerFields(&c.Container)
+	SetDefaultsSidecarContainerFields(&c.Container)
 }
 
 // SetDefaults_ContainerRecreateRequest fills in ContainerRecreateRequest defaults. What comes from
@@ -236,18 +236,18 @@ func SetDefaultsPodSpec(spec *corev1.PodSpec) {
 	for i := range spec.Containers {
 		setDefaultsContainer(&spec.Containers[i])
 	}
-	setDefaultsVolumes(spec.Volumes)
+	SetDefaultsVolumes(spec.Volumes)
 }
 
 func setDefaultsContainer(c *corev1.Container) {
-	setDefaultsSidecarContainerFields(c)
+	SetDefaultsSidecarContainerFields(c)
 	setDefaultsProbe(c.StartupProbe)
 }
 
-// setDefaultsSidecarContainerFields is setDefaultsContainer without the startup probe, as
+// SetDefaultsSidecarContainerFields is setDefaultsContainer without the startup probe, as
 // OpenKruise defaults a SidecarSet's containers (liveness and readiness probes only): the
 // kruise.io/sidecarset-hash of a SidecarSet whose sidecar has a startup probe is then the same.
-func setDefaultsSidecarContainerFields(c *corev1.Container) {
+func SetDefaultsSidecarContainerFields(c *corev1.Container) {
 	if c.ImagePullPolicy == "" {
 		c.ImagePullPolicy = defaultPullPolicy(c.Image)
 	}
@@ -264,7 +264,7 @@ func setDefaultsSidecarContainerFields(c *corev1.Container) {
 	}
 	for i := range c.Env {
 		if from := c.Env[i].ValueFrom; from != nil {
-			setDefaultsFieldSelector(from.FieldRef)
+			SetDefaultsFieldSelector(from.FieldRef)
 		}
 	}
 	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
@@ -329,14 +329,14 @@ func setDefaultsHTTPGet(h *corev1.HTTPGetAction) {
 	}
 }
 
-func setDefaultsFieldSelector(f *corev1.ObjectFieldSelector) {
+func SetDefaultsFieldSelector(f *corev1.ObjectFieldSelector) {
 	if f != nil && f.APIVersion == "" {
 		f.APIVersion = "v1"
 	}
 }
 
-// setDefaultsVolumes applies kube-apiserver's volume defaults (as OpenKruise does for templates).
-func setDefaultsVolumes(volumes []corev1.Volume) {
+// SetDefaultsVolumes applies kube-apiserver's volume defaults (as OpenKruise does for templates).
+func SetDefaultsVolumes(volumes []corev1.Volume) {
 	for i := range volumes {
 		v := &volumes[i]
 		if v.VolumeSource == (corev1.VolumeSource{}) {
@@ -381,7 +381,7 @@ func setDefaultsProjected(s *corev1.ProjectedVolumeSource) {
 
 func setDefaultsDownwardAPIItems(items []corev1.DownwardAPIVolumeFile) {
 	for k := range items {
-		setDefaultsFieldSelector(items[k].FieldRef)
+		SetDefaultsFieldSelector(items[k].FieldRef)
 	}
 }
 

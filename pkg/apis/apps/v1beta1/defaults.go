@@ -62,3 +62,57 @@ func SetDefaults_StatefulSet(obj *StatefulSet) {
 	v1alpha1.SetDefaultsPodSpec(&obj.Spec.Template.Spec)
 	v1alpha1.SetDefaultsVolumeClaimTemplates(obj.Spec.VolumeClaimTemplates)
 }
+
+// SetDefaults_SidecarSet fills in SidecarSet defaults, those of v1alpha1 (OpenKruise's are the
+// same at both versions): an object defaulted at either version converts to the same hub.
+func SetDefaults_SidecarSet(obj *SidecarSet) {
+	us := &obj.Spec.UpdateStrategy
+	if us.Type == "" {
+		us.Type = RollingUpdateSidecarSetStrategyType
+	}
+	if us.MaxUnavailable == nil {
+		us.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	}
+	if us.Partition == nil {
+		us.Partition = ptr.To(intstr.FromInt32(0))
+	}
+	for i := range obj.Spec.InitContainers {
+		setDefaultsSidecarContainer(&obj.Spec.InitContainers[i], AfterAppContainerType)
+	}
+	for i := range obj.Spec.Containers {
+		setDefaultsSidecarContainer(&obj.Spec.Containers[i], BeforeAppContainerType)
+	}
+	v1alpha1.SetDefaultsVolumes(obj.Spec.Volumes)
+	if obj.Spec.RevisionHistoryLimit == nil {
+		obj.Spec.RevisionHistoryLimit = ptr.To[int32](10)
+	}
+	for i := range obj.Spec.PatchPodMetadata {
+		if obj.Spec.PatchPodMetadata[i].PatchPolicy == "" {
+			obj.Spec.PatchPodMetadata[i].PatchPolicy = SidecarSetRetainPatchPolicy
+		}
+	}
+	if r := obj.Spec.InjectionStrategy.Revision; r != nil && r.Policy == "" {
+		r.Policy = AlwaysSidecarSetInjectRevisionPolicy
+	}
+}
+
+func setDefaultsSidecarContainer(c *SidecarContainer, policy PodInjectPolicyType) {
+	if c.PodInjectPolicy == "" {
+		c.PodInjectPolicy = policy
+	}
+	if c.UpgradeStrategy.UpgradeType == "" {
+		c.UpgradeStrategy.UpgradeType = SidecarContainerColdUpgrade
+	}
+	if c.ShareVolumePolicy.Type == "" {
+		c.ShareVolumePolicy.Type = ShareVolumePolicyDisabled
+	}
+	if p := c.ResourcesPolicy; p != nil && p.TargetContainersNameRegex == "" {
+		p.TargetContainersNameRegex = v1alpha1.DefaultTargetContainersNameRegex
+	}
+	for i := range c.TransferEnv {
+		if from := c.TransferEnv[i].SourceContainerNameFrom; from != nil {
+			v1alpha1.SetDefaultsFieldSelector(from.FieldRef)
+		}
+	}
+	v1alpha1.SetDefaultsSidecarContainerFields(&c.Container)
+}

@@ -1,5 +1,5 @@
-// Package v1beta1 is the apps.kruise.io/v1beta1 wire version: OpenKruise's Advanced StatefulSet,
-// whose storage version it is. Field names, JSON tags and defaults are OpenKruise's.
+// Package v1beta1 is the apps.kruise.io/v1beta1 wire version of the kinds OpenKruise v1.9 serves
+// there (and stores there). Field names, JSON tags and defaults are OpenKruise's.
 //
 // +k8s:openapi-gen=true
 // +k8s:deepcopy-gen=package

@@ -25,6 +25,8 @@ import (
 	unsafe "unsafe"
 
 	apps "github.com/inplace-dev/inplace/pkg/apis/apps"
+	corev1 "k8s.io/api/core/v1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	conversion "k8s.io/apimachinery/pkg/conversion"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
@@ -36,6 +38,46 @@ func init() {
 // RegisterConversions adds conversion functions to the given scheme.
 // Public to allow building arbitrary schemes.
 func RegisterConversions(s *runtime.Scheme) error {
+	if err := s.AddGeneratedConversionFunc((*ResourceExprLimits)(nil), (*apps.ResourceExprLimits)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ResourceExprLimits_To_apps_ResourceExprLimits(a.(*ResourceExprLimits), b.(*apps.ResourceExprLimits), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ResourceExprLimits)(nil), (*ResourceExprLimits)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ResourceExprLimits_To_v1beta1_ResourceExprLimits(a.(*apps.ResourceExprLimits), b.(*ResourceExprLimits), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ResourceExprRequests)(nil), (*apps.ResourceExprRequests)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ResourceExprRequests_To_apps_ResourceExprRequests(a.(*ResourceExprRequests), b.(*apps.ResourceExprRequests), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ResourceExprRequests)(nil), (*ResourceExprRequests)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ResourceExprRequests_To_v1beta1_ResourceExprRequests(a.(*apps.ResourceExprRequests), b.(*ResourceExprRequests), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ResourcesExpr)(nil), (*apps.ResourcesExpr)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ResourcesExpr_To_apps_ResourcesExpr(a.(*ResourcesExpr), b.(*apps.ResourcesExpr), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ResourcesExpr)(nil), (*ResourcesExpr)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ResourcesExpr_To_v1beta1_ResourcesExpr(a.(*apps.ResourcesExpr), b.(*ResourcesExpr), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ResourcesPolicy)(nil), (*apps.ResourcesPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ResourcesPolicy_To_apps_ResourcesPolicy(a.(*ResourcesPolicy), b.(*apps.ResourcesPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ResourcesPolicy)(nil), (*ResourcesPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ResourcesPolicy_To_v1beta1_ResourcesPolicy(a.(*apps.ResourcesPolicy), b.(*ResourcesPolicy), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*RollingUpdateStatefulSetStrategy)(nil), (*apps.RollingUpdateStatefulSetStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1beta1_RollingUpdateStatefulSetStrategy_To_apps_RollingUpdateStatefulSetStrategy(a.(*RollingUpdateStatefulSetStrategy), b.(*apps.RollingUpdateStatefulSetStrategy), scope)
 	}); err != nil {
@@ -43,6 +85,106 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*apps.RollingUpdateStatefulSetStrategy)(nil), (*RollingUpdateStatefulSetStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_apps_RollingUpdateStatefulSetStrategy_To_v1beta1_RollingUpdateStatefulSetStrategy(a.(*apps.RollingUpdateStatefulSetStrategy), b.(*RollingUpdateStatefulSetStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ShareVolumePolicy)(nil), (*apps.ShareVolumePolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ShareVolumePolicy_To_apps_ShareVolumePolicy(a.(*ShareVolumePolicy), b.(*apps.ShareVolumePolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ShareVolumePolicy)(nil), (*ShareVolumePolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ShareVolumePolicy_To_v1beta1_ShareVolumePolicy(a.(*apps.ShareVolumePolicy), b.(*ShareVolumePolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SidecarContainer)(nil), (*apps.SidecarContainer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_SidecarContainer_To_apps_SidecarContainer(a.(*SidecarContainer), b.(*apps.SidecarContainer), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.SidecarContainer)(nil), (*SidecarContainer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_SidecarContainer_To_v1beta1_SidecarContainer(a.(*apps.SidecarContainer), b.(*SidecarContainer), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SidecarContainerUpgradeStrategy)(nil), (*apps.SidecarContainerUpgradeStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_SidecarContainerUpgradeStrategy_To_apps_SidecarContainerUpgradeStrategy(a.(*SidecarContainerUpgradeStrategy), b.(*apps.SidecarContainerUpgradeStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.SidecarContainerUpgradeStrategy)(nil), (*SidecarContainerUpgradeStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_SidecarContainerUpgradeStrategy_To_v1beta1_SidecarContainerUpgradeStrategy(a.(*apps.SidecarContainerUpgradeStrategy), b.(*SidecarContainerUpgradeStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SidecarSetInjectRevision)(nil), (*apps.SidecarSetInjectRevision)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_SidecarSetInjectRevision_To_apps_SidecarSetInjectRevision(a.(*SidecarSetInjectRevision), b.(*apps.SidecarSetInjectRevision), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.SidecarSetInjectRevision)(nil), (*SidecarSetInjectRevision)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_SidecarSetInjectRevision_To_v1beta1_SidecarSetInjectRevision(a.(*apps.SidecarSetInjectRevision), b.(*SidecarSetInjectRevision), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SidecarSetInjectionStrategy)(nil), (*apps.SidecarSetInjectionStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_SidecarSetInjectionStrategy_To_apps_SidecarSetInjectionStrategy(a.(*SidecarSetInjectionStrategy), b.(*apps.SidecarSetInjectionStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.SidecarSetInjectionStrategy)(nil), (*SidecarSetInjectionStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_SidecarSetInjectionStrategy_To_v1beta1_SidecarSetInjectionStrategy(a.(*apps.SidecarSetInjectionStrategy), b.(*SidecarSetInjectionStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SidecarSetList)(nil), (*apps.SidecarSetList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_SidecarSetList_To_apps_SidecarSetList(a.(*SidecarSetList), b.(*apps.SidecarSetList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.SidecarSetList)(nil), (*SidecarSetList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_SidecarSetList_To_v1beta1_SidecarSetList(a.(*apps.SidecarSetList), b.(*SidecarSetList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SidecarSetPatchPodMetadata)(nil), (*apps.SidecarSetPatchPodMetadata)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_SidecarSetPatchPodMetadata_To_apps_SidecarSetPatchPodMetadata(a.(*SidecarSetPatchPodMetadata), b.(*apps.SidecarSetPatchPodMetadata), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.SidecarSetPatchPodMetadata)(nil), (*SidecarSetPatchPodMetadata)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_SidecarSetPatchPodMetadata_To_v1beta1_SidecarSetPatchPodMetadata(a.(*apps.SidecarSetPatchPodMetadata), b.(*SidecarSetPatchPodMetadata), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SidecarSetStatus)(nil), (*apps.SidecarSetStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_SidecarSetStatus_To_apps_SidecarSetStatus(a.(*SidecarSetStatus), b.(*apps.SidecarSetStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.SidecarSetStatus)(nil), (*SidecarSetStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_SidecarSetStatus_To_v1beta1_SidecarSetStatus(a.(*apps.SidecarSetStatus), b.(*SidecarSetStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SidecarSetUpdateStrategy)(nil), (*apps.SidecarSetUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_SidecarSetUpdateStrategy_To_apps_SidecarSetUpdateStrategy(a.(*SidecarSetUpdateStrategy), b.(*apps.SidecarSetUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.SidecarSetUpdateStrategy)(nil), (*SidecarSetUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_SidecarSetUpdateStrategy_To_v1beta1_SidecarSetUpdateStrategy(a.(*apps.SidecarSetUpdateStrategy), b.(*SidecarSetUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SourceContainerNameSource)(nil), (*apps.SourceContainerNameSource)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_SourceContainerNameSource_To_apps_SourceContainerNameSource(a.(*SourceContainerNameSource), b.(*apps.SourceContainerNameSource), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.SourceContainerNameSource)(nil), (*SourceContainerNameSource)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_SourceContainerNameSource_To_v1beta1_SourceContainerNameSource(a.(*apps.SourceContainerNameSource), b.(*SourceContainerNameSource), scope)
 	}); err != nil {
 		return err
 	}
@@ -126,6 +268,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*TransferEnvVar)(nil), (*apps.TransferEnvVar)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_TransferEnvVar_To_apps_TransferEnvVar(a.(*TransferEnvVar), b.(*apps.TransferEnvVar), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.TransferEnvVar)(nil), (*TransferEnvVar)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_TransferEnvVar_To_v1beta1_TransferEnvVar(a.(*apps.TransferEnvVar), b.(*TransferEnvVar), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*UnorderedUpdateStrategy)(nil), (*apps.UnorderedUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1beta1_UnorderedUpdateStrategy_To_apps_UnorderedUpdateStrategy(a.(*UnorderedUpdateStrategy), b.(*apps.UnorderedUpdateStrategy), scope)
 	}); err != nil {
@@ -156,7 +308,107 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddConversionFunc((*apps.SidecarSetSpec)(nil), (*SidecarSetSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_SidecarSetSpec_To_v1beta1_SidecarSetSpec(a.(*apps.SidecarSetSpec), b.(*SidecarSetSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*apps.SidecarSet)(nil), (*SidecarSet)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_SidecarSet_To_v1beta1_SidecarSet(a.(*apps.SidecarSet), b.(*SidecarSet), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*SidecarSetSpec)(nil), (*apps.SidecarSetSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_SidecarSetSpec_To_apps_SidecarSetSpec(a.(*SidecarSetSpec), b.(*apps.SidecarSetSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*SidecarSet)(nil), (*apps.SidecarSet)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_SidecarSet_To_apps_SidecarSet(a.(*SidecarSet), b.(*apps.SidecarSet), scope)
+	}); err != nil {
+		return err
+	}
 	return nil
+}
+
+func autoConvert_v1beta1_ResourceExprLimits_To_apps_ResourceExprLimits(in *ResourceExprLimits, out *apps.ResourceExprLimits, s conversion.Scope) error {
+	*out = *(*apps.ResourceExprLimits)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ResourceExprLimits_To_apps_ResourceExprLimits is an autogenerated conversion function.
+func Convert_v1beta1_ResourceExprLimits_To_apps_ResourceExprLimits(in *ResourceExprLimits, out *apps.ResourceExprLimits, s conversion.Scope) error {
+	return autoConvert_v1beta1_ResourceExprLimits_To_apps_ResourceExprLimits(in, out, s)
+}
+
+func autoConvert_apps_ResourceExprLimits_To_v1beta1_ResourceExprLimits(in *apps.ResourceExprLimits, out *ResourceExprLimits, s conversion.Scope) error {
+	*out = *(*ResourceExprLimits)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ResourceExprLimits_To_v1beta1_ResourceExprLimits is an autogenerated conversion function.
+func Convert_apps_ResourceExprLimits_To_v1beta1_ResourceExprLimits(in *apps.ResourceExprLimits, out *ResourceExprLimits, s conversion.Scope) error {
+	return autoConvert_apps_ResourceExprLimits_To_v1beta1_ResourceExprLimits(in, out, s)
+}
+
+func autoConvert_v1beta1_ResourceExprRequests_To_apps_ResourceExprRequests(in *ResourceExprRequests, out *apps.ResourceExprRequests, s conversion.Scope) error {
+	*out = *(*apps.ResourceExprRequests)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ResourceExprRequests_To_apps_ResourceExprRequests is an autogenerated conversion function.
+func Convert_v1beta1_ResourceExprRequests_To_apps_ResourceExprRequests(in *ResourceExprRequests, out *apps.ResourceExprRequests, s conversion.Scope) error {
+	return autoConvert_v1beta1_ResourceExprRequests_To_apps_ResourceExprRequests(in, out, s)
+}
+
+func autoConvert_apps_ResourceExprRequests_To_v1beta1_ResourceExprRequests(in *apps.ResourceExprRequests, out *ResourceExprRequests, s conversion.Scope) error {
+	*out = *(*ResourceExprRequests)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ResourceExprRequests_To_v1beta1_ResourceExprRequests is an autogenerated conversion function.
+func Convert_apps_ResourceExprRequests_To_v1beta1_ResourceExprRequests(in *apps.ResourceExprRequests, out *ResourceExprRequests, s conversion.Scope) error {
+	return autoConvert_apps_ResourceExprRequests_To_v1beta1_ResourceExprRequests(in, out, s)
+}
+
+func autoConvert_v1beta1_ResourcesExpr_To_apps_ResourcesExpr(in *ResourcesExpr, out *apps.ResourcesExpr, s conversion.Scope) error {
+	*out = *(*apps.ResourcesExpr)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ResourcesExpr_To_apps_ResourcesExpr is an autogenerated conversion function.
+func Convert_v1beta1_ResourcesExpr_To_apps_ResourcesExpr(in *ResourcesExpr, out *apps.ResourcesExpr, s conversion.Scope) error {
+	return autoConvert_v1beta1_ResourcesExpr_To_apps_ResourcesExpr(in, out, s)
+}
+
+func autoConvert_apps_ResourcesExpr_To_v1beta1_ResourcesExpr(in *apps.ResourcesExpr, out *ResourcesExpr, s conversion.Scope) error {
+	*out = *(*ResourcesExpr)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ResourcesExpr_To_v1beta1_ResourcesExpr is an autogenerated conversion function.
+func Convert_apps_ResourcesExpr_To_v1beta1_ResourcesExpr(in *apps.ResourcesExpr, out *ResourcesExpr, s conversion.Scope) error {
+	return autoConvert_apps_ResourcesExpr_To_v1beta1_ResourcesExpr(in, out, s)
+}
+
+func autoConvert_v1beta1_ResourcesPolicy_To_apps_ResourcesPolicy(in *ResourcesPolicy, out *apps.ResourcesPolicy, s conversion.Scope) error {
+	*out = *(*apps.ResourcesPolicy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ResourcesPolicy_To_apps_ResourcesPolicy is an autogenerated conversion function.
+func Convert_v1beta1_ResourcesPolicy_To_apps_ResourcesPolicy(in *ResourcesPolicy, out *apps.ResourcesPolicy, s conversion.Scope) error {
+	return autoConvert_v1beta1_ResourcesPolicy_To_apps_ResourcesPolicy(in, out, s)
+}
+
+func autoConvert_apps_ResourcesPolicy_To_v1beta1_ResourcesPolicy(in *apps.ResourcesPolicy, out *ResourcesPolicy, s conversion.Scope) error {
+	*out = *(*ResourcesPolicy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ResourcesPolicy_To_v1beta1_ResourcesPolicy is an autogenerated conversion function.
+func Convert_apps_ResourcesPolicy_To_v1beta1_ResourcesPolicy(in *apps.ResourcesPolicy, out *ResourcesPolicy, s conversion.Scope) error {
+	return autoConvert_apps_ResourcesPolicy_To_v1beta1_ResourcesPolicy(in, out, s)
 }
 
 func autoConvert_v1beta1_RollingUpdateStatefulSetStrategy_To_apps_RollingUpdateStatefulSetStrategy(in *RollingUpdateStatefulSetStrategy, out *apps.RollingUpdateStatefulSetStrategy, s conversion.Scope) error {
@@ -177,6 +429,288 @@ func autoConvert_apps_RollingUpdateStatefulSetStrategy_To_v1beta1_RollingUpdateS
 // Convert_apps_RollingUpdateStatefulSetStrategy_To_v1beta1_RollingUpdateStatefulSetStrategy is an autogenerated conversion function.
 func Convert_apps_RollingUpdateStatefulSetStrategy_To_v1beta1_RollingUpdateStatefulSetStrategy(in *apps.RollingUpdateStatefulSetStrategy, out *RollingUpdateStatefulSetStrategy, s conversion.Scope) error {
 	return autoConvert_apps_RollingUpdateStatefulSetStrategy_To_v1beta1_RollingUpdateStatefulSetStrategy(in, out, s)
+}
+
+func autoConvert_v1beta1_ShareVolumePolicy_To_apps_ShareVolumePolicy(in *ShareVolumePolicy, out *apps.ShareVolumePolicy, s conversion.Scope) error {
+	*out = *(*apps.ShareVolumePolicy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ShareVolumePolicy_To_apps_ShareVolumePolicy is an autogenerated conversion function.
+func Convert_v1beta1_ShareVolumePolicy_To_apps_ShareVolumePolicy(in *ShareVolumePolicy, out *apps.ShareVolumePolicy, s conversion.Scope) error {
+	return autoConvert_v1beta1_ShareVolumePolicy_To_apps_ShareVolumePolicy(in, out, s)
+}
+
+func autoConvert_apps_ShareVolumePolicy_To_v1beta1_ShareVolumePolicy(in *apps.ShareVolumePolicy, out *ShareVolumePolicy, s conversion.Scope) error {
+	*out = *(*ShareVolumePolicy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ShareVolumePolicy_To_v1beta1_ShareVolumePolicy is an autogenerated conversion function.
+func Convert_apps_ShareVolumePolicy_To_v1beta1_ShareVolumePolicy(in *apps.ShareVolumePolicy, out *ShareVolumePolicy, s conversion.Scope) error {
+	return autoConvert_apps_ShareVolumePolicy_To_v1beta1_ShareVolumePolicy(in, out, s)
+}
+
+func autoConvert_v1beta1_SidecarContainer_To_apps_SidecarContainer(in *SidecarContainer, out *apps.SidecarContainer, s conversion.Scope) error {
+	*out = *(*apps.SidecarContainer)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_SidecarContainer_To_apps_SidecarContainer is an autogenerated conversion function.
+func Convert_v1beta1_SidecarContainer_To_apps_SidecarContainer(in *SidecarContainer, out *apps.SidecarContainer, s conversion.Scope) error {
+	return autoConvert_v1beta1_SidecarContainer_To_apps_SidecarContainer(in, out, s)
+}
+
+func autoConvert_apps_SidecarContainer_To_v1beta1_SidecarContainer(in *apps.SidecarContainer, out *SidecarContainer, s conversion.Scope) error {
+	*out = *(*SidecarContainer)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_SidecarContainer_To_v1beta1_SidecarContainer is an autogenerated conversion function.
+func Convert_apps_SidecarContainer_To_v1beta1_SidecarContainer(in *apps.SidecarContainer, out *SidecarContainer, s conversion.Scope) error {
+	return autoConvert_apps_SidecarContainer_To_v1beta1_SidecarContainer(in, out, s)
+}
+
+func autoConvert_v1beta1_SidecarContainerUpgradeStrategy_To_apps_SidecarContainerUpgradeStrategy(in *SidecarContainerUpgradeStrategy, out *apps.SidecarContainerUpgradeStrategy, s conversion.Scope) error {
+	*out = *(*apps.SidecarContainerUpgradeStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_SidecarContainerUpgradeStrategy_To_apps_SidecarContainerUpgradeStrategy is an autogenerated conversion function.
+func Convert_v1beta1_SidecarContainerUpgradeStrategy_To_apps_SidecarContainerUpgradeStrategy(in *SidecarContainerUpgradeStrategy, out *apps.SidecarContainerUpgradeStrategy, s conversion.Scope) error {
+	return autoConvert_v1beta1_SidecarContainerUpgradeStrategy_To_apps_SidecarContainerUpgradeStrategy(in, out, s)
+}
+
+func autoConvert_apps_SidecarContainerUpgradeStrategy_To_v1beta1_SidecarContainerUpgradeStrategy(in *apps.SidecarContainerUpgradeStrategy, out *SidecarContainerUpgradeStrategy, s conversion.Scope) error {
+	*out = *(*SidecarContainerUpgradeStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_SidecarContainerUpgradeStrategy_To_v1beta1_SidecarContainerUpgradeStrategy is an autogenerated conversion function.
+func Convert_apps_SidecarContainerUpgradeStrategy_To_v1beta1_SidecarContainerUpgradeStrategy(in *apps.SidecarContainerUpgradeStrategy, out *SidecarContainerUpgradeStrategy, s conversion.Scope) error {
+	return autoConvert_apps_SidecarContainerUpgradeStrategy_To_v1beta1_SidecarContainerUpgradeStrategy(in, out, s)
+}
+
+func autoConvert_v1beta1_SidecarSet_To_apps_SidecarSet(in *SidecarSet, out *apps.SidecarSet, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1beta1_SidecarSetSpec_To_apps_SidecarSetSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1beta1_SidecarSetStatus_To_apps_SidecarSetStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+func autoConvert_apps_SidecarSet_To_v1beta1_SidecarSet(in *apps.SidecarSet, out *SidecarSet, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_apps_SidecarSetSpec_To_v1beta1_SidecarSetSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_apps_SidecarSetStatus_To_v1beta1_SidecarSetStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+func autoConvert_v1beta1_SidecarSetInjectRevision_To_apps_SidecarSetInjectRevision(in *SidecarSetInjectRevision, out *apps.SidecarSetInjectRevision, s conversion.Scope) error {
+	*out = *(*apps.SidecarSetInjectRevision)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_SidecarSetInjectRevision_To_apps_SidecarSetInjectRevision is an autogenerated conversion function.
+func Convert_v1beta1_SidecarSetInjectRevision_To_apps_SidecarSetInjectRevision(in *SidecarSetInjectRevision, out *apps.SidecarSetInjectRevision, s conversion.Scope) error {
+	return autoConvert_v1beta1_SidecarSetInjectRevision_To_apps_SidecarSetInjectRevision(in, out, s)
+}
+
+func autoConvert_apps_SidecarSetInjectRevision_To_v1beta1_SidecarSetInjectRevision(in *apps.SidecarSetInjectRevision, out *SidecarSetInjectRevision, s conversion.Scope) error {
+	*out = *(*SidecarSetInjectRevision)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_SidecarSetInjectRevision_To_v1beta1_SidecarSetInjectRevision is an autogenerated conversion function.
+func Convert_apps_SidecarSetInjectRevision_To_v1beta1_SidecarSetInjectRevision(in *apps.SidecarSetInjectRevision, out *SidecarSetInjectRevision, s conversion.Scope) error {
+	return autoConvert_apps_SidecarSetInjectRevision_To_v1beta1_SidecarSetInjectRevision(in, out, s)
+}
+
+func autoConvert_v1beta1_SidecarSetInjectionStrategy_To_apps_SidecarSetInjectionStrategy(in *SidecarSetInjectionStrategy, out *apps.SidecarSetInjectionStrategy, s conversion.Scope) error {
+	*out = *(*apps.SidecarSetInjectionStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_SidecarSetInjectionStrategy_To_apps_SidecarSetInjectionStrategy is an autogenerated conversion function.
+func Convert_v1beta1_SidecarSetInjectionStrategy_To_apps_SidecarSetInjectionStrategy(in *SidecarSetInjectionStrategy, out *apps.SidecarSetInjectionStrategy, s conversion.Scope) error {
+	return autoConvert_v1beta1_SidecarSetInjectionStrategy_To_apps_SidecarSetInjectionStrategy(in, out, s)
+}
+
+func autoConvert_apps_SidecarSetInjectionStrategy_To_v1beta1_SidecarSetInjectionStrategy(in *apps.SidecarSetInjectionStrategy, out *SidecarSetInjectionStrategy, s conversion.Scope) error {
+	*out = *(*SidecarSetInjectionStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_SidecarSetInjectionStrategy_To_v1beta1_SidecarSetInjectionStrategy is an autogenerated conversion function.
+func Convert_apps_SidecarSetInjectionStrategy_To_v1beta1_SidecarSetInjectionStrategy(in *apps.SidecarSetInjectionStrategy, out *SidecarSetInjectionStrategy, s conversion.Scope) error {
+	return autoConvert_apps_SidecarSetInjectionStrategy_To_v1beta1_SidecarSetInjectionStrategy(in, out, s)
+}
+
+func autoConvert_v1beta1_SidecarSetList_To_apps_SidecarSetList(in *SidecarSetList, out *apps.SidecarSetList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]apps.SidecarSet, len(*in))
+		for i := range *in {
+			if err := Convert_v1beta1_SidecarSet_To_apps_SidecarSet(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_v1beta1_SidecarSetList_To_apps_SidecarSetList is an autogenerated conversion function.
+func Convert_v1beta1_SidecarSetList_To_apps_SidecarSetList(in *SidecarSetList, out *apps.SidecarSetList, s conversion.Scope) error {
+	return autoConvert_v1beta1_SidecarSetList_To_apps_SidecarSetList(in, out, s)
+}
+
+func autoConvert_apps_SidecarSetList_To_v1beta1_SidecarSetList(in *apps.SidecarSetList, out *SidecarSetList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]SidecarSet, len(*in))
+		for i := range *in {
+			if err := Convert_apps_SidecarSet_To_v1beta1_SidecarSet(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_apps_SidecarSetList_To_v1beta1_SidecarSetList is an autogenerated conversion function.
+func Convert_apps_SidecarSetList_To_v1beta1_SidecarSetList(in *apps.SidecarSetList, out *SidecarSetList, s conversion.Scope) error {
+	return autoConvert_apps_SidecarSetList_To_v1beta1_SidecarSetList(in, out, s)
+}
+
+func autoConvert_v1beta1_SidecarSetPatchPodMetadata_To_apps_SidecarSetPatchPodMetadata(in *SidecarSetPatchPodMetadata, out *apps.SidecarSetPatchPodMetadata, s conversion.Scope) error {
+	*out = *(*apps.SidecarSetPatchPodMetadata)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_SidecarSetPatchPodMetadata_To_apps_SidecarSetPatchPodMetadata is an autogenerated conversion function.
+func Convert_v1beta1_SidecarSetPatchPodMetadata_To_apps_SidecarSetPatchPodMetadata(in *SidecarSetPatchPodMetadata, out *apps.SidecarSetPatchPodMetadata, s conversion.Scope) error {
+	return autoConvert_v1beta1_SidecarSetPatchPodMetadata_To_apps_SidecarSetPatchPodMetadata(in, out, s)
+}
+
+func autoConvert_apps_SidecarSetPatchPodMetadata_To_v1beta1_SidecarSetPatchPodMetadata(in *apps.SidecarSetPatchPodMetadata, out *SidecarSetPatchPodMetadata, s conversion.Scope) error {
+	*out = *(*SidecarSetPatchPodMetadata)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_SidecarSetPatchPodMetadata_To_v1beta1_SidecarSetPatchPodMetadata is an autogenerated conversion function.
+func Convert_apps_SidecarSetPatchPodMetadata_To_v1beta1_SidecarSetPatchPodMetadata(in *apps.SidecarSetPatchPodMetadata, out *SidecarSetPatchPodMetadata, s conversion.Scope) error {
+	return autoConvert_apps_SidecarSetPatchPodMetadata_To_v1beta1_SidecarSetPatchPodMetadata(in, out, s)
+}
+
+func autoConvert_v1beta1_SidecarSetSpec_To_apps_SidecarSetSpec(in *SidecarSetSpec, out *apps.SidecarSetSpec, s conversion.Scope) error {
+	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.NamespaceSelector = (*v1.LabelSelector)(unsafe.Pointer(in.NamespaceSelector))
+	out.InitContainers = *(*[]apps.SidecarContainer)(unsafe.Pointer(&in.InitContainers))
+	out.Containers = *(*[]apps.SidecarContainer)(unsafe.Pointer(&in.Containers))
+	out.Volumes = *(*[]corev1.Volume)(unsafe.Pointer(&in.Volumes))
+	if err := Convert_v1beta1_SidecarSetUpdateStrategy_To_apps_SidecarSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
+		return err
+	}
+	if err := Convert_v1beta1_SidecarSetInjectionStrategy_To_apps_SidecarSetInjectionStrategy(&in.InjectionStrategy, &out.InjectionStrategy, s); err != nil {
+		return err
+	}
+	out.ImagePullSecrets = *(*[]corev1.LocalObjectReference)(unsafe.Pointer(&in.ImagePullSecrets))
+	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
+	out.PatchPodMetadata = *(*[]apps.SidecarSetPatchPodMetadata)(unsafe.Pointer(&in.PatchPodMetadata))
+	// WARNING: in.CustomVersion requires manual conversion: does not exist in peer-type
+	return nil
+}
+
+func autoConvert_apps_SidecarSetSpec_To_v1beta1_SidecarSetSpec(in *apps.SidecarSetSpec, out *SidecarSetSpec, s conversion.Scope) error {
+	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
+	// WARNING: in.Namespace requires manual conversion: does not exist in peer-type
+	out.NamespaceSelector = (*v1.LabelSelector)(unsafe.Pointer(in.NamespaceSelector))
+	out.InitContainers = *(*[]SidecarContainer)(unsafe.Pointer(&in.InitContainers))
+	out.Containers = *(*[]SidecarContainer)(unsafe.Pointer(&in.Containers))
+	out.Volumes = *(*[]corev1.Volume)(unsafe.Pointer(&in.Volumes))
+	if err := Convert_apps_SidecarSetUpdateStrategy_To_v1beta1_SidecarSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
+		return err
+	}
+	if err := Convert_apps_SidecarSetInjectionStrategy_To_v1beta1_SidecarSetInjectionStrategy(&in.InjectionStrategy, &out.InjectionStrategy, s); err != nil {
+		return err
+	}
+	out.ImagePullSecrets = *(*[]corev1.LocalObjectReference)(unsafe.Pointer(&in.ImagePullSecrets))
+	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
+	out.PatchPodMetadata = *(*[]SidecarSetPatchPodMetadata)(unsafe.Pointer(&in.PatchPodMetadata))
+	return nil
+}
+
+func autoConvert_v1beta1_SidecarSetStatus_To_apps_SidecarSetStatus(in *SidecarSetStatus, out *apps.SidecarSetStatus, s conversion.Scope) error {
+	*out = *(*apps.SidecarSetStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_SidecarSetStatus_To_apps_SidecarSetStatus is an autogenerated conversion function.
+func Convert_v1beta1_SidecarSetStatus_To_apps_SidecarSetStatus(in *SidecarSetStatus, out *apps.SidecarSetStatus, s conversion.Scope) error {
+	return autoConvert_v1beta1_SidecarSetStatus_To_apps_SidecarSetStatus(in, out, s)
+}
+
+func autoConvert_apps_SidecarSetStatus_To_v1beta1_SidecarSetStatus(in *apps.SidecarSetStatus, out *SidecarSetStatus, s conversion.Scope) error {
+	*out = *(*SidecarSetStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_SidecarSetStatus_To_v1beta1_SidecarSetStatus is an autogenerated conversion function.
+func Convert_apps_SidecarSetStatus_To_v1beta1_SidecarSetStatus(in *apps.SidecarSetStatus, out *SidecarSetStatus, s conversion.Scope) error {
+	return autoConvert_apps_SidecarSetStatus_To_v1beta1_SidecarSetStatus(in, out, s)
+}
+
+func autoConvert_v1beta1_SidecarSetUpdateStrategy_To_apps_SidecarSetUpdateStrategy(in *SidecarSetUpdateStrategy, out *apps.SidecarSetUpdateStrategy, s conversion.Scope) error {
+	*out = *(*apps.SidecarSetUpdateStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_SidecarSetUpdateStrategy_To_apps_SidecarSetUpdateStrategy is an autogenerated conversion function.
+func Convert_v1beta1_SidecarSetUpdateStrategy_To_apps_SidecarSetUpdateStrategy(in *SidecarSetUpdateStrategy, out *apps.SidecarSetUpdateStrategy, s conversion.Scope) error {
+	return autoConvert_v1beta1_SidecarSetUpdateStrategy_To_apps_SidecarSetUpdateStrategy(in, out, s)
+}
+
+func autoConvert_apps_SidecarSetUpdateStrategy_To_v1beta1_SidecarSetUpdateStrategy(in *apps.SidecarSetUpdateStrategy, out *SidecarSetUpdateStrategy, s conversion.Scope) error {
+	*out = *(*SidecarSetUpdateStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_SidecarSetUpdateStrategy_To_v1beta1_SidecarSetUpdateStrategy is an autogenerated conversion function.
+func Convert_apps_SidecarSetUpdateStrategy_To_v1beta1_SidecarSetUpdateStrategy(in *apps.SidecarSetUpdateStrategy, out *SidecarSetUpdateStrategy, s conversion.Scope) error {
+	return autoConvert_apps_SidecarSetUpdateStrategy_To_v1beta1_SidecarSetUpdateStrategy(in, out, s)
+}
+
+func autoConvert_v1beta1_SourceContainerNameSource_To_apps_SourceContainerNameSource(in *SourceContainerNameSource, out *apps.SourceContainerNameSource, s conversion.Scope) error {
+	*out = *(*apps.SourceContainerNameSource)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_SourceContainerNameSource_To_apps_SourceContainerNameSource is an autogenerated conversion function.
+func Convert_v1beta1_SourceContainerNameSource_To_apps_SourceContainerNameSource(in *SourceContainerNameSource, out *apps.SourceContainerNameSource, s conversion.Scope) error {
+	return autoConvert_v1beta1_SourceContainerNameSource_To_apps_SourceContainerNameSource(in, out, s)
+}
+
+func autoConvert_apps_SourceContainerNameSource_To_v1beta1_SourceContainerNameSource(in *apps.SourceContainerNameSource, out *SourceContainerNameSource, s conversion.Scope) error {
+	*out = *(*SourceContainerNameSource)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_SourceContainerNameSource_To_v1beta1_SourceContainerNameSource is an autogenerated conversion function.
+func Convert_apps_SourceContainerNameSource_To_v1beta1_SourceContainerNameSource(in *apps.SourceContainerNameSource, out *SourceContainerNameSource, s conversion.Scope) error {
+	return autoConvert_apps_SourceContainerNameSource_To_v1beta1_SourceContainerNameSource(in, out, s)
 }
 
 func autoConvert_v1beta1_StatefulSet_To_apps_StatefulSet(in *StatefulSet, out *apps.StatefulSet, s conversion.Scope) error {
@@ -351,6 +885,26 @@ func autoConvert_apps_StatefulSetUpdateStrategy_To_v1beta1_StatefulSetUpdateStra
 // Convert_apps_StatefulSetUpdateStrategy_To_v1beta1_StatefulSetUpdateStrategy is an autogenerated conversion function.
 func Convert_apps_StatefulSetUpdateStrategy_To_v1beta1_StatefulSetUpdateStrategy(in *apps.StatefulSetUpdateStrategy, out *StatefulSetUpdateStrategy, s conversion.Scope) error {
 	return autoConvert_apps_StatefulSetUpdateStrategy_To_v1beta1_StatefulSetUpdateStrategy(in, out, s)
+}
+
+func autoConvert_v1beta1_TransferEnvVar_To_apps_TransferEnvVar(in *TransferEnvVar, out *apps.TransferEnvVar, s conversion.Scope) error {
+	*out = *(*apps.TransferEnvVar)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_TransferEnvVar_To_apps_TransferEnvVar is an autogenerated conversion function.
+func Convert_v1beta1_TransferEnvVar_To_apps_TransferEnvVar(in *TransferEnvVar, out *apps.TransferEnvVar, s conversion.Scope) error {
+	return autoConvert_v1beta1_TransferEnvVar_To_apps_TransferEnvVar(in, out, s)
+}
+
+func autoConvert_apps_TransferEnvVar_To_v1beta1_TransferEnvVar(in *apps.TransferEnvVar, out *TransferEnvVar, s conversion.Scope) error {
+	*out = *(*TransferEnvVar)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_TransferEnvVar_To_v1beta1_TransferEnvVar is an autogenerated conversion function.
+func Convert_apps_TransferEnvVar_To_v1beta1_TransferEnvVar(in *apps.TransferEnvVar, out *TransferEnvVar, s conversion.Scope) error {
+	return autoConvert_apps_TransferEnvVar_To_v1beta1_TransferEnvVar(in, out, s)
 }
 
 func autoConvert_v1beta1_UnorderedUpdateStrategy_To_apps_UnorderedUpdateStrategy(in *UnorderedUpdateStrategy, out *apps.UnorderedUpdateStrategy, s conversion.Scope) error {

@@ -22,8 +22,88 @@ limitations under the License.
 package v1beta1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ResourceExprLimits) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ResourceExprLimits"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ResourceExprRequests) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ResourceExprRequests"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ResourcesExpr) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ResourcesExpr"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ResourcesPolicy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ResourcesPolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in RollingUpdateStatefulSetStrategy) OpenAPIModelName() string {
 	return "io.kruise.apps.v1beta1.RollingUpdateStatefulSetStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ShareVolumePolicy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ShareVolumePolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SidecarContainer) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.SidecarContainer"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SidecarContainerUpgradeStrategy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.SidecarContainerUpgradeStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SidecarSet) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.SidecarSet"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SidecarSetInjectRevision) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.SidecarSetInjectRevision"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SidecarSetInjectionStrategy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.SidecarSetInjectionStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SidecarSetList) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.SidecarSetList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SidecarSetPatchPodMetadata) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.SidecarSetPatchPodMetadata"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SidecarSetSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.SidecarSetSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SidecarSetStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.SidecarSetStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SidecarSetUpdateStrategy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.SidecarSetUpdateStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SourceContainerNameSource) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.SourceContainerNameSource"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -64,6 +144,11 @@ func (in StatefulSetStatus) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in StatefulSetUpdateStrategy) OpenAPIModelName() string {
 	return "io.kruise.apps.v1beta1.StatefulSetUpdateStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TransferEnvVar) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.TransferEnvVar"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

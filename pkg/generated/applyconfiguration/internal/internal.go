@@ -1524,6 +1524,47 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: priorityStrategy
       type:
         namedType: io.kruise.apps.pub.UpdatePriorityStrategy
+- name: io.kruise.apps.v1beta1.ResourceExprLimits
+  map:
+    fields:
+    - name: cpu
+      type:
+        scalar: string
+    - name: memory
+      type:
+        scalar: string
+- name: io.kruise.apps.v1beta1.ResourceExprRequests
+  map:
+    fields:
+    - name: cpu
+      type:
+        scalar: string
+    - name: memory
+      type:
+        scalar: string
+- name: io.kruise.apps.v1beta1.ResourcesExpr
+  map:
+    fields:
+    - name: limits
+      type:
+        namedType: io.kruise.apps.v1beta1.ResourceExprLimits
+    - name: requests
+      type:
+        namedType: io.kruise.apps.v1beta1.ResourceExprRequests
+- name: io.kruise.apps.v1beta1.ResourcesPolicy
+  map:
+    fields:
+    - name: resourcesExpr
+      type:
+        namedType: io.kruise.apps.v1beta1.ResourcesExpr
+      default: {}
+    - name: targetContainersMode
+      type:
+        scalar: string
+      default: ""
+    - name: targetContainersNameRegex
+      type:
+        scalar: string
 - name: io.kruise.apps.v1beta1.RollingUpdateStatefulSetStrategy
   map:
     fields:
@@ -1548,6 +1589,334 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: unorderedUpdate
       type:
         namedType: io.kruise.apps.v1beta1.UnorderedUpdateStrategy
+- name: io.kruise.apps.v1beta1.ShareVolumePolicy
+  map:
+    fields:
+    - name: type
+      type:
+        scalar: string
+- name: io.kruise.apps.v1beta1.SidecarContainer
+  map:
+    fields:
+    - name: args
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: command
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: env
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.api.core.v1.EnvVar
+          elementRelationship: associative
+          keys:
+          - name
+    - name: envFrom
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.api.core.v1.EnvFromSource
+          elementRelationship: atomic
+    - name: image
+      type:
+        scalar: string
+    - name: imagePullPolicy
+      type:
+        scalar: string
+    - name: lifecycle
+      type:
+        namedType: io.k8s.api.core.v1.Lifecycle
+    - name: livenessProbe
+      type:
+        namedType: io.k8s.api.core.v1.Probe
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: podInjectPolicy
+      type:
+        scalar: string
+    - name: ports
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.api.core.v1.ContainerPort
+          elementRelationship: associative
+          keys:
+          - containerPort
+          - protocol
+    - name: readinessProbe
+      type:
+        namedType: io.k8s.api.core.v1.Probe
+    - name: resizePolicy
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.api.core.v1.ContainerResizePolicy
+          elementRelationship: atomic
+    - name: resources
+      type:
+        namedType: io.k8s.api.core.v1.ResourceRequirements
+      default: {}
+    - name: resourcesPolicy
+      type:
+        namedType: io.kruise.apps.v1beta1.ResourcesPolicy
+    - name: restartPolicy
+      type:
+        scalar: string
+    - name: restartPolicyRules
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.api.core.v1.ContainerRestartRule
+          elementRelationship: atomic
+    - name: securityContext
+      type:
+        namedType: io.k8s.api.core.v1.SecurityContext
+    - name: shareVolumeDevicePolicy
+      type:
+        namedType: io.kruise.apps.v1beta1.ShareVolumePolicy
+    - name: shareVolumePolicy
+      type:
+        namedType: io.kruise.apps.v1beta1.ShareVolumePolicy
+      default: {}
+    - name: startupProbe
+      type:
+        namedType: io.k8s.api.core.v1.Probe
+    - name: stdin
+      type:
+        scalar: boolean
+    - name: stdinOnce
+      type:
+        scalar: boolean
+    - name: terminationMessagePath
+      type:
+        scalar: string
+    - name: terminationMessagePolicy
+      type:
+        scalar: string
+    - name: transferEnv
+      type:
+        list:
+          elementType:
+            namedType: io.kruise.apps.v1beta1.TransferEnvVar
+          elementRelationship: atomic
+    - name: tty
+      type:
+        scalar: boolean
+    - name: upgradeStrategy
+      type:
+        namedType: io.kruise.apps.v1beta1.SidecarContainerUpgradeStrategy
+      default: {}
+    - name: volumeDevices
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.api.core.v1.VolumeDevice
+          elementRelationship: associative
+          keys:
+          - devicePath
+    - name: volumeMounts
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.api.core.v1.VolumeMount
+          elementRelationship: associative
+          keys:
+          - mountPath
+    - name: workingDir
+      type:
+        scalar: string
+- name: io.kruise.apps.v1beta1.SidecarContainerUpgradeStrategy
+  map:
+    fields:
+    - name: hotUpgradeEmptyImage
+      type:
+        scalar: string
+    - name: upgradeType
+      type:
+        scalar: string
+- name: io.kruise.apps.v1beta1.SidecarSet
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: io.kruise.apps.v1beta1.SidecarSetSpec
+      default: {}
+    - name: status
+      type:
+        namedType: io.kruise.apps.v1beta1.SidecarSetStatus
+      default: {}
+- name: io.kruise.apps.v1beta1.SidecarSetInjectRevision
+  map:
+    fields:
+    - name: customVersion
+      type:
+        scalar: string
+    - name: policy
+      type:
+        scalar: string
+    - name: revisionName
+      type:
+        scalar: string
+- name: io.kruise.apps.v1beta1.SidecarSetInjectionStrategy
+  map:
+    fields:
+    - name: paused
+      type:
+        scalar: boolean
+    - name: revision
+      type:
+        namedType: io.kruise.apps.v1beta1.SidecarSetInjectRevision
+- name: io.kruise.apps.v1beta1.SidecarSetPatchPodMetadata
+  map:
+    fields:
+    - name: annotations
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: patchPolicy
+      type:
+        scalar: string
+- name: io.kruise.apps.v1beta1.SidecarSetSpec
+  map:
+    fields:
+    - name: containers
+      type:
+        list:
+          elementType:
+            namedType: io.kruise.apps.v1beta1.SidecarContainer
+          elementRelationship: associative
+          keys:
+          - name
+    - name: customVersion
+      type:
+        scalar: string
+    - name: imagePullSecrets
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.api.core.v1.LocalObjectReference
+          elementRelationship: associative
+          keys:
+          - name
+    - name: initContainers
+      type:
+        list:
+          elementType:
+            namedType: io.kruise.apps.v1beta1.SidecarContainer
+          elementRelationship: associative
+          keys:
+          - name
+    - name: injectionStrategy
+      type:
+        namedType: io.kruise.apps.v1beta1.SidecarSetInjectionStrategy
+      default: {}
+    - name: namespaceSelector
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
+    - name: patchPodMetadata
+      type:
+        list:
+          elementType:
+            namedType: io.kruise.apps.v1beta1.SidecarSetPatchPodMetadata
+          elementRelationship: atomic
+    - name: revisionHistoryLimit
+      type:
+        scalar: numeric
+    - name: selector
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
+    - name: updateStrategy
+      type:
+        namedType: io.kruise.apps.v1beta1.SidecarSetUpdateStrategy
+      default: {}
+    - name: volumes
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.api.core.v1.Volume
+          elementRelationship: associative
+          keys:
+          - name
+- name: io.kruise.apps.v1beta1.SidecarSetStatus
+  map:
+    fields:
+    - name: collisionCount
+      type:
+        scalar: numeric
+    - name: latestRevision
+      type:
+        scalar: string
+    - name: matchedPods
+      type:
+        scalar: numeric
+      default: 0
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: readyPods
+      type:
+        scalar: numeric
+      default: 0
+    - name: updatedPods
+      type:
+        scalar: numeric
+      default: 0
+    - name: updatedReadyPods
+      type:
+        scalar: numeric
+- name: io.kruise.apps.v1beta1.SidecarSetUpdateStrategy
+  map:
+    fields:
+    - name: maxUnavailable
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: partition
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: paused
+      type:
+        scalar: boolean
+    - name: priorityStrategy
+      type:
+        namedType: io.kruise.apps.pub.UpdatePriorityStrategy
+    - name: scatterStrategy
+      type:
+        list:
+          elementType:
+            namedType: io.kruise.apps.pub.UpdateScatterTerm
+          elementRelationship: atomic
+    - name: selector
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
+    - name: type
+      type:
+        scalar: string
+- name: io.kruise.apps.v1beta1.SourceContainerNameSource
+  map:
+    fields:
+    - name: fieldRef
+      type:
+        namedType: io.k8s.api.core.v1.ObjectFieldSelector
 - name: io.kruise.apps.v1beta1.StatefulSet
   map:
     fields:
@@ -1712,6 +2081,24 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: type
       type:
         scalar: string
+- name: io.kruise.apps.v1beta1.TransferEnvVar
+  map:
+    fields:
+    - name: envName
+      type:
+        scalar: string
+    - name: envNames
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: sourceContainerName
+      type:
+        scalar: string
+    - name: sourceContainerNameFrom
+      type:
+        namedType: io.kruise.apps.v1beta1.SourceContainerNameSource
 - name: io.kruise.apps.v1beta1.UnorderedUpdateStrategy
   map:
     fields:

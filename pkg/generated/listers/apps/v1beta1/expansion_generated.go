@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1beta1
 
+// SidecarSetListerExpansion allows custom methods to be added to
+// SidecarSetLister.
+type SidecarSetListerExpansion interface{}
+
 // StatefulSetListerExpansion allows custom methods to be added to
 // StatefulSetLister.
 type StatefulSetListerExpansion interface{}

@@ -24,6 +24,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// SidecarSets returns a SidecarSetInformer.
+	SidecarSets() TypedSidecarSetInformer
 	// StatefulSets returns a StatefulSetInformer.
 	StatefulSets() TypedStatefulSetInformer
 }
@@ -37,6 +39,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// SidecarSets returns a TypedSidecarSetInformer.
+func (v *version) SidecarSets() TypedSidecarSetInformer {
+	return &sidecarSetInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // StatefulSets returns a TypedStatefulSetInformer.

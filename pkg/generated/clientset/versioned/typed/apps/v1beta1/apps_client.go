@@ -28,12 +28,17 @@ import (
 
 type AppsV1beta1Interface interface {
 	RESTClient() rest.Interface
+	SidecarSetsGetter
 	StatefulSetsGetter
 }
 
 // AppsV1beta1Client is used to interact with features provided by the apps.kruise.io group.
 type AppsV1beta1Client struct {
 	restClient rest.Interface
+}
+
+func (c *AppsV1beta1Client) SidecarSets() SidecarSetInterface {
+	return newSidecarSets(c)
 }
 
 func (c *AppsV1beta1Client) StatefulSets(namespace string) StatefulSetInterface {

@@ -18,4 +18,6 @@ limitations under the License.
 
 package v1beta1
 
+type SidecarSetExpansion interface{}
+
 type StatefulSetExpansion interface{}

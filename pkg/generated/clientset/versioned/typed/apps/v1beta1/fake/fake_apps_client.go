@@ -28,6 +28,10 @@ type FakeAppsV1beta1 struct {
 	*testing.Fake
 }
 
+func (c *FakeAppsV1beta1) SidecarSets() v1beta1.SidecarSetInterface {
+	return newFakeSidecarSets(c)
+}
+
 func (c *FakeAppsV1beta1) StatefulSets(namespace string) v1beta1.StatefulSetInterface {
 	return newFakeStatefulSets(c, namespace)
 }
