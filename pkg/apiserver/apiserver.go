@@ -283,11 +283,17 @@ func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecars.R
 	// The kinds OpenKruise v1.9 serves at v1beta1, from the same stores: one object, two versions.
 	// sidecarsets/inject is inplace's own and stays at v1alpha1.
 	v1beta1Storage := map[string]rest.Storage{
-		"statefulsets":        statefulSets.StatefulSet,
-		"statefulsets/status": statefulSets.Status,
-		"statefulsets/scale":  statefulSets.Scale,
-		"sidecarsets":         sidecarSets.SidecarSet,
-		"sidecarsets/status":  sidecarSets.Status,
+		"statefulsets":             statefulSets.StatefulSet,
+		"statefulsets/status":      statefulSets.Status,
+		"statefulsets/scale":       statefulSets.Scale,
+		"sidecarsets":              sidecarSets.SidecarSet,
+		"sidecarsets/status":       sidecarSets.Status,
+		"imagepulljobs":            imagePullJobs.ImagePullJob,
+		"imagepulljobs/status":     imagePullJobs.Status,
+		"imagelistpulljobs":        imageListPullJobs.ImageListPullJob,
+		"imagelistpulljobs/status": imageListPullJobs.Status,
+		"nodeimages":               nodeImages.NodeImage,
+		"nodeimages/status":        nodeImages.Status,
 	}
 	return map[string]map[string]rest.Storage{
 		v1alpha1.SchemeGroupVersion.Version: v1alpha1Storage,

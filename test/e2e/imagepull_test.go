@@ -297,7 +297,9 @@ func TestImagePullKubectlColumns(t *testing.T) {
 	// it, so the job succeeds at once without a pull.
 	createPullJob(t, ctx, pullJob(ns, "cols", reg+"/app:v1"))
 
-	out := mustKubectl(t, ctx, "", "-n", ns, "get", "imagepulljobs")
+	// At v1alpha1, with its MESSAGE column (OpenKruise v1.9 dropped it from v1beta1, which kubectl
+	// reads by default).
+	out := mustKubectl(t, ctx, "", "-n", ns, "get", "imagepulljobs.v1alpha1.apps.kruise.io")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 2 || !slices.Equal(strings.Fields(lines[0]), []string{"NAME", "TOTAL", "ACTIVE", "SUCCEED", "FAILED", "AGE", "MESSAGE"}) {
 		t.Fatalf("kubectl get imagepulljobs:\n%s", out)
@@ -306,6 +308,10 @@ func TestImagePullKubectlColumns(t *testing.T) {
 	if f := strings.Fields(lines[1]); len(f) < 5 || !slices.Equal(f[:5], []string{"cols", n, "0", n, "0"}) ||
 		!strings.Contains(lines[1], "job has completed") {
 		t.Errorf("kubectl get imagepulljobs: row %q, want cols %s 0 %s 0 ... job has completed", lines[1], n, n)
+	}
+	out = mustKubectl(t, ctx, "", "-n", ns, "get", "imagepulljobs")
+	if lines = strings.Split(strings.TrimSpace(out), "\n"); !slices.Equal(strings.Fields(lines[0]), []string{"NAME", "TOTAL", "ACTIVE", "SUCCEED", "FAILED", "AGE"}) {
+		t.Errorf("kubectl get imagepulljobs (v1beta1):\n%s", out)
 	}
 
 	out = mustKubectl(t, ctx, "", "get", "nodeimages")

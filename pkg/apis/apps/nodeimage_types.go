@@ -30,6 +30,10 @@ type ReferenceObject struct {
 	Namespace string `json:"namespace,omitempty"`
 	// +optional
 	Name string `json:"name,omitempty"`
+	// Mode is "batch" for a pull secret synchronised once for every ImagePullJob that uses it
+	// (OpenKruise v1.9, v1beta1 only). Stored only: inplace does not act on it.
+	// +optional
+	Mode string `json:"mode,omitempty"`
 }
 
 // ImageTagSpec is one tag to pull.

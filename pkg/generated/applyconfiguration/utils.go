@@ -164,6 +164,48 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.UnorderedUpdateStrategyApplyConfiguration{}
 
 		// Group=apps.kruise.io, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithKind("CompletionPolicy"):
+		return &appsv1beta1.CompletionPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("FailedImageStatus"):
+		return &appsv1beta1.FailedImageStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageListPullJob"):
+		return &appsv1beta1.ImageListPullJobApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageListPullJobSpec"):
+		return &appsv1beta1.ImageListPullJobSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageListPullJobStatus"):
+		return &appsv1beta1.ImageListPullJobStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJob"):
+		return &appsv1beta1.ImagePullJobApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJobNodeSelector"):
+		return &appsv1beta1.ImagePullJobNodeSelectorApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJobPodSelector"):
+		return &appsv1beta1.ImagePullJobPodSelectorApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJobSpec"):
+		return &appsv1beta1.ImagePullJobSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJobStatus"):
+		return &appsv1beta1.ImagePullJobStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJobTemplate"):
+		return &appsv1beta1.ImagePullJobTemplateApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageSpec"):
+		return &appsv1beta1.ImageSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageStatus"):
+		return &appsv1beta1.ImageStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageTagPullPolicy"):
+		return &appsv1beta1.ImageTagPullPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageTagSpec"):
+		return &appsv1beta1.ImageTagSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageTagStatus"):
+		return &appsv1beta1.ImageTagStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NodeImage"):
+		return &appsv1beta1.NodeImageApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NodeImageSpec"):
+		return &appsv1beta1.NodeImageSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NodeImageStatus"):
+		return &appsv1beta1.NodeImageStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("PullPolicy"):
+		return &appsv1beta1.PullPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ReferenceObject"):
+		return &appsv1beta1.ReferenceObjectApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ResourceExprLimits"):
 		return &appsv1beta1.ResourceExprLimitsApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ResourceExprRequests"):
@@ -174,6 +216,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1beta1.ResourcesPolicyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("RollingUpdateStatefulSetStrategy"):
 		return &appsv1beta1.RollingUpdateStatefulSetStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SandboxConfig"):
+		return &appsv1beta1.SandboxConfigApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ShareVolumePolicy"):
 		return &appsv1beta1.ShareVolumePolicyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("SidecarContainer"):
@@ -210,6 +254,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1beta1.StatefulSetStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("StatefulSetUpdateStrategy"):
 		return &appsv1beta1.StatefulSetUpdateStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SyncStatus"):
+		return &appsv1beta1.SyncStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("TransferEnvVar"):
 		return &appsv1beta1.TransferEnvVarApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("UnorderedUpdateStrategy"):

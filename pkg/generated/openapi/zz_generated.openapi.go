@@ -134,11 +134,36 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.SyncStatus{}.OpenAPIModelName():                                     schema_pkg_apis_apps_v1alpha1_SyncStatus(ref),
 		v1alpha1.TransferEnvVar{}.OpenAPIModelName():                                 schema_pkg_apis_apps_v1alpha1_TransferEnvVar(ref),
 		v1alpha1.UnorderedUpdateStrategy{}.OpenAPIModelName():                        schema_pkg_apis_apps_v1alpha1_UnorderedUpdateStrategy(ref),
+		v1beta1.CompletionPolicy{}.OpenAPIModelName():                                schema_pkg_apis_apps_v1beta1_CompletionPolicy(ref),
+		v1beta1.FailedImageStatus{}.OpenAPIModelName():                               schema_pkg_apis_apps_v1beta1_FailedImageStatus(ref),
+		v1beta1.ImageListPullJob{}.OpenAPIModelName():                                schema_pkg_apis_apps_v1beta1_ImageListPullJob(ref),
+		v1beta1.ImageListPullJobList{}.OpenAPIModelName():                            schema_pkg_apis_apps_v1beta1_ImageListPullJobList(ref),
+		v1beta1.ImageListPullJobSpec{}.OpenAPIModelName():                            schema_pkg_apis_apps_v1beta1_ImageListPullJobSpec(ref),
+		v1beta1.ImageListPullJobStatus{}.OpenAPIModelName():                          schema_pkg_apis_apps_v1beta1_ImageListPullJobStatus(ref),
+		v1beta1.ImagePullJob{}.OpenAPIModelName():                                    schema_pkg_apis_apps_v1beta1_ImagePullJob(ref),
+		v1beta1.ImagePullJobList{}.OpenAPIModelName():                                schema_pkg_apis_apps_v1beta1_ImagePullJobList(ref),
+		v1beta1.ImagePullJobNodeSelector{}.OpenAPIModelName():                        schema_pkg_apis_apps_v1beta1_ImagePullJobNodeSelector(ref),
+		v1beta1.ImagePullJobPodSelector{}.OpenAPIModelName():                         schema_pkg_apis_apps_v1beta1_ImagePullJobPodSelector(ref),
+		v1beta1.ImagePullJobSpec{}.OpenAPIModelName():                                schema_pkg_apis_apps_v1beta1_ImagePullJobSpec(ref),
+		v1beta1.ImagePullJobStatus{}.OpenAPIModelName():                              schema_pkg_apis_apps_v1beta1_ImagePullJobStatus(ref),
+		v1beta1.ImagePullJobTemplate{}.OpenAPIModelName():                            schema_pkg_apis_apps_v1beta1_ImagePullJobTemplate(ref),
+		v1beta1.ImageSpec{}.OpenAPIModelName():                                       schema_pkg_apis_apps_v1beta1_ImageSpec(ref),
+		v1beta1.ImageStatus{}.OpenAPIModelName():                                     schema_pkg_apis_apps_v1beta1_ImageStatus(ref),
+		v1beta1.ImageTagPullPolicy{}.OpenAPIModelName():                              schema_pkg_apis_apps_v1beta1_ImageTagPullPolicy(ref),
+		v1beta1.ImageTagSpec{}.OpenAPIModelName():                                    schema_pkg_apis_apps_v1beta1_ImageTagSpec(ref),
+		v1beta1.ImageTagStatus{}.OpenAPIModelName():                                  schema_pkg_apis_apps_v1beta1_ImageTagStatus(ref),
+		v1beta1.NodeImage{}.OpenAPIModelName():                                       schema_pkg_apis_apps_v1beta1_NodeImage(ref),
+		v1beta1.NodeImageList{}.OpenAPIModelName():                                   schema_pkg_apis_apps_v1beta1_NodeImageList(ref),
+		v1beta1.NodeImageSpec{}.OpenAPIModelName():                                   schema_pkg_apis_apps_v1beta1_NodeImageSpec(ref),
+		v1beta1.NodeImageStatus{}.OpenAPIModelName():                                 schema_pkg_apis_apps_v1beta1_NodeImageStatus(ref),
+		v1beta1.PullPolicy{}.OpenAPIModelName():                                      schema_pkg_apis_apps_v1beta1_PullPolicy(ref),
+		v1beta1.ReferenceObject{}.OpenAPIModelName():                                 schema_pkg_apis_apps_v1beta1_ReferenceObject(ref),
 		v1beta1.ResourceExprLimits{}.OpenAPIModelName():                              schema_pkg_apis_apps_v1beta1_ResourceExprLimits(ref),
 		v1beta1.ResourceExprRequests{}.OpenAPIModelName():                            schema_pkg_apis_apps_v1beta1_ResourceExprRequests(ref),
 		v1beta1.ResourcesExpr{}.OpenAPIModelName():                                   schema_pkg_apis_apps_v1beta1_ResourcesExpr(ref),
 		v1beta1.ResourcesPolicy{}.OpenAPIModelName():                                 schema_pkg_apis_apps_v1beta1_ResourcesPolicy(ref),
 		v1beta1.RollingUpdateStatefulSetStrategy{}.OpenAPIModelName():                schema_pkg_apis_apps_v1beta1_RollingUpdateStatefulSetStrategy(ref),
+		v1beta1.SandboxConfig{}.OpenAPIModelName():                                   schema_pkg_apis_apps_v1beta1_SandboxConfig(ref),
 		v1beta1.ShareVolumePolicy{}.OpenAPIModelName():                               schema_pkg_apis_apps_v1beta1_ShareVolumePolicy(ref),
 		v1beta1.SidecarContainer{}.OpenAPIModelName():                                schema_pkg_apis_apps_v1beta1_SidecarContainer(ref),
 		v1beta1.SidecarContainerUpgradeStrategy{}.OpenAPIModelName():                 schema_pkg_apis_apps_v1beta1_SidecarContainerUpgradeStrategy(ref),
@@ -159,6 +184,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.StatefulSetSpec{}.OpenAPIModelName():                                 schema_pkg_apis_apps_v1beta1_StatefulSetSpec(ref),
 		v1beta1.StatefulSetStatus{}.OpenAPIModelName():                               schema_pkg_apis_apps_v1beta1_StatefulSetStatus(ref),
 		v1beta1.StatefulSetUpdateStrategy{}.OpenAPIModelName():                       schema_pkg_apis_apps_v1beta1_StatefulSetUpdateStrategy(ref),
+		v1beta1.SyncStatus{}.OpenAPIModelName():                                      schema_pkg_apis_apps_v1beta1_SyncStatus(ref),
 		v1beta1.TransferEnvVar{}.OpenAPIModelName():                                  schema_pkg_apis_apps_v1beta1_TransferEnvVar(ref),
 		v1beta1.UnorderedUpdateStrategy{}.OpenAPIModelName():                         schema_pkg_apis_apps_v1beta1_UnorderedUpdateStrategy(ref),
 		v1beta1.VolumeClaimStatus{}.OpenAPIModelName():                               schema_pkg_apis_apps_v1beta1_VolumeClaimStatus(ref),
@@ -5510,6 +5536,41 @@ func schema_pkg_apis_apps_v1alpha1_UnorderedUpdateStrategy(ref common.ReferenceC
 	}
 }
 
+func schema_pkg_apis_apps_v1alpha1_nodeImageV1beta1Fields(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "A NodeImage's pull secrets have a mode at v1beta1 (OpenKruise v1.9) that v1alpha1 lacks and OpenKruise's conversion drops. inplace carries it, on a NodeImage read at v1alpha1, in StatefulSetV1beta1FieldsAnnotation (the one annotation of v1beta1-only fields): the modes of each image's pull secrets, by image and position, only where one is set.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"pullSecretModes": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type: []string{"array"},
+										Items: &spec.SchemaOrArray{
+											Schema: &spec.Schema{
+												SchemaProps: spec.SchemaProps{
+													Type:   []string{"string"},
+													Format: "",
+												},
+											},
+										},
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"pullSecretModes"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_apps_v1alpha1_statefulSetV1beta1Fields(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -5559,6 +5620,1288 @@ func schema_pkg_apis_apps_v1alpha1_statefulSetV1beta1Fields(ref common.Reference
 		},
 		Dependencies: []string{
 			"github.com/inplace-dev/inplace/pkg/apis/apps.StatefulSetOrdinals", "github.com/inplace-dev/inplace/pkg/apis/apps.StatefulSetPersistentVolumeClaimRetentionPolicy", "github.com/inplace-dev/inplace/pkg/apis/apps.StatefulSetScaleStrategy", "github.com/inplace-dev/inplace/pkg/apis/apps.VolumeClaimUpdateStrategy", pub.Lifecycle{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_CompletionPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CompletionPolicy says when a job is finished.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is Always (the default) or Never.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"activeDeadlineSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ActiveDeadlineSeconds is how long the job may run from its start (type Always only).",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"ttlSecondsAfterFinished": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TTLSecondsAfterFinished deletes the job this long after it finished (type Always only).",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_FailedImageStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FailedImageStatus is an ImagePullJob of the list with failed nodes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"imagePullJob": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ImagePullJob is the name of the ImagePullJob.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the image.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is that job's message.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ImageListPullJob(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImageListPullJob pulls a list of images on a set of nodes, through one ImagePullJob per image.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1beta1.ImageListPullJobSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1beta1.ImageListPullJobStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ImageListPullJobSpec{}.OpenAPIModelName(), v1beta1.ImageListPullJobStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ImageListPullJobList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImageListPullJobList is a list of ImageListPullJobs.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ImageListPullJob{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ImageListPullJob{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ImageListPullJobSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImageListPullJobSpec is the images an ImageListPullJob pulls, where and how.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"images": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Images to pull; the controller makes one ImagePullJob for each.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"pullSecrets": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PullSecrets are names of Secrets in the job's namespace used to pull the image.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Selector selects the nodes that pull (names or a label selector); nil is every node.",
+							Ref:         ref(v1beta1.ImagePullJobNodeSelector{}.OpenAPIModelName()),
+						},
+					},
+					"podSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodSelector selects Pods: the nodes they run on pull. Mutually exclusive with Selector.",
+							Ref:         ref(v1beta1.ImagePullJobPodSelector{}.OpenAPIModelName()),
+						},
+					},
+					"parallelism": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Parallelism is how many nodes pull at the same time, a non-negative integer; unset is 1 and 0 pauses the job.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"pullPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PullPolicy is the timeout and retries of each node's pull.",
+							Ref:         ref(v1beta1.PullPolicy{}.OpenAPIModelName()),
+						},
+					},
+					"completionPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CompletionPolicy says when the job is finished (type Always, the default) or that it never is (Never: nodes that join later pull too).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.CompletionPolicy{}.OpenAPIModelName()),
+						},
+					},
+					"sandboxConfig": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SandboxConfig is the metadata passed to the CRI PullImage call.",
+							Ref:         ref(v1beta1.SandboxConfig{}.OpenAPIModelName()),
+						},
+					},
+					"imagePullPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ImagePullPolicy is Always or IfNotPresent (the default).\n\nPossible enum values:\n - `\"Always\"` pulls the image even when the node has it.\n - `\"IfNotPresent\"` pulls the image only when the node does not have it.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Always", "IfNotPresent"},
+						},
+					},
+				},
+				Required: []string{"images", "completionPolicy"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.CompletionPolicy{}.OpenAPIModelName(), v1beta1.ImagePullJobNodeSelector{}.OpenAPIModelName(), v1beta1.ImagePullJobPodSelector{}.OpenAPIModelName(), v1beta1.PullPolicy{}.OpenAPIModelName(), v1beta1.SandboxConfig{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ImageListPullJobStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImageListPullJobStatus is the progress of an ImageListPullJob.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"startTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartTime is when the controller started the job.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"completionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CompletionTime is when every ImagePullJob of it finished.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"desired": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Desired is the number of ImagePullJobs, normally len(spec.images).",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"active": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Active is the number of ImagePullJobs running.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"completed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Completed is the number of ImagePullJobs finished.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"succeeded": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Succeeded is the number of ImagePullJobs finished with every node succeeded.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"failedImageStatuses": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FailedImageStatuses are the ImagePullJobs with failed nodes.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.FailedImageStatus{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"desired"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.FailedImageStatus{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ImagePullJob(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImagePullJob pulls one image on a set of nodes ahead of the Pods that need it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1beta1.ImagePullJobSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1beta1.ImagePullJobStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ImagePullJobSpec{}.OpenAPIModelName(), v1beta1.ImagePullJobStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ImagePullJobList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImagePullJobList is a list of ImagePullJobs.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ImagePullJob{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ImagePullJob{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ImagePullJobNodeSelector(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImagePullJobNodeSelector selects nodes by name or by label.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"names": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Names are the nodes that pull; mutually exclusive with the label selector.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"matchLabels": {
+						SchemaProps: spec.SchemaProps{
+							Description: "matchLabels is a map of {key,value} pairs. A single {key,value} in the matchLabels map is equivalent to an element of matchExpressions, whose key field is \"key\", the operator is \"In\", and the values array contains only \"value\". The requirements are ANDed.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"matchExpressions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "matchExpressions is a list of label selector requirements. The requirements are ANDed.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(metav1.LabelSelectorRequirement{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.LabelSelectorRequirement{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ImagePullJobPodSelector(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImagePullJobPodSelector selects Pods by label.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"matchLabels": {
+						SchemaProps: spec.SchemaProps{
+							Description: "matchLabels is a map of {key,value} pairs. A single {key,value} in the matchLabels map is equivalent to an element of matchExpressions, whose key field is \"key\", the operator is \"In\", and the values array contains only \"value\". The requirements are ANDed.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"matchExpressions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "matchExpressions is a list of label selector requirements. The requirements are ANDed.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(metav1.LabelSelectorRequirement{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.LabelSelectorRequirement{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ImagePullJobSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImagePullJobSpec is what an ImagePullJob pulls, where and how.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"image": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Image is the image to pull.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"pullSecrets": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PullSecrets are names of Secrets in the job's namespace used to pull the image.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Selector selects the nodes that pull (names or a label selector); nil is every node.",
+							Ref:         ref(v1beta1.ImagePullJobNodeSelector{}.OpenAPIModelName()),
+						},
+					},
+					"podSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodSelector selects Pods: the nodes they run on pull. Mutually exclusive with Selector.",
+							Ref:         ref(v1beta1.ImagePullJobPodSelector{}.OpenAPIModelName()),
+						},
+					},
+					"parallelism": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Parallelism is how many nodes pull at the same time, a non-negative integer; unset is 1 and 0 pauses the job.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"pullPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PullPolicy is the timeout and retries of each node's pull.",
+							Ref:         ref(v1beta1.PullPolicy{}.OpenAPIModelName()),
+						},
+					},
+					"completionPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CompletionPolicy says when the job is finished (type Always, the default) or that it never is (Never: nodes that join later pull too).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.CompletionPolicy{}.OpenAPIModelName()),
+						},
+					},
+					"sandboxConfig": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SandboxConfig is the metadata passed to the CRI PullImage call.",
+							Ref:         ref(v1beta1.SandboxConfig{}.OpenAPIModelName()),
+						},
+					},
+					"imagePullPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ImagePullPolicy is Always or IfNotPresent (the default).\n\nPossible enum values:\n - `\"Always\"` pulls the image even when the node has it.\n - `\"IfNotPresent\"` pulls the image only when the node does not have it.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Always", "IfNotPresent"},
+						},
+					},
+				},
+				Required: []string{"image", "completionPolicy"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.CompletionPolicy{}.OpenAPIModelName(), v1beta1.ImagePullJobNodeSelector{}.OpenAPIModelName(), v1beta1.ImagePullJobPodSelector{}.OpenAPIModelName(), v1beta1.PullPolicy{}.OpenAPIModelName(), v1beta1.SandboxConfig{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ImagePullJobStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImagePullJobStatus is the progress of an ImagePullJob.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"startTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartTime is when the controller started the job.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"completionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CompletionTime is when the job finished.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"desired": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Desired is the number of nodes that should pull.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"active": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Active is the number of pulls running.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"succeeded": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Succeeded is the number of pulls that succeeded.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"failed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Failed is the number of pulls that failed.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message summarises the job's state.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"failedNodes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FailedNodes are the nodes whose pull failed.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"desired"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ImagePullJobTemplate(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImagePullJobTemplate is where and how an image is pulled.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"pullSecrets": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PullSecrets are names of Secrets in the job's namespace used to pull the image.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Selector selects the nodes that pull (names or a label selector); nil is every node.",
+							Ref:         ref(v1beta1.ImagePullJobNodeSelector{}.OpenAPIModelName()),
+						},
+					},
+					"podSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodSelector selects Pods: the nodes they run on pull. Mutually exclusive with Selector.",
+							Ref:         ref(v1beta1.ImagePullJobPodSelector{}.OpenAPIModelName()),
+						},
+					},
+					"parallelism": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Parallelism is how many nodes pull at the same time, a non-negative integer; unset is 1 and 0 pauses the job.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"pullPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PullPolicy is the timeout and retries of each node's pull.",
+							Ref:         ref(v1beta1.PullPolicy{}.OpenAPIModelName()),
+						},
+					},
+					"completionPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CompletionPolicy says when the job is finished (type Always, the default) or that it never is (Never: nodes that join later pull too).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.CompletionPolicy{}.OpenAPIModelName()),
+						},
+					},
+					"sandboxConfig": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SandboxConfig is the metadata passed to the CRI PullImage call.",
+							Ref:         ref(v1beta1.SandboxConfig{}.OpenAPIModelName()),
+						},
+					},
+					"imagePullPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ImagePullPolicy is Always or IfNotPresent (the default).\n\nPossible enum values:\n - `\"Always\"` pulls the image even when the node has it.\n - `\"IfNotPresent\"` pulls the image only when the node does not have it.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Always", "IfNotPresent"},
+						},
+					},
+				},
+				Required: []string{"completionPolicy"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.CompletionPolicy{}.OpenAPIModelName(), v1beta1.ImagePullJobNodeSelector{}.OpenAPIModelName(), v1beta1.ImagePullJobPodSelector{}.OpenAPIModelName(), v1beta1.PullPolicy{}.OpenAPIModelName(), v1beta1.SandboxConfig{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ImageSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImageSpec is how to pull the tags of one image.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"pullSecrets": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PullSecrets are the Secrets (namespace and name) used to pull it.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ReferenceObject{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"tags": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Tags to pull (a tag, or a digest such as sha256:...), sorted by tag by the server.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ImageTagSpec{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"sandboxConfig": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SandboxConfig is the metadata passed to the CRI PullImage call.",
+							Ref:         ref(v1beta1.SandboxConfig{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"tags"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ImageTagSpec{}.OpenAPIModelName(), v1beta1.ReferenceObject{}.OpenAPIModelName(), v1beta1.SandboxConfig{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ImageStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImageStatus is the pulls of the tags of one image.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"tags": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Tags are the pulls of each tag, sorted by tag by the server.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ImageTagStatus{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"tags"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ImageTagStatus{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ImageTagPullPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImageTagPullPolicy is the timeout, retries, deadline and TTL of one tag's pull.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"timeoutSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TimeoutSeconds is how long one pull may take; default 600.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"backoffLimit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "BackoffLimit is how many times the pull is retried; default 3.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"ttlSecondsAfterFinished": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TTLSecondsAfterFinished removes the tag this long after its pull finished.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"activeDeadlineSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ActiveDeadlineSeconds is how long the pull may run from its start.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ImageTagSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImageTagSpec is one tag to pull.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"tag": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Tag (or digest) of the image.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"createdAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CreatedAt is when the tag was added; set by the server when missing.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"pullPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PullPolicy is the timeout, retries, deadline and TTL of the pull.",
+							Ref:         ref(v1beta1.ImageTagPullPolicy{}.OpenAPIModelName()),
+						},
+					},
+					"ownerReferences": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OwnerReferences are the objects (ImagePullJobs) that asked for the tag.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(corev1.ObjectReference{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Version counts changes of this tag's spec; the daemon reports the version it handled.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"imagePullPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ImagePullPolicy is Always or IfNotPresent.\n\nPossible enum values:\n - `\"Always\"` pulls the image even when the node has it.\n - `\"IfNotPresent\"` pulls the image only when the node does not have it.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Always", "IfNotPresent"},
+						},
+					},
+				},
+				Required: []string{"tag"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ImageTagPullPolicy{}.OpenAPIModelName(), corev1.ObjectReference{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ImageTagStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImageTagStatus is the pull of one tag.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"tag": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Tag of the image.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is Waiting, Pulling, Succeeded or Failed.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"progress": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Progress of the pull, 0 to 100.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"startTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartTime is when the pull started.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"completionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CompletionTime is when the pull finished.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Version is the spec version of the tag this status is for.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"imageID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ImageID is the ID of the pulled image.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message explains the phase.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"tag", "phase"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_NodeImage(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NodeImage is the images one node should have and its pulls of them; named after the node.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1beta1.NodeImageSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1beta1.NodeImageStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.NodeImageSpec{}.OpenAPIModelName(), v1beta1.NodeImageStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_NodeImageList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NodeImageList is a list of NodeImages.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.NodeImage{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.NodeImage{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_NodeImageSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NodeImageSpec is the images a node should have.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"images": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Images to pull on the node, by image name (the reference without its tag or digest).",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ImageSpec{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ImageSpec{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_NodeImageStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NodeImageStatus is the pulls of a node, as its daemon reports them.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"desired": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Desired is the number of tags in spec.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"succeeded": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Succeeded is the number of pulls that succeeded.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"failed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Failed is the number of pulls that failed.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"pulling": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Pulling is the number of pulls not finished.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"waiting": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Waiting is the number of pulls not started (OpenKruise v1.9).",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"imageStatuses": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ImageStatuses are the pulls of each image, by image name.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ImageStatus{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"firstSyncStatus": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FirstSyncStatus is when the node first finished every pull.",
+							Ref:         ref(v1beta1.SyncStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"desired"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ImageStatus{}.OpenAPIModelName(), v1beta1.SyncStatus{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_PullPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PullPolicy is the timeout and retries of one pull.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"timeoutSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TimeoutSeconds is how long one pull may take; default 600.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"backoffLimit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "BackoffLimit is how many times a pull is retried before it fails; default 3.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ReferenceObject(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReferenceObject names an object by namespace and name.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"mode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Mode is \"batch\" for a pull secret synchronised once for every ImagePullJob that uses it (OpenKruise v1.9), empty for one synchronised per job. Stored only: inplace does not act on it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 
@@ -5733,6 +7076,47 @@ func schema_pkg_apis_apps_v1beta1_RollingUpdateStatefulSetStrategy(ref common.Re
 		},
 		Dependencies: []string{
 			pub.InPlaceUpdateStrategy{}.OpenAPIModelName(), v1beta1.UnorderedUpdateStrategy{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SandboxConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SandboxConfig is metadata passed to the CRI PullImage call.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"labels": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"annotations": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
 	}
 }
 
@@ -7061,6 +8445,38 @@ func schema_pkg_apis_apps_v1beta1_StatefulSetUpdateStrategy(ref common.Reference
 		},
 		Dependencies: []string{
 			v1beta1.RollingUpdateStatefulSetStrategy{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SyncStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SyncStatus is the outcome of a node's pulls.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"syncAt": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
 	}
 }
 

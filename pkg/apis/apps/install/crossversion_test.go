@@ -19,7 +19,12 @@ import (
 // crossVersionKinds are the kinds served at both v1alpha1 and v1beta1 whose two versions carry
 // each other's fields in full (the Advanced StatefulSet's v1alpha1 status is smaller: it is
 // tested in TestRoundTripStatefulSetV1alpha1).
-var crossVersionKinds = []string{"SidecarSet", "SidecarSetList"}
+var crossVersionKinds = []string{
+	"SidecarSet", "SidecarSetList",
+	"ImagePullJob", "ImagePullJobList",
+	"ImageListPullJob", "ImageListPullJobList",
+	"NodeImage", "NodeImageList",
+}
 
 // TestCrossVersionRoundTrip fuzzes an object of one version, converts it to the other version
 // (through the hub, as the server does when a client reads what another wrote) and back, and

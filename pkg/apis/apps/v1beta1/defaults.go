@@ -1,7 +1,11 @@
 package v1beta1
 
 import (
+	"slices"
+	"strings"
+
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -115,4 +119,63 @@ func setDefaultsSidecarContainer(c *SidecarContainer, policy PodInjectPolicyType
 		}
 	}
 	v1alpha1.SetDefaultsSidecarContainerFields(&c.Container)
+}
+
+// SetDefaults_ImagePullJob fills in ImagePullJob defaults, those of v1alpha1 (OpenKruise's are the
+// same at both versions).
+func SetDefaults_ImagePullJob(obj *ImagePullJob) {
+	setDefaultsImagePullJobTemplate(&obj.Spec.ImagePullJobTemplate)
+	if obj.Spec.ImagePullPolicy == "" {
+		obj.Spec.ImagePullPolicy = PullIfNotPresent
+	}
+}
+
+// SetDefaults_ImageListPullJob fills in ImageListPullJob defaults, those of v1alpha1.
+func SetDefaults_ImageListPullJob(obj *ImageListPullJob) {
+	setDefaultsImagePullJobTemplate(&obj.Spec.ImagePullJobTemplate)
+}
+
+func setDefaultsImagePullJobTemplate(t *ImagePullJobTemplate) {
+	if t.CompletionPolicy.Type == "" {
+		t.CompletionPolicy.Type = Always
+	}
+	if t.PullPolicy == nil {
+		t.PullPolicy = &PullPolicy{}
+	}
+	if t.PullPolicy.TimeoutSeconds == nil {
+		t.PullPolicy.TimeoutSeconds = ptr.To[int32](v1alpha1.DefaultImagePullTimeoutSeconds)
+	}
+	if t.PullPolicy.BackoffLimit == nil {
+		t.PullPolicy.BackoffLimit = ptr.To[int32](v1alpha1.DefaultImagePullBackoffLimit)
+	}
+}
+
+// SetDefaults_NodeImage fills in NodeImage defaults, those of v1alpha1: each tag gets a creation
+// time (now) and a pull policy (timeout 600, backoff 3), and the tags of each image, in spec and
+// in status, are sorted by tag.
+func SetDefaults_NodeImage(obj *NodeImage) {
+	now := metav1.Now()
+	for name, image := range obj.Spec.Images {
+		for i := range image.Tags {
+			tag := &image.Tags[i]
+			if tag.CreatedAt == nil {
+				tag.CreatedAt = &now
+			}
+			if tag.PullPolicy == nil {
+				tag.PullPolicy = &ImageTagPullPolicy{}
+			}
+			if tag.PullPolicy.TimeoutSeconds == nil {
+				tag.PullPolicy.TimeoutSeconds = ptr.To[int32](v1alpha1.DefaultImagePullTimeoutSeconds)
+			}
+			if tag.PullPolicy.BackoffLimit == nil {
+				tag.PullPolicy.BackoffLimit = ptr.To[int32](v1alpha1.DefaultImagePullBackoffLimit)
+			}
+		}
+		slices.SortStableFunc(image.Tags, func(a, b ImageTagSpec) int { return strings.Compare(a.Tag, b.Tag) })
+		obj.Spec.Images[name] = image
+	}
+	for name, image := range obj.Status.ImageStatuses {
+		slices.SortStableFunc(image.Tags, func(a, b ImageTagStatus) int { return strings.Compare(a.Tag, b.Tag) })
+		obj.Status.ImageStatuses[name] = image
+	}
 }

@@ -34,6 +34,9 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&StatefulSet{}, &StatefulSetList{},
 		&SidecarSet{}, &SidecarSetList{},
+		&ImagePullJob{}, &ImagePullJobList{},
+		&ImageListPullJob{}, &ImageListPullJobList{},
+		&NodeImage{}, &NodeImageList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

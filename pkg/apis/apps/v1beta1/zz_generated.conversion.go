@@ -38,6 +38,246 @@ func init() {
 // RegisterConversions adds conversion functions to the given scheme.
 // Public to allow building arbitrary schemes.
 func RegisterConversions(s *runtime.Scheme) error {
+	if err := s.AddGeneratedConversionFunc((*CompletionPolicy)(nil), (*apps.CompletionPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CompletionPolicy_To_apps_CompletionPolicy(a.(*CompletionPolicy), b.(*apps.CompletionPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.CompletionPolicy)(nil), (*CompletionPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_CompletionPolicy_To_v1beta1_CompletionPolicy(a.(*apps.CompletionPolicy), b.(*CompletionPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FailedImageStatus)(nil), (*apps.FailedImageStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_FailedImageStatus_To_apps_FailedImageStatus(a.(*FailedImageStatus), b.(*apps.FailedImageStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.FailedImageStatus)(nil), (*FailedImageStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_FailedImageStatus_To_v1beta1_FailedImageStatus(a.(*apps.FailedImageStatus), b.(*FailedImageStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ImageListPullJob)(nil), (*apps.ImageListPullJob)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ImageListPullJob_To_apps_ImageListPullJob(a.(*ImageListPullJob), b.(*apps.ImageListPullJob), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ImageListPullJob)(nil), (*ImageListPullJob)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ImageListPullJob_To_v1beta1_ImageListPullJob(a.(*apps.ImageListPullJob), b.(*ImageListPullJob), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ImageListPullJobList)(nil), (*apps.ImageListPullJobList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ImageListPullJobList_To_apps_ImageListPullJobList(a.(*ImageListPullJobList), b.(*apps.ImageListPullJobList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ImageListPullJobList)(nil), (*ImageListPullJobList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ImageListPullJobList_To_v1beta1_ImageListPullJobList(a.(*apps.ImageListPullJobList), b.(*ImageListPullJobList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ImageListPullJobSpec)(nil), (*apps.ImageListPullJobSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ImageListPullJobSpec_To_apps_ImageListPullJobSpec(a.(*ImageListPullJobSpec), b.(*apps.ImageListPullJobSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ImageListPullJobSpec)(nil), (*ImageListPullJobSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ImageListPullJobSpec_To_v1beta1_ImageListPullJobSpec(a.(*apps.ImageListPullJobSpec), b.(*ImageListPullJobSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ImageListPullJobStatus)(nil), (*apps.ImageListPullJobStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ImageListPullJobStatus_To_apps_ImageListPullJobStatus(a.(*ImageListPullJobStatus), b.(*apps.ImageListPullJobStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ImageListPullJobStatus)(nil), (*ImageListPullJobStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ImageListPullJobStatus_To_v1beta1_ImageListPullJobStatus(a.(*apps.ImageListPullJobStatus), b.(*ImageListPullJobStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ImagePullJob)(nil), (*apps.ImagePullJob)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ImagePullJob_To_apps_ImagePullJob(a.(*ImagePullJob), b.(*apps.ImagePullJob), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ImagePullJob)(nil), (*ImagePullJob)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ImagePullJob_To_v1beta1_ImagePullJob(a.(*apps.ImagePullJob), b.(*ImagePullJob), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ImagePullJobList)(nil), (*apps.ImagePullJobList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ImagePullJobList_To_apps_ImagePullJobList(a.(*ImagePullJobList), b.(*apps.ImagePullJobList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ImagePullJobList)(nil), (*ImagePullJobList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ImagePullJobList_To_v1beta1_ImagePullJobList(a.(*apps.ImagePullJobList), b.(*ImagePullJobList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ImagePullJobNodeSelector)(nil), (*apps.ImagePullJobNodeSelector)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ImagePullJobNodeSelector_To_apps_ImagePullJobNodeSelector(a.(*ImagePullJobNodeSelector), b.(*apps.ImagePullJobNodeSelector), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ImagePullJobNodeSelector)(nil), (*ImagePullJobNodeSelector)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ImagePullJobNodeSelector_To_v1beta1_ImagePullJobNodeSelector(a.(*apps.ImagePullJobNodeSelector), b.(*ImagePullJobNodeSelector), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ImagePullJobPodSelector)(nil), (*apps.ImagePullJobPodSelector)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ImagePullJobPodSelector_To_apps_ImagePullJobPodSelector(a.(*ImagePullJobPodSelector), b.(*apps.ImagePullJobPodSelector), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ImagePullJobPodSelector)(nil), (*ImagePullJobPodSelector)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ImagePullJobPodSelector_To_v1beta1_ImagePullJobPodSelector(a.(*apps.ImagePullJobPodSelector), b.(*ImagePullJobPodSelector), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ImagePullJobSpec)(nil), (*apps.ImagePullJobSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ImagePullJobSpec_To_apps_ImagePullJobSpec(a.(*ImagePullJobSpec), b.(*apps.ImagePullJobSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ImagePullJobSpec)(nil), (*ImagePullJobSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ImagePullJobSpec_To_v1beta1_ImagePullJobSpec(a.(*apps.ImagePullJobSpec), b.(*ImagePullJobSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ImagePullJobStatus)(nil), (*apps.ImagePullJobStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ImagePullJobStatus_To_apps_ImagePullJobStatus(a.(*ImagePullJobStatus), b.(*apps.ImagePullJobStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ImagePullJobStatus)(nil), (*ImagePullJobStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ImagePullJobStatus_To_v1beta1_ImagePullJobStatus(a.(*apps.ImagePullJobStatus), b.(*ImagePullJobStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ImagePullJobTemplate)(nil), (*apps.ImagePullJobTemplate)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ImagePullJobTemplate_To_apps_ImagePullJobTemplate(a.(*ImagePullJobTemplate), b.(*apps.ImagePullJobTemplate), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ImagePullJobTemplate)(nil), (*ImagePullJobTemplate)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ImagePullJobTemplate_To_v1beta1_ImagePullJobTemplate(a.(*apps.ImagePullJobTemplate), b.(*ImagePullJobTemplate), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ImageSpec)(nil), (*apps.ImageSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ImageSpec_To_apps_ImageSpec(a.(*ImageSpec), b.(*apps.ImageSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ImageSpec)(nil), (*ImageSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ImageSpec_To_v1beta1_ImageSpec(a.(*apps.ImageSpec), b.(*ImageSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ImageStatus)(nil), (*apps.ImageStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ImageStatus_To_apps_ImageStatus(a.(*ImageStatus), b.(*apps.ImageStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ImageStatus)(nil), (*ImageStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ImageStatus_To_v1beta1_ImageStatus(a.(*apps.ImageStatus), b.(*ImageStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ImageTagPullPolicy)(nil), (*apps.ImageTagPullPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ImageTagPullPolicy_To_apps_ImageTagPullPolicy(a.(*ImageTagPullPolicy), b.(*apps.ImageTagPullPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ImageTagPullPolicy)(nil), (*ImageTagPullPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ImageTagPullPolicy_To_v1beta1_ImageTagPullPolicy(a.(*apps.ImageTagPullPolicy), b.(*ImageTagPullPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ImageTagSpec)(nil), (*apps.ImageTagSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ImageTagSpec_To_apps_ImageTagSpec(a.(*ImageTagSpec), b.(*apps.ImageTagSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ImageTagSpec)(nil), (*ImageTagSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ImageTagSpec_To_v1beta1_ImageTagSpec(a.(*apps.ImageTagSpec), b.(*ImageTagSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ImageTagStatus)(nil), (*apps.ImageTagStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ImageTagStatus_To_apps_ImageTagStatus(a.(*ImageTagStatus), b.(*apps.ImageTagStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ImageTagStatus)(nil), (*ImageTagStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ImageTagStatus_To_v1beta1_ImageTagStatus(a.(*apps.ImageTagStatus), b.(*ImageTagStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*NodeImage)(nil), (*apps.NodeImage)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_NodeImage_To_apps_NodeImage(a.(*NodeImage), b.(*apps.NodeImage), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.NodeImage)(nil), (*NodeImage)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_NodeImage_To_v1beta1_NodeImage(a.(*apps.NodeImage), b.(*NodeImage), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*NodeImageList)(nil), (*apps.NodeImageList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_NodeImageList_To_apps_NodeImageList(a.(*NodeImageList), b.(*apps.NodeImageList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.NodeImageList)(nil), (*NodeImageList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_NodeImageList_To_v1beta1_NodeImageList(a.(*apps.NodeImageList), b.(*NodeImageList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*NodeImageSpec)(nil), (*apps.NodeImageSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_NodeImageSpec_To_apps_NodeImageSpec(a.(*NodeImageSpec), b.(*apps.NodeImageSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.NodeImageSpec)(nil), (*NodeImageSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_NodeImageSpec_To_v1beta1_NodeImageSpec(a.(*apps.NodeImageSpec), b.(*NodeImageSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*NodeImageStatus)(nil), (*apps.NodeImageStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_NodeImageStatus_To_apps_NodeImageStatus(a.(*NodeImageStatus), b.(*apps.NodeImageStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.NodeImageStatus)(nil), (*NodeImageStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_NodeImageStatus_To_v1beta1_NodeImageStatus(a.(*apps.NodeImageStatus), b.(*NodeImageStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*PullPolicy)(nil), (*apps.PullPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_PullPolicy_To_apps_PullPolicy(a.(*PullPolicy), b.(*apps.PullPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.PullPolicy)(nil), (*PullPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_PullPolicy_To_v1beta1_PullPolicy(a.(*apps.PullPolicy), b.(*PullPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ReferenceObject)(nil), (*apps.ReferenceObject)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ReferenceObject_To_apps_ReferenceObject(a.(*ReferenceObject), b.(*apps.ReferenceObject), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ReferenceObject)(nil), (*ReferenceObject)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ReferenceObject_To_v1beta1_ReferenceObject(a.(*apps.ReferenceObject), b.(*ReferenceObject), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*ResourceExprLimits)(nil), (*apps.ResourceExprLimits)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1beta1_ResourceExprLimits_To_apps_ResourceExprLimits(a.(*ResourceExprLimits), b.(*apps.ResourceExprLimits), scope)
 	}); err != nil {
@@ -85,6 +325,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*apps.RollingUpdateStatefulSetStrategy)(nil), (*RollingUpdateStatefulSetStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_apps_RollingUpdateStatefulSetStrategy_To_v1beta1_RollingUpdateStatefulSetStrategy(a.(*apps.RollingUpdateStatefulSetStrategy), b.(*RollingUpdateStatefulSetStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SandboxConfig)(nil), (*apps.SandboxConfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_SandboxConfig_To_apps_SandboxConfig(a.(*SandboxConfig), b.(*apps.SandboxConfig), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.SandboxConfig)(nil), (*SandboxConfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_SandboxConfig_To_v1beta1_SandboxConfig(a.(*apps.SandboxConfig), b.(*SandboxConfig), scope)
 	}); err != nil {
 		return err
 	}
@@ -268,6 +518,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*SyncStatus)(nil), (*apps.SyncStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_SyncStatus_To_apps_SyncStatus(a.(*SyncStatus), b.(*apps.SyncStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.SyncStatus)(nil), (*SyncStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_SyncStatus_To_v1beta1_SyncStatus(a.(*apps.SyncStatus), b.(*SyncStatus), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*TransferEnvVar)(nil), (*apps.TransferEnvVar)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1beta1_TransferEnvVar_To_apps_TransferEnvVar(a.(*TransferEnvVar), b.(*apps.TransferEnvVar), scope)
 	}); err != nil {
@@ -329,6 +589,528 @@ func RegisterConversions(s *runtime.Scheme) error {
 		return err
 	}
 	return nil
+}
+
+func autoConvert_v1beta1_CompletionPolicy_To_apps_CompletionPolicy(in *CompletionPolicy, out *apps.CompletionPolicy, s conversion.Scope) error {
+	*out = *(*apps.CompletionPolicy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_CompletionPolicy_To_apps_CompletionPolicy is an autogenerated conversion function.
+func Convert_v1beta1_CompletionPolicy_To_apps_CompletionPolicy(in *CompletionPolicy, out *apps.CompletionPolicy, s conversion.Scope) error {
+	return autoConvert_v1beta1_CompletionPolicy_To_apps_CompletionPolicy(in, out, s)
+}
+
+func autoConvert_apps_CompletionPolicy_To_v1beta1_CompletionPolicy(in *apps.CompletionPolicy, out *CompletionPolicy, s conversion.Scope) error {
+	*out = *(*CompletionPolicy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_CompletionPolicy_To_v1beta1_CompletionPolicy is an autogenerated conversion function.
+func Convert_apps_CompletionPolicy_To_v1beta1_CompletionPolicy(in *apps.CompletionPolicy, out *CompletionPolicy, s conversion.Scope) error {
+	return autoConvert_apps_CompletionPolicy_To_v1beta1_CompletionPolicy(in, out, s)
+}
+
+func autoConvert_v1beta1_FailedImageStatus_To_apps_FailedImageStatus(in *FailedImageStatus, out *apps.FailedImageStatus, s conversion.Scope) error {
+	*out = *(*apps.FailedImageStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_FailedImageStatus_To_apps_FailedImageStatus is an autogenerated conversion function.
+func Convert_v1beta1_FailedImageStatus_To_apps_FailedImageStatus(in *FailedImageStatus, out *apps.FailedImageStatus, s conversion.Scope) error {
+	return autoConvert_v1beta1_FailedImageStatus_To_apps_FailedImageStatus(in, out, s)
+}
+
+func autoConvert_apps_FailedImageStatus_To_v1beta1_FailedImageStatus(in *apps.FailedImageStatus, out *FailedImageStatus, s conversion.Scope) error {
+	*out = *(*FailedImageStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_FailedImageStatus_To_v1beta1_FailedImageStatus is an autogenerated conversion function.
+func Convert_apps_FailedImageStatus_To_v1beta1_FailedImageStatus(in *apps.FailedImageStatus, out *FailedImageStatus, s conversion.Scope) error {
+	return autoConvert_apps_FailedImageStatus_To_v1beta1_FailedImageStatus(in, out, s)
+}
+
+func autoConvert_v1beta1_ImageListPullJob_To_apps_ImageListPullJob(in *ImageListPullJob, out *apps.ImageListPullJob, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1beta1_ImageListPullJobSpec_To_apps_ImageListPullJobSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1beta1_ImageListPullJobStatus_To_apps_ImageListPullJobStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1beta1_ImageListPullJob_To_apps_ImageListPullJob is an autogenerated conversion function.
+func Convert_v1beta1_ImageListPullJob_To_apps_ImageListPullJob(in *ImageListPullJob, out *apps.ImageListPullJob, s conversion.Scope) error {
+	return autoConvert_v1beta1_ImageListPullJob_To_apps_ImageListPullJob(in, out, s)
+}
+
+func autoConvert_apps_ImageListPullJob_To_v1beta1_ImageListPullJob(in *apps.ImageListPullJob, out *ImageListPullJob, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_apps_ImageListPullJobSpec_To_v1beta1_ImageListPullJobSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_apps_ImageListPullJobStatus_To_v1beta1_ImageListPullJobStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_apps_ImageListPullJob_To_v1beta1_ImageListPullJob is an autogenerated conversion function.
+func Convert_apps_ImageListPullJob_To_v1beta1_ImageListPullJob(in *apps.ImageListPullJob, out *ImageListPullJob, s conversion.Scope) error {
+	return autoConvert_apps_ImageListPullJob_To_v1beta1_ImageListPullJob(in, out, s)
+}
+
+func autoConvert_v1beta1_ImageListPullJobList_To_apps_ImageListPullJobList(in *ImageListPullJobList, out *apps.ImageListPullJobList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]apps.ImageListPullJob)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_v1beta1_ImageListPullJobList_To_apps_ImageListPullJobList is an autogenerated conversion function.
+func Convert_v1beta1_ImageListPullJobList_To_apps_ImageListPullJobList(in *ImageListPullJobList, out *apps.ImageListPullJobList, s conversion.Scope) error {
+	return autoConvert_v1beta1_ImageListPullJobList_To_apps_ImageListPullJobList(in, out, s)
+}
+
+func autoConvert_apps_ImageListPullJobList_To_v1beta1_ImageListPullJobList(in *apps.ImageListPullJobList, out *ImageListPullJobList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]ImageListPullJob)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_apps_ImageListPullJobList_To_v1beta1_ImageListPullJobList is an autogenerated conversion function.
+func Convert_apps_ImageListPullJobList_To_v1beta1_ImageListPullJobList(in *apps.ImageListPullJobList, out *ImageListPullJobList, s conversion.Scope) error {
+	return autoConvert_apps_ImageListPullJobList_To_v1beta1_ImageListPullJobList(in, out, s)
+}
+
+func autoConvert_v1beta1_ImageListPullJobSpec_To_apps_ImageListPullJobSpec(in *ImageListPullJobSpec, out *apps.ImageListPullJobSpec, s conversion.Scope) error {
+	*out = *(*apps.ImageListPullJobSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ImageListPullJobSpec_To_apps_ImageListPullJobSpec is an autogenerated conversion function.
+func Convert_v1beta1_ImageListPullJobSpec_To_apps_ImageListPullJobSpec(in *ImageListPullJobSpec, out *apps.ImageListPullJobSpec, s conversion.Scope) error {
+	return autoConvert_v1beta1_ImageListPullJobSpec_To_apps_ImageListPullJobSpec(in, out, s)
+}
+
+func autoConvert_apps_ImageListPullJobSpec_To_v1beta1_ImageListPullJobSpec(in *apps.ImageListPullJobSpec, out *ImageListPullJobSpec, s conversion.Scope) error {
+	*out = *(*ImageListPullJobSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ImageListPullJobSpec_To_v1beta1_ImageListPullJobSpec is an autogenerated conversion function.
+func Convert_apps_ImageListPullJobSpec_To_v1beta1_ImageListPullJobSpec(in *apps.ImageListPullJobSpec, out *ImageListPullJobSpec, s conversion.Scope) error {
+	return autoConvert_apps_ImageListPullJobSpec_To_v1beta1_ImageListPullJobSpec(in, out, s)
+}
+
+func autoConvert_v1beta1_ImageListPullJobStatus_To_apps_ImageListPullJobStatus(in *ImageListPullJobStatus, out *apps.ImageListPullJobStatus, s conversion.Scope) error {
+	*out = *(*apps.ImageListPullJobStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ImageListPullJobStatus_To_apps_ImageListPullJobStatus is an autogenerated conversion function.
+func Convert_v1beta1_ImageListPullJobStatus_To_apps_ImageListPullJobStatus(in *ImageListPullJobStatus, out *apps.ImageListPullJobStatus, s conversion.Scope) error {
+	return autoConvert_v1beta1_ImageListPullJobStatus_To_apps_ImageListPullJobStatus(in, out, s)
+}
+
+func autoConvert_apps_ImageListPullJobStatus_To_v1beta1_ImageListPullJobStatus(in *apps.ImageListPullJobStatus, out *ImageListPullJobStatus, s conversion.Scope) error {
+	*out = *(*ImageListPullJobStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ImageListPullJobStatus_To_v1beta1_ImageListPullJobStatus is an autogenerated conversion function.
+func Convert_apps_ImageListPullJobStatus_To_v1beta1_ImageListPullJobStatus(in *apps.ImageListPullJobStatus, out *ImageListPullJobStatus, s conversion.Scope) error {
+	return autoConvert_apps_ImageListPullJobStatus_To_v1beta1_ImageListPullJobStatus(in, out, s)
+}
+
+func autoConvert_v1beta1_ImagePullJob_To_apps_ImagePullJob(in *ImagePullJob, out *apps.ImagePullJob, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1beta1_ImagePullJobSpec_To_apps_ImagePullJobSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1beta1_ImagePullJobStatus_To_apps_ImagePullJobStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1beta1_ImagePullJob_To_apps_ImagePullJob is an autogenerated conversion function.
+func Convert_v1beta1_ImagePullJob_To_apps_ImagePullJob(in *ImagePullJob, out *apps.ImagePullJob, s conversion.Scope) error {
+	return autoConvert_v1beta1_ImagePullJob_To_apps_ImagePullJob(in, out, s)
+}
+
+func autoConvert_apps_ImagePullJob_To_v1beta1_ImagePullJob(in *apps.ImagePullJob, out *ImagePullJob, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_apps_ImagePullJobSpec_To_v1beta1_ImagePullJobSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_apps_ImagePullJobStatus_To_v1beta1_ImagePullJobStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_apps_ImagePullJob_To_v1beta1_ImagePullJob is an autogenerated conversion function.
+func Convert_apps_ImagePullJob_To_v1beta1_ImagePullJob(in *apps.ImagePullJob, out *ImagePullJob, s conversion.Scope) error {
+	return autoConvert_apps_ImagePullJob_To_v1beta1_ImagePullJob(in, out, s)
+}
+
+func autoConvert_v1beta1_ImagePullJobList_To_apps_ImagePullJobList(in *ImagePullJobList, out *apps.ImagePullJobList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]apps.ImagePullJob)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_v1beta1_ImagePullJobList_To_apps_ImagePullJobList is an autogenerated conversion function.
+func Convert_v1beta1_ImagePullJobList_To_apps_ImagePullJobList(in *ImagePullJobList, out *apps.ImagePullJobList, s conversion.Scope) error {
+	return autoConvert_v1beta1_ImagePullJobList_To_apps_ImagePullJobList(in, out, s)
+}
+
+func autoConvert_apps_ImagePullJobList_To_v1beta1_ImagePullJobList(in *apps.ImagePullJobList, out *ImagePullJobList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]ImagePullJob)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_apps_ImagePullJobList_To_v1beta1_ImagePullJobList is an autogenerated conversion function.
+func Convert_apps_ImagePullJobList_To_v1beta1_ImagePullJobList(in *apps.ImagePullJobList, out *ImagePullJobList, s conversion.Scope) error {
+	return autoConvert_apps_ImagePullJobList_To_v1beta1_ImagePullJobList(in, out, s)
+}
+
+func autoConvert_v1beta1_ImagePullJobNodeSelector_To_apps_ImagePullJobNodeSelector(in *ImagePullJobNodeSelector, out *apps.ImagePullJobNodeSelector, s conversion.Scope) error {
+	*out = *(*apps.ImagePullJobNodeSelector)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ImagePullJobNodeSelector_To_apps_ImagePullJobNodeSelector is an autogenerated conversion function.
+func Convert_v1beta1_ImagePullJobNodeSelector_To_apps_ImagePullJobNodeSelector(in *ImagePullJobNodeSelector, out *apps.ImagePullJobNodeSelector, s conversion.Scope) error {
+	return autoConvert_v1beta1_ImagePullJobNodeSelector_To_apps_ImagePullJobNodeSelector(in, out, s)
+}
+
+func autoConvert_apps_ImagePullJobNodeSelector_To_v1beta1_ImagePullJobNodeSelector(in *apps.ImagePullJobNodeSelector, out *ImagePullJobNodeSelector, s conversion.Scope) error {
+	*out = *(*ImagePullJobNodeSelector)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ImagePullJobNodeSelector_To_v1beta1_ImagePullJobNodeSelector is an autogenerated conversion function.
+func Convert_apps_ImagePullJobNodeSelector_To_v1beta1_ImagePullJobNodeSelector(in *apps.ImagePullJobNodeSelector, out *ImagePullJobNodeSelector, s conversion.Scope) error {
+	return autoConvert_apps_ImagePullJobNodeSelector_To_v1beta1_ImagePullJobNodeSelector(in, out, s)
+}
+
+func autoConvert_v1beta1_ImagePullJobPodSelector_To_apps_ImagePullJobPodSelector(in *ImagePullJobPodSelector, out *apps.ImagePullJobPodSelector, s conversion.Scope) error {
+	*out = *(*apps.ImagePullJobPodSelector)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ImagePullJobPodSelector_To_apps_ImagePullJobPodSelector is an autogenerated conversion function.
+func Convert_v1beta1_ImagePullJobPodSelector_To_apps_ImagePullJobPodSelector(in *ImagePullJobPodSelector, out *apps.ImagePullJobPodSelector, s conversion.Scope) error {
+	return autoConvert_v1beta1_ImagePullJobPodSelector_To_apps_ImagePullJobPodSelector(in, out, s)
+}
+
+func autoConvert_apps_ImagePullJobPodSelector_To_v1beta1_ImagePullJobPodSelector(in *apps.ImagePullJobPodSelector, out *ImagePullJobPodSelector, s conversion.Scope) error {
+	*out = *(*ImagePullJobPodSelector)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ImagePullJobPodSelector_To_v1beta1_ImagePullJobPodSelector is an autogenerated conversion function.
+func Convert_apps_ImagePullJobPodSelector_To_v1beta1_ImagePullJobPodSelector(in *apps.ImagePullJobPodSelector, out *ImagePullJobPodSelector, s conversion.Scope) error {
+	return autoConvert_apps_ImagePullJobPodSelector_To_v1beta1_ImagePullJobPodSelector(in, out, s)
+}
+
+func autoConvert_v1beta1_ImagePullJobSpec_To_apps_ImagePullJobSpec(in *ImagePullJobSpec, out *apps.ImagePullJobSpec, s conversion.Scope) error {
+	*out = *(*apps.ImagePullJobSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ImagePullJobSpec_To_apps_ImagePullJobSpec is an autogenerated conversion function.
+func Convert_v1beta1_ImagePullJobSpec_To_apps_ImagePullJobSpec(in *ImagePullJobSpec, out *apps.ImagePullJobSpec, s conversion.Scope) error {
+	return autoConvert_v1beta1_ImagePullJobSpec_To_apps_ImagePullJobSpec(in, out, s)
+}
+
+func autoConvert_apps_ImagePullJobSpec_To_v1beta1_ImagePullJobSpec(in *apps.ImagePullJobSpec, out *ImagePullJobSpec, s conversion.Scope) error {
+	*out = *(*ImagePullJobSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ImagePullJobSpec_To_v1beta1_ImagePullJobSpec is an autogenerated conversion function.
+func Convert_apps_ImagePullJobSpec_To_v1beta1_ImagePullJobSpec(in *apps.ImagePullJobSpec, out *ImagePullJobSpec, s conversion.Scope) error {
+	return autoConvert_apps_ImagePullJobSpec_To_v1beta1_ImagePullJobSpec(in, out, s)
+}
+
+func autoConvert_v1beta1_ImagePullJobStatus_To_apps_ImagePullJobStatus(in *ImagePullJobStatus, out *apps.ImagePullJobStatus, s conversion.Scope) error {
+	*out = *(*apps.ImagePullJobStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ImagePullJobStatus_To_apps_ImagePullJobStatus is an autogenerated conversion function.
+func Convert_v1beta1_ImagePullJobStatus_To_apps_ImagePullJobStatus(in *ImagePullJobStatus, out *apps.ImagePullJobStatus, s conversion.Scope) error {
+	return autoConvert_v1beta1_ImagePullJobStatus_To_apps_ImagePullJobStatus(in, out, s)
+}
+
+func autoConvert_apps_ImagePullJobStatus_To_v1beta1_ImagePullJobStatus(in *apps.ImagePullJobStatus, out *ImagePullJobStatus, s conversion.Scope) error {
+	*out = *(*ImagePullJobStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ImagePullJobStatus_To_v1beta1_ImagePullJobStatus is an autogenerated conversion function.
+func Convert_apps_ImagePullJobStatus_To_v1beta1_ImagePullJobStatus(in *apps.ImagePullJobStatus, out *ImagePullJobStatus, s conversion.Scope) error {
+	return autoConvert_apps_ImagePullJobStatus_To_v1beta1_ImagePullJobStatus(in, out, s)
+}
+
+func autoConvert_v1beta1_ImagePullJobTemplate_To_apps_ImagePullJobTemplate(in *ImagePullJobTemplate, out *apps.ImagePullJobTemplate, s conversion.Scope) error {
+	*out = *(*apps.ImagePullJobTemplate)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ImagePullJobTemplate_To_apps_ImagePullJobTemplate is an autogenerated conversion function.
+func Convert_v1beta1_ImagePullJobTemplate_To_apps_ImagePullJobTemplate(in *ImagePullJobTemplate, out *apps.ImagePullJobTemplate, s conversion.Scope) error {
+	return autoConvert_v1beta1_ImagePullJobTemplate_To_apps_ImagePullJobTemplate(in, out, s)
+}
+
+func autoConvert_apps_ImagePullJobTemplate_To_v1beta1_ImagePullJobTemplate(in *apps.ImagePullJobTemplate, out *ImagePullJobTemplate, s conversion.Scope) error {
+	*out = *(*ImagePullJobTemplate)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ImagePullJobTemplate_To_v1beta1_ImagePullJobTemplate is an autogenerated conversion function.
+func Convert_apps_ImagePullJobTemplate_To_v1beta1_ImagePullJobTemplate(in *apps.ImagePullJobTemplate, out *ImagePullJobTemplate, s conversion.Scope) error {
+	return autoConvert_apps_ImagePullJobTemplate_To_v1beta1_ImagePullJobTemplate(in, out, s)
+}
+
+func autoConvert_v1beta1_ImageSpec_To_apps_ImageSpec(in *ImageSpec, out *apps.ImageSpec, s conversion.Scope) error {
+	*out = *(*apps.ImageSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ImageSpec_To_apps_ImageSpec is an autogenerated conversion function.
+func Convert_v1beta1_ImageSpec_To_apps_ImageSpec(in *ImageSpec, out *apps.ImageSpec, s conversion.Scope) error {
+	return autoConvert_v1beta1_ImageSpec_To_apps_ImageSpec(in, out, s)
+}
+
+func autoConvert_apps_ImageSpec_To_v1beta1_ImageSpec(in *apps.ImageSpec, out *ImageSpec, s conversion.Scope) error {
+	*out = *(*ImageSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ImageSpec_To_v1beta1_ImageSpec is an autogenerated conversion function.
+func Convert_apps_ImageSpec_To_v1beta1_ImageSpec(in *apps.ImageSpec, out *ImageSpec, s conversion.Scope) error {
+	return autoConvert_apps_ImageSpec_To_v1beta1_ImageSpec(in, out, s)
+}
+
+func autoConvert_v1beta1_ImageStatus_To_apps_ImageStatus(in *ImageStatus, out *apps.ImageStatus, s conversion.Scope) error {
+	*out = *(*apps.ImageStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ImageStatus_To_apps_ImageStatus is an autogenerated conversion function.
+func Convert_v1beta1_ImageStatus_To_apps_ImageStatus(in *ImageStatus, out *apps.ImageStatus, s conversion.Scope) error {
+	return autoConvert_v1beta1_ImageStatus_To_apps_ImageStatus(in, out, s)
+}
+
+func autoConvert_apps_ImageStatus_To_v1beta1_ImageStatus(in *apps.ImageStatus, out *ImageStatus, s conversion.Scope) error {
+	*out = *(*ImageStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ImageStatus_To_v1beta1_ImageStatus is an autogenerated conversion function.
+func Convert_apps_ImageStatus_To_v1beta1_ImageStatus(in *apps.ImageStatus, out *ImageStatus, s conversion.Scope) error {
+	return autoConvert_apps_ImageStatus_To_v1beta1_ImageStatus(in, out, s)
+}
+
+func autoConvert_v1beta1_ImageTagPullPolicy_To_apps_ImageTagPullPolicy(in *ImageTagPullPolicy, out *apps.ImageTagPullPolicy, s conversion.Scope) error {
+	*out = *(*apps.ImageTagPullPolicy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ImageTagPullPolicy_To_apps_ImageTagPullPolicy is an autogenerated conversion function.
+func Convert_v1beta1_ImageTagPullPolicy_To_apps_ImageTagPullPolicy(in *ImageTagPullPolicy, out *apps.ImageTagPullPolicy, s conversion.Scope) error {
+	return autoConvert_v1beta1_ImageTagPullPolicy_To_apps_ImageTagPullPolicy(in, out, s)
+}
+
+func autoConvert_apps_ImageTagPullPolicy_To_v1beta1_ImageTagPullPolicy(in *apps.ImageTagPullPolicy, out *ImageTagPullPolicy, s conversion.Scope) error {
+	*out = *(*ImageTagPullPolicy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ImageTagPullPolicy_To_v1beta1_ImageTagPullPolicy is an autogenerated conversion function.
+func Convert_apps_ImageTagPullPolicy_To_v1beta1_ImageTagPullPolicy(in *apps.ImageTagPullPolicy, out *ImageTagPullPolicy, s conversion.Scope) error {
+	return autoConvert_apps_ImageTagPullPolicy_To_v1beta1_ImageTagPullPolicy(in, out, s)
+}
+
+func autoConvert_v1beta1_ImageTagSpec_To_apps_ImageTagSpec(in *ImageTagSpec, out *apps.ImageTagSpec, s conversion.Scope) error {
+	*out = *(*apps.ImageTagSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ImageTagSpec_To_apps_ImageTagSpec is an autogenerated conversion function.
+func Convert_v1beta1_ImageTagSpec_To_apps_ImageTagSpec(in *ImageTagSpec, out *apps.ImageTagSpec, s conversion.Scope) error {
+	return autoConvert_v1beta1_ImageTagSpec_To_apps_ImageTagSpec(in, out, s)
+}
+
+func autoConvert_apps_ImageTagSpec_To_v1beta1_ImageTagSpec(in *apps.ImageTagSpec, out *ImageTagSpec, s conversion.Scope) error {
+	*out = *(*ImageTagSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ImageTagSpec_To_v1beta1_ImageTagSpec is an autogenerated conversion function.
+func Convert_apps_ImageTagSpec_To_v1beta1_ImageTagSpec(in *apps.ImageTagSpec, out *ImageTagSpec, s conversion.Scope) error {
+	return autoConvert_apps_ImageTagSpec_To_v1beta1_ImageTagSpec(in, out, s)
+}
+
+func autoConvert_v1beta1_ImageTagStatus_To_apps_ImageTagStatus(in *ImageTagStatus, out *apps.ImageTagStatus, s conversion.Scope) error {
+	*out = *(*apps.ImageTagStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ImageTagStatus_To_apps_ImageTagStatus is an autogenerated conversion function.
+func Convert_v1beta1_ImageTagStatus_To_apps_ImageTagStatus(in *ImageTagStatus, out *apps.ImageTagStatus, s conversion.Scope) error {
+	return autoConvert_v1beta1_ImageTagStatus_To_apps_ImageTagStatus(in, out, s)
+}
+
+func autoConvert_apps_ImageTagStatus_To_v1beta1_ImageTagStatus(in *apps.ImageTagStatus, out *ImageTagStatus, s conversion.Scope) error {
+	*out = *(*ImageTagStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ImageTagStatus_To_v1beta1_ImageTagStatus is an autogenerated conversion function.
+func Convert_apps_ImageTagStatus_To_v1beta1_ImageTagStatus(in *apps.ImageTagStatus, out *ImageTagStatus, s conversion.Scope) error {
+	return autoConvert_apps_ImageTagStatus_To_v1beta1_ImageTagStatus(in, out, s)
+}
+
+func autoConvert_v1beta1_NodeImage_To_apps_NodeImage(in *NodeImage, out *apps.NodeImage, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1beta1_NodeImageSpec_To_apps_NodeImageSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1beta1_NodeImageStatus_To_apps_NodeImageStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1beta1_NodeImage_To_apps_NodeImage is an autogenerated conversion function.
+func Convert_v1beta1_NodeImage_To_apps_NodeImage(in *NodeImage, out *apps.NodeImage, s conversion.Scope) error {
+	return autoConvert_v1beta1_NodeImage_To_apps_NodeImage(in, out, s)
+}
+
+func autoConvert_apps_NodeImage_To_v1beta1_NodeImage(in *apps.NodeImage, out *NodeImage, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_apps_NodeImageSpec_To_v1beta1_NodeImageSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_apps_NodeImageStatus_To_v1beta1_NodeImageStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_apps_NodeImage_To_v1beta1_NodeImage is an autogenerated conversion function.
+func Convert_apps_NodeImage_To_v1beta1_NodeImage(in *apps.NodeImage, out *NodeImage, s conversion.Scope) error {
+	return autoConvert_apps_NodeImage_To_v1beta1_NodeImage(in, out, s)
+}
+
+func autoConvert_v1beta1_NodeImageList_To_apps_NodeImageList(in *NodeImageList, out *apps.NodeImageList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]apps.NodeImage)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_v1beta1_NodeImageList_To_apps_NodeImageList is an autogenerated conversion function.
+func Convert_v1beta1_NodeImageList_To_apps_NodeImageList(in *NodeImageList, out *apps.NodeImageList, s conversion.Scope) error {
+	return autoConvert_v1beta1_NodeImageList_To_apps_NodeImageList(in, out, s)
+}
+
+func autoConvert_apps_NodeImageList_To_v1beta1_NodeImageList(in *apps.NodeImageList, out *NodeImageList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]NodeImage)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_apps_NodeImageList_To_v1beta1_NodeImageList is an autogenerated conversion function.
+func Convert_apps_NodeImageList_To_v1beta1_NodeImageList(in *apps.NodeImageList, out *NodeImageList, s conversion.Scope) error {
+	return autoConvert_apps_NodeImageList_To_v1beta1_NodeImageList(in, out, s)
+}
+
+func autoConvert_v1beta1_NodeImageSpec_To_apps_NodeImageSpec(in *NodeImageSpec, out *apps.NodeImageSpec, s conversion.Scope) error {
+	*out = *(*apps.NodeImageSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_NodeImageSpec_To_apps_NodeImageSpec is an autogenerated conversion function.
+func Convert_v1beta1_NodeImageSpec_To_apps_NodeImageSpec(in *NodeImageSpec, out *apps.NodeImageSpec, s conversion.Scope) error {
+	return autoConvert_v1beta1_NodeImageSpec_To_apps_NodeImageSpec(in, out, s)
+}
+
+func autoConvert_apps_NodeImageSpec_To_v1beta1_NodeImageSpec(in *apps.NodeImageSpec, out *NodeImageSpec, s conversion.Scope) error {
+	*out = *(*NodeImageSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_NodeImageSpec_To_v1beta1_NodeImageSpec is an autogenerated conversion function.
+func Convert_apps_NodeImageSpec_To_v1beta1_NodeImageSpec(in *apps.NodeImageSpec, out *NodeImageSpec, s conversion.Scope) error {
+	return autoConvert_apps_NodeImageSpec_To_v1beta1_NodeImageSpec(in, out, s)
+}
+
+func autoConvert_v1beta1_NodeImageStatus_To_apps_NodeImageStatus(in *NodeImageStatus, out *apps.NodeImageStatus, s conversion.Scope) error {
+	*out = *(*apps.NodeImageStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_NodeImageStatus_To_apps_NodeImageStatus is an autogenerated conversion function.
+func Convert_v1beta1_NodeImageStatus_To_apps_NodeImageStatus(in *NodeImageStatus, out *apps.NodeImageStatus, s conversion.Scope) error {
+	return autoConvert_v1beta1_NodeImageStatus_To_apps_NodeImageStatus(in, out, s)
+}
+
+func autoConvert_apps_NodeImageStatus_To_v1beta1_NodeImageStatus(in *apps.NodeImageStatus, out *NodeImageStatus, s conversion.Scope) error {
+	*out = *(*NodeImageStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_NodeImageStatus_To_v1beta1_NodeImageStatus is an autogenerated conversion function.
+func Convert_apps_NodeImageStatus_To_v1beta1_NodeImageStatus(in *apps.NodeImageStatus, out *NodeImageStatus, s conversion.Scope) error {
+	return autoConvert_apps_NodeImageStatus_To_v1beta1_NodeImageStatus(in, out, s)
+}
+
+func autoConvert_v1beta1_PullPolicy_To_apps_PullPolicy(in *PullPolicy, out *apps.PullPolicy, s conversion.Scope) error {
+	*out = *(*apps.PullPolicy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_PullPolicy_To_apps_PullPolicy is an autogenerated conversion function.
+func Convert_v1beta1_PullPolicy_To_apps_PullPolicy(in *PullPolicy, out *apps.PullPolicy, s conversion.Scope) error {
+	return autoConvert_v1beta1_PullPolicy_To_apps_PullPolicy(in, out, s)
+}
+
+func autoConvert_apps_PullPolicy_To_v1beta1_PullPolicy(in *apps.PullPolicy, out *PullPolicy, s conversion.Scope) error {
+	*out = *(*PullPolicy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_PullPolicy_To_v1beta1_PullPolicy is an autogenerated conversion function.
+func Convert_apps_PullPolicy_To_v1beta1_PullPolicy(in *apps.PullPolicy, out *PullPolicy, s conversion.Scope) error {
+	return autoConvert_apps_PullPolicy_To_v1beta1_PullPolicy(in, out, s)
+}
+
+func autoConvert_v1beta1_ReferenceObject_To_apps_ReferenceObject(in *ReferenceObject, out *apps.ReferenceObject, s conversion.Scope) error {
+	*out = *(*apps.ReferenceObject)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ReferenceObject_To_apps_ReferenceObject is an autogenerated conversion function.
+func Convert_v1beta1_ReferenceObject_To_apps_ReferenceObject(in *ReferenceObject, out *apps.ReferenceObject, s conversion.Scope) error {
+	return autoConvert_v1beta1_ReferenceObject_To_apps_ReferenceObject(in, out, s)
+}
+
+func autoConvert_apps_ReferenceObject_To_v1beta1_ReferenceObject(in *apps.ReferenceObject, out *ReferenceObject, s conversion.Scope) error {
+	*out = *(*ReferenceObject)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ReferenceObject_To_v1beta1_ReferenceObject is an autogenerated conversion function.
+func Convert_apps_ReferenceObject_To_v1beta1_ReferenceObject(in *apps.ReferenceObject, out *ReferenceObject, s conversion.Scope) error {
+	return autoConvert_apps_ReferenceObject_To_v1beta1_ReferenceObject(in, out, s)
 }
 
 func autoConvert_v1beta1_ResourceExprLimits_To_apps_ResourceExprLimits(in *ResourceExprLimits, out *apps.ResourceExprLimits, s conversion.Scope) error {
@@ -429,6 +1211,26 @@ func autoConvert_apps_RollingUpdateStatefulSetStrategy_To_v1beta1_RollingUpdateS
 // Convert_apps_RollingUpdateStatefulSetStrategy_To_v1beta1_RollingUpdateStatefulSetStrategy is an autogenerated conversion function.
 func Convert_apps_RollingUpdateStatefulSetStrategy_To_v1beta1_RollingUpdateStatefulSetStrategy(in *apps.RollingUpdateStatefulSetStrategy, out *RollingUpdateStatefulSetStrategy, s conversion.Scope) error {
 	return autoConvert_apps_RollingUpdateStatefulSetStrategy_To_v1beta1_RollingUpdateStatefulSetStrategy(in, out, s)
+}
+
+func autoConvert_v1beta1_SandboxConfig_To_apps_SandboxConfig(in *SandboxConfig, out *apps.SandboxConfig, s conversion.Scope) error {
+	*out = *(*apps.SandboxConfig)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_SandboxConfig_To_apps_SandboxConfig is an autogenerated conversion function.
+func Convert_v1beta1_SandboxConfig_To_apps_SandboxConfig(in *SandboxConfig, out *apps.SandboxConfig, s conversion.Scope) error {
+	return autoConvert_v1beta1_SandboxConfig_To_apps_SandboxConfig(in, out, s)
+}
+
+func autoConvert_apps_SandboxConfig_To_v1beta1_SandboxConfig(in *apps.SandboxConfig, out *SandboxConfig, s conversion.Scope) error {
+	*out = *(*SandboxConfig)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_SandboxConfig_To_v1beta1_SandboxConfig is an autogenerated conversion function.
+func Convert_apps_SandboxConfig_To_v1beta1_SandboxConfig(in *apps.SandboxConfig, out *SandboxConfig, s conversion.Scope) error {
+	return autoConvert_apps_SandboxConfig_To_v1beta1_SandboxConfig(in, out, s)
 }
 
 func autoConvert_v1beta1_ShareVolumePolicy_To_apps_ShareVolumePolicy(in *ShareVolumePolicy, out *apps.ShareVolumePolicy, s conversion.Scope) error {
@@ -885,6 +1687,26 @@ func autoConvert_apps_StatefulSetUpdateStrategy_To_v1beta1_StatefulSetUpdateStra
 // Convert_apps_StatefulSetUpdateStrategy_To_v1beta1_StatefulSetUpdateStrategy is an autogenerated conversion function.
 func Convert_apps_StatefulSetUpdateStrategy_To_v1beta1_StatefulSetUpdateStrategy(in *apps.StatefulSetUpdateStrategy, out *StatefulSetUpdateStrategy, s conversion.Scope) error {
 	return autoConvert_apps_StatefulSetUpdateStrategy_To_v1beta1_StatefulSetUpdateStrategy(in, out, s)
+}
+
+func autoConvert_v1beta1_SyncStatus_To_apps_SyncStatus(in *SyncStatus, out *apps.SyncStatus, s conversion.Scope) error {
+	*out = *(*apps.SyncStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_SyncStatus_To_apps_SyncStatus is an autogenerated conversion function.
+func Convert_v1beta1_SyncStatus_To_apps_SyncStatus(in *SyncStatus, out *apps.SyncStatus, s conversion.Scope) error {
+	return autoConvert_v1beta1_SyncStatus_To_apps_SyncStatus(in, out, s)
+}
+
+func autoConvert_apps_SyncStatus_To_v1beta1_SyncStatus(in *apps.SyncStatus, out *SyncStatus, s conversion.Scope) error {
+	*out = *(*SyncStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_SyncStatus_To_v1beta1_SyncStatus is an autogenerated conversion function.
+func Convert_apps_SyncStatus_To_v1beta1_SyncStatus(in *apps.SyncStatus, out *SyncStatus, s conversion.Scope) error {
+	return autoConvert_apps_SyncStatus_To_v1beta1_SyncStatus(in, out, s)
 }
 
 func autoConvert_v1beta1_TransferEnvVar_To_apps_TransferEnvVar(in *TransferEnvVar, out *apps.TransferEnvVar, s conversion.Scope) error {

@@ -30,11 +30,50 @@ import (
 // Public to allow building arbitrary schemes.
 // All generated defaulters are covering - they call all nested defaulters.
 func RegisterDefaults(scheme *runtime.Scheme) error {
+	scheme.AddTypeDefaultingFunc(&ImageListPullJob{}, func(obj interface{}) { SetObjectDefaults_ImageListPullJob(obj.(*ImageListPullJob)) })
+	scheme.AddTypeDefaultingFunc(&ImageListPullJobList{}, func(obj interface{}) { SetObjectDefaults_ImageListPullJobList(obj.(*ImageListPullJobList)) })
+	scheme.AddTypeDefaultingFunc(&ImagePullJob{}, func(obj interface{}) { SetObjectDefaults_ImagePullJob(obj.(*ImagePullJob)) })
+	scheme.AddTypeDefaultingFunc(&ImagePullJobList{}, func(obj interface{}) { SetObjectDefaults_ImagePullJobList(obj.(*ImagePullJobList)) })
+	scheme.AddTypeDefaultingFunc(&NodeImage{}, func(obj interface{}) { SetObjectDefaults_NodeImage(obj.(*NodeImage)) })
+	scheme.AddTypeDefaultingFunc(&NodeImageList{}, func(obj interface{}) { SetObjectDefaults_NodeImageList(obj.(*NodeImageList)) })
 	scheme.AddTypeDefaultingFunc(&SidecarSet{}, func(obj interface{}) { SetObjectDefaults_SidecarSet(obj.(*SidecarSet)) })
 	scheme.AddTypeDefaultingFunc(&SidecarSetList{}, func(obj interface{}) { SetObjectDefaults_SidecarSetList(obj.(*SidecarSetList)) })
 	scheme.AddTypeDefaultingFunc(&StatefulSet{}, func(obj interface{}) { SetObjectDefaults_StatefulSet(obj.(*StatefulSet)) })
 	scheme.AddTypeDefaultingFunc(&StatefulSetList{}, func(obj interface{}) { SetObjectDefaults_StatefulSetList(obj.(*StatefulSetList)) })
 	return nil
+}
+
+func SetObjectDefaults_ImageListPullJob(in *ImageListPullJob) {
+	SetDefaults_ImageListPullJob(in)
+}
+
+func SetObjectDefaults_ImageListPullJobList(in *ImageListPullJobList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_ImageListPullJob(a)
+	}
+}
+
+func SetObjectDefaults_ImagePullJob(in *ImagePullJob) {
+	SetDefaults_ImagePullJob(in)
+}
+
+func SetObjectDefaults_ImagePullJobList(in *ImagePullJobList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_ImagePullJob(a)
+	}
+}
+
+func SetObjectDefaults_NodeImage(in *NodeImage) {
+	SetDefaults_NodeImage(in)
+}
+
+func SetObjectDefaults_NodeImageList(in *NodeImageList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_NodeImage(a)
+	}
 }
 
 func SetObjectDefaults_SidecarSet(in *SidecarSet) {

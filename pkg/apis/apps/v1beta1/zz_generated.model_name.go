@@ -22,6 +22,126 @@ limitations under the License.
 package v1beta1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CompletionPolicy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.CompletionPolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FailedImageStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.FailedImageStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageListPullJob) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ImageListPullJob"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageListPullJobList) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ImageListPullJobList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageListPullJobSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ImageListPullJobSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageListPullJobStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ImageListPullJobStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImagePullJob) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ImagePullJob"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImagePullJobList) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ImagePullJobList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImagePullJobNodeSelector) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ImagePullJobNodeSelector"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImagePullJobPodSelector) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ImagePullJobPodSelector"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImagePullJobSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ImagePullJobSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImagePullJobStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ImagePullJobStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImagePullJobTemplate) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ImagePullJobTemplate"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ImageSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ImageStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageTagPullPolicy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ImageTagPullPolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageTagSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ImageTagSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImageTagStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ImageTagStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NodeImage) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.NodeImage"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NodeImageList) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.NodeImageList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NodeImageSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.NodeImageSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NodeImageStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.NodeImageStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PullPolicy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.PullPolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ReferenceObject) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ReferenceObject"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ResourceExprLimits) OpenAPIModelName() string {
 	return "io.kruise.apps.v1beta1.ResourceExprLimits"
 }
@@ -44,6 +164,11 @@ func (in ResourcesPolicy) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in RollingUpdateStatefulSetStrategy) OpenAPIModelName() string {
 	return "io.kruise.apps.v1beta1.RollingUpdateStatefulSetStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SandboxConfig) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.SandboxConfig"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -144,6 +269,11 @@ func (in StatefulSetStatus) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in StatefulSetUpdateStrategy) OpenAPIModelName() string {
 	return "io.kruise.apps.v1beta1.StatefulSetUpdateStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SyncStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.SyncStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -1524,6 +1524,420 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: priorityStrategy
       type:
         namedType: io.kruise.apps.pub.UpdatePriorityStrategy
+- name: io.kruise.apps.v1beta1.CompletionPolicy
+  map:
+    fields:
+    - name: activeDeadlineSeconds
+      type:
+        scalar: numeric
+    - name: ttlSecondsAfterFinished
+      type:
+        scalar: numeric
+    - name: type
+      type:
+        scalar: string
+- name: io.kruise.apps.v1beta1.FailedImageStatus
+  map:
+    fields:
+    - name: imagePullJob
+      type:
+        scalar: string
+    - name: message
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+- name: io.kruise.apps.v1beta1.ImageListPullJob
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: io.kruise.apps.v1beta1.ImageListPullJobSpec
+      default: {}
+    - name: status
+      type:
+        namedType: io.kruise.apps.v1beta1.ImageListPullJobStatus
+      default: {}
+- name: io.kruise.apps.v1beta1.ImageListPullJobSpec
+  map:
+    fields:
+    - name: completionPolicy
+      type:
+        namedType: io.kruise.apps.v1beta1.CompletionPolicy
+      default: {}
+    - name: imagePullPolicy
+      type:
+        scalar: string
+    - name: images
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: parallelism
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: podSelector
+      type:
+        namedType: io.kruise.apps.v1beta1.ImagePullJobPodSelector
+    - name: pullPolicy
+      type:
+        namedType: io.kruise.apps.v1beta1.PullPolicy
+    - name: pullSecrets
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: sandboxConfig
+      type:
+        namedType: io.kruise.apps.v1beta1.SandboxConfig
+    - name: selector
+      type:
+        namedType: io.kruise.apps.v1beta1.ImagePullJobNodeSelector
+- name: io.kruise.apps.v1beta1.ImageListPullJobStatus
+  map:
+    fields:
+    - name: active
+      type:
+        scalar: numeric
+      default: 0
+    - name: completed
+      type:
+        scalar: numeric
+      default: 0
+    - name: completionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: desired
+      type:
+        scalar: numeric
+      default: 0
+    - name: failedImageStatuses
+      type:
+        list:
+          elementType:
+            namedType: io.kruise.apps.v1beta1.FailedImageStatus
+          elementRelationship: atomic
+    - name: startTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: succeeded
+      type:
+        scalar: numeric
+      default: 0
+- name: io.kruise.apps.v1beta1.ImagePullJob
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: io.kruise.apps.v1beta1.ImagePullJobSpec
+      default: {}
+    - name: status
+      type:
+        namedType: io.kruise.apps.v1beta1.ImagePullJobStatus
+      default: {}
+- name: io.kruise.apps.v1beta1.ImagePullJobNodeSelector
+  map:
+    fields:
+    - name: matchExpressions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement
+          elementRelationship: atomic
+    - name: matchLabels
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: names
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+- name: io.kruise.apps.v1beta1.ImagePullJobPodSelector
+  map:
+    fields:
+    - name: matchExpressions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement
+          elementRelationship: atomic
+    - name: matchLabels
+      type:
+        map:
+          elementType:
+            scalar: string
+- name: io.kruise.apps.v1beta1.ImagePullJobSpec
+  map:
+    fields:
+    - name: completionPolicy
+      type:
+        namedType: io.kruise.apps.v1beta1.CompletionPolicy
+      default: {}
+    - name: image
+      type:
+        scalar: string
+      default: ""
+    - name: imagePullPolicy
+      type:
+        scalar: string
+    - name: parallelism
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: podSelector
+      type:
+        namedType: io.kruise.apps.v1beta1.ImagePullJobPodSelector
+    - name: pullPolicy
+      type:
+        namedType: io.kruise.apps.v1beta1.PullPolicy
+    - name: pullSecrets
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: sandboxConfig
+      type:
+        namedType: io.kruise.apps.v1beta1.SandboxConfig
+    - name: selector
+      type:
+        namedType: io.kruise.apps.v1beta1.ImagePullJobNodeSelector
+- name: io.kruise.apps.v1beta1.ImagePullJobStatus
+  map:
+    fields:
+    - name: active
+      type:
+        scalar: numeric
+      default: 0
+    - name: completionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: desired
+      type:
+        scalar: numeric
+      default: 0
+    - name: failed
+      type:
+        scalar: numeric
+      default: 0
+    - name: failedNodes
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: message
+      type:
+        scalar: string
+    - name: startTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: succeeded
+      type:
+        scalar: numeric
+      default: 0
+- name: io.kruise.apps.v1beta1.ImageSpec
+  map:
+    fields:
+    - name: pullSecrets
+      type:
+        list:
+          elementType:
+            namedType: io.kruise.apps.v1beta1.ReferenceObject
+          elementRelationship: atomic
+    - name: sandboxConfig
+      type:
+        namedType: io.kruise.apps.v1beta1.SandboxConfig
+    - name: tags
+      type:
+        list:
+          elementType:
+            namedType: io.kruise.apps.v1beta1.ImageTagSpec
+          elementRelationship: atomic
+- name: io.kruise.apps.v1beta1.ImageStatus
+  map:
+    fields:
+    - name: tags
+      type:
+        list:
+          elementType:
+            namedType: io.kruise.apps.v1beta1.ImageTagStatus
+          elementRelationship: atomic
+- name: io.kruise.apps.v1beta1.ImageTagPullPolicy
+  map:
+    fields:
+    - name: activeDeadlineSeconds
+      type:
+        scalar: numeric
+    - name: backoffLimit
+      type:
+        scalar: numeric
+    - name: timeoutSeconds
+      type:
+        scalar: numeric
+    - name: ttlSecondsAfterFinished
+      type:
+        scalar: numeric
+- name: io.kruise.apps.v1beta1.ImageTagSpec
+  map:
+    fields:
+    - name: createdAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: imagePullPolicy
+      type:
+        scalar: string
+    - name: ownerReferences
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.api.core.v1.ObjectReference
+          elementRelationship: atomic
+    - name: pullPolicy
+      type:
+        namedType: io.kruise.apps.v1beta1.ImageTagPullPolicy
+    - name: tag
+      type:
+        scalar: string
+      default: ""
+    - name: version
+      type:
+        scalar: numeric
+- name: io.kruise.apps.v1beta1.ImageTagStatus
+  map:
+    fields:
+    - name: completionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: imageID
+      type:
+        scalar: string
+    - name: message
+      type:
+        scalar: string
+    - name: phase
+      type:
+        scalar: string
+      default: ""
+    - name: progress
+      type:
+        scalar: numeric
+    - name: startTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: tag
+      type:
+        scalar: string
+      default: ""
+    - name: version
+      type:
+        scalar: numeric
+- name: io.kruise.apps.v1beta1.NodeImage
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: io.kruise.apps.v1beta1.NodeImageSpec
+      default: {}
+    - name: status
+      type:
+        namedType: io.kruise.apps.v1beta1.NodeImageStatus
+      default: {}
+- name: io.kruise.apps.v1beta1.NodeImageSpec
+  map:
+    fields:
+    - name: images
+      type:
+        map:
+          elementType:
+            namedType: io.kruise.apps.v1beta1.ImageSpec
+- name: io.kruise.apps.v1beta1.NodeImageStatus
+  map:
+    fields:
+    - name: desired
+      type:
+        scalar: numeric
+      default: 0
+    - name: failed
+      type:
+        scalar: numeric
+      default: 0
+    - name: firstSyncStatus
+      type:
+        namedType: io.kruise.apps.v1beta1.SyncStatus
+    - name: imageStatuses
+      type:
+        map:
+          elementType:
+            namedType: io.kruise.apps.v1beta1.ImageStatus
+    - name: pulling
+      type:
+        scalar: numeric
+      default: 0
+    - name: succeeded
+      type:
+        scalar: numeric
+      default: 0
+    - name: waiting
+      type:
+        scalar: numeric
+      default: 0
+- name: io.kruise.apps.v1beta1.PullPolicy
+  map:
+    fields:
+    - name: backoffLimit
+      type:
+        scalar: numeric
+    - name: timeoutSeconds
+      type:
+        scalar: numeric
+- name: io.kruise.apps.v1beta1.ReferenceObject
+  map:
+    fields:
+    - name: mode
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+    - name: namespace
+      type:
+        scalar: string
 - name: io.kruise.apps.v1beta1.ResourceExprLimits
   map:
     fields:
@@ -1589,6 +2003,19 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: unorderedUpdate
       type:
         namedType: io.kruise.apps.v1beta1.UnorderedUpdateStrategy
+- name: io.kruise.apps.v1beta1.SandboxConfig
+  map:
+    fields:
+    - name: annotations
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: labels
+      type:
+        map:
+          elementType:
+            scalar: string
 - name: io.kruise.apps.v1beta1.ShareVolumePolicy
   map:
     fields:
@@ -2081,6 +2508,18 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: type
       type:
         scalar: string
+- name: io.kruise.apps.v1beta1.SyncStatus
+  map:
+    fields:
+    - name: message
+      type:
+        scalar: string
+    - name: status
+      type:
+        scalar: string
+    - name: syncAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
 - name: io.kruise.apps.v1beta1.TransferEnvVar
   map:
     fields:

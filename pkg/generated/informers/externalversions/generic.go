@@ -72,6 +72,12 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().StatefulSets().Informer()}, nil
 
 		// Group=apps.kruise.io, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithResource("imagelistpulljobs"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1beta1().ImageListPullJobs().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("imagepulljobs"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1beta1().ImagePullJobs().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("nodeimages"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1beta1().NodeImages().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("sidecarsets"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1beta1().SidecarSets().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("statefulsets"):

@@ -47,7 +47,8 @@ var kind = strategy.Kind[*apps.ImagePullJob]{
 	ValidateStatusUpdate: validation.ValidateImagePullJobStatusUpdate,
 }
 
-// tableConvertor prints OpenKruise's printer columns: TOTAL ACTIVE SUCCEED FAILED AGE MESSAGE.
+// tableConvertor prints OpenKruise's printer columns: TOTAL ACTIVE SUCCEED FAILED AGE, and MESSAGE
+// at v1alpha1 (OpenKruise v1.9 dropped it from v1beta1).
 var tableConvertor = table.New(
 	table.Column[*apps.ImagePullJob]{Name: "Total", Type: "integer", Description: "Number of all nodes matched by this job",
 		Cell: func(j *apps.ImagePullJob) any { return j.Status.Desired }},
@@ -58,5 +59,6 @@ var tableConvertor = table.New(
 	table.Column[*apps.ImagePullJob]{Name: "Failed", Type: "integer", Description: "Number of image pull tasks failed",
 		Cell: func(j *apps.ImagePullJob) any { return j.Status.Failed }},
 	table.Column[*apps.ImagePullJob]{Name: "Message", Type: "string", Description: "Summary of status when job is failed", AfterAge: true,
-		Cell: func(j *apps.ImagePullJob) any { return j.Status.Message }},
+		Versions: []string{"v1alpha1"},
+		Cell:     func(j *apps.ImagePullJob) any { return j.Status.Message }},
 )

@@ -5,6 +5,7 @@ package table
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 )
 
@@ -26,6 +28,9 @@ type Column[T runtime.Object] struct {
 	Priority int32
 	// AfterAge prints a priority 0 column after AGE, as OpenKruise's ImagePullJob prints MESSAGE.
 	AfterAge bool
+	// Versions, when set, are the only API versions that print the column: OpenKruise's CRDs
+	// have per-version columns (ImagePullJob's MESSAGE is v1alpha1's only).
+	Versions []string
 	Cell     func(obj T) any
 }
 
@@ -71,7 +76,8 @@ func New[T runtime.Object](columns ...Column[T]) Convertor[T] {
 }
 
 // ConvertToTable prints one object or a list of them.
-func (c Convertor[T]) ConvertToTable(_ context.Context, object runtime.Object, _ runtime.Object) (*metav1.Table, error) {
+func (c Convertor[T]) ConvertToTable(ctx context.Context, object runtime.Object, _ runtime.Object) (*metav1.Table, error) {
+	c = c.forVersion(ctx)
 	t := &metav1.Table{ColumnDefinitions: c.definitions()}
 	if meta.IsListType(object) {
 		items, err := meta.ExtractList(object)
@@ -101,6 +107,22 @@ func (c Convertor[T]) ConvertToTable(_ context.Context, object runtime.Object, _
 		t.ResourceVersion = m.GetResourceVersion()
 	}
 	return t, nil
+}
+
+// forVersion keeps the columns printed at the API version of the request (all of them when the
+// request has none).
+func (c Convertor[T]) forVersion(ctx context.Context) Convertor[T] {
+	info, ok := genericapirequest.RequestInfoFrom(ctx)
+	if !ok || info.APIVersion == "" {
+		return c
+	}
+	kept := make([]Column[T], 0, len(c.columns))
+	for _, col := range c.columns {
+		if len(col.Versions) == 0 || slices.Contains(col.Versions, info.APIVersion) {
+			kept = append(kept, col)
+		}
+	}
+	return Convertor[T]{columns: kept}
 }
 
 func (c Convertor[T]) definitions() []metav1.TableColumnDefinition {

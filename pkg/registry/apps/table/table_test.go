@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 )
@@ -64,5 +65,32 @@ func TestConvertOneAndWrongType(t *testing.T) {
 	}
 	if _, err := convertor.ConvertToTable(context.Background(), &apps.SidecarSet{}, nil); err == nil {
 		t.Error("printing a SidecarSet with CloneSet columns should fail")
+	}
+}
+
+// TestColumnVersions: a column with Versions prints only at those API versions, and its cells go
+// with it; a request without a version (an internal caller) prints every column.
+func TestColumnVersions(t *testing.T) {
+	c := New(
+		Column[*apps.CloneSet]{Name: "Total", Type: "integer", Cell: func(c *apps.CloneSet) any { return c.Status.Replicas }},
+		Column[*apps.CloneSet]{Name: "Message", Type: "string", AfterAge: true, Versions: []string{"v1alpha1"}, Cell: func(*apps.CloneSet) any { return "m" }},
+	)
+	obj := &apps.CloneSet{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	for version, want := range map[string][]string{"v1alpha1": {"Name", "Total", "Age", "Message"}, "v1beta1": {"Name", "Total", "Age"}, "": {"Name", "Total", "Age", "Message"}} {
+		ctx := context.Background()
+		if version != "" {
+			ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{APIVersion: version})
+		}
+		tbl, err := c.ConvertToTable(ctx, obj, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, d := range tbl.ColumnDefinitions {
+			names = append(names, d.Name)
+		}
+		if !slices.Equal(names, want) || len(tbl.Rows[0].Cells) != len(want) {
+			t.Errorf("at %q: columns %v and %d cells, want %v", version, names, len(tbl.Rows[0].Cells), want)
+		}
 	}
 }

@@ -18,6 +18,26 @@ limitations under the License.
 
 package v1beta1
 
+// ImageListPullJobListerExpansion allows custom methods to be added to
+// ImageListPullJobLister.
+type ImageListPullJobListerExpansion interface{}
+
+// ImageListPullJobNamespaceListerExpansion allows custom methods to be added to
+// ImageListPullJobNamespaceLister.
+type ImageListPullJobNamespaceListerExpansion interface{}
+
+// ImagePullJobListerExpansion allows custom methods to be added to
+// ImagePullJobLister.
+type ImagePullJobListerExpansion interface{}
+
+// ImagePullJobNamespaceListerExpansion allows custom methods to be added to
+// ImagePullJobNamespaceLister.
+type ImagePullJobNamespaceListerExpansion interface{}
+
+// NodeImageListerExpansion allows custom methods to be added to
+// NodeImageLister.
+type NodeImageListerExpansion interface{}
+
 // SidecarSetListerExpansion allows custom methods to be added to
 // SidecarSetLister.
 type SidecarSetListerExpansion interface{}

@@ -24,6 +24,12 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// ImageListPullJobs returns a ImageListPullJobInformer.
+	ImageListPullJobs() TypedImageListPullJobInformer
+	// ImagePullJobs returns a ImagePullJobInformer.
+	ImagePullJobs() TypedImagePullJobInformer
+	// NodeImages returns a NodeImageInformer.
+	NodeImages() TypedNodeImageInformer
 	// SidecarSets returns a SidecarSetInformer.
 	SidecarSets() TypedSidecarSetInformer
 	// StatefulSets returns a StatefulSetInformer.
@@ -39,6 +45,21 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// ImageListPullJobs returns a TypedImageListPullJobInformer.
+func (v *version) ImageListPullJobs() TypedImageListPullJobInformer {
+	return &imageListPullJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// ImagePullJobs returns a TypedImagePullJobInformer.
+func (v *version) ImagePullJobs() TypedImagePullJobInformer {
+	return &imagePullJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// NodeImages returns a TypedNodeImageInformer.
+func (v *version) NodeImages() TypedNodeImageInformer {
+	return &nodeImageInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // SidecarSets returns a TypedSidecarSetInformer.

@@ -28,6 +28,9 @@ import (
 
 type AppsV1beta1Interface interface {
 	RESTClient() rest.Interface
+	ImageListPullJobsGetter
+	ImagePullJobsGetter
+	NodeImagesGetter
 	SidecarSetsGetter
 	StatefulSetsGetter
 }
@@ -35,6 +38,18 @@ type AppsV1beta1Interface interface {
 // AppsV1beta1Client is used to interact with features provided by the apps.kruise.io group.
 type AppsV1beta1Client struct {
 	restClient rest.Interface
+}
+
+func (c *AppsV1beta1Client) ImageListPullJobs(namespace string) ImageListPullJobInterface {
+	return newImageListPullJobs(c, namespace)
+}
+
+func (c *AppsV1beta1Client) ImagePullJobs(namespace string) ImagePullJobInterface {
+	return newImagePullJobs(c, namespace)
+}
+
+func (c *AppsV1beta1Client) NodeImages() NodeImageInterface {
+	return newNodeImages(c)
 }
 
 func (c *AppsV1beta1Client) SidecarSets() SidecarSetInterface {

@@ -18,6 +18,12 @@ limitations under the License.
 
 package v1beta1
 
+type ImageListPullJobExpansion interface{}
+
+type ImagePullJobExpansion interface{}
+
+type NodeImageExpansion interface{}
+
 type SidecarSetExpansion interface{}
 
 type StatefulSetExpansion interface{}

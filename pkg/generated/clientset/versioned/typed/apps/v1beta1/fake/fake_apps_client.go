@@ -28,6 +28,18 @@ type FakeAppsV1beta1 struct {
 	*testing.Fake
 }
 
+func (c *FakeAppsV1beta1) ImageListPullJobs(namespace string) v1beta1.ImageListPullJobInterface {
+	return newFakeImageListPullJobs(c, namespace)
+}
+
+func (c *FakeAppsV1beta1) ImagePullJobs(namespace string) v1beta1.ImagePullJobInterface {
+	return newFakeImagePullJobs(c, namespace)
+}
+
+func (c *FakeAppsV1beta1) NodeImages() v1beta1.NodeImageInterface {
+	return newFakeNodeImages(c)
+}
+
 func (c *FakeAppsV1beta1) SidecarSets() v1beta1.SidecarSetInterface {
 	return newFakeSidecarSets(c)
 }
