@@ -294,6 +294,8 @@ func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecars.R
 		"imagelistpulljobs/status": imageListPullJobs.Status,
 		"nodeimages":               nodeImages.NodeImage,
 		"nodeimages/status":        nodeImages.Status,
+		"daemonsets":               daemonSets.DaemonSet,
+		"daemonsets/status":        daemonSets.Status,
 	}
 	return map[string]map[string]rest.Storage{
 		v1alpha1.SchemeGroupVersion.Version: v1alpha1Storage,

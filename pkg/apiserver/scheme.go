@@ -55,8 +55,8 @@ func addForeignKinds(scheme *runtime.Scheme) error {
 }
 
 // StorageVersioner picks the version each kind of apps.kruise.io is stored at in etcd: v1beta1 for
-// the kinds OpenKruise v1.9 stores there (the Advanced StatefulSet, the SidecarSet, the
-// ImagePullJob, the ImageListPullJob and the NodeImage), v1alpha1 for every other kind. Reads accept any version that was ever stored, so an object an earlier
+// the kinds OpenKruise v1.9 stores there (the Advanced StatefulSet and DaemonSet, the SidecarSet,
+// the ImagePullJob, the ImageListPullJob and the NodeImage), v1alpha1 for every other kind. Reads accept any version that was ever stored, so an object an earlier
 // release stored at v1alpha1 is read as it is and rewritten at v1beta1 on its next write.
 var StorageVersioner runtime.GroupVersioner = storageVersioner{}
 
@@ -67,6 +67,7 @@ var storedAtV1beta1 = map[string]bool{
 	"ImagePullJob": true, "ImagePullJobList": true,
 	"ImageListPullJob": true, "ImageListPullJobList": true,
 	"NodeImage": true, "NodeImageList": true,
+	"DaemonSet": true, "DaemonSetList": true,
 }
 
 type storageVersioner struct{}

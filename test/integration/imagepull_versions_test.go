@@ -118,7 +118,7 @@ func TestImageKindsVersions(t *testing.T) {
 	}
 }
 
-// TestProtobufV1beta1: every kind served at v1beta1 answers in protobuf, and the protobuf answer
+// TestProtobufV1beta1: every kind this change serves at v1beta1 answers in protobuf, and the protobuf answer
 // decodes to exactly what the JSON answer holds.
 func TestProtobufV1beta1(t *testing.T) {
 	t.Parallel()
@@ -137,6 +137,14 @@ func TestProtobufV1beta1(t *testing.T) {
 	if _, err := beta.NodeImages().Create(ctx, asV1beta1[appsv1beta1.NodeImage](t, newNodeImage("node-1")), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create NodeImage over protobuf: %v", err)
 	}
+	labels := map[string]string{"app": "agent"}
+	if _, err := beta.DaemonSets("default").Create(ctx, &appsv1beta1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent"},
+		Spec: appsv1beta1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: podTemplate(labels),
+			ScaleStrategy: &appsv1beta1.DaemonSetScaleStrategy{PartitionedScaling: true}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create DaemonSet over protobuf: %v", err)
+	}
 	const prefix = "/apis/apps.kruise.io/v1beta1/"
 	for path, obj := range map[string]func() runtime.Object{
 		prefix + "sidecarsets/agent":                         func() runtime.Object { return &appsv1beta1.SidecarSet{} },
@@ -146,6 +154,8 @@ func TestProtobufV1beta1(t *testing.T) {
 		prefix + "imagelistpulljobs":                         func() runtime.Object { return &appsv1beta1.ImageListPullJobList{} },
 		prefix + "nodeimages/node-1":                         func() runtime.Object { return &appsv1beta1.NodeImage{} },
 		prefix + "imagepulljobs":                             func() runtime.Object { return &appsv1beta1.ImagePullJobList{} },
+		prefix + "namespaces/default/daemonsets/agent":       func() runtime.Object { return &appsv1beta1.DaemonSet{} },
+		prefix + "daemonsets":                                func() runtime.Object { return &appsv1beta1.DaemonSetList{} },
 	} {
 		code, contentType, body := httpGetAccept(t, s, path, runtime.ContentTypeProtobuf+", application/json")
 		if code != http.StatusOK || contentType != runtime.ContentTypeProtobuf || !bytes.HasPrefix(body, protobufMagic) {

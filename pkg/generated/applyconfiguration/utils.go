@@ -166,6 +166,16 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		// Group=apps.kruise.io, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithKind("CompletionPolicy"):
 		return &appsv1beta1.CompletionPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("DaemonSet"):
+		return &appsv1beta1.DaemonSetApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("DaemonSetScaleStrategy"):
+		return &appsv1beta1.DaemonSetScaleStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("DaemonSetSpec"):
+		return &appsv1beta1.DaemonSetSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("DaemonSetStatus"):
+		return &appsv1beta1.DaemonSetStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("DaemonSetUpdateStrategy"):
+		return &appsv1beta1.DaemonSetUpdateStrategyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("FailedImageStatus"):
 		return &appsv1beta1.FailedImageStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ImageListPullJob"):
@@ -214,6 +224,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1beta1.ResourcesExprApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ResourcesPolicy"):
 		return &appsv1beta1.ResourcesPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("RollingUpdateDaemonSet"):
+		return &appsv1beta1.RollingUpdateDaemonSetApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("RollingUpdateStatefulSetStrategy"):
 		return &appsv1beta1.RollingUpdateStatefulSetStrategyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("SandboxConfig"):

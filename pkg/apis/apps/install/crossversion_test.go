@@ -24,6 +24,7 @@ var crossVersionKinds = []string{
 	"ImagePullJob", "ImagePullJobList",
 	"ImageListPullJob", "ImageListPullJobList",
 	"NodeImage", "NodeImageList",
+	"DaemonSet", "DaemonSetList",
 }
 
 // TestCrossVersionRoundTrip fuzzes an object of one version, converts it to the other version

@@ -179,3 +179,41 @@ func SetDefaults_NodeImage(obj *NodeImage) {
 		obj.Status.ImageStatuses[name] = image
 	}
 }
+
+// SetDefaults_DaemonSet fills in Advanced DaemonSet defaults, those of v1alpha1. v1beta1 has no
+// Surging rolling update type; one sent anyway is defaulted as v1alpha1 does (Standard, maxSurge
+// 1, maxUnavailable 0), so that the object is the same whichever version sent it.
+func SetDefaults_DaemonSet(obj *DaemonSet) {
+	if obj.Spec.BurstReplicas == nil {
+		obj.Spec.BurstReplicas = ptr.To(intstr.FromInt32(250))
+	}
+	us := &obj.Spec.UpdateStrategy
+	if us.Type == "" {
+		us.Type = RollingUpdateDaemonSetStrategyType
+	}
+	if us.Type == RollingUpdateDaemonSetStrategyType {
+		if us.RollingUpdate == nil {
+			us.RollingUpdate = &RollingUpdateDaemonSet{}
+		}
+		ru := us.RollingUpdate
+		surging := ru.Type == RollingUpdateType(v1alpha1.DeprecatedSurgingRollingUpdateType)
+		if surging {
+			if ru.MaxSurge == nil {
+				ru.MaxSurge = ptr.To(intstr.FromInt32(1))
+			}
+			if ru.MaxUnavailable == nil {
+				ru.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+			}
+		}
+		if ru.Type == "" || surging {
+			ru.Type = StandardRollingUpdateType
+		}
+		if ru.MaxUnavailable == nil && ru.MaxSurge == nil {
+			ru.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+			ru.MaxSurge = ptr.To(intstr.FromInt32(0))
+		}
+	}
+	if obj.Spec.RevisionHistoryLimit == nil {
+		obj.Spec.RevisionHistoryLimit = ptr.To[int32](10)
+	}
+}

@@ -27,6 +27,36 @@ func (in CompletionPolicy) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DaemonSet) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.DaemonSet"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DaemonSetList) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.DaemonSetList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DaemonSetScaleStrategy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.DaemonSetScaleStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DaemonSetSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.DaemonSetSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DaemonSetStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.DaemonSetStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DaemonSetUpdateStrategy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.DaemonSetUpdateStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in FailedImageStatus) OpenAPIModelName() string {
 	return "io.kruise.apps.v1beta1.FailedImageStatus"
 }
@@ -159,6 +189,11 @@ func (in ResourcesExpr) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ResourcesPolicy) OpenAPIModelName() string {
 	return "io.kruise.apps.v1beta1.ResourcesPolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RollingUpdateDaemonSet) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.RollingUpdateDaemonSet"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

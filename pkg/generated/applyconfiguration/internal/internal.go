@@ -1536,6 +1536,117 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: type
       type:
         scalar: string
+- name: io.kruise.apps.v1beta1.DaemonSet
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: io.kruise.apps.v1beta1.DaemonSetSpec
+      default: {}
+    - name: status
+      type:
+        namedType: io.kruise.apps.v1beta1.DaemonSetStatus
+      default: {}
+- name: io.kruise.apps.v1beta1.DaemonSetScaleStrategy
+  map:
+    fields:
+    - name: partitionedScaling
+      type:
+        scalar: boolean
+- name: io.kruise.apps.v1beta1.DaemonSetSpec
+  map:
+    fields:
+    - name: burstReplicas
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: lifecycle
+      type:
+        namedType: io.kruise.apps.pub.Lifecycle
+    - name: minReadySeconds
+      type:
+        scalar: numeric
+    - name: revisionHistoryLimit
+      type:
+        scalar: numeric
+    - name: scaleStrategy
+      type:
+        namedType: io.kruise.apps.v1beta1.DaemonSetScaleStrategy
+    - name: selector
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
+    - name: template
+      type:
+        namedType: io.k8s.api.core.v1.PodTemplateSpec
+      default: {}
+    - name: updateStrategy
+      type:
+        namedType: io.kruise.apps.v1beta1.DaemonSetUpdateStrategy
+      default: {}
+- name: io.kruise.apps.v1beta1.DaemonSetStatus
+  map:
+    fields:
+    - name: collisionCount
+      type:
+        scalar: numeric
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.api.apps.v1.DaemonSetCondition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: currentNumberScheduled
+      type:
+        scalar: numeric
+      default: 0
+    - name: desiredNumberScheduled
+      type:
+        scalar: numeric
+      default: 0
+    - name: numberAvailable
+      type:
+        scalar: numeric
+    - name: numberMisscheduled
+      type:
+        scalar: numeric
+      default: 0
+    - name: numberReady
+      type:
+        scalar: numeric
+      default: 0
+    - name: numberUnavailable
+      type:
+        scalar: numeric
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: updateRevision
+      type:
+        scalar: string
+    - name: updatedNumberScheduled
+      type:
+        scalar: numeric
+      default: 0
+- name: io.kruise.apps.v1beta1.DaemonSetUpdateStrategy
+  map:
+    fields:
+    - name: rollingUpdate
+      type:
+        namedType: io.kruise.apps.v1beta1.RollingUpdateDaemonSet
+    - name: type
+      type:
+        scalar: string
 - name: io.kruise.apps.v1beta1.FailedImageStatus
   map:
     fields:
@@ -1979,6 +2090,27 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: targetContainersNameRegex
       type:
         scalar: string
+- name: io.kruise.apps.v1beta1.RollingUpdateDaemonSet
+  map:
+    fields:
+    - name: maxSurge
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: maxUnavailable
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: partition
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: paused
+      type:
+        scalar: boolean
+    - name: rollingUpdateType
+      type:
+        scalar: string
+    - name: selector
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
 - name: io.kruise.apps.v1beta1.RollingUpdateStatefulSetStrategy
   map:
     fields:

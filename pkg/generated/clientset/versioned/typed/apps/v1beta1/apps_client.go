@@ -28,6 +28,7 @@ import (
 
 type AppsV1beta1Interface interface {
 	RESTClient() rest.Interface
+	DaemonSetsGetter
 	ImageListPullJobsGetter
 	ImagePullJobsGetter
 	NodeImagesGetter
@@ -38,6 +39,10 @@ type AppsV1beta1Interface interface {
 // AppsV1beta1Client is used to interact with features provided by the apps.kruise.io group.
 type AppsV1beta1Client struct {
 	restClient rest.Interface
+}
+
+func (c *AppsV1beta1Client) DaemonSets(namespace string) DaemonSetInterface {
+	return newDaemonSets(c, namespace)
 }
 
 func (c *AppsV1beta1Client) ImageListPullJobs(namespace string) ImageListPullJobInterface {
