@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,6 +87,115 @@ func TestDaemonSetVersions(t *testing.T) {
 	for _, name := range []string{"agent", "old"} {
 		if v := etcdValue(t, s, "/registry/apps.kruise.io/daemonsets/default/"+name); !bytes.Contains(v, []byte("apps.kruise.io/v1beta1")) {
 			t.Errorf("%s stored as %q..., want apps.kruise.io/v1beta1", name, v[:min(len(v), 60)])
+		}
+	}
+}
+
+// TestApplyV1beta1ThenV1alpha1: for each kind this change serves at v1beta1, `kubectl apply
+// --server-side` of a v1beta1 manifest and then of the same object as a v1alpha1 manifest (a
+// changed field) succeeds, and v1beta1 reads the change with the v1beta1-only field kept.
+func TestApplyV1beta1ThenV1alpha1(t *testing.T) {
+	t.Parallel()
+	s := framework.StartServer(t)
+	k := newKubectl(t, kubectlBinary(t), s)
+	for _, c := range []struct {
+		resource, beta, alpha, jsonpath, want string
+	}{{
+		resource: "daemonsets.v1beta1.apps.kruise.io",
+		beta: `apiVersion: apps.kruise.io/v1beta1
+kind: DaemonSet
+metadata: {name: agent, namespace: default}
+spec:
+  selector: {matchLabels: {app: agent}}
+  scaleStrategy: {partitionedScaling: true}
+  template:
+    metadata: {labels: {app: agent}}
+    spec: {containers: [{name: main, image: "inplace.local/app:v1"}]}
+`,
+		alpha: `apiVersion: apps.kruise.io/v1alpha1
+kind: DaemonSet
+metadata:
+  name: agent
+  namespace: default
+  annotations: {daemonset.kruise.io/progressive-create-pod: "true"}
+spec:
+  selector: {matchLabels: {app: agent}}
+  minReadySeconds: 7
+  template:
+    metadata: {labels: {app: agent}}
+    spec: {containers: [{name: main, image: "inplace.local/app:v1"}]}
+`,
+		jsonpath: "{.spec.minReadySeconds} {.spec.scaleStrategy.partitionedScaling}", want: "7 true",
+	}, {
+		resource: "imagepulljobs.v1beta1.apps.kruise.io",
+		beta: `apiVersion: apps.kruise.io/v1beta1
+kind: ImagePullJob
+metadata: {name: pull, namespace: default}
+spec:
+  image: inplace.local/app:v2
+  selector: {names: [node-1]}
+  completionPolicy: {type: Always}
+`,
+		alpha: `apiVersion: apps.kruise.io/v1alpha1
+kind: ImagePullJob
+metadata: {name: pull, namespace: default}
+spec:
+  image: inplace.local/app:v2
+  selector: {names: [node-1]}
+  parallelism: 3
+  completionPolicy: {type: Always}
+`,
+		jsonpath: "{.apiVersion} {.spec.parallelism}", want: "apps.kruise.io/v1beta1 3",
+	}, {
+		resource: "imagelistpulljobs.v1beta1.apps.kruise.io",
+		beta: `apiVersion: apps.kruise.io/v1beta1
+kind: ImageListPullJob
+metadata: {name: list, namespace: default}
+spec:
+  images: ["inplace.local/app:v2"]
+  completionPolicy: {type: Always}
+`,
+		alpha: `apiVersion: apps.kruise.io/v1alpha1
+kind: ImageListPullJob
+metadata: {name: list, namespace: default}
+spec:
+  images: ["inplace.local/app:v2", "inplace.local/app:v3"]
+  completionPolicy: {type: Always}
+`,
+		jsonpath: "{.spec.images}", want: `["inplace.local/app:v2","inplace.local/app:v3"]`,
+	}, {
+		resource: "nodeimages.v1beta1.apps.kruise.io",
+		beta: `apiVersion: apps.kruise.io/v1beta1
+kind: NodeImage
+metadata: {name: node-1}
+spec:
+  images:
+    inplace.local/app:
+      pullSecrets: [{namespace: default, name: creds, mode: batch}]
+      tags: [{tag: v2, pullPolicy: {ttlSecondsAfterFinished: 300}}]
+`,
+		alpha: `apiVersion: apps.kruise.io/v1alpha1
+kind: NodeImage
+metadata: {name: node-1}
+spec:
+  images:
+    inplace.local/app:
+      pullSecrets: [{namespace: default, name: creds}]
+      tags: [{tag: v2, pullPolicy: {ttlSecondsAfterFinished: 600}}]
+`,
+		jsonpath: "{.spec.images.inplace\\.local/app.tags[0].pullPolicy.ttlSecondsAfterFinished} {.spec.images.inplace\\.local/app.pullSecrets[0].mode}",
+		want:     "600 batch",
+	}} {
+		k.mustRun("apply", "--server-side", "-f", k.writeFile("beta.yaml", c.beta))
+		k.mustRun("apply", "--server-side", "-f", k.writeFile("alpha.yaml", c.alpha))
+		args := []string{"get", c.resource, "-o", "jsonpath=" + c.jsonpath}
+		if !strings.HasPrefix(c.resource, "nodeimages") {
+			args = append(args, "-n", "default")
+		}
+		name := map[string]string{"daemonsets": "agent", "imagepulljobs": "pull", "imagelistpulljobs": "list", "nodeimages": "node-1"}[strings.Split(c.resource, ".")[0]]
+		args = append(args[:2], append([]string{name}, args[2:]...)...)
+		if got := k.mustRun(args...); got != c.want {
+			t.Errorf("%s after a v1beta1 and a v1alpha1 server-side apply: %q, want %q", c.resource, got, c.want)
 		}
 	}
 }
