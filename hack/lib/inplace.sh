@@ -117,7 +117,8 @@ inplace_in_cluster() {
 # no Service IP answers: the programs reach kube-apiserver at the node IP, where the host's
 # kube-apiserver listens (client-go's in-cluster config reads KUBERNETES_SERVICE_HOST/PORT; a
 # container's own env wins over the kubelet's service variables). Extra flags, as for the host
-# programs: $INPLACE_CONTROLLER_ARGS and $INPLACE_DAEMON_FLAGS (split on spaces).
+# programs: $INPLACE_CONTROLLER_ARGS, $INPLACE_DAEMON_FLAGS and $INPLACE_APISERVER_FLAGS (split
+# on spaces).
 inplace_local_patches() {
   local workload kind name container flags flag
   for workload in Deployment/inplace-apiserver/apiserver Deployment/inplace-controller/controller \
@@ -140,6 +141,7 @@ EOF
     case "$container" in
       controller) flags="${INPLACE_CONTROLLER_ARGS:-}" ;;
       daemon) flags="${INPLACE_DAEMON_FLAGS:-}" ;;
+      apiserver) flags="${INPLACE_APISERVER_FLAGS:-}" ;;
       *) flags="" ;;
     esac
     [[ -n "$flags" ]] || continue

@@ -43,6 +43,8 @@
 #     the caBundle patched in. The endpoint is marked ready only once the
 #     server answers /readyz, which also makes the aggregator re-check the
 #     APIService at once instead of after its back-off.
+#   - $INPLACE_APISERVER_FLAGS (space-separated) adds flags, e.g. the tests'
+#     INPLACE_APISERVER_FLAGS=--feature-gates=EnableSortSidecarContainerByName=true.
 #   - Done when APIService v1alpha1.apps.kruise.io is Available and
 #     `kubectl get clonesets.apps.kruise.io -A` works through kube-apiserver.
 
@@ -192,7 +194,7 @@ inplace_start_apiserver() {
     --kubeconfig="$kubeconfig" \
     --authentication-kubeconfig="$kubeconfig" \
     --authorization-kubeconfig="$kubeconfig" \
-    --v=1
+    --v=1 ${INPLACE_APISERVER_FLAGS:-} # word splitting wanted: a list of flags
   # Its own /readyz, checked against the cluster CA on the node IP (what the
   # aggregator will dial).
   local_wait inplace-apiserver 60 "inplace-apiserver /readyz" \

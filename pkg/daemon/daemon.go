@@ -31,6 +31,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/daemon/imagepuller"
 	"github.com/inplace-dev/inplace/pkg/daemon/inplaceready"
 	"github.com/inplace-dev/inplace/pkg/daemon/skewclock"
+	"github.com/inplace-dev/inplace/pkg/features"
 	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
 
@@ -136,6 +137,7 @@ func inplaceInformers(client clientset.Interface, tweak func(*metav1.ListOptions
 // until ctx ends (SIGTERM); it returns once the controllers stopped.
 func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 	logger := klog.FromContext(ctx)
+	features.Log(logger)
 	runtime, err := criruntime.Connect(ctx, o.RuntimeEndpoint, nil)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/daemon/containermeta"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
 	"github.com/inplace-dev/inplace/pkg/daemon/inplaceready"
+	"github.com/inplace-dev/inplace/pkg/features"
 )
 
 // Options are the settings of inplace-daemon.
@@ -50,6 +51,9 @@ type Options struct {
 	// --clock-skew): every wait the daemon measures must come out the same, since it only ever
 	// compares times of its own clock.
 	ClockSkew time.Duration
+	// FeatureGates is --feature-gates: OpenKruise's gates (pkg/features), unknown names ignored.
+	// The daemon accepts the string OpenKruise's chart gives kruise-daemon.
+	FeatureGates *features.Flag
 }
 
 // NewOptions returns the defaults; the node name defaults to $NODE_NAME.
@@ -92,6 +96,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ClockSkew, "clock-skew", o.ClockSkew,
 		"Test only: shift the daemon's clock by this duration (may be negative), to show that no wait depends on another machine's clock.")
 	_ = fs.MarkHidden("clock-skew")
+	o.FeatureGates = features.AddFlag(fs)
 }
 
 // Validate reports every bad flag at once.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/features"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
 
@@ -97,6 +98,12 @@ func Inject(pod *corev1.Pod, sidecarSets []*appsv1alpha1.SidecarSet, now metav1.
 		return strings.Compare(x.Name, y.Name)
 	})
 	out.Spec.InitContainers = mergeContainers(out.Spec.InitContainers, b.initContainers)
+	if features.Enabled(features.EnableSortSidecarContainerByName) {
+		// OpenKruise's gate: sidecar containers by name, not in the SidecarSets' order.
+		slices.SortStableFunc(b.containers, func(x, y *appsv1alpha1.SidecarContainer) int {
+			return strings.Compare(x.Name, y.Name)
+		})
+	}
 	out.Spec.Containers = mergeContainers(out.Spec.Containers, b.containers)
 	out.Spec.Volumes = mergeVolumes(out.Spec.Volumes, b.volumes)
 	out.Spec.ImagePullSecrets = mergeSecrets(out.Spec.ImagePullSecrets, b.secrets)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/features"
 )
 
 // PatchPodMetadata applies a SidecarSet's spec.patchPodMetadata to a Pod's annotations, in
@@ -156,13 +157,20 @@ type PatchMetadataAllowRule struct {
 
 // ValidatePatchPodMetadata checks a SidecarSet's spec.patchPodMetadata against an allow-list, as
 // OpenKruise's SidecarSet validation (ValidateSidecarSetPatchMetadataWhitelist) does with its
-// feature gate SidecarSetPatchPodMetadataDefaultsAllowed off (the default): without an allow-list,
-// or without a rule for this SidecarSet, no patchPodMetadata is allowed.
+// feature gate SidecarSetPatchPodMetadataDefaultsAllowed: without an allow-list, or without a rule
+// for this SidecarSet, no patchPodMetadata is allowed with the gate off (the default), any with it
+// on.
 func ValidatePatchPodMetadata(sidecarSet *appsv1alpha1.SidecarSet, allow *PatchMetadataAllowList) error {
 	if len(sidecarSet.Spec.PatchPodMetadata) == 0 {
 		return nil
 	}
+	// SidecarSetPatchPodMetadataDefaultsAllowed: with no allow-list, or no rule for this
+	// SidecarSet, any annotation may be patched.
+	defaultsAllowed := features.Enabled(features.SidecarSetPatchPodMetadataDefaultsAllowed)
 	if allow == nil {
+		if defaultsAllowed {
+			return nil
+		}
 		return errors.New("SidecarSet patch metadata whitelist not found")
 	}
 	var exprs []*regexp.Regexp
@@ -185,6 +193,9 @@ func ValidatePatchPodMetadata(sidecarSet *appsv1alpha1.SidecarSet, allow *PatchM
 		}
 	}
 	if len(exprs) == 0 {
+		if defaultsAllowed {
+			return nil
+		}
 		return errors.New("sidecarSet patch metadata annotation is not allowed")
 	}
 	for _, patch := range sidecarSet.Spec.PatchPodMetadata {

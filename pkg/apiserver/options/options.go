@@ -31,6 +31,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apiserver"
 	"github.com/inplace-dev/inplace/pkg/etcd"
+	"github.com/inplace-dev/inplace/pkg/features"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 	generatedopenapi "github.com/inplace-dev/inplace/pkg/generated/openapi"
@@ -72,6 +73,10 @@ type Options struct {
 	// TrimIdleMemory returns the heap's free memory to the system when a busy server turns idle
 	// (see memtrim).
 	TrimIdleMemory bool
+
+	// FeatureGates is --feature-gates: OpenKruise's gates (pkg/features) and the generic server's
+	// own, unknown names ignored.
+	FeatureGates *features.Flag
 
 	componentGlobals basecompatibility.ComponentGlobalsRegistry
 	// inplaceInformers feed the admission plugins (aggregated mode; set while applying options).
@@ -135,6 +140,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	_ = fs.MarkHidden("embedded-etcd-unsafe-no-fsync")
 	o.Recommended.AddFlags(fs)
 	o.ServerRun.AddUniversalFlags(fs) // with --feature-gates and --emulated-version
+	// --feature-gates takes OpenKruise's gates too (the string OpenKruise's chart passes), and
+	// ignores names neither knows.
+	var err error
+	if o.FeatureGates, err = features.WrapFlag(fs, utilfeature.DefaultMutableFeatureGate); err != nil {
+		panic(err) // the generic server's flags changed: a programming error
+	}
 }
 
 // embeddedEtcd tells whether inplace-apiserver runs its own etcd.
@@ -296,6 +307,7 @@ func (o *Options) embeddedEtcdDefrag() *etcd.DefragPolicy {
 
 // Start starts etcd (when embedded) and the API server in the background; they stop when ctx ends.
 func (o *Options) Start(ctx context.Context) (*Running, error) {
+	features.Log(klog.FromContext(ctx))
 	var embedded *etcd.Server
 	if o.embeddedEtcd() {
 		var err error

@@ -24,7 +24,8 @@ func TestRevisionChangeCause(t *testing.T) {
 			created = append(created, c.GetObject().(*appsv1.ControllerRevision))
 		}
 	}
-	want := map[string]string{history.ChangeCauseAnnotation: "set image main=app:v2"}
+	// Its change-cause, and the hash of its (no) volumeClaimTemplates; not the CloneSet's others.
+	want := map[string]string{history.ChangeCauseAnnotation: "set image main=app:v2", vctHashAnnotation: ""}
 	if len(created) != 1 || !maps.Equal(created[0].Annotations, want) {
 		for _, r := range created {
 			t.Logf("created revision %s: annotations %v", r.Name, r.Annotations)

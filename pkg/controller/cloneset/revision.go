@@ -27,9 +27,9 @@ func controllerRef(cs *v1alpha1.CloneSet) *metav1.OwnerReference {
 }
 
 // revisionOwner is the CloneSet as the owner of its revisions, which carry its template's labels
-// (which its selector matches).
+// (which its selector matches) and the hash of its volumeClaimTemplates.
 func revisionOwner(cs *v1alpha1.CloneSet) history.Owner {
-	return history.Owner{Object: cs, Ref: controllerRef(cs), Labels: cs.Spec.Template.Labels}
+	return history.Owner{Object: cs, Ref: controllerRef(cs), Labels: cs.Spec.Template.Labels, Annotations: revisionAnnotations(cs)}
 }
 
 // encodedRevisionData is revisionData with its error said in terms of the CloneSet.

@@ -156,7 +156,8 @@ func splitSpecified(cs *v1alpha1.CloneSet, pods []*corev1.Pod) (specified, rest 
 
 // scaleCounts are OpenKruise's counts of a CloneSet's active Pods for scaling.
 type scaleCounts struct {
-	// atUpdate and atOld are the Pods at the update revision (by label) and the others.
+	// atUpdate and atOld are the Pods at the update revision (by label, or held in
+	// PreparingUpdate under PreparingUpdateAsUpdate) and the others.
 	atUpdate, atOld []*corev1.Pod
 	// activeUpdate and activeOld count those not in PreparingDelete.
 	activeUpdate, activeOld int
@@ -172,7 +173,9 @@ type scaleCounts struct {
 func countForScale(cs *v1alpha1.CloneSet, pods []*corev1.Pod, updateRevision string, now time.Time) scaleCounts {
 	var n scaleCounts
 	for _, p := range pods {
-		atUpdate := p.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision
+		// With PreparingUpdateAsUpdate, a Pod the inPlaceUpdate hook holds counts as updated, here
+		// only: the rolling update still sees it at its old revision (as OpenKruise's Update).
+		atUpdate := p.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision || lifecycle.CountsAsUpdated(p)
 		active, preDelete, toDelete := &n.activeOld, &n.preDeleteOld, &n.toDeleteOld
 		if atUpdate {
 			n.atUpdate = append(n.atUpdate, p)

@@ -8,11 +8,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/features"
 )
 
 // podsAt builds n ready Pods at a revision named prefix-0 ... prefix-(n-1), the later the newer.
@@ -281,5 +283,53 @@ func TestPlanScaleDeletions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// PreparingUpdateAsUpdate (OpenKruise "regard preparing-update pod as update when scaling"): a
+// Pod the inPlaceUpdate hook holds in PreparingUpdate counts as updated for scaling, so the Pods
+// scaling creates keep the partition at the current revision; by default they take the update
+// revision.
+func TestPlanScalePreparingUpdateAsUpdate(t *testing.T) {
+	preparing := withLabel(pub.LifecycleStateKey, string(pub.LifecycleStatePreparingUpdate))
+	for _, tc := range []struct {
+		name            string
+		replicas        int32
+		pods            func(cs *v1alpha1.CloneSet) []*corev1.Pod
+		gateOff, gateOn [2]int // createCurrent, createUpdate
+	}{
+		{
+			name:     "a deleted pod's replacement",
+			replicas: 2,
+			pods:     func(cs *v1alpha1.CloneSet) []*corev1.Pod { return podsAt(cs, "held", "r1", 1, preparing) },
+			gateOff:  [2]int{0, 1}, gateOn: [2]int{1, 0},
+		},
+		{
+			name:     "scaling up",
+			replicas: 3,
+			pods: func(cs *v1alpha1.CloneSet) []*corev1.Pod {
+				return append(podsAt(cs, "held", "r1", 1, preparing), podsAt(cs, "old", "r1", 1)...)
+			},
+			gateOff: [2]int{0, 1}, gateOn: [2]int{1, 0},
+		},
+	} {
+		for _, on := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, gate %t", tc.name, on), func(t *testing.T) {
+				featuregatetesting.SetFeatureGateDuringTest(t, features.DefaultFeatureGate, features.PreparingUpdateAsUpdate, on)
+				cs := newCloneSet(tc.replicas)
+				cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromString("99%"))
+				plan, err := planScale(cs, tc.pods(cs), "r2", "r1", testNow)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := tc.gateOff
+				if on {
+					want = tc.gateOn
+				}
+				if plan.createCurrent != want[0] || plan.createUpdate != want[1] {
+					t.Errorf("creates %d at current, %d at update; want %d, %d", plan.createCurrent, plan.createUpdate, want[0], want[1])
+				}
+			})
+		}
 	}
 }

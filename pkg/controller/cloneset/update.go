@@ -260,7 +260,8 @@ func (t *templateCache) get(name string) (*corev1.PodTemplateSpec, error) {
 // and InPlaceOnly compare the template of the Pod's revision with the update revision's: a change
 // that can go in place does; one that cannot is recreated under InPlaceIfPossible and refused
 // under InPlaceOnly. A Pod whose revision the CloneSet no longer has cannot be compared, so it
-// counts as not in place.
+// counts as not in place. With RecreatePodWhenChangeVCTInCloneSetGate, a Pod whose revision had
+// other volumeClaimTemplates is recreated under InPlaceIfPossible (see vctChanged).
 func planUpdate(cs *v1alpha1.CloneSet, pod *corev1.Pod, templates *templateCache, update *appsv1.ControllerRevision) (updatePlan, error) {
 	strategy := cs.Spec.UpdateStrategy.Type
 	if strategy != v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType && strategy != v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType {
@@ -276,9 +277,12 @@ func planUpdate(cs *v1alpha1.CloneSet, pod *corev1.Pod, templates *templateCache
 		return updatePlan{}, err
 	}
 	var reason string
-	if oldT == nil {
+	switch {
+	case oldT == nil:
 		reason = fmt.Sprintf("the pod's revision %q is unknown: its template cannot be compared with the new one", podRevision)
-	} else {
+	case vctChanged(cs, templates.revisions[podRevision], update):
+		reason = "volumeClaimTemplates changed (RecreatePodWhenChangeVCTInCloneSetGate): the pod is recreated with new PVCs"
+	default:
 		spec, err := inplaceupdate.CalculateSpec(oldT, newT, update.Name)
 		var notInPlace *inplaceupdate.NotInPlaceError
 		switch {

@@ -16,10 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/features"
 )
 
 // rollout is a CloneSet whose template moved from an old revision (image nginx:1) to a new one
@@ -457,5 +459,69 @@ func TestUpdateSupersedesStuckInPlaceUpdate(t *testing.T) {
 	}
 	if got := u[stuck.Name].Spec.Revision; got != r.new.Name {
 		t.Errorf("request for revision %q, want %q", got, r.new.Name)
+	}
+}
+
+// RecreatePodWhenChangeVCTInCloneSetGate (OpenKruise "Update with VolumeClaimTemplate changes"):
+// an image change that could go in place recreates the Pod when its revision had other
+// volumeClaimTemplates, under InPlaceIfPossible and with the gate only; InPlaceOnly updates in
+// place, and a revision without the hash (made before it was written) never forces a recreation.
+func TestUpdateVolumeClaimTemplatesChanged(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		gate     bool
+		strategy v1alpha1.CloneSetUpdateStrategyType
+		oldHash  *string
+		recreate bool
+	}{
+		{name: "gate off", strategy: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, oldHash: ptr.To("1")},
+		{name: "gate on", gate: true, strategy: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, oldHash: ptr.To("1"), recreate: true},
+		{name: "gate on, same templates", gate: true, strategy: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
+		{name: "gate on, InPlaceOnly", gate: true, strategy: v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType, oldHash: ptr.To("1")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			featuregatetesting.SetFeatureGateDuringTest(t, features.DefaultFeatureGate, features.RecreatePodWhenChangeVCTInCloneSetGate, tc.gate)
+			r := newRollout(t, 1, tc.strategy, newImage)
+			if r.new.Annotations[vctHashAnnotation] != vctHash(nil) {
+				t.Fatalf("revision annotations %v: want the templates' hash", r.new.Annotations)
+			}
+			if tc.oldHash != nil {
+				r.old.Annotations[vctHashAnnotation] = *tc.oldHash
+			}
+			f := r.fixture(t)
+			f.sync(t)
+			deleted, updated := deletedPods(f), inPlaceUpdates(f)
+			if tc.recreate {
+				if !slices.Equal(deleted, []string{"web-0"}) || len(updated) != 0 {
+					t.Errorf("deleted %v, updated in place %v: want web-0 recreated", deleted, updated)
+				}
+				if ev := strings.Join(events(f), "\n"); !strings.Contains(ev, "volumeClaimTemplates changed") {
+					t.Errorf("events %q: want the reason", ev)
+				}
+				return
+			}
+			if len(deleted) != 0 || updated["web-0"] == nil {
+				t.Errorf("deleted %v, updated in place %v: want web-0 updated in place", deleted, updated)
+			}
+		})
+	}
+}
+
+// A change of volumeClaimTemplates alone makes no new revision (its name is the template's hash);
+// the revision carries the templates' hash, "" for none (as OpenKruise).
+func TestRevisionVolumeClaimTemplatesHash(t *testing.T) {
+	cs := newCloneSet(1)
+	a, _ := newRevision(cs, 1, 0)
+	cs.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}
+	b, _ := newRevision(cs, 2, 0)
+	if a.Name != b.Name {
+		t.Errorf("revision %s, then %s after a templates change: want the same name", a.Name, b.Name)
+	}
+	if a.Annotations[vctHashAnnotation] != "" || b.Annotations[vctHashAnnotation] == "" {
+		t.Errorf("hashes %q and %q: want none, then one", a.Annotations[vctHashAnnotation], b.Annotations[vctHashAnnotation])
+	}
+	cs.Spec.VolumeClaimTemplates[0].Name = "logs"
+	if c, _ := newRevision(cs, 3, 0); c.Annotations[vctHashAnnotation] == b.Annotations[vctHashAnnotation] {
+		t.Errorf("same hash %q for other templates", c.Annotations[vctHashAnnotation])
 	}
 }

@@ -253,3 +253,37 @@ func TestTruncate(t *testing.T) {
 		})
 	}
 }
+
+// TestManageOwnerAnnotations: the owner's Annotations go on a new revision and on an older one
+// brought back, and leave the newest one, unchanged, as it is (a CloneSet's volumeClaimTemplates
+// hash, as OpenKruise keeps it).
+func TestManageOwnerAnnotations(t *testing.T) {
+	o := testOwner("web", "uid-web")
+	o.Annotations = map[string]string{"hash": "1"}
+	r1 := revisionOf(o, "a", 1)
+	o.Annotations = map[string]string{"hash": "2"}
+	r2 := revisionOf(o, "b", 2)
+	client := fake.NewClientset(r1, r2)
+	o.Annotations = map[string]string{"hash": "3"}
+	res, err := Manage(context.Background(), client.AppsV1(), o, dataOf("b"), []*appsv1.ControllerRevision{r1, r2}, r2.Name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Update.Annotations["hash"]; res.Update.Name != r2.Name || got != "2" {
+		t.Errorf("unchanged data: %s with hash %q, want %s with 2", res.Update.Name, got, r2.Name)
+	}
+	res, err = Manage(context.Background(), client.AppsV1(), o, dataOf("a"), []*appsv1.ControllerRevision{r1, r2}, r2.Name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Update.Annotations["hash"]; res.Update.Name != r1.Name || got != "3" {
+		t.Errorf("older data back: %s with hash %q, want %s with 3", res.Update.Name, got, r1.Name)
+	}
+	res, err = Manage(context.Background(), client.AppsV1(), o, dataOf("c"), []*appsv1.ControllerRevision{r1, r2}, r2.Name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Update.Annotations["hash"]; got != "3" {
+		t.Errorf("new data: hash %q, want 3", got)
+	}
+}

@@ -32,6 +32,10 @@ type Owner struct {
 	Ref *metav1.OwnerReference
 	// Labels label the revisions it creates (a CloneSet's are its template's labels).
 	Labels map[string]string
+	// Annotations annotate the revisions it creates, and the older revision Manage brings back:
+	// what the workload keeps about a revision beside its data (a CloneSet's
+	// volumeClaimTemplates hash), which may have changed while the data did not.
+	Annotations map[string]string
 }
 
 // NewRevision builds the revision of data numbered number, named for collisionCount, labelled with
@@ -41,12 +45,19 @@ func (o Owner) NewRevision(data []byte, number int64, collisionCount int32) *app
 	for k, v := range o.Labels {
 		lbls[k] = v
 	}
+	annotations := changeCause(o.Object)
+	for k, v := range o.Annotations {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[k] = v
+	}
 	return &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            RevisionName(o.Object.GetName(), HashRevision(data, &collisionCount)),
 			Namespace:       o.Object.GetNamespace(),
 			Labels:          lbls,
-			Annotations:     changeCause(o.Object),
+			Annotations:     annotations,
 			OwnerReferences: []metav1.OwnerReference{*o.Ref},
 		},
 		Data:     runtime.RawExtension{Raw: data},
@@ -105,6 +116,12 @@ func Manage(ctx context.Context, client appsv1client.ControllerRevisionsGetter, 
 		// Back to older data: make its revision the newest.
 		r := equal[len(equal)-1].DeepCopy()
 		r.Revision = next
+		for k, v := range owner.Annotations {
+			if r.Annotations == nil {
+				r.Annotations = map[string]string{}
+			}
+			r.Annotations[k] = v
+		}
 		res.Update, err = client.ControllerRevisions(r.Namespace).Update(ctx, r, metav1.UpdateOptions{})
 		if err != nil {
 			return res, fmt.Errorf("renumbering revision %s: %w", r.Name, err)

@@ -35,6 +35,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/features"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
 )
@@ -46,6 +47,15 @@ const InitialState = pub.LifecycleStatePreparingNormal
 // State is the Pod's lifecycle state, "" when it has none.
 func State(pod *corev1.Pod) pub.LifecycleStateType {
 	return pub.LifecycleStateType(pod.Labels[pub.LifecycleStateKey])
+}
+
+// CountsAsUpdated tells whether scaling counts the Pod as one at the update revision although its
+// revision label is an older one: it waits in PreparingUpdate (held by the inPlaceUpdate hook)
+// and the PreparingUpdateAsUpdate gate is on, as OpenKruise's revision.IsPodUpdate. Then a Pod
+// created while it waits keeps the partition at the current revision; by default it takes the
+// update revision, and the held Pod stays at the old one beyond the partition.
+func CountsAsUpdated(pod *corev1.Pod) bool {
+	return features.Enabled(features.PreparingUpdateAsUpdate) && State(pod) == pub.LifecycleStatePreparingUpdate
 }
 
 // Preparing tells whether the Pod waits in PreparingUpdate or PreparingDelete: out of service for

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/inplace-dev/inplace/pkg/features"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 	"github.com/inplace-dev/inplace/pkg/util/serving"
@@ -59,6 +60,7 @@ type InitFunc struct {
 // leads. It returns when ctx ends, or with an error when leadership is lost (the process should
 // exit and restart, as kube-controller-manager does, so no stale cache keeps acting).
 func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
+	features.Log(klog.FromContext(ctx))
 	clients, err := serving.NewClients(o.Kubeconfig, o.QPS, o.Burst, "inplace-controller")
 	if err != nil {
 		return err

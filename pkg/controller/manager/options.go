@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/inplace-dev/inplace/pkg/features"
 )
 
 // DefaultNamespace is inplace's namespace when $POD_NAMESPACE does not say (as inplace-apiserver's).
@@ -45,6 +47,8 @@ type Options struct {
 	// Namespace is inplace's own namespace, where the ControllerRevisions of the cluster-scoped
 	// SidecarSets live (inplace-apiserver reads them there for injectionStrategy.revision).
 	Namespace string
+	// FeatureGates is --feature-gates: OpenKruise's gates (pkg/features), unknown names ignored.
+	FeatureGates *features.Flag
 }
 
 // NewOptions returns the defaults.
@@ -94,6 +98,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API servers.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API servers.")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "inplace's own namespace, where SidecarSets' ControllerRevisions live (default $POD_NAMESPACE or "+DefaultNamespace+"); must match inplace-apiserver's.")
+	o.FeatureGates = features.AddFlag(fs)
 }
 
 // Validate reports every bad flag at once.

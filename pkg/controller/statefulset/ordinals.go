@@ -12,6 +12,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
+	"github.com/inplace-dev/inplace/pkg/features"
 )
 
 // reservedOrdinals are the ordinals spec.reserveOrdinals keeps free: single ordinals and ranges
@@ -33,14 +34,16 @@ func reservedOrdinals(set *v1beta1.StatefulSet) sets.Set[int] {
 }
 
 // wantedOrdinals are the ordinals of the Pods the set should have, lowest first: replicas of them
-// from ordinals.start up, skipping the reserved ones.
+// from ordinals.start up (with StatefulSetStartOrdinal), skipping the reserved ones.
 func wantedOrdinals(set *v1beta1.StatefulSet) []int {
 	replicas := 1
 	if set.Spec.Replicas != nil {
 		replicas = int(*set.Spec.Replicas)
 	}
 	start := 0
-	if set.Spec.Ordinals != nil {
+	// As OpenKruise: spec.ordinals is honoured only with StatefulSetStartOrdinal on (alpha, off by
+	// default), and a set numbers its Pods from 0 otherwise.
+	if set.Spec.Ordinals != nil && features.Enabled(features.StatefulSetStartOrdinal) {
 		start = int(set.Spec.Ordinals.Start)
 	}
 	reserved := reservedOrdinals(set)

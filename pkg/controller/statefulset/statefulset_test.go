@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -17,6 +18,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/features"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
 )
 
@@ -76,6 +78,11 @@ func TestWantedOrdinals(t *testing.T) {
 	}
 	set.Spec.ReserveOrdinals = []intstr.IntOrString{intstr.FromInt32(1), intstr.FromString("3-4")}
 	set.Spec.Ordinals = &v1beta1.StatefulSetOrdinals{Start: 1}
+	// As OpenKruise: ordinals.start needs StatefulSetStartOrdinal (off by default).
+	if got := wantedOrdinals(set); !slices.Equal(got, []int{0, 2, 5, 6}) {
+		t.Errorf("start 1 (gate off), reserving 1 and 3-4: %v, want [0 2 5 6]", got)
+	}
+	featuregatetesting.SetFeatureGateDuringTest(t, features.DefaultFeatureGate, features.StatefulSetStartOrdinal, true)
 	if got := wantedOrdinals(set); !slices.Equal(got, []int{2, 5, 6, 7}) {
 		t.Errorf("start 1, reserving 1 and 3-4: %v, want [2 5 6 7]", got)
 	}
@@ -194,6 +201,7 @@ func TestUpdateCandidates(t *testing.T) {
 		}
 	})
 	t.Run("partition counts positions from ordinals.start", func(t *testing.T) {
+		featuregatetesting.SetFeatureGateDuringTest(t, features.DefaultFeatureGate, features.StatefulSetStartOrdinal, true)
 		set := testSet(3, appsv1.ParallelPodManagement)
 		set.Spec.Ordinals = &v1beta1.StatefulSetOrdinals{Start: 5}
 		set.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](2)
