@@ -135,6 +135,14 @@ func succeeded(name string) v1alpha1.ContainerRecreateRequestContainerRecreateSt
 	return v1alpha1.ContainerRecreateRequestContainerRecreateState{Name: name, Phase: v1alpha1.ContainerRecreateRequestSucceeded, IsKilled: true}
 }
 
+func recreatingKilled(name string) v1alpha1.ContainerRecreateRequestContainerRecreateState {
+	return v1alpha1.ContainerRecreateRequestContainerRecreateState{Name: name, Phase: v1alpha1.ContainerRecreateRequestRecreating, IsKilled: true}
+}
+
+func pending(name string) v1alpha1.ContainerRecreateRequestContainerRecreateState {
+	return v1alpha1.ContainerRecreateRequestContainerRecreateState{Name: name, Phase: v1alpha1.ContainerRecreateRequestPending}
+}
+
 // expectRecreated checks that each container of after is a new instance of the one in before
 // (another containerID, restartCount one higher, running and ready), and that the Pod is the same.
 func expectRecreated(t *testing.T, before, after *corev1.Pod, names ...string) {
@@ -284,11 +292,6 @@ func watchCRIFinished(t *testing.T, ctx context.Context, ids ...string) func() [
 		}
 		return finished
 	}
-}
-
-// spread is the time between the first and the last of ts.
-func spread(ts []time.Time) time.Duration {
-	return slices.MaxFunc(ts, time.Time.Compare).Sub(slices.MinFunc(ts, time.Time.Compare))
 }
 
 // readinessAfter is a readiness probe that fails for the first seconds of a container.

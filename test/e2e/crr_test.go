@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -171,55 +172,128 @@ func TestCRRDocsManifestAndKruiseClient(t *testing.T) {
 }
 
 // TestCRROrderedRecreate: with orderedRecreate the second container is stopped only once the
-// first runs again and is ready (here 3 s after its start, by its readiness probe); without it,
-// three containers are stopped at once (openkruise/kruise#1058): containers that ignore SIGTERM
-// take their whole 2 s grace period to stop, and the runtime's finish times of the three stops
-// lie within a second of each other, where one after the other would spread them over 4 s.
+// first runs again and is ready (here 3 s after its start, by its readiness probe).
 func TestCRROrderedRecreate(t *testing.T) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx, "crr-order")
+	first := container("first", appImageV1)
+	first.ReadinessProbe = readinessAfter(3)
+	before := createCRRPod(t, ctx, crrPod(ns, "ordered", false, first, container("second", appImageV1)))
+	crr := newCRR("ordered", "ordered", "first", "second")
+	crr.Spec.Strategy.OrderedRecreate = true
+	finishedAt := watchCRIFinished(t, ctx, containerStatus(t, before, "first").ContainerID, containerStatus(t, before, "second").ContainerID)
+	createCRR(t, ctx, ns, crr)
+	done := waitCRRCompleted(t, ctx, ns, "ordered", crrTimeout)
+	expectStates(t, done, succeeded("first"), succeeded("second"))
+	after := waitContainersRecreated(t, ctx, before, "first", "second")
+	expectRecreated(t, before, after, "first", "second")
+	finished := finishedAt()
+	restarted := containerStatus(t, after, "first").State.Running.StartedAt.Time
+	if gap := finished[1].Sub(finished[0]); gap < 3*time.Second {
+		t.Errorf("second stopped %v after first: want it stopped only once first ran again and was ready (>= 3 s)", gap)
+	}
+	if finished[1].Before(restarted) {
+		t.Errorf("second stopped at %v, before first ran again at %v", finished[1], restarted)
+	}
+}
 
-	t.Run("ordered", func(t *testing.T) {
-		first := container("first", appImageV1)
-		first.ReadinessProbe = readinessAfter(3)
-		before := createCRRPod(t, ctx, crrPod(ns, "ordered", false, first, container("second", appImageV1)))
-		crr := newCRR("ordered", "ordered", "first", "second")
-		crr.Spec.Strategy.OrderedRecreate = true
-		finishedAt := watchCRIFinished(t, ctx, containerStatus(t, before, "first").ContainerID, containerStatus(t, before, "second").ContainerID)
-		createCRR(t, ctx, ns, crr)
-		done := waitCRRCompleted(t, ctx, ns, "ordered", crrTimeout)
-		expectStates(t, done, succeeded("first"), succeeded("second"))
-		after := waitContainersRecreated(t, ctx, before, "first", "second")
-		expectRecreated(t, before, after, "first", "second")
-		finished := finishedAt()
-		restarted := containerStatus(t, after, "first").State.Running.StartedAt.Time
-		if gap := finished[1].Sub(finished[0]); gap < 3*time.Second {
-			t.Errorf("second stopped %v after first: want it stopped only once first ran again and was ready (>= 3 s)", gap)
-		}
-		if finished[1].Before(restarted) {
-			t.Errorf("second stopped at %v, before first ran again at %v", finished[1], restarted)
-		}
-	})
+// TestCRRStopsOneAfterAnother: without orderedRecreate the containers are still stopped one after
+// the other in the request's order, each after its own preStop hook, as OpenKruise's daemon does:
+// a sidecar (a mesh proxy, a log agent) keeps serving while the app drains. app's preStop hook
+// takes 4 s: sidecar stops only after that and after app stopped (OpenKruise's scenario asserts
+// the sidecar's stop >= the hook's sleep after the request was created). Unordered, sidecar does
+// not wait for the new app to be ready (its readiness probe passes 3 s after it starts): it stops
+// within 3 s of app (OpenKruise's postStart scenario).
+func TestCRRStopsOneAfterAnother(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "crr-seq")
+	app := container("app", appImageV1)
+	app.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "4"}}}}
+	app.ReadinessProbe = readinessAfter(3)
+	pod := crrPod(ns, "drain", false, app, container("sidecar", appImageV1))
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](20)
+	before := createCRRPod(t, ctx, pod)
 
-	t.Run("parallel", func(t *testing.T) {
-		pod := crrPod(ns, "parallel", false, stubbornContainer("a"), stubbornContainer("b"), stubbornContainer("c"))
-		before := createCRRPod(t, ctx, pod)
-		crr := newCRR("parallel", "parallel", "a", "b", "c")
-		crr.Spec.Strategy.TerminationGracePeriodSeconds = ptr.To[int64](2)
-		var ids []string
-		for _, n := range []string{"a", "b", "c"} {
-			ids = append(ids, containerStatus(t, before, n).ContainerID)
-		}
-		finishedAt := watchCRIFinished(t, ctx, ids...)
-		created := createCRR(t, ctx, ns, crr)
-		done := waitCRRCompleted(t, ctx, ns, created.Name, crrTimeout)
-		expectStates(t, done, succeeded("a"), succeeded("b"), succeeded("c"))
-		expectRecreated(t, before, waitContainersRecreated(t, ctx, before, "a", "b", "c"), "a", "b", "c")
-		finished := finishedAt()
-		if s := spread(finished); s >= time.Second {
-			t.Errorf("the three stops finished over %v (%v): want them stopped at once, not one after the other", s, finished)
-		}
-	})
+	finishedAt := watchCRIFinished(t, ctx, containerStatus(t, before, "app").ContainerID, containerStatus(t, before, "sidecar").ContainerID)
+	start := time.Now() // the runtime's clock: the cluster runs on this machine
+	createCRR(t, ctx, ns, newCRR("drain", "drain", "app", "sidecar"))
+	done := waitCRRCompleted(t, ctx, ns, "drain", crrTimeout)
+	expectStates(t, done, succeeded("app"), succeeded("sidecar"))
+	expectRecreated(t, before, waitContainersRecreated(t, ctx, before, "app", "sidecar"), "app", "sidecar")
+
+	finished := finishedAt()
+	appStop, sidecarStop := finished[0].Sub(start), finished[1].Sub(start)
+	if appStop < 4*time.Second {
+		t.Errorf("app stopped %v after the request was created, before its 4 s preStop hook ended", appStop)
+	}
+	if sidecarStop < 4*time.Second || finished[1].Before(finished[0]) {
+		t.Errorf("sidecar stopped %v after the request was created, app %v: want sidecar stopped only after "+
+			"app's 4 s preStop hook ended and app stopped", sidecarStop, appStop)
+	}
+	if gap := finished[1].Sub(finished[0]); gap >= 3*time.Second {
+		t.Errorf("sidecar stopped %v after app: unordered, want it stopped right after app, not once the new app is ready", gap)
+	}
+}
+
+// TestCRRForceRecreate: forceRecreate stops each container once, and the order holds as without
+// it (OpenKruise's "recreates containers by force"): app's postStart hook keeps its new instance
+// from running for 3 s; unordered, sidecar is stopped right after app (within 3 s), not once app
+// runs again; ordered, only once app runs again and is ready (3 s or more).
+func TestCRRForceRecreate(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "crr-force")
+	for _, ordered := range []bool{false, true} {
+		name := map[bool]string{false: "unordered", true: "ordered"}[ordered]
+		t.Run(name, func(t *testing.T) {
+			app := container("app", appImageV1)
+			app.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "3"}}}}
+			before := createCRRPod(t, ctx, crrPod(ns, name, false, app, container("sidecar", appImageV1)))
+			crr := newCRR(name, name, "app", "sidecar")
+			crr.Spec.Strategy.ForceRecreate = true
+			crr.Spec.Strategy.OrderedRecreate = ordered
+			finishedAt := watchCRIFinished(t, ctx, containerStatus(t, before, "app").ContainerID, containerStatus(t, before, "sidecar").ContainerID)
+			createCRR(t, ctx, ns, crr)
+			done := waitCRRCompleted(t, ctx, ns, name, crrTimeout)
+			expectStates(t, done, succeeded("app"), succeeded("sidecar"))
+			expectRecreated(t, before, waitContainersRecreated(t, ctx, before, "app", "sidecar"), "app", "sidecar")
+			finished := finishedAt()
+			gap := finished[1].Sub(finished[0])
+			switch {
+			case gap < 0:
+				t.Errorf("sidecar stopped %v before app: want app first, the request's order", -gap)
+			case !ordered && gap >= 3*time.Second:
+				t.Errorf("sidecar stopped %v after app: unordered, want it stopped right after app, not once app runs again", gap)
+			case ordered && gap < 3*time.Second:
+				t.Errorf("sidecar stopped %v after app: ordered, want it stopped only once app ran again (its postStart hook takes 3 s)", gap)
+			}
+		})
+	}
+}
+
+// TestCRRGraceCutsPreStop: the request's terminationGracePeriodSeconds bounds the preStop hook
+// and the stop together, as the kubelet's grace period does (OpenKruise's scenario: a hook of 8 s,
+// a grace period of 3 s, the container stopped before the hook would have ended).
+func TestCRRGraceCutsPreStop(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "crr-grace")
+	main := container("main", appImageV1)
+	main.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "8"}}}}
+	pod := crrPod(ns, "cut", false, main)
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](20)
+	before := createCRRPod(t, ctx, pod)
+
+	crr := newCRR("cut", "cut", "main")
+	crr.Spec.Strategy.TerminationGracePeriodSeconds = ptr.To[int64](3)
+	finishedAt := watchCRIFinished(t, ctx, containerStatus(t, before, "main").ContainerID)
+	start := time.Now()
+	createCRR(t, ctx, ns, crr)
+	done := waitCRRCompleted(t, ctx, ns, "cut", crrTimeout)
+	expectStates(t, done, succeeded("main"))
+	expectRecreated(t, before, waitContainersRecreated(t, ctx, before, "main"), "main")
+	if stopped := finishedAt()[0].Sub(start); stopped < 3*time.Second || stopped >= 7*time.Second {
+		t.Errorf("main stopped %v after the request was created: want its 8 s preStop hook cut at the 3 s grace period "+
+			"(then at least the kubelet's 2 s minimum to stop)", stopped)
+	}
 }
 
 // TestCRRPreStop: the container's preStop hook runs (in the running container) before it is
@@ -312,11 +386,11 @@ func TestCRRDeadlineAndTTL(t *testing.T) {
 	ns := newNamespace(t, ctx, "crr-deadline")
 	slow := container("main", appImageV1)
 	slow.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "8"}}}}
-	pod := crrPod(ns, "slow", false, slow)
+	pod := crrPod(ns, "slow", false, slow, container("sidecar", appImageV1))
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](20)
 	before := createCRRPod(t, ctx, pod)
 
-	crr := newCRR("deadline", "slow", "main")
+	crr := newCRR("deadline", "slow", "main", "sidecar")
 	crr.Spec.ActiveDeadlineSeconds = ptr.To[int64](3)
 	start := time.Now()
 	createCRR(t, ctx, ns, crr)
@@ -328,8 +402,25 @@ func TestCRRDeadlineAndTTL(t *testing.T) {
 	if took < 3*time.Second || took > 8*time.Second {
 		t.Errorf("completed after %v, want just after the 3 s deadline (the preStop hook alone takes 8 s)", took)
 	}
-	// The stop under way goes on: the container still runs again.
-	expectRecreated(t, before, waitContainersRecreated(t, ctx, before, "main"), "main")
+	// main is being stopped (its preStop hook runs); sidecar, next in line, was not touched.
+	// OpenKruise reports main Pending until its kill returns (it writes the state after the
+	// kill); inplace writes it before the stop, so that a restarted daemon knows.
+	expectStates(t, done, recreatingKilled("main"), pending("sidecar"))
+	// The stop under way goes on: the container still runs again. The request ended before main
+	// stopped, so sidecar is never stopped, and the states stay as they were.
+	after := waitContainersRecreated(t, ctx, before, "main")
+	expectRecreated(t, before, after, "main")
+	if a, b := containerStatus(t, after, "sidecar"), containerStatus(t, before, "sidecar"); a.ContainerID != b.ContainerID || a.RestartCount != 0 {
+		t.Errorf("sidecar is %s (restartCount %d), was %s: want it never stopped after the request ended", a.ContainerID, a.RestartCount, b.ContainerID)
+	}
+	if st := criStatuses(t, ctx, containerStatus(t, before, "sidecar").ContainerID)[0]; st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("sidecar's instance is %v in the runtime, want it still running", st.State)
+	}
+	got, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Get(ctx, "deadline", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectStates(t, got, recreatingKilled("main"), pending("sidecar"))
 
 	ttl := newCRR("ttl", "slow", "main")
 	ttl.Spec.TTLSecondsAfterFinished = ptr.To[int32](3)

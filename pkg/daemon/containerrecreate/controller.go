@@ -17,12 +17,16 @@
 //     so that it is seen to have reached the node.
 //  3. plan (pure) compares, per container, what the runtime runs and the kubelet reports with
 //     the instance the request names (statusContext), and says which containers are recreated
-//     (Succeeded), which failed, and which running instances to stop now: all at once, or
-//     (orderedRecreate) one after the other, each once the previous one runs and is ready again.
+//     (Succeeded), which failed, and which running instance to stop now: one container at a
+//     time, in the request's order, as OpenKruise's daemon does. Without orderedRecreate the
+//     next one is stopped as soon as the previous stop (its preStop hook included) is over;
+//     with it, once the previous container runs and is ready again.
 //  4. The intent (phase Recreating, the container Recreating with isKilled) is written before
-//     the stop, then each container's preStop hook runs and the container is stopped, all in
-//     parallel. A daemon killed in between never stops a replaced instance: only a running
-//     instance that the request names is ever stopped (forceRecreate: once, per isKilled).
+//     the stop, then the container's preStop hook runs and the container is stopped; then plan
+//     again, from the request as it is now: one that ended meanwhile (activeDeadlineSeconds)
+//     stops no further container. A daemon killed in between never stops a replaced instance:
+//     only a running instance that the request names is ever stopped (forceRecreate: once, per
+//     isKilled).
 //  5. When the request is done (every container Succeeded or Failed, see Done), the next request
 //     of the Pod is handled in the same sync: none waits for an unrelated event.
 //

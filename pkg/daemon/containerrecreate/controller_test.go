@@ -383,39 +383,47 @@ func wantStates(t *testing.T, r *v1alpha1.ContainerRecreateRequest, want ...v1al
 
 // ---- tests ----
 
-// TestUnorderedStopsAtOnce: the containers of an unordered request are stopped at once, not one
-// after the other (OpenKruise #1058): each StopContainer waits until both arrived.
-func TestUnorderedStopsAtOnce(t *testing.T) {
+// TestUnorderedOneAfterAnother: the containers of an unordered request are stopped one after the
+// other in the spec's order, each after its own preStop hook, as OpenKruise's daemon does: sidecar's
+// stop starts only once app's preStop hook ran and app's stop returned.
+func TestUnorderedOneAfterAnother(t *testing.T) {
 	h := newHarness(t, options{})
 	var mu sync.Mutex
-	arrived := map[string]bool{}
-	both := make(chan struct{})
-	h.cri.SetStopHook(func(id string) error {
+	var trace []string
+	log := func(e string) {
 		mu.Lock()
-		arrived[id] = true
-		if len(arrived) == 2 {
-			close(both)
-		}
-		mu.Unlock()
-		select {
-		case <-both:
-			return nil
-		case <-time.After(5 * time.Second):
-			return fmt.Errorf("stop of %s waited alone: the stops were not sent at once", id)
-		}
+		defer mu.Unlock()
+		trace = append(trace, e)
+	}
+	h.cri.SetExecFunc(func(id string, cmd []string) ([]byte, []byte, int32, error) {
+		log("preStop " + id + " begins")
+		time.Sleep(50 * time.Millisecond) // a draining app
+		log("preStop " + id + " ends")
+		return nil, nil, 0, nil
+	})
+	h.cri.SetStopHook(func(id string) error {
+		log("stop " + id + " begins")
+		time.Sleep(20 * time.Millisecond)
+		log("stop " + id + " ends")
+		return nil
 	})
 	h.start(2)
 	h.kubelet(0)
-	h.create("r", 0, nil, "app", "sidecar")
+	h.create("r", 0, func(r *v1alpha1.ContainerRecreateRequest) {
+		r.Spec.Containers[0].PreStop = &v1alpha1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "8"}}}
+	}, "app", "sidecar")
 
 	r := h.waitDone("r")
 	wantStates(t, r, st("app", succeeded, true), st("sidecar", succeeded, true))
 	if r.Status.Phase != recreating {
 		t.Errorf("phase %q, want Recreating (Completed is inplace-controller's)", r.Status.Phase)
 	}
-	if got := h.stopped(); len(got) != 2 {
-		t.Errorf("stopped %v, want app-0 and sidecar-0 once each", got)
+	mu.Lock()
+	want := []string{"preStop app-0 begins", "preStop app-0 ends", "stop app-0 begins", "stop app-0 ends", "stop sidecar-0 begins", "stop sidecar-0 ends"}
+	if !reflect.DeepEqual(trace, want) {
+		t.Errorf("trace\n%q\nwant\n%q", trace, want)
 	}
+	mu.Unlock()
 	events := h.events()
 	for _, want := range []string{"Normal Killing Stopping container app by ContainerRecreateRequest r",
 		"Normal Killing Stopping container sidecar by ContainerRecreateRequest r"} {
@@ -423,6 +431,63 @@ func TestUnorderedStopsAtOnce(t *testing.T) {
 			t.Errorf("events %q lack %q", events, want)
 		}
 	}
+}
+
+// TestEndedDuringPreStop: inplace-controller completes the request (activeDeadlineSeconds) while
+// app's preStop hook runs: app's stop goes on, sidecar (next in line) is never stopped, and the
+// states stay app Recreating (killed), sidecar Pending, as OpenKruise leaves them.
+func TestEndedDuringPreStop(t *testing.T) {
+	for _, viaCache := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cache shows the completion %v", viaCache), func(t *testing.T) {
+			h := newHarness(t, options{})
+			h.create("r", 0, func(r *v1alpha1.ContainerRecreateRequest) {
+				r.Spec.Containers[0].PreStop = &v1alpha1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "8"}}}
+			}, "app", "sidecar")
+			h.start(0)
+			var completeErr error
+			h.cri.SetExecFunc(func(id string, cmd []string) ([]byte, []byte, int32, error) {
+				completeErr = h.completeAsController("r", viaCache)
+				return nil, nil, 0, nil
+			})
+			h.sync()
+			if completeErr != nil {
+				t.Fatal(completeErr)
+			}
+			h.sync() // a later sync does not go on either
+			if got := h.stopped(); !reflect.DeepEqual(got, []string{"app-0"}) {
+				t.Errorf("stopped %v, want app-0 only: the request ended before sidecar's turn", got)
+			}
+			wantStates(t, h.crr("r"), st("app", recreating, true), st("sidecar", pending, false))
+		})
+	}
+}
+
+// completeAsController completes a request as inplace-controller does (phase Completed, then the
+// active label removed); with waitCache it waits until the daemon's cache shows it.
+func (h *harness) completeAsController(name string, waitCache bool) error {
+	r, err := h.inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Get(h.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	r.Status.Phase = v1alpha1.ContainerRecreateRequestCompleted
+	r.Status.Message = "recreating has exceeded the activeDeadlineSeconds"
+	if r, err = h.inplace.AppsV1alpha1().ContainerRecreateRequests(ns).UpdateStatus(h.ctx, r, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	delete(r.Labels, v1alpha1.ContainerRecreateRequestActiveKey)
+	if r, err = h.inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Update(h.ctx, r, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	if !waitCache {
+		return nil
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		obj, _, _ := h.crrFactory.Apps().V1alpha1().ContainerRecreateRequests().Informer().GetIndexer().GetByKey(ns + "/" + name)
+		if got, ok := obj.(*v1alpha1.ContainerRecreateRequest); ok && got.ResourceVersion == r.ResourceVersion {
+			return nil
+		}
+	}
+	return errors.New("the completion never reached the cache")
 }
 
 // TestOrderedOneAfterTheOther: the second container is stopped only once the first one runs

@@ -56,7 +56,8 @@ type planResult struct {
 	// per container of the spec, in its order. The containers to stop are already marked
 	// Recreating and isKilled (the intent is written before the stop).
 	status v1alpha1.ContainerRecreateRequestStatus
-	// stops are the instances to stop now, all at once.
+	// stops are the instances to stop now: at most one, the first container of the spec that is
+	// due (see plan).
 	stops []stopAction
 	// after is how soon to look again for a wait measured in time (minStartedSeconds,
 	// unreadyGracePeriodSeconds); 0 when nothing waits for time.
@@ -76,6 +77,14 @@ type planResult struct {
 // instance the request names is ever stopped, and only while it runs; forceRecreate (or a
 // request without statusContext) stops the running instance once, whichever it is, the
 // container state's isKilled recording that it was done.
+//
+// The containers are stopped one at a time, in the order of the spec, as OpenKruise's daemon
+// does: a plan names at most one stop, and the daemon plans again once that stop (preStop hook
+// included) is over. Without orderedRecreate the next container is stopped then, whether or
+// not the previous one runs again; with it, only once the previous one is recreated
+// (Succeeded). So a sidecar listed after the app (a mesh proxy, a log agent) keeps serving
+// while the app's preStop hook drains it, and a request that ends meanwhile
+// (activeDeadlineSeconds) leaves the containers after it untouched, Pending.
 func plan(in planInput) planResult {
 	crr := in.crr
 	strategy := crr.Spec.Strategy
@@ -146,6 +155,8 @@ func plan(in planInput) planResult {
 		}
 	}
 
+	// One stop at a time, in the spec's order: the next one once this one is over.
+	candidates = candidates[:min(len(candidates), 1)]
 	for _, a := range candidates {
 		states[a.index] = v1alpha1.ContainerRecreateRequestContainerRecreateState{
 			Name: a.name, Phase: v1alpha1.ContainerRecreateRequestRecreating, IsKilled: true}

@@ -110,12 +110,26 @@ func TestPlan(t *testing.T) {
 	appBack := []criruntime.Container{exited("app-0", "app", 0), run("app-1", "app", 1), run("sidecar-0", "sidecar", 0)}
 	bothBack := []criruntime.Container{exited("app-0", "app", 0), run("app-1", "app", 1), exited("sidecar-0", "sidecar", 0), run("sidecar-1", "sidecar", 1)}
 	killed := []v1alpha1.ContainerRecreateRequestContainerRecreateState{st("app", recreating, true), st("sidecar", recreating, true)}
+	// appFirst: app is being stopped; sidecar waits for its turn.
+	appFirst := []v1alpha1.ContainerRecreateRequestContainerRecreateState{st("app", recreating, true), st("sidecar", pending, false)}
 	d := func(d time.Duration) *time.Duration { return &d }
 
 	for _, tc := range []planCase{
 		{
-			name: "unordered: every container stopped at once", runtime: originals, ready: []string{"app-0", "sidecar-0"},
-			wantPhase: recreating, wantStates: killed, wantStops: []string{"app-0", "sidecar-0"}, wantWaiting: true,
+			name: "unordered: one container at a time, the spec's first one first", runtime: originals, ready: []string{"app-0", "sidecar-0"},
+			wantPhase: recreating, wantStates: appFirst, wantStops: []string{"app-0"}, wantWaiting: true,
+		},
+		{
+			name:  "unordered: the next once the previous one stopped, not waiting for it to run again",
+			phase: recreating, states: appFirst, stopped: []string{"app-0"},
+			runtime: []criruntime.Container{exited("app-0", "app", 0), run("sidecar-0", "sidecar", 0)}, ready: []string{"sidecar-0"},
+			wantPhase: recreating, wantStates: killed, wantStops: []string{"sidecar-0"}, wantWaiting: true,
+		},
+		{
+			name:  "unordered: the next while the previous one runs again, not ready yet",
+			phase: recreating, states: appFirst, stopped: []string{"app-0"},
+			runtime: appBack, ready: []string{"sidecar-0"},
+			wantPhase: recreating, wantStates: killed, wantStops: []string{"sidecar-0"}, wantWaiting: true,
 		},
 		{
 			name: "ordered: the first container only", strategy: v1alpha1.ContainerRecreateRequestStrategy{OrderedRecreate: true},
@@ -166,13 +180,13 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name:  "restarted daemon: intent written, instance named by the request still runs: stopped",
-			phase: recreating, states: killed, runtime: originals, ready: []string{"app-0", "sidecar-0"},
-			wantPhase: recreating, wantStates: killed, wantStops: []string{"app-0", "sidecar-0"}, wantWaiting: true,
+			phase: recreating, states: appFirst, runtime: originals, ready: []string{"app-0", "sidecar-0"},
+			wantPhase: recreating, wantStates: appFirst, wantStops: []string{"app-0"}, wantWaiting: true,
 		},
 		{
 			name: "forceRecreate: a replaced instance is stopped once", strategy: v1alpha1.ContainerRecreateRequestStrategy{ForceRecreate: true},
 			runtime: []criruntime.Container{exited("app-0", "app", 0), run("app-1", "app", 1), run("sidecar-0", "sidecar", 0)}, ready: []string{"app-1", "sidecar-0"},
-			wantPhase: recreating, wantStates: killed, wantStops: []string{"app-1", "sidecar-0"}, wantWaiting: true,
+			wantPhase: recreating, wantStates: appFirst, wantStops: []string{"app-1"}, wantWaiting: true,
 		},
 		{
 			name: "forceRecreate: once killed, the next instance counts", strategy: v1alpha1.ContainerRecreateRequestStrategy{ForceRecreate: true},
@@ -195,7 +209,7 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "no statusContext: stopped once, like forceRecreate", noContext: true, runtime: originals, ready: []string{"app-0", "sidecar-0"},
-			wantPhase: recreating, wantStates: killed, wantStops: []string{"app-0", "sidecar-0"}, wantWaiting: true,
+			wantPhase: recreating, wantStates: appFirst, wantStops: []string{"app-0"}, wantWaiting: true,
 		},
 		{
 			name: "minStartedSeconds: not yet", strategy: v1alpha1.ContainerRecreateRequestStrategy{MinStartedSeconds: 5},
@@ -224,7 +238,7 @@ func TestPlan(t *testing.T) {
 		{
 			name: "unreadyGracePeriodSeconds: passed", strategy: v1alpha1.ContainerRecreateRequestStrategy{UnreadyGracePeriodSeconds: ptr.To[int64](3)},
 			runtime: originals, ready: []string{"app-0", "sidecar-0"}, unready: d(3 * time.Second),
-			wantPhase: recreating, wantStates: killed, wantStops: []string{"app-0", "sidecar-0"}, wantWaiting: true,
+			wantPhase: recreating, wantStates: appFirst, wantStops: []string{"app-0"}, wantWaiting: true,
 		},
 		{
 			name: "unreadyGracePeriodSeconds: nothing to stop, nothing to wait for", strategy: v1alpha1.ContainerRecreateRequestStrategy{UnreadyGracePeriodSeconds: ptr.To[int64](3)},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -138,10 +137,28 @@ func (c *Controller) syncRequest(ctx context.Context, r *v1alpha1.ContainerRecre
 	logger := klog.FromContext(ctx).WithValues("containerRecreateRequest", klog.KObj(r))
 	ctx = klog.NewContext(ctx, logger)
 
-	// A container that failed to stop may let the next one go (failurePolicy Ignore, ordered):
-	// plan again at once. Each round makes a container Failed, so this ends.
+	// One container is stopped at a time (plan); once its stop is over (its preStop hook, its
+	// grace period), plan again at once: the next container is due then, unless orderedRecreate
+	// waits for this one to run again. Each round stops another instance (or makes a container
+	// Failed), so this ends.
 	var p planResult
-	for failed := true; failed; {
+	for round := 0; ; round++ {
+		if round > 0 {
+			// The stop took its time: the request may have ended meanwhile (inplace-controller
+			// completed it at activeDeadlineSeconds, or it was deleted); the containers after the
+			// one stopped are then left alone. A status write from a stale version would fail
+			// anyway (409), this also covers a stop planned with no write before it.
+			fresh := c.refresh(r)
+			if fresh == nil || fresh.DeletionTimestamp != nil || fresh.Status.Phase == v1alpha1.ContainerRecreateRequestCompleted {
+				logger.V(2).Info("Request ended while a container was stopped, stopping no more containers")
+				return 0, true, nil
+			}
+			r = fresh
+			// The kubelet may have reported the stopped container meanwhile.
+			if fresh, err := c.pods.Pods(pod.Namespace).Get(pod.Name); err == nil && fresh.UID == pod.UID {
+				pod = fresh
+			}
+		}
 		containers, err := c.runtime.ListPodContainers(ctx, string(pod.UID))
 		if err != nil {
 			return 0, false, err
@@ -168,8 +185,11 @@ func (c *Controller) syncRequest(ctx context.Context, r *v1alpha1.ContainerRecre
 		if r, err = c.writeStatus(ctx, r, p.status); err != nil {
 			return 0, false, err
 		}
-		if r, failed, err = c.stopAndReport(ctx, r, pod, p.stops); err != nil {
+		if r, err = c.stopAndReport(ctx, r, pod, p.stops); err != nil {
 			return 0, false, err
+		}
+		if len(p.stops) == 0 {
+			break
 		}
 	}
 
@@ -184,16 +204,30 @@ func (c *Controller) syncRequest(ctx context.Context, r *v1alpha1.ContainerRecre
 	return after, false, nil
 }
 
-// stopAndReport stops the containers and writes those the runtime did not stop as Failed;
-// failed tells whether there were any.
+// refresh is the newest version of the request known to this daemon (its cache, or its own
+// write the cache does not show yet); nil when the cache no longer has it (deleted, or no longer
+// active: inplace-controller completed it).
+func (c *Controller) refresh(r *v1alpha1.ContainerRecreateRequest) *v1alpha1.ContainerRecreateRequest {
+	obj, ok, err := c.crrIndexer.GetByKey(r.Namespace + "/" + r.Name)
+	if err != nil || !ok {
+		return nil
+	}
+	cached, ok := obj.(*v1alpha1.ContainerRecreateRequest)
+	if !ok || cached.UID != r.UID {
+		return nil
+	}
+	return c.mem.latest(cached)
+}
+
+// stopAndReport stops the containers and writes those the runtime did not stop as Failed.
 func (c *Controller) stopAndReport(ctx context.Context, r *v1alpha1.ContainerRecreateRequest, pod *corev1.Pod,
-	stops []stopAction) (_ *v1alpha1.ContainerRecreateRequest, failed bool, _ error) {
+	stops []stopAction) (*v1alpha1.ContainerRecreateRequest, error) {
 	if len(stops) == 0 {
-		return r, false, nil
+		return r, nil
 	}
 	failures := c.stopContainers(ctx, r, pod, stops)
 	if len(failures) == 0 {
-		return r, false, nil
+		return r, nil
 	}
 	status := *r.Status.DeepCopy()
 	for i := range status.ContainerRecreateStates {
@@ -205,8 +239,7 @@ func (c *Controller) stopAndReport(ctx context.Context, r *v1alpha1.ContainerRec
 			*s = state(s.Name, v1alpha1.ContainerRecreateRequestFailed, msgStopFailedPrefix+err.Error(), false)
 		}
 	}
-	r, err := c.writeStatus(ctx, r, status)
-	return r, true, err
+	return c.writeStatus(ctx, r, status)
 }
 
 // writeStatus writes the request's status over the version given, unless it is that status
@@ -234,8 +267,9 @@ func (c *Controller) writeStatus(ctx context.Context, r *v1alpha1.ContainerRecre
 	return written, nil
 }
 
-// stopContainers runs the preStop hooks and stops the containers, all at once; it returns the
-// containers (by name) the runtime did not stop, with why.
+// stopContainers runs the preStop hook of each container and stops it, one after the other
+// (plan names one at a time); it returns the containers (by name) the runtime did not stop,
+// with why.
 func (c *Controller) stopContainers(ctx context.Context, r *v1alpha1.ContainerRecreateRequest, pod *corev1.Pod, stops []stopAction) map[string]error {
 	grace := defaultGracePeriod
 	if s := r.Spec.Strategy; s != nil && s.TerminationGracePeriodSeconds != nil && *s.TerminationGracePeriodSeconds >= 0 {
@@ -243,17 +277,11 @@ func (c *Controller) stopContainers(ctx context.Context, r *v1alpha1.ContainerRe
 	}
 	grace = min(grace, c.cfg.MaxStopGracePeriod)
 
-	errs := make([]error, len(stops))
-	var wg sync.WaitGroup
-	for i, s := range stops {
-		c.mem.markStopped(s.id) // before the stop: a sync from a stale cache never repeats it
-		wg.Go(func() { errs[i] = c.stopContainer(ctx, r, pod, &r.Spec.Containers[s.index], s.id, grace) })
-	}
-	wg.Wait()
 	failures := map[string]error{}
-	for i, err := range errs {
-		if err != nil {
-			failures[stops[i].name] = err
+	for _, s := range stops {
+		c.mem.markStopped(s.id) // before the stop: a sync from a stale cache never repeats it
+		if err := c.stopContainer(ctx, r, pod, &r.Spec.Containers[s.index], s.id, grace); err != nil {
+			failures[s.name] = err
 		}
 	}
 	return failures
