@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -125,6 +126,7 @@ func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, cha
 		pod = p
 	}
 	mainBefore := containerStatus(t, pod, "main")
+	rec := recordPod(t, ctx, ns, pod.Name)
 	change := func(res corev1.ResourceRequirements) func(*v1alpha1.CloneSet) {
 		return func(cs *v1alpha1.CloneSet) {
 			if changeImage {
@@ -196,6 +198,45 @@ func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, cha
 		t.Errorf("main logged %q, want %q", out, wantEnv)
 	}
 	if t.Failed() {
-		t.Logf("pod %s: conditions %+v, annotations %v", p.Name, p.Status.Conditions, p.Annotations)
+		t.Logf("history of pod %s:\n%s", p.Name, describeResizeRecords(rec.upTo(t, ctx, p.ResourceVersion)))
 	}
+}
+
+// describeResizeRecords prints the history of a resized Pod, one line per version, for failure
+// messages: revision, lifecycle state, readiness, resize conditions, main's instance and
+// resources, and whether the in-place update is completed.
+func describeResizeRecords(records []podRecord) string {
+	var b strings.Builder
+	start := records[0].at
+	for _, rec := range records {
+		p := rec.pod
+		fmt.Fprintf(&b, "  +%6.3fs rv=%s gen=%d/%d rev=%s %s InPlaceUpdateReady=%s Ready=%s", rec.at.Sub(start).Seconds(), p.ResourceVersion,
+			p.Status.ObservedGeneration, p.Generation, podRevision(p), p.Labels[pub.LifecycleStateKey],
+			conditionStatus(p, pub.InPlaceUpdateReady), conditionStatus(p, corev1.PodReady))
+		for _, ct := range []corev1.PodConditionType{corev1.PodResizePending, corev1.PodResizeInProgress} {
+			if c := podConditionOf(p, ct); c != nil {
+				fmt.Fprintf(&b, " %s=%s(%s)", ct, c.Status, c.Reason)
+			}
+		}
+		if s := findStatus(p, "main"); s != nil {
+			res := ""
+			if s.Resources != nil {
+				res = fmt.Sprintf("%s/%s", s.Resources.Requests.Cpu(), s.Resources.Requests.Memory())
+			}
+			fmt.Fprintf(&b, " main[spec %s %s/%s, status %s %s ready=%v restarts=%d id=%.25s]", specImage(p, "main"),
+				p.Spec.Containers[0].Resources.Requests.Cpu(), p.Spec.Containers[0].Resources.Requests.Memory(),
+				s.Image, res, s.Ready, s.RestartCount, s.ContainerID)
+		}
+		if raw, ok := p.Annotations[pub.InPlaceUpdateStateKey]; ok {
+			var st struct {
+				Revision             string            `json:"revision"`
+				Completed            *metav1.Time      `json:"completedTimestamp"`
+				EnvRestartContainers map[string]string `json:"envRestartContainers"`
+			}
+			_ = json.Unmarshal([]byte(raw), &st) // a state that does not decode shows as empty
+			fmt.Fprintf(&b, " state[rev=%s completed=%v env=%v]", st.Revision, st.Completed != nil, st.EnvRestartContainers)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
