@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
@@ -239,4 +240,46 @@ func describeResizeRecords(records []podRecord) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// TestCloneSetRecreatesOnQOSChange (OpenKruise "change resource and qos -> succeed to recreate"):
+// under InPlaceIfPossible, resources that would turn the Burstable Pod Guaranteed cannot change
+// in place (a Pod's QoS class is fixed): the Pod is recreated, and the Progressing condition says
+// Updated during the update and Available after it.
+func TestCloneSetRecreatesOnQOSChange(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-qos")
+	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, func(cs *v1alpha1.CloneSet) {
+		cs.Spec.Template.Labels["test-env"] = "foo"
+		c := &cs.Spec.Template.Spec.Containers[0]
+		c.Resources = *resizeOld.DeepCopy()
+		c.Env = []corev1.EnvVar{{Name: "TEST_ENV", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['test-env']"}}}}
+		cs.Spec.MinReadySeconds = 3
+		cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
+	})
+	var pod *corev1.Pod
+	for _, p := range waitCloneSetReady(t, ctx, cs, 1) {
+		pod = p
+	}
+	if pod.Status.QOSClass != corev1.PodQOSBurstable {
+		t.Fatalf("QoS class %s, want Burstable", pod.Status.QOSClass)
+	}
+	waitProgressing(t, ctx, cs, progressingAvailable)
+
+	guaranteed := resizeRequirements("100m", "128Mi", "100m", "128Mi")
+	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
+		cs.Spec.Template.Spec.Containers[0].Resources = *guaranteed.DeepCopy()
+	})
+	waitProgressing(t, ctx, cs, progressingUpdated)
+	_, after := waitRolledOut(t, ctx, cs, 1)
+	for _, p := range after {
+		if p.UID == pod.UID {
+			t.Errorf("pod %s (uid %s) kept: want it recreated for the QoS change", p.Name, p.UID)
+		}
+		if p.Status.QOSClass != corev1.PodQOSGuaranteed || !sameResources(&p.Spec.Containers[0].Resources, &guaranteed) {
+			t.Errorf("pod %s: QoS class %s, resources %+v; want Guaranteed with %+v", p.Name, p.Status.QOSClass, p.Spec.Containers[0].Resources, guaranteed)
+		}
+	}
+	waitProgressing(t, ctx, cs, progressingAvailable)
 }
