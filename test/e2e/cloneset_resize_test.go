@@ -78,29 +78,48 @@ var resizeChanges = []struct {
 	{"image-env", true, true},
 }
 
+// What comes before the template change of a resize scenario.
+type resizeFirst int
+
+const (
+	// nothing: the change is the first update.
+	nothing resizeFirst = iota
+	// changeInfeasible: the same change with resources no node can give (OpenKruise's
+	// injectFailedResource).
+	changeInfeasible
+	// resizeInfeasible: only resources no node can give.
+	resizeInfeasible
+)
+
 // TestCloneSetSupersedesInfeasibleResize (OpenKruise "CloneSet failed to inplace update resource",
 // four resize policies x three changes): a template change with resources no node can give (the
 // kubelet reports the resize Infeasible) leaves the Pod in an in-place update that cannot finish;
 // the next template change, the same change with resources that fit, is applied in place to the
 // same Pod, which then runs a new container with the new resources (spec and status), the new
-// image, the new env value, and is Ready and available at the new revision.
+// image, the new env value, and is Ready and available at the new revision. The same when the
+// first change was only the infeasible resize (the cases named .../after-resize).
 func TestCloneSetSupersedesInfeasibleResize(t *testing.T) {
-	runResizeScenarios(t, true)
+	runResizeScenarios(t, changeInfeasible)
+	runResizeScenarios(t, resizeInfeasible)
 }
 
 // TestCloneSetInPlaceResize (OpenKruise "CloneSet Updating with inplace resource", four resize
 // policies x three changes): the same changes with resources that fit, at once.
 func TestCloneSetInPlaceResize(t *testing.T) {
-	runResizeScenarios(t, false)
+	runResizeScenarios(t, nothing)
 }
 
-func runResizeScenarios(t *testing.T, infeasibleFirst bool) {
+func runResizeScenarios(t *testing.T, first resizeFirst) {
 	for _, p := range resizePolicies {
 		for _, c := range resizeChanges {
-			t.Run(p.name+"/"+c.name, func(t *testing.T) {
+			name := p.name + "/" + c.name
+			if first == resizeInfeasible {
+				name += "/after-resize"
+			}
+			t.Run(name, func(t *testing.T) {
 				// Each case waits mostly for the kubelet: they run together.
 				t.Parallel()
-				testResizeScenario(t, p.policy, c.image, c.label, infeasibleFirst)
+				testResizeScenario(t, p.policy, c.image, c.label, first)
 			})
 		}
 	}
@@ -108,9 +127,8 @@ func runResizeScenarios(t *testing.T, infeasibleFirst bool) {
 
 // testResizeScenario is one case of OpenKruise's testUpdateResource: a CloneSet of one Pod whose
 // container reads label test-env through env; the template change (the image, the label, or both,
-// with new resources) is applied in place, after a first one with resources that fit no node
-// when infeasibleFirst.
-func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, changeImage, changeLabel, infeasibleFirst bool) {
+// with new resources) is applied in place, after what first says.
+func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, changeImage, changeLabel bool, first resizeFirst) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx, "clone-infeasible")
 	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, func(cs *v1alpha1.CloneSet) {
@@ -141,10 +159,16 @@ func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, cha
 	}
 
 	stuckRevision := ""
-	if infeasibleFirst {
+	if first != nothing {
 		// The update that cannot finish: the Pod is at the CloneSet's update revision, its resize
 		// Infeasible.
-		cs = updateCloneSet(t, ctx, cs, change(resizeLarge))
+		if first == changeInfeasible {
+			cs = updateCloneSet(t, ctx, cs, change(resizeLarge))
+		} else {
+			cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
+				cs.Spec.Template.Spec.Containers[0].Resources = *resizeLarge.DeepCopy()
+			})
+		}
 		poll(t, ctx, rolloutTimeout, "the kubelet to find the resize infeasible", func(ctx context.Context) (bool, error) {
 			st, err := cloneSetStatus(ctx, cs)
 			if err != nil {
