@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -246,65 +245,6 @@ func TestCloneSetSpecifiedDeleteWaitsInPreparingDelete(t *testing.T) {
 	}
 	if kept != 2 || after[victim] != nil {
 		t.Errorf("pods after %v, before %v: want the two others kept and one new", slices.Sorted(maps.Keys(after)), slices.Sorted(maps.Keys(before)))
-	}
-}
-
-// TestCloneSetSupersedesInfeasibleResize (OpenKruise "CloneSet failed to inplace update resource"):
-// a template change with an image and a cpu request no node can give (the kubelet reports the resize
-// Infeasible) leaves the Pod in an in-place update that cannot finish; the next template change,
-// with a feasible cpu request, is applied in place to the same Pod, which then runs the new image
-// with the new resources and becomes ready.
-func TestCloneSetSupersedesInfeasibleResize(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-infeasible")
-	cpu := func(req, lim string) func(*v1alpha1.CloneSet) {
-		return func(cs *v1alpha1.CloneSet) {
-			c := &cs.Spec.Template.Spec.Containers[0]
-			c.Resources = corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(req)},
-				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(lim)},
-			}
-			c.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired}}
-		}
-	}
-	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, cpu("100m", "200m"))
-	before := waitCloneSetReady(t, ctx, cs, 1)
-	var pod *corev1.Pod
-	for _, p := range before {
-		pod = p
-	}
-	mainBefore := containerStatus(t, pod, "main")
-
-	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
-		setImage(appImageV2)(cs)
-		cpu("100", "100")(cs)
-	})
-	stuckRevision := ""
-	poll(t, ctx, rolloutTimeout, "the kubelet to find the resize infeasible", func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		c := podConditionOf(p, corev1.PodResizePending)
-		stuckRevision = podRevision(p)
-		return c != nil && c.Reason == corev1.PodReasonInfeasible, fmt.Errorf("PodResizePending %+v", c)
-	})
-
-	cs = updateCloneSet(t, ctx, cs, cpu("150m", "300m"))
-	got, after := waitRolledOut(t, ctx, cs, 1)
-	p := after[pod.Name]
-	if p == nil || p.UID != pod.UID {
-		t.Fatalf("pods after %v: want %s (uid %s) updated in place", slices.Collect(maps.Keys(after)), pod.Name, pod.UID)
-	}
-	if podRevision(p) == stuckRevision || podRevision(p) != got.Status.UpdateRevision {
-		t.Errorf("pod at revision %s; the stuck one was %s, the update revision is %s", podRevision(p), stuckRevision, got.Status.UpdateRevision)
-	}
-	s := containerStatus(t, p, "main")
-	if s.ContainerID == mainBefore.ContainerID || s.RestartCount == 0 || s.Image != appImageV2 {
-		t.Errorf("main %+v: want a new container on %s", s, appImageV2)
-	}
-	if s.Resources == nil || !sameCPU(s.Resources.Requests, "150m") || !sameCPU(s.Resources.Limits, "300m") {
-		t.Errorf("main resources %+v, want cpu requests 150m, limits 300m", s.Resources)
 	}
 }
 

@@ -1,0 +1,309 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+)
+
+// Resources of the resize scenarios: OpenKruise's oldResource, newResource and largeResource
+// (test/e2e/apps/v1alpha1/inplace_vpa.go) with the cpu requests divided by ten, so that the twelve
+// cases fit the local node's two cores at once.
+var (
+	resizeOld = resizeRequirements("20m", "200Mi", "1", "1Gi")
+	resizeNew = resizeRequirements("10m", "100Mi", "800m", "800Mi")
+	// resizeLarge fits no node: the kubelet reports the resize Infeasible.
+	resizeLarge = resizeRequirements("100", "1000Gi", "800", "8000Gi")
+)
+
+func resizeRequirements(cpuReq, memReq, cpuLim, memLim string) corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpuReq), corev1.ResourceMemory: resource.MustParse(memReq)},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpuLim), corev1.ResourceMemory: resource.MustParse(memLim)},
+	}
+}
+
+// sameResources compares the cpu and memory requests and limits (OpenKruise's ResourceEqual).
+func sameResources(a, b *corev1.ResourceRequirements) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if a.Requests.Name(name, resource.DecimalSI).Cmp(*b.Requests.Name(name, resource.DecimalSI)) != 0 ||
+			a.Limits.Name(name, resource.DecimalSI).Cmp(*b.Limits.Name(name, resource.DecimalSI)) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// resizePolicies are the four resize policies of OpenKruise's "CloneSet failed to inplace update
+// resource" scenarios.
+var resizePolicies = []struct {
+	name   string
+	policy []corev1.ContainerResizePolicy
+}{
+	{"restart", []corev1.ContainerResizePolicy{
+		{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.RestartContainer},
+		{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer},
+	}},
+	{"memory-restart", []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}},
+	{"cpu-restart", []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.RestartContainer}}},
+	{"not-required", []corev1.ContainerResizePolicy{
+		{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired},
+		{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.NotRequired},
+	}},
+}
+
+// resizeChanges are the three template changes of those scenarios, each with new resources: the
+// image, the label the container reads through an env fieldRef, or both.
+var resizeChanges = []struct {
+	name         string
+	image, label bool
+}{
+	{"image", true, false},
+	{"env", false, true},
+	{"image-env", true, true},
+}
+
+// What comes before the template change of a resize scenario.
+type resizeFirst int
+
+const (
+	// nothing: the change is the first update.
+	nothing resizeFirst = iota
+	// changeInfeasible: the same change with resources no node can give (OpenKruise's
+	// injectFailedResource).
+	changeInfeasible
+	// resizeInfeasible: only resources no node can give.
+	resizeInfeasible
+)
+
+// TestCloneSetSupersedesInfeasibleResize (OpenKruise "CloneSet failed to inplace update resource",
+// four resize policies x three changes): a template change with resources no node can give (the
+// kubelet reports the resize Infeasible) leaves the Pod in an in-place update that cannot finish;
+// the next template change, the same change with resources that fit, is applied in place to the
+// same Pod, which then runs a new container with the new resources (spec and status), the new
+// image, the new env value, and is Ready and available at the new revision. The same when the
+// first change was only the infeasible resize (the cases named .../after-resize).
+func TestCloneSetSupersedesInfeasibleResize(t *testing.T) {
+	runResizeScenarios(t, changeInfeasible)
+	runResizeScenarios(t, resizeInfeasible)
+}
+
+// TestCloneSetInPlaceResize (OpenKruise "CloneSet Updating with inplace resource", four resize
+// policies x three changes): the same changes with resources that fit, at once.
+func TestCloneSetInPlaceResize(t *testing.T) {
+	runResizeScenarios(t, nothing)
+}
+
+func runResizeScenarios(t *testing.T, first resizeFirst) {
+	for _, p := range resizePolicies {
+		for _, c := range resizeChanges {
+			name := p.name + "/" + c.name
+			if first == resizeInfeasible {
+				name += "/after-resize"
+			}
+			t.Run(name, func(t *testing.T) {
+				// Each case waits mostly for the kubelet: they run together.
+				t.Parallel()
+				testResizeScenario(t, p.policy, c.image, c.label, first)
+			})
+		}
+	}
+}
+
+// testResizeScenario is one case of OpenKruise's testUpdateResource: a CloneSet of one Pod whose
+// container reads label test-env through env; the template change (the image, the label, or both,
+// with new resources) is applied in place, after what first says.
+func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, changeImage, changeLabel bool, first resizeFirst) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-infeasible")
+	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, func(cs *v1alpha1.CloneSet) {
+		cs.Spec.Template.Labels["test-env"] = "foo"
+		c := &cs.Spec.Template.Spec.Containers[0]
+		c.Resources = *resizeOld.DeepCopy()
+		c.ResizePolicy = policy
+		c.Env = []corev1.EnvVar{{Name: "TEST_ENV", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['test-env']"}}}}
+		c.Command = []string{"sh", "-c", `echo "test-env=$TEST_ENV"; exec /app.sh`}
+	})
+	var pod *corev1.Pod
+	for _, p := range waitCloneSetReady(t, ctx, cs, 1) {
+		pod = p
+	}
+	mainBefore := containerStatus(t, pod, "main")
+	rec := recordPod(t, ctx, ns, pod.Name)
+	change := func(res corev1.ResourceRequirements) func(*v1alpha1.CloneSet) {
+		return func(cs *v1alpha1.CloneSet) {
+			if changeImage {
+				cs.Spec.Template.Spec.Containers[0].Image = appImageV2
+			}
+			if changeLabel {
+				cs.Spec.Template.Labels["test-env"] = "bar"
+			}
+			cs.Spec.Template.Spec.Containers[0].Resources = *res.DeepCopy()
+		}
+	}
+
+	stuckRevision := ""
+	if first != nothing {
+		// The update that cannot finish: the Pod is at the CloneSet's update revision, its resize
+		// Infeasible.
+		if first == changeInfeasible {
+			cs = updateCloneSet(t, ctx, cs, change(resizeLarge))
+		} else {
+			cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
+				cs.Spec.Template.Spec.Containers[0].Resources = *resizeLarge.DeepCopy()
+			})
+		}
+		poll(t, ctx, rolloutTimeout, "the kubelet to find the resize infeasible", func(ctx context.Context) (bool, error) {
+			st, err := cloneSetStatus(ctx, cs)
+			if err != nil {
+				return false, err
+			}
+			p, err := kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			c := podConditionOf(p, corev1.PodResizePending)
+			stuckRevision = podRevision(p)
+			return stuckRevision == st.UpdateRevision && c != nil && c.Reason == corev1.PodReasonInfeasible,
+				fmt.Errorf("pod at revision %s (update revision %s), PodResizePending %+v", stuckRevision, st.UpdateRevision, c)
+		})
+	}
+
+	cs = updateCloneSet(t, ctx, cs, change(resizeNew))
+	got, after := waitRolledOut(t, ctx, cs, 1)
+	if got.Status.UpdatedAvailableReplicas != 1 || got.Status.AvailableReplicas != 1 {
+		t.Errorf("status %+v: want 1 updated available replica", got.Status)
+	}
+	p := after[pod.Name]
+	if p == nil || p.UID != pod.UID {
+		t.Fatalf("pods after %v: want %s (uid %s) updated in place", slices.Collect(maps.Keys(after)), pod.Name, pod.UID)
+	}
+	if podRevision(p) == stuckRevision || podRevision(p) != got.Status.UpdateRevision || podRevision(p) == podRevision(pod) {
+		t.Errorf("pod at revision %s; the first %s, the stuck one %q, the update revision %s", podRevision(p), podRevision(pod), stuckRevision, got.Status.UpdateRevision)
+	}
+	if s := p.Labels[pub.LifecycleStateKey]; s != "" && s != string(pub.LifecycleStateNormal) {
+		t.Errorf("pod in lifecycle state %q, want Normal", s)
+	}
+	s := containerStatus(t, p, "main")
+	if s.ContainerID == mainBefore.ContainerID || s.RestartCount == 0 {
+		t.Errorf("main %+v: want a new container (was %s)", s, mainBefore.ContainerID)
+	}
+	wantImage := appImageV1
+	if changeImage {
+		wantImage = appImageV2
+	}
+	if s.Image != wantImage || specImage(p, "main") != wantImage {
+		t.Errorf("main runs %s (spec %s), want %s", s.Image, specImage(p, "main"), wantImage)
+	}
+	spec := p.Spec.Containers[0].Resources
+	if !sameResources(&spec, &resizeNew) || !sameResources(s.Resources, &spec) {
+		t.Errorf("main resources: spec %+v, status %+v; want both %+v", spec, s.Resources, resizeNew)
+	}
+	wantEnv := "test-env=foo"
+	if changeLabel {
+		wantEnv = "test-env=bar"
+	}
+	if out := podLog(t, ctx, ns, p.Name, "main"); !strings.Contains(out, wantEnv) {
+		t.Errorf("main logged %q, want %q", out, wantEnv)
+	}
+	if t.Failed() {
+		t.Logf("history of pod %s:\n%s", p.Name, describeResizeRecords(rec.upTo(t, ctx, p.ResourceVersion)))
+	}
+}
+
+// describeResizeRecords prints the history of a resized Pod, one line per version, for failure
+// messages: revision, lifecycle state, readiness, resize conditions, main's instance and
+// resources, and whether the in-place update is completed.
+func describeResizeRecords(records []podRecord) string {
+	var b strings.Builder
+	start := records[0].at
+	for _, rec := range records {
+		p := rec.pod
+		fmt.Fprintf(&b, "  +%6.3fs rv=%s gen=%d/%d rev=%s %s InPlaceUpdateReady=%s Ready=%s", rec.at.Sub(start).Seconds(), p.ResourceVersion,
+			p.Status.ObservedGeneration, p.Generation, podRevision(p), p.Labels[pub.LifecycleStateKey],
+			conditionStatus(p, pub.InPlaceUpdateReady), conditionStatus(p, corev1.PodReady))
+		for _, ct := range []corev1.PodConditionType{corev1.PodResizePending, corev1.PodResizeInProgress} {
+			if c := podConditionOf(p, ct); c != nil {
+				fmt.Fprintf(&b, " %s=%s(%s)", ct, c.Status, c.Reason)
+			}
+		}
+		if s := findStatus(p, "main"); s != nil {
+			res := ""
+			if s.Resources != nil {
+				res = fmt.Sprintf("%s/%s", s.Resources.Requests.Cpu(), s.Resources.Requests.Memory())
+			}
+			fmt.Fprintf(&b, " main[spec %s %s/%s, status %s %s ready=%v restarts=%d id=%.25s]", specImage(p, "main"),
+				p.Spec.Containers[0].Resources.Requests.Cpu(), p.Spec.Containers[0].Resources.Requests.Memory(),
+				s.Image, res, s.Ready, s.RestartCount, s.ContainerID)
+		}
+		if raw, ok := p.Annotations[pub.InPlaceUpdateStateKey]; ok {
+			var st struct {
+				Revision             string            `json:"revision"`
+				Completed            *metav1.Time      `json:"completedTimestamp"`
+				EnvRestartContainers map[string]string `json:"envRestartContainers"`
+			}
+			_ = json.Unmarshal([]byte(raw), &st) // a state that does not decode shows as empty
+			fmt.Fprintf(&b, " state[rev=%s completed=%v env=%v]", st.Revision, st.Completed != nil, st.EnvRestartContainers)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// TestCloneSetRecreatesOnQOSChange (OpenKruise "change resource and qos -> succeed to recreate"):
+// under InPlaceIfPossible, resources that would turn the Burstable Pod Guaranteed cannot change
+// in place (a Pod's QoS class is fixed): the Pod is recreated, and the Progressing condition says
+// Updated during the update and Available after it.
+func TestCloneSetRecreatesOnQOSChange(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-qos")
+	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, func(cs *v1alpha1.CloneSet) {
+		cs.Spec.Template.Labels["test-env"] = "foo"
+		c := &cs.Spec.Template.Spec.Containers[0]
+		c.Resources = *resizeOld.DeepCopy()
+		c.Env = []corev1.EnvVar{{Name: "TEST_ENV", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['test-env']"}}}}
+		cs.Spec.MinReadySeconds = 3
+		cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
+	})
+	var pod *corev1.Pod
+	for _, p := range waitCloneSetReady(t, ctx, cs, 1) {
+		pod = p
+	}
+	if pod.Status.QOSClass != corev1.PodQOSBurstable {
+		t.Fatalf("QoS class %s, want Burstable", pod.Status.QOSClass)
+	}
+	waitProgressing(t, ctx, cs, progressingAvailable)
+
+	guaranteed := resizeRequirements("100m", "128Mi", "100m", "128Mi")
+	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
+		cs.Spec.Template.Spec.Containers[0].Resources = *guaranteed.DeepCopy()
+	})
+	waitProgressing(t, ctx, cs, progressingUpdated)
+	_, after := waitRolledOut(t, ctx, cs, 1)
+	for _, p := range after {
+		if p.UID == pod.UID {
+			t.Errorf("pod %s (uid %s) kept: want it recreated for the QoS change", p.Name, p.UID)
+		}
+		if p.Status.QOSClass != corev1.PodQOSGuaranteed || !sameResources(&p.Spec.Containers[0].Resources, &guaranteed) {
+			t.Errorf("pod %s: QoS class %s, resources %+v; want Guaranteed with %+v", p.Name, p.Status.QOSClass, p.Spec.Containers[0].Resources, guaranteed)
+		}
+	}
+	waitProgressing(t, ctx, cs, progressingAvailable)
+}
