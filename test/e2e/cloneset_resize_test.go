@@ -96,11 +96,11 @@ const (
 // kubelet reports the resize Infeasible) leaves the Pod in an in-place update that cannot finish;
 // the next template change, the same change with resources that fit, is applied in place to the
 // same Pod, which then runs a new container with the new resources (spec and status), the new
-// image, the new env value, and is Ready and available at the new revision. The case also
-// after an infeasible resize alone (.../after-resize).
+// image, the new env value, and is Ready and available at the new revision. The not-required,
+// image-env case also after an infeasible resize alone (.../after-resize).
 func TestCloneSetSupersedesInfeasibleResize(t *testing.T) {
 	runResizeScenarios(t, changeInfeasible)
-	// From a resize alone, only the case (the other eleven behave as above and cost CI
+	// From a resize alone, only the case users reported stuck (the other eleven behave as above and cost CI
 	// time): not-required policies, then image, env label and resources together.
 	t.Run("not-required/image-env/after-resize", func(t *testing.T) {
 		t.Parallel()
