@@ -234,7 +234,8 @@ type managePlan struct {
 // planManage creates a Pod on every node that should run one and has none, deletes the Pods of
 // nodes that should not run one, failed Pods, Pods the preDelete hook released, and extra Pods (keeping, on a node with several, the
 // one at the update revision that is available, else the oldest; a surge Pod not yet available
-// and the old one beside it both stay): at most burstReplicas of each per sync.
+// and the old one beside it both stay, unless the old one is not ready): at most burstReplicas of
+// each per sync.
 func planManage(ds *v1alpha1.DaemonSet, states []*nodeState, updateRevision string, now time.Time) managePlan {
 	var plan managePlan
 	desired := 0
@@ -265,8 +266,14 @@ func planManage(ds *v1alpha1.DaemonSet, states []*nodeState, updateRevision stri
 			}
 			newest := alive[len(alive)-1]
 			if len(alive) == 2 && newest.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision && keep != newest {
-				// The surge Pod is not available yet: both stay. Once ready it is available
-				// minReadySeconds after it turned Ready, and the old Pod goes then.
+				// The surge Pod is not available yet: the old one stays while it serves (an old
+				// Pod that is not ready is no use to keep, as in kube's DaemonSet). Once ready the
+				// surge Pod is available minReadySeconds after it turned Ready, and the old Pod
+				// goes then.
+				if !availability.Ready(keep) {
+					plan.delete = append(plan.delete, keep)
+					continue
+				}
 				if _, left := availability.Available(newest, ds.Spec.MinReadySeconds, now); left > 0 && (plan.wait == 0 || left < plan.wait) {
 					plan.wait = left
 				}
