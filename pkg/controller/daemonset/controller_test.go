@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -148,5 +149,44 @@ func TestDeleteHeldByPreDelete(t *testing.T) {
 	}
 	if p := f.actions("patch", "pods"); !strings.Contains(p[misplaced.Name], `"lifecycle.apps.kruise.io/state":"PreparingDelete"`) {
 		t.Errorf("patches %v, want the Pod moved to PreparingDelete", p)
+	}
+}
+
+// A surge Pod that is ready but not yet available for minReadySeconds keeps the old Pod beside
+// it; nothing about either Pod changes when it becomes available, so the sync asks to be run again
+// then (as kube's and OpenKruise's DaemonSets do), and that run deletes the old Pod.
+func TestSyncRequeuesUntilTheSurgePodIsAvailable(t *testing.T) {
+	ds := testDaemonSet(func(d *v1alpha1.DaemonSet) {
+		d.Spec.MinReadySeconds = 5
+		d.Spec.UpdateStrategy.RollingUpdate.MaxSurge = ptr.To(intstr.FromString("100%"))
+		d.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+	})
+	data, err := history.TemplateData(&ds.Spec.Template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := history.Owner{Object: ds, Ref: controllerRef(ds), Labels: ds.Spec.Template.Labels}.NewRevision(data, 1, 0)
+	old := daemonPod(ds, "a", "old", true)
+	old.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour))
+	surge := daemonPod(ds, "a", rev.Name, true)
+	surge.CreationTimestamp = metav1.NewTime(now.Add(-10 * time.Second))
+	surge.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-2 * time.Second))
+	f := newFixture(t, ds, node("a", nil), old, surge, rev)
+	requeue, err := f.c.sync(context.Background(), cache.MetaObjectToName(ds))
+	if err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if d := f.actions("delete", "pods"); len(d) != 0 {
+		t.Errorf("deleted %v while the surge Pod has been ready 2s of minReadySeconds 5", d)
+	}
+	if requeue != 3*time.Second {
+		t.Errorf("requeue after %v, want 3s: when the surge Pod becomes available", requeue)
+	}
+	f.c.now = func() time.Time { return now.Add(requeue) }
+	if _, err := f.c.sync(context.Background(), cache.MetaObjectToName(ds)); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if d := f.actions("delete", "pods"); len(d) != 1 || d[old.Name] != "" {
+		t.Errorf("deleted %v at the requeue, want the old Pod %s", d, old.Name)
 	}
 }

@@ -183,6 +183,12 @@ func TestPlanManage(t *testing.T) {
 	if !slices.Equal(plan.create, []string{"c"}) || !slices.Equal(podNames(plan.delete), []string{misplaced.Name}) {
 		t.Errorf("surge not ready: create %v delete %v; want create c, delete only the Pod of node b", plan.create, podNames(plan.delete))
 	}
+	unready := old.DeepCopy()
+	unready.Status.Conditions[0].Status = corev1.ConditionFalse
+	plan = planManage(ds, nodeStates(ds, nodes, []*corev1.Pod{unready, surge}), "new", now)
+	if !slices.Equal(podNames(plan.delete), []string{old.Name}) {
+		t.Errorf("surge not ready, old Pod not ready either: delete %v, want the old Pod (as kube's DaemonSet)", podNames(plan.delete))
+	}
 	surge.Status.Conditions[0].Status = corev1.ConditionTrue
 	plan = planManage(ds, nodeStates(ds, nodes, []*corev1.Pod{old, surge}), "new", now)
 	if !slices.Equal(podNames(plan.delete), []string{old.Name}) {

@@ -77,7 +77,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		if ok, left := c.exp.Satisfied(key.String(), podState(pods)); ok {
 			var acted bool
 			readyErr := c.syncKruisePodReady(ctx, pods)
-			acted, actErr = c.manage(ctx, ds, states, revs)
+			acted, requeue, actErr = c.manage(ctx, ds, states, revs)
 			if !acted && actErr == nil {
 				actErr = c.rollingUpdate(ctx, ds, states, revs, revisions)
 			}
@@ -222,16 +222,20 @@ func burst(ds *v1alpha1.DaemonSet, desired int) int {
 	return max(n, 1)
 }
 
-// managePlan is what manage does in one sync: the nodes to create a Pod on, the Pods to delete.
+// managePlan is what manage does in one sync: the nodes to create a Pod on, the Pods to delete,
+// and how long until a surge Pod that is ready becomes available and its node's old Pod is to go
+// (0 when none waits): no event marks that moment, so the sync must look again then.
 type managePlan struct {
 	create []string
 	delete []*corev1.Pod
+	wait   time.Duration
 }
 
 // planManage creates a Pod on every node that should run one and has none, deletes the Pods of
 // nodes that should not run one, failed Pods, Pods the preDelete hook released, and extra Pods (keeping, on a node with several, the
 // one at the update revision that is available, else the oldest; a surge Pod not yet available
-// and the old one beside it both stay): at most burstReplicas of each per sync.
+// and the old one beside it both stay, unless the old one is not ready): at most burstReplicas of
+// each per sync.
 func planManage(ds *v1alpha1.DaemonSet, states []*nodeState, updateRevision string, now time.Time) managePlan {
 	var plan managePlan
 	desired := 0
@@ -262,7 +266,18 @@ func planManage(ds *v1alpha1.DaemonSet, states []*nodeState, updateRevision stri
 			}
 			newest := alive[len(alive)-1]
 			if len(alive) == 2 && newest.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision && keep != newest {
-				continue // the surge Pod is not available yet: both stay
+				// The surge Pod is not available yet: the old one stays while it serves (an old
+				// Pod that is not ready is no use to keep, as in kube's DaemonSet). Once ready the
+				// surge Pod is available minReadySeconds after it turned Ready, and the old Pod
+				// goes then.
+				if !availability.Ready(keep) {
+					plan.delete = append(plan.delete, keep)
+					continue
+				}
+				if _, left := availability.Available(newest, ds.Spec.MinReadySeconds, now); left > 0 && (plan.wait == 0 || left < plan.wait) {
+					plan.wait = left
+				}
+				continue
 			}
 			for _, p := range alive {
 				if p != keep {
@@ -277,11 +292,12 @@ func planManage(ds *v1alpha1.DaemonSet, states []*nodeState, updateRevision stri
 	return plan
 }
 
-// manage carries out planManage and says whether it did anything.
-func (c *Controller) manage(ctx context.Context, ds *v1alpha1.DaemonSet, states []*nodeState, revs history.Revisions) (bool, error) {
+// manage carries out planManage and says whether it did anything, and when to look again for a
+// surge Pod about to become available.
+func (c *Controller) manage(ctx context.Context, ds *v1alpha1.DaemonSet, states []*nodeState, revs history.Revisions) (bool, time.Duration, error) {
 	plan := planManage(ds, states, revs.Update.Name, c.now())
 	if len(plan.create) == 0 && len(plan.delete) == 0 {
-		return false, nil
+		return false, plan.wait, nil
 	}
 	var errs []error
 	for _, p := range plan.delete {
@@ -290,7 +306,7 @@ func (c *Controller) manage(ctx context.Context, ds *v1alpha1.DaemonSet, states 
 	for _, node := range plan.create {
 		errs = append(errs, c.createPod(ctx, ds, revs.Update, node))
 	}
-	return true, errors.Join(errs...)
+	return true, plan.wait, errors.Join(errs...)
 }
 
 func (c *Controller) createPod(ctx context.Context, ds *v1alpha1.DaemonSet, rev *appsv1.ControllerRevision, node string) error {
