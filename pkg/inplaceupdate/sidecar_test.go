@@ -301,3 +301,25 @@ func specImageOf(pod *corev1.Pod, name string) string {
 }
 
 func slicesEqual(a, b []string) bool { return strings.Join(a, ",") == strings.Join(b, ",") }
+
+// SidecarSetUpgradePending names the containers of an unfinished upgrade that do not run their
+// new image yet: all of them until the kubelet restarts them; none once they run it, or when
+// the upgrade is complete.
+func TestSidecarSetUpgradePending(t *testing.T) {
+	pod := injectedPod()
+	if got := SidecarSetUpgradePending(pod, "logs"); len(got) != 0 {
+		t.Errorf("no upgrade: pending %v", got)
+	}
+	upgraded, _ := begin(t, pod, sidecarRequest("logs", "h2", "log=log:v2"), t0)
+	if got := SidecarSetUpgradePending(upgraded, "logs"); !slicesEqual(got, []string{"log"}) {
+		t.Errorf("just begun: pending %v, want [log]", got)
+	}
+	if got := SidecarSetUpgradePending(upgraded, "mesh"); len(got) != 0 {
+		t.Errorf("another SidecarSet: pending %v", got)
+	}
+	s := status(upgraded, "log")
+	s.Image, s.ImageID = "log:v2", imageIDOf("log:v2")
+	if got := SidecarSetUpgradePending(upgraded, "logs"); len(got) != 0 {
+		t.Errorf("log runs log:v2: pending %v", got)
+	}
+}

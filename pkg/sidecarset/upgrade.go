@@ -255,11 +255,18 @@ func NextUpgrades(set *appsv1alpha1.SidecarSet, pods []*corev1.Pod) (*Plan, erro
 }
 
 // upgrading is true when a ready sidecar of the SidecarSet is in the middle of an upgrade (to an
-// older hash): OpenKruise waits for it to finish before the next (IsSidecarSetUpgradable's
-// "consistent").
+// older hash): the kubelet has not restarted it on its new image yet, and OpenKruise waits for
+// that before the next upgrade (IsSidecarSetUpgradable's "consistent"). A sidecar of an unfinished
+// upgrade that is not ready holds nothing: its image may never be pulled or start, and the next
+// hash (the user's fix) must supersede that upgrade, as a CloneSet's next revision supersedes an
+// in-place update that cannot finish.
 func upgrading(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
-	_, completed, ok := inplaceupdate.SidecarSetUpgradeState(pod, set.Name)
-	return ok && !completed
+	for _, name := range inplaceupdate.SidecarSetUpgradePending(pod, set.Name) {
+		if containerReady(pod, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // expandScatter turns scatter terms "key=*" into one term per value the Pods have for key.
