@@ -302,6 +302,31 @@ func specImageOf(pod *corev1.Pod, name string) string {
 
 func slicesEqual(a, b []string) bool { return strings.Join(a, ",") == strings.Join(b, ",") }
 
+// A SidecarSet upgrade writes the SidecarSet's patchPodMetadata with the new images, in the same
+// write; an annotation the engine writes itself is refused.
+func TestSidecarSetUpgradePatchesAnnotations(t *testing.T) {
+	pod := injectedPod()
+	pod.Annotations["key"] = `{"log":1}`
+	req := sidecarRequest("logs", "h2", "log=log:v2")
+	req.Spec.Metadata = &apps.InPlaceUpdateMetadata{Annotations: map[string]string{"key": `{"log":2}`}}
+	upgraded, step := begin(t, pod, req, t0)
+	if got := upgraded.Annotations["key"]; got != `{"log":2}` {
+		t.Errorf("annotation key = %q, want the patched value", got)
+	}
+	if specImageOf(upgraded, "log") != "log:v2" || step.Done {
+		t.Errorf("images %v, step %+v: want log upgrading to log:v2", upgraded.Spec.Containers, step)
+	}
+
+	var invalid *InvalidRequestError
+	for _, key := range []string{pub.SidecarSetHashKey, pub.SidecarSetInPlaceUpdateStateKey, pub.InPlaceUpdateStateKey} {
+		req := sidecarRequest("logs", "h2", "log=log:v2")
+		req.Spec.Metadata = &apps.InPlaceUpdateMetadata{Annotations: map[string]string{key: "{}"}}
+		if _, err := SpecFromRequest(pod, req); !errors.As(err, &invalid) || invalid.Errs[0].Field != "spec.metadata.annotations["+key+"]" {
+			t.Errorf("%s: want 422 at spec.metadata.annotations[%s], got %v", key, key, err)
+		}
+	}
+}
+
 // SidecarSetUpgradePending names the containers of an unfinished upgrade that do not run their
 // new image yet: all of them until the kubelet restarts them; none once they run it, or when
 // the upgrade is complete.

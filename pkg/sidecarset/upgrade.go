@@ -311,14 +311,43 @@ func UpgradeImages(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) map[string]str
 }
 
 // Upgrade is what upgrading the Pod's sidecars of the SidecarSet writes: the new images of its
-// cold-upgrade sidecars (UpgradeImages) and the first step of the hot upgrade of its pairs
-// (HotUpgrade).
-func Upgrade(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) UpgradeChange {
+// cold-upgrade sidecars (UpgradeImages), the first step of the hot upgrade of its pairs
+// (HotUpgrade), and the annotations spec.patchPodMetadata changes (PatchPodMetadata over the
+// Pod's), as OpenKruise's upgrade writes them in the same update of the Pod. A change of
+// patchPodMetadata alone changes no hash and reaches no Pod; it comes with the next upgrade. The
+// error is a patch that does not apply to the Pod's annotation.
+func Upgrade(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) (UpgradeChange, error) {
 	change := HotUpgrade(pod, set)
 	for name, image := range UpgradeImages(pod, set) {
 		change.image(name, image)
 	}
-	return change
+	patched, err := PatchedAnnotations(pod, set)
+	if err != nil {
+		return UpgradeChange{}, err
+	}
+	for k, v := range patched {
+		change.annotate(k, v)
+	}
+	return change, nil
+}
+
+// PatchedAnnotations are the annotations of the Pod that the SidecarSet's spec.patchPodMetadata
+// changes, with their new values.
+func PatchedAnnotations(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) (map[string]string, error) {
+	if len(set.Spec.PatchPodMetadata) == 0 {
+		return nil, nil
+	}
+	meta := pod.ObjectMeta.DeepCopy()
+	if _, err := PatchPodMetadata(meta, set.Spec.PatchPodMetadata); err != nil {
+		return nil, fmt.Errorf("spec.patchPodMetadata: %w", err)
+	}
+	changed := map[string]string{}
+	for k, v := range meta.Annotations {
+		if old, ok := pod.Annotations[k]; !ok || old != v {
+			changed[k] = v
+		}
+	}
+	return changed, nil
 }
 
 // UpgradableCondition is the Pod's SidecarSetUpgradable condition after recording whether this

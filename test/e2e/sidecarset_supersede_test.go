@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -14,9 +15,10 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 )
 
-// A SidecarSet upgrade that cannot finish, on the real cluster: OpenKruise's "sidecarSet upgrade
-// cold sidecar container failed image" (test/e2e/apps/v1alpha1/sidecarset.go), and the same
-// failure for a hot upgrade.
+// A SidecarSet upgrade that cannot finish, and patchPodMetadata with an upgrade, on the real
+// cluster: OpenKruise's "sidecarSet upgrade cold sidecar container failed image" and "sidecarSet
+// patch pod metadata" (test/e2e/apps/v1alpha1/sidecarset.go), and the same failure for a hot
+// upgrade.
 
 // unpullableImage is an image no node has; with the sidecars' pull policy Never the kubelet
 // refuses it at once (ErrImageNeverPull), as a registry would refuse a tag it lacks.
@@ -145,4 +147,60 @@ func TestSidecarSetHotUpgradeSupersedesBadImage(t *testing.T) {
 			t.Errorf("pod %s: app container %+v, want restartCount 0", name, s)
 		}
 	}
+}
+
+// TestSidecarSetPatchPodMetadataFollowsUpgrade (OpenKruise "sidecarSet patch pod metadata"): a
+// SidecarSet patching the annotation key (MergePatchJson) injects {"agent":1}; changing only the
+// patch to {"agent":2} upgrades no Pod (2/2/2/2, the annotation kept); the next image change
+// upgrades the sidecars in place and writes {"agent":2} into the Pods with it.
+//
+// OpenKruise first needs the key allowed in the kruise-configuration ConfigMap
+// (SidecarSet_PatchPodMetadata_WhiteList); inplace checks no allow-list.
+func TestSidecarSetPatchPodMetadataFollowsUpgrade(t *testing.T) {
+	ctx := testContext(t)
+	patch := func(value string) func(*v1alpha1.SidecarSet) {
+		return func(s *v1alpha1.SidecarSet) {
+			s.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{
+				PatchPolicy: v1alpha1.SidecarSetMergePatchJsonPatchPolicy,
+				Annotations: map[string]string{"key": value},
+			}}
+		}
+	}
+	u := newSidecarUpgrade(t, ctx, "ss-patchmeta", 2, patch(`{"agent":1}`))
+	checkKey := func(pods map[string]*corev1.Pod, want string) {
+		t.Helper()
+		for name, p := range pods {
+			if got := p.Annotations["key"]; got != want {
+				t.Errorf("pod %s: annotation key = %q, want %q", name, got, want)
+			}
+		}
+	}
+	checkKey(u.before, `{"agent":1}`)
+
+	updateSidecarSet(t, ctx, u.set, patch(`{"agent":2}`))
+	waitSidecarSetStatus(t, ctx, u.set, 2, 2, 2, 2)
+	// The controller has seen the change; watch that it writes nothing to the Pods.
+	deadline := time.Now().Add(settleWindow)
+	for time.Now().Before(deadline) {
+		pods, err := cloneSetPods(ctx, u.cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, p := range pods {
+			if p.Annotations["key"] != `{"agent":1}` || specImage(p, upgradeSidecar) != appImageV1 {
+				t.Fatalf("pod %s changed by a change of patchPodMetadata alone: key %q, sidecar %s", name, p.Annotations["key"], specImage(p, upgradeSidecar))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+
+	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
+	after := waitSidecarsOn(t, ctx, u, appImageV2, 2)
+	waitSidecarSetStatus(t, ctx, u.set, 2, 2, 2, 2)
+	checkSidecarsUpgraded(t, u.before, after, appImageV2, 1)
+	checkKey(after, `{"agent":2}`)
 }
