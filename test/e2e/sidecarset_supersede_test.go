@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 )
 
@@ -73,11 +74,24 @@ func TestSidecarSetUpgradeSupersedesBadImage(t *testing.T) {
 
 	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
 	after := waitSidecarsOn(t, ctx, u, appImageV2, 4)
-	waitSidecarSetStatus(t, ctx, u.set, 4, 4, 4, 4)
+	set := waitSidecarSetStatus(t, ctx, u.set, 4, 4, 4, 4)
 	checkSamePods(t, u.before, after)
 	for name, p := range after {
 		if s := findStatus(p, "main"); s == nil || s.RestartCount != 0 {
 			t.Errorf("pod %s: app container status %+v, want restartCount 0: a sidecar upgrade must not restart it", name, s)
+		}
+		// As OpenKruise's test checks after the fix: each Pod's hash entries follow the
+		// SidecarSet's hashes and name its sidecar; every Pod is marked upgradable.
+		for key, want := range map[string]string{
+			v1alpha1.SidecarSetHashAnnotation:             set.Annotations[v1alpha1.SidecarSetHashAnnotation],
+			v1alpha1.SidecarSetHashWithoutImageAnnotation: set.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation],
+		} {
+			if e := ssHashes(t, p, key)[u.set]; want == "" || e.Hash != want || e.SidecarSetName != u.set || !slices.Equal(e.SidecarList, []string{upgradeSidecar}) {
+				t.Errorf("pod %s: %s entry %+v, want hash %q, sidecarSetName %s, sidecarList [%s]", name, key, e, want, u.set, upgradeSidecar)
+			}
+		}
+		if got := conditionStatus(p, pub.SidecarSetUpgradable); got != corev1.ConditionTrue {
+			t.Errorf("pod %s: condition %s %s, want True", name, pub.SidecarSetUpgradable, got)
 		}
 	}
 }
