@@ -121,10 +121,22 @@ func newHotSidecarSet(t *testing.T, ctx context.Context, prefix string, n int32)
 // puts it into mesh-2 of one Pod (maxUnavailable 1), which never starts (2 matched, 1 updated, 1
 // ready, 0 updated and ready); the fix goes into that same mesh-2 and into the other Pod's, and
 // both Pods end as a hot upgrade does: mesh-2 working on the good image, mesh-1 back on the empty
-// image, 2/2/2/2.
+// image, 2/2/2/2. A change beyond the image then upgrades neither (2 matched, 0 updated, 2 ready).
 func TestSidecarSetHotUpgradeSupersedesBadImage(t *testing.T) {
 	ctx := testContext(t)
 	ns, cs, before := newHotSidecarSet(t, ctx, "ss-hot-bad", 2)
+	// As injected (OpenKruise "sidecarSet upgrade hot sidecar container image"): mesh-1 works
+	// at version 1, mesh-2 is empty at version 0, each the other's alt.
+	for name, p := range before {
+		for key, want := range map[string]string{
+			"version.sidecarset.kruise.io/mesh-1": "1", "versionalt.sidecarset.kruise.io/mesh-1": "0",
+			"version.sidecarset.kruise.io/mesh-2": "0", "versionalt.sidecarset.kruise.io/mesh-2": "1",
+		} {
+			if got := p.Annotations[key]; got != want {
+				t.Errorf("pod %s injected with %s=%q, want %q", name, key, got, want)
+			}
+		}
+	}
 
 	updateSidecarSet(t, ctx, ns, sidecarImage(unpullableImage))
 	waitSidecarSetStatus(t, ctx, ns, 2, 1, 1, 0)
@@ -161,6 +173,12 @@ func TestSidecarSetHotUpgradeSupersedesBadImage(t *testing.T) {
 			t.Errorf("pod %s: app container %+v, want restartCount 0", name, s)
 		}
 	}
+
+	// A change beyond the image upgrades no Pod, hot or not: 2 matched, none updated, 2 ready.
+	updateSidecarSet(t, ctx, ns, func(s *v1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "PROXY", Value: "127.0.0.1"}}
+	})
+	waitSidecarSetStatus(t, ctx, ns, 2, 0, 2, 0)
 }
 
 // TestSidecarSetPatchPodMetadataFollowsUpgrade (OpenKruise "sidecarSet patch pod metadata"): a

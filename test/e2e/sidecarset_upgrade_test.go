@@ -293,7 +293,7 @@ func TestSidecarSetColdUpgrade(t *testing.T) {
 
 // TestSidecarSetNonImageChange: a change beyond images (env) never reaches running Pods: they
 // keep their sidecar untouched and are marked SidecarSetUpgradable=False; a new Pod gets the new
-// sidecar at creation and counts as updated.
+// sidecar at creation and counts as updated, and the next image change upgrades it alone.
 func TestSidecarSetNonImageChange(t *testing.T) {
 	ctx := testContext(t)
 	u := newSidecarUpgrade(t, ctx, "ss-env", 2, nil)
@@ -338,6 +338,17 @@ func TestSidecarSetNonImageChange(t *testing.T) {
 		}
 		if v, _ := ssEnv(ssContainer(p.Spec.Containers, upgradeSidecar), "AGENT_MODE"); v != "two" {
 			t.Errorf("new pod %s: sidecar AGENT_MODE=%q, want the SidecarSet's %q", name, v, "two")
+		}
+	}
+
+	// An image change then reaches the new Pod only (OpenKruise: 2 matched, 1 updated, 1 updated
+	// and ready, 2 ready); the old Pods keep their sidecar.
+	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
+	pods = waitSidecarsOn(t, ctx, u, appImageV2, 1)
+	waitSidecarSetStatus(t, ctx, u.set, 3, 1, 3, 1)
+	for name := range u.before {
+		if specImage(pods[name], upgradeSidecar) != appImageV1 {
+			t.Errorf("pod %s: sidecar set to %s, want it kept on %s (not upgradable)", name, specImage(pods[name], upgradeSidecar), appImageV1)
 		}
 	}
 }
