@@ -80,8 +80,12 @@ func TestSidecarSetUpgradeSupersedesBadImage(t *testing.T) {
 		if s := findStatus(p, "main"); s == nil || s.RestartCount != 0 {
 			t.Errorf("pod %s: app container status %+v, want restartCount 0: a sidecar upgrade must not restart it", name, s)
 		}
-		// As OpenKruise's test checks after the fix: each Pod's hash entries follow the
-		// SidecarSet's hashes and name its sidecar; every Pod is marked upgradable.
+		// As OpenKruise's tests check after an upgrade: each Pod's hash entries follow the
+		// SidecarSet's hashes and name its sidecar, the hash entry its latest ControllerRevision;
+		// every Pod is marked upgradable.
+		if e := ssHashes(t, p, v1alpha1.SidecarSetHashAnnotation)[u.set]; e.ControllerRevision == "" || e.ControllerRevision != set.Status.LatestRevision {
+			t.Errorf("pod %s: hash entry controllerRevision %q, want the SidecarSet's latest %q", name, e.ControllerRevision, set.Status.LatestRevision)
+		}
 		for key, want := range map[string]string{
 			v1alpha1.SidecarSetHashAnnotation:             set.Annotations[v1alpha1.SidecarSetHashAnnotation],
 			v1alpha1.SidecarSetHashWithoutImageAnnotation: set.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation],

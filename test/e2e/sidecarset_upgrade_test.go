@@ -354,7 +354,8 @@ func TestSidecarSetNonImageChange(t *testing.T) {
 }
 
 // TestSidecarSetUpgradeStrategy: partition 2 of 4 upgrades 2 Pods and stops; paused stops an
-// upgrade; resumed, it finishes; updateStrategy.selector limits an upgrade to the labelled Pod.
+// upgrade; resumed, it finishes; updateStrategy.selector limits an upgrade to the labelled Pod,
+// and removing it upgrades the others.
 func TestSidecarSetUpgradeStrategy(t *testing.T) {
 	ctx := testContext(t)
 	u := newSidecarUpgrade(t, ctx, "ss-strategy", 4, nil)
@@ -395,6 +396,11 @@ func TestSidecarSetUpgradeStrategy(t *testing.T) {
 	waitSidecarsOn(t, ctx, u, appImageV3, 1)
 	waitSidecarSetStatus(t, ctx, u.set, 4, 1, 4, 1)
 	expectSidecarsStay(t, ctx, u, appImageV3, []string{canary}, "updateStrategy.selector canary=true")
+
+	// Without the selector, the rest follow (OpenKruise "... and selector").
+	updateSidecarSet(t, ctx, u.set, func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Selector = nil })
+	waitSidecarsOn(t, ctx, u, appImageV3, 4)
+	waitSidecarSetStatus(t, ctx, u.set, 4, 4, 4, 4)
 }
 
 // TestSidecarSetUpgradeWithCloneSetUpdate: a SidecarSet upgrade of the sidecar and a CloneSet
