@@ -37,16 +37,26 @@ func podsSetTo(pods map[string]*corev1.Pod, container, image string) []string {
 	return names
 }
 
-// checkNotStarted fails unless each named Pod's container waits (its image is never pulled) and
-// the Pod is not Ready.
-func checkNotStarted(t *testing.T, pods map[string]*corev1.Pod, names []string, container string) {
+// waitNotStarted waits until each named Pod's container waits (the kubelet stopped it and cannot
+// pull its new image) and the Pod is not Ready.
+func waitNotStarted(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, names []string, container string) {
 	t.Helper()
-	for _, name := range names {
-		p := pods[name]
-		if s := findStatus(p, container); s == nil || s.Ready || s.State.Waiting == nil || podReady(p) {
-			t.Errorf("pod %s: container %s status %+v, Pod Ready %v: want it waiting for an image that cannot be pulled", name, container, s, podReady(p))
+	poll(t, ctx, rolloutTimeout, fmt.Sprintf("container %s of %v waiting for an image that cannot be pulled", container, names), func(ctx context.Context) (bool, error) {
+		pods, err := cloneSetPods(ctx, cs)
+		if err != nil {
+			return false, err
 		}
-	}
+		for _, name := range names {
+			p := pods[name]
+			if p == nil {
+				return false, fmt.Errorf("pod %s is gone", name)
+			}
+			if s := findStatus(p, container); s == nil || s.Ready || s.State.Waiting == nil || podReady(p) {
+				return false, fmt.Errorf("pod %s: container %s status %+v, Pod Ready %v", name, container, s, podReady(p))
+			}
+		}
+		return true, nil
+	})
 }
 
 // TestSidecarSetUpgradeSupersedesBadImage: the sidecar's image changed to one that cannot be
@@ -70,7 +80,8 @@ func TestSidecarSetUpgradeSupersedesBadImage(t *testing.T) {
 	if len(broken) != 2 {
 		t.Fatalf("sidecars set to %s: %v, want 2 (maxUnavailable 50%% of 4)", unpullableImage, broken)
 	}
-	checkNotStarted(t, pods, broken, upgradeSidecar)
+	waitNotStarted(t, ctx, u.cs, broken, upgradeSidecar)
+	waitSidecarSetStatus(t, ctx, u.set, 4, 2, 2, 0)
 
 	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
 	after := waitSidecarsOn(t, ctx, u, appImageV2, 4)
@@ -152,7 +163,8 @@ func TestSidecarSetHotUpgradeSupersedesBadImage(t *testing.T) {
 	if len(broken) != 1 {
 		t.Fatalf("mesh-2 set to %s in %v, want 1 Pod (maxUnavailable 1)", unpullableImage, broken)
 	}
-	checkNotStarted(t, pods, broken, "mesh-2")
+	waitNotStarted(t, ctx, cs, broken, "mesh-2")
+	waitSidecarSetStatus(t, ctx, ns, 2, 1, 1, 0)
 	if hp := hotPairOf(t, pods[broken[0]]); hp.working != "mesh-2" || !slices.Equal(hp.serving, []string{"mesh-1"}) {
 		t.Errorf("pod %s: %+v, want mesh-2 recorded as working and mesh-1 still serving", broken[0], hp)
 	}
