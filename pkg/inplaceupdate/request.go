@@ -295,10 +295,12 @@ func sidecarSpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSp
 	return spec, nil
 }
 
-// sidecarAnnotations checks the hot-upgrade annotations of a SidecarSet upgrade (validation
-// allowed no other keys) against the Pod: a version annotation names a container of this
-// SidecarSet's pairs, the working-container record is a JSON object of names. Those that change
-// go into spec.Metadata.
+// sidecarAnnotations checks the annotations of a SidecarSet upgrade against the Pod: a hot
+// upgrade's version annotation names a container of this SidecarSet's pairs, its working-container
+// record is a JSON object of names; any other is the SidecarSet's patchPodMetadata, and may not be
+// one this engine writes itself. Those that change go into spec.Metadata. Like the hot upgrade's,
+// they are written at once and restart nothing by themselves (a sidecar reading one through env
+// sees it when the upgrade restarts it, as in OpenKruise).
 func sidecarAnnotations(pod *corev1.Pod, in *apps.InPlaceUpdateSpec, sidecars map[string]bool, spec *UpdateSpec) field.ErrorList {
 	if in.Metadata == nil {
 		return nil
@@ -307,19 +309,24 @@ func sidecarAnnotations(pod *corev1.Pod, in *apps.InPlaceUpdateSpec, sidecars ma
 	p := field.NewPath("spec", "metadata", "annotations")
 	for _, k := range sortedKeys(in.Metadata.Annotations) {
 		v := in.Metadata.Annotations[k]
-		if k == pub.SidecarSetWorkingHotUpgradeContainerKey {
+		switch {
+		case reservedAnnotations[k]:
+			errs = append(errs, field.Forbidden(p.Key(k), "this annotation is written by inplace itself"))
+			continue
+		case k == pub.SidecarSetWorkingHotUpgradeContainerKey:
 			working := map[string]string{}
 			if err := json.Unmarshal([]byte(v), &working); err != nil {
 				errs = append(errs, field.Invalid(p.Key(k), v, "must be a JSON object of SidecarSet container name to the Pod container of its pair that works, e.g. {\"mesh\":\"mesh-1\"}"))
 				continue
 			}
-		} else {
+		case pub.IsSidecarSetHotUpgradeAnnotation(k):
 			container := strings.TrimPrefix(strings.TrimPrefix(k, pub.SidecarSetVersionAltAnnotationPrefix), pub.SidecarSetVersionAnnotationPrefix)
 			if !sidecars[container] || findContainer(pod.Spec.Containers, container) == nil {
 				errs = append(errs, field.Invalid(p.Key(k), v, fmt.Sprintf("%q is not a hot-upgrade container of SidecarSet %s in this pod", container, in.SidecarSet.Name)))
 				continue
 			}
 		}
+		// Any other annotation is the SidecarSet's spec.patchPodMetadata.
 		if cur, ok := pod.Annotations[k]; !ok || cur != v {
 			if spec.Metadata == nil {
 				spec.Metadata = &MetadataChange{}

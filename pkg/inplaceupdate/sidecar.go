@@ -123,6 +123,26 @@ func SidecarSetUpgradeState(pod *corev1.Pod, name string) (*pub.InPlaceUpdateSta
 	return st.public(), st.completed(), true
 }
 
+// SidecarSetUpgradePending names the containers of SidecarSet name's unfinished in-place upgrade
+// of the Pod that do not run their new image yet (none when no upgrade of it is unfinished). The
+// SidecarSet controller waits for such a container while it is still ready (the kubelet has not
+// restarted it yet), but not for one that is not ready: its new image may never start, and the
+// next hash must be able to supersede the upgrade.
+func SidecarSetUpgradePending(pod *corev1.Pod, name string) []string {
+	states, err := readSidecarStates(pod)
+	if err != nil || states[name] == nil || states[name].completed() {
+		return nil
+	}
+	st := states[name]
+	var pending []string
+	for _, c := range st.currentBatch() {
+		if spec := findContainer(pod.Spec.Containers, c); spec != nil && !imageUpdated(spec, findStatus(pod, c), st.LastContainerStatuses[c]) {
+			pending = append(pending, c)
+		}
+	}
+	return pending
+}
+
 // SidecarSetUpgradesInProgress names the SidecarSets whose in-place upgrade of the Pod is under
 // way, sorted.
 func SidecarSetUpgradesInProgress(pod *corev1.Pod) []string {

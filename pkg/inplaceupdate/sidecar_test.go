@@ -301,3 +301,50 @@ func specImageOf(pod *corev1.Pod, name string) string {
 }
 
 func slicesEqual(a, b []string) bool { return strings.Join(a, ",") == strings.Join(b, ",") }
+
+// A SidecarSet upgrade writes the SidecarSet's patchPodMetadata with the new images, in the same
+// write; an annotation the engine writes itself is refused.
+func TestSidecarSetUpgradePatchesAnnotations(t *testing.T) {
+	pod := injectedPod()
+	pod.Annotations["key"] = `{"log":1}`
+	req := sidecarRequest("logs", "h2", "log=log:v2")
+	req.Spec.Metadata = &apps.InPlaceUpdateMetadata{Annotations: map[string]string{"key": `{"log":2}`}}
+	upgraded, step := begin(t, pod, req, t0)
+	if got := upgraded.Annotations["key"]; got != `{"log":2}` {
+		t.Errorf("annotation key = %q, want the patched value", got)
+	}
+	if specImageOf(upgraded, "log") != "log:v2" || step.Done {
+		t.Errorf("images %v, step %+v: want log upgrading to log:v2", upgraded.Spec.Containers, step)
+	}
+
+	var invalid *InvalidRequestError
+	for _, key := range []string{pub.SidecarSetHashKey, pub.SidecarSetInPlaceUpdateStateKey, pub.InPlaceUpdateStateKey} {
+		req := sidecarRequest("logs", "h2", "log=log:v2")
+		req.Spec.Metadata = &apps.InPlaceUpdateMetadata{Annotations: map[string]string{key: "{}"}}
+		if _, err := SpecFromRequest(pod, req); !errors.As(err, &invalid) || invalid.Errs[0].Field != "spec.metadata.annotations["+key+"]" {
+			t.Errorf("%s: want 422 at spec.metadata.annotations[%s], got %v", key, key, err)
+		}
+	}
+}
+
+// SidecarSetUpgradePending names the containers of an unfinished upgrade that do not run their
+// new image yet: all of them until the kubelet restarts them; none once they run it, or when
+// the upgrade is complete.
+func TestSidecarSetUpgradePending(t *testing.T) {
+	pod := injectedPod()
+	if got := SidecarSetUpgradePending(pod, "logs"); len(got) != 0 {
+		t.Errorf("no upgrade: pending %v", got)
+	}
+	upgraded, _ := begin(t, pod, sidecarRequest("logs", "h2", "log=log:v2"), t0)
+	if got := SidecarSetUpgradePending(upgraded, "logs"); !slicesEqual(got, []string{"log"}) {
+		t.Errorf("just begun: pending %v, want [log]", got)
+	}
+	if got := SidecarSetUpgradePending(upgraded, "mesh"); len(got) != 0 {
+		t.Errorf("another SidecarSet: pending %v", got)
+	}
+	s := status(upgraded, "log")
+	s.Image, s.ImageID = "log:v2", imageIDOf("log:v2")
+	if got := SidecarSetUpgradePending(upgraded, "logs"); len(got) != 0 {
+		t.Errorf("log runs log:v2: pending %v", got)
+	}
+}

@@ -83,8 +83,8 @@ func TestHotUpgradeAlternates(t *testing.T) {
 		t.Errorf("images %v, want envoy-2=envoy:v2 only", change.Images)
 	}
 	checkAnnotations(t, change.Annotations, want)
-	if got := Upgrade(pod, v2); got.Images["envoy-2"] != "envoy:v2" || len(got.Images) != 1 {
-		t.Errorf("Upgrade = %+v, want the hot step", got)
+	if got, err := Upgrade(pod, v2); err != nil || got.Images["envoy-2"] != "envoy:v2" || len(got.Images) != 1 {
+		t.Errorf("Upgrade = %+v, %v, want the hot step", got, err)
 	}
 	apply(pod, change)
 

@@ -107,3 +107,34 @@ func TestValidatePatchPodMetadata(t *testing.T) {
 		t.Errorf("no patchPodMetadata needs no allow-list: %v", err)
 	}
 }
+
+// An upgrade writes the annotations patchPodMetadata changes, and only those; a patch that does
+// not apply is an error.
+func TestUpgradePatchesPodMetadata(t *testing.T) {
+	pod := logPods(t, 1)[0]
+	pod.Annotations["merged"] = `{"agent":1,"x":true}`
+	pod.Annotations["retained"] = "pod's"
+	pod.Annotations["same"] = "v"
+	set := logSet("agent:v2", func(s *appsv1alpha1.SidecarSet) {
+		s.Spec.PatchPodMetadata = []appsv1alpha1.SidecarSetPatchPodMetadata{
+			{PatchPolicy: appsv1alpha1.SidecarSetMergePatchJsonPatchPolicy, Annotations: map[string]string{"merged": `{"agent":2}`}},
+			{PatchPolicy: appsv1alpha1.SidecarSetRetainPatchPolicy, Annotations: map[string]string{"retained": "set's", "new": "n"}},
+			{PatchPolicy: appsv1alpha1.SidecarSetOverwritePatchPolicy, Annotations: map[string]string{"same": "v"}},
+		}
+	})
+	change, err := Upgrade(pod, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"merged": `{"agent":2,"x":true}`, "new": "n"}
+	if !maps.Equal(change.Annotations, want) || change.Images["agent"] != "agent:v2" {
+		t.Errorf("change %+v, want agent:v2 and annotations %v", change, want)
+	}
+	if pod.Annotations["merged"] != `{"agent":1,"x":true}` {
+		t.Error("Upgrade changed the Pod it was given")
+	}
+	pod.Annotations["merged"] = "not json"
+	if _, err := Upgrade(pod, set); err == nil || !strings.Contains(err.Error(), "merged") {
+		t.Errorf("a patch over an annotation that is not JSON: %v, want an error naming it", err)
+	}
+}

@@ -71,6 +71,30 @@ func markUpgraded(t *testing.T, pod *corev1.Pod, set *appsv1alpha1.SidecarSet) {
 	pod.Annotations[pub.SidecarSetHashKey] = string(b)
 }
 
+// startUpgrade records an unfinished upgrade of the Pod's agent to image, as the engine begins it
+// (spec image, state with the previous imageID); the kubelet has not restarted the agent yet when
+// ready, or cannot start it (an image that is not pulled) when not.
+func startUpgrade(pod *corev1.Pod, image string, ready bool) {
+	podContainer(pod, "agent").Image = image
+	pod.Annotations[pub.SidecarSetInPlaceUpdateStateKey] = `{"logs":{"revision":"old","updateTimestamp":"2026-01-01T00:00:00Z",` +
+		`"lastContainerStatuses":{"agent":{"imageID":"agent:v1@id"}},"containerBatchesRecord":[{"timestamp":"2026-01-01T00:00:00Z","containers":["agent"]}]}}`
+	if ready {
+		return
+	}
+	st := agentStatus(pod)
+	st.Ready, st.State = false, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}
+	notReady(pod)
+}
+
+func agentStatus(pod *corev1.Pod) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if s := &pod.Status.ContainerStatuses[i]; s.Name == "agent" {
+			return s
+		}
+	}
+	return nil
+}
+
 func notReady(pod *corev1.Pod) {
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
 }
@@ -171,8 +195,20 @@ func TestNextUpgrades(t *testing.T) {
 		}, want: []string{"pod-3"}, waiting: 3},
 		{name: "an upgrade under way waits", mutate: func(s *appsv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(4)) },
 			prepare: func(_ *testing.T, pods []*corev1.Pod, _ *appsv1alpha1.SidecarSet) {
-				pods[1].Annotations[pub.SidecarSetInPlaceUpdateStateKey] = `{"logs":{"revision":"old","updateTimestamp":"2026-01-01T00:00:00Z"}}`
+				startUpgrade(pods[1], "agent:v1b", true)
 			}, want: []string{"pod-0", "pod-2", "pod-3"}, waiting: 1},
+		{name: "an unfinished upgrade whose sidecar is not ready is superseded", mutate: func(s *appsv1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(4))
+		}, prepare: func(_ *testing.T, pods []*corev1.Pod, _ *appsv1alpha1.SidecarSet) {
+			startUpgrade(pods[1], "agent:bad", false)
+		}, want: []string{"pod-1", "pod-0", "pod-2", "pod-3"}},
+		{name: "an unfinished upgrade whose sidecar runs its new image does not wait", mutate: func(s *appsv1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(4))
+		}, prepare: func(_ *testing.T, pods []*corev1.Pod, _ *appsv1alpha1.SidecarSet) {
+			startUpgrade(pods[1], "agent:v1b", true)
+			st := agentStatus(pods[1])
+			st.Image, st.ImageID = "agent:v1b", "agent:v1b@id"
+		}, want: []string{"pod-0", "pod-1", "pod-2", "pod-3"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -255,11 +255,18 @@ func NextUpgrades(set *appsv1alpha1.SidecarSet, pods []*corev1.Pod) (*Plan, erro
 }
 
 // upgrading is true when a ready sidecar of the SidecarSet is in the middle of an upgrade (to an
-// older hash): OpenKruise waits for it to finish before the next (IsSidecarSetUpgradable's
-// "consistent").
+// older hash): the kubelet has not restarted it on its new image yet, and OpenKruise waits for
+// that before the next upgrade (IsSidecarSetUpgradable's "consistent"). A sidecar of an unfinished
+// upgrade that is not ready holds nothing: its image may never be pulled or start, and the next
+// hash (the user's fix) must supersede that upgrade, as a CloneSet's next revision supersedes an
+// in-place update that cannot finish.
 func upgrading(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
-	_, completed, ok := inplaceupdate.SidecarSetUpgradeState(pod, set.Name)
-	return ok && !completed
+	for _, name := range inplaceupdate.SidecarSetUpgradePending(pod, set.Name) {
+		if containerReady(pod, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // expandScatter turns scatter terms "key=*" into one term per value the Pods have for key.
@@ -304,14 +311,43 @@ func UpgradeImages(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) map[string]str
 }
 
 // Upgrade is what upgrading the Pod's sidecars of the SidecarSet writes: the new images of its
-// cold-upgrade sidecars (UpgradeImages) and the first step of the hot upgrade of its pairs
-// (HotUpgrade).
-func Upgrade(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) UpgradeChange {
+// cold-upgrade sidecars (UpgradeImages), the first step of the hot upgrade of its pairs
+// (HotUpgrade), and the annotations spec.patchPodMetadata changes (PatchPodMetadata over the
+// Pod's), as OpenKruise's upgrade writes them in the same update of the Pod. A change of
+// patchPodMetadata alone changes no hash and reaches no Pod; it comes with the next upgrade. The
+// error is a patch that does not apply to the Pod's annotation.
+func Upgrade(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) (UpgradeChange, error) {
 	change := HotUpgrade(pod, set)
 	for name, image := range UpgradeImages(pod, set) {
 		change.image(name, image)
 	}
-	return change
+	patched, err := PatchedAnnotations(pod, set)
+	if err != nil {
+		return UpgradeChange{}, err
+	}
+	for k, v := range patched {
+		change.annotate(k, v)
+	}
+	return change, nil
+}
+
+// PatchedAnnotations are the annotations of the Pod that the SidecarSet's spec.patchPodMetadata
+// changes, with their new values.
+func PatchedAnnotations(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) (map[string]string, error) {
+	if len(set.Spec.PatchPodMetadata) == 0 {
+		return nil, nil
+	}
+	meta := pod.ObjectMeta.DeepCopy()
+	if _, err := PatchPodMetadata(meta, set.Spec.PatchPodMetadata); err != nil {
+		return nil, fmt.Errorf("spec.patchPodMetadata: %w", err)
+	}
+	changed := map[string]string{}
+	for k, v := range meta.Annotations {
+		if old, ok := pod.Annotations[k]; !ok || old != v {
+			changed[k] = v
+		}
+	}
+	return changed, nil
 }
 
 // UpgradableCondition is the Pod's SidecarSetUpgradable condition after recording whether this

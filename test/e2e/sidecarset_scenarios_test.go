@@ -32,6 +32,8 @@ type ssPodHash struct {
 	Hash            string      `json:"hash"`
 	SidecarSetName  string      `json:"sidecarSetName"`
 	SidecarList     []string    `json:"sidecarList"`
+	// ControllerRevision is the SidecarSet's ControllerRevision the Pod's sidecars follow.
+	ControllerRevision string `json:"controllerRevision"`
 }
 
 // ssHashes decodes the Pod's annotation key (a JSON object keyed by SidecarSet name).

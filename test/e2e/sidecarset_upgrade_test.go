@@ -293,7 +293,7 @@ func TestSidecarSetColdUpgrade(t *testing.T) {
 
 // TestSidecarSetNonImageChange: a change beyond images (env) never reaches running Pods: they
 // keep their sidecar untouched and are marked SidecarSetUpgradable=False; a new Pod gets the new
-// sidecar at creation and counts as updated.
+// sidecar at creation and counts as updated, and the next image change upgrades it alone.
 func TestSidecarSetNonImageChange(t *testing.T) {
 	ctx := testContext(t)
 	u := newSidecarUpgrade(t, ctx, "ss-env", 2, nil)
@@ -340,10 +340,22 @@ func TestSidecarSetNonImageChange(t *testing.T) {
 			t.Errorf("new pod %s: sidecar AGENT_MODE=%q, want the SidecarSet's %q", name, v, "two")
 		}
 	}
+
+	// An image change then reaches the new Pod only (OpenKruise: 2 matched, 1 updated, 1 updated
+	// and ready, 2 ready); the old Pods keep their sidecar.
+	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
+	pods = waitSidecarsOn(t, ctx, u, appImageV2, 1)
+	waitSidecarSetStatus(t, ctx, u.set, 3, 1, 3, 1)
+	for name := range u.before {
+		if specImage(pods[name], upgradeSidecar) != appImageV1 {
+			t.Errorf("pod %s: sidecar set to %s, want it kept on %s (not upgradable)", name, specImage(pods[name], upgradeSidecar), appImageV1)
+		}
+	}
 }
 
 // TestSidecarSetUpgradeStrategy: partition 2 of 4 upgrades 2 Pods and stops; paused stops an
-// upgrade; resumed, it finishes; updateStrategy.selector limits an upgrade to the labelled Pod.
+// upgrade; resumed, it finishes; updateStrategy.selector limits an upgrade to the labelled Pod,
+// and removing it upgrades the others.
 func TestSidecarSetUpgradeStrategy(t *testing.T) {
 	ctx := testContext(t)
 	u := newSidecarUpgrade(t, ctx, "ss-strategy", 4, nil)
@@ -384,6 +396,11 @@ func TestSidecarSetUpgradeStrategy(t *testing.T) {
 	waitSidecarsOn(t, ctx, u, appImageV3, 1)
 	waitSidecarSetStatus(t, ctx, u.set, 4, 1, 4, 1)
 	expectSidecarsStay(t, ctx, u, appImageV3, []string{canary}, "updateStrategy.selector canary=true")
+
+	// Without the selector, the rest follow (OpenKruise "... and selector").
+	updateSidecarSet(t, ctx, u.set, func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Selector = nil })
+	waitSidecarsOn(t, ctx, u, appImageV3, 4)
+	waitSidecarSetStatus(t, ctx, u.set, 4, 4, 4, 4)
 }
 
 // TestSidecarSetUpgradeWithCloneSetUpdate: a SidecarSet upgrade of the sidecar and a CloneSet

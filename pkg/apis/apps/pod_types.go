@@ -29,8 +29,9 @@ type InPlaceUpdateSpec struct {
 	// It is tracked apart from the workload's update (Pod annotation
 	// kruise.io/sidecarset-inplace-update-state), so both run at once; revision is the SidecarSet's
 	// hash, recorded in the Pod's kruise.io/sidecarset-hash annotation instead of the
-	// controller-revision-hash label; only images of that SidecarSet's containers may change (no
-	// metadata, resources or grace period).
+	// controller-revision-hash label; only images of that SidecarSet's containers and annotations
+	// (a hot upgrade's, and the SidecarSet's patchPodMetadata) may change (no labels, resources
+	// or grace period).
 	// +optional
 	SidecarSet *InPlaceUpdateSidecarSet `json:"sidecarSet,omitempty"`
 	// CompletionLabels are labels set on the Pod by the same write that records the update

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -492,4 +493,42 @@ func recordRevision(t *testing.T, pod *corev1.Pod, revision string) {
 	hashes["logs"] = e
 	b, _ := json.Marshal(hashes)
 	pod.Annotations[pub.SidecarSetHashKey] = string(b)
+}
+
+// spec.patchPodMetadata follows an upgrade (OpenKruise "sidecarSet patch pod metadata"): a change
+// of the metadata alone upgrades no Pod; the next image change writes the patched annotation
+// with the new image, in the same request.
+func TestSyncPatchesPodMetadata(t *testing.T) {
+	withPatch := func(image, value string) *v1alpha1.SidecarSet {
+		return logSet(image, func(s *v1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+			s.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{
+				PatchPolicy: v1alpha1.SidecarSetMergePatchJsonPatchPolicy, Annotations: map[string]string{"key": value}}}
+		})
+	}
+	pods := injectedPods(t, 2)
+	for _, p := range pods {
+		p.Annotations["key"] = `{"agent":1,"other":"kept"}`
+	}
+	f := newFixture(t, withPatch("agent:v1", `{"agent":2}`), pods...)
+	f.sync(t)
+	if len(f.upgrades) != 0 {
+		t.Fatalf("a change of patchPodMetadata alone upgraded %d Pods: %v", len(f.upgrades), f.upgrades)
+	}
+	if st := f.status(t); st.MatchedPods != 2 || st.UpdatedPods != 2 || st.UpdatedReadyPods != 2 {
+		t.Errorf("status %+v, want 2 matched, updated and ready", st)
+	}
+
+	f.setSpec(t, withPatch("agent:v2", `{"agent":2}`))
+	f.sync(t)
+	if len(f.upgrades) != 2 {
+		t.Fatalf("%d Pods upgraded, want 2", len(f.upgrades))
+	}
+	for name, bodies := range f.upgrades {
+		b := bodies[0]
+		if len(b.Spec.Containers) != 1 || b.Spec.Containers[0].Image != "agent:v2" || b.Spec.Metadata == nil ||
+			!maps.Equal(b.Spec.Metadata.Annotations, map[string]string{"key": `{"agent":2,"other":"kept"}`}) {
+			t.Errorf("pod %s: request %+v (metadata %+v), want agent:v2 and key merged to agent 2", name, b.Spec, b.Spec.Metadata)
+		}
+	}
 }

@@ -126,7 +126,11 @@ func (c *Controller) upgradePod(ctx context.Context, set *v1alpha1.SidecarSet, p
 	if err != nil {
 		return "", err
 	}
-	out, what, err := c.postUpgrade(ctx, set, pod, hash, set.Status.LatestRevision, sidecars.Upgrade(pod, set))
+	change, err := sidecars.Upgrade(pod, set)
+	if err != nil {
+		return "", err
+	}
+	out, what, err := c.postUpgrade(ctx, set, pod, hash, set.Status.LatestRevision, change)
 	if err != nil {
 		return "", err
 	}

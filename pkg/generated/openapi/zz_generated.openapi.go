@@ -3609,7 +3609,7 @@ func schema_pkg_apis_apps_v1alpha1_InPlaceUpdateSpec(ref common.ReferenceCallbac
 					},
 					"sidecarSet": {
 						SchemaProps: spec.SchemaProps{
-							Description: "SidecarSet, when set, makes this the in-place upgrade of the sidecar containers that SidecarSet injected into the Pod, as inplace-controller's SidecarSet controller requests it. It is tracked apart from the workload's update (Pod annotation kruise.io/sidecarset-inplace-update-state), so both run at once; revision is the SidecarSet's hash, recorded in the Pod's kruise.io/sidecarset-hash annotation instead of the controller-revision-hash label; only images of that SidecarSet's containers may change (no metadata, resources or grace period).",
+							Description: "SidecarSet, when set, makes this the in-place upgrade of the sidecar containers that SidecarSet injected into the Pod, as inplace-controller's SidecarSet controller requests it. It is tracked apart from the workload's update (Pod annotation kruise.io/sidecarset-inplace-update-state), so both run at once; revision is the SidecarSet's hash, recorded in the Pod's kruise.io/sidecarset-hash annotation instead of the controller-revision-hash label; only images of that SidecarSet's containers and annotations (a hot upgrade's, and the SidecarSet's patchPodMetadata) may change (no labels, resources or grace period).",
 							Ref:         ref(v1alpha1.InPlaceUpdateSidecarSet{}.OpenAPIModelName()),
 						},
 					},

@@ -8,7 +8,6 @@ package validation
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -790,7 +789,7 @@ func ValidateInPlaceUpdate(u *apps.InPlaceUpdate) field.ErrorList {
 }
 
 // validateSidecarSetUpgrade checks an in-place update that is a SidecarSet's upgrade of its
-// sidecars: a named SidecarSet and revision (its hash), images only.
+// sidecars: a named SidecarSet and revision (its hash), images and annotations only.
 func validateSidecarSetUpgrade(spec *apps.InPlaceUpdateSpec) field.ErrorList {
 	var allErrs field.ErrorList
 	ssPath := specPath.Child("sidecarSet")
@@ -812,7 +811,9 @@ func validateSidecarSetUpgrade(spec *apps.InPlaceUpdateSpec) field.ErrorList {
 		}
 	}
 	if md := spec.Metadata; md != nil {
-		// A hot upgrade records which container of a pair works and their versions; nothing else.
+		// A hot upgrade records which container of a pair works and their versions, and an
+		// upgrade writes the SidecarSet's patchPodMetadata (annotations); no labels, and nothing
+		// removed. The annotations this engine writes itself are refused by the engine.
 		mdPath := specPath.Child("metadata")
 		if len(md.Labels) > 0 {
 			allErrs = append(allErrs, field.Forbidden(mdPath.Child("labels"), "a SidecarSet upgrade sets no labels"))
@@ -822,13 +823,6 @@ func validateSidecarSetUpgrade(spec *apps.InPlaceUpdateSpec) field.ErrorList {
 		}
 		if len(md.RemoveAnnotations) > 0 {
 			allErrs = append(allErrs, field.Forbidden(mdPath.Child("removeAnnotations"), "a SidecarSet upgrade removes no annotations"))
-		}
-		for _, k := range slices.Sorted(maps.Keys(md.Annotations)) {
-			if !pub.IsSidecarSetHotUpgradeAnnotation(k) {
-				allErrs = append(allErrs, field.Forbidden(mdPath.Child("annotations").Key(k),
-					"a SidecarSet upgrade sets only the hot-upgrade annotations "+pub.SidecarSetWorkingHotUpgradeContainerKey+", "+
-						pub.SidecarSetVersionAnnotationPrefix+"<container> and "+pub.SidecarSetVersionAltAnnotationPrefix+"<container>"))
-			}
 		}
 	}
 	if spec.GracePeriodSeconds != 0 {

@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+)
+
+// TestSidecarSetUpgradableConditionTwoSidecarSets (OpenKruise "multi sidecarSet upgrade sidecar
+// container, check pod condition"): two SidecarSets inject agent and logger into the same 2 Pods.
+// A changes more than its image (2 matched, 0 updated, 2 ready); B changes its image and upgrades
+// both Pods (2/2/2/2); the Pods' SidecarSetUpgradable is False, because of A. A then goes back to
+// its env with a new image: it upgrades both Pods too, and SidecarSetUpgradable becomes True.
+func TestSidecarSetUpgradableConditionTwoSidecarSets(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "ss-cond")
+	nameA, nameB := ns, ns+"-b"
+	for name, c := range map[string]string{nameA: "agent", nameB: "logger"} {
+		set := ssScopedSet(name, ns, "web")
+		set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(corev1.Container{
+			Name: c, Image: appImageV1, ImagePullPolicy: corev1.PullNever, Env: []corev1.EnvVar{{Name: "MODE", Value: "one"}},
+		}, v1alpha1.AfterAppContainerType)}
+		ssCreateSet(t, ctx, set)
+	}
+	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever})
+	ssWaitWebhook(t, ctx, "the Pod webhook to inject both SidecarSets", probe, func(p *corev1.Pod) bool {
+		return ssContainer(p.Spec.Containers, "agent") != nil && ssContainer(p.Spec.Containers, "logger") != nil
+	})
+	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	waitCloneSetReady(t, ctx, cs, 2)
+	waitSidecarSetStatus(t, ctx, nameA, 2, 2, 2, 2)
+	waitSidecarSetStatus(t, ctx, nameB, 2, 2, 2, 2)
+
+	updateSidecarSet(t, ctx, nameA, func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Env[0].Value = "two" })
+	waitSidecarSetStatus(t, ctx, nameA, 2, 0, 2, 0)
+	updateSidecarSet(t, ctx, nameB, sidecarImage(appImageV2))
+	waitSidecarSetStatus(t, ctx, nameB, 2, 2, 2, 2)
+	waitUpgradable(t, ctx, cs, corev1.ConditionFalse)
+
+	updateSidecarSet(t, ctx, nameA, func(s *v1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Env[0].Value = "one"
+		s.Spec.Containers[0].Image = appImageV2
+	})
+	waitSidecarSetStatus(t, ctx, nameA, 2, 2, 2, 2)
+	pods := waitUpgradable(t, ctx, cs, corev1.ConditionTrue)
+	for name, p := range pods {
+		for _, c := range []string{"agent", "logger"} {
+			if specImage(p, c) != appImageV2 {
+				t.Errorf("pod %s: %s on %s, want %s", name, c, specImage(p, c), appImageV2)
+			}
+		}
+	}
+}
+
+// waitUpgradable waits until every Pod of the CloneSet has SidecarSetUpgradable with status, and
+// returns the Pods.
+func waitUpgradable(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, status corev1.ConditionStatus) map[string]*corev1.Pod {
+	t.Helper()
+	var pods map[string]*corev1.Pod
+	poll(t, ctx, rolloutTimeout, fmt.Sprintf("every Pod %s=%s", pub.SidecarSetUpgradable, status), func(ctx context.Context) (bool, error) {
+		var err error
+		if pods, err = cloneSetPods(ctx, cs); err != nil {
+			return false, err
+		}
+		for name, p := range pods {
+			if got := conditionStatus(p, pub.SidecarSetUpgradable); got != status {
+				return false, fmt.Errorf("pod %s: %s", name, got)
+			}
+		}
+		return true, nil
+	})
+	return pods
+}
