@@ -333,20 +333,7 @@ func TestAdvancedDaemonSetRecreatesDeletedPod(t *testing.T) {
 		}
 		return false, fmt.Errorf("pods %d", len(pods))
 	})
-	after := waitDaemonSet(t, ctx, ns, n, n)
-	expectOnePodPerNode(t, ctx, after)
-	kept := map[types.UID]bool{}
-	for _, p := range after {
-		kept[p.UID] = true
-	}
-	if kept[victim.UID] {
-		t.Errorf("the deleted pod %s is still counted", victim.Name)
-	}
-	for _, p := range before[1:] {
-		if !kept[p.UID] {
-			t.Errorf("pod %s on node %s replaced too; only %s was deleted", p.Name, p.Spec.NodeName, victim.Name)
-		}
-	}
+	expectOnlyReplaced(t, ctx, before, waitDaemonSet(t, ctx, ns, n, n), victim, "deleted")
 }
 
 // TestAdvancedDaemonSetSurgeMinReadySeconds (OpenKruise "should successfully surging update
@@ -485,18 +472,24 @@ func TestAdvancedDaemonSetReplacesFailedPod(t *testing.T) {
 		}
 		return false, fmt.Errorf("still there (%v)", err)
 	})
-	after := waitDaemonSet(t, ctx, ns, n, n)
+	expectOnlyReplaced(t, ctx, before, waitDaemonSet(t, ctx, ns, n, n), victim, "failed")
+}
+
+// expectOnlyReplaced checks that after a node's Pod (victim, the first of before) was deleted or
+// failed, every node runs one Pod, the victim is gone and the other nodes kept theirs.
+func expectOnlyReplaced(t *testing.T, ctx context.Context, before, after []corev1.Pod, victim corev1.Pod, what string) {
+	t.Helper()
 	expectOnePodPerNode(t, ctx, after)
 	kept := map[types.UID]bool{}
 	for _, p := range after {
 		kept[p.UID] = true
 	}
 	if kept[victim.UID] {
-		t.Errorf("the failed pod %s is still counted", victim.Name)
+		t.Errorf("the %s pod %s is still counted", what, victim.Name)
 	}
 	for _, p := range before[1:] {
 		if !kept[p.UID] {
-			t.Errorf("pod %s on node %s replaced too; only %s failed", p.Name, p.Spec.NodeName, victim.Name)
+			t.Errorf("pod %s on node %s replaced too; only %s %s", p.Name, p.Spec.NodeName, victim.Name, what)
 		}
 	}
 }
