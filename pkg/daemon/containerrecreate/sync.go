@@ -148,12 +148,14 @@ func (c *Controller) syncRequest(ctx context.Context, r *v1alpha1.ContainerRecre
 			// completed it at activeDeadlineSeconds, or it was deleted); the containers after the
 			// one stopped are then left alone. A status write from a stale version would fail
 			// anyway (409), this also covers a stop planned with no write before it.
+			// Only the end is read from the cache: it may not show this daemon's own writes of the
+			// round yet (two in a row: the intent, then a failed stop), so the request this
+			// sync wrote last stays the one it goes on from.
 			fresh := c.refresh(r)
 			if fresh == nil || fresh.DeletionTimestamp != nil || fresh.Status.Phase == v1alpha1.ContainerRecreateRequestCompleted {
 				logger.V(2).Info("Request ended while a container was stopped, stopping no more containers")
 				return 0, true, nil
 			}
-			r = fresh
 			// The kubelet may have reported the stopped container meanwhile.
 			if fresh, err := c.pods.Pods(pod.Namespace).Get(pod.Name); err == nil && fresh.UID == pod.UID {
 				pod = fresh
@@ -204,9 +206,8 @@ func (c *Controller) syncRequest(ctx context.Context, r *v1alpha1.ContainerRecre
 	return after, false, nil
 }
 
-// refresh is the newest version of the request known to this daemon (its cache, or its own
-// write the cache does not show yet); nil when the cache no longer has it (deleted, or no longer
-// active: inplace-controller completed it).
+// refresh is the request as the daemon's cache shows it; nil when the cache no longer has it
+// (deleted, or no longer active: inplace-controller completed it).
 func (c *Controller) refresh(r *v1alpha1.ContainerRecreateRequest) *v1alpha1.ContainerRecreateRequest {
 	obj, ok, err := c.crrIndexer.GetByKey(r.Namespace + "/" + r.Name)
 	if err != nil || !ok {
@@ -216,7 +217,7 @@ func (c *Controller) refresh(r *v1alpha1.ContainerRecreateRequest) *v1alpha1.Con
 	if !ok || cached.UID != r.UID {
 		return nil
 	}
-	return c.mem.latest(cached)
+	return cached
 }
 
 // stopAndReport stops the containers and writes those the runtime did not stop as Failed.
