@@ -105,7 +105,7 @@ test-e2e-ha: build deps kube-binaries
 	INPLACE_E2E_IN_CLUSTER=ha INPLACE_REPO_ROOT=$(CURDIR) $(GO) test $(GO_TEST_FLAGS) -timeout 30m -v -run '$(E2E_HA_TESTS)' ./test/e2e/... 2>&1 | tee _output/e2e-ha.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; \
 		exit $${PIPESTATUS[0]}
 
-## verify: gofmt, go vet and generated code up to date
+## verify: gofmt, go vet, generated code up to date, docs not stale (hack/checkdocs)
 verify:
 	hack/verify.sh
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The checks CI runs before the tests: formatting, vet, and generated code not stale.
+# The checks CI runs before the tests: formatting, vet, generated code not stale, and the docs
+# not stale (docs/layout.md names every package; the links of README.md and docs/ resolve).
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -13,4 +14,5 @@ go vet ./...
 # The local cluster's image registry, a module of its own.
 (cd hack/registry && go vet ./...)
 hack/verify-codegen.sh
+go test -count=1 ./hack/checkdocs
 echo "verify: ok"
