@@ -130,7 +130,7 @@ func status(pod *corev1.Pod, name string) *corev1.ContainerStatus {
 
 // ---- what the caller, the kubelet and the daemon do ----
 
-// write applies a Step as the caller would: conditions, then the Pod, then resizes.
+// write applies a Step as the caller would: conditions, resizes, then the Pod.
 func write(t *testing.T, pod *corev1.Pod, step *Step) *corev1.Pod {
 	t.Helper()
 	out := pod.DeepCopy()

@@ -142,20 +142,25 @@ func (s *UpdateSpec) String() string {
 // Step is what the caller must write after Begin or Progress, in this order:
 //
 //  1. Conditions through pods/status (a strategic merge patch, see StatusPatch), when any;
-//  2. Pod with an update of the Pod (metadata and spec), when not nil;
-//  3. Resize through pods/resize, one container at a time or together, when any.
+//  2. Resize through pods/resize, one container at a time or together, when any;
+//  3. Pod with an update of the Pod (metadata and spec), when not nil, carrying the resources and
+//     the resourceVersion the resize left.
 //
-// Writing Conditions changes the Pod's resourceVersion; a caller that updates (rather than
+// The resize comes before the Pod update so that the kubelet lowers a memory limit on the
+// container that runs before the update restarts it (a new image or env-from-metadata): on a
+// container it has just started, it refuses a lower limit until it has the container's memory
+// stats. Writing Conditions changes the Pod's resourceVersion; a caller that updates (rather than
 // patches) the Pod may call Begin or Progress again on the Pod the status write returned: the
-// conditions are then already set and the same Step comes back without them.
+// conditions are then already set and the same Step comes back without them; likewise after the
+// resize, the same Step comes back with a resize that changes nothing.
 type Step struct {
 	// Pod is the Pod to write, or nil when the Pod itself must not change. The input Pod is never
 	// modified.
 	Pod *corev1.Pod
 	// Conditions are Pod conditions to set through pods/status, before the Pod is written.
 	Conditions []corev1.PodCondition
-	// Resize maps a container name to the resources to set through pods/resize, after the Pod is
-	// written. Only cpu and memory appear.
+	// Resize maps a container name to the resources to set through pods/resize, before the Pod
+	// is written. Only cpu and memory appear.
 	Resize map[string]corev1.ResourceRequirements
 	// State is the in-place update state after this step, or nil when the Pod has none.
 	State *pub.InPlaceUpdateState

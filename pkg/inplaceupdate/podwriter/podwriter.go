@@ -24,8 +24,8 @@ import (
 type ComputeFunc func(pod *corev1.Pod) (*inplaceupdate.Step, error)
 
 // Apply reads the Pod, computes its step and writes it: first the step's conditions (through
-// pods/status, so InPlaceUpdateReady is False before any container changes), then the Pod, then
-// the resize. A write conflict starts over from a fresh read. It returns the Pod as last written
+// pods/status, so InPlaceUpdateReady is False before any container changes), then the resize,
+// then the Pod. A write conflict starts over from a fresh read. It returns the Pod as last written
 // and the step that was written.
 //
 // When the conditions were written but the Pod could not be (kube-apiserver refused it, or the
@@ -120,13 +120,13 @@ func write(ctx context.Context, pods corev1client.PodInterface, pod *corev1.Pod,
 			return pod, nil, wrote, err
 		}
 	}
-	if step.Pod != nil {
-		updated, err := pods.Update(ctx, step.Pod, metav1.UpdateOptions{})
-		if err != nil {
-			return pod, step, wrote, fmt.Errorf("updating pod %s: %w", name, err)
-		}
-		pod = updated
-	}
+	// The resize goes before the Pod update. The update may restart containers (a new image, an
+	// env-from-metadata restart): a memory limit decrease that reaches the kubelet after such a
+	// restart is refused until the kubelet has memory stats for the new container ("cannot
+	// decrease memory limits: missing container memory usage"), which can take minutes. Resized
+	// first, the limit is lowered on the container that runs now, or the restart starts the new
+	// container with the new resources. It also keeps a refused resize from leaving half an
+	// update behind: nothing but the conditions is written yet.
 	if len(step.Resize) > 0 {
 		patch, err := step.ResizePatch()
 		if err != nil {
@@ -134,11 +134,21 @@ func write(ctx context.Context, pods corev1client.PodInterface, pod *corev1.Pod,
 		}
 		resized, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize")
 		if err != nil {
-			// The Pod and its state are written: Progress sends the resize again, so the update
-			// itself stands. Report the error all the same.
-			return pod, step, nil, fmt.Errorf("resizing pod %s: %w", name, err)
+			return pod, step, wrote, fmt.Errorf("resizing pod %s: %w", name, err)
 		}
 		pod = resized
+		if step.Pod != nil {
+			step.Pod = onResized(step.Pod, resized)
+		}
+	}
+	if step.Pod != nil {
+		updated, err := pods.Update(ctx, step.Pod, metav1.UpdateOptions{})
+		if err != nil {
+			// After a resize the Pod has its new resources and nothing else of the step: the next
+			// compute, on the resized Pod, gives the same Pod update (its resize is a no-op).
+			return pod, step, wrote, fmt.Errorf("updating pod %s: %w", name, err)
+		}
+		pod = updated
 	}
 	return pod, step, wrote, nil
 }
@@ -259,6 +269,22 @@ func restoreConditions(ctx context.Context, pods corev1client.PodInterface, name
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Could not restore the conditions of a pod after a refused in-place update", "pod", name)
 	}
+}
+
+// onResized is the step's Pod update rebased on the Pod its resize returned: a Pod update must
+// carry the resources the Pod has (only pods/resize changes them) and the resourceVersion it was
+// read at, so it does not overwrite a change made since.
+func onResized(update, resized *corev1.Pod) *corev1.Pod {
+	update = update.DeepCopy()
+	update.ResourceVersion = resized.ResourceVersion
+	for i := range update.Spec.Containers {
+		for _, c := range resized.Spec.Containers {
+			if c.Name == update.Spec.Containers[i].Name {
+				update.Spec.Containers[i].Resources = *c.Resources.DeepCopy()
+			}
+		}
+	}
+	return update
 }
 
 func withResourceVersion(patch []byte, rv string) ([]byte, error) {

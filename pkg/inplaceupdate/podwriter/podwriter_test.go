@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -134,5 +135,57 @@ func TestCompleteRecordsOnlyInOneStatusWrite(t *testing.T) {
 	// The Pod it started from is not modified.
 	if pod.Status.Conditions[0].Status != corev1.ConditionFalse || pod.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateUpdating) {
 		t.Errorf("input Pod modified: %+v", pod)
+	}
+}
+
+// A step that restarts a container (a new image) and resizes it sends the resize first, then the
+// Pod update, rebased on the Pod the resize returned: its resourceVersion and its new resources
+// (a Pod update may not change resources, and must not undo them). The kubelet then lowers a
+// memory limit on the container that runs, not on the one it has just restarted.
+func TestResizeBeforePodUpdate(t *testing.T) {
+	old := corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+	smaller := corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("800Mi")}}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: "7"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "app:v1", Resources: old}}},
+	}
+	kube := fake.NewClientset(pod)
+	kube.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "resize" {
+			return false, nil, nil
+		}
+		p := pod.DeepCopy()
+		p.Spec.Containers[0].Resources = smaller
+		p.ResourceVersion = "8"
+		return true, p, nil
+	})
+	update := pod.DeepCopy()
+	update.Spec.Containers[0].Image = "app:v2"
+	_, _, err := ApplyTo(context.Background(), kube.CoreV1().Pods("ns"), pod, func(*corev1.Pod) (*inplaceupdate.Step, error) {
+		return &inplaceupdate.Step{Pod: update, Resize: map[string]corev1.ResourceRequirements{"main": smaller}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range kube.Actions() {
+		got = append(got, a.GetVerb()+" "+a.GetSubresource())
+		u, ok := a.(k8stesting.UpdateAction)
+		if !ok {
+			continue
+		}
+		sent := u.GetObject().(*corev1.Pod)
+		if sent.ResourceVersion != "8" {
+			t.Errorf("Pod update bound to resourceVersion %q, want the resized Pod's (8)", sent.ResourceVersion)
+		}
+		if c := sent.Spec.Containers[0]; c.Image != "app:v2" || !c.Resources.Limits.Memory().Equal(resource.MustParse("800Mi")) {
+			t.Errorf("Pod update sends %s with limits %v, want app:v2 with the resized 800Mi", c.Image, c.Resources.Limits)
+		}
+	}
+	if strings.Join(got, ",") != "patch resize,update " {
+		t.Errorf("writes %v, want the resize then the Pod update", got)
+	}
+	if update.ResourceVersion != "7" || !update.Spec.Containers[0].Resources.Limits.Memory().Equal(resource.MustParse("1Gi")) {
+		t.Errorf("the step's Pod was modified: %+v", update)
 	}
 }

@@ -1,0 +1,45 @@
+package e2e
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+)
+
+// TestAdvancedDaemonSetInPlaceResize (OpenKruise InplaceVPA "should upgrade resources and image
+// one by one"): an image and a resource change together update every Pod of the Advanced
+// DaemonSet in place: same Pod, main restarted once (for its image) on the new image, the new
+// resources in spec and status.
+func TestAdvancedDaemonSetInPlaceResize(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "ads-resize")
+	n := readyNodes(t, ctx)
+	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].Resources = *resizeOld.DeepCopy()
+	})
+	before := waitDaemonSet(t, ctx, ns, n, n)
+	uids := map[types.UID]bool{}
+	for _, p := range before {
+		uids[p.UID] = true
+	}
+	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].Image = appImageV2
+		ds.Spec.Template.Spec.Containers[0].Resources = *resizeNew.DeepCopy()
+	})
+	after := waitDaemonSet(t, ctx, ns, n, n)
+	for _, p := range after {
+		if !uids[p.UID] {
+			t.Errorf("pod %s was recreated: want an in-place update", p.Name)
+		}
+		s := findStatus(&p, "main")
+		if s == nil || s.RestartCount != 1 || s.Image != appImageV2 {
+			t.Errorf("pod %s: container %+v, want %s restarted once", p.Name, s, appImageV2)
+			continue
+		}
+		if spec := p.Spec.Containers[0].Resources; !sameResources(&spec, &resizeNew) || !sameResources(s.Resources, &spec) {
+			t.Errorf("pod %s resources: spec %+v, status %+v; want both %+v", p.Name, spec, s.Resources, resizeNew)
+		}
+	}
+}
