@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+)
+
+// TestSidecarSetInjectionFromPodMetadata holds injection to OpenKruise's [SidecarSetInject]
+// scenarios "volumes.downwardAPI", "volumeMounts, SubPathExpr with expanded subpath" and
+// "transfer Envs with downward API by metadata.labels / metadata.annotations", on one running Pod:
+//   - a downwardAPI volume of the SidecarSet is added to the Pod and mounted into the sidecar,
+//     which reads the Pod's labels from it;
+//   - shareVolumePolicy enabled mounts the app's volume with its subPathExpr into the sidecar and
+//     brings along the app's env vars the expression names (POD_NAME, OD_NAME), so both expand
+//     it to the same directory: the sidecar reads the file the app wrote there;
+//   - transferEnv with sourceContainerNameFrom takes the source container's name from a label
+//     (proxy) or an annotation (logger): the named env vars are copied from it, except one the
+//     sidecar sets itself, which keeps the sidecar's value.
+func TestSidecarSetInjectionFromPodMetadata(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "ss-inject-meta")
+	name := "e2e-meta-" + utilrand.String(5)
+
+	proxy := ssSidecar(shContainer("proxy", `cat /etc/podinfo/labels; echo
+until [ -s /main-volume/hello ]; do sleep 0.1; done
+echo "read $(cat /main-volume/hello) POD_NAME=$POD_NAME OD_NAME=$OD_NAME PROXY_IP=$PROXY_IP"
+exec sleep 999d`), v1alpha1.BeforeAppContainerType)
+	proxy.ShareVolumePolicy.Type = v1alpha1.ShareVolumePolicyEnabled
+	proxy.VolumeMounts = []corev1.VolumeMount{{Name: "podinfo", MountPath: "/etc/podinfo"}}
+	proxy.TransferEnv = []v1alpha1.TransferEnvVar{{
+		SourceContainerNameFrom: &v1alpha1.SourceContainerNameSource{FieldRef: &corev1.ObjectFieldSelector{
+			APIVersion: "v1", FieldPath: "metadata.labels['biz']"}},
+		EnvNames: []string{"PROXY_IP"},
+	}}
+	logger := ssSidecar(shContainer("logger", `echo "POD_NAME=$POD_NAME OD_NAME=$OD_NAME PROXY_IP=$PROXY_IP"; exec sleep 999d`), v1alpha1.AfterAppContainerType)
+	logger.Env = []corev1.EnvVar{{Name: "OD_NAME", Value: "sidecar_name"}}
+	logger.TransferEnv = []v1alpha1.TransferEnvVar{{
+		SourceContainerNameFrom: &v1alpha1.SourceContainerNameSource{FieldRef: &corev1.ObjectFieldSelector{
+			APIVersion: "v1", FieldPath: "metadata.annotations['biz']"}},
+		EnvNames: []string{"POD_NAME", "OD_NAME", "PROXY_IP"},
+	}}
+	set := ssScopedSet(name, ns, name)
+	set.Spec.Containers = []v1alpha1.SidecarContainer{proxy, logger}
+	set.Spec.Volumes = []corev1.Volume{{Name: "podinfo", VolumeSource: corev1.VolumeSource{
+		DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+			{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
+			{Path: "annotations", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations"}},
+		}}}}}
+	ssCreateSet(t, ctx, set)
+
+	main := shContainer("main", `echo hello-from-main > /main-volume/hello; echo wrote; exec sleep 999d`)
+	main.Env = []corev1.EnvVar{{Name: "POD_NAME", Value: "bar"}, {Name: "OD_NAME", Value: "od_name"}, {Name: "PROXY_IP", Value: "127.0.0.1"}}
+	main.VolumeMounts = []corev1.VolumeMount{{Name: "main-volume", MountPath: "/main-volume", SubPathExpr: "foo/$(POD_NAME)/$(OD_NAME)/conf"}}
+	pod := ssPod(ns, "web", name, main)
+	pod.Labels["biz"] = "main"
+	pod.Annotations = map[string]string{"biz": "main"}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "main-volume", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	ssWaitWebhook(t, ctx, "the webhook to inject SidecarSet "+name, pod, func(p *corev1.Pod) bool {
+		return p.Annotations[v1alpha1.SidecarSetListAnnotation] == name
+	})
+	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	created, err := kube.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"main-volume", "podinfo"} {
+		found := false
+		for _, vol := range created.Spec.Volumes {
+			found = found || vol.Name == v
+		}
+		if !found {
+			t.Errorf("pod volumes %v: want %s", created.Spec.Volumes, v)
+		}
+	}
+	p := ssContainer(created.Spec.Containers, "proxy")
+	if p == nil {
+		t.Fatalf("containers %v: no proxy", ssNames(created.Spec.Containers))
+	}
+	if m := ssMount(p, "main-volume"); m == nil || m.SubPathExpr != "foo/$(POD_NAME)/$(OD_NAME)/conf" {
+		t.Errorf("proxy volumeMounts %+v: want main's main-volume with its subPathExpr", p.VolumeMounts)
+	}
+	if m := ssMount(p, "podinfo"); m == nil || m.MountPath != "/etc/podinfo" {
+		t.Errorf("proxy volumeMounts %+v: want podinfo at /etc/podinfo", p.VolumeMounts)
+	}
+	// subPathExpr's vars and transferEnv's PROXY_IP from main.
+	for k, want := range map[string]string{"POD_NAME": "bar", "OD_NAME": "od_name", "PROXY_IP": "127.0.0.1"} {
+		if v, ok := ssEnv(p, k); !ok || v != want {
+			t.Errorf("proxy env %s=%q (set %v), want %q", k, v, ok, want)
+		}
+	}
+	// OpenKruise: POD_NAME and PROXY_IP from main, OD_NAME the sidecar's own.
+	l := ssContainer(created.Spec.Containers, "logger")
+	for k, want := range map[string]string{"POD_NAME": "bar", "OD_NAME": "sidecar_name", "PROXY_IP": "127.0.0.1"} {
+		if v, ok := ssEnv(l, k); !ok || v != want {
+			t.Errorf("logger env %s=%q (set %v), want %q", k, v, ok, want)
+		}
+	}
+	if m := ssMount(l, "main-volume"); m != nil {
+		t.Errorf("logger mounts %+v although its shareVolumePolicy is disabled", m)
+	}
+
+	waitPodSettled(t, ctx, ns, "web")
+	waitLog(t, ctx, ns, "web", "main", "wrote")
+	waitLog(t, ctx, ns, "web", "proxy", `biz="main"`)
+	// Both expand the subPathExpr to foo/bar/od_name/conf: the sidecar reads what main wrote.
+	waitLog(t, ctx, ns, "web", "proxy", "read hello-from-main POD_NAME=bar OD_NAME=od_name PROXY_IP=127.0.0.1")
+	waitLog(t, ctx, ns, "web", "logger", "POD_NAME=bar OD_NAME=sidecar_name PROXY_IP=127.0.0.1")
+}
+
+// TestSidecarSetCanaryInjection (OpenKruise "sidecarSet inject pod sidecar during canary
+// upgrades"): a SidecarSet at custom version 0 changes in a way that cannot go in place, for
+// Pods labelled version=canary only (updateStrategy.selector), with injectionStrategy.revision
+// {customVersion: "0", policy: Partial}. No existing Pod is upgraded (2 matched, 0 updated, 2
+// ready); a new canary Pod gets the new sidecar, a new stable Pod the sidecar of version 0.
+func TestSidecarSetCanaryInjection(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "ss-canary")
+	name := "e2e-canary-" + utilrand.String(5)
+	set := ssScopedSet(name, ns, name)
+	set.Labels = map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "0"}
+	set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(container("agent", appImageV1), v1alpha1.AfterAppContainerType)}
+	ssCreateSet(t, ctx, set)
+
+	podOf := func(podName, version string) *corev1.Pod {
+		p := ssPod(ns, podName, name, container("main", appImageV1))
+		p.Labels["version"] = version
+		return p
+	}
+	agentImage := func(p *corev1.Pod) string {
+		if c := ssContainer(p.Spec.Containers, "agent"); c != nil {
+			return c.Image
+		}
+		return ""
+	}
+	create := func(p *corev1.Pod, wantImage string) {
+		t.Helper()
+		ssWaitWebhook(t, ctx, fmt.Sprintf("the webhook to inject agent %s into %s", wantImage, p.Name), p, func(got *corev1.Pod) bool {
+			return agentImage(got) == wantImage
+		})
+		created, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := agentImage(created); got != wantImage {
+			t.Errorf("pod %s (version=%s) created with agent %q, want %s", p.Name, p.Labels["version"], got, wantImage)
+		}
+	}
+	create(podOf("stable-1", "stable"), appImageV1)
+	create(podOf("canary-1", "canary"), appImageV1)
+	waitSidecarSetStatus(t, ctx, name, 2, 2, 2, 2)
+
+	updateSidecarSet(t, ctx, name, func(s *v1alpha1.SidecarSet) {
+		s.Labels[v1alpha1.SidecarSetCustomVersionLabel] = "1"
+		s.Spec.Containers[0].Image = appImageV2
+		// An env change cannot go in place: existing Pods keep their sidecar.
+		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "SOME_ENV", Value: "SOME_VAL"}}
+		s.Spec.UpdateStrategy.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"version": "canary"}}
+		s.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{
+			CustomVersion: ptr.To("0"), Policy: v1alpha1.PartialSidecarSetInjectRevisionPolicy}
+	})
+	waitSidecarSetStatus(t, ctx, name, 2, 0, 2, 0)
+
+	create(podOf("canary-2", "canary"), appImageV2)
+	create(podOf("stable-2", "stable"), appImageV1)
+	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		want := appImageV1
+		if p.Name == "canary-2" {
+			want = appImageV2
+		}
+		if got := agentImage(&p); got != want {
+			t.Errorf("pod %s: agent %s, want %s", p.Name, got, want)
+		}
+	}
+}
