@@ -101,10 +101,12 @@ const (
 func TestCloneSetSupersedesInfeasibleResize(t *testing.T) {
 	runResizeScenarios(t, changeInfeasible)
 	// From a resize alone, only the case users reported stuck (the other eleven behave as above and cost CI
-	// time): not-required policies, then image, env label and resources together.
+	// time): not-required policies, then image, env label and resources together. On the second
+	// node when there is one: its kubelet has no memory stats of a container for a while after it
+	// starts, and refused the lower memory limit while the resize followed the image restart.
 	t.Run("not-required/image-env/after-resize", func(t *testing.T) {
 		t.Parallel()
-		testResizeScenario(t, resizePolicies[3].policy, true, true, resizeInfeasible)
+		testResizeScenario(t, resizePolicies[3].policy, true, true, resizeInfeasible, node2Name)
 	})
 }
 
@@ -121,7 +123,7 @@ func runResizeScenarios(t *testing.T, first resizeFirst) {
 			t.Run(name, func(t *testing.T) {
 				// Each case waits mostly for the kubelet: they run together.
 				t.Parallel()
-				testResizeScenario(t, p.policy, c.image, c.label, first)
+				testResizeScenario(t, p.policy, c.image, c.label, first, "")
 			})
 		}
 	}
@@ -129,8 +131,8 @@ func runResizeScenarios(t *testing.T, first resizeFirst) {
 
 // testResizeScenario is one case of OpenKruise's testUpdateResource: a CloneSet of one Pod whose
 // container reads label test-env through env; the template change (the image, the label, or both,
-// with new resources) is applied in place, after what first says.
-func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, changeImage, changeLabel bool, first resizeFirst) {
+// with new resources) is applied in place, after what first says; on node when not empty.
+func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, changeImage, changeLabel bool, first resizeFirst, node string) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx, "clone-infeasible")
 	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, func(cs *v1alpha1.CloneSet) {
@@ -141,6 +143,10 @@ func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, cha
 		c.Env = []corev1.EnvVar{{Name: "TEST_ENV", ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['test-env']"}}}}
 		c.Command = []string{"sh", "-c", `echo "test-env=$TEST_ENV"; exec /app.sh`}
+		if node != "" {
+			cs.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+			cs.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: node2Taint, Operator: corev1.TolerationOpExists}}
+		}
 	})
 	var pod *corev1.Pod
 	for _, p := range waitCloneSetReady(t, ctx, cs, 1) {
