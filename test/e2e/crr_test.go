@@ -172,15 +172,20 @@ func TestCRRDocsManifestAndKruiseClient(t *testing.T) {
 }
 
 // TestCRROrderedRecreate: with orderedRecreate the second container is stopped only once the
-// first runs again and is ready (here 3 s after its start, by its readiness probe).
+// first runs again and is ready (here 3 s after its start, by its readiness probe, and after a
+// 2 s postStart hook, without forceRecreate: OpenKruise's "recreates containers with
+// postStartHook" ordered case). minStartedSeconds 2: the request completes only once each new
+// container has run that long (OpenKruise: completionTime - startedAt > minStartedSeconds - 1).
 func TestCRROrderedRecreate(t *testing.T) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx, "crr-order")
 	first := container("first", appImageV1)
 	first.ReadinessProbe = readinessAfter(3)
+	first.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "2"}}}}
 	before := createCRRPod(t, ctx, crrPod(ns, "ordered", false, first, container("second", appImageV1)))
 	crr := newCRR("ordered", "ordered", "first", "second")
 	crr.Spec.Strategy.OrderedRecreate = true
+	crr.Spec.Strategy.MinStartedSeconds = 2
 	finishedAt := watchCRIFinished(t, ctx, containerStatus(t, before, "first").ContainerID, containerStatus(t, before, "second").ContainerID)
 	createCRR(t, ctx, ns, crr)
 	done := waitCRRCompleted(t, ctx, ns, "ordered", crrTimeout)
@@ -194,6 +199,12 @@ func TestCRROrderedRecreate(t *testing.T) {
 	}
 	if finished[1].Before(restarted) {
 		t.Errorf("second stopped at %v, before first ran again at %v", finished[1], restarted)
+	}
+	for _, c := range []string{"first", "second"} {
+		started := containerStatus(t, after, c).State.Running.StartedAt.Time
+		if ran := done.Status.CompletionTime.Sub(started); ran <= time.Second {
+			t.Errorf("completed %v after %s started: want minStartedSeconds (2 s) to hold", ran, c)
+		}
 	}
 }
 
