@@ -353,7 +353,8 @@ func TestSidecarSetNonImageChange(t *testing.T) {
 	}
 }
 
-// TestSidecarSetUpgradeStrategy: partition 2 of 4 upgrades 2 Pods and stops; paused stops an
+// TestSidecarSetUpgradeStrategy: partition "50%" of 4 (OpenKruise "... and partition") upgrades 2
+// Pods and stops; paused stops an
 // upgrade; resumed, it finishes; updateStrategy.selector limits an upgrade to the labelled Pod,
 // and removing it upgrades the others.
 func TestSidecarSetUpgradeStrategy(t *testing.T) {
@@ -361,13 +362,13 @@ func TestSidecarSetUpgradeStrategy(t *testing.T) {
 	u := newSidecarUpgrade(t, ctx, "ss-strategy", 4, nil)
 
 	updateSidecarSet(t, ctx, u.set, func(s *v1alpha1.SidecarSet) {
-		s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(2))
+		s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromString("50%"))
 		s.Spec.Containers[0].Image = appImageV2
 	})
 	pods := waitSidecarsOn(t, ctx, u, appImageV2, 2)
 	waitSidecarSetStatus(t, ctx, u.set, 4, 2, 4, 2)
 	upgraded := podsOnSidecar(pods, appImageV2)
-	expectSidecarsStay(t, ctx, u, appImageV2, upgraded, "partition 2 of 4")
+	expectSidecarsStay(t, ctx, u, appImageV2, upgraded, "partition 50% of 4")
 
 	updateSidecarSet(t, ctx, u.set, func(s *v1alpha1.SidecarSet) {
 		s.Spec.UpdateStrategy.Partition = nil
