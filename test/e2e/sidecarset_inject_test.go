@@ -185,3 +185,42 @@ func TestSidecarSetCanaryInjection(t *testing.T) {
 		}
 	}
 }
+
+// TestSidecarSetNamespaceSelectorFollowsRelabel (OpenKruise "sidecarSet upgrade cold sidecar
+// container image only", its first half): a SidecarSet whose namespaceSelector asks for label
+// inject=sidecar injects nothing into a Pod of a namespace without it; once the namespace is
+// labelled, a Pod created there gets the sidecar, and the Pod created before keeps none.
+func TestSidecarSetNamespaceSelectorFollowsRelabel(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "ss-relabel")
+	name := "e2e-relabel-" + utilrand.String(5)
+	set := ssScopedSet(name, ns, name)
+	set.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{
+		corev1.LabelMetadataName: ns, "inject": "sidecar"}}
+	set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(container("agent", appImageV1), v1alpha1.BeforeAppContainerType)}
+	ssCreateSet(t, ctx, set)
+
+	first, err := kube.CoreV1().Pods(ns).Create(ctx, ssPod(ns, "before", name, container("main", appImageV1)), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ssExpectUntouched(t, first, "namespace not labelled inject=sidecar", "main")
+
+	mustKubectl(t, ctx, "", "label", "namespace", ns, "inject=sidecar")
+	second := ssPod(ns, "after", name, container("main", appImageV1))
+	ssWaitWebhook(t, ctx, "the webhook to see the namespace's new label", second, func(p *corev1.Pod) bool {
+		return ssContainer(p.Spec.Containers, "agent") != nil
+	})
+	created, err := kube.CoreV1().Pods(ns).Create(ctx, second, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ssNames(created.Spec.Containers); len(got) != 2 || got[0] != "agent" || created.Spec.Containers[0].Image != appImageV1 {
+		t.Errorf("pod after the relabel has containers %v, want [agent main] with agent on %s", got, appImageV1)
+	}
+	if p, err := kube.CoreV1().Pods(ns).Get(ctx, "before", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if got := ssNames(p.Spec.Containers); len(got) != 1 {
+		t.Errorf("pod created before the relabel now has containers %v: want it left alone", got)
+	}
+}
