@@ -21,9 +21,11 @@ import (
 )
 
 // openKruiseGates is a --feature-gates string of an OpenKruise user (`featureGates` in its
-// chart): the two alpha gates OpenKruise's CloneSet specs need, and a gate of a newer OpenKruise
-// that inplace does not have, which every program must log and ignore.
-const openKruiseGates = "PreparingUpdateAsUpdate=true,RecreatePodWhenChangeVCTInCloneSetGate=true,DaemonSetPruneIneligibleNodes=true"
+// chart): the two alpha gates OpenKruise's CloneSet specs need, the DaemonSet's image
+// pre-download, and a gate of a newer OpenKruise that inplace does not have, which every program
+// must log and ignore.
+const openKruiseGates = "PreparingUpdateAsUpdate=true,RecreatePodWhenChangeVCTInCloneSetGate=true," +
+	"PreDownloadImageForDaemonSetUpdate=true,DaemonSetPruneIneligibleNodes=true"
 
 // featureGateHooks restart the three programs, and the variable that gives each its flags.
 var featureGateHooks = []struct{ hook, env, program string }{
@@ -95,6 +97,10 @@ func TestFeatureGates(t *testing.T) {
 				cs.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests = sizeRequest("2Gi")
 			})
 		})
+		t.Run("PreDownloadImageForDaemonSetUpdate off", func(t *testing.T) {
+			t.Parallel()
+			testDaemonSetNoPreDownload(t, ctx)
+		})
 	})
 	if t.Failed() {
 		return
@@ -123,6 +129,10 @@ func TestFeatureGates(t *testing.T) {
 		t.Run("Update with VolumeClaimTemplate changes", func(t *testing.T) {
 			t.Parallel()
 			testUpdateVolumeClaimTemplates(t, ctx)
+		})
+		t.Run("DaemonSet pre-downloads the new image", func(t *testing.T) {
+			t.Parallel()
+			testDaemonSetPreDownload(t, ctx)
 		})
 	})
 }
