@@ -54,9 +54,13 @@ var controllers = []manager.InitFunc{
 		if cc.RolloutMetrics {
 			statefulset.ExposeRollouts(sets.Lister())
 		}
-		return statefulset.New(cc.KubeClient, cc.InplaceClient, sets,
+		c, err := statefulset.New(cc.KubeClient, cc.InplaceClient, sets,
 			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().PersistentVolumeClaims(),
 			cc.KubeInformers.Apps().V1().ControllerRevisions(), cc.Recorder)
+		if err == nil && features.Enabled(features.StatefulSetAutoResizePVCGate) {
+			err = c.WatchClaimResize(cc.KubeInformers.Core().V1().PersistentVolumeClaims(), cc.KubeInformers.Storage().V1().StorageClasses())
+		}
+		return c, err
 	}},
 	{Name: daemonset.Name, New: func(cc *manager.Context) (manager.Controller, error) {
 		sets := cc.InplaceInformers.Apps().V1alpha1().DaemonSets()
