@@ -100,7 +100,7 @@ func planUpdateClaims(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevisi
 			// Going, or waiting to go: scaling deals with it.
 		case specifiedDelete(p):
 			specified = append(specified, p)
-		case i >= partition && (p.Labels[appsv1.ControllerRevisionHashLabelKey] != updateRevision || !claimsCompatible(claims, p)):
+		case (i >= partition || unordered(set)) && (p.Labels[appsv1.ControllerRevisionHashLabelKey] != updateRevision || !claimsCompatible(claims, p)):
 			candidates = append(candidates, p)
 		}
 	}
@@ -121,14 +121,63 @@ func planUpdateClaims(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevisi
 	plan := updatePlan{budget: maxUnavailable - unavailable}
 	plan.specified, plan.budget = pickSpecified(specified, plan.budget, minReady, now)
 	slices.SortStableFunc(candidates, func(a, b *corev1.Pod) int { return ordinalOf(set, b) - ordinalOf(set, a) })
-	if u := ru.UnorderedUpdate; u != nil && !ordered {
-		updatesort.ByPriority(candidates, u.PriorityStrategy, availability.Ready)
+	if unordered(set) {
+		candidates = unorderedCandidates(set, byOrd, candidates, updateRevision)
 	}
 	if ordered && len(candidates) > 1 {
 		candidates = candidates[:1]
 	}
 	plan.candidates = candidates
 	return plan
+}
+
+// unordered tells whether the set updates with unorderedUpdate (Parallel only, as OpenKruise
+// validates it): partition is then how many Pods keep a revision other than the update
+// revision, whichever they are, not the first positions.
+func unordered(set *v1beta1.StatefulSet) bool {
+	ru := set.Spec.UpdateStrategy.RollingUpdate
+	return ru != nil && ru.UnorderedUpdate != nil && set.Spec.PodManagementPolicy == appsv1.ParallelPodManagement
+}
+
+// countsAsUpdated tells whether an unordered update counts the Pod among those at the update
+// revision, as OpenKruise's revision.IsPodUpdate: at that revision, or (PreparingUpdateAsUpdate)
+// held in PreparingUpdate by the inPlaceUpdate hook on its way there.
+func countsAsUpdated(pod *corev1.Pod, updateRevision string) bool {
+	return pod.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision || lifecycle.CountsAsUpdated(pod)
+}
+
+// unorderedCandidates orders and bounds the candidates of an unordered update as OpenKruise's
+// sortPodsToUpdate: the Pods counted as updated (terminating ones too) come first, then the
+// others by unorderedUpdate's priority (highest ordinal first otherwise), and no more than
+// replicas - partition of them are taken; of those, the ones not at the update revision (or
+// whose claims are behind) are the candidates.
+func unorderedCandidates(set *v1beta1.StatefulSet, byOrd map[int]*corev1.Pod, candidates []*corev1.Pod, updateRevision string) []*corev1.Pod {
+	maxUpdate := len(wantedOrdinals(set)) - partitionOf(set)
+	isCandidate := map[*corev1.Pod]bool{}
+	for _, p := range candidates {
+		isCandidate[p] = true
+	}
+	var updated, waiting []*corev1.Pod
+	for _, o := range slices.Backward(wantedOrdinals(set)) {
+		p := byOrd[o]
+		switch {
+		case p == nil:
+		case p.DeletionTimestamp != nil || countsAsUpdated(p, updateRevision):
+			updated = append(updated, p)
+		case isCandidate[p]:
+			waiting = append(waiting, p)
+		}
+	}
+	updatesort.ByPriority(waiting, set.Spec.UpdateStrategy.RollingUpdate.UnorderedUpdate.PriorityStrategy, availability.Ready)
+	all := append(updated, waiting...)
+	all = all[:max(min(len(all), maxUpdate), 0)]
+	var out []*corev1.Pod
+	for _, p := range all {
+		if isCandidate[p] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // claimsCompatible tells whether no claim of the Pod asks less than its template (always so when
