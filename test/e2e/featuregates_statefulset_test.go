@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 )
 
@@ -136,4 +137,73 @@ func testStatefulSetAutoResizePVC(t *testing.T, ctx context.Context) {
 		t.Errorf("db-0 after the resize: %v, want the same Pod updated in place to %s", p, appImageV2)
 	}
 	waitVolumeClaims(t, ctx, set, "2Mi", 1, []v1beta1.VolumeClaimStatus{{VolumeClaimName: "data", CompatibleReplicas: 1, CompatibleReadyReplicas: 1}})
+}
+
+// statefulSetReplacementRevision is the PreparingUpdateAsUpdate scenario on an Advanced
+// StatefulSet, where OpenKruise applies the gate (unorderedUpdate only): 2 Pods, partition 1, an
+// inPlaceUpdate hook holding the Pod the image change picks in PreparingUpdate. The other Pod is
+// deleted; it returns the revision its replacement was created at, and the set's current and
+// update revisions.
+func statefulSetReplacementRevision(t *testing.T, ctx context.Context, prefix string) (replacement, current, update string) {
+	t.Helper()
+	ns := newNamespace(t, ctx, prefix)
+	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(set *v1beta1.StatefulSet) {
+		set.Spec.VolumeClaimTemplates = nil
+		set.Spec.Template.Spec.Containers[0].VolumeMounts = nil
+		set.Spec.Template.Labels[preparingUpdateHook] = "true"
+		set.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{preparingUpdateHook: "true"}}}
+		ru := set.Spec.UpdateStrategy.RollingUpdate
+		ru.UnorderedUpdate = &v1beta1.UnorderedUpdateStrategy{}
+		ru.Partition = ptr.To[int32](1)
+	}))
+	waitStatefulSet(t, ctx, set, 2, 2)
+	set = updateAdvancedStatefulSet(t, ctx, set, func(set *v1beta1.StatefulSet) { set.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+
+	var other *corev1.Pod
+	poll(t, ctx, 30*time.Second, "one Pod held in PreparingUpdate", func(ctx context.Context) (bool, error) {
+		pods, err := stsPods(ctx, set)
+		if err != nil {
+			return false, err
+		}
+		held := 0
+		for _, p := range pods {
+			if p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingUpdate) {
+				held++
+			} else {
+				other = p
+			}
+		}
+		return held == 1 && len(pods) == 2, fmt.Errorf("%d of %d pods held", held, len(pods))
+	})
+	if err := kube.CoreV1().Pods(ns).Delete(ctx, other.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &other.UID}}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, podTimeout, "the replacement of "+other.Name, func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, other.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		replacement = podRevision(p)
+		return p.UID != other.UID && p.DeletionTimestamp == nil, fmt.Errorf("still the deleted pod")
+	})
+	current, update = setRevisions(t, ctx, set)
+	return replacement, current, update
+}
+
+// testStatefulSetPreparingUpdate: by default (OpenKruise's too) the Pod held in PreparingUpdate
+// is one of those the partition keeps, so the replacement takes the update revision; with
+// PreparingUpdateAsUpdate (asUpdate) it counts as updated, and the replacement keeps the
+// partition at the current revision.
+func testStatefulSetPreparingUpdate(t *testing.T, ctx context.Context, asUpdate bool) {
+	prefix, want := "fg-asts-prep-off", "update"
+	if asUpdate {
+		prefix, want = "fg-asts-prep", "current"
+	}
+	got, current, update := statefulSetReplacementRevision(t, ctx, prefix)
+	if current == update {
+		t.Fatalf("current revision %s is the update revision", current)
+	}
+	if (want == "current" && got != current) || (want == "update" && got != update) {
+		t.Errorf("replacement created at %s (current %s, update %s), want the %s revision", got, current, update, want)
+	}
 }

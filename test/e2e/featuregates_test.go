@@ -104,6 +104,10 @@ func TestFeatureGates(t *testing.T) {
 			t.Parallel()
 			testDaemonSetNoPreDownload(t, ctx)
 		})
+		t.Run("PreparingUpdateAsUpdate off, Advanced StatefulSet", func(t *testing.T) {
+			t.Parallel()
+			testStatefulSetPreparingUpdate(t, ctx, false)
+		})
 		t.Run("StatefulSetAutoResizePVCGate off", func(t *testing.T) {
 			t.Parallel()
 			testStatefulSetNoResize(t, ctx)
@@ -140,6 +144,10 @@ func TestFeatureGates(t *testing.T) {
 		t.Run("DaemonSet pre-downloads the new image", func(t *testing.T) {
 			t.Parallel()
 			testDaemonSetPreDownload(t, ctx)
+		})
+		t.Run("Advanced StatefulSet regards a preparing-update Pod as updated", func(t *testing.T) {
+			t.Parallel()
+			testStatefulSetPreparingUpdate(t, ctx, true)
 		})
 		t.Run("StatefulSet claims resize with the rolling update", func(t *testing.T) {
 			t.Parallel()
