@@ -28,6 +28,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/nodeimage"
 	"github.com/inplace-dev/inplace/pkg/controller/sidecarset"
 	"github.com/inplace-dev/inplace/pkg/controller/statefulset"
+	"github.com/inplace-dev/inplace/pkg/features"
 )
 
 // controllers are every controller inplace-controller runs.
@@ -53,18 +54,30 @@ var controllers = []manager.InitFunc{
 		if cc.RolloutMetrics {
 			statefulset.ExposeRollouts(sets.Lister())
 		}
-		return statefulset.New(cc.KubeClient, cc.InplaceClient, sets,
+		c, err := statefulset.New(cc.KubeClient, cc.InplaceClient, sets,
 			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().PersistentVolumeClaims(),
 			cc.KubeInformers.Apps().V1().ControllerRevisions(), cc.Recorder)
+		if err == nil && features.Enabled(features.StatefulSetAutoResizePVCGate) {
+			err = c.WatchClaimResize(cc.KubeInformers.Core().V1().PersistentVolumeClaims(), cc.KubeInformers.Storage().V1().StorageClasses())
+		}
+		return c, err
 	}},
 	{Name: daemonset.Name, New: func(cc *manager.Context) (manager.Controller, error) {
 		sets := cc.InplaceInformers.Apps().V1alpha1().DaemonSets()
 		if cc.RolloutMetrics {
 			daemonset.ExposeRollouts(sets.Lister())
 		}
-		return daemonset.New(cc.KubeClient, cc.InplaceClient, sets,
+		c, err := daemonset.New(cc.KubeClient, cc.InplaceClient, sets,
 			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().Nodes(),
 			cc.KubeInformers.Apps().V1().ControllerRevisions(), cc.Recorder)
+		if err != nil {
+			return nil, err
+		}
+		// As OpenKruise, pre-download needs inplace-daemon (KruiseDaemon) to pull the images.
+		if features.Enabled(features.PreDownloadImageForDaemonSetUpdate) && features.Enabled(features.KruiseDaemon) {
+			err = c.EnableImagePreDownload(cc.KubeClient.AppsV1(), cc.InplaceInformers.Apps().V1alpha1().ImagePullJobs())
+		}
+		return c, err
 	}},
 	{Name: nodeimage.Name, New: nodeimage.New},
 	{Name: imagepulljob.Name, New: imagepulljob.New},

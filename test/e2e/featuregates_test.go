@@ -21,9 +21,11 @@ import (
 )
 
 // openKruiseGates is a --feature-gates string of an OpenKruise user (`featureGates` in its
-// chart): the two alpha gates OpenKruise's CloneSet specs need, and a gate of a newer OpenKruise
-// that inplace does not have, which every program must log and ignore.
-const openKruiseGates = "PreparingUpdateAsUpdate=true,RecreatePodWhenChangeVCTInCloneSetGate=true,DaemonSetPruneIneligibleNodes=true"
+// chart): the two alpha gates OpenKruise's CloneSet specs need, the DaemonSet's image
+// pre-download, the Advanced StatefulSet's claim resize, and a gate of a newer OpenKruise that
+// inplace does not have, which every program must log and ignore.
+const openKruiseGates = "PreparingUpdateAsUpdate=true,RecreatePodWhenChangeVCTInCloneSetGate=true," +
+	"PreDownloadImageForDaemonSetUpdate=true,StatefulSetAutoResizePVCGate=true,DaemonSetPruneIneligibleNodes=true"
 
 // featureGateHooks restart the three programs, and the variable that gives each its flags.
 var featureGateHooks = []struct{ hook, env, program string }{
@@ -70,10 +72,13 @@ func programLogSinceStart(t *testing.T, program string) string {
 // all three programs (each logs the unknown gate and ignores it), and OpenKruise's two CloneSet
 // specs that need an alpha gate pass with it on: "regard preparing-update pod as update when
 // scaling" (PreparingUpdateAsUpdate) and "Update with VolumeClaimTemplate changes"
-// (RecreatePodWhenChangeVCTInCloneSetGate). Before, with no gate set, each scenario shows the
+// (RecreatePodWhenChangeVCTInCloneSetGate); an Advanced DaemonSet's image change pre-downloads
+// its image (PreDownloadImageForDaemonSetUpdate) and an Advanced StatefulSet's claims grow with
+// their template (StatefulSetAutoResizePVCGate). Before, with no gate set, each scenario shows the
 // default behaviour, which is OpenKruise's default too: the replacement of a Pod takes the update
-// revision while another waits in PreparingUpdate, and a template change that can go in place
-// does, whatever the volumeClaimTemplates.
+// revision while another waits in PreparingUpdate, a template change that can go in place does,
+// whatever the volumeClaimTemplates, a DaemonSet makes no ImagePullJob, and a StatefulSet's
+// claims keep their size.
 func TestFeatureGates(t *testing.T) {
 	ctx := testContext(t)
 	t.Run("defaults", func(t *testing.T) {
@@ -94,6 +99,18 @@ func TestFeatureGates(t *testing.T) {
 				cs.Spec.Template.Spec.Containers[0].Image = appImageV2
 				cs.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests = sizeRequest("2Gi")
 			})
+		})
+		t.Run("PreDownloadImageForDaemonSetUpdate off", func(t *testing.T) {
+			t.Parallel()
+			testDaemonSetNoPreDownload(t, ctx)
+		})
+		t.Run("PreparingUpdateAsUpdate off, Advanced StatefulSet", func(t *testing.T) {
+			t.Parallel()
+			testStatefulSetPreparingUpdate(t, ctx, false)
+		})
+		t.Run("StatefulSetAutoResizePVCGate off", func(t *testing.T) {
+			t.Parallel()
+			testStatefulSetNoResize(t, ctx)
 		})
 	})
 	if t.Failed() {
@@ -123,6 +140,18 @@ func TestFeatureGates(t *testing.T) {
 		t.Run("Update with VolumeClaimTemplate changes", func(t *testing.T) {
 			t.Parallel()
 			testUpdateVolumeClaimTemplates(t, ctx)
+		})
+		t.Run("DaemonSet pre-downloads the new image", func(t *testing.T) {
+			t.Parallel()
+			testDaemonSetPreDownload(t, ctx)
+		})
+		t.Run("Advanced StatefulSet regards a preparing-update Pod as updated", func(t *testing.T) {
+			t.Parallel()
+			testStatefulSetPreparingUpdate(t, ctx, true)
+		})
+		t.Run("StatefulSet claims resize with the rolling update", func(t *testing.T) {
+			t.Parallel()
+			testStatefulSetAutoResizePVC(t, ctx)
 		})
 	})
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	"github.com/inplace-dev/inplace/pkg/controller/ownership"
+	"github.com/inplace-dev/inplace/pkg/controller/predownload"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
@@ -48,6 +49,8 @@ type Controller struct {
 	recorder record.EventRecorder
 	exp      *expectations.Expectations
 	now      func() time.Time
+	// predl pre-downloads the images of a rollout (EnableImagePreDownload); nil when off.
+	predl *predownload.Writer
 }
 
 // New builds the controller on the DaemonSet, Pod, Node and ControllerRevision informers.

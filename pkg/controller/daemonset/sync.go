@@ -77,11 +77,17 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		if ok, left := c.exp.Satisfied(key.String(), podState(pods)); ok {
 			var acted bool
 			readyErr := c.syncKruisePodReady(ctx, pods)
+			// Before the Pods are touched, as OpenKruise: the first batch of an update starts
+			// while the other nodes pull.
+			preWait, preErr := c.preDownload(ctx, ds, revs, revisions)
 			acted, requeue, actErr = c.manage(ctx, ds, states, revs)
 			if !acted && actErr == nil {
 				actErr = c.rollingUpdate(ctx, ds, states, revs, revisions)
 			}
-			actErr = errors.Join(readyErr, actErr)
+			if preWait > 0 && (requeue == 0 || preWait < requeue) {
+				requeue = preWait
+			}
+			actErr = errors.Join(readyErr, preErr, actErr)
 		} else {
 			requeue = left
 		}

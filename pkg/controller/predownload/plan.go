@@ -16,8 +16,12 @@
 // Decide is the whole decision, pure; Writer carries it out with the clients, behind
 // expectations so that a slow cache never creates or deletes a job twice.
 //
+// Advanced DaemonSets use it too (OpenKruise's PreDownloadImageForDaemonSetUpdate), with
+// OpenKruise's DaemonSet rules (Rollout.DaemonSet).
+//
 // Behaviour follows OpenKruise v1.9 (pkg/controller/cloneset/cloneset_predownload_image.go,
-// pkg/util/imagejob/utilfunction); where it differs the comment says so and why.
+// pkg/controller/daemonset/daemonset_predownload_image.go, pkg/util/imagejob/utilfunction); where
+// it differs the comment says so and why.
 package predownload
 
 import (
@@ -86,6 +90,26 @@ type Rollout struct {
 	UpdatedReady int
 	// Current and Update are the workload's current and update revisions.
 	Current, Update *appsv1.ControllerRevision
+
+	// DaemonSet selects OpenKruise's Advanced DaemonSet rules (PreDownloadImageForDaemonSetUpdate,
+	// pkg/controller/daemonset/daemonset_predownload_image.go) over the CloneSet's: whatever the
+	// update strategy and the number of Pods, no check that the change goes in place, no wait for
+	// updated ready Pods (OpenKruise reads that annotation for a DaemonSet but does not act on
+	// it), and the images compared with every older revision (Old) instead of Current.
+	DaemonSet bool
+	// Old are, for a DaemonSet, its revisions other than Update.
+	Old []*appsv1.ControllerRevision
+	// Done says, for a DaemonSet, that its rollout is over: its status shows every node's Pod
+	// at the update revision. (A CloneSet's is over when Current is Update.)
+	Done bool
+}
+
+// done says the rollout is over: its jobs go, none is created.
+func (r Rollout) done() bool {
+	if r.DaemonSet {
+		return r.Done
+	}
+	return r.Current.Name == r.Update.Name
 }
 
 // Plan is what Decide says to do.
@@ -108,7 +132,7 @@ type Plan struct {
 // controls (from the cache).
 func Decide(r Rollout, jobs []*v1alpha1.ImagePullJob) (Plan, error) {
 	var p Plan
-	if r.Current.Name == r.Update.Name {
+	if r.done() {
 		p.Delete = live(jobs, func(*v1alpha1.ImagePullJob) bool { return true })
 		p.Why = "no rollout under way"
 		return p, nil
@@ -120,21 +144,26 @@ func Decide(r Rollout, jobs []*v1alpha1.ImagePullJob) (Plan, error) {
 		p.Why = "revision " + r.Update.Name + " is labelled " + key
 		return p, nil
 	}
-	minReady, problem := MinUpdatedReady(r.Owner.GetAnnotations(), r.Replicas)
-	p.addProblem(problem)
-	if r.UpdatedReady < minReady {
-		p.Why = fmt.Sprintf("%d updated ready Pods, waiting for %d", r.UpdatedReady, minReady)
-		return p, nil
-	}
-	oldT, err := history.Template(r.Current)
-	if err != nil {
-		return p, fmt.Errorf("decoding the template of revision %s: %w", r.Current.Name, err)
+	if !r.DaemonSet {
+		minReady, problem := MinUpdatedReady(r.Owner.GetAnnotations(), r.Replicas)
+		p.addProblem(problem)
+		if r.UpdatedReady < minReady {
+			p.Why = fmt.Sprintf("%d updated ready Pods, waiting for %d", r.UpdatedReady, minReady)
+			return p, nil
+		}
 	}
 	newT, err := history.Template(r.Update)
 	if err != nil {
 		return p, fmt.Errorf("decoding the template of revision %s: %w", r.Update.Name, err)
 	}
-	if why, err := skipReason(r, oldT, newT); err != nil || why != "" {
+	var images map[string]string
+	var why string
+	if r.DaemonSet {
+		images, why, err = daemonSetImages(r, newT)
+	} else {
+		images, why, err = cloneSetImages(r, newT)
+	}
+	if err != nil || why != "" {
 		if err == nil {
 			p.Mark, p.Why = v1alpha1.ImagePreDownloadIgnoredKey, why
 		}
@@ -148,7 +177,6 @@ func Decide(r Rollout, jobs []*v1alpha1.ImagePullJob) (Plan, error) {
 	for _, j := range jobs {
 		existing[j.Name] = true
 	}
-	images := ChangedImages(oldT, newT)
 	for _, container := range slices.Sorted(maps.Keys(images)) {
 		job := newJob(r, hash, container, images[container], settings)
 		if !existing[job.Name] {
@@ -184,6 +212,50 @@ func marked(rev *appsv1.ControllerRevision) string {
 		}
 	}
 	return ""
+}
+
+// cloneSetImages are the images to pre-download for a CloneSet, or why none are.
+func cloneSetImages(r Rollout, newT *corev1.PodTemplateSpec) (map[string]string, string, error) {
+	oldT, err := history.Template(r.Current)
+	if err != nil {
+		return nil, "", fmt.Errorf("decoding the template of revision %s: %w", r.Current.Name, err)
+	}
+	if why, err := skipReason(r, oldT, newT); err != nil || why != "" {
+		return nil, why, err
+	}
+	return ChangedImages(oldT, newT), "", nil
+}
+
+// daemonSetImages are the images to pre-download for a DaemonSet, or why none are: as
+// OpenKruise, none when every Pod updates in the first batch (partition 0 and maxUnavailable
+// covering every node), else each container's new image that an older revision runs under
+// another image or that no older revision has.
+func daemonSetImages(r Rollout, newT *corev1.PodTemplateSpec) (map[string]string, string, error) {
+	if r.Partition == 0 && r.MaxUnavailable >= r.Replicas {
+		return nil, fmt.Sprintf("every Pod updates at once (partition 0, maxUnavailable %d of %d nodes)", r.MaxUnavailable, r.Replicas), nil
+	}
+	images := map[string]string{}
+	found := map[string]bool{}
+	for _, rev := range r.Old {
+		oldT, err := history.Template(rev)
+		if err != nil {
+			return nil, "", fmt.Errorf("decoding the template of revision %s: %w", rev.Name, err)
+		}
+		for name, image := range ChangedImages(oldT, newT) {
+			if slices.ContainsFunc(oldT.Spec.Containers, func(c corev1.Container) bool { return c.Name == name }) {
+				images[name] = image
+			}
+		}
+		for _, c := range oldT.Spec.Containers {
+			found[c.Name] = true
+		}
+	}
+	for _, c := range newT.Spec.Containers {
+		if !found[c.Name] {
+			images[c.Name] = c.Image
+		}
+	}
+	return images, "", nil
 }
 
 // skipReason says why the revision's images are not pre-downloaded, as OpenKruise decides: Pods

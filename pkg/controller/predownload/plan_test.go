@@ -230,6 +230,93 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// daemonSetRollout is an Advanced DaemonSet on 2 nodes moving from main=app:v1 to main=app:v2,
+// maxUnavailable 1, as OpenKruise's DaemonSet counts it.
+func daemonSetRollout(t *testing.T) Rollout {
+	ds := &v1alpha1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "web-uid"}}
+	newT := template("main=app:v2")
+	return Rollout{
+		Owner:          ds,
+		OwnerRef:       *metav1.NewControllerRef(ds, v1alpha1.SchemeGroupVersion.WithKind("DaemonSet")),
+		Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Template:       newT,
+		DaemonSet:      true,
+		Replicas:       2,
+		MaxUnavailable: 1,
+		Old:            []*appsv1.ControllerRevision{revision(t, "old", template("main=app:v1"))},
+		Update:         revision(t, "new", newT),
+	}
+}
+
+// A DaemonSet follows OpenKruise's DaemonSet rules, not the CloneSet's.
+func TestDecideDaemonSet(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		change  func(*Rollout)
+		jobs    []*v1alpha1.ImagePullJob
+		create  []string
+		images  []string
+		deleted []string
+		mark    string
+		why     string
+	}{
+		{name: "image changed on 2 nodes (a CloneSet needs more than 3 Pods)",
+			create: []string{"web-new-main"}, images: []string{"app:v2"}, mark: v1alpha1.ImagePreDownloadCreatedKey},
+		{name: "a change that cannot go in place is pre-downloaded too", change: func(r *Rollout) {
+			tmpl := template("main=app:v2", "extra=e:1")
+			tmpl.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "1"}}
+			r.Update = revision(t, "new", tmpl)
+		}, create: []string{"web-new-extra", "web-new-main"}, images: []string{"e:1", "app:v2"}, mark: v1alpha1.ImagePreDownloadCreatedKey},
+		{name: "min updated ready is not waited for", change: func(r *Rollout) {
+			r.Owner.SetAnnotations(map[string]string{v1alpha1.ImagePreDownloadMinUpdatedReadyPods: "2"})
+		}, create: []string{"web-new-main"}, images: []string{"app:v2"}, mark: v1alpha1.ImagePreDownloadCreatedKey},
+		{name: "all nodes at once", change: func(r *Rollout) { r.MaxUnavailable = 2 },
+			mark: v1alpha1.ImagePreDownloadIgnoredKey, why: "at once"},
+		{name: "all at once but for a partition", change: func(r *Rollout) { r.MaxUnavailable, r.Partition = 2, 1 },
+			create: []string{"web-new-main"}, images: []string{"app:v2"}, mark: v1alpha1.ImagePreDownloadCreatedKey},
+		{name: "no nodes yet (a new DaemonSet's status)", change: func(r *Rollout) { r.Replicas, r.MaxUnavailable = 0, 0 },
+			mark: v1alpha1.ImagePreDownloadIgnoredKey, why: "at once"},
+		{name: "compared with every older revision", change: func(r *Rollout) {
+			r.Update = revision(t, "new", template("main=app:v2", "side=log:v1", "keep=k:1"))
+			r.Old = append(r.Old, revision(t, "older", template("main=app:v2", "side=log:v0", "keep=k:1")))
+			r.Old[0] = revision(t, "old", template("main=app:v1", "side=log:v1", "keep=k:1"))
+		}, create: []string{"web-new-main", "web-new-side"}, images: []string{"app:v2", "log:v1"}, mark: v1alpha1.ImagePreDownloadCreatedKey},
+		{name: "not done while Current is Update", change: func(r *Rollout) { r.Current = r.Update },
+			create: []string{"web-new-main"}, images: []string{"app:v2"}, mark: v1alpha1.ImagePreDownloadCreatedKey},
+		{name: "done: every job deleted", change: func(r *Rollout) { r.Done = true },
+			jobs: []*v1alpha1.ImagePullJob{job("web-new-main", "new")}, deleted: []string{"web-new-main"}, why: "no rollout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := daemonSetRollout(t)
+			if tc.change != nil {
+				tc.change(&r)
+			}
+			plan, err := Decide(r, tc.jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var images []string
+			for _, j := range plan.Create {
+				images = append(images, j.Spec.Image)
+			}
+			if got := names(plan.Create); !slices.Equal(got, tc.create) || !slices.Equal(images, tc.images) {
+				t.Errorf("create %v %v, want %v %v", got, images, tc.create, tc.images)
+			}
+			if got := names(plan.Delete); !slices.Equal(got, tc.deleted) {
+				t.Errorf("delete %v, want %v", got, tc.deleted)
+			}
+			if plan.Mark != tc.mark || !strings.Contains(plan.Why, tc.why) {
+				t.Errorf("mark %q why %q, want %q %q", plan.Mark, plan.Why, tc.mark, tc.why)
+			}
+			for _, j := range plan.Create {
+				if ref := metav1.GetControllerOf(j); ref == nil || ref.Kind != "DaemonSet" || ref.UID != "web-uid" {
+					t.Errorf("job %s controller %+v, want the DaemonSet", j.Name, ref)
+				}
+			}
+		})
+	}
+}
+
 // Annotations that cannot be read fall back to OpenKruise's defaults and each is a problem to
 // report; none stops the jobs.
 func TestDecideBadAnnotations(t *testing.T) {

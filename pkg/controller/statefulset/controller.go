@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -37,12 +38,14 @@ const Name = "statefulset"
 
 // Controller reconciles Advanced StatefulSets.
 type Controller struct {
-	kube     kubernetes.Interface
-	inplace  clientset.Interface
-	sets     listers.StatefulSetLister
-	pods     corelisters.PodLister
-	owned    ownership.Indexes // the Pods and revisions by controller
-	claims   corelisters.PersistentVolumeClaimLister
+	kube    kubernetes.Interface
+	inplace clientset.Interface
+	sets    listers.StatefulSetLister
+	pods    corelisters.PodLister
+	owned   ownership.Indexes // the Pods and revisions by controller
+	claims  corelisters.PersistentVolumeClaimLister
+	// classes are the StorageClasses, read when claims resize (WatchClaimResize); nil when not.
+	classes  storagelisters.StorageClassLister
 	synced   []cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	recorder record.EventRecorder

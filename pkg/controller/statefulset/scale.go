@@ -175,12 +175,31 @@ func (c *Controller) scale(ctx context.Context, set *v1beta1.StatefulSet, pods [
 	}
 	for _, o := range plan.create {
 		rev := revs.Update
-		if position[o] < partition && revs.Current != nil {
+		if revs.Current != nil && currentRevisionNeeded(set, pods, o, position[o], partition, revs.Update.Name) {
 			rev = revs.Current
 		}
 		errs = append(errs, c.createPod(ctx, set, rev, o))
 	}
 	return true, errors.Join(errs...)
+}
+
+// currentRevisionNeeded tells whether the Pod created for ordinal o (at position among the
+// wanted ordinals) keeps the current revision: one of the first partition positions; with
+// unorderedUpdate, as OpenKruise's isCurrentRevisionNeeded, when fewer than partition other Pods
+// are not counted as updated (countsAsUpdated, so with PreparingUpdateAsUpdate a Pod held in
+// PreparingUpdate counts as updated and the new Pod keeps the partition).
+func currentRevisionNeeded(set *v1beta1.StatefulSet, pods []*corev1.Pod, o, position, partition int, updateRevision string) bool {
+	if !unordered(set) {
+		return position < partition
+	}
+	wanted := sets.New(wantedOrdinals(set)...)
+	notUpdated := 0
+	for _, p := range pods {
+		if po := ordinalOf(set, p); po != o && wanted.Has(po) && !countsAsUpdated(p, updateRevision) {
+			notUpdated++
+		}
+	}
+	return notUpdated < partition
 }
 
 // restoreClaims creates the missing claims of the set's Pending Pods, as kube's and OpenKruise's

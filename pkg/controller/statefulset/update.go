@@ -55,6 +55,14 @@ type updatePlan struct {
 // one Pod at a time. Pods labelled specified-delete go first (see
 // pickSpecified) and are no candidates.
 func planUpdate(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevision string, now time.Time) updatePlan {
+	return planUpdateClaims(set, pods, updateRevision, now, nil)
+}
+
+// planUpdateClaims is planUpdate when claims resize with the update (see autoResize; claims are
+// the Pods' claim states, nil when they do not): a Pod whose claims ask less than their
+// templates is a candidate even at the update revision, and one whose claims' capacity is
+// below their request is not available.
+func planUpdateClaims(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevision string, now time.Time, claims map[string]claimState) updatePlan {
 	ru := set.Spec.UpdateStrategy.RollingUpdate
 	if set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType || ru == nil || ru.Paused {
 		return updatePlan{}
@@ -73,6 +81,9 @@ func planUpdate(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevision str
 		available := false
 		if p != nil && p.DeletionTimestamp == nil {
 			available, _ = availability.Available(p, minReady, now)
+			if st, ok := claims[p.Name]; ok && !st.ready {
+				available = false
+			}
 		}
 		if !available {
 			unavailable++
@@ -89,7 +100,7 @@ func planUpdate(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevision str
 			// Going, or waiting to go: scaling deals with it.
 		case specifiedDelete(p):
 			specified = append(specified, p)
-		case i >= partition && p.Labels[appsv1.ControllerRevisionHashLabelKey] != updateRevision:
+		case (i >= partition || unordered(set)) && (p.Labels[appsv1.ControllerRevisionHashLabelKey] != updateRevision || !claimsCompatible(claims, p)):
 			candidates = append(candidates, p)
 		}
 	}
@@ -110,14 +121,70 @@ func planUpdate(set *v1beta1.StatefulSet, pods []*corev1.Pod, updateRevision str
 	plan := updatePlan{budget: maxUnavailable - unavailable}
 	plan.specified, plan.budget = pickSpecified(specified, plan.budget, minReady, now)
 	slices.SortStableFunc(candidates, func(a, b *corev1.Pod) int { return ordinalOf(set, b) - ordinalOf(set, a) })
-	if u := ru.UnorderedUpdate; u != nil && !ordered {
-		updatesort.ByPriority(candidates, u.PriorityStrategy, availability.Ready)
+	if unordered(set) {
+		candidates = unorderedCandidates(set, byOrd, candidates, updateRevision)
 	}
 	if ordered && len(candidates) > 1 {
 		candidates = candidates[:1]
 	}
 	plan.candidates = candidates
 	return plan
+}
+
+// unordered tells whether the set updates with unorderedUpdate (Parallel only, as OpenKruise
+// validates it): partition is then how many Pods keep a revision other than the update
+// revision, whichever they are, not the first positions.
+func unordered(set *v1beta1.StatefulSet) bool {
+	ru := set.Spec.UpdateStrategy.RollingUpdate
+	return ru != nil && ru.UnorderedUpdate != nil && set.Spec.PodManagementPolicy == appsv1.ParallelPodManagement
+}
+
+// countsAsUpdated tells whether an unordered update counts the Pod among those at the update
+// revision, as OpenKruise's revision.IsPodUpdate: at that revision, or (PreparingUpdateAsUpdate)
+// held in PreparingUpdate by the inPlaceUpdate hook on its way there.
+func countsAsUpdated(pod *corev1.Pod, updateRevision string) bool {
+	return pod.Labels[appsv1.ControllerRevisionHashLabelKey] == updateRevision || lifecycle.CountsAsUpdated(pod)
+}
+
+// unorderedCandidates orders and bounds the candidates of an unordered update as OpenKruise's
+// sortPodsToUpdate: the Pods counted as updated (terminating ones too) come first, then the
+// others by unorderedUpdate's priority (highest ordinal first otherwise), and no more than
+// replicas - partition of them are taken; of those, the ones not at the update revision (or
+// whose claims are behind) are the candidates.
+func unorderedCandidates(set *v1beta1.StatefulSet, byOrd map[int]*corev1.Pod, candidates []*corev1.Pod, updateRevision string) []*corev1.Pod {
+	maxUpdate := len(wantedOrdinals(set)) - partitionOf(set)
+	isCandidate := map[*corev1.Pod]bool{}
+	for _, p := range candidates {
+		isCandidate[p] = true
+	}
+	var updated, waiting []*corev1.Pod
+	for _, o := range slices.Backward(wantedOrdinals(set)) {
+		p := byOrd[o]
+		switch {
+		case p == nil:
+		case p.DeletionTimestamp != nil || countsAsUpdated(p, updateRevision):
+			updated = append(updated, p)
+		case isCandidate[p]:
+			waiting = append(waiting, p)
+		}
+	}
+	updatesort.ByPriority(waiting, set.Spec.UpdateStrategy.RollingUpdate.UnorderedUpdate.PriorityStrategy, availability.Ready)
+	all := append(updated, waiting...)
+	all = all[:max(min(len(all), maxUpdate), 0)]
+	var out []*corev1.Pod
+	for _, p := range all {
+		if isCandidate[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// claimsCompatible tells whether no claim of the Pod asks less than its template (always so when
+// claims do not resize).
+func claimsCompatible(claims map[string]claimState, pod *corev1.Pod) bool {
+	st, ok := claims[pod.Name]
+	return !ok || st.compatible
 }
 
 // specifiedDelete tells whether a Pod carries the specified-delete label (any value, as
@@ -172,7 +239,11 @@ func planStep(set *v1beta1.StatefulSet, pod *corev1.Pod, templates map[string]*a
 // candidates the budget allows to the update revision.
 func (c *Controller) rollingUpdate(ctx context.Context, set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.Revisions, revisions []*appsv1.ControllerRevision) error {
 	now := c.now()
-	plan := planUpdate(set, pods, revs.Update.Name, now)
+	claims, err := c.claimStates(set, pods)
+	if err != nil {
+		return err
+	}
+	plan := planUpdateClaims(set, pods, revs.Update.Name, now, claims)
 	var errs []error
 	for _, p := range plan.specified {
 		errs = append(errs, c.deletePod(ctx, set, p, "SpecifiedDelete",
@@ -187,11 +258,24 @@ func (c *Controller) rollingUpdate(ctx context.Context, set *v1beta1.StatefulSet
 	}
 	budget := plan.budget
 	for _, p := range plan.candidates {
-		if available, _ := availability.Available(p, minReadySeconds(set), now); available {
+		if available, _ := availability.Available(p, minReadySeconds(set), now); available && (claims == nil || claims[p.Name].ready) {
 			if budget <= 0 {
 				break
 			}
 			budget--
+		}
+		if st, ok := claims[p.Name]; ok && (!st.compatible || !st.resized) {
+			// As OpenKruise: the claims grow first, and the Pod moves on once they did (a later
+			// sync, brought by the claims' changes).
+			if !st.compatible {
+				errs = append(errs, c.resizeClaims(ctx, set, p, st.claims))
+			}
+			continue
+		}
+		if p.Labels[appsv1.ControllerRevisionHashLabelKey] == revs.Update.Name {
+			// Only its claims were behind, and they grew: the Pod keeps running (as in
+			// OpenKruise, whose check of the resize reads the claims before their update).
+			continue
 		}
 		step, err := planStep(set, p, templates, revs.Update)
 		if err != nil {

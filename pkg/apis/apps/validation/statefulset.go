@@ -6,12 +6,14 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/features"
 )
 
 // MaxStatefulSetMinReadySeconds is the largest updateStrategy.rollingUpdate.minReadySeconds of an
@@ -52,6 +54,43 @@ func ValidateStatefulSetUpdate(newObj, oldObj *apps.StatefulSet) field.ErrorList
 	if ru := newObj.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.PodUpdatePolicy == apps.InPlaceOnlyPodUpdateStrategyType {
 		allErrs = append(allErrs, validateInPlaceOnlyTemplateChange(&newObj.Spec.Template.Spec,
 			&oldObj.Spec.Template.Spec, specPath.Child("template", "spec"))...)
+	}
+	if features.Enabled(features.StatefulSetAutoResizePVCGate) &&
+		newObj.Spec.VolumeClaimUpdateStrategy.Type == apps.OnPodRollingUpdateVolumeClaimUpdateStrategyType {
+		allErrs = append(allErrs, validateClaimTemplatesResizeOnly(newObj.Spec.VolumeClaimTemplates,
+			oldObj.Spec.VolumeClaimTemplates, specPath.Child("volumeClaimTemplates"))...)
+	}
+	return allErrs
+}
+
+// validateClaimTemplatesResizeOnly: with StatefulSetAutoResizePVCGate, claims that follow their
+// templates on the rolling update (OnPodRollingUpdate) let the templates change only in what a
+// claim can change, as OpenKruise's ValidateVolumeClaimTemplateUpdate: none added, removed or
+// renamed, and each keeping its StorageClass and access modes (its size may change). OpenKruise
+// also refuses a size change whose StorageClass does not allow expansion; inplace-apiserver does
+// not read StorageClasses: the controller then leaves the claims as they are, with an event.
+func validateClaimTemplatesResizeOnly(templates, old []corev1.PersistentVolumeClaim, fldPath *field.Path) field.ErrorList {
+	if len(templates) != len(old) {
+		return field.ErrorList{field.Invalid(fldPath, len(templates),
+			"volumeClaimTemplates cannot be added or removed with volumeClaimUpdateStrategy OnPodRollingUpdate")}
+	}
+	byName := make(map[string]*corev1.PersistentVolumeClaim, len(old))
+	for i := range old {
+		byName[old[i].Name] = &old[i]
+	}
+	var allErrs field.ErrorList
+	for i, t := range templates {
+		o, ok := byName[t.Name]
+		if !ok {
+			allErrs = append(allErrs, field.Forbidden(fldPath.Index(i).Child("metadata", "name"),
+				"volumeClaimTemplates cannot be renamed with volumeClaimUpdateStrategy OnPodRollingUpdate"))
+			continue
+		}
+		sc, oldSC := t.Spec.StorageClassName, o.Spec.StorageClassName
+		if (sc != nil && oldSC != nil && *sc != *oldSC) || !apiequality.Semantic.DeepEqual(t.Spec.AccessModes, o.Spec.AccessModes) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Index(i), t.Name,
+				"only the storage size of a volumeClaimTemplate can change with volumeClaimUpdateStrategy OnPodRollingUpdate, not its storageClassName or accessModes"))
+		}
 	}
 	return allErrs
 }

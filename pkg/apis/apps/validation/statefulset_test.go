@@ -5,12 +5,15 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/features"
 )
 
 func validStatefulSet() *apps.StatefulSet {
@@ -136,4 +139,35 @@ func TestValidateStatefulSetStatusUpdate(t *testing.T) {
 	s := old.DeepCopy()
 	s.Status.UpdatedReadyReplicas = -1
 	expectErrors(t, ValidateStatefulSetStatusUpdate(s, old), invalid("status.updatedReadyReplicas"))
+}
+
+// With StatefulSetAutoResizePVCGate and OnPodRollingUpdate, a claim template may change only in
+// its size (OpenKruise's ValidateVolumeClaimTemplateUpdate); without either, in anything.
+func TestValidateStatefulSetClaimTemplatesResizeOnly(t *testing.T) {
+	old := validStatefulSet()
+	old.Spec.VolumeClaimUpdateStrategy.Type = apps.OnPodRollingUpdateVolumeClaimUpdateStrategyType
+	resized := old.DeepCopy()
+	resized.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")}
+	otherModes := old.DeepCopy()
+	otherModes.Spec.VolumeClaimTemplates[0].Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+	renamed := old.DeepCopy()
+	renamed.Spec.VolumeClaimTemplates[0].Name = "logs"
+	renamed.Spec.Template.Spec.Containers[0].VolumeMounts = nil
+	added := old.DeepCopy()
+	extra := *added.Spec.VolumeClaimTemplates[0].DeepCopy()
+	extra.Name = "logs"
+	added.Spec.VolumeClaimTemplates = append(added.Spec.VolumeClaimTemplates, extra)
+
+	// Gate off: any change.
+	for _, s := range []*apps.StatefulSet{resized, otherModes, added} {
+		expectErrors(t, ValidateStatefulSetUpdate(s, old))
+	}
+	featuregatetesting.SetFeatureGateDuringTest(t, features.DefaultFeatureGate, features.StatefulSetAutoResizePVCGate, true)
+	expectErrors(t, ValidateStatefulSetUpdate(resized, old))
+	expectErrors(t, ValidateStatefulSetUpdate(otherModes, old), invalid("spec.volumeClaimTemplates[0]"))
+	expectErrors(t, ValidateStatefulSetUpdate(added, old), invalid("spec.volumeClaimTemplates"))
+	expectErrors(t, ValidateStatefulSetUpdate(renamed, old), forbidden("spec.volumeClaimTemplates[0].metadata.name"))
+	onDelete := otherModes.DeepCopy()
+	onDelete.Spec.VolumeClaimUpdateStrategy.Type = apps.OnPVCDeleteVolumeClaimUpdateStrategyType
+	expectErrors(t, ValidateStatefulSetUpdate(onDelete, old))
 }

@@ -1,0 +1,111 @@
+package daemonset
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/expectations"
+	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/controller/predownload"
+	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
+)
+
+// EnableImagePreDownload makes the DaemonSets pre-download the new images of a rollout onto the
+// nodes whose Pods still wait for it (OpenKruise's PreDownloadImageForDaemonSetUpdate): one
+// ImagePullJob per changed image, owned by the DaemonSet (package predownload, with OpenKruise's
+// DaemonSet rules). The jobs' creation and deletion settle its expectations and bring their
+// DaemonSet back. Call it before the informers start.
+func (c *Controller) EnableImagePreDownload(revisions appsv1client.ControllerRevisionsGetter, jobs informers.ImagePullJobInformer) error {
+	w, err := predownload.NewWriter(c.inplace, revisions, jobs, c.recorder, expectations.New(func() time.Time { return c.now() }))
+	if err != nil {
+		return err
+	}
+	c.predl = w
+	c.synced = append(c.synced, jobs.Informer().HasSynced)
+	if _, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { c.jobEvent(obj, false) },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*v1alpha1.ImagePullJob)
+			n, ok2 := newObj.(*v1alpha1.ImagePullJob)
+			if ok1 && ok2 && o.DeletionTimestamp == nil && n.DeletionTimestamp != nil {
+				c.jobEvent(n, true)
+			}
+		},
+		DeleteFunc: func(obj any) { c.jobEvent(obj, true) },
+	}); err != nil {
+		return fmt.Errorf("watching imagepulljobs: %w", err)
+	}
+	return nil
+}
+
+func (c *Controller) jobEvent(obj any, gone bool) {
+	job, ok := reconcile.ObjectOf[*v1alpha1.ImagePullJob](obj)
+	if !ok {
+		return
+	}
+	ds := c.owner(job.Namespace, metav1.GetControllerOf(job))
+	if ds == nil {
+		return
+	}
+	key := cache.MetaObjectToName(ds)
+	if gone || job.DeletionTimestamp != nil {
+		c.predl.DeletionObserved(key.String(), job.Name)
+	} else {
+		c.predl.CreationObserved(key.String(), job.Name)
+	}
+	c.queue.Add(key)
+}
+
+// preDownload takes the DaemonSet's next image pre-download step. As OpenKruise, it reads the
+// status of the last sync: the rollout is over once it shows every desired node's Pod at the
+// update revision, and partition and maxUnavailable scale to its desired nodes. It says when
+// to look again if it waits for the cache.
+func (c *Controller) preDownload(ctx context.Context, ds *v1alpha1.DaemonSet, revs history.Revisions, revisions []*appsv1.ControllerRevision) (time.Duration, error) {
+	if c.predl == nil || ds.DeletionTimestamp != nil {
+		// A DaemonSet being deleted takes its jobs with it (garbage collection).
+		return 0, nil
+	}
+	return c.predl.Sync(ctx, cache.MetaObjectToName(ds).String(), preDownloadRollout(ds, revs, revisions))
+}
+
+// preDownloadRollout is what package predownload reads of the DaemonSet.
+func preDownloadRollout(ds *v1alpha1.DaemonSet, revs history.Revisions, revisions []*appsv1.ControllerRevision) predownload.Rollout {
+	desired := int(ds.Status.DesiredNumberScheduled)
+	r := predownload.Rollout{
+		Owner:     ds,
+		OwnerRef:  *controllerRef(ds),
+		Selector:  ds.Spec.Selector,
+		Template:  &ds.Spec.Template,
+		DaemonSet: true,
+		Replicas:  desired,
+		Update:    revs.Update,
+		Done: ds.Status.UpdatedNumberScheduled == ds.Status.DesiredNumberScheduled &&
+			ds.Status.DaemonSetHash == revs.Update.Name,
+	}
+	for _, rev := range revisions {
+		if rev.Name != revs.Update.Name {
+			r.Old = append(r.Old, rev)
+		}
+	}
+	// As OpenKruise: partition rounds down, maxUnavailable (default 1) up.
+	maxUnavailable := intstr.FromInt32(1)
+	if ru := ds.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+		if ru.Partition != nil {
+			r.Partition, _ = intstr.GetScaledValueFromIntOrPercent(ru.Partition, desired, false)
+		}
+		if ru.MaxUnavailable != nil {
+			maxUnavailable = *ru.MaxUnavailable
+		}
+	}
+	r.MaxUnavailable, _ = intstr.GetScaledValueFromIntOrPercent(&maxUnavailable, desired, true)
+	return r
+}
