@@ -296,6 +296,10 @@ func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecars.R
 		"nodeimages/status":        nodeImages.Status,
 		"daemonsets":               daemonSets.DaemonSet,
 		"daemonsets/status":        daemonSets.Status,
+		// OpenKruise's master serves ContainerRecreateRequests at v1beta1 too (v1.9 does not):
+		// served here, preferred and stored at v1alpha1.
+		"containerrecreaterequests":        crrs.ContainerRecreateRequest,
+		"containerrecreaterequests/status": crrs.Status,
 	}
 	return map[string]map[string]rest.Storage{
 		v1alpha1.SchemeGroupVersion.Version: v1alpha1Storage,

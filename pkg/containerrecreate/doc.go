@@ -17,7 +17,9 @@
 //   - inplace-controller owns status.phase Completed, status.completionTime and status.message,
 //     removes the active label, takes the Pod out of service for unreadyGracePeriodSeconds
 //     (KruisePodReady) and brings it back, and enforces activeDeadlineSeconds and
-//     ttlSecondsAfterFinished, all on its own clock.
+//     ttlSecondsAfterFinished, all on its own clock. It also records the Pod's status of the new
+//     container instances in the annotation crr.apps.kruise.io/sync-container-statuses (v1beta1's
+//     status.containerStatusSnapshot); nothing reads it back.
 //
 // A request names container instances (statusContext), not containers: one that an earlier
 // request (or a crash) already replaced is recreated already, so two requests made back to back

@@ -142,7 +142,7 @@ func TestDiscovery(t *testing.T) {
 		betaNames = append(betaNames, r.Name)
 	}
 	sort.Strings(betaNames)
-	if want := []string{"daemonsets", "daemonsets/status", "imagelistpulljobs", "imagelistpulljobs/status", "imagepulljobs", "imagepulljobs/status",
+	if want := []string{"containerrecreaterequests", "containerrecreaterequests/status", "daemonsets", "daemonsets/status", "imagelistpulljobs", "imagelistpulljobs/status", "imagepulljobs", "imagepulljobs/status",
 		"nodeimages", "nodeimages/status", "sidecarsets", "sidecarsets/status", "statefulsets", "statefulsets/scale", "statefulsets/status"}; !slices.Equal(betaNames, want) {
 		t.Errorf("resources of apps.kruise.io/v1beta1: %v, want %v", betaNames, want)
 	}

@@ -7,6 +7,9 @@
 //     the KruisePodReady condition, pkg/podreadiness, behind the finalizer
 //     crr.apps.kruise.io/unready-acquired), then marks the request with the annotation
 //     crr.apps.kruise.io/unready-acquired, which the daemon waits for;
+//   - while the request is Recreating (and once Completed), it records the status of the new
+//     container instances from the Pod in the annotation crr.apps.kruise.io/sync-container-statuses
+//     (v1beta1's status.containerStatusSnapshot);
 //   - it completes the request (phase Completed, completionTime, message) when the daemon is done
 //     with every container, when the Pod is gone or was recreated, when activeDeadlineSeconds
 //     passed, or when no daemon picked the request up within ResponseTimeout;
@@ -26,6 +29,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -123,13 +127,15 @@ func New(kube kubernetes.Interface, client clientset.Interface, crrs appsinforme
 	}); err != nil {
 		return nil, fmt.Errorf("watching containerrecreaterequests: %w", err)
 	}
-	// A Pod deleted, recreated under the same name, or starting to terminate ends its requests.
+	// A Pod deleted, recreated under the same name, or starting to terminate ends its requests; its
+	// container statuses are the requests' snapshot.
 	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueuePod,
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Pod)
 			n, ok2 := newObj.(*corev1.Pod)
-			if ok1 && ok2 && (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) {
+			if ok1 && ok2 && ((o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+				!equality.Semantic.DeepEqual(o.Status.ContainerStatuses, n.Status.ContainerStatuses)) {
 				c.enqueuePod(n)
 			}
 		},

@@ -48,6 +48,14 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		return 0, err
 	}
 
+	if crr.DeletionTimestamp == nil && pod != nil && (crr.Status.Phase == v1alpha1.ContainerRecreateRequestRecreating ||
+		crr.Status.Phase == v1alpha1.ContainerRecreateRequestCompleted) {
+		// Also once completed: the kubelet's report of the new instance may come after the
+		// daemon's, which completes the request.
+		if crr, err = c.syncSnapshot(ctx, crr, pod); err != nil || crr == nil {
+			return 0, err
+		}
+	}
 	if crr.DeletionTimestamp != nil || crr.Status.Phase == v1alpha1.ContainerRecreateRequestCompleted {
 		return c.finish(ctx, crr, pod, now)
 	}

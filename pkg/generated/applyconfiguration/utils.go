@@ -166,6 +166,24 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		// Group=apps.kruise.io, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithKind("CompletionPolicy"):
 		return &appsv1beta1.CompletionPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequest"):
+		return &appsv1beta1.ContainerRecreateRequestApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequestContainer"):
+		return &appsv1beta1.ContainerRecreateRequestContainerApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequestContainerContext"):
+		return &appsv1beta1.ContainerRecreateRequestContainerContextApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequestContainerRecreateState"):
+		return &appsv1beta1.ContainerRecreateRequestContainerRecreateStateApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequestSpec"):
+		return &appsv1beta1.ContainerRecreateRequestSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequestStatus"):
+		return &appsv1beta1.ContainerRecreateRequestStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequestStrategy"):
+		return &appsv1beta1.ContainerRecreateRequestStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequestSyncContainerStatus"):
+		return &appsv1beta1.ContainerRecreateRequestSyncContainerStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CRRProbeHandler"):
+		return &appsv1beta1.CRRProbeHandlerApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("DaemonSet"):
 		return &appsv1beta1.DaemonSetApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("DaemonSetScaleStrategy"):

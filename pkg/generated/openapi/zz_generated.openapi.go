@@ -134,7 +134,17 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.SyncStatus{}.OpenAPIModelName():                                     schema_pkg_apis_apps_v1alpha1_SyncStatus(ref),
 		v1alpha1.TransferEnvVar{}.OpenAPIModelName():                                 schema_pkg_apis_apps_v1alpha1_TransferEnvVar(ref),
 		v1alpha1.UnorderedUpdateStrategy{}.OpenAPIModelName():                        schema_pkg_apis_apps_v1alpha1_UnorderedUpdateStrategy(ref),
+		v1beta1.CRRProbeHandler{}.OpenAPIModelName():                                 schema_pkg_apis_apps_v1beta1_CRRProbeHandler(ref),
 		v1beta1.CompletionPolicy{}.OpenAPIModelName():                                schema_pkg_apis_apps_v1beta1_CompletionPolicy(ref),
+		v1beta1.ContainerRecreateRequest{}.OpenAPIModelName():                        schema_pkg_apis_apps_v1beta1_ContainerRecreateRequest(ref),
+		v1beta1.ContainerRecreateRequestContainer{}.OpenAPIModelName():               schema_pkg_apis_apps_v1beta1_ContainerRecreateRequestContainer(ref),
+		v1beta1.ContainerRecreateRequestContainerContext{}.OpenAPIModelName():        schema_pkg_apis_apps_v1beta1_ContainerRecreateRequestContainerContext(ref),
+		v1beta1.ContainerRecreateRequestContainerRecreateState{}.OpenAPIModelName():  schema_pkg_apis_apps_v1beta1_ContainerRecreateRequestContainerRecreateState(ref),
+		v1beta1.ContainerRecreateRequestList{}.OpenAPIModelName():                    schema_pkg_apis_apps_v1beta1_ContainerRecreateRequestList(ref),
+		v1beta1.ContainerRecreateRequestSpec{}.OpenAPIModelName():                    schema_pkg_apis_apps_v1beta1_ContainerRecreateRequestSpec(ref),
+		v1beta1.ContainerRecreateRequestStatus{}.OpenAPIModelName():                  schema_pkg_apis_apps_v1beta1_ContainerRecreateRequestStatus(ref),
+		v1beta1.ContainerRecreateRequestStrategy{}.OpenAPIModelName():                schema_pkg_apis_apps_v1beta1_ContainerRecreateRequestStrategy(ref),
+		v1beta1.ContainerRecreateRequestSyncContainerStatus{}.OpenAPIModelName():     schema_pkg_apis_apps_v1beta1_ContainerRecreateRequestSyncContainerStatus(ref),
 		v1beta1.DaemonSet{}.OpenAPIModelName():                                       schema_pkg_apis_apps_v1beta1_DaemonSet(ref),
 		v1beta1.DaemonSetList{}.OpenAPIModelName():                                   schema_pkg_apis_apps_v1beta1_DaemonSetList(ref),
 		v1beta1.DaemonSetScaleStrategy{}.OpenAPIModelName():                          schema_pkg_apis_apps_v1beta1_DaemonSetScaleStrategy(ref),
@@ -5630,6 +5640,36 @@ func schema_pkg_apis_apps_v1alpha1_statefulSetV1beta1Fields(ref common.Reference
 	}
 }
 
+func schema_pkg_apis_apps_v1beta1_CRRProbeHandler(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CRRProbeHandler is the action run before a container is stopped (v1alpha1's ProbeHandler).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"exec": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(corev1.ExecAction{}.OpenAPIModelName()),
+						},
+					},
+					"httpGet": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(corev1.HTTPGetAction{}.OpenAPIModelName()),
+						},
+					},
+					"tcpSocket": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(corev1.TCPSocketAction{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			corev1.ExecAction{}.OpenAPIModelName(), corev1.HTTPGetAction{}.OpenAPIModelName(), corev1.TCPSocketAction{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_apps_v1beta1_CompletionPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -5659,6 +5699,472 @@ func schema_pkg_apis_apps_v1beta1_CompletionPolicy(ref common.ReferenceCallback)
 						},
 					},
 				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ContainerRecreateRequest(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ContainerRecreateRequest asks for containers of a running Pod to be recreated in place.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1beta1.ContainerRecreateRequestSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1beta1.ContainerRecreateRequestStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ContainerRecreateRequestSpec{}.OpenAPIModelName(), v1beta1.ContainerRecreateRequestStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ContainerRecreateRequestContainer(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ContainerRecreateRequestContainer is one container to recreate.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the container in the Pod.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"preStop": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreStop is run before the container is stopped; filled from the Pod.",
+							Ref:         ref(v1beta1.CRRProbeHandler{}.OpenAPIModelName()),
+						},
+					},
+					"ports": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Ports of the container, filled from the Pod, for httpGet/tcpSocket preStop by port name.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(corev1.ContainerPort{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"statusContext": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StatusContext is the container's identity when the request was made; filled from the Pod.",
+							Ref:         ref(v1beta1.ContainerRecreateRequestContainerContext{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.CRRProbeHandler{}.OpenAPIModelName(), v1beta1.ContainerRecreateRequestContainerContext{}.OpenAPIModelName(), corev1.ContainerPort{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ContainerRecreateRequestContainerContext(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ContainerRecreateRequestContainerContext identifies the container instance to recreate.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"containerID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ContainerID the runtime reported.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"restartCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RestartCount the kubelet reported.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"containerID", "restartCount"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ContainerRecreateRequestContainerRecreateState(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ContainerRecreateRequestContainerRecreateState is the progress of one container.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the container.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase of its recreation.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message explains the phase.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"isKilled": {
+						SchemaProps: spec.SchemaProps{
+							Description: "IsKilled is true once the container was stopped.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "phase"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ContainerRecreateRequestList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ContainerRecreateRequestList is a list of ContainerRecreateRequests.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ContainerRecreateRequest{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ContainerRecreateRequest{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ContainerRecreateRequestSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ContainerRecreateRequestSpec is what to recreate, and how.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"podName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodName is the Pod whose containers are recreated, in the CRR's namespace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"containers": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-patch-merge-key": "name",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Containers to recreate.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ContainerRecreateRequestContainer{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"strategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Strategy says how to recreate.",
+							Ref:         ref(v1beta1.ContainerRecreateRequestStrategy{}.OpenAPIModelName()),
+						},
+					},
+					"activeDeadlineSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ActiveDeadlineSeconds is how long the request may run before it is marked failed.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"ttlSecondsAfterFinished": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TTLSecondsAfterFinished deletes the request this long after it finished.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"podName", "containers"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ContainerRecreateRequestContainer{}.OpenAPIModelName(), v1beta1.ContainerRecreateRequestStrategy{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ContainerRecreateRequestStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ContainerRecreateRequestStatus is the progress of a request.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase of the request: Pending, Recreating or Completed.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"completionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CompletionTime is when the request finished.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message explains the phase.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"containerRecreateStates": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ContainerRecreateStates is the progress of each container.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ContainerRecreateRequestContainerRecreateState{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"containerStatusSnapshot": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ContainerStatusSnapshot is the status of the recreated containers in the Pod as the controller last saw them running, during Recreating (v1alpha1's annotation crr.apps.kruise.io/sync-container-statuses).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.ContainerRecreateRequestSyncContainerStatus{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions of the request. PreRecreateGrace (status True) is set when the Pod was set not ready for strategy.unreadyGracePeriodSeconds, its lastTransitionTime when (v1alpha1's annotation crr.apps.kruise.io/unready-acquired).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(metav1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"phase"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ContainerRecreateRequestContainerRecreateState{}.OpenAPIModelName(), v1beta1.ContainerRecreateRequestSyncContainerStatus{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ContainerRecreateRequestStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ContainerRecreateRequestStrategy says how to recreate.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"failurePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FailurePolicy is Fail (default: stop at the first failure) or Ignore.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"orderedRecreate": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OrderedRecreate recreates one container after the other, each once the previous runs.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"forceRecreate": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ForceRecreate recreates even a container that is not running.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"terminationGracePeriodSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TerminationGracePeriodSeconds overrides the Pod's grace period for the stop.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"unreadyGracePeriodSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UnreadyGracePeriodSeconds sets the Pod not ready this long before recreating.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"minStartedSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MinStartedSeconds is how long a recreated container must run to count as started.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ContainerRecreateRequestSyncContainerStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ContainerRecreateRequestSyncContainerStatus is one container of status.containerStatusSnapshot.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"ready": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Ready is whether the container passed its readiness probe.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"restartCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RestartCount is the number of times the container was restarted.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"containerID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ContainerID is the runtime's ID of the container, as '<type>://<id>'.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "ready", "restartCount"},
 			},
 		},
 	}
@@ -8969,6 +9475,34 @@ func schema_pkg_apis_apps_v1beta1_VolumeClaimUpdateStrategy(ref common.Reference
 				},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_crrV1beta1Fields(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "crrV1beta1Fields is what v1alpha1.StatefulSetV1beta1FieldsAnnotation carries for a ContainerRecreateRequest: the v1beta1 conditions, in full, when the unready-acquired annotation alone does not give them back.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"conditions": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(metav1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"conditions"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Condition{}.OpenAPIModelName()},
 	}
 }
 

@@ -217,3 +217,14 @@ func SetDefaults_DaemonSet(obj *DaemonSet) {
 		obj.Spec.RevisionHistoryLimit = ptr.To[int32](10)
 	}
 }
+
+// SetDefaults_ContainerRecreateRequest fills in ContainerRecreateRequest defaults, those of
+// v1alpha1: a strategy with failurePolicy Fail. What comes from the Pod is filled by admission.
+func SetDefaults_ContainerRecreateRequest(obj *ContainerRecreateRequest) {
+	if obj.Spec.Strategy == nil {
+		obj.Spec.Strategy = &ContainerRecreateRequestStrategy{}
+	}
+	if obj.Spec.Strategy.FailurePolicy == "" {
+		obj.Spec.Strategy.FailurePolicy = ContainerRecreateRequestFailurePolicyFail
+	}
+}

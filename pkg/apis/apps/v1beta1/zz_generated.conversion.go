@@ -27,8 +27,8 @@ import (
 	apps "github.com/inplace-dev/inplace/pkg/apis/apps"
 	pub "github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	conversion "k8s.io/apimachinery/pkg/conversion"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	intstr "k8s.io/apimachinery/pkg/util/intstr"
@@ -48,6 +48,81 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*apps.CompletionPolicy)(nil), (*CompletionPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_apps_CompletionPolicy_To_v1beta1_CompletionPolicy(a.(*apps.CompletionPolicy), b.(*CompletionPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ContainerRecreateRequestContainer)(nil), (*apps.ContainerRecreateRequestContainer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ContainerRecreateRequestContainer_To_apps_ContainerRecreateRequestContainer(a.(*ContainerRecreateRequestContainer), b.(*apps.ContainerRecreateRequestContainer), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ContainerRecreateRequestContainer)(nil), (*ContainerRecreateRequestContainer)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ContainerRecreateRequestContainer_To_v1beta1_ContainerRecreateRequestContainer(a.(*apps.ContainerRecreateRequestContainer), b.(*ContainerRecreateRequestContainer), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ContainerRecreateRequestContainerContext)(nil), (*apps.ContainerRecreateRequestContainerContext)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ContainerRecreateRequestContainerContext_To_apps_ContainerRecreateRequestContainerContext(a.(*ContainerRecreateRequestContainerContext), b.(*apps.ContainerRecreateRequestContainerContext), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ContainerRecreateRequestContainerContext)(nil), (*ContainerRecreateRequestContainerContext)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ContainerRecreateRequestContainerContext_To_v1beta1_ContainerRecreateRequestContainerContext(a.(*apps.ContainerRecreateRequestContainerContext), b.(*ContainerRecreateRequestContainerContext), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ContainerRecreateRequestContainerRecreateState)(nil), (*apps.ContainerRecreateRequestContainerRecreateState)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ContainerRecreateRequestContainerRecreateState_To_apps_ContainerRecreateRequestContainerRecreateState(a.(*ContainerRecreateRequestContainerRecreateState), b.(*apps.ContainerRecreateRequestContainerRecreateState), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ContainerRecreateRequestContainerRecreateState)(nil), (*ContainerRecreateRequestContainerRecreateState)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ContainerRecreateRequestContainerRecreateState_To_v1beta1_ContainerRecreateRequestContainerRecreateState(a.(*apps.ContainerRecreateRequestContainerRecreateState), b.(*ContainerRecreateRequestContainerRecreateState), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ContainerRecreateRequestList)(nil), (*apps.ContainerRecreateRequestList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ContainerRecreateRequestList_To_apps_ContainerRecreateRequestList(a.(*ContainerRecreateRequestList), b.(*apps.ContainerRecreateRequestList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ContainerRecreateRequestList)(nil), (*ContainerRecreateRequestList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ContainerRecreateRequestList_To_v1beta1_ContainerRecreateRequestList(a.(*apps.ContainerRecreateRequestList), b.(*ContainerRecreateRequestList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ContainerRecreateRequestSpec)(nil), (*apps.ContainerRecreateRequestSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ContainerRecreateRequestSpec_To_apps_ContainerRecreateRequestSpec(a.(*ContainerRecreateRequestSpec), b.(*apps.ContainerRecreateRequestSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ContainerRecreateRequestSpec)(nil), (*ContainerRecreateRequestSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ContainerRecreateRequestSpec_To_v1beta1_ContainerRecreateRequestSpec(a.(*apps.ContainerRecreateRequestSpec), b.(*ContainerRecreateRequestSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ContainerRecreateRequestStatus)(nil), (*ContainerRecreateRequestStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ContainerRecreateRequestStatus_To_v1beta1_ContainerRecreateRequestStatus(a.(*apps.ContainerRecreateRequestStatus), b.(*ContainerRecreateRequestStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ContainerRecreateRequestStrategy)(nil), (*apps.ContainerRecreateRequestStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ContainerRecreateRequestStrategy_To_apps_ContainerRecreateRequestStrategy(a.(*ContainerRecreateRequestStrategy), b.(*apps.ContainerRecreateRequestStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ContainerRecreateRequestStrategy)(nil), (*ContainerRecreateRequestStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ContainerRecreateRequestStrategy_To_v1beta1_ContainerRecreateRequestStrategy(a.(*apps.ContainerRecreateRequestStrategy), b.(*ContainerRecreateRequestStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ContainerRecreateRequestSyncContainerStatus)(nil), (*apps.ContainerRecreateRequestSyncContainerStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ContainerRecreateRequestSyncContainerStatus_To_apps_ContainerRecreateRequestSyncContainerStatus(a.(*ContainerRecreateRequestSyncContainerStatus), b.(*apps.ContainerRecreateRequestSyncContainerStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.ContainerRecreateRequestSyncContainerStatus)(nil), (*ContainerRecreateRequestSyncContainerStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ContainerRecreateRequestSyncContainerStatus_To_v1beta1_ContainerRecreateRequestSyncContainerStatus(a.(*apps.ContainerRecreateRequestSyncContainerStatus), b.(*ContainerRecreateRequestSyncContainerStatus), scope)
 	}); err != nil {
 		return err
 	}
@@ -606,6 +681,11 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddConversionFunc((*apps.ContainerRecreateRequest)(nil), (*ContainerRecreateRequest)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ContainerRecreateRequest_To_v1beta1_ContainerRecreateRequest(a.(*apps.ContainerRecreateRequest), b.(*ContainerRecreateRequest), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddConversionFunc((*apps.DaemonSetStatus)(nil), (*DaemonSetStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_apps_DaemonSetStatus_To_v1beta1_DaemonSetStatus(a.(*apps.DaemonSetStatus), b.(*DaemonSetStatus), scope)
 	}); err != nil {
@@ -616,6 +696,11 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddConversionFunc((*apps.ProbeHandler)(nil), (*CRRProbeHandler)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_ProbeHandler_To_v1beta1_CRRProbeHandler(a.(*apps.ProbeHandler), b.(*CRRProbeHandler), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddConversionFunc((*apps.SidecarSetSpec)(nil), (*SidecarSetSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_apps_SidecarSetSpec_To_v1beta1_SidecarSetSpec(a.(*apps.SidecarSetSpec), b.(*SidecarSetSpec), scope)
 	}); err != nil {
@@ -623,6 +708,21 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddConversionFunc((*apps.SidecarSet)(nil), (*SidecarSet)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_apps_SidecarSet_To_v1beta1_SidecarSet(a.(*apps.SidecarSet), b.(*SidecarSet), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*CRRProbeHandler)(nil), (*apps.ProbeHandler)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CRRProbeHandler_To_apps_ProbeHandler(a.(*CRRProbeHandler), b.(*apps.ProbeHandler), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*ContainerRecreateRequestStatus)(nil), (*apps.ContainerRecreateRequestStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ContainerRecreateRequestStatus_To_apps_ContainerRecreateRequestStatus(a.(*ContainerRecreateRequestStatus), b.(*apps.ContainerRecreateRequestStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*ContainerRecreateRequest)(nil), (*apps.ContainerRecreateRequest)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_ContainerRecreateRequest_To_apps_ContainerRecreateRequest(a.(*ContainerRecreateRequest), b.(*apps.ContainerRecreateRequest), scope)
 	}); err != nil {
 		return err
 	}
@@ -672,6 +772,263 @@ func autoConvert_apps_CompletionPolicy_To_v1beta1_CompletionPolicy(in *apps.Comp
 // Convert_apps_CompletionPolicy_To_v1beta1_CompletionPolicy is an autogenerated conversion function.
 func Convert_apps_CompletionPolicy_To_v1beta1_CompletionPolicy(in *apps.CompletionPolicy, out *CompletionPolicy, s conversion.Scope) error {
 	return autoConvert_apps_CompletionPolicy_To_v1beta1_CompletionPolicy(in, out, s)
+}
+
+func autoConvert_v1beta1_ContainerRecreateRequest_To_apps_ContainerRecreateRequest(in *ContainerRecreateRequest, out *apps.ContainerRecreateRequest, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1beta1_ContainerRecreateRequestSpec_To_apps_ContainerRecreateRequestSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1beta1_ContainerRecreateRequestStatus_To_apps_ContainerRecreateRequestStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+func autoConvert_apps_ContainerRecreateRequest_To_v1beta1_ContainerRecreateRequest(in *apps.ContainerRecreateRequest, out *ContainerRecreateRequest, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_apps_ContainerRecreateRequestSpec_To_v1beta1_ContainerRecreateRequestSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_apps_ContainerRecreateRequestStatus_To_v1beta1_ContainerRecreateRequestStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+func autoConvert_v1beta1_ContainerRecreateRequestContainer_To_apps_ContainerRecreateRequestContainer(in *ContainerRecreateRequestContainer, out *apps.ContainerRecreateRequestContainer, s conversion.Scope) error {
+	out.Name = in.Name
+	if in.PreStop != nil {
+		in, out := &in.PreStop, &out.PreStop
+		*out = new(apps.ProbeHandler)
+		if err := Convert_v1beta1_CRRProbeHandler_To_apps_ProbeHandler(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.PreStop = nil
+	}
+	out.Ports = *(*[]v1.ContainerPort)(unsafe.Pointer(&in.Ports))
+	out.StatusContext = (*apps.ContainerRecreateRequestContainerContext)(unsafe.Pointer(in.StatusContext))
+	return nil
+}
+
+// Convert_v1beta1_ContainerRecreateRequestContainer_To_apps_ContainerRecreateRequestContainer is an autogenerated conversion function.
+func Convert_v1beta1_ContainerRecreateRequestContainer_To_apps_ContainerRecreateRequestContainer(in *ContainerRecreateRequestContainer, out *apps.ContainerRecreateRequestContainer, s conversion.Scope) error {
+	return autoConvert_v1beta1_ContainerRecreateRequestContainer_To_apps_ContainerRecreateRequestContainer(in, out, s)
+}
+
+func autoConvert_apps_ContainerRecreateRequestContainer_To_v1beta1_ContainerRecreateRequestContainer(in *apps.ContainerRecreateRequestContainer, out *ContainerRecreateRequestContainer, s conversion.Scope) error {
+	out.Name = in.Name
+	if in.PreStop != nil {
+		in, out := &in.PreStop, &out.PreStop
+		*out = new(CRRProbeHandler)
+		if err := Convert_apps_ProbeHandler_To_v1beta1_CRRProbeHandler(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.PreStop = nil
+	}
+	out.Ports = *(*[]v1.ContainerPort)(unsafe.Pointer(&in.Ports))
+	out.StatusContext = (*ContainerRecreateRequestContainerContext)(unsafe.Pointer(in.StatusContext))
+	return nil
+}
+
+// Convert_apps_ContainerRecreateRequestContainer_To_v1beta1_ContainerRecreateRequestContainer is an autogenerated conversion function.
+func Convert_apps_ContainerRecreateRequestContainer_To_v1beta1_ContainerRecreateRequestContainer(in *apps.ContainerRecreateRequestContainer, out *ContainerRecreateRequestContainer, s conversion.Scope) error {
+	return autoConvert_apps_ContainerRecreateRequestContainer_To_v1beta1_ContainerRecreateRequestContainer(in, out, s)
+}
+
+func autoConvert_v1beta1_ContainerRecreateRequestContainerContext_To_apps_ContainerRecreateRequestContainerContext(in *ContainerRecreateRequestContainerContext, out *apps.ContainerRecreateRequestContainerContext, s conversion.Scope) error {
+	*out = *(*apps.ContainerRecreateRequestContainerContext)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ContainerRecreateRequestContainerContext_To_apps_ContainerRecreateRequestContainerContext is an autogenerated conversion function.
+func Convert_v1beta1_ContainerRecreateRequestContainerContext_To_apps_ContainerRecreateRequestContainerContext(in *ContainerRecreateRequestContainerContext, out *apps.ContainerRecreateRequestContainerContext, s conversion.Scope) error {
+	return autoConvert_v1beta1_ContainerRecreateRequestContainerContext_To_apps_ContainerRecreateRequestContainerContext(in, out, s)
+}
+
+func autoConvert_apps_ContainerRecreateRequestContainerContext_To_v1beta1_ContainerRecreateRequestContainerContext(in *apps.ContainerRecreateRequestContainerContext, out *ContainerRecreateRequestContainerContext, s conversion.Scope) error {
+	*out = *(*ContainerRecreateRequestContainerContext)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ContainerRecreateRequestContainerContext_To_v1beta1_ContainerRecreateRequestContainerContext is an autogenerated conversion function.
+func Convert_apps_ContainerRecreateRequestContainerContext_To_v1beta1_ContainerRecreateRequestContainerContext(in *apps.ContainerRecreateRequestContainerContext, out *ContainerRecreateRequestContainerContext, s conversion.Scope) error {
+	return autoConvert_apps_ContainerRecreateRequestContainerContext_To_v1beta1_ContainerRecreateRequestContainerContext(in, out, s)
+}
+
+func autoConvert_v1beta1_ContainerRecreateRequestContainerRecreateState_To_apps_ContainerRecreateRequestContainerRecreateState(in *ContainerRecreateRequestContainerRecreateState, out *apps.ContainerRecreateRequestContainerRecreateState, s conversion.Scope) error {
+	*out = *(*apps.ContainerRecreateRequestContainerRecreateState)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ContainerRecreateRequestContainerRecreateState_To_apps_ContainerRecreateRequestContainerRecreateState is an autogenerated conversion function.
+func Convert_v1beta1_ContainerRecreateRequestContainerRecreateState_To_apps_ContainerRecreateRequestContainerRecreateState(in *ContainerRecreateRequestContainerRecreateState, out *apps.ContainerRecreateRequestContainerRecreateState, s conversion.Scope) error {
+	return autoConvert_v1beta1_ContainerRecreateRequestContainerRecreateState_To_apps_ContainerRecreateRequestContainerRecreateState(in, out, s)
+}
+
+func autoConvert_apps_ContainerRecreateRequestContainerRecreateState_To_v1beta1_ContainerRecreateRequestContainerRecreateState(in *apps.ContainerRecreateRequestContainerRecreateState, out *ContainerRecreateRequestContainerRecreateState, s conversion.Scope) error {
+	*out = *(*ContainerRecreateRequestContainerRecreateState)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ContainerRecreateRequestContainerRecreateState_To_v1beta1_ContainerRecreateRequestContainerRecreateState is an autogenerated conversion function.
+func Convert_apps_ContainerRecreateRequestContainerRecreateState_To_v1beta1_ContainerRecreateRequestContainerRecreateState(in *apps.ContainerRecreateRequestContainerRecreateState, out *ContainerRecreateRequestContainerRecreateState, s conversion.Scope) error {
+	return autoConvert_apps_ContainerRecreateRequestContainerRecreateState_To_v1beta1_ContainerRecreateRequestContainerRecreateState(in, out, s)
+}
+
+func autoConvert_v1beta1_ContainerRecreateRequestList_To_apps_ContainerRecreateRequestList(in *ContainerRecreateRequestList, out *apps.ContainerRecreateRequestList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]apps.ContainerRecreateRequest, len(*in))
+		for i := range *in {
+			if err := Convert_v1beta1_ContainerRecreateRequest_To_apps_ContainerRecreateRequest(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_v1beta1_ContainerRecreateRequestList_To_apps_ContainerRecreateRequestList is an autogenerated conversion function.
+func Convert_v1beta1_ContainerRecreateRequestList_To_apps_ContainerRecreateRequestList(in *ContainerRecreateRequestList, out *apps.ContainerRecreateRequestList, s conversion.Scope) error {
+	return autoConvert_v1beta1_ContainerRecreateRequestList_To_apps_ContainerRecreateRequestList(in, out, s)
+}
+
+func autoConvert_apps_ContainerRecreateRequestList_To_v1beta1_ContainerRecreateRequestList(in *apps.ContainerRecreateRequestList, out *ContainerRecreateRequestList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]ContainerRecreateRequest, len(*in))
+		for i := range *in {
+			if err := Convert_apps_ContainerRecreateRequest_To_v1beta1_ContainerRecreateRequest(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_apps_ContainerRecreateRequestList_To_v1beta1_ContainerRecreateRequestList is an autogenerated conversion function.
+func Convert_apps_ContainerRecreateRequestList_To_v1beta1_ContainerRecreateRequestList(in *apps.ContainerRecreateRequestList, out *ContainerRecreateRequestList, s conversion.Scope) error {
+	return autoConvert_apps_ContainerRecreateRequestList_To_v1beta1_ContainerRecreateRequestList(in, out, s)
+}
+
+func autoConvert_v1beta1_ContainerRecreateRequestSpec_To_apps_ContainerRecreateRequestSpec(in *ContainerRecreateRequestSpec, out *apps.ContainerRecreateRequestSpec, s conversion.Scope) error {
+	out.PodName = in.PodName
+	if in.Containers != nil {
+		in, out := &in.Containers, &out.Containers
+		*out = make([]apps.ContainerRecreateRequestContainer, len(*in))
+		for i := range *in {
+			if err := Convert_v1beta1_ContainerRecreateRequestContainer_To_apps_ContainerRecreateRequestContainer(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Containers = nil
+	}
+	out.Strategy = (*apps.ContainerRecreateRequestStrategy)(unsafe.Pointer(in.Strategy))
+	out.ActiveDeadlineSeconds = (*int64)(unsafe.Pointer(in.ActiveDeadlineSeconds))
+	out.TTLSecondsAfterFinished = (*int32)(unsafe.Pointer(in.TTLSecondsAfterFinished))
+	return nil
+}
+
+// Convert_v1beta1_ContainerRecreateRequestSpec_To_apps_ContainerRecreateRequestSpec is an autogenerated conversion function.
+func Convert_v1beta1_ContainerRecreateRequestSpec_To_apps_ContainerRecreateRequestSpec(in *ContainerRecreateRequestSpec, out *apps.ContainerRecreateRequestSpec, s conversion.Scope) error {
+	return autoConvert_v1beta1_ContainerRecreateRequestSpec_To_apps_ContainerRecreateRequestSpec(in, out, s)
+}
+
+func autoConvert_apps_ContainerRecreateRequestSpec_To_v1beta1_ContainerRecreateRequestSpec(in *apps.ContainerRecreateRequestSpec, out *ContainerRecreateRequestSpec, s conversion.Scope) error {
+	out.PodName = in.PodName
+	if in.Containers != nil {
+		in, out := &in.Containers, &out.Containers
+		*out = make([]ContainerRecreateRequestContainer, len(*in))
+		for i := range *in {
+			if err := Convert_apps_ContainerRecreateRequestContainer_To_v1beta1_ContainerRecreateRequestContainer(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Containers = nil
+	}
+	out.Strategy = (*ContainerRecreateRequestStrategy)(unsafe.Pointer(in.Strategy))
+	out.ActiveDeadlineSeconds = (*int64)(unsafe.Pointer(in.ActiveDeadlineSeconds))
+	out.TTLSecondsAfterFinished = (*int32)(unsafe.Pointer(in.TTLSecondsAfterFinished))
+	return nil
+}
+
+// Convert_apps_ContainerRecreateRequestSpec_To_v1beta1_ContainerRecreateRequestSpec is an autogenerated conversion function.
+func Convert_apps_ContainerRecreateRequestSpec_To_v1beta1_ContainerRecreateRequestSpec(in *apps.ContainerRecreateRequestSpec, out *ContainerRecreateRequestSpec, s conversion.Scope) error {
+	return autoConvert_apps_ContainerRecreateRequestSpec_To_v1beta1_ContainerRecreateRequestSpec(in, out, s)
+}
+
+func autoConvert_v1beta1_ContainerRecreateRequestStatus_To_apps_ContainerRecreateRequestStatus(in *ContainerRecreateRequestStatus, out *apps.ContainerRecreateRequestStatus, s conversion.Scope) error {
+	out.Phase = apps.ContainerRecreateRequestPhase(in.Phase)
+	out.CompletionTime = (*metav1.Time)(unsafe.Pointer(in.CompletionTime))
+	out.Message = in.Message
+	out.ContainerRecreateStates = *(*[]apps.ContainerRecreateRequestContainerRecreateState)(unsafe.Pointer(&in.ContainerRecreateStates))
+	// WARNING: in.ContainerStatusSnapshot requires manual conversion: does not exist in peer-type
+	// WARNING: in.Conditions requires manual conversion: does not exist in peer-type
+	return nil
+}
+
+func autoConvert_apps_ContainerRecreateRequestStatus_To_v1beta1_ContainerRecreateRequestStatus(in *apps.ContainerRecreateRequestStatus, out *ContainerRecreateRequestStatus, s conversion.Scope) error {
+	out.Phase = ContainerRecreateRequestPhase(in.Phase)
+	out.CompletionTime = (*metav1.Time)(unsafe.Pointer(in.CompletionTime))
+	out.Message = in.Message
+	out.ContainerRecreateStates = *(*[]ContainerRecreateRequestContainerRecreateState)(unsafe.Pointer(&in.ContainerRecreateStates))
+	return nil
+}
+
+// Convert_apps_ContainerRecreateRequestStatus_To_v1beta1_ContainerRecreateRequestStatus is an autogenerated conversion function.
+func Convert_apps_ContainerRecreateRequestStatus_To_v1beta1_ContainerRecreateRequestStatus(in *apps.ContainerRecreateRequestStatus, out *ContainerRecreateRequestStatus, s conversion.Scope) error {
+	return autoConvert_apps_ContainerRecreateRequestStatus_To_v1beta1_ContainerRecreateRequestStatus(in, out, s)
+}
+
+func autoConvert_v1beta1_ContainerRecreateRequestStrategy_To_apps_ContainerRecreateRequestStrategy(in *ContainerRecreateRequestStrategy, out *apps.ContainerRecreateRequestStrategy, s conversion.Scope) error {
+	*out = *(*apps.ContainerRecreateRequestStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ContainerRecreateRequestStrategy_To_apps_ContainerRecreateRequestStrategy is an autogenerated conversion function.
+func Convert_v1beta1_ContainerRecreateRequestStrategy_To_apps_ContainerRecreateRequestStrategy(in *ContainerRecreateRequestStrategy, out *apps.ContainerRecreateRequestStrategy, s conversion.Scope) error {
+	return autoConvert_v1beta1_ContainerRecreateRequestStrategy_To_apps_ContainerRecreateRequestStrategy(in, out, s)
+}
+
+func autoConvert_apps_ContainerRecreateRequestStrategy_To_v1beta1_ContainerRecreateRequestStrategy(in *apps.ContainerRecreateRequestStrategy, out *ContainerRecreateRequestStrategy, s conversion.Scope) error {
+	*out = *(*ContainerRecreateRequestStrategy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ContainerRecreateRequestStrategy_To_v1beta1_ContainerRecreateRequestStrategy is an autogenerated conversion function.
+func Convert_apps_ContainerRecreateRequestStrategy_To_v1beta1_ContainerRecreateRequestStrategy(in *apps.ContainerRecreateRequestStrategy, out *ContainerRecreateRequestStrategy, s conversion.Scope) error {
+	return autoConvert_apps_ContainerRecreateRequestStrategy_To_v1beta1_ContainerRecreateRequestStrategy(in, out, s)
+}
+
+func autoConvert_v1beta1_ContainerRecreateRequestSyncContainerStatus_To_apps_ContainerRecreateRequestSyncContainerStatus(in *ContainerRecreateRequestSyncContainerStatus, out *apps.ContainerRecreateRequestSyncContainerStatus, s conversion.Scope) error {
+	*out = *(*apps.ContainerRecreateRequestSyncContainerStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_ContainerRecreateRequestSyncContainerStatus_To_apps_ContainerRecreateRequestSyncContainerStatus is an autogenerated conversion function.
+func Convert_v1beta1_ContainerRecreateRequestSyncContainerStatus_To_apps_ContainerRecreateRequestSyncContainerStatus(in *ContainerRecreateRequestSyncContainerStatus, out *apps.ContainerRecreateRequestSyncContainerStatus, s conversion.Scope) error {
+	return autoConvert_v1beta1_ContainerRecreateRequestSyncContainerStatus_To_apps_ContainerRecreateRequestSyncContainerStatus(in, out, s)
+}
+
+func autoConvert_apps_ContainerRecreateRequestSyncContainerStatus_To_v1beta1_ContainerRecreateRequestSyncContainerStatus(in *apps.ContainerRecreateRequestSyncContainerStatus, out *ContainerRecreateRequestSyncContainerStatus, s conversion.Scope) error {
+	*out = *(*ContainerRecreateRequestSyncContainerStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_ContainerRecreateRequestSyncContainerStatus_To_v1beta1_ContainerRecreateRequestSyncContainerStatus is an autogenerated conversion function.
+func Convert_apps_ContainerRecreateRequestSyncContainerStatus_To_v1beta1_ContainerRecreateRequestSyncContainerStatus(in *apps.ContainerRecreateRequestSyncContainerStatus, out *ContainerRecreateRequestSyncContainerStatus, s conversion.Scope) error {
+	return autoConvert_apps_ContainerRecreateRequestSyncContainerStatus_To_v1beta1_ContainerRecreateRequestSyncContainerStatus(in, out, s)
 }
 
 func autoConvert_v1beta1_DaemonSet_To_apps_DaemonSet(in *DaemonSet, out *apps.DaemonSet, s conversion.Scope) error {
@@ -739,7 +1096,7 @@ func Convert_apps_DaemonSetList_To_v1beta1_DaemonSetList(in *apps.DaemonSetList,
 }
 
 func autoConvert_v1beta1_DaemonSetSpec_To_apps_DaemonSetSpec(in *DaemonSetSpec, out *apps.DaemonSetSpec, s conversion.Scope) error {
-	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.Selector = (*metav1.LabelSelector)(unsafe.Pointer(in.Selector))
 	out.Template = in.Template
 	if err := Convert_v1beta1_DaemonSetUpdateStrategy_To_apps_DaemonSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
 		return err
@@ -753,7 +1110,7 @@ func autoConvert_v1beta1_DaemonSetSpec_To_apps_DaemonSetSpec(in *DaemonSetSpec, 
 }
 
 func autoConvert_apps_DaemonSetSpec_To_v1beta1_DaemonSetSpec(in *apps.DaemonSetSpec, out *DaemonSetSpec, s conversion.Scope) error {
-	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.Selector = (*metav1.LabelSelector)(unsafe.Pointer(in.Selector))
 	out.Template = in.Template
 	if err := Convert_apps_DaemonSetUpdateStrategy_To_v1beta1_DaemonSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
 		return err
@@ -1647,18 +2004,18 @@ func Convert_apps_SidecarSetPatchPodMetadata_To_v1beta1_SidecarSetPatchPodMetada
 }
 
 func autoConvert_v1beta1_SidecarSetSpec_To_apps_SidecarSetSpec(in *SidecarSetSpec, out *apps.SidecarSetSpec, s conversion.Scope) error {
-	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
-	out.NamespaceSelector = (*v1.LabelSelector)(unsafe.Pointer(in.NamespaceSelector))
+	out.Selector = (*metav1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.NamespaceSelector = (*metav1.LabelSelector)(unsafe.Pointer(in.NamespaceSelector))
 	out.InitContainers = *(*[]apps.SidecarContainer)(unsafe.Pointer(&in.InitContainers))
 	out.Containers = *(*[]apps.SidecarContainer)(unsafe.Pointer(&in.Containers))
-	out.Volumes = *(*[]corev1.Volume)(unsafe.Pointer(&in.Volumes))
+	out.Volumes = *(*[]v1.Volume)(unsafe.Pointer(&in.Volumes))
 	if err := Convert_v1beta1_SidecarSetUpdateStrategy_To_apps_SidecarSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
 		return err
 	}
 	if err := Convert_v1beta1_SidecarSetInjectionStrategy_To_apps_SidecarSetInjectionStrategy(&in.InjectionStrategy, &out.InjectionStrategy, s); err != nil {
 		return err
 	}
-	out.ImagePullSecrets = *(*[]corev1.LocalObjectReference)(unsafe.Pointer(&in.ImagePullSecrets))
+	out.ImagePullSecrets = *(*[]v1.LocalObjectReference)(unsafe.Pointer(&in.ImagePullSecrets))
 	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
 	out.PatchPodMetadata = *(*[]apps.SidecarSetPatchPodMetadata)(unsafe.Pointer(&in.PatchPodMetadata))
 	// WARNING: in.CustomVersion requires manual conversion: does not exist in peer-type
@@ -1666,19 +2023,19 @@ func autoConvert_v1beta1_SidecarSetSpec_To_apps_SidecarSetSpec(in *SidecarSetSpe
 }
 
 func autoConvert_apps_SidecarSetSpec_To_v1beta1_SidecarSetSpec(in *apps.SidecarSetSpec, out *SidecarSetSpec, s conversion.Scope) error {
-	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.Selector = (*metav1.LabelSelector)(unsafe.Pointer(in.Selector))
 	// WARNING: in.Namespace requires manual conversion: does not exist in peer-type
-	out.NamespaceSelector = (*v1.LabelSelector)(unsafe.Pointer(in.NamespaceSelector))
+	out.NamespaceSelector = (*metav1.LabelSelector)(unsafe.Pointer(in.NamespaceSelector))
 	out.InitContainers = *(*[]SidecarContainer)(unsafe.Pointer(&in.InitContainers))
 	out.Containers = *(*[]SidecarContainer)(unsafe.Pointer(&in.Containers))
-	out.Volumes = *(*[]corev1.Volume)(unsafe.Pointer(&in.Volumes))
+	out.Volumes = *(*[]v1.Volume)(unsafe.Pointer(&in.Volumes))
 	if err := Convert_apps_SidecarSetUpdateStrategy_To_v1beta1_SidecarSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
 		return err
 	}
 	if err := Convert_apps_SidecarSetInjectionStrategy_To_v1beta1_SidecarSetInjectionStrategy(&in.InjectionStrategy, &out.InjectionStrategy, s); err != nil {
 		return err
 	}
-	out.ImagePullSecrets = *(*[]corev1.LocalObjectReference)(unsafe.Pointer(&in.ImagePullSecrets))
+	out.ImagePullSecrets = *(*[]v1.LocalObjectReference)(unsafe.Pointer(&in.ImagePullSecrets))
 	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
 	out.PatchPodMetadata = *(*[]SidecarSetPatchPodMetadata)(unsafe.Pointer(&in.PatchPodMetadata))
 	return nil

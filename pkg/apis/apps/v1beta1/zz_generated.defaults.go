@@ -30,6 +30,10 @@ import (
 // Public to allow building arbitrary schemes.
 // All generated defaulters are covering - they call all nested defaulters.
 func RegisterDefaults(scheme *runtime.Scheme) error {
+	scheme.AddTypeDefaultingFunc(&ContainerRecreateRequest{}, func(obj interface{}) { SetObjectDefaults_ContainerRecreateRequest(obj.(*ContainerRecreateRequest)) })
+	scheme.AddTypeDefaultingFunc(&ContainerRecreateRequestList{}, func(obj interface{}) {
+		SetObjectDefaults_ContainerRecreateRequestList(obj.(*ContainerRecreateRequestList))
+	})
 	scheme.AddTypeDefaultingFunc(&DaemonSet{}, func(obj interface{}) { SetObjectDefaults_DaemonSet(obj.(*DaemonSet)) })
 	scheme.AddTypeDefaultingFunc(&DaemonSetList{}, func(obj interface{}) { SetObjectDefaults_DaemonSetList(obj.(*DaemonSetList)) })
 	scheme.AddTypeDefaultingFunc(&ImageListPullJob{}, func(obj interface{}) { SetObjectDefaults_ImageListPullJob(obj.(*ImageListPullJob)) })
@@ -43,6 +47,26 @@ func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&StatefulSet{}, func(obj interface{}) { SetObjectDefaults_StatefulSet(obj.(*StatefulSet)) })
 	scheme.AddTypeDefaultingFunc(&StatefulSetList{}, func(obj interface{}) { SetObjectDefaults_StatefulSetList(obj.(*StatefulSetList)) })
 	return nil
+}
+
+func SetObjectDefaults_ContainerRecreateRequest(in *ContainerRecreateRequest) {
+	SetDefaults_ContainerRecreateRequest(in)
+	for i := range in.Spec.Containers {
+		a := &in.Spec.Containers[i]
+		for j := range a.Ports {
+			b := &a.Ports[j]
+			if b.Protocol == "" {
+				b.Protocol = "TCP"
+			}
+		}
+	}
+}
+
+func SetObjectDefaults_ContainerRecreateRequestList(in *ContainerRecreateRequestList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_ContainerRecreateRequest(a)
+	}
 }
 
 func SetObjectDefaults_DaemonSet(in *DaemonSet) {

@@ -22,8 +22,58 @@ limitations under the License.
 package v1beta1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CRRProbeHandler) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.CRRProbeHandler"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in CompletionPolicy) OpenAPIModelName() string {
 	return "io.kruise.apps.v1beta1.CompletionPolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ContainerRecreateRequest) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ContainerRecreateRequest"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ContainerRecreateRequestContainer) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ContainerRecreateRequestContainer"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ContainerRecreateRequestContainerContext) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ContainerRecreateRequestContainerContext"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ContainerRecreateRequestContainerRecreateState) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ContainerRecreateRequestContainerRecreateState"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ContainerRecreateRequestList) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ContainerRecreateRequestList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ContainerRecreateRequestSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ContainerRecreateRequestSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ContainerRecreateRequestStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ContainerRecreateRequestStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ContainerRecreateRequestStrategy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ContainerRecreateRequestStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ContainerRecreateRequestSyncContainerStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.ContainerRecreateRequestSyncContainerStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -36,7 +36,7 @@ func ValidateContainerRecreateRequestUpdate(newObj, oldObj *apps.ContainerRecrea
 	key := v1alpha1.ContainerRecreateRequestUnreadyAcquiredKey
 	if old, ok := oldObj.Annotations[key]; ok && newObj.Annotations[key] != old {
 		allErrs = append(allErrs, field.Forbidden(metadataPath.Child("annotations").Key(key),
-			"this annotation cannot change once set"))
+			"this annotation (at apps.kruise.io/v1beta1, the PreRecreateGrace condition of status.conditions) cannot change once set"))
 	}
 	switch {
 	case apiequality.Semantic.DeepEqual(newObj.Spec, oldObj.Spec):

@@ -1524,6 +1524,18 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: priorityStrategy
       type:
         namedType: io.kruise.apps.pub.UpdatePriorityStrategy
+- name: io.kruise.apps.v1beta1.CRRProbeHandler
+  map:
+    fields:
+    - name: exec
+      type:
+        namedType: io.k8s.api.core.v1.ExecAction
+    - name: httpGet
+      type:
+        namedType: io.k8s.api.core.v1.HTTPGetAction
+    - name: tcpSocket
+      type:
+        namedType: io.k8s.api.core.v1.TCPSocketAction
 - name: io.kruise.apps.v1beta1.CompletionPolicy
   map:
     fields:
@@ -1536,6 +1548,170 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: type
       type:
         scalar: string
+- name: io.kruise.apps.v1beta1.ContainerRecreateRequest
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: io.kruise.apps.v1beta1.ContainerRecreateRequestSpec
+      default: {}
+    - name: status
+      type:
+        namedType: io.kruise.apps.v1beta1.ContainerRecreateRequestStatus
+      default: {}
+- name: io.kruise.apps.v1beta1.ContainerRecreateRequestContainer
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: ports
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.api.core.v1.ContainerPort
+          elementRelationship: atomic
+    - name: preStop
+      type:
+        namedType: io.kruise.apps.v1beta1.CRRProbeHandler
+    - name: statusContext
+      type:
+        namedType: io.kruise.apps.v1beta1.ContainerRecreateRequestContainerContext
+- name: io.kruise.apps.v1beta1.ContainerRecreateRequestContainerContext
+  map:
+    fields:
+    - name: containerID
+      type:
+        scalar: string
+      default: ""
+    - name: restartCount
+      type:
+        scalar: numeric
+      default: 0
+- name: io.kruise.apps.v1beta1.ContainerRecreateRequestContainerRecreateState
+  map:
+    fields:
+    - name: isKilled
+      type:
+        scalar: boolean
+    - name: message
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: phase
+      type:
+        scalar: string
+      default: ""
+- name: io.kruise.apps.v1beta1.ContainerRecreateRequestSpec
+  map:
+    fields:
+    - name: activeDeadlineSeconds
+      type:
+        scalar: numeric
+    - name: containers
+      type:
+        list:
+          elementType:
+            namedType: io.kruise.apps.v1beta1.ContainerRecreateRequestContainer
+          elementRelationship: associative
+          keys:
+          - name
+    - name: podName
+      type:
+        scalar: string
+      default: ""
+    - name: strategy
+      type:
+        namedType: io.kruise.apps.v1beta1.ContainerRecreateRequestStrategy
+    - name: ttlSecondsAfterFinished
+      type:
+        scalar: numeric
+- name: io.kruise.apps.v1beta1.ContainerRecreateRequestStatus
+  map:
+    fields:
+    - name: completionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: containerRecreateStates
+      type:
+        list:
+          elementType:
+            namedType: io.kruise.apps.v1beta1.ContainerRecreateRequestContainerRecreateState
+          elementRelationship: atomic
+    - name: containerStatusSnapshot
+      type:
+        list:
+          elementType:
+            namedType: io.kruise.apps.v1beta1.ContainerRecreateRequestSyncContainerStatus
+          elementRelationship: atomic
+    - name: message
+      type:
+        scalar: string
+    - name: phase
+      type:
+        scalar: string
+      default: ""
+- name: io.kruise.apps.v1beta1.ContainerRecreateRequestStrategy
+  map:
+    fields:
+    - name: failurePolicy
+      type:
+        scalar: string
+    - name: forceRecreate
+      type:
+        scalar: boolean
+    - name: minStartedSeconds
+      type:
+        scalar: numeric
+    - name: orderedRecreate
+      type:
+        scalar: boolean
+    - name: terminationGracePeriodSeconds
+      type:
+        scalar: numeric
+    - name: unreadyGracePeriodSeconds
+      type:
+        scalar: numeric
+- name: io.kruise.apps.v1beta1.ContainerRecreateRequestSyncContainerStatus
+  map:
+    fields:
+    - name: containerID
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: ready
+      type:
+        scalar: boolean
+      default: false
+    - name: restartCount
+      type:
+        scalar: numeric
+      default: 0
 - name: io.kruise.apps.v1beta1.DaemonSet
   map:
     fields:
@@ -5105,6 +5281,31 @@ var schemaYAML = typed.YAMLObject(`types:
         scalar: string
 - name: io.k8s.apimachinery.pkg.api.resource.Quantity
   scalar: untyped
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+  map:
+    fields:
+    - name: lastTransitionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: message
+      type:
+        scalar: string
+      default: ""
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: reason
+      type:
+        scalar: string
+      default: ""
+    - name: status
+      type:
+        scalar: string
+      default: ""
+    - name: type
+      type:
+        scalar: string
+      default: ""
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1
   map:
     elementType:

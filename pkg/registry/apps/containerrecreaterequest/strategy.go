@@ -3,6 +3,7 @@ package containerrecreaterequest
 import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 )
@@ -10,7 +11,7 @@ import (
 // kind describes ContainerRecreateRequests to the shared strategy.
 var kind = strategy.Kind[*apps.ContainerRecreateRequest]{
 	NamespaceScoped:      true,
-	APIVersions:          []string{v1alpha1.SchemeGroupVersion.String()},
+	APIVersions:          []string{v1alpha1.SchemeGroupVersion.String(), v1beta1.SchemeGroupVersion.String()},
 	New:                  func() *apps.ContainerRecreateRequest { return &apps.ContainerRecreateRequest{} },
 	Spec:                 func(o *apps.ContainerRecreateRequest) any { return &o.Spec },
 	Status:               func(o *apps.ContainerRecreateRequest) any { return &o.Status },

@@ -28,6 +28,10 @@ type FakeAppsV1beta1 struct {
 	*testing.Fake
 }
 
+func (c *FakeAppsV1beta1) ContainerRecreateRequests(namespace string) v1beta1.ContainerRecreateRequestInterface {
+	return newFakeContainerRecreateRequests(c, namespace)
+}
+
 func (c *FakeAppsV1beta1) DaemonSets(namespace string) v1beta1.DaemonSetInterface {
 	return newFakeDaemonSets(c, namespace)
 }
