@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The checks CI runs before the tests: formatting, vet, generated code not stale, and the docs
-# not stale (docs/layout.md names every package; the links of README.md and docs/ resolve).
+# The checks CI runs before the tests: formatting, vet, staticcheck (hack/staticcheck.sh, built at
+# its pinned version on first use), generated code not stale, and the docs not stale
+# (docs/layout.md names every package; the links of README.md and docs/ resolve).
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -13,6 +14,7 @@ fi
 go vet ./...
 # The local cluster's image registry, a module of its own.
 (cd hack/registry && go vet ./...)
+hack/staticcheck.sh
 hack/verify-codegen.sh
 go test -count=1 ./hack/checkdocs
 echo "verify: ok"

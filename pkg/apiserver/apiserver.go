@@ -46,8 +46,7 @@ const DefaultNamespace = "inplace-system"
 // Config is the configuration of inplace-apiserver.
 type Config struct {
 	GenericConfig *genericapiserver.RecommendedConfig
-	// InplaceInformers feed the built-in admission plugins; nil in standalone mode. Started with
-	// the server.
+	// InplaceInformers feed the built-in admission plugins. Started with the server.
 	InplaceInformers inplaceinformers.SharedInformerFactory
 	// FrontProxyFilter, when not nil, wraps the whole handler chain: it marks the requests
 	// kube-apiserver proxied, which authentication and authorization then trust (see FrontProxy).

@@ -288,14 +288,14 @@ func testPreparingUpdateAsUpdate(t *testing.T, ctx context.Context) {
 
 	// The held Pod released: it updates in place.
 	release(t, ctx, held)
-	_, current, _ := s.wait(t, ctx, "the released Pod updated", 1, 2, 0)
+	s.wait(t, ctx, "the released Pod updated", 1, 2, 0)
 
 	// No partition, maxUnavailable 100%: the two others wait in PreparingUpdate, then update.
 	s.cs = updateCloneSet(t, ctx, s.cs, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.UpdateStrategy.Partition = nil
 		cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("100%"))
 	})
-	_, current, _ = s.wait(t, ctx, "the other two held in PreparingUpdate", 1, 2, 2)
+	_, current, _ := s.wait(t, ctx, "the other two held in PreparingUpdate", 1, 2, 2)
 	release(t, ctx, current)
 	s.wait(t, ctx, "all three updated", 3, 0, 0)
 	if got, err := progressing(ctx, s.cs); err != nil || got != deadline {

@@ -419,9 +419,9 @@ func TestSidecarSetUpgradeWithCloneSetUpdate(t *testing.T) {
 	})
 	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
 
-	_, after := waitRolledOut(t, ctx, cs, 4)
+	waitRolledOut(t, ctx, cs, 4)
 	waitSidecarSetStatus(t, ctx, u.set, 4, 4, 4, 4)
-	after = waitSidecarsOn(t, ctx, u, appImageV2, 4)
+	after := waitSidecarsOn(t, ctx, u, appImageV2, 4)
 	checkSamePods(t, u.before, after)
 	for name, p := range after {
 		for _, c := range []string{"main", upgradeSidecar} {

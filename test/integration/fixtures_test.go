@@ -352,7 +352,7 @@ func managers(entries []metav1.ManagedFieldsEntry) []string {
 func managedFieldsOf(entries []metav1.ManagedFieldsEntry, manager string, op metav1.ManagedFieldsOperationType) string {
 	for _, e := range entries {
 		if e.Manager == manager && e.Operation == op && e.FieldsV1 != nil {
-			return string(e.FieldsV1.Raw)
+			return e.FieldsV1.GetRawString()
 		}
 	}
 	return ""

@@ -187,7 +187,7 @@ func TestStatefulSetApplyAcrossVersions(t *testing.T) {
 	// team-beta now owns replicas, at v1beta1, and team-alpha keeps the rest.
 	var owners []string
 	for _, m := range got.ManagedFields {
-		if m.FieldsV1 != nil && strings.Contains(string(m.FieldsV1.Raw), `"f:replicas"`) {
+		if m.FieldsV1 != nil && strings.Contains(m.FieldsV1.GetRawString(), `"f:replicas"`) {
 			owners = append(owners, m.Manager+"@"+m.APIVersion)
 		}
 	}

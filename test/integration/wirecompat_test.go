@@ -69,6 +69,9 @@ func TestWireCompatibility(t *testing.T) {
 			"spec.containers[0].terminationMessagePolicy",
 			"spec.containers[0].upgradeStrategy",
 			"spec.containers[0].upgradeStrategy.upgradeType",
+			// Not a default: the SidecarSet admission plugin's kruise.io/sidecarset-hash and
+			// -without-image (TestStandaloneSidecarSetHash checks their values).
+			"metadata.annotations",
 		},
 	}, {
 		file: "containerrecreaterequest.yaml", gvr: crrGVR, namespaced: true,

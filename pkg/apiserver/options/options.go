@@ -79,8 +79,11 @@ type Options struct {
 	FeatureGates *features.Flag
 
 	componentGlobals basecompatibility.ComponentGlobalsRegistry
-	// inplaceInformers feed the admission plugins (aggregated mode; set while applying options).
+	// inplaceInformers feed the admission plugins (set while applying options).
 	inplaceInformers inplaceinformers.SharedInformerFactory
+	// standaloneDisabledPlugins is --disable-admission-plugins in standalone mode, whose generic
+	// admission options Complete drops.
+	standaloneDisabledPlugins []string
 }
 
 // NewOptions returns the defaults: standalone, embedded etcd in ./inplace-data, port 8443.
@@ -170,14 +173,19 @@ func (o *Options) Complete() error {
 		o.Recommended.ExtraAdmissionInitializers = o.admissionInitializers
 		return nil
 	}
-	// With no cluster there is nobody to delegate authentication, authorization or admission to,
-	// and priority-and-fairness needs a core client: serve loopback only, with all of it off.
+	// With no cluster there is nobody to delegate authentication or authorization to, the generic
+	// admission plugins (namespace lifecycle, webhooks, policies) read the cluster, and
+	// priority-and-fairness needs a core client: serve loopback only, with all of it off. inplace's
+	// own plugins that need no cluster still run (standaloneAdmission).
 	if o.Recommended.SecureServing.BindAddress.IsUnspecified() {
 		o.Recommended.SecureServing.BindAddress = netutils.ParseIPSloppy("127.0.0.1")
 	}
 	o.Recommended.Authentication = nil
 	o.Recommended.Authorization = nil
 	o.Recommended.CoreAPI = nil
+	if o.Recommended.Admission != nil {
+		o.standaloneDisabledPlugins = o.Recommended.Admission.DisablePlugins
+	}
 	o.Recommended.Admission = nil
 	o.Recommended.Features.EnablePriorityAndFairness = false
 	return nil
@@ -192,6 +200,18 @@ func (o *Options) admissionInitializers(c *genericapiserver.RecommendedConfig) (
 	}
 	o.inplaceInformers = inplaceinformers.NewSharedInformerFactory(client, 10*time.Minute)
 	return []admission.PluginInitializer{admissioninitializer.New(client, o.inplaceInformers)}, nil
+}
+
+// standaloneAdmission gives a standalone server the admission chain of inplace's plugins that
+// need no cluster (a SidecarSet gets its hash annotations there too); the loopback client
+// configuration must be applied by now.
+func (o *Options) standaloneAdmission(c *genericapiserver.RecommendedConfig) error {
+	initializers, err := o.admissionInitializers(c)
+	if err != nil {
+		return err
+	}
+	c.AdmissionControl, err = inplaceadmission.Standalone(admission.PluginInitializers(initializers), o.standaloneDisabledPlugins)
+	return err
 }
 
 // Validate reports every bad flag at once.
@@ -247,6 +267,11 @@ func (o *Options) config() (*apiserver.Config, error) {
 	o.Recommended.Etcd.StorageConfig.Codec = codec
 	if err := o.Recommended.ApplyTo(c); err != nil {
 		return nil, fmt.Errorf("applying options: %w", err)
+	}
+	if o.Mode == ModeStandalone {
+		if err := o.standaloneAdmission(c); err != nil {
+			return nil, err
+		}
 	}
 	cfg := &apiserver.Config{GenericConfig: c, InplaceInformers: o.inplaceInformers}
 	if fp := apiserver.NewFrontProxy(c.Authentication.RequestHeaderConfig); o.Mode == ModeAggregated && fp != nil {

@@ -27,7 +27,7 @@ func TestSkew(t *testing.T) {
 			t.Errorf("offset %v: Since %v, want 1s", offset, got)
 		}
 	}
-	if c := New(nil, time.Hour); c.Now().Sub(time.Now()) < 59*time.Minute {
+	if c := New(nil, time.Hour); time.Until(c.Now()) < 59*time.Minute {
 		t.Error("nil base is not the real clock shifted")
 	}
 }

@@ -106,7 +106,7 @@ func validateRemovedKeys(keys []string, set map[string]string, fldPath *field.Pa
 	seen := sets.New[string]()
 	for i, k := range keys {
 		p := fldPath.Index(i)
-		for _, msg := range content.IsQualifiedName(k) {
+		for _, msg := range content.IsLabelKey(k) {
 			allErrs = append(allErrs, field.Invalid(p, k, msg))
 		}
 		if seen.Has(k) {
