@@ -296,6 +296,11 @@ func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecars.R
 		"nodeimages/status":        nodeImages.Status,
 		"daemonsets":               daemonSets.DaemonSet,
 		"daemonsets/status":        daemonSets.Status,
+		// CloneSet at v1beta1 is OpenKruise master's; it stays stored (and the controller reads
+		// it) at v1alpha1, as OpenKruise v1.9 serves it only there.
+		"clonesets":        cloneSets.CloneSet,
+		"clonesets/status": cloneSets.Status,
+		"clonesets/scale":  cloneSets.Scale,
 	}
 	return map[string]map[string]rest.Storage{
 		v1alpha1.SchemeGroupVersion.Version: v1alpha1Storage,

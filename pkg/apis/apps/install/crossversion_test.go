@@ -25,6 +25,7 @@ var crossVersionKinds = []string{
 	"ImageListPullJob", "ImageListPullJobList",
 	"NodeImage", "NodeImageList",
 	"DaemonSet", "DaemonSetList",
+	"CloneSet", "CloneSetList",
 }
 
 // TestCrossVersionRoundTrip fuzzes an object of one version, converts it to the other version

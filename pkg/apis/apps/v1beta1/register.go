@@ -38,6 +38,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ImageListPullJob{}, &ImageListPullJobList{},
 		&NodeImage{}, &NodeImageList{},
 		&DaemonSet{}, &DaemonSetList{},
+		&CloneSet{}, &CloneSetList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

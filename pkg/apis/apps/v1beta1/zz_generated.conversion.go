@@ -41,6 +41,46 @@ func init() {
 // RegisterConversions adds conversion functions to the given scheme.
 // Public to allow building arbitrary schemes.
 func RegisterConversions(s *runtime.Scheme) error {
+	if err := s.AddGeneratedConversionFunc((*CloneSetCondition)(nil), (*apps.CloneSetCondition)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetCondition_To_apps_CloneSetCondition(a.(*CloneSetCondition), b.(*apps.CloneSetCondition), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.CloneSetCondition)(nil), (*CloneSetCondition)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_CloneSetCondition_To_v1beta1_CloneSetCondition(a.(*apps.CloneSetCondition), b.(*CloneSetCondition), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*CloneSetList)(nil), (*apps.CloneSetList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetList_To_apps_CloneSetList(a.(*CloneSetList), b.(*apps.CloneSetList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.CloneSetList)(nil), (*CloneSetList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_CloneSetList_To_v1beta1_CloneSetList(a.(*apps.CloneSetList), b.(*CloneSetList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*CloneSetSpec)(nil), (*apps.CloneSetSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetSpec_To_apps_CloneSetSpec(a.(*CloneSetSpec), b.(*apps.CloneSetSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.CloneSetSpec)(nil), (*CloneSetSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_CloneSetSpec_To_v1beta1_CloneSetSpec(a.(*apps.CloneSetSpec), b.(*CloneSetSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*CloneSetStatus)(nil), (*apps.CloneSetStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetStatus_To_apps_CloneSetStatus(a.(*CloneSetStatus), b.(*apps.CloneSetStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.CloneSetStatus)(nil), (*CloneSetStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_CloneSetStatus_To_v1beta1_CloneSetStatus(a.(*apps.CloneSetStatus), b.(*CloneSetStatus), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*CompletionPolicy)(nil), (*apps.CompletionPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1beta1_CompletionPolicy_To_apps_CompletionPolicy(a.(*CompletionPolicy), b.(*apps.CompletionPolicy), scope)
 	}); err != nil {
@@ -606,6 +646,21 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddConversionFunc((*apps.CloneSetScaleStrategy)(nil), (*CloneSetScaleStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_CloneSetScaleStrategy_To_v1beta1_CloneSetScaleStrategy(a.(*apps.CloneSetScaleStrategy), b.(*CloneSetScaleStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*apps.CloneSetUpdateStrategy)(nil), (*CloneSetUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_CloneSetUpdateStrategy_To_v1beta1_CloneSetUpdateStrategy(a.(*apps.CloneSetUpdateStrategy), b.(*CloneSetUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*apps.CloneSet)(nil), (*CloneSet)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_CloneSet_To_v1beta1_CloneSet(a.(*apps.CloneSet), b.(*CloneSet), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddConversionFunc((*apps.DaemonSetStatus)(nil), (*DaemonSetStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_apps_DaemonSetStatus_To_v1beta1_DaemonSetStatus(a.(*apps.DaemonSetStatus), b.(*DaemonSetStatus), scope)
 	}); err != nil {
@@ -623,6 +678,21 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddConversionFunc((*apps.SidecarSet)(nil), (*SidecarSet)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_apps_SidecarSet_To_v1beta1_SidecarSet(a.(*apps.SidecarSet), b.(*SidecarSet), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*CloneSetScaleStrategy)(nil), (*apps.CloneSetScaleStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetScaleStrategy_To_apps_CloneSetScaleStrategy(a.(*CloneSetScaleStrategy), b.(*apps.CloneSetScaleStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*CloneSetUpdateStrategy)(nil), (*apps.CloneSetUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetUpdateStrategy_To_apps_CloneSetUpdateStrategy(a.(*CloneSetUpdateStrategy), b.(*apps.CloneSetUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*CloneSet)(nil), (*apps.CloneSet)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSet_To_apps_CloneSet(a.(*CloneSet), b.(*apps.CloneSet), scope)
 	}); err != nil {
 		return err
 	}
@@ -651,6 +721,189 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	return nil
+}
+
+func autoConvert_v1beta1_CloneSet_To_apps_CloneSet(in *CloneSet, out *apps.CloneSet, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1beta1_CloneSetSpec_To_apps_CloneSetSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1beta1_CloneSetStatus_To_apps_CloneSetStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+func autoConvert_apps_CloneSet_To_v1beta1_CloneSet(in *apps.CloneSet, out *CloneSet, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_apps_CloneSetSpec_To_v1beta1_CloneSetSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_apps_CloneSetStatus_To_v1beta1_CloneSetStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+func autoConvert_v1beta1_CloneSetCondition_To_apps_CloneSetCondition(in *CloneSetCondition, out *apps.CloneSetCondition, s conversion.Scope) error {
+	*out = *(*apps.CloneSetCondition)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_CloneSetCondition_To_apps_CloneSetCondition is an autogenerated conversion function.
+func Convert_v1beta1_CloneSetCondition_To_apps_CloneSetCondition(in *CloneSetCondition, out *apps.CloneSetCondition, s conversion.Scope) error {
+	return autoConvert_v1beta1_CloneSetCondition_To_apps_CloneSetCondition(in, out, s)
+}
+
+func autoConvert_apps_CloneSetCondition_To_v1beta1_CloneSetCondition(in *apps.CloneSetCondition, out *CloneSetCondition, s conversion.Scope) error {
+	*out = *(*CloneSetCondition)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_CloneSetCondition_To_v1beta1_CloneSetCondition is an autogenerated conversion function.
+func Convert_apps_CloneSetCondition_To_v1beta1_CloneSetCondition(in *apps.CloneSetCondition, out *CloneSetCondition, s conversion.Scope) error {
+	return autoConvert_apps_CloneSetCondition_To_v1beta1_CloneSetCondition(in, out, s)
+}
+
+func autoConvert_v1beta1_CloneSetList_To_apps_CloneSetList(in *CloneSetList, out *apps.CloneSetList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]apps.CloneSet, len(*in))
+		for i := range *in {
+			if err := Convert_v1beta1_CloneSet_To_apps_CloneSet(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_v1beta1_CloneSetList_To_apps_CloneSetList is an autogenerated conversion function.
+func Convert_v1beta1_CloneSetList_To_apps_CloneSetList(in *CloneSetList, out *apps.CloneSetList, s conversion.Scope) error {
+	return autoConvert_v1beta1_CloneSetList_To_apps_CloneSetList(in, out, s)
+}
+
+func autoConvert_apps_CloneSetList_To_v1beta1_CloneSetList(in *apps.CloneSetList, out *CloneSetList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]CloneSet, len(*in))
+		for i := range *in {
+			if err := Convert_apps_CloneSet_To_v1beta1_CloneSet(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_apps_CloneSetList_To_v1beta1_CloneSetList is an autogenerated conversion function.
+func Convert_apps_CloneSetList_To_v1beta1_CloneSetList(in *apps.CloneSetList, out *CloneSetList, s conversion.Scope) error {
+	return autoConvert_apps_CloneSetList_To_v1beta1_CloneSetList(in, out, s)
+}
+
+func autoConvert_v1beta1_CloneSetScaleStrategy_To_apps_CloneSetScaleStrategy(in *CloneSetScaleStrategy, out *apps.CloneSetScaleStrategy, s conversion.Scope) error {
+	out.PodsToDelete = *(*[]string)(unsafe.Pointer(&in.PodsToDelete))
+	out.MaxUnavailable = (*intstr.IntOrString)(unsafe.Pointer(in.MaxUnavailable))
+	// WARNING: in.EnablePVCReuse requires manual conversion: does not exist in peer-type
+	// WARNING: in.ExcludePreparingDelete requires manual conversion: does not exist in peer-type
+	return nil
+}
+
+func autoConvert_apps_CloneSetScaleStrategy_To_v1beta1_CloneSetScaleStrategy(in *apps.CloneSetScaleStrategy, out *CloneSetScaleStrategy, s conversion.Scope) error {
+	out.PodsToDelete = *(*[]string)(unsafe.Pointer(&in.PodsToDelete))
+	out.MaxUnavailable = (*intstr.IntOrString)(unsafe.Pointer(in.MaxUnavailable))
+	// WARNING: in.DisablePVCReuse requires manual conversion: does not exist in peer-type
+	return nil
+}
+
+func autoConvert_v1beta1_CloneSetSpec_To_apps_CloneSetSpec(in *CloneSetSpec, out *apps.CloneSetSpec, s conversion.Scope) error {
+	out.Replicas = (*int32)(unsafe.Pointer(in.Replicas))
+	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.Template = in.Template
+	out.VolumeClaimTemplates = *(*[]corev1.PersistentVolumeClaim)(unsafe.Pointer(&in.VolumeClaimTemplates))
+	if err := Convert_v1beta1_CloneSetScaleStrategy_To_apps_CloneSetScaleStrategy(&in.ScaleStrategy, &out.ScaleStrategy, s); err != nil {
+		return err
+	}
+	if err := Convert_v1beta1_CloneSetUpdateStrategy_To_apps_CloneSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
+		return err
+	}
+	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
+	out.MinReadySeconds = in.MinReadySeconds
+	out.Lifecycle = (*pub.Lifecycle)(unsafe.Pointer(in.Lifecycle))
+	out.ProgressDeadlineSeconds = (*int32)(unsafe.Pointer(in.ProgressDeadlineSeconds))
+	return nil
+}
+
+// Convert_v1beta1_CloneSetSpec_To_apps_CloneSetSpec is an autogenerated conversion function.
+func Convert_v1beta1_CloneSetSpec_To_apps_CloneSetSpec(in *CloneSetSpec, out *apps.CloneSetSpec, s conversion.Scope) error {
+	return autoConvert_v1beta1_CloneSetSpec_To_apps_CloneSetSpec(in, out, s)
+}
+
+func autoConvert_apps_CloneSetSpec_To_v1beta1_CloneSetSpec(in *apps.CloneSetSpec, out *CloneSetSpec, s conversion.Scope) error {
+	out.Replicas = (*int32)(unsafe.Pointer(in.Replicas))
+	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.Template = in.Template
+	out.VolumeClaimTemplates = *(*[]corev1.PersistentVolumeClaim)(unsafe.Pointer(&in.VolumeClaimTemplates))
+	if err := Convert_apps_CloneSetScaleStrategy_To_v1beta1_CloneSetScaleStrategy(&in.ScaleStrategy, &out.ScaleStrategy, s); err != nil {
+		return err
+	}
+	if err := Convert_apps_CloneSetUpdateStrategy_To_v1beta1_CloneSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
+		return err
+	}
+	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
+	out.MinReadySeconds = in.MinReadySeconds
+	out.Lifecycle = (*pub.Lifecycle)(unsafe.Pointer(in.Lifecycle))
+	out.ProgressDeadlineSeconds = (*int32)(unsafe.Pointer(in.ProgressDeadlineSeconds))
+	return nil
+}
+
+// Convert_apps_CloneSetSpec_To_v1beta1_CloneSetSpec is an autogenerated conversion function.
+func Convert_apps_CloneSetSpec_To_v1beta1_CloneSetSpec(in *apps.CloneSetSpec, out *CloneSetSpec, s conversion.Scope) error {
+	return autoConvert_apps_CloneSetSpec_To_v1beta1_CloneSetSpec(in, out, s)
+}
+
+func autoConvert_v1beta1_CloneSetStatus_To_apps_CloneSetStatus(in *CloneSetStatus, out *apps.CloneSetStatus, s conversion.Scope) error {
+	*out = *(*apps.CloneSetStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_CloneSetStatus_To_apps_CloneSetStatus is an autogenerated conversion function.
+func Convert_v1beta1_CloneSetStatus_To_apps_CloneSetStatus(in *CloneSetStatus, out *apps.CloneSetStatus, s conversion.Scope) error {
+	return autoConvert_v1beta1_CloneSetStatus_To_apps_CloneSetStatus(in, out, s)
+}
+
+func autoConvert_apps_CloneSetStatus_To_v1beta1_CloneSetStatus(in *apps.CloneSetStatus, out *CloneSetStatus, s conversion.Scope) error {
+	*out = *(*CloneSetStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_CloneSetStatus_To_v1beta1_CloneSetStatus is an autogenerated conversion function.
+func Convert_apps_CloneSetStatus_To_v1beta1_CloneSetStatus(in *apps.CloneSetStatus, out *CloneSetStatus, s conversion.Scope) error {
+	return autoConvert_apps_CloneSetStatus_To_v1beta1_CloneSetStatus(in, out, s)
+}
+
+func autoConvert_v1beta1_CloneSetUpdateStrategy_To_apps_CloneSetUpdateStrategy(in *CloneSetUpdateStrategy, out *apps.CloneSetUpdateStrategy, s conversion.Scope) error {
+	out.Type = apps.CloneSetUpdateStrategyType(in.Type)
+	// WARNING: in.RollingUpdate requires manual conversion: does not exist in peer-type
+	return nil
+}
+
+func autoConvert_apps_CloneSetUpdateStrategy_To_v1beta1_CloneSetUpdateStrategy(in *apps.CloneSetUpdateStrategy, out *CloneSetUpdateStrategy, s conversion.Scope) error {
+	out.Type = CloneSetUpdateStrategyType(in.Type)
+	// WARNING: in.Partition requires manual conversion: does not exist in peer-type
+	// WARNING: in.MaxUnavailable requires manual conversion: does not exist in peer-type
+	// WARNING: in.MaxSurge requires manual conversion: does not exist in peer-type
+	// WARNING: in.Paused requires manual conversion: does not exist in peer-type
+	// WARNING: in.PriorityStrategy requires manual conversion: does not exist in peer-type
+	// WARNING: in.ScatterStrategy requires manual conversion: does not exist in peer-type
+	// WARNING: in.InPlaceUpdateStrategy requires manual conversion: does not exist in peer-type
 	return nil
 }
 

@@ -18,6 +18,8 @@ limitations under the License.
 
 package v1beta1
 
+type CloneSetExpansion interface{}
+
 type DaemonSetExpansion interface{}
 
 type ImageListPullJobExpansion interface{}
