@@ -9559,14 +9559,13 @@ func schema_pkg_apis_apps_v1beta1_cloneSetV1beta1Fields(ref common.ReferenceCall
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "cloneSetV1beta1Fields is a v1beta1 update strategy type and podUpdatePolicy the hub's type alone does not give back.",
+				Description: "cloneSetV1beta1Fields is what the hub's fields and annotations alone do not give back of a v1beta1 CloneSet: an update strategy type and podUpdatePolicy (Type set) the hub's type does not say, and an imagePreDownloadParallelism that is a string of digits, whose annotation reads back as a number.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"type": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Type:   []string{"string"},
+							Format: "",
 						},
 					},
 					"podUpdatePolicy": {
@@ -9575,10 +9574,16 @@ func schema_pkg_apis_apps_v1beta1_cloneSetV1beta1Fields(ref common.ReferenceCall
 							Format: "",
 						},
 					},
+					"imagePreDownloadParallelism": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
 				},
-				Required: []string{"type"},
 			},
 		},
+		Dependencies: []string{
+			intstr.IntOrString{}.OpenAPIModelName()},
 	}
 }
 
