@@ -208,3 +208,86 @@ func checkInvalidField(t *testing.T, version string, err error, field string) {
 		t.Errorf("%s: causes at %s (%v), want one at %s", version, data, err, field)
 	}
 }
+
+// TestCloneSetKubectl: `kubectl apply --server-side` of a v1beta1 CloneSet manifest and then of
+// the same object as a v1alpha1 manifest (a changed field) succeeds and loses nothing v1beta1
+// said; both versions print the same columns, and kubectl explains the v1beta1 fields.
+func TestCloneSetKubectl(t *testing.T) {
+	t.Parallel()
+	s := framework.StartServer(t)
+	k := newKubectl(t, kubectlBinary(t), s)
+	k.mustRun("apply", "--server-side", "-f", k.writeFile("beta.yaml", `apiVersion: apps.kruise.io/v1beta1
+kind: CloneSet
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  scaleStrategy: {excludePreparingDelete: true}
+  updateStrategy:
+    type: OnDelete
+    rollingUpdate:
+      inPlaceUpdateStrategy: {imagePreDownloadParallelism: 2}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: main, image: "inplace.local/app:v1"}]}
+`))
+	k.mustRun("apply", "--server-side", "-f", k.writeFile("alpha.yaml", `apiVersion: apps.kruise.io/v1alpha1
+kind: CloneSet
+metadata:
+  name: web
+  namespace: default
+  labels: {apps.kruise.io/cloneset-scaling-exclude-preparing-delete: "true"}
+  annotations: {apps.kruise.io/image-predownload-parallelism: "2"}
+spec:
+  replicas: 2
+  minReadySeconds: 7
+  selector: {matchLabels: {app: web}}
+  updateStrategy: {type: OnDelete}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: main, image: "inplace.local/app:v1"}]}
+`))
+	got := k.mustRun("get", "clonesets.v1beta1.apps.kruise.io", "web", "-n", "default", "-o",
+		"jsonpath={.spec.minReadySeconds} {.spec.updateStrategy.type} {.spec.scaleStrategy.excludePreparingDelete} "+
+			"{.spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadParallelism} {.metadata.annotations}")
+	if want := "7 OnDelete true 2 "; got != want {
+		t.Errorf("v1beta1 after a v1beta1 and a v1alpha1 server-side apply: %q, want %q", got, want)
+	}
+	k.mustRun("apply", "--server-side", "-f", examplePath(t, "cloneset-v1beta1.yaml"))
+	got = k.mustRun("get", "clonesets.v1alpha1.apps.kruise.io", "sample-beta", "-n", "default", "-o",
+		`jsonpath={.spec.updateStrategy.type} {.spec.updateStrategy.maxUnavailable} {.metadata.annotations.apps\.kruise\.io/image-predownload-parallelism} `+
+			`{.metadata.annotations.apps\.kruise\.io/image-predownload-timeout-seconds} {.metadata.labels.apps\.kruise\.io/cloneset-scaling-exclude-preparing-delete}`)
+	if want := "InPlaceIfPossible 1 2 300 true"; got != want {
+		t.Errorf("artifacts/examples/cloneset-v1beta1.yaml read at v1alpha1: %q, want %q", got, want)
+	}
+	for _, wide := range []bool{false, true} {
+		args := func(resource string) []string {
+			a := []string{"get", resource, "-n", "default"}
+			if wide {
+				a = append(a, "-o", "wide")
+			}
+			return a
+		}
+		alphaHeader, _ := table(t, k.mustRun(args("clonesets.v1alpha1.apps.kruise.io")...))
+		betaHeader, _ := table(t, k.mustRun(args("clonesets.v1beta1.apps.kruise.io")...))
+		if strings.Join(alphaHeader, " ") != strings.Join(betaHeader, " ") || len(alphaHeader) < 7 {
+			t.Errorf("columns (wide %v): v1alpha1 %v, v1beta1 %v; want the same", wide, alphaHeader, betaHeader)
+		}
+	}
+	out := strings.Join(strings.Fields(k.mustRun("explain", "--api-version=apps.kruise.io/v1beta1",
+		"clonesets.spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadParallelism")), " ")
+	if !strings.Contains(out, "VERSION: v1beta1") || !strings.Contains(out, "apps.kruise.io/image-predownload-parallelism") {
+		t.Errorf("kubectl explain of imagePreDownloadParallelism:\n%s", out)
+	}
+	// `kubectl get clonesets` names no version: kubectl takes a resource at its group's preferred
+	// version when it is served there. Discovery has one preferred version per group, v1beta1 (as
+	// kube-apiserver ranks OpenKruise's CRD versions, and as with OpenKruise's master, which serves
+	// CloneSet at v1beta1 too), so it answers in v1beta1; clonesets.v1alpha1.apps.kruise.io, and
+	// every client that names the version (the controllers, OpenKruise's clientset), get v1alpha1.
+	if got := k.mustRun("get", "clonesets", "web", "-n", "default", "-o", "jsonpath={.apiVersion}"); got != "apps.kruise.io/v1beta1" {
+		t.Errorf("kubectl get clonesets answers in %s, want apps.kruise.io/v1beta1, the group's preferred version", got)
+	}
+	if got := k.mustRun("get", "clonesets.v1alpha1.apps.kruise.io", "web", "-n", "default", "-o", "jsonpath={.apiVersion}"); got != "apps.kruise.io/v1alpha1" {
+		t.Errorf("kubectl get clonesets.v1alpha1.apps.kruise.io answers in %s", got)
+	}
+}
