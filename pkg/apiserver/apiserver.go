@@ -299,6 +299,11 @@ func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecars.R
 		// served here, preferred and stored at v1alpha1.
 		"containerrecreaterequests":        crrs.ContainerRecreateRequest,
 		"containerrecreaterequests/status": crrs.Status,
+		// CloneSet at v1beta1 is OpenKruise master's; it stays stored (and the controller reads
+		// it) at v1alpha1, as OpenKruise v1.9 serves it only there.
+		"clonesets":        cloneSets.CloneSet,
+		"clonesets/status": cloneSets.Status,
+		"clonesets/scale":  cloneSets.Scale,
 	}
 	return map[string]map[string]rest.Storage{
 		v1alpha1.SchemeGroupVersion.Version: v1alpha1Storage,

@@ -3,7 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -122,4 +125,170 @@ func TestImagePullJobV1beta1Pulls(t *testing.T) {
 			t.Errorf("node %s: containerd has no %s after the v1beta1 job", n.name, image)
 		}
 	}
+}
+
+// newCloneSetV1beta1 creates, at v1beta1, a CloneSet "web" of n Pods on appImageV1 with the update
+// strategy, and returns its v1alpha1 view (the same object) for the CloneSet helpers.
+func newCloneSetV1beta1(t *testing.T, ctx context.Context, ns string, n int32, strategy v1beta1.CloneSetUpdateStrategy) *v1alpha1.CloneSet {
+	t.Helper()
+	cs := &v1beta1.CloneSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: v1beta1.CloneSetSpec{
+			Replicas: ptr.To(n),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](1),
+					Containers:                    []corev1.Container{{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever}},
+				},
+			},
+			UpdateStrategy: strategy,
+		},
+	}
+	if _, err := inplace.AppsV1beta1().CloneSets(ns).Create(ctx, cs, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the v1beta1 CloneSet: %v", err)
+	}
+	alpha, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading the CloneSet at v1alpha1: %v", err)
+	}
+	return alpha
+}
+
+// setImageV1beta1 changes the CloneSet's image at v1beta1 and returns the generation written.
+func setImageV1beta1(t *testing.T, ctx context.Context, ns, image string) int64 {
+	t.Helper()
+	var generation int64
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.Template.Spec.Containers[0].Image = image
+		out, err := inplace.AppsV1beta1().CloneSets(ns).Update(ctx, cur, metav1.UpdateOptions{})
+		if err == nil {
+			generation = out.Generation
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("changing the image at v1beta1: %v", err)
+	}
+	return generation
+}
+
+// TestCloneSetV1beta1InPlaceRollout: a CloneSet written at v1beta1 with rollingUpdate.podUpdatePolicy
+// InPlaceIfPossible rolls an image change out in place (OpenKruise's test/e2e/apps/v1beta1
+// cloneset scenario): the same Pods on the new image, and the v1beta1 status counts them updated
+// and ready.
+func TestCloneSetV1beta1InPlaceRollout(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-beta")
+	cs := newCloneSetV1beta1(t, ctx, ns, 2, v1beta1.CloneSetUpdateStrategy{
+		Type: v1beta1.RollingUpdateCloneSetUpdateStrategyType,
+		RollingUpdate: &v1beta1.RollingUpdateCloneSetStrategy{
+			PodUpdatePolicy: v1beta1.InPlaceIfPossibleCloneSetPodUpdateStrategyType,
+			MaxUnavailable:  ptr.To(intstr.FromInt32(2)),
+		},
+	})
+	before := waitCloneSetReady(t, ctx, cs, 2)
+	generation := setImageV1beta1(t, ctx, ns, appImageV2)
+	got, after := waitRolledOut(t, ctx, cs, 2)
+	checkSamePods(t, before, after)
+	for name, p := range after {
+		if specImage(p, "main") != appImageV2 || podRevision(p) != got.Status.UpdateRevision {
+			t.Errorf("pod %s: image %s at revision %s, want %s at %s", name, specImage(p, "main"), podRevision(p), appImageV2, got.Status.UpdateRevision)
+		}
+	}
+	b, err := inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Status; st.ObservedGeneration < generation || st.UpdatedReplicas != 2 || st.UpdatedReadyReplicas != 2 || st.UpdateRevision != got.Status.UpdateRevision {
+		t.Errorf("v1beta1 status %+v, want 2 updated and ready at %s", st, got.Status.UpdateRevision)
+	}
+}
+
+// TestCloneSetV1beta1OnDelete: under updateStrategy.type OnDelete (v1beta1) an image change moves
+// the update revision and updates no Pod, in place or by recreation; a Pod the user deletes comes
+// back at the new revision, the other stays on the old one (OpenKruise master's OnDelete).
+func TestCloneSetV1beta1OnDelete(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, "clone-ondelete")
+	cs := newCloneSetV1beta1(t, ctx, ns, 2, v1beta1.CloneSetUpdateStrategy{Type: v1beta1.OnDeleteCloneSetUpdateStrategyType})
+	before := waitCloneSetReady(t, ctx, cs, 2)
+	oldRevision := podRevision(before[slices.Sorted(maps.Keys(before))[0]])
+	generation := setImageV1beta1(t, ctx, ns, appImageV2)
+
+	var updateRevision string
+	poll(t, ctx, 30*time.Second, "the v1beta1 status to move to the new revision", func(ctx context.Context) (bool, error) {
+		b, err := inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		st := b.Status
+		updateRevision = st.UpdateRevision
+		return st.ObservedGeneration >= generation && st.UpdateRevision != "" && st.UpdateRevision != oldRevision, fmt.Errorf("status %+v", st)
+	})
+	// No Pod is touched: the same two, on the old revision and image, none counted updated, for
+	// several of the controller's syncs.
+	untouched := func(ctx context.Context) error {
+		pods, err := cloneSetPods(ctx, cs)
+		if err != nil {
+			return err
+		}
+		if len(pods) != 2 {
+			return fmt.Errorf("%d pods, want the 2 of before", len(pods))
+		}
+		for name, p := range pods {
+			if b := before[name]; b == nil || b.UID != p.UID || podRevision(p) != oldRevision || specImage(p, "main") != appImageV1 ||
+				p.Annotations["apps.kruise.io/inplace-update-state"] != "" {
+				return fmt.Errorf("pod %s (uid %s) changed: revision %s, image %s, state %q", name, p.UID, podRevision(p),
+					specImage(p, "main"), p.Annotations["apps.kruise.io/inplace-update-state"])
+			}
+		}
+		b, err := inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if st := b.Status; st.UpdatedReplicas != 0 || st.UpdateRevision != updateRevision {
+			return fmt.Errorf("status %+v, want 0 updated at %s", st, updateRevision)
+		}
+		return nil
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		if err := untouched(ctx); err != nil {
+			t.Fatalf("under OnDelete: %v", err)
+		}
+	}
+
+	victim := slices.Sorted(maps.Keys(before))[0]
+	if err := kube.CoreV1().Pods(ns).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting pod %s: %v", victim, err)
+	}
+	poll(t, ctx, 90*time.Second, "the deleted Pod's replacement at the new revision", func(ctx context.Context) (bool, error) {
+		pods, err := cloneSetPods(ctx, cs)
+		if err != nil {
+			return false, err
+		}
+		var fresh, kept int
+		for name, p := range pods {
+			switch b := before[name]; {
+			case b != nil && b.UID == p.UID && name != victim && podRevision(p) == oldRevision && specImage(p, "main") == appImageV1:
+				kept++
+			case b == nil && podRevision(p) == updateRevision && specImage(p, "main") == appImageV2 && podReady(p):
+				fresh++
+			default:
+				return false, fmt.Errorf("pod %s: revision %s, image %s, ready %v", name, podRevision(p), specImage(p, "main"), podReady(p))
+			}
+		}
+		b, err := inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		st := b.Status
+		return len(pods) == 2 && kept == 1 && fresh == 1 && st.UpdatedReplicas == 1 && st.UpdatedReadyReplicas == 1 && st.ReadyReplicas == 2,
+			fmt.Errorf("%d pods, %d kept, %d new; status %+v", len(pods), kept, fresh, st)
+	})
 }

@@ -131,8 +131,8 @@ func TestDiscovery(t *testing.T) {
 		}
 	}
 
-	// v1beta1 serves the kinds OpenKruise v1.9 serves there, with the same subresources but
-	// sidecarsets/inject (inplace's own).
+	// v1beta1 serves the kinds OpenKruise v1.9 serves there, and CloneSet as OpenKruise's master
+	// does, with the same subresources but sidecarsets/inject (inplace's own).
 	beta, err := s.Client.Discovery().ServerResourcesForGroupVersion("apps.kruise.io/v1beta1")
 	if err != nil {
 		t.Fatalf("resources of apps.kruise.io/v1beta1: %v", err)
@@ -142,7 +142,7 @@ func TestDiscovery(t *testing.T) {
 		betaNames = append(betaNames, r.Name)
 	}
 	sort.Strings(betaNames)
-	if want := []string{"containerrecreaterequests", "containerrecreaterequests/status", "daemonsets", "daemonsets/status", "imagelistpulljobs", "imagelistpulljobs/status", "imagepulljobs", "imagepulljobs/status",
+	if want := []string{"clonesets", "clonesets/scale", "clonesets/status", "containerrecreaterequests", "containerrecreaterequests/status", "daemonsets", "daemonsets/status", "imagelistpulljobs", "imagelistpulljobs/status", "imagepulljobs", "imagepulljobs/status",
 		"nodeimages", "nodeimages/status", "sidecarsets", "sidecarsets/status", "statefulsets", "statefulsets/scale", "statefulsets/status"}; !slices.Equal(betaNames, want) {
 		t.Errorf("resources of apps.kruise.io/v1beta1: %v, want %v", betaNames, want)
 	}

@@ -145,6 +145,9 @@ func TestProtobufV1beta1(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create DaemonSet over protobuf: %v", err)
 	}
+	if _, err := beta.CloneSets("default").Create(ctx, newCloneSetV1beta1("web"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create CloneSet over protobuf: %v", err)
+	}
 	const prefix = "/apis/apps.kruise.io/v1beta1/"
 	for path, obj := range map[string]func() runtime.Object{
 		prefix + "sidecarsets/agent":                         func() runtime.Object { return &appsv1beta1.SidecarSet{} },
@@ -156,6 +159,8 @@ func TestProtobufV1beta1(t *testing.T) {
 		prefix + "imagepulljobs":                             func() runtime.Object { return &appsv1beta1.ImagePullJobList{} },
 		prefix + "namespaces/default/daemonsets/agent":       func() runtime.Object { return &appsv1beta1.DaemonSet{} },
 		prefix + "daemonsets":                                func() runtime.Object { return &appsv1beta1.DaemonSetList{} },
+		prefix + "namespaces/default/clonesets/web":          func() runtime.Object { return &appsv1beta1.CloneSet{} },
+		prefix + "clonesets":                                 func() runtime.Object { return &appsv1beta1.CloneSetList{} },
 	} {
 		code, contentType, body := httpGetAccept(t, s, path, runtime.ContentTypeProtobuf+", application/json")
 		if code != http.StatusOK || contentType != runtime.ContentTypeProtobuf || !bytes.HasPrefix(body, protobufMagic) {

@@ -225,9 +225,15 @@ func TestKubectl(t *testing.T) {
 		if strings.TrimSpace(name) != "cloneset.apps.kruise.io/sample" {
 			t.Errorf("kubectl get clone -o name: %q", name)
 		}
-		jsonpath := k.mustRun("get", "clone", "sample", "-o", "jsonpath={.spec.updateStrategy.type}")
-		if jsonpath != "InPlaceIfPossible" {
+		// Unversioned, kubectl reads the group's preferred version, v1beta1, since CloneSet is
+		// served there too (as with OpenKruise's master); v1alpha1 when named.
+		jsonpath := k.mustRun("get", "clone", "sample", "-o", "jsonpath={.apiVersion} {.spec.updateStrategy.rollingUpdate.podUpdatePolicy}")
+		if jsonpath != "apps.kruise.io/v1beta1 InPlaceIfPossible" {
 			t.Errorf("kubectl get -o jsonpath: %q", jsonpath)
+		}
+		jsonpath = k.mustRun("get", "clonesets.v1alpha1.apps.kruise.io", "sample", "-o", "jsonpath={.apiVersion} {.spec.updateStrategy.type}")
+		if jsonpath != "apps.kruise.io/v1alpha1 InPlaceIfPossible" {
+			t.Errorf("kubectl get clonesets.v1alpha1.apps.kruise.io -o jsonpath: %q", jsonpath)
 		}
 	})
 
@@ -279,7 +285,8 @@ func TestKubectl(t *testing.T) {
 
 	t.Run("explain", func(t *testing.T) {
 		// Descriptions are wrapped: compare with whitespace collapsed.
-		out := strings.Join(strings.Fields(k.mustRun("explain", "cloneset.spec.updateStrategy")), " ")
+		// v1alpha1 named: unversioned, kubectl explains the preferred version, v1beta1.
+		out := strings.Join(strings.Fields(k.mustRun("explain", "--api-version=apps.kruise.io/v1alpha1", "cloneset.spec.updateStrategy")), " ")
 		for _, want := range []string{
 			"KIND: CloneSet", "GROUP: apps.kruise.io", "VERSION: v1alpha1",
 			"partition <IntOrString>", "maxUnavailable <IntOrString>", "maxSurge <IntOrString>",

@@ -118,7 +118,8 @@ func TestProtobufAndKubectl(t *testing.T) {
 		t.Fatalf("create over protobuf: %v", err)
 	}
 	var read appsv1alpha1.CloneSet
-	if err := json.Unmarshal([]byte(k.mustRun("get", "clonesets.apps.kruise.io", "web", "-o", "json")), &read); err != nil {
+	// At v1alpha1, named: unversioned, kubectl reads the group's preferred version, v1beta1.
+	if err := json.Unmarshal([]byte(k.mustRun("get", "clonesets.v1alpha1.apps.kruise.io", "web", "-o", "json")), &read); err != nil {
 		t.Fatalf("decoding kubectl's output: %v", err)
 	}
 	if !equality.Semantic.DeepEqual(read.Spec, written.Spec) || read.UID != written.UID || read.ResourceVersion != written.ResourceVersion {

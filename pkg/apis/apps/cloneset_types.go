@@ -61,7 +61,7 @@ type CloneSetScaleStrategy struct {
 
 // CloneSetUpdateStrategy says how Pods are updated to a new revision.
 type CloneSetUpdateStrategy struct {
-	// Type is ReCreate (default), InPlaceIfPossible or InPlaceOnly.
+	// Type is ReCreate (default), InPlaceIfPossible, InPlaceOnly or OnDelete.
 	// +optional
 	Type CloneSetUpdateStrategyType `json:"type,omitempty"`
 	// Partition is the number or percentage of Pods kept at the old revision. Defaults to 0.
@@ -100,6 +100,10 @@ const (
 	InPlaceIfPossibleCloneSetUpdateStrategyType CloneSetUpdateStrategyType = "InPlaceIfPossible"
 	// InPlaceOnlyCloneSetUpdateStrategyType only updates in place and never recreates.
 	InPlaceOnlyCloneSetUpdateStrategyType CloneSetUpdateStrategyType = "InPlaceOnly"
+	// OnDeleteCloneSetUpdateStrategyType never updates an existing Pod: Pods created by scaling,
+	// or in place of one the user deleted, come at the update revision. It is v1beta1's
+	// updateStrategy.type OnDelete (OpenKruise v1.9's v1alpha1 accepts it too).
+	OnDeleteCloneSetUpdateStrategyType CloneSetUpdateStrategyType = "OnDelete"
 )
 
 // CloneSetStatus is the observed state of a CloneSet.

@@ -60,10 +60,16 @@ type updatePlan struct {
 // Pod is updated in place through pods/inplaceupdate when the strategy and the change allow (after
 // the inPlaceUpdate hook releases it), else deleted (scaling then creates its successor at the
 // update revision), except under InPlaceOnly, which never deletes and reports the Pod in
-// updateResult.refused.
+// updateResult.refused. Under OnDelete (v1beta1's updateStrategy.type) no Pod is updated or
+// deleted for the update, as in OpenKruise: only Pods that scaling creates, a deleted Pod's
+// replacement among them, come at the update revision.
 func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs history.Revisions, revisions []*appsv1.ControllerRevision) updateResult {
 	logger := klog.FromContext(ctx).WithValues("cloneset", klog.KObj(cs), "updateRevision", revs.Update.Name)
 	var res updateResult
+	if cs.Spec.UpdateStrategy.Type == v1alpha1.OnDeleteCloneSetUpdateStrategyType {
+		logger.V(4).Info("Update strategy is OnDelete: Pods are not updated")
+		return res
+	}
 	if cs.Spec.UpdateStrategy.Paused {
 		logger.V(4).Info("Rolling update paused")
 		return res

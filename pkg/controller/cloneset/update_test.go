@@ -354,6 +354,42 @@ func TestUpdateRecreateStrategy(t *testing.T) {
 	}
 }
 
+// TestUpdateOnDelete: under OnDelete a template change updates no Pod, in place or by
+// deletion, whatever maxUnavailable allows; the status still moves to the new revision.
+func TestUpdateOnDelete(t *testing.T) {
+	r := newRollout(t, 3, v1alpha1.OnDeleteCloneSetUpdateStrategyType, newImage)
+	r.cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(3))
+	f := r.fixture(t)
+	f.sync(t)
+	if got := inPlaceUpdates(f); len(got) != 0 {
+		t.Errorf("in-place updates %v under OnDelete", got)
+	}
+	if d := deletedPods(f); len(d) != 0 {
+		t.Errorf("deleted %v under OnDelete", d)
+	}
+	if st := lastStatus(t, f); st.UpdateRevision != r.new.Name || st.UpdatedReplicas != 0 || st.Replicas != 3 {
+		t.Errorf("status %+v, want updateRevision %s, 0 of 3 updated", st, r.new.Name)
+	}
+}
+
+// TestScaleOnDeleteCreatesAtUpdateRevision: under OnDelete the Pod that replaces a deleted one
+// comes at the update revision.
+func TestScaleOnDeleteCreatesAtUpdateRevision(t *testing.T) {
+	r := newRollout(t, 3, v1alpha1.OnDeleteCloneSetUpdateStrategyType, newImage)
+	f := r.fixture(t, r.pods[1:]...)
+	f.sync(t)
+	created := createdPods(f)
+	if len(created) != 1 {
+		t.Fatalf("created %d Pods, want 1", len(created))
+	}
+	if rev := created[0].Labels[appsv1.ControllerRevisionHashLabelKey]; rev != r.new.Name || created[0].Spec.Containers[0].Image != "nginx:2" {
+		t.Errorf("created Pod at revision %q image %q, want %s nginx:2", rev, created[0].Spec.Containers[0].Image, r.new.Name)
+	}
+	if d := deletedPods(f); len(d) != 0 {
+		t.Errorf("deleted %v under OnDelete", d)
+	}
+}
+
 func TestUpdateOrder(t *testing.T) {
 	mk := func(name string, readyPod bool, lbls map[string]string, age time.Duration) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls, CreationTimestamp: metav1.NewTime(testNow.Add(-age))}}

@@ -164,6 +164,18 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.UnorderedUpdateStrategyApplyConfiguration{}
 
 		// Group=apps.kruise.io, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithKind("CloneSet"):
+		return &appsv1beta1.CloneSetApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CloneSetCondition"):
+		return &appsv1beta1.CloneSetConditionApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CloneSetScaleStrategy"):
+		return &appsv1beta1.CloneSetScaleStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CloneSetSpec"):
+		return &appsv1beta1.CloneSetSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CloneSetStatus"):
+		return &appsv1beta1.CloneSetStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CloneSetUpdateStrategy"):
+		return &appsv1beta1.CloneSetUpdateStrategyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("CompletionPolicy"):
 		return &appsv1beta1.CompletionPolicyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ContainerRecreateRequest"):
@@ -224,6 +236,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1beta1.ImageTagSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ImageTagStatus"):
 		return &appsv1beta1.ImageTagStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("InPlaceUpdateStrategy"):
+		return &appsv1beta1.InPlaceUpdateStrategyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("NodeImage"):
 		return &appsv1beta1.NodeImageApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("NodeImageSpec"):
@@ -242,6 +256,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1beta1.ResourcesExprApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ResourcesPolicy"):
 		return &appsv1beta1.ResourcesPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("RollingUpdateCloneSetStrategy"):
+		return &appsv1beta1.RollingUpdateCloneSetStrategyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("RollingUpdateDaemonSet"):
 		return &appsv1beta1.RollingUpdateDaemonSetApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("RollingUpdateStatefulSetStrategy"):

@@ -135,6 +135,13 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.TransferEnvVar{}.OpenAPIModelName():                                 schema_pkg_apis_apps_v1alpha1_TransferEnvVar(ref),
 		v1alpha1.UnorderedUpdateStrategy{}.OpenAPIModelName():                        schema_pkg_apis_apps_v1alpha1_UnorderedUpdateStrategy(ref),
 		v1beta1.CRRProbeHandler{}.OpenAPIModelName():                                 schema_pkg_apis_apps_v1beta1_CRRProbeHandler(ref),
+		v1beta1.CloneSet{}.OpenAPIModelName():                                        schema_pkg_apis_apps_v1beta1_CloneSet(ref),
+		v1beta1.CloneSetCondition{}.OpenAPIModelName():                               schema_pkg_apis_apps_v1beta1_CloneSetCondition(ref),
+		v1beta1.CloneSetList{}.OpenAPIModelName():                                    schema_pkg_apis_apps_v1beta1_CloneSetList(ref),
+		v1beta1.CloneSetScaleStrategy{}.OpenAPIModelName():                           schema_pkg_apis_apps_v1beta1_CloneSetScaleStrategy(ref),
+		v1beta1.CloneSetSpec{}.OpenAPIModelName():                                    schema_pkg_apis_apps_v1beta1_CloneSetSpec(ref),
+		v1beta1.CloneSetStatus{}.OpenAPIModelName():                                  schema_pkg_apis_apps_v1beta1_CloneSetStatus(ref),
+		v1beta1.CloneSetUpdateStrategy{}.OpenAPIModelName():                          schema_pkg_apis_apps_v1beta1_CloneSetUpdateStrategy(ref),
 		v1beta1.CompletionPolicy{}.OpenAPIModelName():                                schema_pkg_apis_apps_v1beta1_CompletionPolicy(ref),
 		v1beta1.ContainerRecreateRequest{}.OpenAPIModelName():                        schema_pkg_apis_apps_v1beta1_ContainerRecreateRequest(ref),
 		v1beta1.ContainerRecreateRequestContainer{}.OpenAPIModelName():               schema_pkg_apis_apps_v1beta1_ContainerRecreateRequestContainer(ref),
@@ -168,6 +175,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.ImageTagPullPolicy{}.OpenAPIModelName():                              schema_pkg_apis_apps_v1beta1_ImageTagPullPolicy(ref),
 		v1beta1.ImageTagSpec{}.OpenAPIModelName():                                    schema_pkg_apis_apps_v1beta1_ImageTagSpec(ref),
 		v1beta1.ImageTagStatus{}.OpenAPIModelName():                                  schema_pkg_apis_apps_v1beta1_ImageTagStatus(ref),
+		v1beta1.InPlaceUpdateStrategy{}.OpenAPIModelName():                           schema_pkg_apis_apps_v1beta1_InPlaceUpdateStrategy(ref),
 		v1beta1.NodeImage{}.OpenAPIModelName():                                       schema_pkg_apis_apps_v1beta1_NodeImage(ref),
 		v1beta1.NodeImageList{}.OpenAPIModelName():                                   schema_pkg_apis_apps_v1beta1_NodeImageList(ref),
 		v1beta1.NodeImageSpec{}.OpenAPIModelName():                                   schema_pkg_apis_apps_v1beta1_NodeImageSpec(ref),
@@ -178,6 +186,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.ResourceExprRequests{}.OpenAPIModelName():                            schema_pkg_apis_apps_v1beta1_ResourceExprRequests(ref),
 		v1beta1.ResourcesExpr{}.OpenAPIModelName():                                   schema_pkg_apis_apps_v1beta1_ResourcesExpr(ref),
 		v1beta1.ResourcesPolicy{}.OpenAPIModelName():                                 schema_pkg_apis_apps_v1beta1_ResourcesPolicy(ref),
+		v1beta1.RollingUpdateCloneSetStrategy{}.OpenAPIModelName():                   schema_pkg_apis_apps_v1beta1_RollingUpdateCloneSetStrategy(ref),
 		v1beta1.RollingUpdateDaemonSet{}.OpenAPIModelName():                          schema_pkg_apis_apps_v1beta1_RollingUpdateDaemonSet(ref),
 		v1beta1.RollingUpdateStatefulSetStrategy{}.OpenAPIModelName():                schema_pkg_apis_apps_v1beta1_RollingUpdateStatefulSetStrategy(ref),
 		v1beta1.SandboxConfig{}.OpenAPIModelName():                                   schema_pkg_apis_apps_v1beta1_SandboxConfig(ref),
@@ -1573,7 +1582,7 @@ func schema_pkg_apis_apps_v1alpha1_CloneSetUpdateStrategy(ref common.ReferenceCa
 				Properties: map[string]spec.Schema{
 					"type": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Type is ReCreate (default), InPlaceIfPossible or InPlaceOnly.",
+							Description: "Type is ReCreate (default), InPlaceIfPossible, InPlaceOnly or OnDelete.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -5670,6 +5679,441 @@ func schema_pkg_apis_apps_v1beta1_CRRProbeHandler(ref common.ReferenceCallback) 
 	}
 }
 
+func schema_pkg_apis_apps_v1beta1_CloneSet(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CloneSet manages a set of identical Pods and updates them in place where it can.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1beta1.CloneSetSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1beta1.CloneSetStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.CloneSetSpec{}.OpenAPIModelName(), v1beta1.CloneSetStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_CloneSetCondition(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CloneSetCondition is one observation of a CloneSet's state.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is FailedScale, FailedUpdate or Progressing.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"lastUpdateTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastUpdateTime is when the condition last changed status or reason.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"lastTransitionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastTransitionTime is when the condition last changed status.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+				},
+				Required: []string{"type", "status"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_CloneSetList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CloneSetList is a list of CloneSets.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.CloneSet{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.CloneSet{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_CloneSetScaleStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CloneSetScaleStrategy says how Pods are created and deleted when scaling.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"podsToDelete": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodsToDelete names Pods to delete first; they are removed from the list once deleted.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"maxUnavailable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxUnavailable limits how many Pods may be unavailable while scaling up.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"enablePVCReuse": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EnablePVCReuse reuses the PVCs of a Pod deleted outside of the CloneSet for its replacement. Defaults to false (v1alpha1's disablePVCReuse, inverted, whose default reuses).",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"excludePreparingDelete": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExcludePreparingDelete leaves Pods waiting in PreparingDelete out of the replica count when scaling (v1alpha1's label apps.kruise.io/cloneset-scaling-exclude-preparing-delete).",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			intstr.IntOrString{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_CloneSetSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CloneSetSpec is the desired state of a CloneSet.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"replicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Replicas is the desired number of Pods. Defaults to 1.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Selector is a label query over Pods that should match the replica count. It must match the Pod template's labels.",
+							Ref:         ref(metav1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"template": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Template describes the Pods that will be created.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(corev1.PodTemplateSpec{}.OpenAPIModelName()),
+						},
+					},
+					"volumeClaimTemplates": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VolumeClaimTemplates are PVCs created for each Pod, bound to it by the instance-id label.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(corev1.PersistentVolumeClaim{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"scaleStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ScaleStrategy says how Pods are created and deleted when scaling.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.CloneSetScaleStrategy{}.OpenAPIModelName()),
+						},
+					},
+					"updateStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpdateStrategy says how Pods are updated to a new revision.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.CloneSetUpdateStrategy{}.OpenAPIModelName()),
+						},
+					},
+					"revisionHistoryLimit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RevisionHistoryLimit is how many old revisions are kept. Defaults to 10.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"minReadySeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MinReadySeconds is how long a new Pod must be ready, without any container crashing, to count as available. Defaults to 0.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"lifecycle": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Lifecycle defines the hooks honoured around Pod deletion and in-place update.",
+							Ref:         ref(pub.Lifecycle{}.OpenAPIModelName()),
+						},
+					},
+					"progressDeadlineSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ProgressDeadlineSeconds is how long, in seconds, the CloneSet may take to become available (or paused, or done up to its partition) before its Progressing condition turns False with reason ProgressDeadlineExceeded. Unset means no deadline and no Progressing condition.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"selector", "template"},
+			},
+		},
+		Dependencies: []string{
+			pub.Lifecycle{}.OpenAPIModelName(), v1beta1.CloneSetScaleStrategy{}.OpenAPIModelName(), v1beta1.CloneSetUpdateStrategy{}.OpenAPIModelName(), corev1.PersistentVolumeClaim{}.OpenAPIModelName(), corev1.PodTemplateSpec{}.OpenAPIModelName(), metav1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_CloneSetStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CloneSetStatus is the observed state of a CloneSet.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the most recent generation observed by the controller.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"replicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Replicas is the number of Pods the CloneSet owns.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"readyReplicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReadyReplicas is the number of ready Pods.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"availableReplicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AvailableReplicas is the number of Pods ready for at least minReadySeconds.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"updatedReplicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpdatedReplicas is the number of Pods at the update revision.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"updatedReadyReplicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpdatedReadyReplicas is the number of ready Pods at the update revision.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"updatedAvailableReplicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpdatedAvailableReplicas is the number of available Pods at the update revision.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"expectedUpdatedReplicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExpectedUpdatedReplicas is the number of Pods that should be at the update revision once partition is honoured.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"updateRevision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpdateRevision is the revision of the current template.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"currentRevision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CurrentRevision is the revision all Pods were at before the update began.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"collisionCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CollisionCount counts hash collisions of revisions; it salts the next revision name.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"conditions": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are the latest observations of the CloneSet's state.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.CloneSetCondition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"labelSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LabelSelector is the selector in string form, for the scale subresource and HPA.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"replicas", "readyReplicas", "availableReplicas", "updatedReplicas", "updatedReadyReplicas"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.CloneSetCondition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_CloneSetUpdateStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CloneSetUpdateStrategy says how Pods are updated to a new revision.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is RollingUpdate (the default) or OnDelete.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"rollingUpdate": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RollingUpdate tunes a RollingUpdate.",
+							Ref:         ref(v1beta1.RollingUpdateCloneSetStrategy{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.RollingUpdateCloneSetStrategy{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_apps_v1beta1_CompletionPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -7468,6 +7912,48 @@ func schema_pkg_apis_apps_v1beta1_ImageTagStatus(ref common.ReferenceCallback) c
 	}
 }
 
+func schema_pkg_apis_apps_v1beta1_InPlaceUpdateStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "InPlaceUpdateStrategy tunes in-place updates; in v1beta1 it also holds the image pre-download settings v1alpha1 keeps in the CloneSet's annotations apps.kruise.io/image-predownload-*.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"gracePeriodSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "GracePeriodSeconds is the time between marking a Pod not ready and updating its images.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"imagePreDownloadParallelism": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ImagePreDownloadParallelism is the parallelism of the ImagePullJob that pre-downloads a new revision's images (v1alpha1: annotation apps.kruise.io/image-predownload-parallelism).",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"imagePreDownloadTimeoutSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ImagePreDownloadTimeoutSeconds is that job's pull timeout, default 600 (v1alpha1: annotation apps.kruise.io/image-predownload-timeout-seconds).",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"imagePreDownloadMinUpdatedReadyPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ImagePreDownloadMinUpdatedReadyPods is how many updated Pods must be ready before the pre-download starts (v1alpha1: annotation apps.kruise.io/image-predownload-min-updated-ready-pods).",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			intstr.IntOrString{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_apps_v1beta1_NodeImage(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -7837,6 +8323,78 @@ func schema_pkg_apis_apps_v1beta1_ResourcesPolicy(ref common.ReferenceCallback) 
 		},
 		Dependencies: []string{
 			v1beta1.ResourcesExpr{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_RollingUpdateCloneSetStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RollingUpdateCloneSetStrategy tunes a rolling update.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"partition": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Partition is the number or percentage of Pods kept at the old revision. Defaults to 0.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"maxUnavailable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxUnavailable is the most Pods that may be unavailable during the update, a number or a percentage. Defaults to 20%.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"maxSurge": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxSurge is the most Pods that may be created above the desired replicas during the update, a number or a percentage. Defaults to 0.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"podUpdatePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodUpdatePolicy is ReCreate (the default), InPlaceIfPossible or InPlaceOnly.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"paused": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Paused stops the update where it is.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"priorityStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PriorityStrategy orders Pods for update.",
+							Ref:         ref(pub.UpdatePriorityStrategy{}.OpenAPIModelName()),
+						},
+					},
+					"scatterStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ScatterStrategy spreads Pods with the given labels over the update order.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(pub.UpdateScatterTerm{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"inPlaceUpdateStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InPlaceUpdateStrategy tunes in-place updates and the pre-download of the new images.",
+							Ref:         ref(v1beta1.InPlaceUpdateStrategy{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			pub.UpdatePriorityStrategy{}.OpenAPIModelName(), pub.UpdateScatterTerm{}.OpenAPIModelName(), v1beta1.InPlaceUpdateStrategy{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
 	}
 }
 
@@ -9475,6 +10033,63 @@ func schema_pkg_apis_apps_v1beta1_VolumeClaimUpdateStrategy(ref common.Reference
 				},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_cloneSetV1alpha1Fields(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "cloneSetV1alpha1Fields is what a v1alpha1 CloneSet says that its v1beta1 view cannot: a type with no v1beta1 counterpart, and the absence of inPlaceUpdateStrategy where v1beta1 needs one to hold the image pre-download annotations.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"noInPlaceUpdateStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"boolean"},
+							Format: "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_cloneSetV1beta1Fields(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "cloneSetV1beta1Fields is what the hub's fields and annotations alone do not give back of a v1beta1 CloneSet: an update strategy type and podUpdatePolicy (Type set) the hub's type does not say, and an imagePreDownloadParallelism that is a string of digits, whose annotation reads back as a number.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"podUpdatePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"imagePreDownloadParallelism": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			intstr.IntOrString{}.OpenAPIModelName()},
 	}
 }
 

@@ -26,6 +26,7 @@ var crossVersionKinds = []string{
 	"NodeImage", "NodeImageList",
 	"DaemonSet", "DaemonSetList",
 	"ContainerRecreateRequest", "ContainerRecreateRequestList",
+	"CloneSet", "CloneSetList",
 }
 
 // TestCrossVersionRoundTrip fuzzes an object of one version, converts it to the other version

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -226,5 +227,55 @@ func SetDefaults_ContainerRecreateRequest(obj *ContainerRecreateRequest) {
 	}
 	if obj.Spec.Strategy.FailurePolicy == "" {
 		obj.Spec.Strategy.FailurePolicy = ContainerRecreateRequestFailurePolicyFail
+	}
+}
+
+// SetDefaults_CloneSet fills in CloneSet defaults, OpenKruise master's for v1beta1: those of
+// v1alpha1 under rollingUpdate (podUpdatePolicy ReCreate, partition 0, maxUnavailable 20%,
+// maxSurge 0) when the type is RollingUpdate, none for OnDelete; the Pod template gets v1alpha1's
+// template defaults, so that the object is the same whichever version sent it.
+func SetDefaults_CloneSet(obj *CloneSet) {
+	if obj.Spec.Replicas == nil {
+		obj.Spec.Replicas = ptr.To[int32](1)
+	}
+	if obj.Spec.RevisionHistoryLimit == nil {
+		obj.Spec.RevisionHistoryLimit = ptr.To[int32](10)
+	}
+	// As v1alpha1: containers pull Always whatever the tag, so that an in-place update to a
+	// re-pushed tag pulls it.
+	for i := range obj.Spec.Template.Spec.Containers {
+		if c := &obj.Spec.Template.Spec.Containers[i]; c.ImagePullPolicy == "" {
+			c.ImagePullPolicy = corev1.PullAlways
+		}
+	}
+	v1alpha1.SetDefaultsPodSpec(&obj.Spec.Template.Spec)
+	v1alpha1.SetDefaultsVolumeClaimTemplates(obj.Spec.VolumeClaimTemplates)
+
+	us := &obj.Spec.UpdateStrategy
+	if us.Type == "" {
+		us.Type = RollingUpdateCloneSetUpdateStrategyType
+	}
+	if us.Type != RollingUpdateCloneSetUpdateStrategyType {
+		return
+	}
+	if us.RollingUpdate == nil {
+		us.RollingUpdate = &RollingUpdateCloneSetStrategy{}
+	}
+	ru := us.RollingUpdate
+	if ru.PodUpdatePolicy == "" {
+		ru.PodUpdatePolicy = RecreateCloneSetPodUpdateStrategyType
+	}
+	if (ru.PodUpdatePolicy == InPlaceIfPossibleCloneSetPodUpdateStrategyType || ru.PodUpdatePolicy == InPlaceOnlyCloneSetPodUpdateStrategyType) &&
+		ru.InPlaceUpdateStrategy == nil {
+		ru.InPlaceUpdateStrategy = &InPlaceUpdateStrategy{}
+	}
+	if ru.Partition == nil {
+		ru.Partition = ptr.To(intstr.FromInt32(0))
+	}
+	if ru.MaxUnavailable == nil {
+		ru.MaxUnavailable = ptr.To(intstr.FromString(v1alpha1.DefaultCloneSetMaxUnavailable))
+	}
+	if ru.MaxSurge == nil {
+		ru.MaxSurge = ptr.To(intstr.FromInt32(0))
 	}
 }

@@ -39,6 +39,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&NodeImage{}, &NodeImageList{},
 		&DaemonSet{}, &DaemonSetList{},
 		&ContainerRecreateRequest{}, &ContainerRecreateRequestList{},
+		&CloneSet{}, &CloneSetList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -27,8 +27,8 @@ import (
 	apps "github.com/inplace-dev/inplace/pkg/apis/apps"
 	pub "github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	appsv1 "k8s.io/api/apps/v1"
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	conversion "k8s.io/apimachinery/pkg/conversion"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	intstr "k8s.io/apimachinery/pkg/util/intstr"
@@ -41,6 +41,46 @@ func init() {
 // RegisterConversions adds conversion functions to the given scheme.
 // Public to allow building arbitrary schemes.
 func RegisterConversions(s *runtime.Scheme) error {
+	if err := s.AddGeneratedConversionFunc((*CloneSetCondition)(nil), (*apps.CloneSetCondition)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetCondition_To_apps_CloneSetCondition(a.(*CloneSetCondition), b.(*apps.CloneSetCondition), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.CloneSetCondition)(nil), (*CloneSetCondition)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_CloneSetCondition_To_v1beta1_CloneSetCondition(a.(*apps.CloneSetCondition), b.(*CloneSetCondition), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*CloneSetList)(nil), (*apps.CloneSetList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetList_To_apps_CloneSetList(a.(*CloneSetList), b.(*apps.CloneSetList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.CloneSetList)(nil), (*CloneSetList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_CloneSetList_To_v1beta1_CloneSetList(a.(*apps.CloneSetList), b.(*CloneSetList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*CloneSetSpec)(nil), (*apps.CloneSetSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetSpec_To_apps_CloneSetSpec(a.(*CloneSetSpec), b.(*apps.CloneSetSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.CloneSetSpec)(nil), (*CloneSetSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_CloneSetSpec_To_v1beta1_CloneSetSpec(a.(*apps.CloneSetSpec), b.(*CloneSetSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*CloneSetStatus)(nil), (*apps.CloneSetStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetStatus_To_apps_CloneSetStatus(a.(*CloneSetStatus), b.(*apps.CloneSetStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*apps.CloneSetStatus)(nil), (*CloneSetStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_CloneSetStatus_To_v1beta1_CloneSetStatus(a.(*apps.CloneSetStatus), b.(*CloneSetStatus), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*CompletionPolicy)(nil), (*apps.CompletionPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1beta1_CompletionPolicy_To_apps_CompletionPolicy(a.(*CompletionPolicy), b.(*apps.CompletionPolicy), scope)
 	}); err != nil {
@@ -681,6 +721,21 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddConversionFunc((*apps.CloneSetScaleStrategy)(nil), (*CloneSetScaleStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_CloneSetScaleStrategy_To_v1beta1_CloneSetScaleStrategy(a.(*apps.CloneSetScaleStrategy), b.(*CloneSetScaleStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*apps.CloneSetUpdateStrategy)(nil), (*CloneSetUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_CloneSetUpdateStrategy_To_v1beta1_CloneSetUpdateStrategy(a.(*apps.CloneSetUpdateStrategy), b.(*CloneSetUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*apps.CloneSet)(nil), (*CloneSet)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_apps_CloneSet_To_v1beta1_CloneSet(a.(*apps.CloneSet), b.(*CloneSet), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddConversionFunc((*apps.ContainerRecreateRequest)(nil), (*ContainerRecreateRequest)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_apps_ContainerRecreateRequest_To_v1beta1_ContainerRecreateRequest(a.(*apps.ContainerRecreateRequest), b.(*ContainerRecreateRequest), scope)
 	}); err != nil {
@@ -713,6 +768,21 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddConversionFunc((*CRRProbeHandler)(nil), (*apps.ProbeHandler)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1beta1_CRRProbeHandler_To_apps_ProbeHandler(a.(*CRRProbeHandler), b.(*apps.ProbeHandler), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*CloneSetScaleStrategy)(nil), (*apps.CloneSetScaleStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetScaleStrategy_To_apps_CloneSetScaleStrategy(a.(*CloneSetScaleStrategy), b.(*apps.CloneSetScaleStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*CloneSetUpdateStrategy)(nil), (*apps.CloneSetUpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSetUpdateStrategy_To_apps_CloneSetUpdateStrategy(a.(*CloneSetUpdateStrategy), b.(*apps.CloneSetUpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*CloneSet)(nil), (*apps.CloneSet)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_CloneSet_To_apps_CloneSet(a.(*CloneSet), b.(*apps.CloneSet), scope)
 	}); err != nil {
 		return err
 	}
@@ -751,6 +821,189 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	return nil
+}
+
+func autoConvert_v1beta1_CloneSet_To_apps_CloneSet(in *CloneSet, out *apps.CloneSet, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1beta1_CloneSetSpec_To_apps_CloneSetSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1beta1_CloneSetStatus_To_apps_CloneSetStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+func autoConvert_apps_CloneSet_To_v1beta1_CloneSet(in *apps.CloneSet, out *CloneSet, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_apps_CloneSetSpec_To_v1beta1_CloneSetSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_apps_CloneSetStatus_To_v1beta1_CloneSetStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+func autoConvert_v1beta1_CloneSetCondition_To_apps_CloneSetCondition(in *CloneSetCondition, out *apps.CloneSetCondition, s conversion.Scope) error {
+	*out = *(*apps.CloneSetCondition)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_CloneSetCondition_To_apps_CloneSetCondition is an autogenerated conversion function.
+func Convert_v1beta1_CloneSetCondition_To_apps_CloneSetCondition(in *CloneSetCondition, out *apps.CloneSetCondition, s conversion.Scope) error {
+	return autoConvert_v1beta1_CloneSetCondition_To_apps_CloneSetCondition(in, out, s)
+}
+
+func autoConvert_apps_CloneSetCondition_To_v1beta1_CloneSetCondition(in *apps.CloneSetCondition, out *CloneSetCondition, s conversion.Scope) error {
+	*out = *(*CloneSetCondition)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_CloneSetCondition_To_v1beta1_CloneSetCondition is an autogenerated conversion function.
+func Convert_apps_CloneSetCondition_To_v1beta1_CloneSetCondition(in *apps.CloneSetCondition, out *CloneSetCondition, s conversion.Scope) error {
+	return autoConvert_apps_CloneSetCondition_To_v1beta1_CloneSetCondition(in, out, s)
+}
+
+func autoConvert_v1beta1_CloneSetList_To_apps_CloneSetList(in *CloneSetList, out *apps.CloneSetList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]apps.CloneSet, len(*in))
+		for i := range *in {
+			if err := Convert_v1beta1_CloneSet_To_apps_CloneSet(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_v1beta1_CloneSetList_To_apps_CloneSetList is an autogenerated conversion function.
+func Convert_v1beta1_CloneSetList_To_apps_CloneSetList(in *CloneSetList, out *apps.CloneSetList, s conversion.Scope) error {
+	return autoConvert_v1beta1_CloneSetList_To_apps_CloneSetList(in, out, s)
+}
+
+func autoConvert_apps_CloneSetList_To_v1beta1_CloneSetList(in *apps.CloneSetList, out *CloneSetList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]CloneSet, len(*in))
+		for i := range *in {
+			if err := Convert_apps_CloneSet_To_v1beta1_CloneSet(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
+	return nil
+}
+
+// Convert_apps_CloneSetList_To_v1beta1_CloneSetList is an autogenerated conversion function.
+func Convert_apps_CloneSetList_To_v1beta1_CloneSetList(in *apps.CloneSetList, out *CloneSetList, s conversion.Scope) error {
+	return autoConvert_apps_CloneSetList_To_v1beta1_CloneSetList(in, out, s)
+}
+
+func autoConvert_v1beta1_CloneSetScaleStrategy_To_apps_CloneSetScaleStrategy(in *CloneSetScaleStrategy, out *apps.CloneSetScaleStrategy, s conversion.Scope) error {
+	out.PodsToDelete = *(*[]string)(unsafe.Pointer(&in.PodsToDelete))
+	out.MaxUnavailable = (*intstr.IntOrString)(unsafe.Pointer(in.MaxUnavailable))
+	// WARNING: in.EnablePVCReuse requires manual conversion: does not exist in peer-type
+	// WARNING: in.ExcludePreparingDelete requires manual conversion: does not exist in peer-type
+	return nil
+}
+
+func autoConvert_apps_CloneSetScaleStrategy_To_v1beta1_CloneSetScaleStrategy(in *apps.CloneSetScaleStrategy, out *CloneSetScaleStrategy, s conversion.Scope) error {
+	out.PodsToDelete = *(*[]string)(unsafe.Pointer(&in.PodsToDelete))
+	out.MaxUnavailable = (*intstr.IntOrString)(unsafe.Pointer(in.MaxUnavailable))
+	// WARNING: in.DisablePVCReuse requires manual conversion: does not exist in peer-type
+	return nil
+}
+
+func autoConvert_v1beta1_CloneSetSpec_To_apps_CloneSetSpec(in *CloneSetSpec, out *apps.CloneSetSpec, s conversion.Scope) error {
+	out.Replicas = (*int32)(unsafe.Pointer(in.Replicas))
+	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.Template = in.Template
+	out.VolumeClaimTemplates = *(*[]corev1.PersistentVolumeClaim)(unsafe.Pointer(&in.VolumeClaimTemplates))
+	if err := Convert_v1beta1_CloneSetScaleStrategy_To_apps_CloneSetScaleStrategy(&in.ScaleStrategy, &out.ScaleStrategy, s); err != nil {
+		return err
+	}
+	if err := Convert_v1beta1_CloneSetUpdateStrategy_To_apps_CloneSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
+		return err
+	}
+	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
+	out.MinReadySeconds = in.MinReadySeconds
+	out.Lifecycle = (*pub.Lifecycle)(unsafe.Pointer(in.Lifecycle))
+	out.ProgressDeadlineSeconds = (*int32)(unsafe.Pointer(in.ProgressDeadlineSeconds))
+	return nil
+}
+
+// Convert_v1beta1_CloneSetSpec_To_apps_CloneSetSpec is an autogenerated conversion function.
+func Convert_v1beta1_CloneSetSpec_To_apps_CloneSetSpec(in *CloneSetSpec, out *apps.CloneSetSpec, s conversion.Scope) error {
+	return autoConvert_v1beta1_CloneSetSpec_To_apps_CloneSetSpec(in, out, s)
+}
+
+func autoConvert_apps_CloneSetSpec_To_v1beta1_CloneSetSpec(in *apps.CloneSetSpec, out *CloneSetSpec, s conversion.Scope) error {
+	out.Replicas = (*int32)(unsafe.Pointer(in.Replicas))
+	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.Template = in.Template
+	out.VolumeClaimTemplates = *(*[]corev1.PersistentVolumeClaim)(unsafe.Pointer(&in.VolumeClaimTemplates))
+	if err := Convert_apps_CloneSetScaleStrategy_To_v1beta1_CloneSetScaleStrategy(&in.ScaleStrategy, &out.ScaleStrategy, s); err != nil {
+		return err
+	}
+	if err := Convert_apps_CloneSetUpdateStrategy_To_v1beta1_CloneSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
+		return err
+	}
+	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
+	out.MinReadySeconds = in.MinReadySeconds
+	out.Lifecycle = (*pub.Lifecycle)(unsafe.Pointer(in.Lifecycle))
+	out.ProgressDeadlineSeconds = (*int32)(unsafe.Pointer(in.ProgressDeadlineSeconds))
+	return nil
+}
+
+// Convert_apps_CloneSetSpec_To_v1beta1_CloneSetSpec is an autogenerated conversion function.
+func Convert_apps_CloneSetSpec_To_v1beta1_CloneSetSpec(in *apps.CloneSetSpec, out *CloneSetSpec, s conversion.Scope) error {
+	return autoConvert_apps_CloneSetSpec_To_v1beta1_CloneSetSpec(in, out, s)
+}
+
+func autoConvert_v1beta1_CloneSetStatus_To_apps_CloneSetStatus(in *CloneSetStatus, out *apps.CloneSetStatus, s conversion.Scope) error {
+	*out = *(*apps.CloneSetStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1beta1_CloneSetStatus_To_apps_CloneSetStatus is an autogenerated conversion function.
+func Convert_v1beta1_CloneSetStatus_To_apps_CloneSetStatus(in *CloneSetStatus, out *apps.CloneSetStatus, s conversion.Scope) error {
+	return autoConvert_v1beta1_CloneSetStatus_To_apps_CloneSetStatus(in, out, s)
+}
+
+func autoConvert_apps_CloneSetStatus_To_v1beta1_CloneSetStatus(in *apps.CloneSetStatus, out *CloneSetStatus, s conversion.Scope) error {
+	*out = *(*CloneSetStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_apps_CloneSetStatus_To_v1beta1_CloneSetStatus is an autogenerated conversion function.
+func Convert_apps_CloneSetStatus_To_v1beta1_CloneSetStatus(in *apps.CloneSetStatus, out *CloneSetStatus, s conversion.Scope) error {
+	return autoConvert_apps_CloneSetStatus_To_v1beta1_CloneSetStatus(in, out, s)
+}
+
+func autoConvert_v1beta1_CloneSetUpdateStrategy_To_apps_CloneSetUpdateStrategy(in *CloneSetUpdateStrategy, out *apps.CloneSetUpdateStrategy, s conversion.Scope) error {
+	out.Type = apps.CloneSetUpdateStrategyType(in.Type)
+	// WARNING: in.RollingUpdate requires manual conversion: does not exist in peer-type
+	return nil
+}
+
+func autoConvert_apps_CloneSetUpdateStrategy_To_v1beta1_CloneSetUpdateStrategy(in *apps.CloneSetUpdateStrategy, out *CloneSetUpdateStrategy, s conversion.Scope) error {
+	out.Type = CloneSetUpdateStrategyType(in.Type)
+	// WARNING: in.Partition requires manual conversion: does not exist in peer-type
+	// WARNING: in.MaxUnavailable requires manual conversion: does not exist in peer-type
+	// WARNING: in.MaxSurge requires manual conversion: does not exist in peer-type
+	// WARNING: in.Paused requires manual conversion: does not exist in peer-type
+	// WARNING: in.PriorityStrategy requires manual conversion: does not exist in peer-type
+	// WARNING: in.ScatterStrategy requires manual conversion: does not exist in peer-type
+	// WARNING: in.InPlaceUpdateStrategy requires manual conversion: does not exist in peer-type
 	return nil
 }
 
@@ -807,7 +1060,7 @@ func autoConvert_v1beta1_ContainerRecreateRequestContainer_To_apps_ContainerRecr
 	} else {
 		out.PreStop = nil
 	}
-	out.Ports = *(*[]v1.ContainerPort)(unsafe.Pointer(&in.Ports))
+	out.Ports = *(*[]corev1.ContainerPort)(unsafe.Pointer(&in.Ports))
 	out.StatusContext = (*apps.ContainerRecreateRequestContainerContext)(unsafe.Pointer(in.StatusContext))
 	return nil
 }
@@ -828,7 +1081,7 @@ func autoConvert_apps_ContainerRecreateRequestContainer_To_v1beta1_ContainerRecr
 	} else {
 		out.PreStop = nil
 	}
-	out.Ports = *(*[]v1.ContainerPort)(unsafe.Pointer(&in.Ports))
+	out.Ports = *(*[]corev1.ContainerPort)(unsafe.Pointer(&in.Ports))
 	out.StatusContext = (*ContainerRecreateRequestContainerContext)(unsafe.Pointer(in.StatusContext))
 	return nil
 }
@@ -970,7 +1223,7 @@ func Convert_apps_ContainerRecreateRequestSpec_To_v1beta1_ContainerRecreateReque
 
 func autoConvert_v1beta1_ContainerRecreateRequestStatus_To_apps_ContainerRecreateRequestStatus(in *ContainerRecreateRequestStatus, out *apps.ContainerRecreateRequestStatus, s conversion.Scope) error {
 	out.Phase = apps.ContainerRecreateRequestPhase(in.Phase)
-	out.CompletionTime = (*metav1.Time)(unsafe.Pointer(in.CompletionTime))
+	out.CompletionTime = (*v1.Time)(unsafe.Pointer(in.CompletionTime))
 	out.Message = in.Message
 	out.ContainerRecreateStates = *(*[]apps.ContainerRecreateRequestContainerRecreateState)(unsafe.Pointer(&in.ContainerRecreateStates))
 	// WARNING: in.ContainerStatusSnapshot requires manual conversion: does not exist in peer-type
@@ -980,7 +1233,7 @@ func autoConvert_v1beta1_ContainerRecreateRequestStatus_To_apps_ContainerRecreat
 
 func autoConvert_apps_ContainerRecreateRequestStatus_To_v1beta1_ContainerRecreateRequestStatus(in *apps.ContainerRecreateRequestStatus, out *ContainerRecreateRequestStatus, s conversion.Scope) error {
 	out.Phase = ContainerRecreateRequestPhase(in.Phase)
-	out.CompletionTime = (*metav1.Time)(unsafe.Pointer(in.CompletionTime))
+	out.CompletionTime = (*v1.Time)(unsafe.Pointer(in.CompletionTime))
 	out.Message = in.Message
 	out.ContainerRecreateStates = *(*[]ContainerRecreateRequestContainerRecreateState)(unsafe.Pointer(&in.ContainerRecreateStates))
 	return nil
@@ -1096,7 +1349,7 @@ func Convert_apps_DaemonSetList_To_v1beta1_DaemonSetList(in *apps.DaemonSetList,
 }
 
 func autoConvert_v1beta1_DaemonSetSpec_To_apps_DaemonSetSpec(in *DaemonSetSpec, out *apps.DaemonSetSpec, s conversion.Scope) error {
-	out.Selector = (*metav1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
 	out.Template = in.Template
 	if err := Convert_v1beta1_DaemonSetUpdateStrategy_To_apps_DaemonSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
 		return err
@@ -1110,7 +1363,7 @@ func autoConvert_v1beta1_DaemonSetSpec_To_apps_DaemonSetSpec(in *DaemonSetSpec, 
 }
 
 func autoConvert_apps_DaemonSetSpec_To_v1beta1_DaemonSetSpec(in *apps.DaemonSetSpec, out *DaemonSetSpec, s conversion.Scope) error {
-	out.Selector = (*metav1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
 	out.Template = in.Template
 	if err := Convert_apps_DaemonSetUpdateStrategy_To_v1beta1_DaemonSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
 		return err
@@ -2004,18 +2257,18 @@ func Convert_apps_SidecarSetPatchPodMetadata_To_v1beta1_SidecarSetPatchPodMetada
 }
 
 func autoConvert_v1beta1_SidecarSetSpec_To_apps_SidecarSetSpec(in *SidecarSetSpec, out *apps.SidecarSetSpec, s conversion.Scope) error {
-	out.Selector = (*metav1.LabelSelector)(unsafe.Pointer(in.Selector))
-	out.NamespaceSelector = (*metav1.LabelSelector)(unsafe.Pointer(in.NamespaceSelector))
+	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.NamespaceSelector = (*v1.LabelSelector)(unsafe.Pointer(in.NamespaceSelector))
 	out.InitContainers = *(*[]apps.SidecarContainer)(unsafe.Pointer(&in.InitContainers))
 	out.Containers = *(*[]apps.SidecarContainer)(unsafe.Pointer(&in.Containers))
-	out.Volumes = *(*[]v1.Volume)(unsafe.Pointer(&in.Volumes))
+	out.Volumes = *(*[]corev1.Volume)(unsafe.Pointer(&in.Volumes))
 	if err := Convert_v1beta1_SidecarSetUpdateStrategy_To_apps_SidecarSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
 		return err
 	}
 	if err := Convert_v1beta1_SidecarSetInjectionStrategy_To_apps_SidecarSetInjectionStrategy(&in.InjectionStrategy, &out.InjectionStrategy, s); err != nil {
 		return err
 	}
-	out.ImagePullSecrets = *(*[]v1.LocalObjectReference)(unsafe.Pointer(&in.ImagePullSecrets))
+	out.ImagePullSecrets = *(*[]corev1.LocalObjectReference)(unsafe.Pointer(&in.ImagePullSecrets))
 	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
 	out.PatchPodMetadata = *(*[]apps.SidecarSetPatchPodMetadata)(unsafe.Pointer(&in.PatchPodMetadata))
 	// WARNING: in.CustomVersion requires manual conversion: does not exist in peer-type
@@ -2023,19 +2276,19 @@ func autoConvert_v1beta1_SidecarSetSpec_To_apps_SidecarSetSpec(in *SidecarSetSpe
 }
 
 func autoConvert_apps_SidecarSetSpec_To_v1beta1_SidecarSetSpec(in *apps.SidecarSetSpec, out *SidecarSetSpec, s conversion.Scope) error {
-	out.Selector = (*metav1.LabelSelector)(unsafe.Pointer(in.Selector))
+	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
 	// WARNING: in.Namespace requires manual conversion: does not exist in peer-type
-	out.NamespaceSelector = (*metav1.LabelSelector)(unsafe.Pointer(in.NamespaceSelector))
+	out.NamespaceSelector = (*v1.LabelSelector)(unsafe.Pointer(in.NamespaceSelector))
 	out.InitContainers = *(*[]SidecarContainer)(unsafe.Pointer(&in.InitContainers))
 	out.Containers = *(*[]SidecarContainer)(unsafe.Pointer(&in.Containers))
-	out.Volumes = *(*[]v1.Volume)(unsafe.Pointer(&in.Volumes))
+	out.Volumes = *(*[]corev1.Volume)(unsafe.Pointer(&in.Volumes))
 	if err := Convert_apps_SidecarSetUpdateStrategy_To_v1beta1_SidecarSetUpdateStrategy(&in.UpdateStrategy, &out.UpdateStrategy, s); err != nil {
 		return err
 	}
 	if err := Convert_apps_SidecarSetInjectionStrategy_To_v1beta1_SidecarSetInjectionStrategy(&in.InjectionStrategy, &out.InjectionStrategy, s); err != nil {
 		return err
 	}
-	out.ImagePullSecrets = *(*[]v1.LocalObjectReference)(unsafe.Pointer(&in.ImagePullSecrets))
+	out.ImagePullSecrets = *(*[]corev1.LocalObjectReference)(unsafe.Pointer(&in.ImagePullSecrets))
 	out.RevisionHistoryLimit = (*int32)(unsafe.Pointer(in.RevisionHistoryLimit))
 	out.PatchPodMetadata = *(*[]SidecarSetPatchPodMetadata)(unsafe.Pointer(&in.PatchPodMetadata))
 	return nil

@@ -27,6 +27,41 @@ func (in CRRProbeHandler) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CloneSet) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.CloneSet"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CloneSetCondition) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.CloneSetCondition"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CloneSetList) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.CloneSetList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CloneSetScaleStrategy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.CloneSetScaleStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CloneSetSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.CloneSetSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CloneSetStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.CloneSetStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CloneSetUpdateStrategy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.CloneSetUpdateStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in CompletionPolicy) OpenAPIModelName() string {
 	return "io.kruise.apps.v1beta1.CompletionPolicy"
 }
@@ -192,6 +227,11 @@ func (in ImageTagStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in InPlaceUpdateStrategy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.InPlaceUpdateStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in NodeImage) OpenAPIModelName() string {
 	return "io.kruise.apps.v1beta1.NodeImage"
 }
@@ -239,6 +279,11 @@ func (in ResourcesExpr) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ResourcesPolicy) OpenAPIModelName() string {
 	return "io.kruise.apps.v1beta1.ResourcesPolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RollingUpdateCloneSetStrategy) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.RollingUpdateCloneSetStrategy"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

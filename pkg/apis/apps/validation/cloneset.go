@@ -17,12 +17,38 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 )
 
 // ValidateCloneSet validates a CloneSet on creation.
 func ValidateCloneSet(cs *apps.CloneSet) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(&cs.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, metadataPath)
+	allErrs = append(allErrs, validateCloneSetV1beta1Strategy(cs.Annotations)...)
 	return append(allErrs, validateCloneSetSpec(&cs.Spec, specPath)...)
+}
+
+// validateCloneSetV1beta1Strategy validates the v1beta1 update strategy type and podUpdatePolicy
+// a CloneSet written at v1beta1 carries in its annotation when the hub's one type cannot say them
+// (OnDelete with a podUpdatePolicy, or values that are not OpenKruise's): the errors name the
+// v1beta1 fields, the only version that can send them.
+func validateCloneSetV1beta1Strategy(annotations map[string]string) field.ErrorList {
+	t, policy, ok, err := v1beta1.ParseV1beta1Fields(annotations)
+	if err != nil {
+		return field.ErrorList{field.Invalid(metadataPath.Child("annotations").Key(v1beta1.V1beta1FieldsAnnotation),
+			annotations[v1beta1.V1beta1FieldsAnnotation], "not the v1beta1 fields this server writes: "+err.Error())}
+	}
+	if !ok {
+		return nil
+	}
+	usPath := specPath.Child("updateStrategy")
+	allErrs := validateEnum(t, []string{string(v1beta1.RollingUpdateCloneSetUpdateStrategyType),
+		string(v1beta1.OnDeleteCloneSetUpdateStrategyType)}, usPath.Child("type"))
+	if policy != "" {
+		allErrs = append(allErrs, validateEnum(policy, []string{string(v1beta1.RecreateCloneSetPodUpdateStrategyType),
+			string(v1beta1.InPlaceIfPossibleCloneSetPodUpdateStrategyType), string(v1beta1.InPlaceOnlyCloneSetPodUpdateStrategyType)},
+			usPath.Child("rollingUpdate", "podUpdatePolicy"))...)
+	}
+	return allErrs
 }
 
 // ValidateCloneSetUpdate validates an update of a CloneSet. As in OpenKruise, every field of the spec
@@ -30,6 +56,7 @@ func ValidateCloneSet(cs *apps.CloneSet) field.ErrorList {
 // only in what can be updated in place.
 func ValidateCloneSetUpdate(newObj, oldObj *apps.CloneSet) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMetaUpdate(&newObj.ObjectMeta, &oldObj.ObjectMeta, metadataPath)
+	allErrs = append(allErrs, validateCloneSetV1beta1Strategy(newObj.Annotations)...)
 	allErrs = append(allErrs, validateCloneSetSpec(&newObj.Spec, specPath)...)
 	if !apiequality.Semantic.DeepEqual(newObj.Spec.Selector, oldObj.Spec.Selector) {
 		allErrs = append(allErrs, field.Forbidden(specPath.Child("selector"),
@@ -168,6 +195,7 @@ var cloneSetUpdateTypes = []apps.CloneSetUpdateStrategyType{
 	apps.RecreateCloneSetUpdateStrategyType,
 	apps.InPlaceIfPossibleCloneSetUpdateStrategyType,
 	apps.InPlaceOnlyCloneSetUpdateStrategyType,
+	apps.OnDeleteCloneSetUpdateStrategyType,
 }
 
 func validateCloneSetUpdateStrategy(s *apps.CloneSetUpdateStrategy, replicas int, fldPath *field.Path) field.ErrorList {
@@ -197,7 +225,8 @@ func validateSurgeAndUnavailable(s *apps.CloneSetUpdateStrategy, replicas int, f
 		allErrs = append(allErrs, field.Forbidden(msPath,
 			"maxSurge cannot be used with updateStrategy.type InPlaceOnly, which never creates extra Pods"))
 	}
-	if replicas > 0 && maxUnavailable < 1 && maxSurge < 1 {
+	// OnDelete updates no Pod, and v1beta1 gives it no rolling update parameters to default.
+	if replicas > 0 && maxUnavailable < 1 && maxSurge < 1 && s.Type != apps.OnDeleteCloneSetUpdateStrategyType {
 		allErrs = append(allErrs, field.Invalid(muPath, s.MaxUnavailable.String(), fmt.Sprintf(
 			"maxUnavailable and maxSurge may not both be 0 for %d replicas, or no Pod could ever be updated", replicas)))
 	}

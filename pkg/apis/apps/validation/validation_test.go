@@ -229,6 +229,27 @@ func TestValidateCloneSet(t *testing.T) {
 	}
 }
 
+// TestValidateCloneSetOnDelete: OnDelete is valid with or without the rolling update's
+// parameters (v1beta1 defaults none), and a v1beta1 type or podUpdatePolicy carried in
+// inplace.dev/v1beta1-fields is validated at the v1beta1 field it came from.
+func TestValidateCloneSetOnDelete(t *testing.T) {
+	onDelete := func(carried string) *apps.CloneSet {
+		cs := validCloneSet()
+		cs.Spec.UpdateStrategy = apps.CloneSetUpdateStrategy{Type: apps.OnDeleteCloneSetUpdateStrategyType}
+		if carried != "" {
+			cs.Annotations = map[string]string{"inplace.dev/v1beta1-fields": carried}
+		}
+		return cs
+	}
+	expectErrors(t, ValidateCloneSet(onDelete("")))
+	expectErrors(t, ValidateCloneSet(onDelete(`{"type":"OnDelete","podUpdatePolicy":"InPlaceIfPossible"}`)))
+	expectErrors(t, ValidateCloneSetUpdate(onDelete(""), validCloneSet()))
+	expectErrors(t, ValidateCloneSet(onDelete(`{"type":"Sometimes"}`)), notSupported("spec.updateStrategy.type"))
+	expectErrors(t, ValidateCloneSet(onDelete(`{"type":"OnDelete","podUpdatePolicy":"Never"}`)),
+		notSupported("spec.updateStrategy.rollingUpdate.podUpdatePolicy"))
+	expectErrors(t, ValidateCloneSet(onDelete(`not json`)), invalid("metadata.annotations[inplace.dev/v1beta1-fields]"))
+}
+
 func TestValidateCloneSetUpdate(t *testing.T) {
 	cases := []struct {
 		name   string

@@ -1536,6 +1536,166 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: tcpSocket
       type:
         namedType: io.k8s.api.core.v1.TCPSocketAction
+- name: io.kruise.apps.v1beta1.CloneSet
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: io.kruise.apps.v1beta1.CloneSetSpec
+      default: {}
+    - name: status
+      type:
+        namedType: io.kruise.apps.v1beta1.CloneSetStatus
+      default: {}
+- name: io.kruise.apps.v1beta1.CloneSetCondition
+  map:
+    fields:
+    - name: lastTransitionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: lastUpdateTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: message
+      type:
+        scalar: string
+    - name: reason
+      type:
+        scalar: string
+    - name: status
+      type:
+        scalar: string
+      default: ""
+    - name: type
+      type:
+        scalar: string
+      default: ""
+- name: io.kruise.apps.v1beta1.CloneSetScaleStrategy
+  map:
+    fields:
+    - name: enablePVCReuse
+      type:
+        scalar: boolean
+    - name: excludePreparingDelete
+      type:
+        scalar: boolean
+    - name: maxUnavailable
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: podsToDelete
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+- name: io.kruise.apps.v1beta1.CloneSetSpec
+  map:
+    fields:
+    - name: lifecycle
+      type:
+        namedType: io.kruise.apps.pub.Lifecycle
+    - name: minReadySeconds
+      type:
+        scalar: numeric
+    - name: progressDeadlineSeconds
+      type:
+        scalar: numeric
+    - name: replicas
+      type:
+        scalar: numeric
+    - name: revisionHistoryLimit
+      type:
+        scalar: numeric
+    - name: scaleStrategy
+      type:
+        namedType: io.kruise.apps.v1beta1.CloneSetScaleStrategy
+      default: {}
+    - name: selector
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
+    - name: template
+      type:
+        namedType: io.k8s.api.core.v1.PodTemplateSpec
+      default: {}
+    - name: updateStrategy
+      type:
+        namedType: io.kruise.apps.v1beta1.CloneSetUpdateStrategy
+      default: {}
+    - name: volumeClaimTemplates
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.api.core.v1.PersistentVolumeClaim
+          elementRelationship: atomic
+- name: io.kruise.apps.v1beta1.CloneSetStatus
+  map:
+    fields:
+    - name: availableReplicas
+      type:
+        scalar: numeric
+      default: 0
+    - name: collisionCount
+      type:
+        scalar: numeric
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.kruise.apps.v1beta1.CloneSetCondition
+          elementRelationship: atomic
+    - name: currentRevision
+      type:
+        scalar: string
+    - name: expectedUpdatedReplicas
+      type:
+        scalar: numeric
+    - name: labelSelector
+      type:
+        scalar: string
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: readyReplicas
+      type:
+        scalar: numeric
+      default: 0
+    - name: replicas
+      type:
+        scalar: numeric
+      default: 0
+    - name: updateRevision
+      type:
+        scalar: string
+    - name: updatedAvailableReplicas
+      type:
+        scalar: numeric
+    - name: updatedReadyReplicas
+      type:
+        scalar: numeric
+      default: 0
+    - name: updatedReplicas
+      type:
+        scalar: numeric
+      default: 0
+- name: io.kruise.apps.v1beta1.CloneSetUpdateStrategy
+  map:
+    fields:
+    - name: rollingUpdate
+      type:
+        namedType: io.kruise.apps.v1beta1.RollingUpdateCloneSetStrategy
+    - name: type
+      type:
+        scalar: string
 - name: io.kruise.apps.v1beta1.CompletionPolicy
   map:
     fields:
@@ -2144,6 +2304,21 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: version
       type:
         scalar: numeric
+- name: io.kruise.apps.v1beta1.InPlaceUpdateStrategy
+  map:
+    fields:
+    - name: gracePeriodSeconds
+      type:
+        scalar: numeric
+    - name: imagePreDownloadMinUpdatedReadyPods
+      type:
+        scalar: numeric
+    - name: imagePreDownloadParallelism
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: imagePreDownloadTimeoutSeconds
+      type:
+        scalar: numeric
 - name: io.kruise.apps.v1beta1.NodeImage
   map:
     fields:
@@ -2266,6 +2441,36 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: targetContainersNameRegex
       type:
         scalar: string
+- name: io.kruise.apps.v1beta1.RollingUpdateCloneSetStrategy
+  map:
+    fields:
+    - name: inPlaceUpdateStrategy
+      type:
+        namedType: io.kruise.apps.v1beta1.InPlaceUpdateStrategy
+    - name: maxSurge
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: maxUnavailable
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: partition
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: paused
+      type:
+        scalar: boolean
+    - name: podUpdatePolicy
+      type:
+        scalar: string
+    - name: priorityStrategy
+      type:
+        namedType: io.kruise.apps.pub.UpdatePriorityStrategy
+    - name: scatterStrategy
+      type:
+        list:
+          elementType:
+            namedType: io.kruise.apps.pub.UpdateScatterTerm
+          elementRelationship: atomic
 - name: io.kruise.apps.v1beta1.RollingUpdateDaemonSet
   map:
     fields:

@@ -3,6 +3,7 @@ package cloneset
 import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 )
@@ -10,7 +11,7 @@ import (
 // kind describes CloneSets to the shared strategy.
 var kind = strategy.Kind[*apps.CloneSet]{
 	NamespaceScoped:      true,
-	APIVersions:          []string{v1alpha1.SchemeGroupVersion.String()},
+	APIVersions:          []string{v1alpha1.SchemeGroupVersion.String(), v1beta1.SchemeGroupVersion.String()},
 	New:                  func() *apps.CloneSet { return &apps.CloneSet{} },
 	Spec:                 func(o *apps.CloneSet) any { return &o.Spec },
 	Status:               func(o *apps.CloneSet) any { return &o.Status },
@@ -19,4 +20,5 @@ var kind = strategy.Kind[*apps.CloneSet]{
 	Validate:             validation.ValidateCloneSet,
 	ValidateUpdate:       validation.ValidateCloneSetUpdate,
 	ValidateStatusUpdate: validation.ValidateCloneSetStatusUpdate,
+	ErrorPaths:           errorPaths,
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
@@ -40,6 +41,10 @@ type Kind[T runtime.Object] struct {
 	Validate             func(obj T) field.ErrorList
 	ValidateUpdate       func(obj, old T) field.ErrorList
 	ValidateStatusUpdate func(obj, old T) field.ErrorList
+	// ErrorPaths, if set, rewrites the field paths of validation errors, which name the hub's
+	// fields, into those of the API version of the request (version), for the kinds whose
+	// versions differ in shape.
+	ErrorPaths func(version string, errs field.ErrorList) field.ErrorList
 }
 
 // Strategy is the main-resource strategy of a kind: it owns spec and metadata, never status.
@@ -96,13 +101,25 @@ func (s Strategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Object
 }
 
 // Validate validates a new object.
-func (s Strategy[T]) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return s.kind.Validate(obj.(T))
+func (s Strategy[T]) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	return s.errorPaths(ctx, s.kind.Validate(obj.(T)))
 }
 
 // ValidateUpdate validates an update of an object.
-func (s Strategy[T]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return s.kind.ValidateUpdate(obj.(T), old.(T))
+func (s Strategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return s.errorPaths(ctx, s.kind.ValidateUpdate(obj.(T), old.(T)))
+}
+
+// errorPaths names the fields of errs as the request's API version does.
+func (s Strategy[T]) errorPaths(ctx context.Context, errs field.ErrorList) field.ErrorList {
+	if len(errs) == 0 || s.kind.ErrorPaths == nil {
+		return errs
+	}
+	info, ok := genericapirequest.RequestInfoFrom(ctx)
+	if !ok {
+		return errs
+	}
+	return s.kind.ErrorPaths(info.APIVersion, errs)
 }
 
 // WarningsOnCreate returns no warnings: nothing served is deprecated.

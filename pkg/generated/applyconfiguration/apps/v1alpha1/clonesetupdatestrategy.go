@@ -29,7 +29,7 @@ import (
 //
 // CloneSetUpdateStrategy says how Pods are updated to a new revision.
 type CloneSetUpdateStrategyApplyConfiguration struct {
-	// Type is ReCreate (default), InPlaceIfPossible or InPlaceOnly.
+	// Type is ReCreate (default), InPlaceIfPossible, InPlaceOnly or OnDelete.
 	Type *appsv1alpha1.CloneSetUpdateStrategyType `json:"type,omitempty"`
 	// Partition is the number or percentage of Pods kept at the old revision. Defaults to 0.
 	Partition *intstr.IntOrString `json:"partition,omitempty"`
