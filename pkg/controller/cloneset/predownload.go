@@ -2,7 +2,6 @@ package cloneset
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,12 +15,11 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	"github.com/inplace-dev/inplace/pkg/controller/predownload"
-	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
 // watchImagePullJobs sets up image pre-download (package predownload): the ImagePullJobs the
 // CloneSets control, whose creation and deletion settle the pre-download expectations and bring
-// their CloneSet back. Status updates of a job do not: the CloneSet does not read them.
+// their CloneSet back.
 func (c *Controller) watchImagePullJobs(cc *manager.Context) error {
 	jobs := cc.InplaceInformers.Apps().V1alpha1().ImagePullJobs()
 	w, err := predownload.NewWriter(cc.InplaceClient, cc.KubeClient.AppsV1(), jobs, cc.Recorder,
@@ -31,39 +29,19 @@ func (c *Controller) watchImagePullJobs(cc *manager.Context) error {
 	}
 	c.predl = w
 	c.synced = append(c.synced, jobs.Informer().HasSynced)
-	if _, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.jobEvent(obj, false) },
-		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*v1alpha1.ImagePullJob)
-			n, ok2 := newObj.(*v1alpha1.ImagePullJob)
-			if ok1 && ok2 && o.DeletionTimestamp == nil && n.DeletionTimestamp != nil {
-				c.jobEvent(n, true)
-			}
-		},
-		DeleteFunc: func(obj any) { c.jobEvent(obj, true) },
-	}); err != nil {
-		return fmt.Errorf("watching imagepulljobs: %w", err)
-	}
-	return nil
+	return w.Watch(c.preDownloadOwner, c.enqueueKey)
 }
 
-func (c *Controller) jobEvent(obj any, gone bool) {
-	job, ok := reconcile.ObjectOf[*v1alpha1.ImagePullJob](obj)
-	if !ok {
-		return
-	}
-	cs := c.resolveControllerRef(job.Namespace, metav1.GetControllerOf(job))
+// preDownloadOwner names the workload a pre-download job's controller reference points at.
+func (c *Controller) preDownloadOwner(namespace string, ref *metav1.OwnerReference) (cache.ObjectName, bool) {
+	cs := c.resolveControllerRef(namespace, ref)
 	if cs == nil {
-		return
+		return cache.ObjectName{}, false
 	}
-	key := cache.MetaObjectToName(cs)
-	if gone || job.DeletionTimestamp != nil {
-		c.predl.DeletionObserved(key.String(), job.Name)
-	} else {
-		c.predl.CreationObserved(key.String(), job.Name)
-	}
-	c.queue.Add(key)
+	return cache.MetaObjectToName(cs), true
 }
+
+func (c *Controller) enqueueKey(key cache.ObjectName) { c.queue.Add(key) }
 
 // preDownload takes the CloneSet's next image pre-download step, from the status just computed:
 // its rollout is over once the status names the update revision current. It says when to look

@@ -156,14 +156,15 @@ func TestPreDownloadJobEventRequeues(t *testing.T) {
 	f := r.preDownloadFixture(t, true)
 	job := &v1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns",
 		OwnerReferences: []metav1.OwnerReference{*controllerRef(r.cs)}}}
-	f.c.jobEvent(job, false)
+	jobEvents := f.c.predl.Handler(f.c.preDownloadOwner, f.c.enqueueKey)
+	jobEvents.OnAdd(job, false)
 	if n := f.c.queue.Len(); n != 1 {
 		t.Fatalf("queue length %d, want the CloneSet", n)
 	}
 	if key, _ := f.c.queue.Get(); key != (cache.ObjectName{Namespace: "ns", Name: "web"}) {
 		t.Errorf("queued %v", key)
 	}
-	f.c.jobEvent(&v1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Name: "k", Namespace: "ns"}}, false)
+	jobEvents.OnAdd(&v1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Name: "k", Namespace: "ns"}}, false)
 	if n := f.c.queue.Len(); n != 0 {
 		t.Errorf("a job of no CloneSet queued something")
 	}

@@ -2,7 +2,6 @@ package daemonset
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,7 +15,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/predownload"
 	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
 // EnableImagePreDownload makes the DaemonSets pre-download the new images of a rollout onto the
@@ -31,39 +29,19 @@ func (c *Controller) EnableImagePreDownload(revisions appsv1client.ControllerRev
 	}
 	c.predl = w
 	c.synced = append(c.synced, jobs.Informer().HasSynced)
-	if _, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.jobEvent(obj, false) },
-		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*v1alpha1.ImagePullJob)
-			n, ok2 := newObj.(*v1alpha1.ImagePullJob)
-			if ok1 && ok2 && o.DeletionTimestamp == nil && n.DeletionTimestamp != nil {
-				c.jobEvent(n, true)
-			}
-		},
-		DeleteFunc: func(obj any) { c.jobEvent(obj, true) },
-	}); err != nil {
-		return fmt.Errorf("watching imagepulljobs: %w", err)
-	}
-	return nil
+	return w.Watch(c.preDownloadOwner, c.enqueueKey)
 }
 
-func (c *Controller) jobEvent(obj any, gone bool) {
-	job, ok := reconcile.ObjectOf[*v1alpha1.ImagePullJob](obj)
-	if !ok {
-		return
-	}
-	ds := c.owner(job.Namespace, metav1.GetControllerOf(job))
+// preDownloadOwner names the workload a pre-download job's controller reference points at.
+func (c *Controller) preDownloadOwner(namespace string, ref *metav1.OwnerReference) (cache.ObjectName, bool) {
+	ds := c.owner(namespace, ref)
 	if ds == nil {
-		return
+		return cache.ObjectName{}, false
 	}
-	key := cache.MetaObjectToName(ds)
-	if gone || job.DeletionTimestamp != nil {
-		c.predl.DeletionObserved(key.String(), job.Name)
-	} else {
-		c.predl.CreationObserved(key.String(), job.Name)
-	}
-	c.queue.Add(key)
+	return cache.MetaObjectToName(ds), true
 }
+
+func (c *Controller) enqueueKey(key cache.ObjectName) { c.queue.Add(key) }
 
 // preDownload takes the DaemonSet's next image pre-download step. As OpenKruise, it reads the
 // status of the last sync: the rollout is over once it shows every desired node's Pod at the

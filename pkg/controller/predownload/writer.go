@@ -19,6 +19,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
 // Event reasons, on the workload.
@@ -36,6 +37,7 @@ const ownerIndex = "predownload-controller-uid"
 type Writer struct {
 	client    clientset.Interface
 	revisions appsv1client.ControllerRevisionsGetter
+	informer  cache.SharedIndexInformer
 	index     cache.Indexer
 	recorder  record.EventRecorder
 	// exp holds, per workload key, the jobs it created or deleted that the cache does not show
@@ -44,8 +46,7 @@ type Writer struct {
 }
 
 // NewWriter builds a Writer on the shared ImagePullJob informer, which it indexes by controller.
-// The caller's handlers on that informer report what it shows (CreationObserved,
-// DeletionObserved) and requeue the owner.
+// Watch then reports what that informer shows and requeues the owners.
 func NewWriter(client clientset.Interface, revisions appsv1client.ControllerRevisionsGetter, jobs appsinformers.ImagePullJobInformer,
 	recorder record.EventRecorder, exp *expectations.Expectations) (*Writer, error) {
 	inf := jobs.Informer()
@@ -55,7 +56,7 @@ func NewWriter(client clientset.Interface, revisions appsv1client.ControllerRevi
 			return nil, fmt.Errorf("indexing imagepulljobs by controller: %w", err)
 		}
 	}
-	return &Writer{client: client, revisions: revisions, index: inf.GetIndexer(), recorder: recorder, exp: exp}, nil
+	return &Writer{client: client, revisions: revisions, informer: inf, index: inf.GetIndexer(), recorder: recorder, exp: exp}, nil
 }
 
 func controllerUID(obj any) ([]string, error) {
@@ -67,6 +68,51 @@ func controllerUID(obj any) ([]string, error) {
 		return []string{string(ref.UID)}, nil
 	}
 	return nil, nil
+}
+
+// OwnerFunc names the workload of the writer's kind that the controller reference points at, or
+// says there is none.
+type OwnerFunc func(namespace string, ref *metav1.OwnerReference) (cache.ObjectName, bool)
+
+// Watch adds Handler to the ImagePullJob informer. Call it before the informer starts.
+func (w *Writer) Watch(owner OwnerFunc, enqueue func(cache.ObjectName)) error {
+	if _, err := w.informer.AddEventHandler(w.Handler(owner, enqueue)); err != nil {
+		return fmt.Errorf("watching imagepulljobs: %w", err)
+	}
+	return nil
+}
+
+// Handler is what the ImagePullJob informer reports to the writer: a job's creation and its
+// deletion (or deletion timestamp) settle the expectations of the workload owner names, and
+// enqueue its key. Status updates of a job do not: the workloads do not read them.
+func (w *Writer) Handler(owner OwnerFunc, enqueue func(cache.ObjectName)) cache.ResourceEventHandlerFuncs {
+	event := func(obj any, gone bool) {
+		job, ok := reconcile.ObjectOf[*v1alpha1.ImagePullJob](obj)
+		if !ok {
+			return
+		}
+		key, ok := owner(job.Namespace, metav1.GetControllerOf(job))
+		if !ok {
+			return
+		}
+		if gone || job.DeletionTimestamp != nil {
+			w.DeletionObserved(key.String(), job.Name)
+		} else {
+			w.CreationObserved(key.String(), job.Name)
+		}
+		enqueue(key)
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { event(obj, false) },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*v1alpha1.ImagePullJob)
+			n, ok2 := newObj.(*v1alpha1.ImagePullJob)
+			if ok1 && ok2 && o.DeletionTimestamp == nil && n.DeletionTimestamp != nil {
+				event(n, true)
+			}
+		},
+		DeleteFunc: func(obj any) { event(obj, true) },
+	}
 }
 
 // Owned lists the jobs the owner controls, from the cache.
