@@ -89,20 +89,25 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 	}
 	klog.InfoS("Serving health and metrics", "address", addr.String())
 
-	run := func(ctx context.Context) {
-		if err := runControllers(ctx, cc, o.Workers, controllers, syncing); err != nil {
-			klog.ErrorS(err, "Controllers failed")
-		}
+	run := func(ctx context.Context) error {
+		return runControllers(ctx, cc, o.Workers, controllers, syncing)
 	}
 	if !o.LeaderElect {
-		run(ctx)
-		return nil
+		// A controller that cannot be built, or caches that never sync, end the program with an
+		// error (and a restart), not a silent exit 0.
+		return run(ctx)
 	}
 	return runWithLeaderElection(ctx, o, clients.Kube, elector, run)
 }
 
+// runWithLeaderElection runs the controllers while this replica holds the Lease. When they fail
+// to start, it gives the Lease up and returns their error: a leader that runs nothing must not
+// keep the Lease from a replica that could.
 func runWithLeaderElection(ctx context.Context, o *Options, kubeClient kubernetes.Interface,
-	elector *leaderelection.HealthzAdaptor, run func(context.Context)) error {
+	elector *leaderelection.HealthzAdaptor, run func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var runErr error // written before cancel, read after le.Run returns
 	hostname, _ := os.Hostname()
 	identity := hostname + "_" + string(uuid.NewUUID())
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.LeaderElectionNamespace, o.LeaderElectionName,
@@ -120,9 +125,12 @@ func runWithLeaderElection(ctx context.Context, o *Options, kubeClient kubernete
 		Name:            o.LeaderElectionName,
 		WatchDog:        elector,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
+			OnStartedLeading: func(leading context.Context) {
 				klog.InfoS("Started leading", "identity", identity)
-				run(ctx)
+				if err := run(leading); err != nil && leading.Err() == nil {
+					runErr = err
+					cancel() // ReleaseOnCancel gives the Lease up
+				}
 			},
 			OnStoppedLeading: func() { close(lost) },
 			OnNewLeader: func(leader string) {
@@ -137,6 +145,9 @@ func runWithLeaderElection(ctx context.Context, o *Options, kubeClient kubernete
 	}
 	le.Run(ctx)
 	<-lost
+	if runErr != nil {
+		return runErr
+	}
 	if ctx.Err() != nil {
 		return nil
 	}

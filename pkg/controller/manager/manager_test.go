@@ -131,10 +131,11 @@ func TestLeaderElection(t *testing.T) {
 	kube := kubefake.NewClientset()
 	started := make(chan struct{})
 	stopped := make(chan struct{})
-	run := func(ctx context.Context) {
+	run := func(ctx context.Context) error {
 		close(started)
 		<-ctx.Done()
 		close(stopped)
+		return nil
 	}
 	done := make(chan error, 1)
 	go func() { done <- runWithLeaderElection(t.Context(), o, kube, nil, run) }()
@@ -184,7 +185,7 @@ func TestLeaderElectionCancel(t *testing.T) {
 	started := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- runWithLeaderElection(ctx, o, kube, nil, func(ctx context.Context) { close(started); <-ctx.Done() })
+		done <- runWithLeaderElection(ctx, o, kube, nil, func(ctx context.Context) error { close(started); <-ctx.Done(); return nil })
 	}()
 	select {
 	case <-started:
@@ -232,7 +233,7 @@ func TestLeaderElectionWaits(t *testing.T) {
 	ran := make(chan struct{}, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- runWithLeaderElection(ctx, o, kube, nil, func(context.Context) { ran <- struct{}{} })
+		done <- runWithLeaderElection(ctx, o, kube, nil, func(context.Context) error { ran <- struct{}{}; return nil })
 	}()
 	for range 3 {
 		select {
@@ -279,8 +280,9 @@ current-context: c
 		got = cc
 		return nil, errors.New("stop here")
 	}}}
-	if err := Run(t.Context(), o, inits); err != nil {
-		t.Fatalf("Run: %v", err)
+	// A controller that cannot be built ends Run with its error (inplace-controller exits 1).
+	if err := Run(t.Context(), o, inits); err == nil || !strings.Contains(err.Error(), "creating controller probe: stop here") {
+		t.Fatalf("Run: %v, want the controller's error", err)
 	}
 	if got == nil {
 		t.Fatal("the controller was not built")
@@ -302,5 +304,34 @@ current-context: c
 	}
 	if got != nil {
 		t.Error("bad --bind-address: controllers built anyway")
+	}
+}
+
+// TestLeaderElectionFailedStart: controllers that fail to start end the leader's run with their
+// error and give the Lease up, so that another replica can lead instead of a leader that runs
+// nothing.
+func TestLeaderElectionFailedStart(t *testing.T) {
+	o := leaderOptions()
+	kube := kubefake.NewClientset()
+	done := make(chan error, 1)
+	go func() {
+		done <- runWithLeaderElection(t.Context(), o, kube, nil, func(context.Context) error {
+			return errors.New("creating controller probe: stop here")
+		})
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "stop here") {
+			t.Fatalf("returned %v, want the controllers' error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("still running 30s after the controllers failed")
+	}
+	lease, err := kube.CoordinationV1().Leases("lease-ns").Get(t.Context(), "lease-name", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := lease.Spec.HolderIdentity; id != nil && *id != "" {
+		t.Errorf("the Lease is still held by %s", *id)
 	}
 }
