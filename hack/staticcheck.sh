@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs staticcheck (honnef.co/go/tools) on the project's packages and on hack/registry, with the
-# checks of staticcheck.conf. The binary is built once from the Go module proxy at the pinned
-# version into _output/tools (its name carries the version, so a bump rebuilds it); `go install
-# module@version` checks the download against go.sum's database and needs no entry in go.mod.
+# Runs staticcheck (honnef.co/go/tools) on the project's packages and on hack/registry, with its
+# default checks (no staticcheck.conf: no check class needed turning off). The binary is built
+# once from the Go module proxy at the pinned version into _output/tools (its name carries the
+# version, so a bump rebuilds it); `go install module@version` checks the download against the
+# checksum database and needs no entry in go.mod.
 #
 #   hack/staticcheck.sh [packages]   (default: ./... without the generated code)
 set -o errexit -o nounset -o pipefail
