@@ -18,6 +18,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/admission/plugin/containerrecreaterequest"
 	"github.com/inplace-dev/inplace/pkg/admission/plugin/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/admission/plugin/sidecarsetpatch"
 )
 
 // plugins are the built-in plugins, in the order they run (mutating phase, then validating).
@@ -27,6 +28,7 @@ var plugins = []struct {
 }{
 	{containerrecreaterequest.PluginName, containerrecreaterequest.Register},
 	{sidecarset.PluginName, sidecarset.Register},
+	{sidecarsetpatch.PluginName, sidecarsetpatch.Register},
 }
 
 // Register registers every built-in plugin.

@@ -44,7 +44,7 @@ func TestStandalone(t *testing.T) {
 	install.Install(scheme)
 	o := admission.NewObjectInterfacesFromScheme(scheme)
 	client := inplacefake.NewClientset()
-	init := initializer.New(client, informers.NewSharedInformerFactory(client, 0))
+	init := initializer.New(client, informers.NewSharedInformerFactory(client, 0), "inplace-system")
 
 	chain, err := Standalone(init, nil)
 	if err != nil {

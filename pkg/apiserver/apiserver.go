@@ -186,16 +186,21 @@ func (c CompletedConfig) kubeClient() (kubernetes.Interface, error) {
 	return kube, nil
 }
 
+// Namespace is inplace's own namespace: $POD_NAMESPACE, or DefaultNamespace for a host process.
+func Namespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return DefaultNamespace
+}
+
 // revisionLister lists a SidecarSet's ControllerRevisions in inplace's namespace ($POD_NAMESPACE,
 // default inplace-system, as OpenKruise keeps them in its own); nil in standalone mode.
 func revisionLister(kube kubernetes.Interface) sidecars.RevisionLister {
 	if kube == nil {
 		return nil
 	}
-	namespace := os.Getenv("POD_NAMESPACE")
-	if namespace == "" {
-		namespace = DefaultNamespace
-	}
+	namespace := Namespace()
 	return func(ctx context.Context, setName string) ([]appsv1.ControllerRevision, error) {
 		list, err := kube.AppsV1().ControllerRevisions(namespace).List(ctx, metav1.ListOptions{
 			LabelSelector: labels.Set{sidecars.RevisionSetLabel: setName}.String()})

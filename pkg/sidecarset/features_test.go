@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
@@ -35,17 +36,16 @@ func TestEnableSortSidecarContainerByName(t *testing.T) {
 // allow-list, nor a rule for the SidecarSet; a rule that exists still decides.
 func TestSidecarSetPatchPodMetadataDefaultsAllowed(t *testing.T) {
 	featuregatetesting.SetFeatureGateDuringTest(t, features.DefaultFeatureGate, features.SidecarSetPatchPodMetadataDefaultsAllowed, true)
-	s := sidecarSet("s", func(s *appsv1alpha1.SidecarSet) {
-		s.Spec.PatchPodMetadata = []appsv1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"mesh.io/inject": "x"}}}
-	})
-	if err := ValidatePatchPodMetadata(s, nil); err != nil {
-		t.Errorf("no allow-list: %v", err)
+	patches := []map[string]string{{"mesh.io/inject": "x"}}
+	path := field.NewPath("spec", "patchPodMetadata")
+	if errs := ValidatePatchPodMetadata(nil, patches, nil, "cm", path); len(errs) != 0 {
+		t.Errorf("no allow-list: %v", errs)
 	}
-	if err := ValidatePatchPodMetadata(s, &PatchMetadataAllowList{}); err != nil {
-		t.Errorf("no rule: %v", err)
+	if errs := ValidatePatchPodMetadata(nil, patches, &PatchMetadataAllowList{}, "cm", path); len(errs) != 0 {
+		t.Errorf("no rule: %v", errs)
 	}
 	other := &PatchMetadataAllowList{Rules: []PatchMetadataAllowRule{{AllowedAnnotationKeyExprs: []string{`^other/`}}}}
-	if err := ValidatePatchPodMetadata(s, other); err == nil {
-		t.Error("a rule that does not allow the key: no error")
+	if errs := ValidatePatchPodMetadata(nil, patches, other, "cm", path); len(errs) != 1 {
+		t.Errorf("a rule that does not allow the key: errors %v, want one", errs)
 	}
 }

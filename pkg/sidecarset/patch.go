@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/features"
@@ -141,6 +144,13 @@ func pruneNulls(v any) any {
 	return v
 }
 
+// The allow-list's place, as OpenKruise names it: the key PatchMetadataAllowListKey of the
+// ConfigMap ConfigurationName in the server's own namespace.
+const (
+	ConfigurationName         = "kruise-configuration"
+	PatchMetadataAllowListKey = "SidecarSet_PatchPodMetadata_WhiteList"
+)
+
 // PatchMetadataAllowList is OpenKruise's SidecarSet patch-metadata allow-list (the
 // "SidecarSet_PatchPodMetadata_WhiteList" key of the kruise-configuration ConfigMap): which
 // annotation keys a SidecarSet may patch into Pods.
@@ -155,62 +165,82 @@ type PatchMetadataAllowRule struct {
 	AllowedAnnotationKeyExprs []string              `json:"allowedAnnotationKeyExprs"`
 }
 
-// ValidatePatchPodMetadata checks a SidecarSet's spec.patchPodMetadata against an allow-list, as
-// OpenKruise's SidecarSet validation (ValidateSidecarSetPatchMetadataWhitelist) does with its
-// feature gate SidecarSetPatchPodMetadataDefaultsAllowed: without an allow-list, or without a rule
-// for this SidecarSet, no patchPodMetadata is allowed with the gate off (the default), any with it
-// on.
-func ValidatePatchPodMetadata(sidecarSet *appsv1alpha1.SidecarSet, allow *PatchMetadataAllowList) error {
-	if len(sidecarSet.Spec.PatchPodMetadata) == 0 {
-		return nil
+// ParsePatchMetadataAllowList reads the allow-list from the data of the kruise-configuration
+// ConfigMap: nil when the key is absent (or the ConfigMap is, data nil). A value that is not the
+// allow-list's JSON, a selector that is not one or an expression that does not compile is an
+// error, as it is for OpenKruise: then no SidecarSet may patch anything.
+func ParsePatchMetadataAllowList(data map[string]string) (*PatchMetadataAllowList, error) {
+	value, ok := data[PatchMetadataAllowListKey]
+	if !ok {
+		return nil, nil
 	}
-	// SidecarSetPatchPodMetadataDefaultsAllowed: with no allow-list, or no rule for this
-	// SidecarSet, any annotation may be patched.
-	defaultsAllowed := features.Enabled(features.SidecarSetPatchPodMetadataDefaultsAllowed)
-	if allow == nil {
-		if defaultsAllowed {
-			return nil
-		}
-		return errors.New("SidecarSet patch metadata whitelist not found")
+	allow := &PatchMetadataAllowList{}
+	if err := json.Unmarshal([]byte(value), allow); err != nil {
+		return nil, fmt.Errorf("key %s is not a patch-metadata allow-list: %w", PatchMetadataAllowListKey, err)
 	}
-	var exprs []*regexp.Regexp
-	for _, rule := range allow.Rules {
+	for i, rule := range allow.Rules {
 		if rule.Selector != nil {
-			selector, err := metav1.LabelSelectorAsSelector(rule.Selector)
-			if err != nil {
-				return err
-			}
-			if !selector.Matches(labels.Set(sidecarSet.Labels)) {
-				continue
+			if _, err := metav1.LabelSelectorAsSelector(rule.Selector); err != nil {
+				return nil, fmt.Errorf("key %s, rules[%d].selector: %w", PatchMetadataAllowListKey, i, err)
 			}
 		}
 		for _, expr := range rule.AllowedAnnotationKeyExprs {
-			re, err := regexp.Compile(expr)
-			if err != nil {
-				return err
+			if _, err := regexp.Compile(expr); err != nil {
+				return nil, fmt.Errorf("key %s, rules[%d].allowedAnnotationKeyExprs: %w", PatchMetadataAllowListKey, i, err)
 			}
-			exprs = append(exprs, re)
+		}
+	}
+	return allow, nil
+}
+
+// ValidatePatchPodMetadata checks the annotation keys a SidecarSet (labelled setLabels) patches
+// into Pods (patches: each spec.patchPodMetadata entry's annotations, at fldPath) against an
+// allow-list, as OpenKruise's SidecarSet validation (ValidateSidecarSetPatchMetadataWhitelist)
+// does with its feature gate SidecarSetPatchPodMetadataDefaultsAllowed: without an allow-list, or
+// without a rule for this SidecarSet, no key is allowed with the gate off (the default), any with
+// it on; otherwise each key must match an expression of a rule that selects the SidecarSet.
+// source names where the allow-list is kept, for the messages. allow must come from
+// ParsePatchMetadataAllowList.
+func ValidatePatchPodMetadata(setLabels map[string]string, patches []map[string]string, allow *PatchMetadataAllowList, source string, fldPath *field.Path) field.ErrorList {
+	if len(patches) == 0 {
+		return nil
+	}
+	defaultsAllowed := features.Enabled(features.SidecarSetPatchPodMetadataDefaultsAllowed)
+	var exprs []*regexp.Regexp
+	if allow != nil {
+		for _, rule := range allow.Rules {
+			if rule.Selector != nil {
+				selector, err := metav1.LabelSelectorAsSelector(rule.Selector)
+				if err != nil || !selector.Matches(labels.Set(setLabels)) {
+					continue
+				}
+			}
+			for _, expr := range rule.AllowedAnnotationKeyExprs {
+				if re, err := regexp.Compile(expr); err == nil {
+					exprs = append(exprs, re)
+				}
+			}
 		}
 	}
 	if len(exprs) == 0 {
 		if defaultsAllowed {
 			return nil
 		}
-		return errors.New("sidecarSet patch metadata annotation is not allowed")
+		why := "no rule of the allow-list (" + source + ") selects this SidecarSet"
+		if allow == nil {
+			why = "there is no allow-list (" + source + ")"
+		}
+		return field.ErrorList{field.Forbidden(fldPath, "a SidecarSet may patch only the Pod annotations an allow-list names, and "+why+
+			"; add a rule there, or turn on the feature gate "+string(features.SidecarSetPatchPodMetadataDefaultsAllowed))}
 	}
-	for _, patch := range sidecarSet.Spec.PatchPodMetadata {
-		for key := range patch.Annotations {
-			allowed := false
-			for _, re := range exprs {
-				if re.MatchString(key) {
-					allowed = true
-					break
-				}
-			}
-			if !allowed {
-				return fmt.Errorf("sidecarSet patch metadata annotation(%s) is not allowed", key)
+	var errs field.ErrorList
+	for i, annotations := range patches {
+		for _, key := range slices.Sorted(maps.Keys(annotations)) {
+			if !slices.ContainsFunc(exprs, func(re *regexp.Regexp) bool { return re.MatchString(key) }) {
+				errs = append(errs, field.Forbidden(fldPath.Index(i).Child("annotations").Key(key),
+					"no rule of the allow-list ("+source+") that selects this SidecarSet allows this annotation key"))
 			}
 		}
 	}
-	return nil
+	return errs
 }

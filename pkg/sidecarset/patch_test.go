@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 )
@@ -78,33 +79,68 @@ func TestPatchPodMetadata(t *testing.T) {
 }
 
 func TestValidatePatchPodMetadata(t *testing.T) {
-	s := sidecarSet("s", func(s *appsv1alpha1.SidecarSet) {
-		s.Labels = map[string]string{"team": "mesh"}
-		s.Spec.PatchPodMetadata = []appsv1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"mesh.io/inject": "x"}}}
-	})
+	setLabels := map[string]string{"team": "mesh"}
+	patches := []map[string]string{{"mesh.io/inject": "x"}, {"mesh.io/a": "1", "other/b": "2"}}
+	path := field.NewPath("spec", "patchPodMetadata")
+	rules := func(rules ...PatchMetadataAllowRule) *PatchMetadataAllowList {
+		return &PatchMetadataAllowList{Rules: rules}
+	}
 	cases := []struct {
-		name    string
-		allow   *PatchMetadataAllowList
-		wantErr string
+		name  string
+		allow *PatchMetadataAllowList
+		want  []string // each error's field and the start of its message
 	}{
-		{name: "no allow-list", wantErr: "whitelist not found"},
-		{name: "allowed", allow: &PatchMetadataAllowList{Rules: []PatchMetadataAllowRule{{AllowedAnnotationKeyExprs: []string{`^mesh\.io/`}}}}},
-		{name: "key not allowed", allow: &PatchMetadataAllowList{Rules: []PatchMetadataAllowRule{{AllowedAnnotationKeyExprs: []string{`^other/`}}}},
-			wantErr: "annotation(mesh.io/inject) is not allowed"},
-		{name: "rule for other SidecarSets", allow: &PatchMetadataAllowList{Rules: []PatchMetadataAllowRule{{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "other"}}, AllowedAnnotationKeyExprs: []string{`.*`}}}},
-			wantErr: "is not allowed"},
+		{name: "no allow-list", want: []string{"spec.patchPodMetadata: Forbidden: a SidecarSet may patch only the Pod annotations an allow-list names, and there is no allow-list (cm)"}},
+		{name: "no rule", allow: rules(), want: []string{"spec.patchPodMetadata: Forbidden: a SidecarSet may patch only the Pod annotations an allow-list names, and no rule of the allow-list (cm) selects"}},
+		{name: "allowed", allow: rules(PatchMetadataAllowRule{AllowedAnnotationKeyExprs: []string{`^mesh\.io/`, `^other/`}})},
+		{name: "allowed by two rules", allow: rules(
+			PatchMetadataAllowRule{AllowedAnnotationKeyExprs: []string{`^mesh\.io/`}},
+			PatchMetadataAllowRule{Selector: &metav1.LabelSelector{MatchLabels: setLabels}, AllowedAnnotationKeyExprs: []string{`^other/b$`}})},
+		{name: "one key not allowed", allow: rules(PatchMetadataAllowRule{AllowedAnnotationKeyExprs: []string{`^mesh\.io/`}}),
+			want: []string{"spec.patchPodMetadata[1].annotations[other/b]: Forbidden: no rule of the allow-list (cm) that selects this SidecarSet allows"}},
+		{name: "rule for other SidecarSets", allow: rules(PatchMetadataAllowRule{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "other"}}, AllowedAnnotationKeyExprs: []string{`.*`}}),
+			want: []string{"spec.patchPodMetadata: Forbidden: a SidecarSet may patch only the Pod annotations an allow-list names, and no rule"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := ValidatePatchPodMetadata(s, tc.allow)
-			if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
-				t.Errorf("err %v, want %q", err, tc.wantErr)
+			errs := ValidatePatchPodMetadata(setLabels, patches, tc.allow, "cm", path)
+			if len(errs) != len(tc.want) {
+				t.Fatalf("errors %v, want %d", errs, len(tc.want))
+			}
+			for i, err := range errs {
+				if !strings.HasPrefix(err.Error(), tc.want[i]) {
+					t.Errorf("error %q, want it to start with %q", err, tc.want[i])
+				}
 			}
 		})
 	}
-	if err := ValidatePatchPodMetadata(sample(t), nil); err != nil {
-		t.Errorf("no patchPodMetadata needs no allow-list: %v", err)
+	if errs := ValidatePatchPodMetadata(setLabels, nil, nil, "cm", path); len(errs) != 0 {
+		t.Errorf("no patchPodMetadata needs no allow-list: %v", errs)
+	}
+}
+
+// TestParsePatchMetadataAllowList: OpenKruise's JSON; absent is nil; what cannot be used is an
+// error that names what is wrong.
+func TestParsePatchMetadataAllowList(t *testing.T) {
+	allow, err := ParsePatchMetadataAllowList(map[string]string{PatchMetadataAllowListKey: `{"rules":[{"selector":{"matchLabels":{"a":"b"}},"allowedAnnotationKeyExprs":["^x/"]}]}`})
+	if err != nil || len(allow.Rules) != 1 || allow.Rules[0].Selector.MatchLabels["a"] != "b" || allow.Rules[0].AllowedAnnotationKeyExprs[0] != "^x/" {
+		t.Errorf("parsed %+v, %v", allow, err)
+	}
+	if allow, err := ParsePatchMetadataAllowList(nil); allow != nil || err != nil {
+		t.Errorf("no ConfigMap: %+v, %v", allow, err)
+	}
+	if allow, err := ParsePatchMetadataAllowList(map[string]string{"other": "x"}); allow != nil || err != nil {
+		t.Errorf("no key: %+v, %v", allow, err)
+	}
+	for value, want := range map[string]string{
+		`rules: []`: "is not a patch-metadata allow-list",
+		`{"rules":[{"allowedAnnotationKeyExprs":["("]}]}`:                                         "rules[0].allowedAnnotationKeyExprs",
+		`{"rules":[{"selector":{"matchLabels":{"a b":"c"}},"allowedAnnotationKeyExprs":[".*"]}]}`: "rules[0].selector",
+	} {
+		if _, err := ParsePatchMetadataAllowList(map[string]string{PatchMetadataAllowListKey: value}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", value, err, want)
+		}
 	}
 }
 

@@ -22,10 +22,12 @@ import (
 
 // openKruiseGates is a --feature-gates string of an OpenKruise user (`featureGates` in its
 // chart): the two alpha gates OpenKruise's CloneSet specs need, the DaemonSet's image
-// pre-download, the Advanced StatefulSet's claim resize, and a gate of a newer OpenKruise that
+// pre-download, the Advanced StatefulSet's claim resize, SidecarSet patchPodMetadata without an
+// allow-list, and a gate of a newer OpenKruise that
 // inplace does not have, which every program must log and ignore.
 const openKruiseGates = "PreparingUpdateAsUpdate=true,RecreatePodWhenChangeVCTInCloneSetGate=true," +
-	"PreDownloadImageForDaemonSetUpdate=true,StatefulSetAutoResizePVCGate=true,DaemonSetPruneIneligibleNodes=true"
+	"PreDownloadImageForDaemonSetUpdate=true,StatefulSetAutoResizePVCGate=true,SidecarSetPatchPodMetadataDefaultsAllowed=true," +
+	"DaemonSetPruneIneligibleNodes=true"
 
 // featureGateHooks restart the three programs, and the variable that gives each its flags.
 var featureGateHooks = []struct{ hook, env, program string }{
@@ -74,11 +76,12 @@ func programLogSinceStart(t *testing.T, program string) string {
 // scaling" (PreparingUpdateAsUpdate) and "Update with VolumeClaimTemplate changes"
 // (RecreatePodWhenChangeVCTInCloneSetGate); an Advanced DaemonSet's image change pre-downloads
 // its image (PreDownloadImageForDaemonSetUpdate) and an Advanced StatefulSet's claims grow with
-// their template (StatefulSetAutoResizePVCGate). Before, with no gate set, each scenario shows the
+// their template (StatefulSetAutoResizePVCGate), and a SidecarSet may patch any Pod annotation
+// without OpenKruise's allow-list (SidecarSetPatchPodMetadataDefaultsAllowed). Before, with no gate set, each scenario shows the
 // default behaviour, which is OpenKruise's default too: the replacement of a Pod takes the update
 // revision while another waits in PreparingUpdate, a template change that can go in place does,
-// whatever the volumeClaimTemplates, a DaemonSet makes no ImagePullJob, and a StatefulSet's
-// claims keep their size.
+// whatever the volumeClaimTemplates, a DaemonSet makes no ImagePullJob, a StatefulSet's
+// claims keep their size, and a SidecarSet patches only what the allow-list allows.
 func TestFeatureGates(t *testing.T) {
 	ctx := testContext(t)
 	t.Run("defaults", func(t *testing.T) {
@@ -111,6 +114,10 @@ func TestFeatureGates(t *testing.T) {
 		t.Run("StatefulSetAutoResizePVCGate off", func(t *testing.T) {
 			t.Parallel()
 			testStatefulSetNoResize(t, ctx)
+		})
+		t.Run("SidecarSetPatchPodMetadataDefaultsAllowed off", func(t *testing.T) {
+			t.Parallel()
+			testPatchPodMetadataAllowList(t, ctx)
 		})
 	})
 	if t.Failed() {
@@ -152,6 +159,10 @@ func TestFeatureGates(t *testing.T) {
 		t.Run("StatefulSet claims resize with the rolling update", func(t *testing.T) {
 			t.Parallel()
 			testStatefulSetAutoResizePVC(t, ctx)
+		})
+		t.Run("SidecarSet patchPodMetadata needs no allow-list", func(t *testing.T) {
+			t.Parallel()
+			testPatchPodMetadataDefaultsAllowed(t, ctx)
 		})
 	})
 }

@@ -48,6 +48,7 @@ func revisionSpec(t *testing.T, rev *appsv1.ControllerRevision) map[string]json.
 // value; a plain init container's new image records a revision but leaves the SidecarSet's hash.
 func TestSidecarSetRevisionHistory(t *testing.T) {
 	ctx := testContext(t)
+	allowPatchPodMetadata(t, ctx, nil, `^sidecarset\.kruise\.io/`)
 	ns := newNamespace(t, ctx, "ss-history")
 	set := ssScopedSet(ns, ns, "web")
 	set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(corev1.Container{Name: "agent", Image: appImageV1, ImagePullPolicy: corev1.PullNever},

@@ -202,10 +202,11 @@ func TestSidecarSetHotUpgradeSupersedesBadImage(t *testing.T) {
 // patch to {"agent":2} upgrades no Pod (2/2/2/2, the annotation kept); the next image change
 // upgrades the sidecars in place and writes {"agent":2} into the Pods with it.
 //
-// OpenKruise first needs the key allowed in the kruise-configuration ConfigMap
-// (SidecarSet_PatchPodMetadata_WhiteList); inplace checks no allow-list.
+// As with OpenKruise, the key must first be allowed in the kruise-configuration ConfigMap
+// (SidecarSet_PatchPodMetadata_WhiteList).
 func TestSidecarSetPatchPodMetadataFollowsUpgrade(t *testing.T) {
 	ctx := testContext(t)
+	allowPatchPodMetadata(t, ctx, nil, `^key$`)
 	patch := func(value string) func(*v1alpha1.SidecarSet) {
 		return func(s *v1alpha1.SidecarSet) {
 			s.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{

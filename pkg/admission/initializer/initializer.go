@@ -24,16 +24,22 @@ type WantsInplaceInformerFactory interface {
 	admission.InitializationValidator
 }
 
+// WantsInplaceNamespace is a plugin that reads objects kept in inplace's own namespace.
+type WantsInplaceNamespace interface {
+	SetInplaceNamespace(string)
+}
+
 type pluginInitializer struct {
 	client    clientset.Interface
 	informers informers.SharedInformerFactory
+	namespace string
 }
 
 var _ admission.PluginInitializer = pluginInitializer{}
 
-// New returns an initializer that hands plugins client and informers.
-func New(client clientset.Interface, informers informers.SharedInformerFactory) admission.PluginInitializer {
-	return pluginInitializer{client: client, informers: informers}
+// New returns an initializer that hands plugins client, informers and inplace's namespace.
+func New(client clientset.Interface, informers informers.SharedInformerFactory, namespace string) admission.PluginInitializer {
+	return pluginInitializer{client: client, informers: informers, namespace: namespace}
 }
 
 // Initialize gives a plugin what it wants.
@@ -43,5 +49,8 @@ func (i pluginInitializer) Initialize(plugin admission.Interface) {
 	}
 	if wants, ok := plugin.(WantsInplaceInformerFactory); ok {
 		wants.SetInplaceInformerFactory(i.informers)
+	}
+	if wants, ok := plugin.(WantsInplaceNamespace); ok {
+		wants.SetInplaceNamespace(i.namespace)
 	}
 }

@@ -192,14 +192,14 @@ func (o *Options) Complete() error {
 }
 
 // admissionInitializers hands the built-in plugins this group's client and informers, through the
-// server's loopback connection. The informers start with the server (Config.InplaceInformers).
+// server's loopback connection, and inplace's namespace. The informers start with the server (Config.InplaceInformers).
 func (o *Options) admissionInitializers(c *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
 	client, err := clientset.NewForConfig(c.LoopbackClientConfig)
 	if err != nil {
 		return nil, fmt.Errorf("creating the loopback client of the admission plugins: %w", err)
 	}
 	o.inplaceInformers = inplaceinformers.NewSharedInformerFactory(client, 10*time.Minute)
-	return []admission.PluginInitializer{admissioninitializer.New(client, o.inplaceInformers)}, nil
+	return []admission.PluginInitializer{admissioninitializer.New(client, o.inplaceInformers, apiserver.Namespace())}, nil
 }
 
 // standaloneAdmission gives a standalone server the admission chain of inplace's plugins that
