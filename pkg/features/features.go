@@ -92,10 +92,12 @@ var defaultFeatureGates = map[featuregate.Feature]featuregate.FeatureSpec{
 	EnableExternalCerts:                      {Default: false, PreRelease: featuregate.Alpha},
 	StatefulSetAutoResizePVCGate:             {Default: false, PreRelease: featuregate.Alpha},
 	ForceDeleteTimeoutExpectationFeatureGate: {Default: false, PreRelease: featuregate.Alpha},
-	InPlaceWorkloadVerticalScaling:           {Default: false, PreRelease: featuregate.Alpha},
-	EnablePodProbeMarkerOnServerless:         {Default: false, PreRelease: featuregate.Alpha},
-	EnableSortSidecarContainerByName:         {Default: false, PreRelease: featuregate.Alpha},
-	InPlacePodVerticalScaling:                {Default: false, PreRelease: featuregate.Alpha},
+	// On by default in inplace (off in OpenKruise v1.9.0): resources reaching a running Pod is
+	// what inplace is for. Set it to false for OpenKruise's default, recreating the Pods.
+	InPlaceWorkloadVerticalScaling:   {Default: true, PreRelease: featuregate.Alpha},
+	EnablePodProbeMarkerOnServerless: {Default: false, PreRelease: featuregate.Alpha},
+	EnableSortSidecarContainerByName: {Default: false, PreRelease: featuregate.Alpha},
+	InPlacePodVerticalScaling:        {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // DefaultMutableFeatureGate holds OpenKruise's gates for this process; --feature-gates sets it

@@ -20,7 +20,8 @@ func newGate(t *testing.T) featuregate.MutableFeatureGate {
 }
 
 // TestDefaultsAreOpenKruiseV190: every gate of OpenKruise v1.9.0 is known, with its default (a
-// few spot checks of defaults that differ: on by default, or beta and off).
+// few spot checks of defaults that differ: on by default, or beta and off), but for the one
+// inplace turns on by default: InPlaceWorkloadVerticalScaling.
 func TestDefaultsAreOpenKruiseV190(t *testing.T) {
 	// The names of pkg/features/kruise_features.go at openkruise/kruise v1.9.0.
 	names := []string{"KruiseDaemon", "PodWebhook", "CloneSetShortHash", "KruisePodReadinessGate",
@@ -45,6 +46,7 @@ func TestDefaultsAreOpenKruiseV190(t *testing.T) {
 	on := map[featuregate.Feature]bool{PodWebhook: true, KruiseDaemon: true, DaemonWatchingPod: true, WorkloadSpread: true,
 		PodUnavailableBudgetDeleteGate: true, InPlaceUpdateEnvFromMetadata: true, StatefulSetAutoDeletePVC: true,
 		PodProbeMarkerGate: true, PodIndexLabel: true}
+	on[InPlaceWorkloadVerticalScaling] = true // inplace's own default
 	for f, spec := range defaultFeatureGates {
 		if spec.Default != on[f] {
 			t.Errorf("%s default %t, OpenKruise v1.9.0's is %t", f, spec.Default, on[f])

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/inplace-dev/inplace/pkg/features"
 )
 
 // notInPlaceReason is the reason of a change no in-place update can make.
@@ -23,7 +25,9 @@ const notInPlaceReason = "changed: only container images and resources, and Pod 
 //   - a Pod label or annotation (set or removed); containers whose env reads a changed key
 //     through a fieldRef are recorded in ContainerRefMetadata;
 //   - the cpu or memory requests or limits of a container (none removed, never of an init
-//     container), as long as the Pod's QoS class stays the same.
+//     container), as long as the Pod's QoS class stays the same, and unless the feature gate
+//     InPlaceWorkloadVerticalScaling is set to false (then, as in OpenKruise with the gate off,
+//     a workload whose resources change recreates its Pods).
 //
 // Containers must keep their number, order and names. revision becomes the spec's Revision;
 // the caller sets GraceSeconds.
@@ -93,6 +97,10 @@ func CalculateSpec(oldTemplate, newTemplate *corev1.PodTemplateSpec, revision st
 	}
 
 	if firstResized != nil {
+		if !features.Enabled(features.InPlaceWorkloadVerticalScaling) {
+			return nil, &NotInPlaceError{Field: firstResized.String(), Reason: "changed, and the feature gate " +
+				string(features.InPlaceWorkloadVerticalScaling) + " is off: resources change by recreating the Pod"}
+		}
 		if from, to := ComputeQOSClass(&oldTemplate.Spec), ComputeQOSClass(&newTemplate.Spec); from != to {
 			return nil, &NotInPlaceError{Field: firstResized.String(), Reason: fmt.Sprintf(
 				"changed the Pod's QoS class from %s to %s: resources can change in place only within the same QoS class", from, to)}

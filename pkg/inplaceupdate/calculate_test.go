@@ -7,6 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
+
+	"github.com/inplace-dev/inplace/pkg/features"
 )
 
 func template(labels map[string]string, containers ...corev1.Container) *corev1.PodTemplateSpec {
@@ -220,5 +223,23 @@ func TestFirstDifference(t *testing.T) {
 		if got, err := firstDifference(tc.a, tc.b); err != nil || got != tc.want {
 			t.Errorf("firstDifference(%v, %v) = %q, %v; want %q", tc.a, tc.b, got, err, tc.want)
 		}
+	}
+}
+
+// TestCalculateSpecVerticalScalingGate: with InPlaceWorkloadVerticalScaling set to false
+// (OpenKruise's default), a change of resources is not in place; an image change still is.
+func TestCalculateSpecVerticalScalingGate(t *testing.T) {
+	featuregatetesting.SetFeatureGateDuringTest(t, features.DefaultFeatureGate, features.InPlaceWorkloadVerticalScaling, false)
+	old := template(nil, ctr("app", "app:v1", res("cpu=100m", "cpu=1")))
+	spec, err := CalculateSpec(old, template(nil, ctr("app", "app:v1", res("cpu=200m", "cpu=1"))), "rev-2")
+	if spec != nil {
+		t.Fatalf("want not in place, got %s", spec)
+	}
+	mustNotInPlace(t, err, "spec.containers[0].resources")
+	if !strings.Contains(err.Error(), "feature gate InPlaceWorkloadVerticalScaling is off") {
+		t.Errorf("reason %q does not name the gate", err)
+	}
+	if _, err := CalculateSpec(old, template(nil, ctr("app", "app:v2", res("cpu=100m", "cpu=1"))), "rev-2"); err != nil {
+		t.Errorf("an image change with the gate off: %v", err)
 	}
 }

@@ -23,11 +23,12 @@ import (
 // openKruiseGates is a --feature-gates string of an OpenKruise user (`featureGates` in its
 // chart): the two alpha gates OpenKruise's CloneSet specs need, the DaemonSet's image
 // pre-download, the Advanced StatefulSet's claim resize, SidecarSet patchPodMetadata without an
-// allow-list, and a gate of a newer OpenKruise that
-// inplace does not have, which every program must log and ignore.
+// allow-list, workloads resized by recreating their Pods (a gate set off: inplace's default is
+// on), and a gate of a newer OpenKruise that inplace does not have, which every program must log
+// and ignore.
 const openKruiseGates = "PreparingUpdateAsUpdate=true,RecreatePodWhenChangeVCTInCloneSetGate=true," +
 	"PreDownloadImageForDaemonSetUpdate=true,StatefulSetAutoResizePVCGate=true,SidecarSetPatchPodMetadataDefaultsAllowed=true," +
-	"DaemonSetPruneIneligibleNodes=true"
+	"InPlaceWorkloadVerticalScaling=false,DaemonSetPruneIneligibleNodes=true"
 
 // featureGateHooks restart the three programs, and the variable that gives each its flags.
 var featureGateHooks = []struct{ hook, env, program string }{
@@ -77,11 +78,14 @@ func programLogSinceStart(t *testing.T, program string) string {
 // (RecreatePodWhenChangeVCTInCloneSetGate); an Advanced DaemonSet's image change pre-downloads
 // its image (PreDownloadImageForDaemonSetUpdate) and an Advanced StatefulSet's claims grow with
 // their template (StatefulSetAutoResizePVCGate), and a SidecarSet may patch any Pod annotation
-// without OpenKruise's allow-list (SidecarSetPatchPodMetadataDefaultsAllowed). Before, with no gate set, each scenario shows the
-// default behaviour, which is OpenKruise's default too: the replacement of a Pod takes the update
+// without OpenKruise's allow-list (SidecarSetPatchPodMetadataDefaultsAllowed), and, with
+// InPlaceWorkloadVerticalScaling set to false, a CloneSet resized recreates its Pods. Before,
+// with no gate set, each scenario shows the default behaviour, which is OpenKruise's default too
+// but for the last: the replacement of a Pod takes the update
 // revision while another waits in PreparingUpdate, a template change that can go in place does,
 // whatever the volumeClaimTemplates, a DaemonSet makes no ImagePullJob, a StatefulSet's
-// claims keep their size, and a SidecarSet patches only what the allow-list allows.
+// claims keep their size, a SidecarSet patches only what the allow-list allows, and a CloneSet is
+// resized in place (inplace's default; OpenKruise's is off).
 func TestFeatureGates(t *testing.T) {
 	ctx := testContext(t)
 	t.Run("defaults", func(t *testing.T) {
@@ -118,6 +122,10 @@ func TestFeatureGates(t *testing.T) {
 		t.Run("SidecarSetPatchPodMetadataDefaultsAllowed off", func(t *testing.T) {
 			t.Parallel()
 			testPatchPodMetadataAllowList(t, ctx)
+		})
+		t.Run("InPlaceWorkloadVerticalScaling on, inplace's default", func(t *testing.T) {
+			t.Parallel()
+			testWorkloadVerticalScaling(t, ctx, true)
 		})
 	})
 	if t.Failed() {
@@ -163,6 +171,10 @@ func TestFeatureGates(t *testing.T) {
 		t.Run("SidecarSet patchPodMetadata needs no allow-list", func(t *testing.T) {
 			t.Parallel()
 			testPatchPodMetadataDefaultsAllowed(t, ctx)
+		})
+		t.Run("InPlaceWorkloadVerticalScaling off recreates Pods to resize them", func(t *testing.T) {
+			t.Parallel()
+			testWorkloadVerticalScaling(t, ctx, false)
 		})
 	})
 }
