@@ -57,7 +57,7 @@ var controllers = []manager.InitFunc{
 		c, err := statefulset.New(cc.KubeClient, cc.InplaceClient, sets,
 			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().PersistentVolumeClaims(),
 			cc.KubeInformers.Apps().V1().ControllerRevisions(), cc.Recorder)
-		if err == nil && features.Enabled(features.StatefulSetAutoResizePVCGate) {
+		if err == nil {
 			err = c.WatchClaimResize(cc.KubeInformers.Core().V1().PersistentVolumeClaims(), cc.KubeInformers.Storage().V1().StorageClasses())
 		}
 		return c, err

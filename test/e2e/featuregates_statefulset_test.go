@@ -100,12 +100,14 @@ func growVolume(t *testing.T, ctx context.Context, claim *corev1.PersistentVolum
 
 // testStatefulSetNoResize: with StatefulSetAutoResizePVCGate off (OpenKruise's default), a
 // larger claim template applies to claims made afterwards only: the Pod's claim keeps its size,
-// though its StorageClass allows expansion, and status.volumeClaims stays empty.
+// though its StorageClass allows expansion, and status.volumeClaims counts it as not compatible
+// (as OpenKruise, which counts the claims whatever the gate says).
 func testStatefulSetNoResize(t *testing.T, ctx context.Context) {
 	ns := newNamespace(t, ctx, "fg-asts-resize-off")
 	set := resizableStatefulSet(t, ctx, ns, expandableVolumes(t, ctx, 1))
+	waitVolumeClaims(t, ctx, set, "1Mi", 1, []v1beta1.VolumeClaimStatus{{VolumeClaimName: "data", CompatibleReplicas: 1, CompatibleReadyReplicas: 1}})
 	set = updateAdvancedStatefulSet(t, ctx, set, askStorage("2Mi"))
-	waitVolumeClaims(t, ctx, set, "1Mi", 1, nil)
+	waitVolumeClaims(t, ctx, set, "1Mi", 1, []v1beta1.VolumeClaimStatus{{VolumeClaimName: "data"}})
 }
 
 // testStatefulSetAutoResizePVC restates OpenKruise's StatefulSetAutoResizePVCGate behaviour on one

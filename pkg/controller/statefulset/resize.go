@@ -235,9 +235,9 @@ func (c *Controller) checkExpandable(claim *corev1.PersistentVolumeClaim) error 
 	return nil
 }
 
-// WatchClaimResize sets up the resize of claims (StatefulSetAutoResizePVCGate): changes of the
-// claims bring their sets back, and the StorageClasses say whether a claim may grow. Call it
-// before the informers start.
+// WatchClaimResize sets up what claims need: changes of the claims bring their sets back (their
+// status.volumeClaims counts them, and a resize under StatefulSetAutoResizePVCGate waits for
+// them), and the StorageClasses say whether a claim may grow. Call it before the informers start.
 func (c *Controller) WatchClaimResize(claimInf coreinformers.PersistentVolumeClaimInformer, classInf storageinformers.StorageClassInformer) error {
 	c.classes = classInf.Lister()
 	c.synced = append(c.synced, classInf.Informer().HasSynced)

@@ -21,7 +21,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/controller/ownership"
-	"github.com/inplace-dev/inplace/pkg/features"
 )
 
 // sync brings one StatefulSet a step closer to its spec: revisions first, then (once the cache
@@ -78,13 +77,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		}
 	}
 	status, wait := calculateStatus(set, pods, revs, c.now())
-	if features.Enabled(features.StatefulSetAutoResizePVCGate) {
-		claims, err := c.volumeClaimStatus(set, pods)
-		if err != nil {
-			return 0, errors.Join(actErr, err)
-		}
-		status.VolumeClaims = claims
+	// Counted whatever StatefulSetAutoResizePVCGate says, as OpenKruise does.
+	claims, err := c.volumeClaimStatus(set, pods)
+	if err != nil {
+		return 0, errors.Join(actErr, err)
 	}
+	status.VolumeClaims = claims
 	if err := c.updateStatus(ctx, set, status); err != nil {
 		return 0, errors.Join(actErr, err)
 	}
