@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // How a CloneSet treats Pods and revisions beyond its own creations, through the controllerRef as
@@ -19,7 +20,7 @@ import (
 
 // selectedPods are the live Pods labelled app=name, whoever controls them, by name.
 func selectedPods(ctx context.Context, ns, name string) (map[string]*corev1.Pod, error) {
-	list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+	list, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
 	if err != nil {
 		return nil, err
 	}
@@ -37,18 +38,18 @@ func selectedPods(ctx context.Context, ns, name string) (map[string]*corev1.Pod,
 // creating, deleting and updating nothing, because the Pods already run its template: its update
 // revision is the orphaned one, not a new one after a name collision.
 func TestCloneSetAdoptsOrphans(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-adopt")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "clone-adopt")
 	strategy := v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}
 	cs := newUpdateCloneSet(t, ctx, ns, 2, strategy)
 	before := waitCloneSetReady(t, ctx, cs, 2)
-	cs, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+	cs, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	revision := cs.Status.UpdateRevision
-	mustKubectl(t, ctx, "", "-n", ns, "delete", "clonesets.apps.kruise.io/web", "--cascade=orphan")
-	poll(t, ctx, time.Minute, "the Pods and the revision orphaned", func(ctx context.Context) (bool, error) {
+	framework.MustKubectl(t, ctx, "", "-n", ns, "delete", "clonesets.apps.kruise.io/web", "--cascade=orphan")
+	framework.Poll(t, ctx, time.Minute, "the Pods and the revision orphaned", func(ctx context.Context) (bool, error) {
 		pods, err := selectedPods(ctx, ns, "web")
 		if err != nil {
 			return false, err
@@ -61,7 +62,7 @@ func TestCloneSetAdoptsOrphans(t *testing.T) {
 		if len(pods) != 2 {
 			return false, fmt.Errorf("%d pods", len(pods))
 		}
-		r, err := kube.AppsV1().ControllerRevisions(ns).Get(ctx, revision, metav1.GetOptions{})
+		r, err := framework.Kube.AppsV1().ControllerRevisions(ns).Get(ctx, revision, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -93,7 +94,7 @@ func TestCloneSetAdoptsOrphans(t *testing.T) {
 	if changed := podsAddedOrDeleted(rec, events); len(changed) > 0 {
 		t.Errorf("pods created or deleted while adopting: %v", changed)
 	}
-	got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, again.Name, metav1.GetOptions{})
+	got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, again.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestCloneSetAdoptsOrphans(t *testing.T) {
 		t.Errorf("status update %s current %s updated %d, want the orphaned revision %s for both and 2 updated",
 			got.Status.UpdateRevision, got.Status.CurrentRevision, got.Status.UpdatedReplicas, revision)
 	}
-	r, err := kube.AppsV1().ControllerRevisions(ns).Get(ctx, revision, metav1.GetOptions{})
+	r, err := framework.Kube.AppsV1().ControllerRevisions(ns).Get(ctx, revision, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +115,8 @@ func TestCloneSetAdoptsOrphans(t *testing.T) {
 // (no controllerRef, not deleted: it keeps running for whoever relabelled it, e.g. to debug it)
 // and the CloneSet creates another in its place.
 func TestCloneSetReleasesRelabelledPod(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-release")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "clone-release")
 	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	before := waitCloneSetReady(t, ctx, cs, 2)
 	var stray *corev1.Pod
@@ -135,7 +136,7 @@ func TestCloneSetReleasesRelabelledPod(t *testing.T) {
 		}
 	}
 	// The stray keeps running, unowned, for a while after: released is not deleted.
-	p, err := kube.CoreV1().Pods(ns).Get(ctx, stray.Name, metav1.GetOptions{})
+	p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, stray.Name, metav1.GetOptions{})
 	if err != nil || p.UID != stray.UID || p.DeletionTimestamp != nil || controllerUID(p) != "" {
 		t.Errorf("released pod %s: %v, want it still there, unowned and not terminating", stray.Name, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // sidePostStart is how long the side container's postStart hook holds it not ready after each
@@ -31,11 +32,11 @@ const sidePostStart = 3 * time.Second
 func TestCloneSetInPlaceResizeWithPriorities(t *testing.T) {
 	t.Run("images-and-resources", func(t *testing.T) {
 		t.Parallel()
-		testResizeWithPriorities(t, appImageV2, false)
+		testResizeWithPriorities(t, framework.AppImageV2, false)
 	})
 	t.Run("previous-batch-failed", func(t *testing.T) {
 		t.Parallel()
-		testResizeWithPriorities(t, appImageBad, false)
+		testResizeWithPriorities(t, framework.AppImageBad, false)
 	})
 	t.Run("resources-and-env-from-annotation", func(t *testing.T) {
 		t.Parallel()
@@ -44,15 +45,15 @@ func TestCloneSetInPlaceResizeWithPriorities(t *testing.T) {
 }
 
 func testResizeWithPriorities(t *testing.T, sideImage string, changeAnnotation bool) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-resize-prio")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "clone-resize-prio")
 	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Annotations = map[string]string{"config": "foo"}
 		main := &cs.Spec.Template.Spec.Containers[0]
 		main.Resources = *resizeOld.DeepCopy()
 		main.ResizePolicy = resizePolicies[3].policy // NotRequired
 		side := corev1.Container{
-			Name: "side", Image: appImageV1, ImagePullPolicy: corev1.PullNever,
+			Name: "side", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever,
 			Env: []corev1.EnvVar{
 				{Name: pub.ContainerLaunchPriorityEnvName, Value: "10"},
 				{Name: "CONFIG", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['config']"}}},
@@ -66,10 +67,10 @@ func testResizeWithPriorities(t *testing.T, sideImage string, changeAnnotation b
 	for _, p := range waitCloneSetReady(t, ctx, cs, 1) {
 		pod = p
 	}
-	mainBefore, sideBefore := containerStatus(t, pod, "main"), containerStatus(t, pod, "side")
+	mainBefore, sideBefore := framework.ContainerStatus(t, pod, "main"), framework.ContainerStatus(t, pod, "side")
 
 	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
-		cs.Spec.Template.Spec.Containers[0].Image = appImageV2
+		cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2
 		cs.Spec.Template.Spec.Containers[0].Resources = *resizeNew.DeepCopy()
 		if sideImage != "" {
 			cs.Spec.Template.Spec.Containers[1].Image = sideImage
@@ -79,7 +80,7 @@ func testResizeWithPriorities(t *testing.T, sideImage string, changeAnnotation b
 		}
 	})
 
-	if sideImage == appImageBad {
+	if sideImage == framework.AppImageBad {
 		testPreviousBatchFailed(t, ctx, cs, pod, mainBefore)
 		return
 	}
@@ -89,12 +90,12 @@ func testResizeWithPriorities(t *testing.T, sideImage string, changeAnnotation b
 	if p == nil || p.UID != pod.UID {
 		t.Fatalf("pods after %v: want %s (uid %s) updated in place", slices.Collect(maps.Keys(after)), pod.Name, pod.UID)
 	}
-	main, side := containerStatus(t, p, "main"), containerStatus(t, p, "side")
+	main, side := framework.ContainerStatus(t, p, "main"), framework.ContainerStatus(t, p, "side")
 	if side.RestartCount != 1 || side.ContainerID == sideBefore.ContainerID {
 		t.Errorf("side %+v: want exactly one restart", side)
 	}
-	if main.ContainerID == mainBefore.ContainerID || main.Image != appImageV2 {
-		t.Errorf("main %+v: want a new container on %s", main, appImageV2)
+	if main.ContainerID == mainBefore.ContainerID || main.Image != framework.AppImageV2 {
+		t.Errorf("main %+v: want a new container on %s", main, framework.AppImageV2)
 	}
 	// main stopped only once side's new instance was ready, after its postStart hook. Start
 	// and finish times are whole seconds: up to 1 s is lost.
@@ -103,7 +104,7 @@ func testResizeWithPriorities(t *testing.T, sideImage string, changeAnnotation b
 	} else if stopped, started := main.LastTerminationState.Terminated.FinishedAt.Time, side.State.Running.StartedAt.Time; stopped.Before(started.Add(sidePostStart - time.Second)) {
 		t.Errorf("main stopped at %v, side's new instance started at %v: want main stopped after side's %v postStart", stopped, started, sidePostStart)
 	}
-	if got := batchContainers(stateOf(t, p)); !slices.EqualFunc(got, [][]string{{"side"}, {"main"}}, slices.Equal) {
+	if got := framework.BatchContainers(framework.StateOf(t, p)); !slices.EqualFunc(got, [][]string{{"side"}, {"main"}}, slices.Equal) {
 		t.Errorf("containerBatchesRecord %v, want [[side] [main]]", got)
 	}
 	spec := p.Spec.Containers[0].Resources
@@ -116,7 +117,7 @@ func testResizeWithPriorities(t *testing.T, sideImage string, changeAnnotation b
 // main's batch never starts.
 func testPreviousBatchFailed(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod, mainBefore corev1.ContainerStatus) {
 	var p *corev1.Pod
-	poll(t, ctx, rolloutTimeout, "side to fail on "+appImageBad+" twice", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, rolloutTimeout, "side to fail on "+framework.AppImageBad+" twice", func(ctx context.Context) (bool, error) {
 		var err error
 		pods, err := cloneSetPods(ctx, cs)
 		if err != nil {
@@ -125,21 +126,21 @@ func testPreviousBatchFailed(t *testing.T, ctx context.Context, cs *v1alpha1.Clo
 		if p = pods[pod.Name]; p == nil {
 			return false, fmt.Errorf("pods %v", slices.Collect(maps.Keys(pods)))
 		}
-		s := findStatus(p, "side")
-		return s != nil && s.Image == appImageBad && s.RestartCount >= 2, fmt.Errorf("side %+v", s)
+		s := framework.FindStatus(p, "side")
+		return s != nil && s.Image == framework.AppImageBad && s.RestartCount >= 2, fmt.Errorf("side %+v", s)
 	})
-	if main := containerStatus(t, p, "main"); main.RestartCount != 0 || main.ContainerID != mainBefore.ContainerID {
+	if main := framework.ContainerStatus(t, p, "main"); main.RestartCount != 0 || main.ContainerID != mainBefore.ContainerID {
 		t.Errorf("main %+v restarted although side's batch never finished", main)
 	}
-	if specImage(p, "main") != appImageV1 || !sameResources(&p.Spec.Containers[0].Resources, &resizeOld) {
-		t.Errorf("main's spec changed (image %s, resources %+v) although side's batch never finished", specImage(p, "main"), p.Spec.Containers[0].Resources)
+	if framework.SpecImage(p, "main") != framework.AppImageV1 || !sameResources(&p.Spec.Containers[0].Resources, &resizeOld) {
+		t.Errorf("main's spec changed (image %s, resources %+v) although side's batch never finished", framework.SpecImage(p, "main"), p.Spec.Containers[0].Resources)
 	}
-	st := stateOf(t, p)
-	if got := batchContainers(st); !slices.EqualFunc(got, [][]string{{"side"}}, slices.Equal) {
+	st := framework.StateOf(t, p)
+	if got := framework.BatchContainers(st); !slices.EqualFunc(got, [][]string{{"side"}}, slices.Equal) {
 		t.Errorf("containerBatchesRecord %v, want [[side]]", got)
 	}
-	if !maps.Equal(st.NextContainerImages, map[string]string{"main": appImageV2}) {
-		t.Errorf("nextContainerImages %v, want main: %s", st.NextContainerImages, appImageV2)
+	if !maps.Equal(st.NextContainerImages, map[string]string{"main": framework.AppImageV2}) {
+		t.Errorf("nextContainerImages %v, want main: %s", st.NextContainerImages, framework.AppImageV2)
 	}
 	if r, ok := st.NextContainerResources["main"]; !ok || !sameResources(&r, &resizeNew) {
 		t.Errorf("nextContainerResources %v, want main: %+v", st.NextContainerResources, resizeNew)

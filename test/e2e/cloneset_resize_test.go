@@ -16,6 +16,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // Resources of the resize scenarios: OpenKruise's oldResource, newResource and largeResource
@@ -106,7 +107,7 @@ func TestCloneSetSupersedesInfeasibleResize(t *testing.T) {
 	// starts, and refused the lower memory limit while the resize followed the image restart.
 	t.Run("not-required/image-env/after-resize", func(t *testing.T) {
 		t.Parallel()
-		testResizeScenario(t, resizePolicies[3].policy, true, true, resizeInfeasible, node2Name)
+		testResizeScenario(t, resizePolicies[3].policy, true, true, resizeInfeasible, framework.Node2Name)
 	})
 }
 
@@ -133,8 +134,8 @@ func runResizeScenarios(t *testing.T, first resizeFirst) {
 // container reads label test-env through env; the template change (the image, the label, or both,
 // with new resources) is applied in place, after what first says; on node when not empty.
 func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, changeImage, changeLabel bool, first resizeFirst, node string) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-infeasible")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "clone-infeasible")
 	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Labels["test-env"] = "foo"
 		c := &cs.Spec.Template.Spec.Containers[0]
@@ -145,19 +146,19 @@ func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, cha
 		c.Command = []string{"sh", "-c", `echo "test-env=$TEST_ENV"; exec /app.sh`}
 		if node != "" {
 			cs.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
-			cs.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: node2Taint, Operator: corev1.TolerationOpExists}}
+			cs.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: framework.Node2Taint, Operator: corev1.TolerationOpExists}}
 		}
 	})
 	var pod *corev1.Pod
 	for _, p := range waitCloneSetReady(t, ctx, cs, 1) {
 		pod = p
 	}
-	mainBefore := containerStatus(t, pod, "main")
-	rec := recordPod(t, ctx, ns, pod.Name)
+	mainBefore := framework.ContainerStatus(t, pod, "main")
+	rec := framework.RecordPod(t, ctx, ns, pod.Name)
 	change := func(res corev1.ResourceRequirements) func(*v1alpha1.CloneSet) {
 		return func(cs *v1alpha1.CloneSet) {
 			if changeImage {
-				cs.Spec.Template.Spec.Containers[0].Image = appImageV2
+				cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2
 			}
 			if changeLabel {
 				cs.Spec.Template.Labels["test-env"] = "bar"
@@ -177,12 +178,12 @@ func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, cha
 				cs.Spec.Template.Spec.Containers[0].Resources = *resizeLarge.DeepCopy()
 			})
 		}
-		poll(t, ctx, rolloutTimeout, "the kubelet to find the resize infeasible", func(ctx context.Context) (bool, error) {
+		framework.Poll(t, ctx, rolloutTimeout, "the kubelet to find the resize infeasible", func(ctx context.Context) (bool, error) {
 			st, err := cloneSetStatus(ctx, cs)
 			if err != nil {
 				return false, err
 			}
-			p, err := kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+			p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -208,16 +209,16 @@ func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, cha
 	if s := p.Labels[pub.LifecycleStateKey]; s != "" && s != string(pub.LifecycleStateNormal) {
 		t.Errorf("pod in lifecycle state %q, want Normal", s)
 	}
-	s := containerStatus(t, p, "main")
+	s := framework.ContainerStatus(t, p, "main")
 	if s.ContainerID == mainBefore.ContainerID || s.RestartCount == 0 {
 		t.Errorf("main %+v: want a new container (was %s)", s, mainBefore.ContainerID)
 	}
-	wantImage := appImageV1
+	wantImage := framework.AppImageV1
 	if changeImage {
-		wantImage = appImageV2
+		wantImage = framework.AppImageV2
 	}
-	if s.Image != wantImage || specImage(p, "main") != wantImage {
-		t.Errorf("main runs %s (spec %s), want %s", s.Image, specImage(p, "main"), wantImage)
+	if s.Image != wantImage || framework.SpecImage(p, "main") != wantImage {
+		t.Errorf("main runs %s (spec %s), want %s", s.Image, framework.SpecImage(p, "main"), wantImage)
 	}
 	spec := p.Spec.Containers[0].Resources
 	if !sameResources(&spec, &resizeNew) || !sameResources(s.Resources, &spec) {
@@ -227,36 +228,36 @@ func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, cha
 	if changeLabel {
 		wantEnv = "test-env=bar"
 	}
-	if out := podLog(t, ctx, ns, p.Name, "main"); !strings.Contains(out, wantEnv) {
+	if out := framework.PodLog(t, ctx, ns, p.Name, "main"); !strings.Contains(out, wantEnv) {
 		t.Errorf("main logged %q, want %q", out, wantEnv)
 	}
 	if t.Failed() {
-		t.Logf("history of pod %s:\n%s", p.Name, describeResizeRecords(rec.upTo(t, ctx, p.ResourceVersion)))
+		t.Logf("history of pod %s:\n%s", p.Name, describeResizeRecords(rec.UpTo(t, ctx, p.ResourceVersion)))
 	}
 }
 
 // describeResizeRecords prints the history of a resized Pod, one line per version, for failure
 // messages: revision, lifecycle state, readiness, resize conditions, main's instance and
 // resources, and whether the in-place update is completed.
-func describeResizeRecords(records []podRecord) string {
+func describeResizeRecords(records []framework.PodRecord) string {
 	var b strings.Builder
-	start := records[0].at
+	start := records[0].At
 	for _, rec := range records {
-		p := rec.pod
-		fmt.Fprintf(&b, "  +%6.3fs rv=%s gen=%d/%d rev=%s %s InPlaceUpdateReady=%s Ready=%s", rec.at.Sub(start).Seconds(), p.ResourceVersion,
+		p := rec.Pod
+		fmt.Fprintf(&b, "  +%6.3fs rv=%s gen=%d/%d rev=%s %s InPlaceUpdateReady=%s Ready=%s", rec.At.Sub(start).Seconds(), p.ResourceVersion,
 			p.Status.ObservedGeneration, p.Generation, podRevision(p), p.Labels[pub.LifecycleStateKey],
-			conditionStatus(p, pub.InPlaceUpdateReady), conditionStatus(p, corev1.PodReady))
+			framework.ConditionStatus(p, pub.InPlaceUpdateReady), framework.ConditionStatus(p, corev1.PodReady))
 		for _, ct := range []corev1.PodConditionType{corev1.PodResizePending, corev1.PodResizeInProgress} {
 			if c := podConditionOf(p, ct); c != nil {
 				fmt.Fprintf(&b, " %s=%s(%s)", ct, c.Status, c.Reason)
 			}
 		}
-		if s := findStatus(p, "main"); s != nil {
+		if s := framework.FindStatus(p, "main"); s != nil {
 			res := ""
 			if s.Resources != nil {
 				res = fmt.Sprintf("%s/%s", s.Resources.Requests.Cpu(), s.Resources.Requests.Memory())
 			}
-			fmt.Fprintf(&b, " main[spec %s %s/%s, status %s %s ready=%v restarts=%d id=%.25s]", specImage(p, "main"),
+			fmt.Fprintf(&b, " main[spec %s %s/%s, status %s %s ready=%v restarts=%d id=%.25s]", framework.SpecImage(p, "main"),
 				p.Spec.Containers[0].Resources.Requests.Cpu(), p.Spec.Containers[0].Resources.Requests.Memory(),
 				s.Image, res, s.Ready, s.RestartCount, s.ContainerID)
 		}
@@ -279,8 +280,8 @@ func describeResizeRecords(records []podRecord) string {
 // in place (a Pod's QoS class is fixed): the Pod is recreated, and the Progressing condition says
 // Updated during the update and Available after it.
 func TestCloneSetRecreatesOnQOSChange(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-qos")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "clone-qos")
 	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Labels["test-env"] = "foo"
 		c := &cs.Spec.Template.Spec.Containers[0]

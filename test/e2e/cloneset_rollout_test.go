@@ -19,6 +19,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // podEvent is one change of a namespace's Pods, as its watch delivered it.
@@ -39,7 +40,7 @@ type podEvents struct {
 
 func recordPods(t *testing.T, ctx context.Context, ns string) *podEvents {
 	t.Helper()
-	list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	list, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func recordPods(t *testing.T, ctx context.Context, ns string) *podEvents {
 	for i := range list.Items {
 		r.initial = append(r.initial, &list.Items[i])
 	}
-	watchPods(t, ctx, ns, "", list.ResourceVersion, func(ev watch.Event) {
+	framework.WatchPods(t, ctx, ns, "", list.ResourceVersion, func(ev watch.Event) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if p, ok := ev.Object.(*corev1.Pod); ok {
@@ -66,26 +67,26 @@ func recordPods(t *testing.T, ctx context.Context, ns string) *podEvents {
 // not have was created after the List (not deleted before it, with the deletion still in flight).
 func (r *podEvents) upTo(t *testing.T, ctx context.Context, ns string) []podEvent {
 	t.Helper()
-	list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	list, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	listRV := mustParseRV(t, list.ResourceVersion)
+	listRV := framework.MustParseRV(t, list.ResourceVersion)
 	want := map[string]uint64{}
 	for _, p := range list.Items {
-		want[p.Name] = mustParseRV(t, p.ResourceVersion)
+		want[p.Name] = framework.MustParseRV(t, p.ResourceVersion)
 	}
 	var events []podEvent
-	poll(t, ctx, 30*time.Second, "the Pod watch to catch up", func(context.Context) (bool, error) {
+	framework.Poll(t, ctx, 30*time.Second, "the Pod watch to catch up", func(context.Context) (bool, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		events = slices.Clone(r.events)
 		last, present := map[string]uint64{}, map[string]bool{}
 		for _, p := range r.initial {
-			last[p.Name], present[p.Name] = mustParseRV(t, p.ResourceVersion), true
+			last[p.Name], present[p.Name] = framework.MustParseRV(t, p.ResourceVersion), true
 		}
 		for _, e := range events {
-			last[e.pod.Name], present[e.pod.Name] = mustParseRV(t, e.pod.ResourceVersion), e.typ != watch.Deleted
+			last[e.pod.Name], present[e.pod.Name] = framework.MustParseRV(t, e.pod.ResourceVersion), e.typ != watch.Deleted
 		}
 		var behind []string
 		for name, rv := range want {
@@ -152,7 +153,7 @@ func setImage(image string) func(*v1alpha1.CloneSet) {
 // READY TOTAL.
 func checkKubectlCounts(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, want ...string) {
 	t.Helper()
-	lines := tableLines(mustKubectl(t, ctx, "", "get", "clone", cs.Name, "-n", cs.Namespace))
+	lines := framework.TableLines(framework.MustKubectl(t, ctx, "", "get", "clone", cs.Name, "-n", cs.Namespace))
 	if len(lines) != 2 || len(lines[1]) < 6 {
 		t.Fatalf("kubectl get clone %s: %q", cs.Name, lines)
 	}
@@ -164,8 +165,8 @@ func checkKubectlCounts(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet
 // TestCloneSetMaxUnavailable: with maxUnavailable 1, an in-place rollout over 4 Pods never has
 // more than one Pod unready at any moment the Pod watch shows, and creates or deletes nothing.
 func TestCloneSetMaxUnavailable(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-mu")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "clone-mu")
 	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		MaxUnavailable: ptr.To(intstr.FromInt32(1)),
@@ -173,7 +174,7 @@ func TestCloneSetMaxUnavailable(t *testing.T) {
 	waitCloneSetReady(t, ctx, cs, 4)
 	rec := recordPods(t, ctx, ns)
 
-	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
+	cs = updateCloneSet(t, ctx, cs, setImage(framework.AppImageV2))
 	got, _ := waitRolledOut(t, ctx, cs, 4)
 	// Ready must not flip back later either (the kubelet's status manager writes its cached status
 	// over a differing one every 10 s): watch a while longer.
@@ -184,14 +185,14 @@ func TestCloneSetMaxUnavailable(t *testing.T) {
 	history := map[string][]bool{}
 	transitions := map[string][]string{} // the same, with the conditions that made each one
 	rec.replay(events, func(ev podEvent, pods map[string]*corev1.Pod) {
-		if h := history[ev.pod.Name]; len(h) == 0 || h[len(h)-1] != podReady(ev.pod) {
-			history[ev.pod.Name] = append(h, podReady(ev.pod))
+		if h := history[ev.pod.Name]; len(h) == 0 || h[len(h)-1] != framework.PodReady(ev.pod) {
+			history[ev.pod.Name] = append(h, framework.PodReady(ev.pod))
 			transitions[ev.pod.Name] = append(transitions[ev.pod.Name], readyTransition(ev.pod))
 		}
 		observations++
 		var unready []string
 		for name, p := range pods {
-			if !podReady(p) {
+			if !framework.PodReady(p) {
 				unready = append(unready, name)
 			}
 		}
@@ -245,20 +246,20 @@ func readyTransition(p *corev1.Pod) string {
 // TestCloneSetPaused: a paused CloneSet changes no Pod after a template change; unpaused, it rolls
 // out.
 func TestCloneSetPaused(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-pause")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "clone-pause")
 	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{
 		Type:   v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Paused: true,
 	})
 	before := waitCloneSetReady(t, ctx, cs, 2)
 	rec := recordPods(t, ctx, ns)
-	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
+	cs = updateCloneSet(t, ctx, cs, setImage(framework.AppImageV2))
 
 	// The controller saw the change (a new update revision in status), and for a while after
 	// that no Pod changes.
-	poll(t, ctx, 30*time.Second, "the new update revision in status", func(ctx context.Context) (bool, error) {
-		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+	framework.Poll(t, ctx, 30*time.Second, "the new update revision in status", func(ctx context.Context) (bool, error) {
+		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -267,7 +268,7 @@ func TestCloneSetPaused(t *testing.T) {
 	})
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,8 +280,8 @@ func TestCloneSetPaused(t *testing.T) {
 	events := rec.upTo(t, ctx, ns)
 	for _, e := range events {
 		b := before[e.pod.Name]
-		if b == nil || e.pod.UID != b.UID || specImage(e.pod, "main") != appImageV1 || podRevision(e.pod) != podRevision(b) {
-			t.Fatalf("paused: pod %s changed (%s): image %s, revision %s", e.pod.Name, e.typ, specImage(e.pod, "main"), podRevision(e.pod))
+		if b == nil || e.pod.UID != b.UID || framework.SpecImage(e.pod, "main") != framework.AppImageV1 || podRevision(e.pod) != podRevision(b) {
+			t.Fatalf("paused: pod %s changed (%s): image %s, revision %s", e.pod.Name, e.typ, framework.SpecImage(e.pod, "main"), podRevision(e.pod))
 		}
 	}
 
@@ -294,12 +295,12 @@ func TestCloneSetPaused(t *testing.T) {
 // place (the change was made under InPlaceIfPossible while paused) are never recreated: the
 // FailedUpdate condition and a Warning event say why.
 func TestCloneSetInPlaceOnly(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-ipo")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "clone-ipo")
 	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType})
 	before := waitCloneSetReady(t, ctx, cs, 2)
 
-	_, stderr, err := kubectl(ctx, "", "-n", ns, "patch", "clone/web", "--type=json", "-p",
+	_, stderr, err := framework.Kubectl(ctx, "", "-n", ns, "patch", "clone/web", "--type=json", "-p",
 		`[{"op":"add","path":"/spec/template/spec/containers/0/env","value":[{"name":"GREETING","value":"hello"}]}]`)
 	if err == nil || !strings.Contains(stderr, "spec.template") || !strings.Contains(stderr, "InPlaceOnly") {
 		t.Fatalf("env change under InPlaceOnly: err %v, stderr %q; want a 422 naming spec.template and InPlaceOnly", err, stderr)
@@ -319,8 +320,8 @@ func TestCloneSetInPlaceOnly(t *testing.T) {
 		cs.Spec.UpdateStrategy.Paused = false
 	})
 	var cond *v1alpha1.CloneSetCondition
-	poll(t, ctx, 30*time.Second, "condition FailedUpdate True", func(ctx context.Context) (bool, error) {
-		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+	framework.Poll(t, ctx, 30*time.Second, "condition FailedUpdate True", func(ctx context.Context) (bool, error) {
+		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -357,8 +358,8 @@ func TestCloneSetInPlaceOnly(t *testing.T) {
 // markPodNotReady) the Pod waits in PreparingUpdate, out of service and not updated, until the
 // hook label is removed; then it is updated in place (Updated), and Normal once the label is back.
 func TestCloneSetInPlaceUpdateHook(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-hook")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "clone-hook")
 	const hold = "example.io/hold"
 	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
 		func(cs *v1alpha1.CloneSet) {
@@ -375,10 +376,10 @@ func TestCloneSetInPlaceUpdateHook(t *testing.T) {
 		t.Errorf("new pod in lifecycle state %q, want Normal", s)
 	}
 
-	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
+	cs = updateCloneSet(t, ctx, cs, setImage(framework.AppImageV2))
 	stateIs := func(want pub.LifecycleStateType, extra func(*corev1.Pod) error) func(context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
-			p, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -394,13 +395,13 @@ func TestCloneSetInPlaceUpdateHook(t *testing.T) {
 		}
 	}
 	held := func(p *corev1.Pod) error {
-		if specImage(p, "main") != appImageV1 || conditionStatus(p, pub.KruisePodReadyConditionType) != corev1.ConditionFalse || podReady(p) {
+		if framework.SpecImage(p, "main") != framework.AppImageV1 || framework.ConditionStatus(p, pub.KruisePodReadyConditionType) != corev1.ConditionFalse || framework.PodReady(p) {
 			return fmt.Errorf("image %s, KruisePodReady %s, ready %v; want %s, False, false",
-				specImage(p, "main"), conditionStatus(p, pub.KruisePodReadyConditionType), podReady(p), appImageV1)
+				framework.SpecImage(p, "main"), framework.ConditionStatus(p, pub.KruisePodReadyConditionType), framework.PodReady(p), framework.AppImageV1)
 		}
 		return nil
 	}
-	poll(t, ctx, 30*time.Second, "pod "+name+" PreparingUpdate, not ready, not updated", stateIs(pub.LifecycleStatePreparingUpdate, held))
+	framework.Poll(t, ctx, 30*time.Second, "pod "+name+" PreparingUpdate, not ready, not updated", stateIs(pub.LifecycleStatePreparingUpdate, held))
 	// It waits there while the hook label stays.
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
@@ -410,19 +411,19 @@ func TestCloneSetInPlaceUpdateHook(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	mustKubectl(t, ctx, "", "-n", ns, "label", "pod", name, hold+"-")
+	framework.MustKubectl(t, ctx, "", "-n", ns, "label", "pod", name, hold+"-")
 	updated := func(p *corev1.Pod) error {
-		s := findStatus(p, "main")
-		if p.UID != before[name].UID || s == nil || s.Image != appImageV2 || s.RestartCount != 1 || !podReady(p) ||
-			conditionStatus(p, pub.KruisePodReadyConditionType) != corev1.ConditionTrue {
-			return fmt.Errorf("uid %s, status %+v, ready %v, KruisePodReady %s", p.UID, s, podReady(p), conditionStatus(p, pub.KruisePodReadyConditionType))
+		s := framework.FindStatus(p, "main")
+		if p.UID != before[name].UID || s == nil || s.Image != framework.AppImageV2 || s.RestartCount != 1 || !framework.PodReady(p) ||
+			framework.ConditionStatus(p, pub.KruisePodReadyConditionType) != corev1.ConditionTrue {
+			return fmt.Errorf("uid %s, status %+v, ready %v, KruisePodReady %s", p.UID, s, framework.PodReady(p), framework.ConditionStatus(p, pub.KruisePodReadyConditionType))
 		}
 		return nil
 	}
-	poll(t, ctx, rolloutTimeout, "pod "+name+" updated in place and Updated", stateIs(pub.LifecycleStateUpdated, updated))
+	framework.Poll(t, ctx, rolloutTimeout, "pod "+name+" updated in place and Updated", stateIs(pub.LifecycleStateUpdated, updated))
 
-	mustKubectl(t, ctx, "", "-n", ns, "label", "pod", name, hold+"=true")
-	poll(t, ctx, 30*time.Second, "pod "+name+" Normal again", stateIs(pub.LifecycleStateNormal, updated))
+	framework.MustKubectl(t, ctx, "", "-n", ns, "label", "pod", name, hold+"=true")
+	framework.Poll(t, ctx, 30*time.Second, "pod "+name+" Normal again", stateIs(pub.LifecycleStateNormal, updated))
 	got, _ := waitRolledOut(t, ctx, cs, 1)
 	checkKubectlCounts(t, ctx, got, "1", "1", "1", "1", "1")
 }
@@ -430,48 +431,48 @@ func TestCloneSetInPlaceUpdateHook(t *testing.T) {
 // TestCloneSetControllerKilledMidRollout: inplace-controller SIGKILLed in the middle of an in-place
 // rollout and started again finishes the rollout, creating and deleting no Pod.
 func TestCloneSetControllerKilledMidRollout(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	t.Cleanup(func() {
-		if !currentProgram(t, "inplace-controller").alive() {
-			_ = runLocalUpHook(t, controllerHook)
+		if !framework.CurrentProgram(t, "inplace-controller").Alive() {
+			_ = framework.RunLocalUpHook(t, framework.ControllerHook)
 		}
 	})
-	ns := newNamespace(t, ctx, "clone-kill")
+	ns := framework.NewNamespace(t, ctx, "clone-kill")
 	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		MaxUnavailable: ptr.To(intstr.FromInt32(1)),
 	})
 	before := waitCloneSetReady(t, ctx, cs, 4)
 	rec := recordPods(t, ctx, ns)
-	controller := currentProgram(t, "inplace-controller")
+	controller := framework.CurrentProgram(t, "inplace-controller")
 
-	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
+	cs = updateCloneSet(t, ctx, cs, setImage(framework.AppImageV2))
 	var started int
-	poll(t, ctx, rolloutTimeout, "the rollout to start", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, rolloutTimeout, "the rollout to start", func(ctx context.Context) (bool, error) {
 		pods, err := cloneSetPods(ctx, cs)
 		if err != nil {
 			return false, err
 		}
 		started = 0
 		for _, p := range pods {
-			if specImage(p, "main") == appImageV2 {
+			if framework.SpecImage(p, "main") == framework.AppImageV2 {
 				started++
 			}
 		}
 		return started > 0, nil
 	})
-	controller.stop(t, ctx, syscall.SIGKILL, 10*time.Second)
-	t.Logf("inplace-controller (pid %d) killed with %d of 4 Pods started", controller.pid, started)
+	controller.Stop(t, ctx, syscall.SIGKILL, 10*time.Second)
+	t.Logf("inplace-controller (pid %d) killed with %d of 4 Pods started", controller.Pid, started)
 	if started == 4 {
 		t.Fatal("the rollout was over before inplace-controller was killed")
 	}
-	if err := runLocalUpHook(t, controllerHook); err != nil {
-		t.Fatalf("%s: %v", controllerHook, err)
+	if err := framework.RunLocalUpHook(t, framework.ControllerHook); err != nil {
+		t.Fatalf("%s: %v", framework.ControllerHook, err)
 	}
 	got, after := waitRolledOut(t, ctx, cs, 4)
 	checkSamePods(t, before, after)
 	for name, p := range after {
-		if s := findStatus(p, "main"); s == nil || s.RestartCount != 1 {
+		if s := framework.FindStatus(p, "main"); s == nil || s.RestartCount != 1 {
 			t.Errorf("pod %s: container status %+v, want restartCount 1", name, s)
 		}
 	}
@@ -485,8 +486,8 @@ func TestCloneSetControllerKilledMidRollout(t *testing.T) {
 // creates each new Pod before an old one goes: at every watched moment at most 4 Pods exist and at
 // least 3 are Ready once the rollout started; at the end 3 new Pods.
 func TestCloneSetMaxSurge(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-surge")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "clone-surge")
 	cs := newUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.RecreateCloneSetUpdateStrategyType,
 		MaxSurge:       ptr.To(intstr.FromInt32(1)),
@@ -495,7 +496,7 @@ func TestCloneSetMaxSurge(t *testing.T) {
 	before := waitCloneSetReady(t, ctx, cs, 3)
 	rec := recordPods(t, ctx, ns)
 
-	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
+	cs = updateCloneSet(t, ctx, cs, setImage(framework.AppImageV2))
 	_, after := waitRolledOut(t, ctx, cs, 3)
 	for name := range after {
 		if before[name] != nil {
@@ -507,7 +508,7 @@ func TestCloneSetMaxSurge(t *testing.T) {
 	rec.replay(events, func(_ podEvent, pods map[string]*corev1.Pod) {
 		ready := 0
 		for _, p := range pods {
-			if podReady(p) {
+			if framework.PodReady(p) {
 				ready++
 			}
 		}
@@ -530,8 +531,8 @@ func TestCloneSetMaxSurge(t *testing.T) {
 // the update order, so the two Pods updated are one of zone a and one of zone b (priority alone
 // would pick both zone a Pods).
 func TestCloneSetScatterStrategy(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-scatter")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "clone-scatter")
 	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Partition:      ptr.To(intstr.FromInt32(2)),
@@ -549,13 +550,13 @@ func TestCloneSetScatterStrategy(t *testing.T) {
 		if zoneA[name] {
 			labels = "zone=a prio=high"
 		}
-		mustKubectl(t, ctx, "", append([]string{"-n", ns, "label", "pod", name}, strings.Fields(labels)...)...)
+		framework.MustKubectl(t, ctx, "", append([]string{"-n", ns, "label", "pod", name}, strings.Fields(labels)...)...)
 	}
 
-	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
+	cs = updateCloneSet(t, ctx, cs, setImage(framework.AppImageV2))
 	var updated []string
-	poll(t, ctx, rolloutTimeout, "2 of 4 Pods updated", func(ctx context.Context) (bool, error) {
-		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+	framework.Poll(t, ctx, rolloutTimeout, "2 of 4 Pods updated", func(ctx context.Context) (bool, error) {
+		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // rolloutTimeout bounds a rolling update of a few Pods on the local node (an in-place image
@@ -38,7 +39,7 @@ func newUpdateCloneSet(t *testing.T, ctx context.Context, ns string, n int32, st
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					Containers:                    []corev1.Container{{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever}},
+					Containers:                    []corev1.Container{{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever}},
 				},
 			},
 			UpdateStrategy: strategy,
@@ -47,7 +48,7 @@ func newUpdateCloneSet(t *testing.T, ctx context.Context, ns string, n int32, st
 	for _, m := range mutate {
 		m(cs)
 	}
-	cs, err := inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, cs, metav1.CreateOptions{})
+	cs, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, cs, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,12 +74,12 @@ func updateCloneSet(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, ch
 	t.Helper()
 	var out *v1alpha1.CloneSet
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := inplace.AppsV1alpha1().CloneSets(cs.Namespace).Get(ctx, cs.Name, metav1.GetOptions{})
+		cur, err := framework.Inplace.AppsV1alpha1().CloneSets(cs.Namespace).Get(ctx, cs.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		change(cur)
-		out, err = inplace.AppsV1alpha1().CloneSets(cs.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
+		out, err = framework.Inplace.AppsV1alpha1().CloneSets(cs.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
@@ -92,8 +93,8 @@ func podRevision(p *corev1.Pod) string { return p.Labels["controller-revision-ha
 
 // podSettledAt tells whether the Pod runs the revision, with no in-place update under way, Ready.
 func podSettledAt(t *testing.T, p *corev1.Pod, revision string) bool {
-	st := stateOf(t, p)
-	return podRevision(p) == revision && (st == nil || st.CompletedTimestamp != nil) && podReady(p)
+	st := framework.StateOf(t, p)
+	return podRevision(p) == revision && (st == nil || st.CompletedTimestamp != nil) && framework.PodReady(p)
 }
 
 // waitRolledOut waits until the CloneSet has n Pods, all Ready at the update revision with no
@@ -102,9 +103,9 @@ func waitRolledOut(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, n i
 	t.Helper()
 	var got *v1alpha1.CloneSet
 	var pods map[string]*corev1.Pod
-	poll(t, ctx, rolloutTimeout, fmt.Sprintf("CloneSet %s: %d Pods updated and Ready", cs.Name, n), func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, rolloutTimeout, fmt.Sprintf("CloneSet %s: %d Pods updated and Ready", cs.Name, n), func(ctx context.Context) (bool, error) {
 		var err error
-		if got, err = inplace.AppsV1alpha1().CloneSets(cs.Namespace).Get(ctx, cs.Name, metav1.GetOptions{}); err != nil {
+		if got, err = framework.Inplace.AppsV1alpha1().CloneSets(cs.Namespace).Get(ctx, cs.Name, metav1.GetOptions{}); err != nil {
 			return false, err
 		}
 		st := got.Status
@@ -120,7 +121,7 @@ func waitRolledOut(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, n i
 		}
 		for _, p := range pods {
 			if !podSettledAt(t, p, st.UpdateRevision) {
-				return false, fmt.Errorf("pod %s: revision %s, ready %v, state %s", p.Name, podRevision(p), podReady(p), p.Annotations["apps.kruise.io/inplace-update-state"])
+				return false, fmt.Errorf("pod %s: revision %s, ready %v, state %s", p.Name, podRevision(p), framework.PodReady(p), p.Annotations["apps.kruise.io/inplace-update-state"])
 			}
 		}
 		return true, nil
@@ -132,8 +133,8 @@ func waitRolledOut(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, n i
 // want.
 func waitCloneSetEvent(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, reason, want string) {
 	t.Helper()
-	poll(t, ctx, 30*time.Second, fmt.Sprintf("Event %s %q about CloneSet %s", reason, want, cs.Name), func(ctx context.Context) (bool, error) {
-		list, err := kube.CoreV1().Events(cs.Namespace).List(ctx, metav1.ListOptions{})
+	framework.Poll(t, ctx, 30*time.Second, fmt.Sprintf("Event %s %q about CloneSet %s", reason, want, cs.Name), func(ctx context.Context) (bool, error) {
+		list, err := framework.Kube.CoreV1().Events(cs.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -154,17 +155,17 @@ func waitCloneSetEvent(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet,
 // TestCloneSetInPlaceRollout: an image change under InPlaceIfPossible updates every Pod in place:
 // same Pod (UID, IP), its container restarted once on the new image, and the status converges.
 func TestCloneSetInPlaceRollout(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-upd")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "clone-upd")
 	cs := newUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	before := waitCloneSetReady(t, ctx, cs, 3)
-	old, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+	old, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	mustKubectl(t, ctx, "", "-n", ns, "patch", "clone/web", "--type=json",
-		"-p", `[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"`+appImageV2+`"}]`)
+	framework.MustKubectl(t, ctx, "", "-n", ns, "patch", "clone/web", "--type=json",
+		"-p", `[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"`+framework.AppImageV2+`"}]`)
 	got, after := waitRolledOut(t, ctx, cs, 3)
 	if got.Status.UpdateRevision == old.Status.UpdateRevision {
 		t.Fatalf("update revision %s did not change", got.Status.UpdateRevision)
@@ -178,13 +179,13 @@ func TestCloneSetInPlaceRollout(t *testing.T) {
 		if p.Status.PodIP != b.Status.PodIP {
 			t.Errorf("pod %s: IP %s, was %s", name, p.Status.PodIP, b.Status.PodIP)
 		}
-		if specImage(p, "main") != appImageV2 {
-			t.Errorf("pod %s: image %s, want %s", name, specImage(p, "main"), appImageV2)
+		if framework.SpecImage(p, "main") != framework.AppImageV2 {
+			t.Errorf("pod %s: image %s, want %s", name, framework.SpecImage(p, "main"), framework.AppImageV2)
 		}
-		if cst := containerStatus(t, p, "main"); cst.RestartCount != 1 {
+		if cst := framework.ContainerStatus(t, p, "main"); cst.RestartCount != 1 {
 			t.Errorf("pod %s: restartCount %d, want 1", name, cst.RestartCount)
 		}
-		st := stateOf(t, p)
+		st := framework.StateOf(t, p)
 		if st == nil || st.Revision != got.Status.UpdateRevision {
 			t.Errorf("pod %s: in-place update state %+v, want revision %s", name, st, got.Status.UpdateRevision)
 			continue
@@ -211,8 +212,8 @@ func TestCloneSetPartition(t *testing.T) {
 }
 
 func testPartition(t *testing.T, partition intstr.IntOrString) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-part")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "clone-part")
 	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:      v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Partition: &partition,
@@ -220,11 +221,11 @@ func testPartition(t *testing.T, partition intstr.IntOrString) {
 	before := waitCloneSetReady(t, ctx, cs, 4)
 	oldRevision := podRevision(before[slices.Sorted(maps.Keys(before))[0]])
 
-	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 	var updateRevision string
 	// Exactly 2 updated and settled, 2 untouched, and the status says so.
 	snapshot := func(ctx context.Context) (map[string]string, error) {
-		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -244,9 +245,9 @@ func testPartition(t *testing.T, partition intstr.IntOrString) {
 			switch {
 			case podSettledAt(t, p, updateRevision):
 				updated++
-			case podRevision(p) == oldRevision && specImage(p, "main") == appImageV1 && podReady(p):
+			case podRevision(p) == oldRevision && framework.SpecImage(p, "main") == framework.AppImageV1 && framework.PodReady(p):
 			default:
-				return state, fmt.Errorf("pod %s: revision %s, ready %v", name, podRevision(p), podReady(p))
+				return state, fmt.Errorf("pod %s: revision %s, ready %v", name, podRevision(p), framework.PodReady(p))
 			}
 		}
 		st := got.Status
@@ -257,7 +258,7 @@ func testPartition(t *testing.T, partition intstr.IntOrString) {
 		return state, nil
 	}
 	var settled map[string]string
-	poll(t, ctx, rolloutTimeout, "2 of 4 Pods updated (partition "+partition.String()+")", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, rolloutTimeout, "2 of 4 Pods updated (partition "+partition.String()+")", func(ctx context.Context) (bool, error) {
 		var err error
 		settled, err = snapshot(ctx)
 		return err == nil, err
@@ -276,7 +277,7 @@ func testPartition(t *testing.T, partition intstr.IntOrString) {
 	}
 
 	patch := `{"spec":{"updateStrategy":{"partition":0}}}`
-	if _, err := inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	got, after := waitRolledOut(t, ctx, cs, 4)
@@ -289,8 +290,8 @@ func testPartition(t *testing.T, partition intstr.IntOrString) {
 // TestCloneSetRecreateOnEnvChange: an env change cannot go in place: under InPlaceIfPossible every
 // Pod is recreated at the new revision.
 func TestCloneSetRecreateOnEnvChange(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-env")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "clone-env")
 	cs := newUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	before := waitCloneSetReady(t, ctx, cs, 3)
 	uids := map[types.UID]bool{}

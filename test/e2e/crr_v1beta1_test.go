@@ -12,6 +12,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestCRRV1beta1: a ContainerRecreateRequest written at apps.kruise.io/v1beta1 (OpenKruise's
@@ -20,10 +21,10 @@ import (
 // status.containerStatusSnapshot and the PreRecreateGrace condition, where v1alpha1 has the
 // controller's annotations.
 func TestCRRV1beta1(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "crr-v1beta1")
-	before := createCRRPod(t, ctx, crrPod(ns, "gated", true, container("main", appImageV1)))
-	beta := inplace.AppsV1beta1().ContainerRecreateRequests(ns)
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "crr-v1beta1")
+	before := framework.CreateCRRPod(t, ctx, framework.CRRPod(ns, "gated", true, framework.Container("main", framework.AppImageV1)))
+	beta := framework.Inplace.AppsV1beta1().ContainerRecreateRequests(ns)
 	if _, err := beta.Create(ctx, &v1beta1.ContainerRecreateRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: "drain"},
 		Spec: v1beta1.ContainerRecreateRequestSpec{PodName: "gated",
@@ -33,7 +34,7 @@ func TestCRRV1beta1(t *testing.T) {
 		t.Fatalf("creating a v1beta1 ContainerRecreateRequest: %v", err)
 	}
 	var crr *v1beta1.ContainerRecreateRequest
-	poll(t, ctx, crrTimeout, "v1beta1 ContainerRecreateRequest drain Completed", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, framework.CRRTimeout, "v1beta1 ContainerRecreateRequest drain Completed", func(ctx context.Context) (bool, error) {
 		var err error
 		if crr, err = beta.Get(ctx, "drain", metav1.GetOptions{}); err != nil {
 			return false, err
@@ -43,13 +44,13 @@ func TestCRRV1beta1(t *testing.T) {
 	if s := crr.Status.ContainerRecreateStates; len(s) != 1 || s[0].Name != "main" || s[0].Phase != v1beta1.ContainerRecreateRequestSucceeded || crr.Status.Message != "" {
 		t.Errorf("status %+v: want main Succeeded and no message", crr.Status)
 	}
-	after := waitContainersRecreated(t, ctx, before, "main")
-	expectRecreated(t, before, after, "main")
-	now := containerStatus(t, after, "main")
+	after := framework.WaitContainersRecreated(t, ctx, before, "main")
+	framework.ExpectRecreated(t, before, after, "main")
+	now := framework.ContainerStatus(t, after, "main")
 
 	// The kubelet's report of the new instance may reach the controller after the daemon's.
 	want := v1beta1.ContainerRecreateRequestSyncContainerStatus{Name: "main", Ready: true, RestartCount: now.RestartCount, ContainerID: now.ContainerID}
-	poll(t, ctx, 10*time.Second, "containerStatusSnapshot of the new instance", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, 10*time.Second, "containerStatusSnapshot of the new instance", func(ctx context.Context) (bool, error) {
 		var err error
 		if crr, err = beta.Get(ctx, "drain", metav1.GetOptions{}); err != nil {
 			return false, err
@@ -66,7 +67,7 @@ func TestCRRV1beta1(t *testing.T) {
 			t.Errorf("v1beta1 annotation %s=%q: it is status at v1beta1", key, v)
 		}
 	}
-	alpha, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Get(ctx, "drain", metav1.GetOptions{})
+	alpha, err := framework.Inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Get(ctx, "drain", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

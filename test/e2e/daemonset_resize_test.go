@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestAdvancedDaemonSetInPlaceResize (OpenKruise InplaceVPA "should upgrade resources and image
@@ -13,8 +14,8 @@ import (
 // DaemonSet in place: same Pod, main restarted once (for its image) on the new image, the new
 // resources in spec and status.
 func TestAdvancedDaemonSetInPlaceResize(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-resize")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "ads-resize")
 	n := readyNodes(t, ctx)
 	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.Containers[0].Resources = *resizeOld.DeepCopy()
@@ -25,7 +26,7 @@ func TestAdvancedDaemonSetInPlaceResize(t *testing.T) {
 		uids[p.UID] = true
 	}
 	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
-		ds.Spec.Template.Spec.Containers[0].Image = appImageV2
+		ds.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2
 		ds.Spec.Template.Spec.Containers[0].Resources = *resizeNew.DeepCopy()
 	})
 	after := waitDaemonSet(t, ctx, ns, n, n)
@@ -33,9 +34,9 @@ func TestAdvancedDaemonSetInPlaceResize(t *testing.T) {
 		if !uids[p.UID] {
 			t.Errorf("pod %s was recreated: want an in-place update", p.Name)
 		}
-		s := findStatus(&p, "main")
-		if s == nil || s.RestartCount != 1 || s.Image != appImageV2 {
-			t.Errorf("pod %s: container %+v, want %s restarted once", p.Name, s, appImageV2)
+		s := framework.FindStatus(&p, "main")
+		if s == nil || s.RestartCount != 1 || s.Image != framework.AppImageV2 {
+			t.Errorf("pod %s: container %+v, want %s restarted once", p.Name, s, framework.AppImageV2)
 			continue
 		}
 		if spec := p.Spec.Containers[0].Resources; !sameResources(&spec, &resizeNew) || !sameResources(s.Resources, &spec) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // The Advanced DaemonSet on the real cluster's nodes, held to OpenKruise's e2e scenarios
@@ -37,8 +38,8 @@ func newAdvancedDaemonSet(t *testing.T, ctx context.Context, ns string, mutate .
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "agent"}},
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					Containers:                    []corev1.Container{{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever}},
-					Tolerations:                   []corev1.Toleration{{Key: node2Taint, Operator: corev1.TolerationOpExists}},
+					Containers:                    []corev1.Container{{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever}},
+					Tolerations:                   []corev1.Toleration{{Key: framework.Node2Taint, Operator: corev1.TolerationOpExists}},
 				},
 			},
 			UpdateStrategy: v1alpha1.DaemonSetUpdateStrategy{RollingUpdate: &v1alpha1.RollingUpdateDaemonSet{
@@ -49,7 +50,7 @@ func newAdvancedDaemonSet(t *testing.T, ctx context.Context, ns string, mutate .
 	for _, m := range mutate {
 		m(ds)
 	}
-	created, err := inplace.AppsV1alpha1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{})
+	created, err := framework.Inplace.AppsV1alpha1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating DaemonSet: %v", err)
 	}
@@ -57,7 +58,7 @@ func newAdvancedDaemonSet(t *testing.T, ctx context.Context, ns string, mutate .
 }
 
 func daemonPods(ctx context.Context, ns string) ([]corev1.Pod, error) {
-	list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})
+	list, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})
 	if err != nil {
 		return nil, err
 	}
@@ -75,8 +76,8 @@ func daemonPods(ctx context.Context, ns string) ([]corev1.Pod, error) {
 func waitDaemonSet(t *testing.T, ctx context.Context, ns string, desired, updated int32) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
-	poll(t, ctx, 2*time.Minute, fmt.Sprintf("DaemonSet agent: %d desired and ready, %d updated", desired, updated), func(ctx context.Context) (bool, error) {
-		ds, err := inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
+	framework.Poll(t, ctx, 2*time.Minute, fmt.Sprintf("DaemonSet agent: %d desired and ready, %d updated", desired, updated), func(ctx context.Context) (bool, error) {
+		ds, err := framework.Inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -96,12 +97,12 @@ func waitDaemonSet(t *testing.T, ctx context.Context, ns string, desired, update
 func updateDaemonSet(t *testing.T, ctx context.Context, ns string, mutate func(*v1alpha1.DaemonSet)) {
 	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		ds, err := inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
+		ds, err := framework.Inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		mutate(ds)
-		_, err = inplace.AppsV1alpha1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{})
+		_, err = framework.Inplace.AppsV1alpha1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
@@ -119,7 +120,7 @@ func expectOnePodPerNode(t *testing.T, ctx context.Context, pods []corev1.Pod) {
 		}
 		on[p.Spec.NodeName] = p.Name
 	}
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := framework.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func expectOnePodPerNode(t *testing.T, ctx context.Context, pods []corev1.Pod) {
 // readyNodes counts the cluster's nodes (each should run the agent).
 func readyNodes(t *testing.T, ctx context.Context) int32 {
 	t.Helper()
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := framework.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,18 +148,18 @@ func readyNodes(t *testing.T, ctx context.Context) int32 {
 // recreated on its node (OpenKruise's "Should upgrade inplace if update image and recreate if
 // update others").
 func TestAdvancedDaemonSetInPlace(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-inplace")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "ads-inplace")
 	n := readyNodes(t, ctx)
 	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(intstr.FromInt32(n))
 	})
 	before := waitDaemonSet(t, ctx, ns, n, n)
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 	held := waitDaemonSet(t, ctx, ns, n, 0)
 	for _, p := range held {
-		if specImage(&p, "main") != appImageV1 {
-			t.Errorf("with partition %d, pod %s runs %s", n, p.Name, specImage(&p, "main"))
+		if framework.SpecImage(&p, "main") != framework.AppImageV1 {
+			t.Errorf("with partition %d, pod %s runs %s", n, p.Name, framework.SpecImage(&p, "main"))
 		}
 	}
 	if n > 1 {
@@ -167,12 +168,12 @@ func TestAdvancedDaemonSetInPlace(t *testing.T) {
 		})
 		updated := 0
 		for _, p := range waitDaemonSet(t, ctx, ns, n, 1) {
-			if specImage(&p, "main") == appImageV2 {
+			if framework.SpecImage(&p, "main") == framework.AppImageV2 {
 				updated++
 			}
 		}
 		if updated != 1 {
-			t.Errorf("with partition %d of %d nodes, %d Pods run %s, want 1", n-1, n, updated, appImageV2)
+			t.Errorf("with partition %d of %d nodes, %d Pods run %s, want 1", n-1, n, updated, framework.AppImageV2)
 		}
 	}
 	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.UpdateStrategy.RollingUpdate.Partition = nil })
@@ -186,8 +187,8 @@ func TestAdvancedDaemonSetInPlace(t *testing.T) {
 		if !uids[p.UID] {
 			t.Errorf("pod %s was recreated: want an in-place update", p.Name)
 		}
-		if s := findStatus(&p, "main"); s == nil || s.RestartCount != 1 || s.Image != appImageV2 {
-			t.Errorf("pod %s: container %+v, want %s restarted once", p.Name, s, appImageV2)
+		if s := framework.FindStatus(&p, "main"); s == nil || s.RestartCount != 1 || s.Image != framework.AppImageV2 {
+			t.Errorf("pod %s: container %+v, want %s restarted once", p.Name, s, framework.AppImageV2)
 		}
 	}
 	expectInPlaceUpdateReadyGate(t, after)
@@ -203,8 +204,8 @@ func TestAdvancedDaemonSetInPlace(t *testing.T) {
 		if uids[p.UID] {
 			t.Errorf("pod %s kept for an env change: want it recreated", p.Name)
 		}
-		if c := p.Spec.Containers[0]; len(c.Env) != 1 || c.Env[0].Value != "bar" || c.Image != appImageV2 {
-			t.Errorf("pod %s: container %s with env %v, want %s with FOO=bar", p.Name, c.Image, c.Env, appImageV2)
+		if c := p.Spec.Containers[0]; len(c.Env) != 1 || c.Env[0].Value != "bar" || c.Image != framework.AppImageV2 {
+			t.Errorf("pod %s: container %s with env %v, want %s with FOO=bar", p.Name, c.Image, c.Env, framework.AppImageV2)
 		}
 	}
 }
@@ -225,19 +226,19 @@ func expectInPlaceUpdateReadyGate(t *testing.T, pods []corev1.Pod) {
 // it away, and a template node selector naming the new label (with the RollingUpdate strategy
 // type set in the same change) brings one back.
 func TestAdvancedDaemonSetFollowsNodeLabels(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-labels")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "ads-labels")
 	key := "inplace-e2e/" + ns
 	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.NodeSelector = map[string]string{key: "yes"} })
 	waitDaemonSet(t, ctx, ns, 0, 0)
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := framework.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil || len(nodes.Items) == 0 {
 		t.Fatalf("nodes: %v", err)
 	}
 	node := nodes.Items[0].Name
 	label := func(value *string) {
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{key: value}}})
-		if _, err := kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if _, err := framework.Kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatalf("labelling node %s: %v", node, err)
 		}
 	}
@@ -263,8 +264,8 @@ func TestAdvancedDaemonSetFollowsNodeLabels(t *testing.T) {
 // TestAdvancedDaemonSetSurge: with maxSurge 1 and maxUnavailable 0 a new Pod starts beside the old
 // one, which goes only once the new one is available: no node ever lacks a ready agent.
 func TestAdvancedDaemonSetSurge(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-surge")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "ads-surge")
 	n := readyNodes(t, ctx)
 	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.RollingUpdateDaemonSet{
@@ -273,7 +274,7 @@ func TestAdvancedDaemonSetSurge(t *testing.T) {
 	})
 	before := waitDaemonSet(t, ctx, ns, n, n)
 	rec := recordPods(t, ctx, ns)
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 	after := waitDaemonSet(t, ctx, ns, n, n)
 	events := rec.upTo(t, ctx, ns)
 	for _, p := range after {
@@ -292,7 +293,7 @@ func TestAdvancedDaemonSetSurge(t *testing.T) {
 	rec.replay(events, func(ev podEvent, pods map[string]*corev1.Pod) {
 		ready := map[string]int{}
 		for _, p := range pods {
-			if podReady(p) {
+			if framework.PodReady(p) {
 				ready[p.Spec.NodeName]++
 			}
 		}
@@ -312,16 +313,16 @@ func TestAdvancedDaemonSetSurge(t *testing.T) {
 // TestAdvancedDaemonSetRecreatesDeletedPod: a deleted agent Pod is replaced on its node, the other
 // nodes' Pods untouched (OpenKruise's "should run and stop simple daemon").
 func TestAdvancedDaemonSetRecreatesDeletedPod(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-delete")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "ads-delete")
 	n := readyNodes(t, ctx)
 	newAdvancedDaemonSet(t, ctx, ns)
 	before := waitDaemonSet(t, ctx, ns, n, n)
 	victim := before[0]
-	if err := kube.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
+	if err := framework.Kube.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, 2*time.Minute, "a new agent on node "+victim.Spec.NodeName, func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, 2*time.Minute, "a new agent on node "+victim.Spec.NodeName, func(ctx context.Context) (bool, error) {
 		pods, err := daemonPods(ctx, ns)
 		if err != nil {
 			return false, err
@@ -345,8 +346,8 @@ func TestAdvancedDaemonSetRecreatesDeletedPod(t *testing.T) {
 // end each node runs one Pod, the new one. The harness runs it on two nodes; INPLACE_NODES=1 on one.
 func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 	const minReady = 5
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-surge-mrs")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "ads-surge-mrs")
 	n := readyNodes(t, ctx)
 	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.MinReadySeconds = minReady
@@ -361,9 +362,9 @@ func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 		oldOn[p.Spec.NodeName] = p.Name
 	}
 	rec := recordPods(t, ctx, ns)
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 	// OpenKruise's scenario gives the old Pods a minute to go.
-	poll(t, ctx, time.Minute, "the old Pods deleted", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, time.Minute, "the old Pods deleted", func(ctx context.Context) (bool, error) {
 		pods, err := daemonPods(ctx, ns)
 		if err != nil {
 			return false, err
@@ -386,7 +387,7 @@ func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 		on, ready := map[string]int{}, map[string]int{}
 		for _, p := range pods {
 			on[p.Spec.NodeName]++
-			if podReady(p) {
+			if framework.PodReady(p) {
 				ready[p.Spec.NodeName]++
 			}
 		}
@@ -424,11 +425,11 @@ func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 	}
 	for _, p := range after {
 		node := p.Spec.NodeName
-		if p.Name == oldOn[node] || specImage(&p, "main") != appImageV2 {
-			t.Errorf("node %s runs %s (%s), want a new Pod with %s", node, p.Name, specImage(&p, "main"), appImageV2)
+		if p.Name == oldOn[node] || framework.SpecImage(&p, "main") != framework.AppImageV2 {
+			t.Errorf("node %s runs %s (%s), want a new Pod with %s", node, p.Name, framework.SpecImage(&p, "main"), framework.AppImageV2)
 			continue
 		}
-		ready := podCondition(&p, corev1.PodReady)
+		ready := framework.PodCondition(&p, corev1.PodReady)
 		at, ok := deleted[oldOn[node]]
 		if ready == nil || !ok {
 			t.Errorf("node %s: new Pod %s Ready %+v, old Pod %s deletion seen %v", node, p.Name, ready, oldOn[node], ok)
@@ -447,26 +448,26 @@ func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 // daemon Pod whose phase turns Failed is deleted, completely, and its node gets a new one; the
 // other nodes' Pods stay.
 func TestAdvancedDaemonSetReplacesFailedPod(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-failed")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "ads-failed")
 	n := readyNodes(t, ctx)
 	newAdvancedDaemonSet(t, ctx, ns)
 	before := waitDaemonSet(t, ctx, ns, n, n)
 	victim := before[0]
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		p.Status.Phase = corev1.PodFailed
-		_, err = kube.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		_, err = framework.Kube.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
 		t.Fatalf("failing pod %s: %v", victim.Name, err)
 	}
-	poll(t, ctx, 2*time.Minute, "the failed pod "+victim.Name+" deleted", func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
+	framework.Poll(t, ctx, 2*time.Minute, "the failed pod "+victim.Name+" deleted", func(ctx context.Context) (bool, error) {
+		_, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
@@ -502,8 +503,8 @@ func expectOnlyReplaced(t *testing.T, ctx context.Context, before, after []corev
 // at a time.
 func TestAdvancedDaemonSetRollingUpdatePreDeleteHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-roll-predelete")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "ads-roll-predelete")
 	n := readyNodes(t, ctx)
 	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}}}
@@ -519,8 +520,8 @@ func TestAdvancedDaemonSetRollingUpdatePreDeleteHook(t *testing.T) {
 		ds.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "FOO", Value: "bar"}}
 	})
 	var hash string
-	poll(t, ctx, 30*time.Second, "the status at the new generation", func(ctx context.Context) (bool, error) {
-		ds, err := inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
+	framework.Poll(t, ctx, 30*time.Second, "the status at the new generation", func(ctx context.Context) (bool, error) {
+		ds, err := framework.Inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -531,8 +532,8 @@ func TestAdvancedDaemonSetRollingUpdatePreDeleteHook(t *testing.T) {
 		return pub.LifecycleStateType(p.Labels[pub.LifecycleStateKey])
 	}
 	var held corev1.Pod
-	poll(t, ctx, time.Minute, "one agent PreparingDelete", func(ctx context.Context) (bool, error) {
-		list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})
+	framework.Poll(t, ctx, time.Minute, "one agent PreparingDelete", func(ctx context.Context) (bool, error) {
+		list, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})
 		if err != nil {
 			return false, err
 		}
@@ -552,14 +553,14 @@ func TestAdvancedDaemonSetRollingUpdatePreDeleteHook(t *testing.T) {
 		return preparing == 1 && len(list.Items) == len(before), fmt.Errorf("%d of %d pods PreparingDelete", preparing, len(list.Items))
 	})
 	patchPod(t, ctx, ns, held.Name, map[string]any{"metadata": map[string]any{"labels": map[string]any{hold: nil}}})
-	poll(t, ctx, time.Minute, held.Name+" deleted once released", func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().Pods(ns).Get(ctx, held.Name, metav1.GetOptions{})
+	framework.Poll(t, ctx, time.Minute, held.Name+" deleted once released", func(ctx context.Context) (bool, error) {
+		_, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, held.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
 		return false, fmt.Errorf("still there (%v)", err)
 	})
-	poll(t, ctx, time.Minute, "a new agent on "+held.Spec.NodeName+" and, on two nodes, the next one held", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, time.Minute, "a new agent on "+held.Spec.NodeName+" and, on two nodes, the next one held", func(ctx context.Context) (bool, error) {
 		pods, err := daemonPods(ctx, ns)
 		if err != nil {
 			return false, err
@@ -569,7 +570,7 @@ func TestAdvancedDaemonSetRollingUpdatePreDeleteHook(t *testing.T) {
 		for _, p := range pods {
 			if p.Labels[appsv1.ControllerRevisionHashLabelKey] == hash {
 				updated = append(updated, p.Name+" on "+p.Spec.NodeName)
-				replaced = replaced || (p.Spec.NodeName == held.Spec.NodeName && podReady(&p))
+				replaced = replaced || (p.Spec.NodeName == held.Spec.NodeName && framework.PodReady(&p))
 			} else if state(&p) == pub.LifecycleStatePreparingDelete {
 				next++
 			}

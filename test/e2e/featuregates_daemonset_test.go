@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // heldDaemonSetUpdate creates the Advanced DaemonSet agent on every node running image, its
@@ -31,7 +32,7 @@ func heldDaemonSetUpdate(t *testing.T, ctx context.Context, ns, image, newImage 
 	waitDaemonSet(t, ctx, ns, n, n)
 	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = newImage })
 	waitDaemonSet(t, ctx, ns, n, 0)
-	got, err := inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, ds.Name, metav1.GetOptions{})
+	got, err := framework.Inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, ds.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,12 +43,12 @@ func heldDaemonSetUpdate(t *testing.T, ctx context.Context, ns, image, newImage 
 // an image change held back by the partition makes no ImagePullJob, and its revision carries no
 // pre-download label.
 func testDaemonSetNoPreDownload(t *testing.T, ctx context.Context) {
-	ns := newNamespace(t, ctx, "fg-ads-predl-off")
-	_, revision := heldDaemonSetUpdate(t, ctx, ns, appImageV1, appImageV2)
+	ns := framework.NewNamespace(t, ctx, "fg-ads-predl-off")
+	_, revision := heldDaemonSetUpdate(t, ctx, ns, framework.AppImageV1, framework.AppImageV2)
 	if n := listJobs(t, ctx, ns); n != 0 {
 		t.Errorf("%d ImagePullJobs with the gate off, want none", n)
 	}
-	rev, err := kube.AppsV1().ControllerRevisions(ns).Get(ctx, revision, metav1.GetOptions{})
+	rev, err := framework.Kube.AppsV1().ControllerRevisions(ns).Get(ctx, revision, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +66,10 @@ func testDaemonSetNoPreDownload(t *testing.T, ctx context.Context) {
 // apps.kruise.io/image-predownload-created. Once the partition is lifted the Pods update in place
 // and, the rollout over, the job is deleted.
 func testDaemonSetPreDownload(t *testing.T, ctx context.Context) {
-	reg, nodes := registryNodes(t)
+	reg, nodes := framework.RegistryNodes(t)
 	oldImage, newImage := reg+"/remote/app:v1", reg+"/remote/app:v2"
 	removeFromNodes(t, ctx, nodes, newImage)
-	ns := newNamespace(t, ctx, "fg-ads-predl")
+	ns := framework.NewNamespace(t, ctx, "fg-ads-predl")
 	ds, revision := heldDaemonSetUpdate(t, ctx, ns, oldImage, newImage)
 	n := int32(len(nodes))
 
@@ -90,11 +91,11 @@ func testDaemonSetPreDownload(t *testing.T, ctx context.Context) {
 		t.Errorf("job podSelector %+v, want app=agent and controller-revision-hash NotIn [%s ...]", sel, revision)
 	}
 	for _, node := range nodes {
-		if criImage(t, ctx, node, newImage) == nil {
-			t.Errorf("node %s has no %s after the job", node.name, newImage)
+		if framework.CRIImage(t, ctx, node, newImage) == nil {
+			t.Errorf("node %s has no %s after the job", node.Name, newImage)
 		}
 	}
-	rev, err := kube.AppsV1().ControllerRevisions(ns).Get(ctx, revision, metav1.GetOptions{})
+	rev, err := framework.Kube.AppsV1().ControllerRevisions(ns).Get(ctx, revision, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +105,8 @@ func testDaemonSetPreDownload(t *testing.T, ctx context.Context) {
 
 	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.UpdateStrategy.RollingUpdate.Partition = nil })
 	waitDaemonSet(t, ctx, ns, n, n)
-	poll(t, ctx, preDownloadTimeout, "ImagePullJob "+jobName+" deleted once every Pod is updated", func(ctx context.Context) (bool, error) {
-		_, err := inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, jobName, metav1.GetOptions{})
+	framework.Poll(t, ctx, preDownloadTimeout, "ImagePullJob "+jobName+" deleted once every Pod is updated", func(ctx context.Context) (bool, error) {
+		_, err := framework.Inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, jobName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // expandableVolumes is staticVolumes whose StorageClass exists and allows volume expansion: the
@@ -26,11 +27,11 @@ func expandableVolumes(t *testing.T, ctx context.Context, n int) string {
 	class := staticVolumes(t, ctx, n)
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "kubernetes.io/no-provisioner",
 		AllowVolumeExpansion: ptr.To(true)}
-	if _, err := kube.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.Kube.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating StorageClass %s: %v", class, err)
 	}
 	t.Cleanup(func() {
-		_ = kube.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
+		_ = framework.Kube.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
 	})
 	return class
 }
@@ -60,8 +61,8 @@ func askStorage(size string) func(*v1beta1.StatefulSet) {
 func waitVolumeClaims(t *testing.T, ctx context.Context, set *v1beta1.StatefulSet, request string, updated int32, want []v1beta1.VolumeClaimStatus) *corev1.PersistentVolumeClaim {
 	t.Helper()
 	var claim *corev1.PersistentVolumeClaim
-	poll(t, ctx, 30*time.Second, fmt.Sprintf("volumeClaims %+v, %d Pod updated, claim asking %s", want, updated, request), func(ctx context.Context) (bool, error) {
-		got, err := inplace.AppsV1beta1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+	framework.Poll(t, ctx, 30*time.Second, fmt.Sprintf("volumeClaims %+v, %d Pod updated, claim asking %s", want, updated, request), func(ctx context.Context) (bool, error) {
+		got, err := framework.Inplace.AppsV1beta1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -69,7 +70,7 @@ func waitVolumeClaims(t *testing.T, ctx context.Context, set *v1beta1.StatefulSe
 		if st.ObservedGeneration != got.Generation || st.UpdatedReplicas != updated || !slices.Equal(st.VolumeClaims, want) {
 			return false, fmt.Errorf("status %+v (generation %d)", st, got.Generation)
 		}
-		claim, err = kube.CoreV1().PersistentVolumeClaims(set.Namespace).Get(ctx, "data-db-0", metav1.GetOptions{})
+		claim, err = framework.Kube.CoreV1().PersistentVolumeClaims(set.Namespace).Get(ctx, "data-db-0", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -84,16 +85,16 @@ func waitVolumeClaims(t *testing.T, ctx context.Context, set *v1beta1.StatefulSe
 func growVolume(t *testing.T, ctx context.Context, claim *corev1.PersistentVolumeClaim, size string) {
 	t.Helper()
 	q := resource.MustParse(size)
-	pv, err := kube.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
+	pv, err := framework.Kube.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pv.Spec.Capacity[corev1.ResourceStorage] = q
-	if _, err := kube.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+	if _, err := framework.Kube.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("growing volume %s: %v", pv.Name, err)
 	}
 	claim.Status.Capacity[corev1.ResourceStorage] = q
-	if _, err := kube.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+	if _, err := framework.Kube.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("growing claim %s's capacity: %v", claim.Name, err)
 	}
 }
@@ -102,7 +103,7 @@ func growVolume(t *testing.T, ctx context.Context, claim *corev1.PersistentVolum
 // larger claim template applies to claims made afterwards only: the Pod's claim keeps its size,
 // though its StorageClass allows expansion, and status.volumeClaims stays empty.
 func testStatefulSetNoResize(t *testing.T, ctx context.Context) {
-	ns := newNamespace(t, ctx, "fg-asts-resize-off")
+	ns := framework.NewNamespace(t, ctx, "fg-asts-resize-off")
 	set := resizableStatefulSet(t, ctx, ns, expandableVolumes(t, ctx, 1))
 	set = updateAdvancedStatefulSet(t, ctx, set, askStorage("2Mi"))
 	waitVolumeClaims(t, ctx, set, "1Mi", 1, nil)
@@ -114,7 +115,7 @@ func testStatefulSetNoResize(t *testing.T, ctx context.Context) {
 // while the volume has not grown (status.volumeClaims: compatible 1, ready 0); once it grew (the
 // test does the resizer's part) the Pod is updated in place and the claim counts ready.
 func testStatefulSetAutoResizePVC(t *testing.T, ctx context.Context) {
-	ns := newNamespace(t, ctx, "fg-asts-resize")
+	ns := framework.NewNamespace(t, ctx, "fg-asts-resize")
 	set := resizableStatefulSet(t, ctx, ns, expandableVolumes(t, ctx, 1))
 	waitVolumeClaims(t, ctx, set, "1Mi", 1, []v1beta1.VolumeClaimStatus{{VolumeClaimName: "data", CompatibleReplicas: 1, CompatibleReadyReplicas: 1}})
 	before, err := stsPods(ctx, set)
@@ -124,7 +125,7 @@ func testStatefulSetAutoResizePVC(t *testing.T, ctx context.Context) {
 
 	set = updateAdvancedStatefulSet(t, ctx, set, func(set *v1beta1.StatefulSet) {
 		askStorage("2Mi")(set)
-		set.Spec.Template.Spec.Containers[0].Image = appImageV2
+		set.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2
 	})
 	claim := waitVolumeClaims(t, ctx, set, "2Mi", 0, []v1beta1.VolumeClaimStatus{{VolumeClaimName: "data", CompatibleReplicas: 1}})
 	if claim.Annotations["apps.kruise.io/owned-by-asts"] != "db" {
@@ -133,8 +134,8 @@ func testStatefulSetAutoResizePVC(t *testing.T, ctx context.Context) {
 
 	growVolume(t, ctx, claim, "2Mi")
 	after := waitStatefulSet(t, ctx, set, 1, 1)
-	if p := after["db-0"]; p == nil || p.UID != before["db-0"].UID || specImage(p, "main") != appImageV2 {
-		t.Errorf("db-0 after the resize: %v, want the same Pod updated in place to %s", p, appImageV2)
+	if p := after["db-0"]; p == nil || p.UID != before["db-0"].UID || framework.SpecImage(p, "main") != framework.AppImageV2 {
+		t.Errorf("db-0 after the resize: %v, want the same Pod updated in place to %s", p, framework.AppImageV2)
 	}
 	waitVolumeClaims(t, ctx, set, "2Mi", 1, []v1beta1.VolumeClaimStatus{{VolumeClaimName: "data", CompatibleReplicas: 1, CompatibleReadyReplicas: 1}})
 }
@@ -146,7 +147,7 @@ func testStatefulSetAutoResizePVC(t *testing.T, ctx context.Context) {
 // update revisions.
 func statefulSetReplacementRevision(t *testing.T, ctx context.Context, prefix string) (replacement, current, update string) {
 	t.Helper()
-	ns := newNamespace(t, ctx, prefix)
+	ns := framework.NewNamespace(t, ctx, prefix)
 	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(set *v1beta1.StatefulSet) {
 		set.Spec.VolumeClaimTemplates = nil
 		set.Spec.Template.Spec.Containers[0].VolumeMounts = nil
@@ -157,10 +158,10 @@ func statefulSetReplacementRevision(t *testing.T, ctx context.Context, prefix st
 		ru.Partition = ptr.To[int32](1)
 	}))
 	waitStatefulSet(t, ctx, set, 2, 2)
-	set = updateAdvancedStatefulSet(t, ctx, set, func(set *v1beta1.StatefulSet) { set.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+	set = updateAdvancedStatefulSet(t, ctx, set, func(set *v1beta1.StatefulSet) { set.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 
 	var other *corev1.Pod
-	poll(t, ctx, 30*time.Second, "one Pod held in PreparingUpdate", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, 30*time.Second, "one Pod held in PreparingUpdate", func(ctx context.Context) (bool, error) {
 		pods, err := stsPods(ctx, set)
 		if err != nil {
 			return false, err
@@ -175,11 +176,11 @@ func statefulSetReplacementRevision(t *testing.T, ctx context.Context, prefix st
 		}
 		return held == 1 && len(pods) == 2, fmt.Errorf("%d of %d pods held", held, len(pods))
 	})
-	if err := kube.CoreV1().Pods(ns).Delete(ctx, other.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &other.UID}}); err != nil {
+	if err := framework.Kube.CoreV1().Pods(ns).Delete(ctx, other.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &other.UID}}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, podTimeout, "the replacement of "+other.Name, func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, other.Name, metav1.GetOptions{})
+	framework.Poll(t, ctx, framework.PodTimeout, "the replacement of "+other.Name, func(ctx context.Context) (bool, error) {
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, other.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}

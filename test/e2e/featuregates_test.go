@@ -18,6 +18,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // openKruiseGates is a --feature-gates string of an OpenKruise user (`featureGates` in its
@@ -29,9 +30,9 @@ const openKruiseGates = "PreparingUpdateAsUpdate=true,RecreatePodWhenChangeVCTIn
 
 // featureGateHooks restart the three programs, and the variable that gives each its flags.
 var featureGateHooks = []struct{ hook, env, program string }{
-	{apiserverHook, "INPLACE_APISERVER_FLAGS", "inplace-apiserver"},
-	{controllerHook, "INPLACE_CONTROLLER_ARGS", "inplace-controller"},
-	{daemonHook, "INPLACE_DAEMON_FLAGS", "inplace-daemon"},
+	{framework.ApiserverHook, "INPLACE_APISERVER_FLAGS", "inplace-apiserver"},
+	{framework.ControllerHook, "INPLACE_CONTROLLER_ARGS", "inplace-controller"},
+	{framework.DaemonHook, "INPLACE_DAEMON_FLAGS", "inplace-daemon"},
 }
 
 // restartWithFeatureGates restarts inplace-apiserver, inplace-controller and inplace-daemon with
@@ -44,7 +45,7 @@ func restartWithFeatureGates(t *testing.T, gates string) {
 			flags = "--feature-gates=" + gates
 		}
 		t.Setenv(h.env, flags)
-		if err := runLocalUpHook(t, h.hook); err != nil {
+		if err := framework.RunLocalUpHook(t, h.hook); err != nil {
 			t.Fatalf("restarting %s with %q: %v", h.program, flags, err)
 		}
 	}
@@ -54,10 +55,10 @@ func restartWithFeatureGates(t *testing.T, gates string) {
 // after local_start's "=== " line); "" in-cluster, where the programs log to their Pods.
 func programLogSinceStart(t *testing.T, program string) string {
 	t.Helper()
-	if inClusterMode() {
+	if framework.InClusterMode() {
 		return ""
 	}
-	data, err := os.ReadFile(filepath.Join(repo, "_output/local/logs", program+".log"))
+	data, err := os.ReadFile(filepath.Join(framework.Repo, "_output/local/logs", program+".log"))
 	if err != nil {
 		t.Fatalf("reading the log of %s: %v", program, err)
 	}
@@ -80,11 +81,11 @@ func programLogSinceStart(t *testing.T, program string) string {
 // whatever the volumeClaimTemplates, a DaemonSet makes no ImagePullJob, and a StatefulSet's
 // claims keep their size.
 func TestFeatureGates(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	t.Run("defaults", func(t *testing.T) {
 		t.Run("PreparingUpdateAsUpdate off", func(t *testing.T) {
 			t.Parallel()
-			ns := newNamespace(t, ctx, "fg-prep-off")
+			ns := framework.NewNamespace(t, ctx, "fg-prep-off")
 			s := newPreparingUpdateScenario(t, ctx, ns)
 			s.rebuildOne(t, ctx)
 			// The replacement took the update revision: the partition (1 Pod old) is kept by
@@ -93,10 +94,10 @@ func TestFeatureGates(t *testing.T) {
 		})
 		t.Run("RecreatePodWhenChangeVCTInCloneSetGate off", func(t *testing.T) {
 			t.Parallel()
-			ns := newNamespace(t, ctx, "fg-vct-off")
+			ns := framework.NewNamespace(t, ctx, "fg-vct-off")
 			s := newVCTScenario(t, ctx, ns, 2, v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType)
 			s.change(t, ctx, "image and volumeClaimTemplates", false, false, "1Gi", "1Gi", func(cs *v1alpha1.CloneSet) {
-				cs.Spec.Template.Spec.Containers[0].Image = appImageV2
+				cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2
 				cs.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests = sizeRequest("2Gi")
 			})
 		})
@@ -120,7 +121,7 @@ func TestFeatureGates(t *testing.T) {
 	t.Cleanup(func() { restartWithFeatureGates(t, "") })
 	restartWithFeatureGates(t, openKruiseGates)
 	for _, h := range featureGateHooks {
-		if inClusterMode() {
+		if framework.InClusterMode() {
 			break
 		}
 		logged := programLogSinceStart(t, h.program)
@@ -179,7 +180,7 @@ func newPreparingUpdateScenario(t *testing.T, ctx context.Context, ns string) *p
 	})
 	waitCloneSetReady(t, ctx, cs, 2)
 	waitProgressing(t, ctx, cs, progressingAvailable)
-	s := &preparingUpdateScenario{cs: updateCloneSet(t, ctx, cs, setImage(appImageV2))}
+	s := &preparingUpdateScenario{cs: updateCloneSet(t, ctx, cs, setImage(framework.AppImageV2))}
 	s.wait(t, ctx, "one pod held in PreparingUpdate, none updated", 0, 2, 1)
 	return s
 }
@@ -187,7 +188,7 @@ func newPreparingUpdateScenario(t *testing.T, ctx context.Context, ns string) *p
 // groups counts the CloneSet's Pods at its update revision, at other revisions, and in
 // PreparingUpdate.
 func (s *preparingUpdateScenario) groups(ctx context.Context) (updated, current, preparing []*corev1.Pod, err error) {
-	got, err := inplace.AppsV1alpha1().CloneSets(s.cs.Namespace).Get(ctx, s.cs.Name, metav1.GetOptions{})
+	got, err := framework.Inplace.AppsV1alpha1().CloneSets(s.cs.Namespace).Get(ctx, s.cs.Name, metav1.GetOptions{})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -215,7 +216,7 @@ func (s *preparingUpdateScenario) groups(ctx context.Context) (updated, current,
 // at once).
 func (s *preparingUpdateScenario) wait(t *testing.T, ctx context.Context, what string, updated, current, preparing int) (u, c, p []*corev1.Pod) {
 	t.Helper()
-	poll(t, ctx, 60*time.Second, what, func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, 60*time.Second, what, func(ctx context.Context) (bool, error) {
 		var err error
 		u, c, p, err = s.groups(ctx)
 		if err != nil {
@@ -234,10 +235,10 @@ func (s *preparingUpdateScenario) rebuildOne(t *testing.T, ctx context.Context) 
 	_, current, _ := s.wait(t, ctx, "two pods at the current revision, one held", 0, 2, 1)
 	for _, p := range current {
 		if p.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStatePreparingUpdate) {
-			if err := kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}); err != nil {
+			if err := framework.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}); err != nil {
 				t.Fatal(err)
 			}
-			poll(t, ctx, 60*time.Second, "the replacement of "+p.Name, func(ctx context.Context) (bool, error) {
+			framework.Poll(t, ctx, 60*time.Second, "the replacement of "+p.Name, func(ctx context.Context) (bool, error) {
 				pods, err := cloneSetPods(ctx, s.cs)
 				if err != nil {
 					return false, err
@@ -260,7 +261,7 @@ func release(t *testing.T, ctx context.Context, pods []*corev1.Pod) {
 	t.Helper()
 	for _, p := range pods {
 		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, preparingUpdateHook)
-		if _, err := kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		if _, err := framework.Kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -269,13 +270,13 @@ func release(t *testing.T, ctx context.Context, pods []*corev1.Pod) {
 // testPreparingUpdateAsUpdate restates OpenKruise's "CloneSet regard preparing-update pod as update
 // when scaling" (test/e2e/apps/v1alpha1/cloneset.go), with PreparingUpdateAsUpdate on.
 func testPreparingUpdateAsUpdate(t *testing.T, ctx context.Context) {
-	ns := newNamespace(t, ctx, "fg-prep")
+	ns := framework.NewNamespace(t, ctx, "fg-prep")
 	s := newPreparingUpdateScenario(t, ctx, ns)
 
 	// A Pod rebuilt: its replacement is at the current revision, the held Pod counting as updated.
 	s.rebuildOne(t, ctx)
 	s.wait(t, ctx, "the replacement at the current revision", 0, 2, 1)
-	got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, s.cs.Name, metav1.GetOptions{})
+	got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, s.cs.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,8 +339,8 @@ func newVCTScenario(t *testing.T, ctx context.Context, ns string, replicas int, 
 // returns the Pods' and PVCs' UIDs by name.
 func (s *vctScenario) settle(t *testing.T, ctx context.Context, what string) (pods, pvcs map[string]types.UID, sizes map[string]string) {
 	t.Helper()
-	poll(t, ctx, 120*time.Second, fmt.Sprintf("CloneSet %s %s: all Pods updated and ready with their PVCs", s.cs.Name, what), func(ctx context.Context) (bool, error) {
-		got, err := inplace.AppsV1alpha1().CloneSets(s.cs.Namespace).Get(ctx, s.cs.Name, metav1.GetOptions{})
+	framework.Poll(t, ctx, 120*time.Second, fmt.Sprintf("CloneSet %s %s: all Pods updated and ready with their PVCs", s.cs.Name, what), func(ctx context.Context) (bool, error) {
+		got, err := framework.Inplace.AppsV1alpha1().CloneSets(s.cs.Namespace).Get(ctx, s.cs.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -353,13 +354,13 @@ func (s *vctScenario) settle(t *testing.T, ctx context.Context, what string) (po
 		}
 		pods, pvcs, sizes = map[string]types.UID{}, map[string]types.UID{}, map[string]string{}
 		for name, p := range list {
-			if podRevision(p) != st.UpdateRevision || !podReady(p) {
-				return false, fmt.Errorf("pod %s at %s (ready %t), want %s", name, podRevision(p), podReady(p), st.UpdateRevision)
+			if podRevision(p) != st.UpdateRevision || !framework.PodReady(p) {
+				return false, fmt.Errorf("pod %s at %s (ready %t), want %s", name, podRevision(p), framework.PodReady(p), st.UpdateRevision)
 			}
 			pods[name] = p.UID
 			for _, tmpl := range []string{"data-vol1", "data-vol2"} {
 				claim := tmpl + "-" + s.cs.Name + "-" + p.Labels[v1alpha1.CloneSetInstanceID]
-				pvc, err := kube.CoreV1().PersistentVolumeClaims(s.cs.Namespace).Get(ctx, claim, metav1.GetOptions{})
+				pvc, err := framework.Kube.CoreV1().PersistentVolumeClaims(s.cs.Namespace).Get(ctx, claim, metav1.GetOptions{})
 				if err != nil {
 					return false, err
 				}
@@ -367,7 +368,7 @@ func (s *vctScenario) settle(t *testing.T, ctx context.Context, what string) (po
 				sizes[claim] = pvc.Spec.Resources.Requests.Storage().String()
 			}
 		}
-		all, err := kube.CoreV1().PersistentVolumeClaims(s.cs.Namespace).List(ctx, metav1.ListOptions{})
+		all, err := framework.Kube.CoreV1().PersistentVolumeClaims(s.cs.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -416,7 +417,7 @@ func (s *vctScenario) change(t *testing.T, ctx context.Context, what string, pod
 // changes" (testUpdateVolumeClaimTemplates), with RecreatePodWhenChangeVCTInCloneSetGate on; 2
 // Pods where OpenKruise has 4.
 func testUpdateVolumeClaimTemplates(t *testing.T, ctx context.Context) {
-	ns := newNamespace(t, ctx, "fg-vct")
+	ns := framework.NewNamespace(t, ctx, "fg-vct")
 	s := newVCTScenario(t, ctx, ns, 2, v1alpha1.RecreateCloneSetUpdateStrategyType)
 	inPlaceIfPossible := func(cs *v1alpha1.CloneSet) {
 		cs.Spec.UpdateStrategy = v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}
@@ -425,7 +426,7 @@ func testUpdateVolumeClaimTemplates(t *testing.T, ctx context.Context) {
 		cs.Spec.UpdateStrategy = v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType}
 	}
 	s.change(t, ctx, "image and volumeClaimTemplates", true, true, "2Gi", "1Gi", func(cs *v1alpha1.CloneSet) {
-		cs.Spec.Template.Spec.Containers[0].Image = appImageV2
+		cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2
 		cs.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests = sizeRequest("2Gi")
 		inPlaceIfPossible(cs)
 	})
@@ -434,15 +435,15 @@ func testUpdateVolumeClaimTemplates(t *testing.T, ctx context.Context) {
 		inPlaceIfPossible(cs)
 	})
 	s.change(t, ctx, "image, after the volumeClaimTemplates changed", true, true, "2Gi", "2Gi", func(cs *v1alpha1.CloneSet) {
-		cs.Spec.Template.Spec.Containers[0].Image = appImageV3
+		cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV3
 		inPlaceIfPossible(cs)
 	})
 	s.change(t, ctx, "image under InPlaceOnly", false, false, "2Gi", "2Gi", func(cs *v1alpha1.CloneSet) {
-		cs.Spec.Template.Spec.Containers[0].Image = appImageV1
+		cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV1
 		inPlaceOnly(cs)
 	})
 	s.change(t, ctx, "image and volumeClaimTemplates under InPlaceOnly", false, false, "2Gi", "2Gi", func(cs *v1alpha1.CloneSet) {
-		cs.Spec.Template.Spec.Containers[0].Image = appImageV3
+		cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV3
 		cs.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests = sizeRequest("3Gi")
 		cs.Spec.VolumeClaimTemplates[1].Spec.Resources.Requests = sizeRequest("3Gi")
 		inPlaceOnly(cs)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/imagepull"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // OpenKruise's remaining image pre-pull scenarios (test/e2e/apps/v1alpha1/pullimages.go: "pull
@@ -47,7 +48,7 @@ func dockerConfigSecret(ns, name, registry, user, password string) *corev1.Secre
 // (hack/lib/local.sh REGISTRY_PRIVATE_*, written to _output/local/env by local-up).
 func privateRegistryAuth(t *testing.T) (string, string) {
 	t.Helper()
-	vars, err := readEnvFile(repo + "/_output/local/env")
+	vars, err := framework.ReadEnvFile(framework.Repo + "/_output/local/env")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,13 +64,13 @@ func privateRegistryAuth(t *testing.T) (string, string) {
 // NodeImage), and once that same Secret holds the right password the next job pulls it on every
 // node: the daemon reads the Secret when it pulls.
 func TestImagePullJobPullSecrets(t *testing.T) {
-	reg, nodes := registryNodes(t)
+	reg, nodes := framework.RegistryNodes(t)
 	user, password := privateRegistryAuth(t)
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	image := reg + "/private/app:v1"
 	removeFromNodes(t, ctx, nodes, image)
 	waitNoJobPulls(t, ctx, nodes, image)
-	ns := newNamespace(t, ctx, "imagepull-secret")
+	ns := framework.NewNamespace(t, ctx, "imagepull-secret")
 	want := int32(len(nodes))
 	once := func(j *v1alpha1.ImagePullJob) { j.Spec.PullPolicy.BackoffLimit = ptr.To[int32](0) }
 	withSecret := func(j *v1alpha1.ImagePullJob) { j.Spec.PullSecrets = []string{"registry-login"} }
@@ -82,21 +83,21 @@ func TestImagePullJobPullSecrets(t *testing.T) {
 			t.Errorf("job %s: status %+v, want %d failed nodes", job.Name, s, want)
 		}
 		for _, n := range nodes {
-			_, st := nodeImageTag(t, ctx, n.name, image)
+			_, st := nodeImageTag(t, ctx, n.Name, image)
 			if st == nil || st.Phase != v1alpha1.ImagePhaseFailed || !strings.Contains(st.Message, "401 Unauthorized") {
-				t.Errorf("job %s, node %s: NodeImage status %+v, want Failed with the registry's 401 Unauthorized", job.Name, n.name, st)
+				t.Errorf("job %s, node %s: NodeImage status %+v, want Failed with the registry's 401 Unauthorized", job.Name, n.Name, st)
 			} else {
-				t.Logf("job %s, node %s: %s", job.Name, n.name, st.Message)
+				t.Logf("job %s, node %s: %s", job.Name, n.Name, st.Message)
 			}
-			if img := criImage(t, ctx, n, image); img != nil {
-				t.Fatalf("job %s: node %s has %s (%s) without the credentials", job.Name, n.name, image, img.Id)
+			if img := framework.CRIImage(t, ctx, n, image); img != nil {
+				t.Fatalf("job %s: node %s has %s (%s) without the credentials", job.Name, n.Name, image, img.Id)
 			}
 		}
 	}
 
 	failsUnauthorized(createPullJob(t, ctx, pullJob(ns, "anonymous", image, once)))
 
-	secret, err := kube.CoreV1().Secrets(ns).Create(ctx, dockerConfigSecret(ns, "registry-login", reg, user, "wrong-"+password), metav1.CreateOptions{})
+	secret, err := framework.Kube.CoreV1().Secrets(ns).Create(ctx, dockerConfigSecret(ns, "registry-login", reg, user, "wrong-"+password), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestImagePullJobPullSecrets(t *testing.T) {
 
 	right := dockerConfigSecret(ns, "registry-login", reg, user, password)
 	secret.Data = right.Data
-	if _, err := kube.CoreV1().Secrets(ns).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+	if _, err := framework.Kube.CoreV1().Secrets(ns).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	job := createPullJob(t, ctx, pullJob(ns, "right-password", image, once, withSecret))
@@ -113,21 +114,21 @@ func TestImagePullJobPullSecrets(t *testing.T) {
 	}
 	name, _, _ := imagepull.SplitImage(image)
 	for _, n := range nodes {
-		img := criImage(t, ctx, n, image)
+		img := framework.CRIImage(t, ctx, n, image)
 		if img == nil {
-			t.Errorf("node %s: containerd has no %s after the job with the right password", n.name, image)
+			t.Errorf("node %s: containerd has no %s after the job with the right password", n.Name, image)
 			continue
 		}
-		_, st := nodeImageTag(t, ctx, n.name, image)
+		_, st := nodeImageTag(t, ctx, n.Name, image)
 		if st == nil || st.Phase != v1alpha1.ImagePhaseSucceeded || !strings.HasSuffix(st.ImageID, "@"+img.Id) {
-			t.Errorf("node %s: NodeImage status %+v, want Succeeded with image id ...@%s", n.name, st, img.Id)
+			t.Errorf("node %s: NodeImage status %+v, want Succeeded with image id ...@%s", n.Name, st, img.Id)
 		}
-		ni, err := inplace.AppsV1alpha1().NodeImages().Get(ctx, n.name, metav1.GetOptions{})
+		ni, err := framework.Inplace.AppsV1alpha1().NodeImages().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if refs := ni.Spec.Images[name].PullSecrets; !slices.Contains(refs, v1alpha1.ReferenceObject{Namespace: ns, Name: "registry-login"}) {
-			t.Errorf("node %s: NodeImage names pull secrets %v, want the job's %s/registry-login", n.name, refs, ns)
+			t.Errorf("node %s: NodeImage names pull secrets %v, want the job's %s/registry-login", n.Name, refs, ns)
 		}
 	}
 }
@@ -137,7 +138,7 @@ func labelNode(t *testing.T, ctx context.Context, node, key, value string) {
 	t.Helper()
 	patch := func(ctx context.Context, v any) error {
 		body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{key: v}}})
-		_, err := kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, body, metav1.PatchOptions{})
+		_, err := framework.Kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, body, metav1.PatchOptions{})
 		return err
 	}
 	var v any
@@ -160,9 +161,9 @@ func labelNode(t *testing.T, ctx context.Context, node, key, value string) {
 func waitPullJob(t *testing.T, ctx context.Context, ns, name, what string, done func(v1alpha1.ImagePullJobStatus) bool) *v1alpha1.ImagePullJob {
 	t.Helper()
 	var job *v1alpha1.ImagePullJob
-	poll(t, ctx, pullJobTimeout, "ImagePullJob "+name+": "+what, func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, pullJobTimeout, "ImagePullJob "+name+": "+what, func(ctx context.Context) (bool, error) {
 		var err error
-		job, err = inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, name, metav1.GetOptions{})
+		job, err = framework.Inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -174,10 +175,10 @@ func waitPullJob(t *testing.T, ctx context.Context, ns, name, what string, done 
 // waitNoJobPulls waits until no NodeImage asks for image: an earlier test's jobs of it are gone.
 // A job that joins another's tag pulls with both jobs' Secrets, which would hide what a test of
 // credentials is about.
-func waitNoJobPulls(t *testing.T, ctx context.Context, nodes []localNode, image string) {
+func waitNoJobPulls(t *testing.T, ctx context.Context, nodes []framework.LocalNode, image string) {
 	t.Helper()
 	for _, n := range nodes {
-		waitTagGone(t, ctx, n.name, image)
+		waitTagGone(t, ctx, n.Name, image)
 	}
 }
 
@@ -188,8 +189,8 @@ func waitTagGone(t *testing.T, ctx context.Context, node, image string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, time.Minute, "NodeImage "+node+" without "+image, func(ctx context.Context) (bool, error) {
-		ni, err := inplace.AppsV1alpha1().NodeImages().Get(ctx, node, metav1.GetOptions{})
+	framework.Poll(t, ctx, time.Minute, "NodeImage "+node+" without "+image, func(ctx context.Context) (bool, error) {
+		ni, err := framework.Inplace.AppsV1alpha1().NodeImages().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -205,17 +206,17 @@ func waitTagGone(t *testing.T, ctx context.Context, node, image string) {
 // labelled later pulls. The failed node is not retried (OpenKruise neither: a tag's version is
 // pulled once). Deleting the job takes its tag off every NodeImage.
 func TestImagePullJobNeverCompletion(t *testing.T) {
-	reg, nodes := registryNodes(t)
-	node2 := secondNode(t)
+	reg, nodes := framework.RegistryNodes(t)
+	node2 := framework.SecondNode(t)
 	user, password := privateRegistryAuth(t)
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	image := reg + "/private/app:v1"
 	removeFromNodes(t, ctx, nodes, image)
 	waitNoJobPulls(t, ctx, nodes, image)
-	ns := newNamespace(t, ctx, "imagepull-never")
+	ns := framework.NewNamespace(t, ctx, "imagepull-never")
 	key := "e2e.inplace.dev/pull-" + ns
-	labelNode(t, ctx, nodes[0].name, key, "yes")
-	secret, err := kube.CoreV1().Secrets(ns).Create(ctx, dockerConfigSecret(ns, "registry-login", reg, user, "wrong-"+password), metav1.CreateOptions{})
+	labelNode(t, ctx, nodes[0].Name, key, "yes")
+	secret, err := framework.Kube.CoreV1().Secrets(ns).Create(ctx, dockerConfigSecret(ns, "registry-login", reg, user, "wrong-"+password), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,55 +227,55 @@ func TestImagePullJobNeverCompletion(t *testing.T) {
 		j.Spec.PullSecrets = []string{"registry-login"}
 		j.Spec.PullPolicy.BackoffLimit = ptr.To[int32](0)
 	})
-	if _, err := inplace.AppsV1alpha1().ImagePullJobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.Inplace.AppsV1alpha1().ImagePullJobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating ImagePullJob: %v", err)
 	}
 	j := waitPullJob(t, ctx, ns, "never", "failed on the labelled node", func(s v1alpha1.ImagePullJobStatus) bool {
 		return s.Desired == 1 && s.Failed == 1
 	})
 	// An Always job's status would carry its completion time in this very write.
-	if s := j.Status; s.CompletionTime != nil || s.Active != 0 || s.Succeeded != 0 || !slices.Equal(s.FailedNodes, []string{nodes[0].name}) {
-		t.Errorf("Never job with its one node failed: status %+v, want no completion time, %s failed", s, nodes[0].name)
+	if s := j.Status; s.CompletionTime != nil || s.Active != 0 || s.Succeeded != 0 || !slices.Equal(s.FailedNodes, []string{nodes[0].Name}) {
+		t.Errorf("Never job with its one node failed: status %+v, want no completion time, %s failed", s, nodes[0].Name)
 	}
-	if _, st := nodeImageTag(t, ctx, nodes[0].name, image); st == nil || !strings.Contains(st.Message, "401 Unauthorized") {
-		t.Errorf("node %s: NodeImage status %+v, want the registry's 401 Unauthorized", nodes[0].name, st)
+	if _, st := nodeImageTag(t, ctx, nodes[0].Name, image); st == nil || !strings.Contains(st.Message, "401 Unauthorized") {
+		t.Errorf("node %s: NodeImage status %+v, want the registry's 401 Unauthorized", nodes[0].Name, st)
 	}
 
 	// The Secret is corrected, and a node comes to match: it joins the job and pulls with it.
 	secret.Data = dockerConfigSecret(ns, "registry-login", reg, user, password).Data
-	if _, err := kube.CoreV1().Secrets(ns).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+	if _, err := framework.Kube.CoreV1().Secrets(ns).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	labelNode(t, ctx, node2, key, "yes")
 	j = waitPullJob(t, ctx, ns, "never", "the new node succeeded", func(s v1alpha1.ImagePullJobStatus) bool {
 		return s.Desired == 2 && s.Succeeded == 1
 	})
-	if s := j.Status; s.CompletionTime != nil || s.Failed != 1 || !slices.Equal(s.FailedNodes, []string{nodes[0].name}) {
-		t.Errorf("Never job after the new node's pull: status %+v, want no completion time, %s still failed", s, nodes[0].name)
+	if s := j.Status; s.CompletionTime != nil || s.Failed != 1 || !slices.Equal(s.FailedNodes, []string{nodes[0].Name}) {
+		t.Errorf("Never job after the new node's pull: status %+v, want no completion time, %s still failed", s, nodes[0].Name)
 	}
-	if criImage(t, ctx, nodes[1], image) == nil {
+	if framework.CRIImage(t, ctx, nodes[1], image) == nil {
 		t.Errorf("node %s: containerd has no %s after it joined the job", node2, image)
 	}
-	if img := criImage(t, ctx, nodes[0], image); img != nil {
-		t.Errorf("node %s, failed, has %s", nodes[0].name, image)
+	if img := framework.CRIImage(t, ctx, nodes[0], image); img != nil {
+		t.Errorf("node %s, failed, has %s", nodes[0].Name, image)
 	}
 
-	if err := inplace.AppsV1alpha1().ImagePullJobs(ns).Delete(ctx, "never", metav1.DeleteOptions{}); err != nil {
+	if err := framework.Inplace.AppsV1alpha1().ImagePullJobs(ns).Delete(ctx, "never", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range nodes {
-		waitTagGone(t, ctx, n.name, image)
+		waitTagGone(t, ctx, n.Name, image)
 	}
 }
 
 // TestImagePullJobsSameImage: two jobs pulling one image both own its tag on every node and both
 // succeed; deleting one leaves the tag to the other, deleting both removes it.
 func TestImagePullJobsSameImage(t *testing.T) {
-	reg, nodes := registryNodes(t)
-	ctx := testContext(t)
+	reg, nodes := framework.RegistryNodes(t)
+	ctx := framework.Context(t)
 	image := reg + "/remote/app:v1"
 	removeFromNodes(t, ctx, nodes, image)
-	ns := newNamespace(t, ctx, "imagepull-two")
+	ns := framework.NewNamespace(t, ctx, "imagepull-two")
 	want := int32(len(nodes))
 	never := func(j *v1alpha1.ImagePullJob) {
 		j.Spec.CompletionPolicy = v1alpha1.CompletionPolicy{Type: v1alpha1.Never}
@@ -282,7 +283,7 @@ func TestImagePullJobsSameImage(t *testing.T) {
 
 	uids := map[string]types.UID{}
 	for _, name := range []string{"first", "second"} {
-		created, err := inplace.AppsV1alpha1().ImagePullJobs(ns).Create(ctx, pullJob(ns, name, image, never), metav1.CreateOptions{})
+		created, err := framework.Inplace.AppsV1alpha1().ImagePullJobs(ns).Create(ctx, pullJob(ns, name, image, never), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("creating ImagePullJob %s: %v", name, err)
 		}
@@ -305,38 +306,38 @@ func TestImagePullJobsSameImage(t *testing.T) {
 	both := []types.UID{uids["first"], uids["second"]}
 	slices.Sort(both)
 	for _, n := range nodes {
-		if got := owners(n.name); !slices.Equal(got, both) {
-			t.Errorf("node %s: tag owners %v, want both jobs %v", n.name, got, both)
+		if got := owners(n.Name); !slices.Equal(got, both) {
+			t.Errorf("node %s: tag owners %v, want both jobs %v", n.Name, got, both)
 		}
-		if criImage(t, ctx, n, image) == nil {
-			t.Errorf("node %s: containerd has no %s", n.name, image)
+		if framework.CRIImage(t, ctx, n, image) == nil {
+			t.Errorf("node %s: containerd has no %s", n.Name, image)
 		}
 	}
 
-	if err := inplace.AppsV1alpha1().ImagePullJobs(ns).Delete(ctx, "first", metav1.DeleteOptions{}); err != nil {
+	if err := framework.Inplace.AppsV1alpha1().ImagePullJobs(ns).Delete(ctx, "first", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, time.Minute, "ImagePullJob first gone", func(ctx context.Context) (bool, error) {
-		_, err := inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, "first", metav1.GetOptions{})
+	framework.Poll(t, ctx, time.Minute, "ImagePullJob first gone", func(ctx context.Context) (bool, error) {
+		_, err := framework.Inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, "first", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})
 	for _, n := range nodes {
-		poll(t, ctx, time.Minute, "node "+n.name+": the tag owned by the second job alone", func(ctx context.Context) (bool, error) {
-			got := owners(n.name)
+		framework.Poll(t, ctx, time.Minute, "node "+n.Name+": the tag owned by the second job alone", func(ctx context.Context) (bool, error) {
+			got := owners(n.Name)
 			return slices.Equal(got, []types.UID{uids["second"]}), fmt.Errorf("owners %v", got)
 		})
 	}
 	// The second job, its tag untouched, stays succeeded everywhere.
-	if j, err := inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, "second", metav1.GetOptions{}); err != nil {
+	if j, err := framework.Inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, "second", metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
 	} else if s := j.Status; s.Desired != want || s.Succeeded != want {
 		t.Errorf("second job after the first's deletion: status %+v, want desired = succeeded = %d", s, want)
 	}
 
-	if err := inplace.AppsV1alpha1().ImagePullJobs(ns).Delete(ctx, "second", metav1.DeleteOptions{}); err != nil {
+	if err := framework.Inplace.AppsV1alpha1().ImagePullJobs(ns).Delete(ctx, "second", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range nodes {
-		waitTagGone(t, ctx, n.name, image)
+		waitTagGone(t, ctx, n.Name, image)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/imagepull"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // Image pre-pull on the local cluster, as OpenKruise's test/e2e/apps/pullimages.go: ImagePullJobs
@@ -44,7 +45,7 @@ func pullJob(ns, name, image string, mutate ...func(*v1alpha1.ImagePullJob)) *v1
 // createPullJob creates the job and waits until it completed.
 func createPullJob(t *testing.T, ctx context.Context, job *v1alpha1.ImagePullJob) *v1alpha1.ImagePullJob {
 	t.Helper()
-	if _, err := inplace.AppsV1alpha1().ImagePullJobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.Inplace.AppsV1alpha1().ImagePullJobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating ImagePullJob %s: %v", job.Name, err)
 	}
 	return waitPullJobCompleted(t, ctx, job.Namespace, job.Name)
@@ -63,7 +64,7 @@ func nodeImageTag(t *testing.T, ctx context.Context, node, image string) (v1alph
 	if err != nil {
 		t.Fatal(err)
 	}
-	ni, err := inplace.AppsV1alpha1().NodeImages().Get(ctx, node, metav1.GetOptions{})
+	ni, err := framework.Inplace.AppsV1alpha1().NodeImages().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("NodeImage %s: %v", node, err)
 	}
@@ -86,15 +87,15 @@ func nodeImageTag(t *testing.T, ctx context.Context, node, image string) (v1alph
 
 // removeFromNodes removes a registry-only image (remote/app, a distinct image id) from every
 // node, before and after the test, so that a pull has something to do.
-func removeFromNodes(t *testing.T, ctx context.Context, nodes []localNode, images ...string) {
+func removeFromNodes(t *testing.T, ctx context.Context, nodes []framework.LocalNode, images ...string) {
 	t.Helper()
 	for _, n := range nodes {
 		for _, image := range images {
-			if criImage(t, ctx, n, image) == nil {
+			if framework.CRIImage(t, ctx, n, image) == nil {
 				continue
 			}
-			if err := removeCRIImage(ctx, n, image); err != nil {
-				t.Fatalf("removing %s from %s: %v", image, n.name, err)
+			if err := framework.RemoveCRIImage(ctx, n, image); err != nil {
+				t.Fatalf("removing %s from %s: %v", image, n.Name, err)
 			}
 		}
 	}
@@ -103,18 +104,18 @@ func removeFromNodes(t *testing.T, ctx context.Context, nodes []localNode, image
 		defer cancel()
 		for _, n := range nodes {
 			for _, image := range images {
-				if err := removeCRIImage(ctx, n, image); err != nil {
-					t.Logf("removing %s from %s: %v", image, n.name, err)
+				if err := framework.RemoveCRIImage(ctx, n, image); err != nil {
+					t.Logf("removing %s from %s: %v", image, n.Name, err)
 				}
 			}
 		}
 	})
 }
 
-func nodeNames(nodes []localNode) []string {
+func nodeNames(nodes []framework.LocalNode) []string {
 	var names []string
 	for _, n := range nodes {
-		names = append(names, n.name)
+		names = append(names, n.Name)
 	}
 	slices.Sort(names)
 	return names
@@ -122,14 +123,14 @@ func nodeNames(nodes []localNode) []string {
 
 // TestImagePullNodeImages: every node of the cluster has its NodeImage, named after it.
 func TestImagePullNodeImages(t *testing.T) {
-	ctx := testContext(t)
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	ctx := framework.Context(t)
+	nodes, err := framework.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range nodes.Items {
-		poll(t, ctx, time.Minute, "the NodeImage of "+n.Name, func(ctx context.Context) (bool, error) {
-			_, err := inplace.AppsV1alpha1().NodeImages().Get(ctx, n.Name, metav1.GetOptions{})
+		framework.Poll(t, ctx, time.Minute, "the NodeImage of "+n.Name, func(ctx context.Context) (bool, error) {
+			_, err := framework.Inplace.AppsV1alpha1().NodeImages().Get(ctx, n.Name, metav1.GetOptions{})
 			return err == nil, err
 		})
 	}
@@ -139,17 +140,17 @@ func TestImagePullNodeImages(t *testing.T) {
 // Succeeded on every node, and each node's containerd has the image afterwards, with the id its
 // NodeImage reports; node 1's inplace-daemon counts the pull on /metrics.
 func TestImagePullJobPullsOnEveryNode(t *testing.T) {
-	reg, nodes := registryNodes(t)
-	ctx := testContext(t)
+	reg, nodes := framework.RegistryNodes(t)
+	ctx := framework.Context(t)
 	image := reg + "/remote/app:v1"
 	removeFromNodes(t, ctx, nodes, image)
 	for _, n := range nodes {
-		if img := criImage(t, ctx, n, image); img != nil {
-			t.Fatalf("node %s has %s before the job", n.name, image)
+		if img := framework.CRIImage(t, ctx, n, image); img != nil {
+			t.Fatalf("node %s has %s before the job", n.Name, image)
 		}
 	}
-	ns := newNamespace(t, ctx, "imagepull")
-	daemon := programAddress(t, "inplace-daemon") // node 1's
+	ns := framework.NewNamespace(t, ctx, "imagepull")
+	daemon := framework.ProgramAddress(t, "inplace-daemon") // node 1's
 	const pulled = `inplace_daemon_imagepuller_pulls_total{result="succeeded"}`
 	pulledBefore := metricValue(t, ctx, daemon, pulled)
 
@@ -164,16 +165,16 @@ func TestImagePullJobPullsOnEveryNode(t *testing.T) {
 		t.Errorf("node 1's inplace-daemon: %s %v, was %v: want one pull more", pulled, n, pulledBefore)
 	}
 	for _, n := range nodes {
-		img := criImage(t, ctx, n, image)
+		img := framework.CRIImage(t, ctx, n, image)
 		if img == nil {
-			t.Errorf("node %s: containerd has no %s after the job", n.name, image)
+			t.Errorf("node %s: containerd has no %s after the job", n.Name, image)
 			continue
 		}
-		spec, st := nodeImageTag(t, ctx, n.name, image)
+		spec, st := nodeImageTag(t, ctx, n.Name, image)
 		if st == nil || st.Phase != v1alpha1.ImagePhaseSucceeded || st.Version != spec.Version || st.Progress != 100 ||
 			!strings.HasSuffix(st.ImageID, "@"+img.Id) || st.StartTime == nil || st.CompletionTime == nil {
 			t.Errorf("node %s: NodeImage status %+v (spec version %d): want Succeeded for the version, image id ...@%s",
-				n.name, st, spec.Version, img.Id)
+				n.Name, st, spec.Version, img.Id)
 		}
 	}
 }
@@ -181,10 +182,10 @@ func TestImagePullJobPullsOnEveryNode(t *testing.T) {
 // TestImagePullJobMissingTag: a tag the registry lacks fails on every node after 1+backoffLimit
 // attempts; the job lists the nodes as failed, and each NodeImage says why.
 func TestImagePullJobMissingTag(t *testing.T) {
-	reg, nodes := registryNodes(t)
-	ctx := testContext(t)
+	reg, nodes := framework.RegistryNodes(t)
+	ctx := framework.Context(t)
 	image := reg + "/app:no-such-tag"
-	ns := newNamespace(t, ctx, "imagepull-missing")
+	ns := framework.NewNamespace(t, ctx, "imagepull-missing")
 
 	job := createPullJob(t, ctx, pullJob(ns, "missing", image))
 	want := int32(len(nodes))
@@ -192,14 +193,14 @@ func TestImagePullJobMissingTag(t *testing.T) {
 		t.Errorf("job status %+v: want %d failed nodes %v", s, want, nodeNames(nodes))
 	}
 	for _, n := range nodes {
-		spec, st := nodeImageTag(t, ctx, n.name, image)
+		spec, st := nodeImageTag(t, ctx, n.Name, image)
 		if st == nil || st.Phase != v1alpha1.ImagePhaseFailed || st.Version != spec.Version || !strings.Contains(st.Message, "not found") {
-			t.Errorf("node %s: NodeImage status %+v: want Failed with the runtime's not found", n.name, st)
+			t.Errorf("node %s: NodeImage status %+v: want Failed with the runtime's not found", n.Name, st)
 			continue
 		}
-		t.Logf("node %s: %s", n.name, st.Message)
-		if img := criImage(t, ctx, n, image); img != nil {
-			t.Errorf("node %s has an image %s (%s)", n.name, image, img.Id)
+		t.Logf("node %s: %s", n.Name, st.Message)
+		if img := framework.CRIImage(t, ctx, n, image); img != nil {
+			t.Errorf("node %s has an image %s (%s)", n.Name, image, img.Id)
 		}
 	}
 }
@@ -208,10 +209,10 @@ func TestImagePullJobMissingTag(t *testing.T) {
 // tag retried many times) completes at the deadline with its nodes failed; the nodes stop
 // retrying at the same deadline, which the tag carries.
 func TestImagePullJobActiveDeadline(t *testing.T) {
-	reg, nodes := registryNodes(t)
-	ctx := testContext(t)
+	reg, nodes := framework.RegistryNodes(t)
+	ctx := framework.Context(t)
 	image := reg + "/app:missing-until-deadline"
-	ns := newNamespace(t, ctx, "imagepull-deadline")
+	ns := framework.NewNamespace(t, ctx, "imagepull-deadline")
 	const deadline = 8
 	job := createPullJob(t, ctx, pullJob(ns, "deadline", image, func(j *v1alpha1.ImagePullJob) {
 		j.Spec.PullPolicy.BackoffLimit = ptr.To[int32](20)  // 1+2+4+8+16 s of backoff: well past the deadline
@@ -226,8 +227,8 @@ func TestImagePullJobActiveDeadline(t *testing.T) {
 		t.Errorf("job status %+v: want every node failed at the deadline", s)
 	}
 	for _, n := range nodes {
-		poll(t, ctx, time.Minute, "node "+n.name+" giving up at the deadline", func(ctx context.Context) (bool, error) {
-			spec, st := nodeImageTag(t, ctx, n.name, image)
+		framework.Poll(t, ctx, time.Minute, "node "+n.Name+" giving up at the deadline", func(ctx context.Context) (bool, error) {
+			spec, st := nodeImageTag(t, ctx, n.Name, image)
 			if spec.PullPolicy == nil || ptr.Deref(spec.PullPolicy.ActiveDeadlineSeconds, 0) != deadline {
 				return false, fmt.Errorf("tag pull policy %+v: want the job's deadline", spec.PullPolicy)
 			}
@@ -240,11 +241,11 @@ func TestImagePullJobActiveDeadline(t *testing.T) {
 // TestImageListPullJobCompletes: an ImageListPullJob of two registry images makes one
 // ImagePullJob each, and completes with both succeeded; the nodes have both images.
 func TestImageListPullJobCompletes(t *testing.T) {
-	reg, nodes := registryNodes(t)
-	ctx := testContext(t)
+	reg, nodes := framework.RegistryNodes(t)
+	ctx := framework.Context(t)
 	images := []string{reg + "/remote/app:v1", reg + "/remote/app:v2"}
 	removeFromNodes(t, ctx, nodes, images...)
-	ns := newNamespace(t, ctx, "imagelistpull")
+	ns := framework.NewNamespace(t, ctx, "imagelistpull")
 	list := &v1alpha1.ImageListPullJob{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "two"},
 		Spec: v1alpha1.ImageListPullJobSpec{Images: images, ImagePullJobTemplate: v1alpha1.ImagePullJobTemplate{
@@ -252,12 +253,12 @@ func TestImageListPullJobCompletes(t *testing.T) {
 			CompletionPolicy: v1alpha1.CompletionPolicy{Type: v1alpha1.Always},
 		}},
 	}
-	if _, err := inplace.AppsV1alpha1().ImageListPullJobs(ns).Create(ctx, list, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.Inplace.AppsV1alpha1().ImageListPullJobs(ns).Create(ctx, list, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating ImageListPullJob: %v", err)
 	}
-	poll(t, ctx, pullJobTimeout, "ImageListPullJob completed", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, pullJobTimeout, "ImageListPullJob completed", func(ctx context.Context) (bool, error) {
 		var err error
-		list, err = inplace.AppsV1alpha1().ImageListPullJobs(ns).Get(ctx, "two", metav1.GetOptions{})
+		list, err = framework.Inplace.AppsV1alpha1().ImageListPullJobs(ns).Get(ctx, "two", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -266,7 +267,7 @@ func TestImageListPullJobCompletes(t *testing.T) {
 	if s := list.Status; s.Desired != 2 || s.Completed != 2 || s.Succeeded != 2 || s.Active != 0 || len(s.FailedImageStatuses) != 0 {
 		t.Errorf("list status %+v: want 2 desired, completed and succeeded", s)
 	}
-	jobs, err := inplace.AppsV1alpha1().ImagePullJobs(ns).List(ctx, metav1.ListOptions{})
+	jobs, err := framework.Inplace.AppsV1alpha1().ImagePullJobs(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,8 +281,8 @@ func TestImageListPullJobCompletes(t *testing.T) {
 	}
 	for _, n := range nodes {
 		for _, image := range images {
-			if criImage(t, ctx, n, image) == nil {
-				t.Errorf("node %s: containerd has no %s after the list job", n.name, image)
+			if framework.CRIImage(t, ctx, n, image) == nil {
+				t.Errorf("node %s: containerd has no %s after the list job", n.Name, image)
 			}
 		}
 	}
@@ -290,16 +291,16 @@ func TestImageListPullJobCompletes(t *testing.T) {
 // TestImagePullKubectlColumns: kubectl get prints OpenKruise's columns of ImagePullJobs and
 // NodeImages, with their numbers.
 func TestImagePullKubectlColumns(t *testing.T) {
-	reg, nodes := registryNodes(t)
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "imagepull-kubectl")
+	reg, nodes := framework.RegistryNodes(t)
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "imagepull-kubectl")
 	// app:v1 of the registry is the imported inplace.local/app:v1 (one image id): every node has
 	// it, so the job succeeds at once without a pull.
 	createPullJob(t, ctx, pullJob(ns, "cols", reg+"/app:v1"))
 
 	// At v1alpha1, with its MESSAGE column (OpenKruise v1.9 dropped it from v1beta1, which kubectl
 	// reads by default).
-	out := mustKubectl(t, ctx, "", "-n", ns, "get", "imagepulljobs.v1alpha1.apps.kruise.io")
+	out := framework.MustKubectl(t, ctx, "", "-n", ns, "get", "imagepulljobs.v1alpha1.apps.kruise.io")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 2 || !slices.Equal(strings.Fields(lines[0]), []string{"NAME", "TOTAL", "ACTIVE", "SUCCEED", "FAILED", "AGE", "MESSAGE"}) {
 		t.Fatalf("kubectl get imagepulljobs:\n%s", out)
@@ -309,12 +310,12 @@ func TestImagePullKubectlColumns(t *testing.T) {
 		!strings.Contains(lines[1], "job has completed") {
 		t.Errorf("kubectl get imagepulljobs: row %q, want cols %s 0 %s 0 ... job has completed", lines[1], n, n)
 	}
-	out = mustKubectl(t, ctx, "", "-n", ns, "get", "imagepulljobs")
+	out = framework.MustKubectl(t, ctx, "", "-n", ns, "get", "imagepulljobs")
 	if lines = strings.Split(strings.TrimSpace(out), "\n"); !slices.Equal(strings.Fields(lines[0]), []string{"NAME", "TOTAL", "ACTIVE", "SUCCEED", "FAILED", "AGE"}) {
 		t.Errorf("kubectl get imagepulljobs (v1beta1):\n%s", out)
 	}
 
-	out = mustKubectl(t, ctx, "", "get", "nodeimages")
+	out = framework.MustKubectl(t, ctx, "", "get", "nodeimages")
 	lines = strings.Split(strings.TrimSpace(out), "\n")
 	if !slices.Equal(strings.Fields(lines[0]), []string{"NAME", "DESIRED", "PULLING", "SUCCEED", "FAILED", "AGE"}) {
 		t.Fatalf("kubectl get nodeimages:\n%s", out)
@@ -324,5 +325,5 @@ func TestImagePullKubectlColumns(t *testing.T) {
 			t.Errorf("kubectl get nodeimages: no row for node %s:\n%s", node, out)
 		}
 	}
-	t.Logf("kubectl get imagepulljobs,nodeimages:\n%s", mustKubectl(t, ctx, "", "-n", ns, "get", "imagepulljobs,nodeimages"))
+	t.Logf("kubectl get imagepulljobs,nodeimages:\n%s", framework.MustKubectl(t, ctx, "", "-n", ns, "get", "imagepulljobs,nodeimages"))
 }

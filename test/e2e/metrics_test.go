@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // metricValue scrapes http://ADDR/metrics and returns the value of the series named exactly
@@ -46,22 +47,22 @@ func metricValue(t *testing.T, ctx context.Context, addr, series string) float64
 // has observed the update's duration once (under change="images", no longer than the test
 // waited), and after one ContainerRecreateRequest, the request's duration once.
 func TestMetricsInPlaceUpdate(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "metrics")
-	addr := programAddress(t, "inplace-controller")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "metrics")
+	addr := framework.ProgramAddress(t, "inplace-controller")
 	const updates = `inplace_controller_inplaceupdate_duration_seconds_count{change="images"}`
 	const updateSeconds = `inplace_controller_inplaceupdate_duration_seconds_sum{change="images"}`
 	const crrs = `inplace_controller_containerrecreaterequest_duration_seconds_count{reason="Completed"}`
 
-	pod := createSettledPod(t, ctx, gatedPod(ns, "web", container("main", appImageV1)))
+	pod := framework.CreateSettledPod(t, ctx, framework.GatedPod(ns, "web", framework.Container("main", framework.AppImageV1)))
 	countBefore, sumBefore := metricValue(t, ctx, addr, updates), metricValue(t, ctx, addr, updateSeconds)
 	start := time.Now()
-	startInPlaceUpdate(t, ctx, ns, pod.Name, v1alpha1.InPlaceUpdateSpec{
-		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV2}},
+	framework.StartInPlaceUpdate(t, ctx, ns, pod.Name, v1alpha1.InPlaceUpdateSpec{
+		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: framework.AppImageV2}},
 	})
-	waitUpdateCompleted(t, ctx, ns, pod.Name, podTimeout)
+	framework.WaitUpdateCompleted(t, ctx, ns, pod.Name, framework.PodTimeout)
 	waited := time.Since(start).Seconds()
-	poll(t, ctx, 30*time.Second, "the update's duration on /metrics", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, 30*time.Second, "the update's duration on /metrics", func(ctx context.Context) (bool, error) {
 		n := metricValue(t, ctx, addr, updates)
 		return n == countBefore+1, fmt.Errorf("%s %v, was %v", updates, n, countBefore)
 	})
@@ -70,9 +71,9 @@ func TestMetricsInPlaceUpdate(t *testing.T) {
 	}
 
 	crrBefore := metricValue(t, ctx, addr, crrs)
-	createCRR(t, ctx, ns, newCRR("restart", pod.Name, "main"))
-	waitCRRCompleted(t, ctx, ns, "restart", podTimeout)
-	poll(t, ctx, 30*time.Second, "the request's duration on /metrics", func(ctx context.Context) (bool, error) {
+	framework.CreateCRR(t, ctx, ns, framework.NewCRR("restart", pod.Name, "main"))
+	framework.WaitCRRCompleted(t, ctx, ns, "restart", framework.PodTimeout)
+	framework.Poll(t, ctx, 30*time.Second, "the request's duration on /metrics", func(ctx context.Context) (bool, error) {
 		n := metricValue(t, ctx, addr, crrs)
 		return n == crrBefore+1, fmt.Errorf("%s %v, was %v", crrs, n, crrBefore)
 	})
@@ -81,8 +82,8 @@ func TestMetricsInPlaceUpdate(t *testing.T) {
 // TestDescribeShowsEvents: kubectl describe of each workload kind and of a ContainerRecreateRequest
 // lists the Events inplace's controllers wrote about it, with reasons a user can grep.
 func TestDescribeShowsEvents(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "describe")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "describe")
 	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	pods := waitCloneSetReady(t, ctx, cs, 1)
 	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 1, "Parallel"))
@@ -91,9 +92,9 @@ func TestDescribeShowsEvents(t *testing.T) {
 	n := readyNodes(t, ctx)
 	waitDaemonSet(t, ctx, ns, n, n)
 	for name := range pods {
-		createCRR(t, ctx, ns, newCRR("restart", name, "main"))
+		framework.CreateCRR(t, ctx, ns, framework.NewCRR("restart", name, "main"))
 	}
-	waitCRRCompleted(t, ctx, ns, "restart", podTimeout)
+	framework.WaitCRRCompleted(t, ctx, ns, "restart", framework.PodTimeout)
 
 	for _, c := range []struct{ object, reason string }{
 		{"clonesets.apps.kruise.io/web", "SuccessfulCreate"},
@@ -101,8 +102,8 @@ func TestDescribeShowsEvents(t *testing.T) {
 		{"daemonsets.apps.kruise.io/agent", "SuccessfulCreate"},
 		{"containerrecreaterequests.apps.kruise.io/restart", "Completed"},
 	} {
-		poll(t, ctx, 30*time.Second, "kubectl describe "+c.object+" showing "+c.reason, func(ctx context.Context) (bool, error) {
-			out, stderr, err := kubectl(ctx, "", "-n", ns, "describe", c.object)
+		framework.Poll(t, ctx, 30*time.Second, "kubectl describe "+c.object+" showing "+c.reason, func(ctx context.Context) (bool, error) {
+			out, stderr, err := framework.Kubectl(ctx, "", "-n", ns, "describe", c.object)
 			if err != nil {
 				return false, fmt.Errorf("%v: %s", err, stderr)
 			}
@@ -117,17 +118,17 @@ func TestDescribeShowsEvents(t *testing.T) {
 // its sidecar: the Pods it started (SidecarUpgrading) and the end (SidecarUpgraded); and `kubectl
 // get events` finds them by the SidecarSet as involvedObject.
 func TestDescribeSidecarSetShowsEvents(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	u := newSidecarUpgrade(t, ctx, "describe-ss", 1, nil)
-	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
-	waitSidecarsOn(t, ctx, u, appImageV2, 1)
+	updateSidecarSet(t, ctx, u.set, sidecarImage(framework.AppImageV2))
+	waitSidecarsOn(t, ctx, u, framework.AppImageV2, 1)
 	waitSidecarSetStatus(t, ctx, u.set, 1, 1, 1, 1)
 	var pod string
 	for name := range u.before {
 		pod = name
 	}
-	poll(t, ctx, 30*time.Second, "kubectl describe sidecarset "+u.set+" showing the upgrade", func(ctx context.Context) (bool, error) {
-		out, stderr, err := kubectl(ctx, "", "describe", "sidecarset", u.set)
+	framework.Poll(t, ctx, 30*time.Second, "kubectl describe sidecarset "+u.set+" showing the upgrade", func(ctx context.Context) (bool, error) {
+		out, stderr, err := framework.Kubectl(ctx, "", "describe", "sidecarset", u.set)
 		if err != nil {
 			return false, fmt.Errorf("%v: %s", err, stderr)
 		}
@@ -135,7 +136,7 @@ func TestDescribeSidecarSetShowsEvents(t *testing.T) {
 		return strings.Contains(events, "SidecarUpgrading") && strings.Contains(events, u.ns+"/"+pod) &&
 			strings.Contains(events, "SidecarUpgraded"), fmt.Errorf("events section %q", events)
 	})
-	out := mustKubectl(t, ctx, "", "get", "events", "-A", "-o", "name", "--field-selector",
+	out := framework.MustKubectl(t, ctx, "", "get", "events", "-A", "-o", "name", "--field-selector",
 		"involvedObject.kind=SidecarSet,involvedObject.name="+u.set+",reason=SidecarUpgraded")
 	if n := len(strings.Fields(out)); n != 1 {
 		t.Errorf("kubectl get events of SidecarSet %s with reason SidecarUpgraded: %q, want one", u.set, out)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestSidecarSetUpgradableConditionTwoSidecarSets (OpenKruise "multi sidecarSet upgrade sidecar
@@ -17,17 +18,17 @@ import (
 // both Pods (2/2/2/2); the Pods' SidecarSetUpgradable is False, because of A. A then goes back to
 // its env with a new image: it upgrades both Pods too, and SidecarSetUpgradable becomes True.
 func TestSidecarSetUpgradableConditionTwoSidecarSets(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ss-cond")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "ss-cond")
 	nameA, nameB := ns, ns+"-b"
 	for name, c := range map[string]string{nameA: "agent", nameB: "logger"} {
 		set := ssScopedSet(name, ns, "web")
 		set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(corev1.Container{
-			Name: c, Image: appImageV1, ImagePullPolicy: corev1.PullNever, Env: []corev1.EnvVar{{Name: "MODE", Value: "one"}},
+			Name: c, Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever, Env: []corev1.EnvVar{{Name: "MODE", Value: "one"}},
 		}, v1alpha1.AfterAppContainerType)}
 		ssCreateSet(t, ctx, set)
 	}
-	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever})
+	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
 	ssWaitWebhook(t, ctx, "the Pod webhook to inject both SidecarSets", probe, func(p *corev1.Pod) bool {
 		return ssContainer(p.Spec.Containers, "agent") != nil && ssContainer(p.Spec.Containers, "logger") != nil
 	})
@@ -38,20 +39,20 @@ func TestSidecarSetUpgradableConditionTwoSidecarSets(t *testing.T) {
 
 	updateSidecarSet(t, ctx, nameA, func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Env[0].Value = "two" })
 	waitSidecarSetStatus(t, ctx, nameA, 2, 0, 2, 0)
-	updateSidecarSet(t, ctx, nameB, sidecarImage(appImageV2))
+	updateSidecarSet(t, ctx, nameB, sidecarImage(framework.AppImageV2))
 	waitSidecarSetStatus(t, ctx, nameB, 2, 2, 2, 2)
 	waitUpgradable(t, ctx, cs, corev1.ConditionFalse)
 
 	updateSidecarSet(t, ctx, nameA, func(s *v1alpha1.SidecarSet) {
 		s.Spec.Containers[0].Env[0].Value = "one"
-		s.Spec.Containers[0].Image = appImageV2
+		s.Spec.Containers[0].Image = framework.AppImageV2
 	})
 	waitSidecarSetStatus(t, ctx, nameA, 2, 2, 2, 2)
 	pods := waitUpgradable(t, ctx, cs, corev1.ConditionTrue)
 	for name, p := range pods {
 		for _, c := range []string{"agent", "logger"} {
-			if specImage(p, c) != appImageV2 {
-				t.Errorf("pod %s: %s on %s, want %s", name, c, specImage(p, c), appImageV2)
+			if framework.SpecImage(p, c) != framework.AppImageV2 {
+				t.Errorf("pod %s: %s on %s, want %s", name, c, framework.SpecImage(p, c), framework.AppImageV2)
 			}
 		}
 	}
@@ -62,13 +63,13 @@ func TestSidecarSetUpgradableConditionTwoSidecarSets(t *testing.T) {
 func waitUpgradable(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, status corev1.ConditionStatus) map[string]*corev1.Pod {
 	t.Helper()
 	var pods map[string]*corev1.Pod
-	poll(t, ctx, rolloutTimeout, fmt.Sprintf("every Pod %s=%s", pub.SidecarSetUpgradable, status), func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, rolloutTimeout, fmt.Sprintf("every Pod %s=%s", pub.SidecarSetUpgradable, status), func(ctx context.Context) (bool, error) {
 		var err error
 		if pods, err = cloneSetPods(ctx, cs); err != nil {
 			return false, err
 		}
 		for name, p := range pods {
-			if got := conditionStatus(p, pub.SidecarSetUpgradable); got != status {
+			if got := framework.ConditionStatus(p, pub.SidecarSetUpgradable); got != status {
 				return false, fmt.Errorf("pod %s: %s", name, got)
 			}
 		}

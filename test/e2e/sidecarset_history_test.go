@@ -14,13 +14,14 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // sidecarSetRevisions are the SidecarSet's ControllerRevisions (in inplace's namespace), oldest
 // (lowest .revision) first.
 func sidecarSetRevisions(t *testing.T, ctx context.Context, name string) []appsv1.ControllerRevision {
 	t.Helper()
-	list, err := kube.AppsV1().ControllerRevisions("inplace-system").List(ctx, metav1.ListOptions{LabelSelector: sidecarset.RevisionSetLabel + "=" + name})
+	list, err := framework.Kube.AppsV1().ControllerRevisions("inplace-system").List(ctx, metav1.ListOptions{LabelSelector: sidecarset.RevisionSetLabel + "=" + name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,12 +48,12 @@ func revisionSpec(t *testing.T, rev *appsv1.ControllerRevision) map[string]json.
 // to the spec of revision 12 renumbers it 16; a change of patchPodMetadata is recorded with its
 // value; a plain init container's new image records a revision but leaves the SidecarSet's hash.
 func TestSidecarSetRevisionHistory(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ss-history")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "ss-history")
 	set := ssScopedSet(ns, ns, "web")
-	set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(corev1.Container{Name: "agent", Image: appImageV1, ImagePullPolicy: corev1.PullNever},
+	set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(corev1.Container{Name: "agent", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever},
 		v1alpha1.AfterAppContainerType)}
-	set.Spec.InitContainers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "init", Image: appImageV1, ImagePullPolicy: corev1.PullNever}}}
+	set.Spec.InitContainers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "init", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever}}}
 	set.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "secret-1"}}
 	set.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{PatchPolicy: v1alpha1.SidecarSetRetainPatchPolicy,
 		Annotations: map[string]string{"sidecarset.kruise.io/test": "version-1"}}}
@@ -106,11 +107,11 @@ func TestSidecarSetRevisionHistory(t *testing.T) {
 		}
 	}
 
-	before, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, ns, metav1.GetOptions{})
+	before, err := framework.Inplace.AppsV1alpha1().SidecarSets().Get(ctx, ns, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := updateSidecarSet(t, ctx, ns, func(s *v1alpha1.SidecarSet) { s.Spec.InitContainers[0].Image = appImageV2 })
+	after := updateSidecarSet(t, ctx, ns, func(s *v1alpha1.SidecarSet) { s.Spec.InitContainers[0].Image = framework.AppImageV2 })
 	if h, was := after.Annotations[v1alpha1.SidecarSetHashAnnotation], before.Annotations[v1alpha1.SidecarSetHashAnnotation]; h == "" || h != was {
 		t.Errorf("a plain init container's new image changed the SidecarSet's hash %q to %q", was, h)
 	}

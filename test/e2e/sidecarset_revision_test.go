@@ -15,6 +15,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestSidecarSetInjectionRevision: a SidecarSet whose injectionStrategy.revision names a recorded
@@ -22,10 +23,10 @@ import (
 // sidecar into new Pods, not its current spec — by revisionName and by customVersion — and
 // sidecarsets/NAME/inject answers the same.
 func TestSidecarSetInjectionRevision(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "revision")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "revision")
 	app := "e2e-rev-" + utilrand.String(5)
-	recorded := appImageV1
+	recorded := framework.AppImageV1
 	current := "inplace.local/app:v2"
 
 	data, _ := json.Marshal(map[string]any{"spec": map[string]any{
@@ -38,7 +39,7 @@ func TestSidecarSetInjectionRevision(t *testing.T) {
 		Revision: 1,
 		Data:     runtime.RawExtension{Raw: data},
 	}
-	revisions := kube.AppsV1().ControllerRevisions("inplace-system")
+	revisions := framework.Kube.AppsV1().ControllerRevisions("inplace-system")
 	if _, err := revisions.Create(ctx, rev, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestSidecarSetInjectionRevision(t *testing.T) {
 	set.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: ptr.To(rev.Name)}
 	ssCreateSet(t, ctx, set)
 
-	pod := ssPod(ns, "web", app, container("main", appImageV1))
+	pod := ssPod(ns, "web", app, framework.Container("main", framework.AppImageV1))
 	// The webhook's cache may lag the new SidecarSet: dry-run until the sidecar comes back.
 	injected := ssWaitWebhook(t, ctx, "a Pod injected at the recorded revision", pod,
 		func(p *corev1.Pod) bool { return len(p.Spec.Containers) == 2 })
@@ -66,7 +67,7 @@ func TestSidecarSetInjectionRevision(t *testing.T) {
 		s.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{CustomVersion: ptr.To("stable")}
 	})
 	body, _ := json.Marshal(pod)
-	raw, err := inplace.AppsV1alpha1().RESTClient().Post().Resource("sidecarsets").Name(app).SubResource("inject").
+	raw, err := framework.Inplace.AppsV1alpha1().RESTClient().Post().Resource("sidecarsets").Name(app).SubResource("inject").
 		Body(body).SetHeader("Content-Type", "application/json").DoRaw(ctx)
 	if err != nil {
 		t.Fatalf("inject: %v %s", err, raw)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // SidecarSet injection scenarios on the real cluster: OpenKruise's docs manifest, placement,
@@ -118,19 +119,19 @@ func ssScopedSet(name, ns, label string) *v1alpha1.SidecarSet {
 // ssCreateSet creates the SidecarSet and deletes it when the test ends.
 func ssCreateSet(t *testing.T, ctx context.Context, set *v1alpha1.SidecarSet) *v1alpha1.SidecarSet {
 	t.Helper()
-	created, err := inplace.AppsV1alpha1().SidecarSets().Create(ctx, set, metav1.CreateOptions{})
+	created, err := framework.Inplace.AppsV1alpha1().SidecarSets().Create(ctx, set, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating SidecarSet %s: %v", set.Name, err)
 	}
 	t.Cleanup(func() {
-		_ = inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), set.Name, metav1.DeleteOptions{})
+		_ = framework.Inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), set.Name, metav1.DeleteOptions{})
 	})
 	return created
 }
 
 // ssPod is a Pod of the containers labelled app=label that stops within a second.
 func ssPod(ns, name, label string, containers ...corev1.Container) *corev1.Pod {
-	pod := crrPod(ns, name, false, containers...)
+	pod := framework.CRRPod(ns, name, false, containers...)
 	pod.Labels = map[string]string{"app": label}
 	return pod
 }
@@ -140,8 +141,8 @@ func ssPod(ns, name, label string, containers ...corev1.Container) *corev1.Pod {
 func ssWaitWebhook(t *testing.T, ctx context.Context, what string, pod *corev1.Pod, done func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	var got *corev1.Pod
-	poll(t, ctx, rbacTimeout, what, func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	framework.Poll(t, ctx, rbacTimeout, what, func(ctx context.Context) (bool, error) {
+		p, err := framework.Kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			return false, err
 		}
@@ -177,11 +178,11 @@ func ssExpectUntouched(t *testing.T, pod *corev1.Pod, why string, containers ...
 // ssKubectlCreatePod creates the Pod with `kubectl create -f -` and returns it as stored.
 func ssKubectlCreatePod(t *testing.T, ctx context.Context, ns, name, manifest string) *corev1.Pod {
 	t.Helper()
-	out := mustKubectl(t, ctx, manifest, "create", "-n", ns, "-f", "-")
+	out := framework.MustKubectl(t, ctx, manifest, "create", "-n", ns, "-f", "-")
 	if !strings.Contains(out, "pod/"+name+" created") {
 		t.Fatalf("kubectl create: %q, want pod/%s created", out, name)
 	}
-	pod, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	pod, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func ssKubectlCreatePod(t *testing.T, ctx context.Context, ns, name, manifest st
 }
 
 // ssPostRaw is `kubectl create --raw PATH -f FILE` with the JSON of body in a temporary file.
-func ssPostRaw(t *testing.T, ctx context.Context, path string, body any) rawResponse {
+func ssPostRaw(t *testing.T, ctx context.Context, path string, body any) framework.RawResponse {
 	t.Helper()
 	data, err := json.Marshal(body)
 	if err != nil {
@@ -205,16 +206,16 @@ func ssPostRaw(t *testing.T, ctx context.Context, path string, body any) rawResp
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, err := kubectl(ctx, "", "create", "--raw", path, "-f", file, "-v=6")
-	r := rawResponse{body: out, err: err}
+	out, stderr, err := framework.Kubectl(ctx, "", "create", "--raw", path, "-f", file, "-v=6")
+	r := framework.RawResponse{Body: out, Err: err}
 	for _, line := range strings.Split(stderr, "\n") {
-		if m := responseLine.FindStringSubmatch(line); m != nil {
-			_, _ = fmt.Sscan(m[1], &r.code)
-		} else if !isKlogLine(line) && strings.TrimSpace(line) != "" {
-			r.errMsg += line + "\n"
+		if m := framework.ResponseLine.FindStringSubmatch(line); m != nil {
+			_, _ = fmt.Sscan(m[1], &r.Code)
+		} else if !framework.IsKlogLine(line) && strings.TrimSpace(line) != "" {
+			r.ErrMsg += line + "\n"
 		}
 	}
-	if r.code == 0 {
+	if r.Code == 0 {
 		t.Fatalf("kubectl create --raw %s: no response status in its log: %v\n%s", path, err, stderr)
 	}
 	return r
@@ -243,7 +244,7 @@ spec:
     paused: ` + fmt.Sprint(paused) + `
   containers:
   - name: sidecar1
-    image: ` + appImageV1 + `
+    image: ` + framework.AppImageV1 + `
     imagePullPolicy: Never
     command: ["sleep", "999d"] # do nothing at all
     podInjectPolicy: BeforeAppContainer
@@ -267,17 +268,17 @@ spec:
 // injected list — and the sidecar runs. Pods with other labels, in a namespace the
 // namespaceSelector does not match, or created while the SidecarSet is paused are untouched.
 func TestSidecarSetDocsManifest(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ss-docs")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "ss-docs")
 	name := "e2e-docs-" + utilrand.String(5)
 	label := name
 	t.Cleanup(func() {
-		_ = inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = framework.Inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
-	if out := mustKubectl(t, ctx, docsSidecarSet(name, label, ns, false), "apply", "-f", "-"); !strings.Contains(out, name+" created") {
+	if out := framework.MustKubectl(t, ctx, docsSidecarSet(name, label, ns, false), "apply", "-f", "-"); !strings.Contains(out, name+" created") {
 		t.Fatalf("kubectl apply: %q, want %s created", out, name)
 	}
-	set, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
+	set, err := framework.Inplace.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,14 +300,14 @@ spec:
   terminationGracePeriodSeconds: 1
   containers:
   - name: main
-    image: ` + appImageV1 + `
+    image: ` + framework.AppImageV1 + `
     imagePullPolicy: Never
     env: [{name: PROXY_IP, value: 10.0.0.1}, {name: OTHER, value: kept-in-main}]
     volumeMounts: [{name: main-data, mountPath: /data}]
   volumes: [{name: main-data, emptyDir: {}}]
 `
 	}
-	probe := ssPod(ns, "probe", label, container("main", appImageV1))
+	probe := ssPod(ns, "probe", label, framework.Container("main", framework.AppImageV1))
 	ssWaitWebhook(t, ctx, "the webhook to inject SidecarSet "+name, probe, func(p *corev1.Pod) bool {
 		return p.Annotations[v1alpha1.SidecarSetListAnnotation] == name
 	})
@@ -325,7 +326,7 @@ spec:
 	if _, ok := ssEnv(sidecar, "OTHER"); ok {
 		t.Errorf("sidecar1 env %+v: OTHER is not in transferEnv and must not be copied", sidecar.Env)
 	}
-	if !slices.Equal(sidecar.Command, []string{"sleep", "999d"}) || sidecar.Image != appImageV1 || sidecar.ImagePullPolicy != corev1.PullNever {
+	if !slices.Equal(sidecar.Command, []string{"sleep", "999d"}) || sidecar.Image != framework.AppImageV1 || sidecar.ImagePullPolicy != corev1.PullNever {
 		t.Errorf("sidecar1 command %v image %s pull %s: want the SidecarSet's", sidecar.Command, sidecar.Image, sidecar.ImagePullPolicy)
 	}
 	if m := ssMount(sidecar, "log-volume"); m == nil || m.MountPath != "/var/log" {
@@ -371,8 +372,8 @@ spec:
 		t.Errorf("the SidecarSet's hash and hash without image are both %q: the image must count in the first only", setHash)
 	}
 
-	running := waitPodSettled(t, ctx, ns, "web")
-	if s := containerStatus(t, running, "sidecar1"); s.State.Running == nil || !s.Ready || s.RestartCount != 0 {
+	running := framework.WaitPodSettled(t, ctx, ns, "web")
+	if s := framework.ContainerStatus(t, running, "sidecar1"); s.State.Running == nil || !s.Ready || s.RestartCount != 0 {
 		t.Errorf("sidecar1 status %+v: want running and ready, never restarted", s)
 	}
 
@@ -381,15 +382,15 @@ spec:
 	ssExpectUntouched(t, other, "labels not matching", "main")
 
 	// Untouched: matching labels, but a namespace the namespaceSelector does not match.
-	ns2 := newNamespace(t, ctx, "ss-docs-other")
+	ns2 := framework.NewNamespace(t, ctx, "ss-docs-other")
 	elsewhere := ssKubectlCreatePod(t, ctx, ns2, "web", podYAML("web", label))
 	ssExpectUntouched(t, elsewhere, "namespace not selected", "main")
 
 	// Untouched: the SidecarSet paused (injectionStrategy.paused), applied with kubectl.
-	if out := mustKubectl(t, ctx, docsSidecarSet(name, label, ns, true), "apply", "-f", "-"); !strings.Contains(out, name+" configured") {
+	if out := framework.MustKubectl(t, ctx, docsSidecarSet(name, label, ns, true), "apply", "-f", "-"); !strings.Contains(out, name+" configured") {
 		t.Fatalf("kubectl apply (paused): %q, want %s configured", out, name)
 	}
-	if s, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{}); err != nil || !s.Spec.InjectionStrategy.Paused {
+	if s, err := framework.Inplace.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{}); err != nil || !s.Spec.InjectionStrategy.Paused {
 		t.Fatalf("SidecarSet after apply: paused %v, %v; want paused", s != nil && s.Spec.InjectionStrategy.Paused, err)
 	}
 	ssWaitWebhook(t, ctx, "the webhook to see SidecarSet "+name+" paused", probe, func(p *corev1.Pod) bool {
@@ -404,13 +405,13 @@ spec:
 // emptyDir and reads the file the app wrote into it (one with it disabled does not get the mount);
 // transferEnv copies the app container's env var into the sidecar, whose process sees it.
 func TestSidecarSetInjectionOrderAndVolumes(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ss-order")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "ss-order")
 	name := "e2e-order-" + utilrand.String(5)
 	secret := "secret-" + utilrand.String(8)
 	token := "token-" + utilrand.String(8)
 
-	after := ssSidecar(shContainer("after-sidecar", `echo "APP_SECRET=$APP_SECRET"
+	after := ssSidecar(framework.ShContainer("after-sidecar", `echo "APP_SECRET=$APP_SECRET"
 until [ -s /shared/hello.txt ]; do sleep 0.1; done
 echo "read $(cat /shared/hello.txt)"
 exec sleep 999d`), v1alpha1.AfterAppContainerType)
@@ -418,24 +419,24 @@ exec sleep 999d`), v1alpha1.AfterAppContainerType)
 	after.TransferEnv = []v1alpha1.TransferEnvVar{{SourceContainerName: "app", EnvName: "APP_SECRET"}}
 	set := ssScopedSet(name, ns, name)
 	set.Spec.Containers = []v1alpha1.SidecarContainer{
-		ssSidecar(container("before-sidecar", appImageV1), v1alpha1.BeforeAppContainerType),
+		ssSidecar(framework.Container("before-sidecar", framework.AppImageV1), v1alpha1.BeforeAppContainerType),
 		after,
 	}
 	ssCreateSet(t, ctx, set)
 
 	// The app writes the token (which only it knows) into its emptyDir.
-	app := shContainer("app", `echo "$TOKEN" > /shared/hello.txt; echo wrote; exec sleep 999d`)
+	app := framework.ShContainer("app", `echo "$TOKEN" > /shared/hello.txt; echo wrote; exec sleep 999d`)
 	app.Env = []corev1.EnvVar{{Name: "APP_SECRET", Value: secret}, {Name: "TOKEN", Value: token}}
 	app.VolumeMounts = []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}}
-	pod := ssPod(ns, "web", name, app, container("app2", appImageV1))
+	pod := ssPod(ns, "web", name, app, framework.Container("app2", framework.AppImageV1))
 	pod.Spec.Volumes = []corev1.Volume{{Name: "shared", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	ssWaitWebhook(t, ctx, "the webhook to inject SidecarSet "+name, pod, func(p *corev1.Pod) bool {
 		return p.Annotations[v1alpha1.SidecarSetListAnnotation] == name
 	})
-	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	created, err := kube.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
+	created, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,20 +477,20 @@ exec sleep 999d`), v1alpha1.AfterAppContainerType)
 		t.Errorf("hash annotation %+v: want sidecarList [after-sidecar before-sidecar]", hashes)
 	}
 
-	running := waitPodSettled(t, ctx, ns, "web")
+	running := framework.WaitPodSettled(t, ctx, ns, "web")
 	for _, c := range []string{"before-sidecar", "app", "app2", "after-sidecar"} {
-		if s := containerStatus(t, running, c); s.State.Running == nil || s.RestartCount != 0 {
+		if s := framework.ContainerStatus(t, running, c); s.State.Running == nil || s.RestartCount != 0 {
 			t.Errorf("container %s: %+v, want running, never restarted", c, s)
 		}
 	}
-	waitLog(t, ctx, ns, "web", "app", "wrote")
-	waitLog(t, ctx, ns, "web", "after-sidecar", "APP_SECRET="+secret+"\n")
-	waitLog(t, ctx, ns, "web", "after-sidecar", "read "+token+"\n")
+	framework.WaitLog(t, ctx, ns, "web", "app", "wrote")
+	framework.WaitLog(t, ctx, ns, "web", "after-sidecar", "APP_SECRET="+secret+"\n")
+	framework.WaitLog(t, ctx, ns, "web", "after-sidecar", "read "+token+"\n")
 	// And on demand: the sidecar reads the app's file through the shared mount.
-	if out := mustKubectl(t, ctx, "", "exec", "-n", ns, "web", "-c", "after-sidecar", "--", "cat", "/shared/hello.txt"); strings.TrimSpace(out) != token {
+	if out := framework.MustKubectl(t, ctx, "", "exec", "-n", ns, "web", "-c", "after-sidecar", "--", "cat", "/shared/hello.txt"); strings.TrimSpace(out) != token {
 		t.Errorf("kubectl exec after-sidecar cat /shared/hello.txt: %q, want %q", out, token)
 	}
-	if _, _, err := kubectl(ctx, "", "exec", "-n", ns, "web", "-c", "before-sidecar", "--", "cat", "/shared/hello.txt"); err == nil {
+	if _, _, err := framework.Kubectl(ctx, "", "exec", "-n", ns, "web", "-c", "before-sidecar", "--", "cat", "/shared/hello.txt"); err == nil {
 		t.Errorf("before-sidecar (shareVolumePolicy disabled) can read /shared/hello.txt")
 	}
 }
@@ -499,27 +500,27 @@ exec sleep 999d`), v1alpha1.AfterAppContainerType)
 // (restartPolicy Always) and a plain init container after the Pod's own init containers: the
 // plain one completes, the native sidecar keeps running beside the app.
 func TestSidecarSetTwoSidecarSetsAndNativeSidecar(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ss-two")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "ss-two")
 	base := "e2e-two-" + utilrand.String(5)
 	nameA, nameB := base+"-a", base+"-b"
 
 	// b first: the order is by name, not by creation.
 	setB := ssScopedSet(nameB, ns, base)
-	setB.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(container("sidecar-b", appImageV1), v1alpha1.BeforeAppContainerType)}
+	setB.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(framework.Container("sidecar-b", framework.AppImageV1), v1alpha1.BeforeAppContainerType)}
 	setB = ssCreateSet(t, ctx, setB)
 	setA := ssScopedSet(nameA, ns, base)
-	setA.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(container("sidecar-a", appImageV1), v1alpha1.BeforeAppContainerType)}
+	setA.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(framework.Container("sidecar-a", framework.AppImageV1), v1alpha1.BeforeAppContainerType)}
 	setA = ssCreateSet(t, ctx, setA)
 
-	pod := ssPod(ns, "both", base, container("main", appImageV1))
+	pod := ssPod(ns, "both", base, framework.Container("main", framework.AppImageV1))
 	ssWaitWebhook(t, ctx, "the webhook to inject both SidecarSets", pod, func(p *corev1.Pod) bool {
 		return len(p.Spec.Containers) == 3
 	})
-	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	both := waitPodSettled(t, ctx, ns, "both")
+	both := framework.WaitPodSettled(t, ctx, ns, "both")
 	if got := ssNames(both.Spec.Containers); !slices.Equal(got, []string{"sidecar-a", "sidecar-b", "main"}) {
 		t.Errorf("containers %v, want [sidecar-a sidecar-b main] (SidecarSets applied by name)", got)
 	}
@@ -546,32 +547,32 @@ func TestSidecarSetTwoSidecarSetsAndNativeSidecar(t *testing.T) {
 		t.Errorf("hash annotation %+v: want each SidecarSet's own sidecarList", a)
 	}
 	for _, c := range []string{"sidecar-a", "sidecar-b", "main"} {
-		if s := containerStatus(t, both, c); s.State.Running == nil {
+		if s := framework.ContainerStatus(t, both, c); s.State.Running == nil {
 			t.Errorf("container %s: %+v, want running", c, s)
 		}
 	}
 
 	// Native sidecar and plain init container from spec.initContainers.
 	nameN := base + "-native"
-	native := shContainer("native-sidecar", "echo native up; exec sleep 999d")
+	native := framework.ShContainer("native-sidecar", "echo native up; exec sleep 999d")
 	native.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 	setN := ssScopedSet(nameN, ns, nameN)
 	// A native sidecar cannot be upgraded in place (as in OpenKruise): NotUpdate.
 	setN.Spec.UpdateStrategy.Type = v1alpha1.NotUpdateSidecarSetStrategyType
 	setN.Spec.InitContainers = []v1alpha1.SidecarContainer{
 		{Container: native},
-		{Container: shContainer("init-plain", "echo init-plain done")},
+		{Container: framework.ShContainer("init-plain", "echo init-plain done")},
 	}
 	setN = ssCreateSet(t, ctx, setN)
-	npod := ssPod(ns, "native", nameN, container("main", appImageV1))
-	npod.Spec.InitContainers = []corev1.Container{shContainer("app-init", "echo app-init done")}
+	npod := ssPod(ns, "native", nameN, framework.Container("main", framework.AppImageV1))
+	npod.Spec.InitContainers = []corev1.Container{framework.ShContainer("app-init", "echo app-init done")}
 	ssWaitWebhook(t, ctx, "the webhook to inject SidecarSet "+nameN, npod, func(p *corev1.Pod) bool {
 		return p.Annotations[v1alpha1.SidecarSetListAnnotation] == nameN
 	})
-	if _, err := kube.CoreV1().Pods(ns).Create(ctx, npod, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.Kube.CoreV1().Pods(ns).Create(ctx, npod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	created, err := kube.CoreV1().Pods(ns).Get(ctx, "native", metav1.GetOptions{})
+	created, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "native", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -598,7 +599,7 @@ func TestSidecarSetTwoSidecarSetsAndNativeSidecar(t *testing.T) {
 			h, setN.Annotations[v1alpha1.SidecarSetHashAnnotation])
 	}
 
-	running := waitPodSettled(t, ctx, ns, "native")
+	running := framework.WaitPodSettled(t, ctx, ns, "native")
 	for _, n := range []string{"app-init", "init-plain"} {
 		if s := ssInitStatus(running, n); s == nil || s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 || s.State.Terminated.Reason != "Completed" {
 			t.Errorf("init container %s: %+v, want completed", n, s)
@@ -607,11 +608,11 @@ func TestSidecarSetTwoSidecarSetsAndNativeSidecar(t *testing.T) {
 	if s := ssInitStatus(running, "native-sidecar"); s == nil || s.State.Running == nil || s.Started == nil || !*s.Started || !s.Ready || s.RestartCount != 0 {
 		t.Errorf("native sidecar status %+v: want started, running and ready beside the app", s)
 	}
-	if s := containerStatus(t, running, "main"); s.State.Running == nil {
+	if s := framework.ContainerStatus(t, running, "main"); s.State.Running == nil {
 		t.Errorf("main: %+v, want running", s)
 	}
-	waitLog(t, ctx, ns, "native", "init-plain", "init-plain done")
-	waitLog(t, ctx, ns, "native", "native-sidecar", "native up")
+	framework.WaitLog(t, ctx, ns, "native", "init-plain", "init-plain done")
+	framework.WaitLog(t, ctx, ns, "native", "native-sidecar", "native up")
 }
 
 // TestSidecarSetInjectSubresource: POST sidecarsets/NAME/inject with kubectl create --raw
@@ -621,35 +622,35 @@ func TestSidecarSetTwoSidecarSetsAndNativeSidecar(t *testing.T) {
 // has none (it selects a label unique to the run, and the subresource creates no Pod), so that
 // the label cases do not depend on how the namespace is read.
 func TestSidecarSetInjectSubresource(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ss-inject")
-	ns2 := newNamespace(t, ctx, "ss-inject-other")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "ss-inject")
+	ns2 := framework.NewNamespace(t, ctx, "ss-inject-other")
 	name := "e2e-preview-" + utilrand.String(5)
 	scoped := ssScopedSet(name, ns, name)
-	scoped.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(container("agent", appImageV1), v1alpha1.BeforeAppContainerType)}
+	scoped.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(framework.Container("agent", framework.AppImageV1), v1alpha1.BeforeAppContainerType)}
 	scoped = ssCreateSet(t, ctx, scoped)
 	anyName := name + "-any"
 	anywhere := ssScopedSet(anyName, ns, anyName)
 	anywhere.Spec.NamespaceSelector = nil
-	anywhere.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(container("agent-any", appImageV1), v1alpha1.AfterAppContainerType)}
+	anywhere.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(framework.Container("agent-any", framework.AppImageV1), v1alpha1.AfterAppContainerType)}
 	anywhere = ssCreateSet(t, ctx, anywhere)
 	pathOf := func(set string) string { return "/apis/apps.kruise.io/v1alpha1/sidecarsets/" + set + "/inject" }
 	podBody := func(namespace, pod, label string) *corev1.Pod {
-		p := ssPod(namespace, pod, label, container("main", appImageV1))
+		p := ssPod(namespace, pod, label, framework.Container("main", framework.AppImageV1))
 		p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 		return p
 	}
 	// injected checks an answer of the subresource: the Pod as given, with the sidecar.
-	injected := func(set *v1alpha1.SidecarSet, body *corev1.Pod, resp rawResponse, want []string) {
+	injected := func(set *v1alpha1.SidecarSet, body *corev1.Pod, resp framework.RawResponse, want []string) {
 		t.Helper()
 		path := pathOf(set.Name)
-		if resp.code != 200 && resp.code != 201 {
-			t.Errorf("POST %s for Pod %s/%s: HTTP %d %s, want the injected Pod", path, body.Namespace, body.Name, resp.code, strings.TrimSpace(resp.errMsg))
+		if resp.Code != 200 && resp.Code != 201 {
+			t.Errorf("POST %s for Pod %s/%s: HTTP %d %s, want the injected Pod", path, body.Namespace, body.Name, resp.Code, strings.TrimSpace(resp.ErrMsg))
 			return
 		}
 		got := &corev1.Pod{}
-		if err := json.Unmarshal([]byte(resp.body), got); err != nil {
-			t.Errorf("POST %s: the answer does not decode as a Pod: %v: %q", path, err, resp.body)
+		if err := json.Unmarshal([]byte(resp.Body), got); err != nil {
+			t.Errorf("POST %s: the answer does not decode as a Pod: %v: %q", path, err, resp.Body)
 			return
 		}
 		if got.Kind != "Pod" || got.APIVersion != "v1" || got.Name != body.Name || got.Namespace != body.Namespace {
@@ -660,7 +661,7 @@ func TestSidecarSetInjectSubresource(t *testing.T) {
 			t.Errorf("POST %s: answered containers %v, want %v", path, names, want)
 		}
 		if sidecar := ssContainer(got.Spec.Containers, set.Spec.Containers[0].Name); sidecar != nil {
-			if v, ok := ssEnv(sidecar, "IS_INJECTED"); !ok || v != "true" || sidecar.Image != appImageV1 {
+			if v, ok := ssEnv(sidecar, "IS_INJECTED"); !ok || v != "true" || sidecar.Image != framework.AppImageV1 {
 				t.Errorf("POST %s: answered sidecar %+v, want the SidecarSet's with IS_INJECTED=true", path, sidecar)
 			}
 		}
@@ -685,7 +686,7 @@ func TestSidecarSetInjectSubresource(t *testing.T) {
 
 	// Nothing was created.
 	for _, pod := range []string{"preview", "preview-any"} {
-		if p, err := kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("after the inject subresource: Pod %s/%s %v (%v), want NotFound", ns, pod, p, err)
 		}
 	}
@@ -694,9 +695,9 @@ func TestSidecarSetInjectSubresource(t *testing.T) {
 	refused := func(set string, body *corev1.Pod, why string) {
 		t.Helper()
 		resp := ssPostRaw(t, ctx, pathOf(set), body)
-		if resp.code != 422 || resp.err == nil || !strings.Contains(resp.errMsg, why) || resp.body != "" {
+		if resp.Code != 422 || resp.Err == nil || !strings.Contains(resp.ErrMsg, why) || resp.Body != "" {
 			t.Errorf("POST %s for Pod %s/%s (labels %v): HTTP %d, stdout %q, error %q (kubectl failed: %v); want 422 saying %q",
-				pathOf(set), body.Namespace, body.Name, body.Labels, resp.code, resp.body, strings.TrimSpace(resp.errMsg), resp.err != nil, why)
+				pathOf(set), body.Namespace, body.Name, body.Labels, resp.Code, resp.Body, strings.TrimSpace(resp.ErrMsg), resp.Err != nil, why)
 		}
 	}
 	refused(anyName, podBody(ns, "other", anyName+"-not"),
@@ -705,7 +706,7 @@ func TestSidecarSetInjectSubresource(t *testing.T) {
 		"not injected: namespace "+ns2+" does not match spec.namespaceSelector "+corev1.LabelMetadataName+"="+ns+" of sidecarset "+name)
 
 	for _, n := range []string{ns, ns2} {
-		if pods, err := kube.CoreV1().Pods(n).List(ctx, metav1.ListOptions{}); err != nil || len(pods.Items) != 0 {
+		if pods, err := framework.Kube.CoreV1().Pods(n).List(ctx, metav1.ListOptions{}); err != nil || len(pods.Items) != 0 {
 			t.Errorf("Pods in %s after the inject subresource: %v (%v), want none", n, pods, err)
 		}
 	}

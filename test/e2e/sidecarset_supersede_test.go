@@ -14,6 +14,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // A SidecarSet upgrade that cannot finish, and patchPodMetadata with an upgrade, on the real
@@ -29,7 +30,7 @@ const unpullableImage = "inplace.local/app:no-such-tag"
 func podsSetTo(pods map[string]*corev1.Pod, container, image string) []string {
 	var names []string
 	for name, p := range pods {
-		if specImage(p, container) == image {
+		if framework.SpecImage(p, container) == image {
 			names = append(names, name)
 		}
 	}
@@ -41,7 +42,7 @@ func podsSetTo(pods map[string]*corev1.Pod, container, image string) []string {
 // pull its new image) and the Pod is not Ready.
 func waitNotStarted(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, names []string, container string) {
 	t.Helper()
-	poll(t, ctx, rolloutTimeout, fmt.Sprintf("container %s of %v waiting for an image that cannot be pulled", container, names), func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, rolloutTimeout, fmt.Sprintf("container %s of %v waiting for an image that cannot be pulled", container, names), func(ctx context.Context) (bool, error) {
 		pods, err := cloneSetPods(ctx, cs)
 		if err != nil {
 			return false, err
@@ -51,8 +52,8 @@ func waitNotStarted(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, na
 			if p == nil {
 				return false, fmt.Errorf("pod %s is gone", name)
 			}
-			if s := findStatus(p, container); s == nil || s.Ready || s.State.Waiting == nil || podReady(p) {
-				return false, fmt.Errorf("pod %s: container %s status %+v, Pod Ready %v", name, container, s, podReady(p))
+			if s := framework.FindStatus(p, container); s == nil || s.Ready || s.State.Waiting == nil || framework.PodReady(p) {
+				return false, fmt.Errorf("pod %s: container %s status %+v, Pod Ready %v", name, container, s, framework.PodReady(p))
 			}
 		}
 		return true, nil
@@ -65,7 +66,7 @@ func waitNotStarted(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, na
 // included: 4/4/4/4, every sidecar running the good image, in the same Pods, no app container
 // restarted.
 func TestSidecarSetUpgradeSupersedesBadImage(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	u := newSidecarUpgrade(t, ctx, "ss-badimage", 4, func(s *v1alpha1.SidecarSet) {
 		s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("50%"))
 	})
@@ -83,12 +84,12 @@ func TestSidecarSetUpgradeSupersedesBadImage(t *testing.T) {
 	waitNotStarted(t, ctx, u.cs, broken, upgradeSidecar)
 	waitSidecarSetStatus(t, ctx, u.set, 4, 2, 2, 0)
 
-	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
-	after := waitSidecarsOn(t, ctx, u, appImageV2, 4)
+	updateSidecarSet(t, ctx, u.set, sidecarImage(framework.AppImageV2))
+	after := waitSidecarsOn(t, ctx, u, framework.AppImageV2, 4)
 	set := waitSidecarSetStatus(t, ctx, u.set, 4, 4, 4, 4)
 	checkSamePods(t, u.before, after)
 	for name, p := range after {
-		if s := findStatus(p, "main"); s == nil || s.RestartCount != 0 {
+		if s := framework.FindStatus(p, "main"); s == nil || s.RestartCount != 0 {
 			t.Errorf("pod %s: app container status %+v, want restartCount 0: a sidecar upgrade must not restart it", name, s)
 		}
 		// As OpenKruise's tests check after an upgrade: each Pod's hash entries follow the
@@ -105,7 +106,7 @@ func TestSidecarSetUpgradeSupersedesBadImage(t *testing.T) {
 				t.Errorf("pod %s: %s entry %+v, want hash %q, sidecarSetName %s, sidecarList [%s]", name, key, e, want, u.set, upgradeSidecar)
 			}
 		}
-		if got := conditionStatus(p, pub.SidecarSetUpgradable); got != corev1.ConditionTrue {
+		if got := framework.ConditionStatus(p, pub.SidecarSetUpgradable); got != corev1.ConditionTrue {
 			t.Errorf("pod %s: condition %s %s, want True", name, pub.SidecarSetUpgradable, got)
 		}
 	}
@@ -116,13 +117,13 @@ func TestSidecarSetUpgradeSupersedesBadImage(t *testing.T) {
 // run it and the SidecarSet counts them.
 func newHotSidecarSet(t *testing.T, ctx context.Context, prefix string, n int32) (string, *v1alpha1.CloneSet, map[string]*corev1.Pod) {
 	t.Helper()
-	ns := newNamespace(t, ctx, prefix)
+	ns := framework.NewNamespace(t, ctx, prefix)
 	set := ssScopedSet(ns, ns, "web")
-	mesh := ssSidecar(corev1.Container{Name: "mesh", Image: appImageV1, ImagePullPolicy: corev1.PullNever}, v1alpha1.AfterAppContainerType)
+	mesh := ssSidecar(corev1.Container{Name: "mesh", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever}, v1alpha1.AfterAppContainerType)
 	mesh.UpgradeStrategy = v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: emptyImage}
 	set.Spec.Containers = []v1alpha1.SidecarContainer{mesh}
 	ssCreateSet(t, ctx, set)
-	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever})
+	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
 	ssWaitWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
 		return ssContainer(p.Spec.Containers, "mesh-2") != nil
 	})
@@ -138,7 +139,7 @@ func newHotSidecarSet(t *testing.T, ctx context.Context, prefix string, n int32)
 // both Pods end as a hot upgrade does: mesh-2 working on the good image, mesh-1 back on the empty
 // image, 2/2/2/2. A change beyond the image then upgrades neither (2 matched, 0 updated, 2 ready).
 func TestSidecarSetHotUpgradeSupersedesBadImage(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	ns, cs, before := newHotSidecarSet(t, ctx, "ss-hot-bad", 2)
 	// As injected (OpenKruise "sidecarSet upgrade hot sidecar container image"): mesh-1 works
 	// at version 1, mesh-2 is empty at version 0, each the other's alt.
@@ -169,14 +170,14 @@ func TestSidecarSetHotUpgradeSupersedesBadImage(t *testing.T) {
 		t.Errorf("pod %s: %+v, want mesh-2 recorded as working and mesh-1 still serving", broken[0], hp)
 	}
 
-	updateSidecarSet(t, ctx, ns, sidecarImage(appImageV2))
-	poll(t, ctx, rolloutTimeout, "both Pods hot-upgraded to "+appImageV2+", mesh-2 working, mesh-1 empty", func(ctx context.Context) (bool, error) {
+	updateSidecarSet(t, ctx, ns, sidecarImage(framework.AppImageV2))
+	framework.Poll(t, ctx, rolloutTimeout, "both Pods hot-upgraded to "+framework.AppImageV2+", mesh-2 working, mesh-1 empty", func(ctx context.Context) (bool, error) {
 		if pods, err = cloneSetPods(ctx, cs); err != nil {
 			return false, err
 		}
 		for name, p := range pods {
 			hp := hotPairOf(t, p)
-			if hp.working != "mesh-2" || hp.image2 != appImageV2 || hp.image1 != emptyImage || !slices.Equal(hp.serving, []string{"mesh-2"}) || !podReady(p) {
+			if hp.working != "mesh-2" || hp.image2 != framework.AppImageV2 || hp.image1 != emptyImage || !slices.Equal(hp.serving, []string{"mesh-2"}) || !framework.PodReady(p) {
 				return false, fmt.Errorf("pod %s: %+v", name, hp)
 			}
 		}
@@ -185,7 +186,7 @@ func TestSidecarSetHotUpgradeSupersedesBadImage(t *testing.T) {
 	waitSidecarSetStatus(t, ctx, ns, 2, 2, 2, 2)
 	checkSamePods(t, before, pods)
 	for name, p := range pods {
-		if s := findStatus(p, "main"); s == nil || s.RestartCount != 0 {
+		if s := framework.FindStatus(p, "main"); s == nil || s.RestartCount != 0 {
 			t.Errorf("pod %s: app container %+v, want restartCount 0", name, s)
 		}
 	}
@@ -205,7 +206,7 @@ func TestSidecarSetHotUpgradeSupersedesBadImage(t *testing.T) {
 // OpenKruise first needs the key allowed in the kruise-configuration ConfigMap
 // (SidecarSet_PatchPodMetadata_WhiteList); inplace checks no allow-list.
 func TestSidecarSetPatchPodMetadataFollowsUpgrade(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	patch := func(value string) func(*v1alpha1.SidecarSet) {
 		return func(s *v1alpha1.SidecarSet) {
 			s.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{
@@ -235,8 +236,8 @@ func TestSidecarSetPatchPodMetadataFollowsUpgrade(t *testing.T) {
 			t.Fatal(err)
 		}
 		for name, p := range pods {
-			if p.Annotations["key"] != `{"agent":1}` || specImage(p, upgradeSidecar) != appImageV1 {
-				t.Fatalf("pod %s changed by a change of patchPodMetadata alone: key %q, sidecar %s", name, p.Annotations["key"], specImage(p, upgradeSidecar))
+			if p.Annotations["key"] != `{"agent":1}` || framework.SpecImage(p, upgradeSidecar) != framework.AppImageV1 {
+				t.Fatalf("pod %s changed by a change of patchPodMetadata alone: key %q, sidecar %s", name, p.Annotations["key"], framework.SpecImage(p, upgradeSidecar))
 			}
 		}
 		select {
@@ -246,9 +247,9 @@ func TestSidecarSetPatchPodMetadataFollowsUpgrade(t *testing.T) {
 		}
 	}
 
-	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
-	after := waitSidecarsOn(t, ctx, u, appImageV2, 2)
+	updateSidecarSet(t, ctx, u.set, sidecarImage(framework.AppImageV2))
+	after := waitSidecarsOn(t, ctx, u, framework.AppImageV2, 2)
 	waitSidecarSetStatus(t, ctx, u.set, 2, 2, 2, 2)
-	checkSidecarsUpgraded(t, u.before, after, appImageV2, 1)
+	checkSidecarsUpgraded(t, u.before, after, framework.AppImageV2, 1)
 	checkKey(after, `{"agent":2}`)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // SidecarSet upgrades on the real cluster, the scenarios of OpenKruise's test/e2e/apps/sidecarset.go
@@ -52,25 +53,25 @@ type sidecarUpgrade struct {
 // waits until they are Ready and the SidecarSet counts them.
 func newSidecarUpgrade(t *testing.T, ctx context.Context, prefix string, n int32, mutate func(*v1alpha1.SidecarSet)) *sidecarUpgrade {
 	t.Helper()
-	ns := newNamespace(t, ctx, prefix)
+	ns := framework.NewNamespace(t, ctx, prefix)
 	set := ssScopedSet(ns, ns, "web")
 	set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(corev1.Container{
-		Name: upgradeSidecar, Image: appImageV1, ImagePullPolicy: corev1.PullNever,
+		Name: upgradeSidecar, Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever,
 		Env: []corev1.EnvVar{{Name: "AGENT_MODE", Value: "one"}},
 	}, v1alpha1.AfterAppContainerType)}
 	if mutate != nil {
 		mutate(set)
 	}
 	ssCreateSet(t, ctx, set)
-	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever})
+	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
 	ssWaitWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
 		return ssContainer(p.Spec.Containers, upgradeSidecar) != nil
 	})
 	cs := newUpdateCloneSet(t, ctx, ns, n, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	before := waitCloneSetReady(t, ctx, cs, n)
 	for name, p := range before {
-		if c := ssContainer(p.Spec.Containers, upgradeSidecar); c == nil || c.Image != appImageV1 {
-			t.Fatalf("pod %s: containers %v, want the sidecar %s on %s", name, ssNames(p.Spec.Containers), upgradeSidecar, appImageV1)
+		if c := ssContainer(p.Spec.Containers, upgradeSidecar); c == nil || c.Image != framework.AppImageV1 {
+			t.Fatalf("pod %s: containers %v, want the sidecar %s on %s", name, ssNames(p.Spec.Containers), upgradeSidecar, framework.AppImageV1)
 		}
 	}
 	waitSidecarSetStatus(t, ctx, ns, n, n, n, n)
@@ -83,12 +84,12 @@ func updateSidecarSet(t *testing.T, ctx context.Context, name string, change fun
 	t.Helper()
 	var updated *v1alpha1.SidecarSet
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
+		cur, err := framework.Inplace.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		change(cur)
-		updated, err = inplace.AppsV1alpha1().SidecarSets().Update(ctx, cur, metav1.UpdateOptions{})
+		updated, err = framework.Inplace.AppsV1alpha1().SidecarSets().Update(ctx, cur, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
@@ -106,10 +107,10 @@ func waitSidecarSetStatus(t *testing.T, ctx context.Context, name string, matche
 	t.Helper()
 	var got *v1alpha1.SidecarSet
 	want := v1alpha1.SidecarSetStatus{MatchedPods: matched, UpdatedPods: updated, ReadyPods: ready, UpdatedReadyPods: updatedReady}
-	poll(t, ctx, rolloutTimeout, fmt.Sprintf("SidecarSet %s: matched %d, updated %d, ready %d, updatedReady %d", name, matched, updated, ready, updatedReady),
+	framework.Poll(t, ctx, rolloutTimeout, fmt.Sprintf("SidecarSet %s: matched %d, updated %d, ready %d, updatedReady %d", name, matched, updated, ready, updatedReady),
 		func(ctx context.Context) (bool, error) {
 			var err error
-			if got, err = inplace.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			if got, err = framework.Inplace.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{}); err != nil {
 				return false, err
 			}
 			st := got.Status
@@ -124,8 +125,8 @@ func waitSidecarSetStatus(t *testing.T, ctx context.Context, name string, matche
 
 // sidecarRunning tells whether the Pod's sidecar runs image, ready, and the Pod is Ready.
 func sidecarRunning(p *corev1.Pod, image string) bool {
-	s := findStatus(p, upgradeSidecar)
-	return specImage(p, upgradeSidecar) == image && s != nil && s.Image == image && s.Ready && s.State.Running != nil && podReady(p)
+	s := framework.FindStatus(p, upgradeSidecar)
+	return framework.SpecImage(p, upgradeSidecar) == image && s != nil && s.Image == image && s.Ready && s.State.Running != nil && framework.PodReady(p)
 }
 
 // podsOnSidecar are the names of the Pods whose sidecar runs image, sorted.
@@ -150,12 +151,12 @@ func checkSidecarsUpgraded(t *testing.T, before, after map[string]*corev1.Pod, i
 			t.Errorf("pod %s: IP %s, was %s", name, p.Status.PodIP, b.Status.PodIP)
 		}
 		if !sidecarRunning(p, image) {
-			t.Errorf("pod %s: sidecar %s spec image %s, status %+v, want running %s", name, upgradeSidecar, specImage(p, upgradeSidecar), findStatus(p, upgradeSidecar), image)
+			t.Errorf("pod %s: sidecar %s spec image %s, status %+v, want running %s", name, upgradeSidecar, framework.SpecImage(p, upgradeSidecar), framework.FindStatus(p, upgradeSidecar), image)
 		}
-		if s := findStatus(p, upgradeSidecar); s == nil || s.RestartCount != agentRestarts {
+		if s := framework.FindStatus(p, upgradeSidecar); s == nil || s.RestartCount != agentRestarts {
 			t.Errorf("pod %s: sidecar status %+v, want restartCount %d", name, s, agentRestarts)
 		}
-		if s := findStatus(p, "main"); s == nil || s.RestartCount != 0 {
+		if s := framework.FindStatus(p, "main"); s == nil || s.RestartCount != 0 {
 			t.Errorf("pod %s: app container status %+v, want restartCount 0: a sidecar upgrade must not restart it", name, s)
 		}
 	}
@@ -165,7 +166,7 @@ func checkSidecarsUpgraded(t *testing.T, before, after map[string]*corev1.Pod, i
 func waitSidecarsOn(t *testing.T, ctx context.Context, u *sidecarUpgrade, image string, want int) map[string]*corev1.Pod {
 	t.Helper()
 	var pods map[string]*corev1.Pod
-	poll(t, ctx, rolloutTimeout, fmt.Sprintf("%d Pods running sidecar %s on %s", want, upgradeSidecar, image), func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, rolloutTimeout, fmt.Sprintf("%d Pods running sidecar %s on %s", want, upgradeSidecar, image), func(ctx context.Context) (bool, error) {
 		var err error
 		if pods, err = cloneSetPods(ctx, u.cs); err != nil {
 			return false, err
@@ -188,7 +189,7 @@ func expectSidecarsStay(t *testing.T, ctx context.Context, u *sidecarUpgrade, im
 		}
 		var set []string
 		for name, p := range pods {
-			if specImage(p, upgradeSidecar) == image {
+			if framework.SpecImage(p, upgradeSidecar) == image {
 				set = append(set, name)
 			}
 		}
@@ -207,7 +208,7 @@ func expectSidecarsStay(t *testing.T, ctx context.Context, u *sidecarUpgrade, im
 // checkKubectlSidecarSet checks the row `kubectl get sidecarset NAME` prints: MATCHED UPDATED READY.
 func checkKubectlSidecarSet(t *testing.T, ctx context.Context, name string, want ...string) {
 	t.Helper()
-	lines := tableLines(mustKubectl(t, ctx, "", "get", "sidecarset", name))
+	lines := framework.TableLines(framework.MustKubectl(t, ctx, "", "get", "sidecarset", name))
 	if len(lines) != 2 || len(lines[0]) < 5 || len(lines[1]) < 5 {
 		t.Fatalf("kubectl get sidecarset %s: %q", name, lines)
 	}
@@ -224,7 +225,7 @@ func checkKubectlSidecarSet(t *testing.T, ctx context.Context, name string, want
 // sidecar restarts once on the new image, no app container restarts, the Pods keep their UIDs and
 // IPs, the status converges and kubectl shows it.
 func TestSidecarSetColdUpgrade(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	u := newSidecarUpgrade(t, ctx, "ss-cold", 4, func(s *v1alpha1.SidecarSet) {
 		s.Spec.UpdateStrategy.PriorityStrategy = &pub.UpdatePriorityStrategy{WeightPriority: []pub.UpdatePriorityWeightTerm{
 			{Weight: 40, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"prio": "a"}}},
@@ -243,14 +244,14 @@ func TestSidecarSetColdUpgrade(t *testing.T) {
 	})
 	slices.Reverse(names)
 	for i, name := range names {
-		mustKubectl(t, ctx, "", "-n", u.ns, "label", "pod", name, "prio="+string(rune('a'+i)))
+		framework.MustKubectl(t, ctx, "", "-n", u.ns, "label", "pod", name, "prio="+string(rune('a'+i)))
 	}
 	rec := recordPods(t, ctx, u.ns)
 
-	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
-	after := waitSidecarsOn(t, ctx, u, appImageV2, 4)
+	updateSidecarSet(t, ctx, u.set, sidecarImage(framework.AppImageV2))
+	after := waitSidecarsOn(t, ctx, u, framework.AppImageV2, 4)
 	waitSidecarSetStatus(t, ctx, u.set, 4, 4, 4, 4)
-	checkSidecarsUpgraded(t, u.before, after, appImageV2, 1)
+	checkSidecarsUpgraded(t, u.before, after, framework.AppImageV2, 1)
 	checkKubectlSidecarSet(t, ctx, u.set, "4", "4", "4")
 
 	events := rec.upTo(t, ctx, u.ns)
@@ -262,13 +263,13 @@ func TestSidecarSetColdUpgrade(t *testing.T) {
 	rec.replay(events, func(_ podEvent, pods map[string]*corev1.Pod) {
 		unavailable := 0
 		for name, p := range pods {
-			if conditionStatus(p, pub.InPlaceUpdateReady) == corev1.ConditionFalse && !slices.Contains(leftService, name) {
+			if framework.ConditionStatus(p, pub.InPlaceUpdateReady) == corev1.ConditionFalse && !slices.Contains(leftService, name) {
 				leftService = append(leftService, name)
 			}
-			if specImage(p, upgradeSidecar) == appImageV2 && !slices.Contains(order, name) {
+			if framework.SpecImage(p, upgradeSidecar) == framework.AppImageV2 && !slices.Contains(order, name) {
 				order = append(order, name)
 			}
-			if !podReady(p) || (specImage(p, upgradeSidecar) == appImageV2 && !sidecarRunning(p, appImageV2)) {
+			if !framework.PodReady(p) || (framework.SpecImage(p, upgradeSidecar) == framework.AppImageV2 && !sidecarRunning(p, framework.AppImageV2)) {
 				unavailable++
 			}
 		}
@@ -295,20 +296,20 @@ func TestSidecarSetColdUpgrade(t *testing.T) {
 // keep their sidecar untouched and are marked SidecarSetUpgradable=False; a new Pod gets the new
 // sidecar at creation and counts as updated, and the next image change upgrades it alone.
 func TestSidecarSetNonImageChange(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	u := newSidecarUpgrade(t, ctx, "ss-env", 2, nil)
 	updateSidecarSet(t, ctx, u.set, func(s *v1alpha1.SidecarSet) {
 		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "AGENT_MODE", Value: "two"}}
 	})
 	waitSidecarSetStatus(t, ctx, u.set, 2, 0, 2, 0)
-	poll(t, ctx, rolloutTimeout, "both Pods marked SidecarSetUpgradable=False", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, rolloutTimeout, "both Pods marked SidecarSetUpgradable=False", func(ctx context.Context) (bool, error) {
 		pods, err := cloneSetPods(ctx, u.cs)
 		if err != nil {
 			return false, err
 		}
 		var marked []string
 		for name, p := range pods {
-			if conditionStatus(p, pub.SidecarSetUpgradable) == corev1.ConditionFalse {
+			if framework.ConditionStatus(p, pub.SidecarSetUpgradable) == corev1.ConditionFalse {
 				marked = append(marked, name)
 			}
 		}
@@ -318,7 +319,7 @@ func TestSidecarSetNonImageChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkSidecarsUpgraded(t, u.before, pods, appImageV1, 0)
+	checkSidecarsUpgraded(t, u.before, pods, framework.AppImageV1, 0)
 	for name, p := range pods {
 		if v, _ := ssEnv(ssContainer(p.Spec.Containers, upgradeSidecar), "AGENT_MODE"); v != "one" {
 			t.Errorf("pod %s: sidecar AGENT_MODE=%q, want the injected %q kept", name, v, "one")
@@ -343,12 +344,12 @@ func TestSidecarSetNonImageChange(t *testing.T) {
 
 	// An image change then reaches the new Pod only (OpenKruise: 2 matched, 1 updated, 1 updated
 	// and ready, 2 ready); the old Pods keep their sidecar.
-	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
-	pods = waitSidecarsOn(t, ctx, u, appImageV2, 1)
+	updateSidecarSet(t, ctx, u.set, sidecarImage(framework.AppImageV2))
+	pods = waitSidecarsOn(t, ctx, u, framework.AppImageV2, 1)
 	waitSidecarSetStatus(t, ctx, u.set, 3, 1, 3, 1)
 	for name := range u.before {
-		if specImage(pods[name], upgradeSidecar) != appImageV1 {
-			t.Errorf("pod %s: sidecar set to %s, want it kept on %s (not upgradable)", name, specImage(pods[name], upgradeSidecar), appImageV1)
+		if framework.SpecImage(pods[name], upgradeSidecar) != framework.AppImageV1 {
+			t.Errorf("pod %s: sidecar set to %s, want it kept on %s (not upgradable)", name, framework.SpecImage(pods[name], upgradeSidecar), framework.AppImageV1)
 		}
 	}
 }
@@ -358,29 +359,29 @@ func TestSidecarSetNonImageChange(t *testing.T) {
 // upgrade; resumed, it finishes; updateStrategy.selector limits an upgrade to the labelled Pod,
 // and removing it upgrades the others.
 func TestSidecarSetUpgradeStrategy(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	u := newSidecarUpgrade(t, ctx, "ss-strategy", 4, nil)
 
 	updateSidecarSet(t, ctx, u.set, func(s *v1alpha1.SidecarSet) {
 		s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromString("50%"))
-		s.Spec.Containers[0].Image = appImageV2
+		s.Spec.Containers[0].Image = framework.AppImageV2
 	})
-	pods := waitSidecarsOn(t, ctx, u, appImageV2, 2)
+	pods := waitSidecarsOn(t, ctx, u, framework.AppImageV2, 2)
 	waitSidecarSetStatus(t, ctx, u.set, 4, 2, 4, 2)
-	upgraded := podsOnSidecar(pods, appImageV2)
-	expectSidecarsStay(t, ctx, u, appImageV2, upgraded, "partition 50% of 4")
+	upgraded := podsOnSidecar(pods, framework.AppImageV2)
+	expectSidecarsStay(t, ctx, u, framework.AppImageV2, upgraded, "partition 50% of 4")
 
 	updateSidecarSet(t, ctx, u.set, func(s *v1alpha1.SidecarSet) {
 		s.Spec.UpdateStrategy.Partition = nil
 		s.Spec.UpdateStrategy.Paused = true
 	})
 	waitSidecarSetStatus(t, ctx, u.set, 4, 2, 4, 2)
-	expectSidecarsStay(t, ctx, u, appImageV2, upgraded, "paused")
+	expectSidecarsStay(t, ctx, u, framework.AppImageV2, upgraded, "paused")
 
 	updateSidecarSet(t, ctx, u.set, func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Paused = false })
-	pods = waitSidecarsOn(t, ctx, u, appImageV2, 4)
+	pods = waitSidecarsOn(t, ctx, u, framework.AppImageV2, 4)
 	waitSidecarSetStatus(t, ctx, u.set, 4, 4, 4, 4)
-	checkSidecarsUpgraded(t, u.before, pods, appImageV2, 1)
+	checkSidecarsUpgraded(t, u.before, pods, framework.AppImageV2, 1)
 
 	canary := slices.Sorted(func(yield func(string) bool) {
 		for name := range pods {
@@ -389,18 +390,18 @@ func TestSidecarSetUpgradeStrategy(t *testing.T) {
 			}
 		}
 	})[0]
-	mustKubectl(t, ctx, "", "-n", u.ns, "label", "pod", canary, "canary=true")
+	framework.MustKubectl(t, ctx, "", "-n", u.ns, "label", "pod", canary, "canary=true")
 	updateSidecarSet(t, ctx, u.set, func(s *v1alpha1.SidecarSet) {
 		s.Spec.UpdateStrategy.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "true"}}
-		s.Spec.Containers[0].Image = appImageV3
+		s.Spec.Containers[0].Image = framework.AppImageV3
 	})
-	waitSidecarsOn(t, ctx, u, appImageV3, 1)
+	waitSidecarsOn(t, ctx, u, framework.AppImageV3, 1)
 	waitSidecarSetStatus(t, ctx, u.set, 4, 1, 4, 1)
-	expectSidecarsStay(t, ctx, u, appImageV3, []string{canary}, "updateStrategy.selector canary=true")
+	expectSidecarsStay(t, ctx, u, framework.AppImageV3, []string{canary}, "updateStrategy.selector canary=true")
 
 	// Without the selector, the rest follow (OpenKruise "... and selector").
 	updateSidecarSet(t, ctx, u.set, func(s *v1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Selector = nil })
-	waitSidecarsOn(t, ctx, u, appImageV3, 4)
+	waitSidecarsOn(t, ctx, u, framework.AppImageV3, 4)
 	waitSidecarSetStatus(t, ctx, u.set, 4, 4, 4, 4)
 }
 
@@ -408,25 +409,25 @@ func TestSidecarSetUpgradeStrategy(t *testing.T) {
 // in-place update of the app container of the same Pods, started together, both finish: each
 // container restarted exactly once, on its new image, in the same Pods.
 func TestSidecarSetUpgradeWithCloneSetUpdate(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	u := newSidecarUpgrade(t, ctx, "ss-both", 4, func(s *v1alpha1.SidecarSet) {
 		s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 	})
 	rec := recordPods(t, ctx, u.ns)
 	cs := updateCloneSet(t, ctx, u.cs, func(cs *v1alpha1.CloneSet) {
-		cs.Spec.Template.Spec.Containers[0].Image = appImageV2
+		cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2
 		cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 	})
-	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
+	updateSidecarSet(t, ctx, u.set, sidecarImage(framework.AppImageV2))
 
 	waitRolledOut(t, ctx, cs, 4)
 	waitSidecarSetStatus(t, ctx, u.set, 4, 4, 4, 4)
-	after := waitSidecarsOn(t, ctx, u, appImageV2, 4)
+	after := waitSidecarsOn(t, ctx, u, framework.AppImageV2, 4)
 	checkSamePods(t, u.before, after)
 	for name, p := range after {
 		for _, c := range []string{"main", upgradeSidecar} {
-			if s := findStatus(p, c); s == nil || s.RestartCount != 1 || s.Image != appImageV2 || !s.Ready {
-				t.Errorf("pod %s: container %s status %+v, want restarted exactly once, on %s, ready", name, c, s, appImageV2)
+			if s := framework.FindStatus(p, c); s == nil || s.RestartCount != 1 || s.Image != framework.AppImageV2 || !s.Ready {
+				t.Errorf("pod %s: container %s status %+v, want restarted exactly once, on %s, ready", name, c, s, framework.AppImageV2)
 			}
 		}
 	}
@@ -439,42 +440,42 @@ func TestSidecarSetUpgradeWithCloneSetUpdate(t *testing.T) {
 // sidecar upgrade and started again finishes it, creating and deleting no Pod, every sidecar
 // restarted once.
 func TestSidecarSetControllerKilledMidUpgrade(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	t.Cleanup(func() {
-		if !currentProgram(t, "inplace-controller").alive() {
-			_ = runLocalUpHook(t, controllerHook)
+		if !framework.CurrentProgram(t, "inplace-controller").Alive() {
+			_ = framework.RunLocalUpHook(t, framework.ControllerHook)
 		}
 	})
 	u := newSidecarUpgrade(t, ctx, "ss-kill", 4, nil)
 	rec := recordPods(t, ctx, u.ns)
-	controller := currentProgram(t, "inplace-controller")
+	controller := framework.CurrentProgram(t, "inplace-controller")
 
-	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
+	updateSidecarSet(t, ctx, u.set, sidecarImage(framework.AppImageV2))
 	var started int
-	poll(t, ctx, rolloutTimeout, "the sidecar upgrade to start", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, rolloutTimeout, "the sidecar upgrade to start", func(ctx context.Context) (bool, error) {
 		pods, err := cloneSetPods(ctx, u.cs)
 		if err != nil {
 			return false, err
 		}
 		started = 0
 		for _, p := range pods {
-			if specImage(p, upgradeSidecar) == appImageV2 {
+			if framework.SpecImage(p, upgradeSidecar) == framework.AppImageV2 {
 				started++
 			}
 		}
 		return started > 0, nil
 	})
-	controller.stop(t, ctx, syscall.SIGKILL, 10*time.Second)
-	t.Logf("inplace-controller (pid %d) killed with %d of 4 Pods started", controller.pid, started)
+	controller.Stop(t, ctx, syscall.SIGKILL, 10*time.Second)
+	t.Logf("inplace-controller (pid %d) killed with %d of 4 Pods started", controller.Pid, started)
 	if started == 4 {
 		t.Fatal("the upgrade was over before inplace-controller was killed")
 	}
-	if err := runLocalUpHook(t, controllerHook); err != nil {
-		t.Fatalf("%s: %v", controllerHook, err)
+	if err := framework.RunLocalUpHook(t, framework.ControllerHook); err != nil {
+		t.Fatalf("%s: %v", framework.ControllerHook, err)
 	}
-	after := waitSidecarsOn(t, ctx, u, appImageV2, 4)
+	after := waitSidecarsOn(t, ctx, u, framework.AppImageV2, 4)
 	waitSidecarSetStatus(t, ctx, u.set, 4, 4, 4, 4)
-	checkSidecarsUpgraded(t, u.before, after, appImageV2, 1)
+	checkSidecarsUpgraded(t, u.before, after, framework.AppImageV2, 1)
 	if changed := podsAddedOrDeleted(rec, rec.upTo(t, ctx, u.ns)); len(changed) > 0 {
 		t.Errorf("pods created or deleted: %v", changed)
 	}
@@ -494,7 +495,7 @@ type hotPair struct {
 
 func hotPairOf(t *testing.T, p *corev1.Pod) hotPair {
 	t.Helper()
-	hp := hotPair{image1: specImage(p, "mesh-1"), image2: specImage(p, "mesh-2")}
+	hp := hotPair{image1: framework.SpecImage(p, "mesh-1"), image2: framework.SpecImage(p, "mesh-2")}
 	working := map[string]string{}
 	if raw := p.Annotations["kruise.io/sidecarset-working-hotupgrade-container"]; raw != "" {
 		if err := json.Unmarshal([]byte(raw), &working); err != nil {
@@ -503,7 +504,7 @@ func hotPairOf(t *testing.T, p *corev1.Pod) hotPair {
 	}
 	hp.working = working["mesh"]
 	for _, name := range []string{"mesh-1", "mesh-2"} {
-		if s := findStatus(p, name); s != nil && s.Ready && s.State.Running != nil && s.Image != emptyImage {
+		if s := framework.FindStatus(p, name); s != nil && s.Ready && s.State.Running != nil && s.Image != emptyImage {
 			hp.serving = append(hp.serving, name)
 		}
 	}
@@ -516,15 +517,15 @@ func hotPairOf(t *testing.T, p *corev1.Pod) hotPair {
 // v3 the other way round. At every moment the Pod watch shows, one of the pair runs a non-empty
 // image and is ready; the app container never restarts; the Pods stay.
 func TestSidecarSetHotUpgrade(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ss-hot")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "ss-hot")
 	set := ssScopedSet(ns, ns, "web")
-	mesh := ssSidecar(corev1.Container{Name: "mesh", Image: appImageV1, ImagePullPolicy: corev1.PullNever}, v1alpha1.AfterAppContainerType)
+	mesh := ssSidecar(corev1.Container{Name: "mesh", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever}, v1alpha1.AfterAppContainerType)
 	mesh.UpgradeStrategy = v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: emptyImage}
 	set.Spec.Containers = []v1alpha1.SidecarContainer{mesh}
 	set.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 	ssCreateSet(t, ctx, set)
-	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever})
+	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
 	ssWaitWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
 		return ssContainer(p.Spec.Containers, "mesh-2") != nil
 	})
@@ -532,19 +533,19 @@ func TestSidecarSetHotUpgrade(t *testing.T) {
 	before := waitCloneSetReady(t, ctx, cs, 2)
 	waitSidecarSetStatus(t, ctx, ns, 2, 2, 2, 2)
 	for name, p := range before {
-		if hp := hotPairOf(t, p); hp.working != "mesh-1" || hp.image1 != appImageV1 || hp.image2 != emptyImage {
-			t.Fatalf("pod %s injected with %+v, want mesh-1 working on %s and mesh-2 on %s", name, hp, appImageV1, emptyImage)
+		if hp := hotPairOf(t, p); hp.working != "mesh-1" || hp.image1 != framework.AppImageV1 || hp.image2 != emptyImage {
+			t.Fatalf("pod %s injected with %+v, want mesh-1 working on %s and mesh-2 on %s", name, hp, framework.AppImageV1, emptyImage)
 		}
 	}
 	rec := recordPods(t, ctx, ns)
 
 	steps := []struct {
 		image, working string
-	}{{appImageV2, "mesh-2"}, {appImageV3, "mesh-1"}}
+	}{{framework.AppImageV2, "mesh-2"}, {framework.AppImageV3, "mesh-1"}}
 	for _, step := range steps {
 		updateSidecarSet(t, ctx, ns, sidecarImage(step.image))
 		var pods map[string]*corev1.Pod
-		poll(t, ctx, rolloutTimeout, fmt.Sprintf("both Pods hot-upgraded to %s, %s working", step.image, step.working), func(ctx context.Context) (bool, error) {
+		framework.Poll(t, ctx, rolloutTimeout, fmt.Sprintf("both Pods hot-upgraded to %s, %s working", step.image, step.working), func(ctx context.Context) (bool, error) {
 			var err error
 			if pods, err = cloneSetPods(ctx, cs); err != nil {
 				return false, err
@@ -553,7 +554,7 @@ func TestSidecarSetHotUpgrade(t *testing.T) {
 				hp := hotPairOf(t, p)
 				idle := map[string]string{"mesh-1": hp.image1, "mesh-2": hp.image2}
 				if hp.working != step.working || idle[step.working] != step.image || !slices.Equal(hp.serving, []string{step.working}) ||
-					idle[map[string]string{"mesh-1": "mesh-2", "mesh-2": "mesh-1"}[step.working]] != emptyImage || !podReady(p) {
+					idle[map[string]string{"mesh-1": "mesh-2", "mesh-2": "mesh-1"}[step.working]] != emptyImage || !framework.PodReady(p) {
 					return false, fmt.Errorf("pod %s: %+v", name, hp)
 				}
 			}
@@ -595,7 +596,7 @@ func TestSidecarSetHotUpgrade(t *testing.T) {
 	}
 	checkSamePods(t, before, after)
 	for name, p := range after {
-		if s := findStatus(p, "main"); s == nil || s.RestartCount != 0 {
+		if s := framework.FindStatus(p, "main"); s == nil || s.RestartCount != 0 {
 			t.Errorf("pod %s: app container %+v, want restartCount 0", name, s)
 		}
 	}
@@ -604,7 +605,7 @@ func TestSidecarSetHotUpgrade(t *testing.T) {
 // controllerMetric reads one sample of inplace-controller's /metrics (0 when absent).
 func controllerMetric(t *testing.T, ctx context.Context, sample string) float64 {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+programAddress(t, "inplace-controller")+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+framework.ProgramAddress(t, "inplace-controller")+"/metrics", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -634,15 +635,15 @@ func controllerMetric(t *testing.T, ctx context.Context, sample string) float64 
 // (InPlaceUpdateReady False, reason StartSidecarSetUpgrade) while its sidecar restarts, and puts it
 // back once the new sidecar runs.
 func TestSidecarSetUpgradeLeavesService(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	u := newSidecarUpgrade(t, ctx, "ss-leave", 2, func(s *v1alpha1.SidecarSet) {
 		s.Annotations = map[string]string{sidecarset.LeaveServiceAnnotation: "true"}
 	})
 	rec := recordPods(t, ctx, u.ns)
-	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
-	after := waitSidecarsOn(t, ctx, u, appImageV2, 2)
+	updateSidecarSet(t, ctx, u.set, sidecarImage(framework.AppImageV2))
+	after := waitSidecarsOn(t, ctx, u, framework.AppImageV2, 2)
 	waitSidecarSetStatus(t, ctx, u.set, 2, 2, 2, 2)
-	checkSidecarsUpgraded(t, u.before, after, appImageV2, 1)
+	checkSidecarsUpgraded(t, u.before, after, framework.AppImageV2, 1)
 
 	left := map[string]bool{}
 	rec.replay(rec.upTo(t, ctx, u.ns), func(ev podEvent, pods map[string]*corev1.Pod) {
@@ -656,8 +657,8 @@ func TestSidecarSetUpgradeLeavesService(t *testing.T) {
 		if !left[name] {
 			t.Errorf("pod %s never left service (InPlaceUpdateReady False, StartSidecarSetUpgrade) during its sidecar upgrade", name)
 		}
-		if conditionStatus(p, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
-			t.Errorf("pod %s: InPlaceUpdateReady %s after the upgrade, want True", name, conditionStatus(p, pub.InPlaceUpdateReady))
+		if framework.ConditionStatus(p, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
+			t.Errorf("pod %s: InPlaceUpdateReady %s after the upgrade, want True", name, framework.ConditionStatus(p, pub.InPlaceUpdateReady))
 		}
 	}
 }

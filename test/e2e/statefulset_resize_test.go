@@ -10,6 +10,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestAdvancedStatefulSetInPlaceResizeAndRollback (OpenKruise InplaceVPA "should perform rolling
@@ -18,8 +19,8 @@ import (
 // Pod in place (same Pod, the update revision, the new resources in spec and status, the new env
 // value); setting both back rolls back to the first revision the same way.
 func TestAdvancedStatefulSetInPlaceResizeAndRollback(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-resize")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "asts-resize")
 	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.Template.Labels["label-k2"] = "hello"
 		s.Spec.Template.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}
@@ -42,19 +43,19 @@ func TestAdvancedStatefulSetInPlaceResizeAndRollback(t *testing.T) {
 		t.Helper()
 		checkSamePods(t, before, pods)
 		for name, p := range pods {
-			s := containerStatus(t, p, "main")
+			s := framework.ContainerStatus(t, p, "main")
 			spec := p.Spec.Containers[0].Resources
 			switch {
 			case p.Labels[appsv1.StatefulSetRevisionLabel] != revision:
 				t.Errorf("pod %s at revision %s, want %s", name, p.Labels[appsv1.StatefulSetRevisionLabel], revision)
-			case specImage(p, "main") != appImageV1:
-				t.Errorf("pod %s runs %s, want %s", name, specImage(p, "main"), appImageV1)
+			case framework.SpecImage(p, "main") != framework.AppImageV1:
+				t.Errorf("pod %s runs %s, want %s", name, framework.SpecImage(p, "main"), framework.AppImageV1)
 			case !sameResources(&spec, &res) || !sameResources(s.Resources, &spec):
 				t.Errorf("pod %s resources: spec %+v, status %+v; want both %+v", name, spec, s.Resources, res)
 			case s.RestartCount != restarts:
 				t.Errorf("pod %s: main restarted %d times, want %d (once per env change)", name, s.RestartCount, restarts)
 			}
-			if out := podLog(t, ctx, ns, name, "main"); !strings.Contains(out, "label-k2="+label) {
+			if out := framework.PodLog(t, ctx, ns, name, "main"); !strings.Contains(out, "label-k2="+label) {
 				t.Errorf("pod %s: main logged %q, want label-k2=%s", name, out, label)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // More of OpenKruise's Advanced StatefulSet e2e scenarios (test/e2e/apps/v1beta1/statefulset.go
@@ -26,7 +27,7 @@ import (
 // setRevisions reads the set's current and update revision names.
 func setRevisions(t *testing.T, ctx context.Context, set *v1beta1.StatefulSet) (current, update string) {
 	t.Helper()
-	got, err := inplace.AppsV1beta1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+	got, err := framework.Inplace.AppsV1beta1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,39 +39,39 @@ func setRevisions(t *testing.T, ctx context.Context, set *v1beta1.StatefulSet) (
 // revision back to the first revision's name (no new revision), and a rolling update then brings
 // the Pod back to it in place.
 func TestAdvancedStatefulSetOnDeleteAndRollback(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-ondelete")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "asts-ondelete")
 	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.UpdateStrategy = v1beta1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
 	}))
 	before := waitStatefulSet(t, ctx, set, 2, 2)
 	first, _ := setRevisions(t, ctx, set)
 
-	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 	held := waitStatefulSet(t, ctx, set, 2, 0)
 	for name, p := range held {
-		if p.UID != before[name].UID || specImage(p, "main") != appImageV1 {
-			t.Errorf("OnDelete: pod %s changed (image %s) before anyone deleted it", name, specImage(p, "main"))
+		if p.UID != before[name].UID || framework.SpecImage(p, "main") != framework.AppImageV1 {
+			t.Errorf("OnDelete: pod %s changed (image %s) before anyone deleted it", name, framework.SpecImage(p, "main"))
 		}
 	}
-	if err := kube.CoreV1().Pods(ns).Delete(ctx, "db-1", metav1.DeleteOptions{}); err != nil {
+	if err := framework.Kube.CoreV1().Pods(ns).Delete(ctx, "db-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pods := waitStatefulSet(t, ctx, set, 2, 1)
-	if p := pods["db-1"]; p.UID == before["db-1"].UID || specImage(p, "main") != appImageV2 {
-		t.Errorf("deleted db-1 came back as %s on %s, want a new Pod on %s", p.UID, specImage(p, "main"), appImageV2)
+	if p := pods["db-1"]; p.UID == before["db-1"].UID || framework.SpecImage(p, "main") != framework.AppImageV2 {
+		t.Errorf("deleted db-1 came back as %s on %s, want a new Pod on %s", p.UID, framework.SpecImage(p, "main"), framework.AppImageV2)
 	}
-	if p := pods["db-0"]; p.UID != before["db-0"].UID || specImage(p, "main") != appImageV1 {
-		t.Errorf("db-0 (not deleted) changed: image %s", specImage(p, "main"))
+	if p := pods["db-0"]; p.UID != before["db-0"].UID || framework.SpecImage(p, "main") != framework.AppImageV1 {
+		t.Errorf("db-0 (not deleted) changed: image %s", framework.SpecImage(p, "main"))
 	}
 
 	// Roll back: the template equals the first revision's again.
-	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = appImageV1 })
+	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = framework.AppImageV1 })
 	waitStatefulSet(t, ctx, set, 2, 1) // db-0 is at the first revision again, db-1 is not
 	if _, update := setRevisions(t, ctx, set); update != first {
 		t.Errorf("rolled back: update revision %q, want the first revision %q again", update, first)
 	}
-	revisions, err := kube.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
+	revisions, err := framework.Kube.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,11 +83,11 @@ func TestAdvancedStatefulSetOnDeleteAndRollback(t *testing.T) {
 			RollingUpdate: &v1beta1.RollingUpdateStatefulSetStrategy{PodUpdatePolicy: v1beta1.InPlaceIfPossiblePodUpdateStrategyType}}
 	})
 	after := waitStatefulSet(t, ctx, set, 2, 2)
-	if p := after["db-1"]; p.UID != pods["db-1"].UID || specImage(p, "main") != appImageV1 {
+	if p := after["db-1"]; p.UID != pods["db-1"].UID || framework.SpecImage(p, "main") != framework.AppImageV1 {
 		t.Errorf("db-1 after the rolling update: UID %s (was %s), image %s; want the same Pod back on %s in place",
-			p.UID, pods["db-1"].UID, specImage(p, "main"), appImageV1)
+			p.UID, pods["db-1"].UID, framework.SpecImage(p, "main"), framework.AppImageV1)
 	}
-	poll(t, ctx, time.Minute, "current revision back to the first", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, time.Minute, "current revision back to the first", func(ctx context.Context) (bool, error) {
 		current, update := setRevisions(t, ctx, set)
 		return current == first && update == first, fmt.Errorf("current %q update %q, want %q", current, update, first)
 	})
@@ -96,16 +97,16 @@ func TestAdvancedStatefulSetOnDeleteAndRollback(t *testing.T) {
 // object carries the selector (for HPAs); scaling down removes the highest ordinals first and
 // keeps their claims (the default retention policy).
 func TestAdvancedStatefulSetScaleSubresource(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-scale")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "asts-scale")
 	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement))
 	waitStatefulSet(t, ctx, set, 1, 1)
-	mustKubectl(t, ctx, "", "-n", ns, "scale", "statefulsets.apps.kruise.io/db", "--replicas=3")
+	framework.MustKubectl(t, ctx, "", "-n", ns, "scale", "statefulsets.apps.kruise.io/db", "--replicas=3")
 	pods := waitStatefulSet(t, ctx, set, 3, 3)
 	if names := slices.Sorted(maps.Keys(pods)); !slices.Equal(names, []string{"db-0", "db-1", "db-2"}) {
 		t.Errorf("pods %v after scaling to 3", names)
 	}
-	raw := mustKubectl(t, ctx, "", "get", "--raw", "/apis/apps.kruise.io/v1beta1/namespaces/"+ns+"/statefulsets/db/scale")
+	raw := framework.MustKubectl(t, ctx, "", "get", "--raw", "/apis/apps.kruise.io/v1beta1/namespaces/"+ns+"/statefulsets/db/scale")
 	var scale autoscalingv1.Scale
 	if err := json.Unmarshal([]byte(raw), &scale); err != nil {
 		t.Fatalf("scale: %v: %s", err, raw)
@@ -115,7 +116,7 @@ func TestAdvancedStatefulSetScaleSubresource(t *testing.T) {
 	}
 
 	rec := recordPods(t, ctx, ns)
-	mustKubectl(t, ctx, "", "-n", ns, "scale", "asts/db", "--replicas=1")
+	framework.MustKubectl(t, ctx, "", "-n", ns, "scale", "asts/db", "--replicas=1")
 	pods = waitStatefulSet(t, ctx, set, 1, 1)
 	events := rec.upTo(t, ctx, ns)
 	if _, ok := pods["db-0"]; !ok {
@@ -141,8 +142,8 @@ func TestAdvancedStatefulSetScaleSubresource(t *testing.T) {
 // TestAdvancedStatefulSetOrderedReadyHaltsOnUnready: with OrderedReady, scaling up waits while a
 // Pod is not ready and goes on, in order, once it is ready again.
 func TestAdvancedStatefulSetOrderedReadyHaltsOnUnready(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-halt")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "asts-halt")
 	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
 		c := &s.Spec.Template.Spec.Containers[0]
 		c.Command = []string{"/bin/sh", "-c", "touch /tmp/ready; while true; do sleep 1; done"}
@@ -150,13 +151,13 @@ func TestAdvancedStatefulSetOrderedReadyHaltsOnUnready(t *testing.T) {
 			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-f", "/tmp/ready"}}}}
 	}))
 	waitStatefulSet(t, ctx, set, 1, 1)
-	mustKubectl(t, ctx, "", "-n", ns, "exec", "db-0", "--", "rm", "/tmp/ready")
-	poll(t, ctx, time.Minute, "db-0 unready", func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
+	framework.MustKubectl(t, ctx, "", "-n", ns, "exec", "db-0", "--", "rm", "/tmp/ready")
+	framework.Poll(t, ctx, time.Minute, "db-0 unready", func(ctx context.Context) (bool, error) {
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		return !podReady(p), nil
+		return !framework.PodReady(p), nil
 	})
 	rec := recordPods(t, ctx, ns)
 	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](3) })
@@ -171,7 +172,7 @@ func TestAdvancedStatefulSetOrderedReadyHaltsOnUnready(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
 	}
-	mustKubectl(t, ctx, "", "-n", ns, "exec", "db-0", "--", "touch", "/tmp/ready")
+	framework.MustKubectl(t, ctx, "", "-n", ns, "exec", "db-0", "--", "touch", "/tmp/ready")
 	waitStatefulSet(t, ctx, set, 3, 3)
 	events := rec.upTo(t, ctx, ns)
 	var created []string
@@ -190,8 +191,8 @@ func TestAdvancedStatefulSetOrderedReadyHaltsOnUnready(t *testing.T) {
 // collector (kube-controller-manager's, following the set's ownerReference through the aggregated
 // API) delete the rest; with the default Retain/Retain the claims stay (the scale test).
 func TestAdvancedStatefulSetClaimRetention(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-retention")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "asts-retention")
 	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.PersistentVolumeClaimRetentionPolicy = &v1beta1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 			WhenDeleted: v1beta1.DeletePersistentVolumeClaimRetentionPolicyType,
@@ -204,14 +205,14 @@ func TestAdvancedStatefulSetClaimRetention(t *testing.T) {
 	}
 	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })
 	waitStatefulSet(t, ctx, set, 1, 1)
-	poll(t, ctx, time.Minute, "claim data-db-1 deleted with its scaled-away Pod", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, time.Minute, "claim data-db-1 deleted with its scaled-away Pod", func(ctx context.Context) (bool, error) {
 		claims := claimUIDs(t, ctx, ns)
 		return claims["data-db-1"] == "" && claims["data-db-0"] != "", fmt.Errorf("claims %v", claims)
 	})
-	if err := inplace.AppsV1beta1().StatefulSets(ns).Delete(ctx, set.Name, metav1.DeleteOptions{}); err != nil {
+	if err := framework.Inplace.AppsV1beta1().StatefulSets(ns).Delete(ctx, set.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, 2*time.Minute, "claim data-db-0 deleted with the set", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, 2*time.Minute, "claim data-db-0 deleted with the set", func(ctx context.Context) (bool, error) {
 		claims := claimUIDs(t, ctx, ns)
 		return len(claims) == 0, fmt.Errorf("claims %v", claims)
 	})

@@ -20,6 +20,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // The Advanced StatefulSet on the real cluster, held to OpenKruise's e2e scenarios
@@ -40,7 +41,7 @@ func newAdvancedStatefulSet(ns string, n int32, policy appsv1.PodManagementPolic
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db"}},
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					Containers: []corev1.Container{{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever,
+					Containers: []corev1.Container{{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever,
 						VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
 				},
 			},
@@ -64,7 +65,7 @@ func newAdvancedStatefulSet(ns string, n int32, policy appsv1.PodManagementPolic
 
 func createAdvancedStatefulSet(t *testing.T, ctx context.Context, set *v1beta1.StatefulSet) *v1beta1.StatefulSet {
 	t.Helper()
-	created, err := inplace.AppsV1beta1().StatefulSets(set.Namespace).Create(ctx, set, metav1.CreateOptions{})
+	created, err := framework.Inplace.AppsV1beta1().StatefulSets(set.Namespace).Create(ctx, set, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating StatefulSet %s: %v", set.Name, err)
 	}
@@ -73,7 +74,7 @@ func createAdvancedStatefulSet(t *testing.T, ctx context.Context, set *v1beta1.S
 
 // stsPods are the Pods of the set by name.
 func stsPods(ctx context.Context, set *v1beta1.StatefulSet) (map[string]*corev1.Pod, error) {
-	list, err := kube.CoreV1().Pods(set.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + set.Spec.Template.Labels["app"]})
+	list, err := framework.Kube.CoreV1().Pods(set.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + set.Spec.Template.Labels["app"]})
 	if err != nil {
 		return nil, err
 	}
@@ -91,8 +92,8 @@ func stsPods(ctx context.Context, set *v1beta1.StatefulSet) (map[string]*corev1.
 func waitStatefulSet(t *testing.T, ctx context.Context, set *v1beta1.StatefulSet, n, updated int32) map[string]*corev1.Pod {
 	t.Helper()
 	var pods map[string]*corev1.Pod
-	poll(t, ctx, 3*time.Minute, fmt.Sprintf("StatefulSet %s: %d Pods ready, %d updated", set.Name, n, updated), func(ctx context.Context) (bool, error) {
-		got, err := inplace.AppsV1beta1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+	framework.Poll(t, ctx, 3*time.Minute, fmt.Sprintf("StatefulSet %s: %d Pods ready, %d updated", set.Name, n, updated), func(ctx context.Context) (bool, error) {
+		got, err := framework.Inplace.AppsV1beta1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -105,7 +106,7 @@ func waitStatefulSet(t *testing.T, ctx context.Context, set *v1beta1.StatefulSet
 		}
 		ready := 0
 		for _, p := range pods {
-			if podReady(p) && conditionStatus(p, pub.InPlaceUpdateReady) == corev1.ConditionTrue {
+			if framework.PodReady(p) && framework.ConditionStatus(p, pub.InPlaceUpdateReady) == corev1.ConditionTrue {
 				ready++
 			}
 		}
@@ -118,12 +119,12 @@ func updateAdvancedStatefulSet(t *testing.T, ctx context.Context, set *v1beta1.S
 	t.Helper()
 	var out *v1beta1.StatefulSet
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := inplace.AppsV1beta1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+		cur, err := framework.Inplace.AppsV1beta1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		mutate(cur)
-		out, err = inplace.AppsV1beta1().StatefulSets(set.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
+		out, err = framework.Inplace.AppsV1beta1().StatefulSets(set.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
@@ -135,7 +136,7 @@ func updateAdvancedStatefulSet(t *testing.T, ctx context.Context, set *v1beta1.S
 // claimUIDs are the UIDs of the namespace's claims by name.
 func claimUIDs(t *testing.T, ctx context.Context, ns string) map[string]string {
 	t.Helper()
-	list, err := kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+	list, err := framework.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func rolloutOrder(r *podEvents, events []podEvent, names []string, image string)
 	seen := map[string]bool{}
 	r.replay(events, func(ev podEvent, pods map[string]*corev1.Pod) {
 		name := ev.pod.Name
-		touched := ev.typ == watch.Deleted || ev.pod.DeletionTimestamp != nil || specImage(ev.pod, "main") == image
+		touched := ev.typ == watch.Deleted || ev.pod.DeletionTimestamp != nil || framework.SpecImage(ev.pod, "main") == image
 		if touched && !seen[name] && slices.Contains(names, name) {
 			seen[name] = true
 			order = append(order, name)
@@ -161,7 +162,7 @@ func rolloutOrder(r *podEvents, events []podEvent, names []string, image string)
 		unavailable := 0
 		for _, n := range names {
 			p := pods[n]
-			if p == nil || !podReady(p) || conditionStatus(p, pub.InPlaceUpdateReady) == corev1.ConditionFalse {
+			if p == nil || !framework.PodReady(p) || framework.ConditionStatus(p, pub.InPlaceUpdateReady) == corev1.ConditionFalse {
 				unavailable++
 			}
 		}
@@ -174,8 +175,8 @@ func rolloutOrder(r *podEvents, events []podEvent, names []string, image string)
 // in place, in reverse ordinal order, one at a time: the Pods keep their names, UIDs, IPs and
 // claims, each container restarts once, no Pod is created or deleted.
 func TestAdvancedStatefulSetInPlaceRollout(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-inplace")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "asts-inplace")
 	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 4, appsv1.OrderedReadyPodManagement))
 	before := waitStatefulSet(t, ctx, set, 4, 4)
 	claimsBefore := claimUIDs(t, ctx, ns)
@@ -185,7 +186,7 @@ func TestAdvancedStatefulSetInPlaceRollout(t *testing.T) {
 		}
 	}
 	rec := recordPods(t, ctx, ns)
-	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 	after := waitStatefulSet(t, ctx, set, 4, 4)
 	events := rec.upTo(t, ctx, ns)
 
@@ -194,8 +195,8 @@ func TestAdvancedStatefulSetInPlaceRollout(t *testing.T) {
 		if p.Status.PodIP != before[name].Status.PodIP {
 			t.Errorf("pod %s: IP %s, was %s", name, p.Status.PodIP, before[name].Status.PodIP)
 		}
-		if s := findStatus(p, "main"); s == nil || s.RestartCount != 1 || s.Image != appImageV2 {
-			t.Errorf("pod %s: container main %+v, want %s restarted once", name, s, appImageV2)
+		if s := framework.FindStatus(p, "main"); s == nil || s.RestartCount != 1 || s.Image != framework.AppImageV2 {
+			t.Errorf("pod %s: container main %+v, want %s restarted once", name, s, framework.AppImageV2)
 		}
 	}
 	if got := claimUIDs(t, ctx, ns); fmt.Sprint(got) != fmt.Sprint(claimsBefore) {
@@ -204,7 +205,7 @@ func TestAdvancedStatefulSetInPlaceRollout(t *testing.T) {
 	if changed := podsAddedOrDeleted(rec, events); len(changed) > 0 {
 		t.Errorf("pods created or deleted: %v", changed)
 	}
-	order, most := rolloutOrder(rec, events, []string{"db-0", "db-1", "db-2", "db-3"}, appImageV2)
+	order, most := rolloutOrder(rec, events, []string{"db-0", "db-1", "db-2", "db-3"}, framework.AppImageV2)
 	if want := []string{"db-3", "db-2", "db-1", "db-0"}; !slices.Equal(order, want) {
 		t.Errorf("updated in order %v, want reverse ordinal order %v", order, want)
 	}
@@ -217,22 +218,22 @@ func TestAdvancedStatefulSetInPlaceRollout(t *testing.T) {
 // revision while db-2 and db-3 update; then partition 0 lets the rest go; with Parallel and
 // maxUnavailable 2, two Pods update at once and never more.
 func TestAdvancedStatefulSetPartitionAndMaxUnavailable(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-partition")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "asts-partition")
 	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 4, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 		s.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](2)
 	}))
 	before := waitStatefulSet(t, ctx, set, 4, 4)
 	rec := recordPods(t, ctx, ns)
-	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 	mid := waitStatefulSet(t, ctx, set, 4, 2)
 	for name, p := range mid {
-		want := appImageV1
+		want := framework.AppImageV1
 		if name == "db-2" || name == "db-3" {
-			want = appImageV2
+			want = framework.AppImageV2
 		}
-		if got := specImage(p, "main"); got != want {
+		if got := framework.SpecImage(p, "main"); got != want {
 			t.Errorf("with partition 2, pod %s runs %s, want %s", name, got, want)
 		}
 	}
@@ -243,7 +244,7 @@ func TestAdvancedStatefulSetPartitionAndMaxUnavailable(t *testing.T) {
 	if changed := podsAddedOrDeleted(rec, events); len(changed) > 0 {
 		t.Errorf("pods created or deleted: %v", changed)
 	}
-	_, most := rolloutOrder(rec, events, []string{"db-0", "db-1", "db-2", "db-3"}, appImageV2)
+	_, most := rolloutOrder(rec, events, []string{"db-0", "db-1", "db-2", "db-3"}, framework.AppImageV2)
 	if most != 2 {
 		t.Errorf("at most %d Pods unavailable at once, want exactly maxUnavailable 2 (two at a time, never more)", most)
 	}
@@ -253,8 +254,8 @@ func TestAdvancedStatefulSetPartitionAndMaxUnavailable(t *testing.T) {
 // recreates the Pods, in reverse ordinal order and one at a time, under the same names and with
 // the same claims.
 func TestAdvancedStatefulSetRecreateOnEnvChange(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-recreate")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "asts-recreate")
 	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 3, appsv1.OrderedReadyPodManagement))
 	before := waitStatefulSet(t, ctx, set, 3, 3)
 	claimsBefore := claimUIDs(t, ctx, ns)
@@ -293,14 +294,14 @@ func TestAdvancedStatefulSetRecreateOnEnvChange(t *testing.T) {
 // and at v1alpha1, apply with kubectl and run; a new image set through v1alpha1 reaches the Pods in
 // place; kubectl prints OpenKruise's columns.
 func TestAdvancedStatefulSetDocsManifests(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-docs")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "asts-docs")
 	for _, f := range []string{"statefulset.yaml", "statefulset-v1alpha1.yaml"} {
-		mustKubectl(t, ctx, "", "-n", ns, "apply", "-f", "artifacts/examples/"+f)
+		framework.MustKubectl(t, ctx, "", "-n", ns, "apply", "-f", "artifacts/examples/"+f)
 	}
 	var before map[string]*corev1.Pod
 	for _, name := range []string{"sample", "sample-alpha"} {
-		set, err := inplace.AppsV1beta1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		set, err := framework.Inplace.AppsV1beta1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,21 +310,21 @@ func TestAdvancedStatefulSetDocsManifests(t *testing.T) {
 			before = pods
 		}
 	}
-	mustKubectl(t, ctx, "", "-n", ns, "patch", "statefulsets.v1alpha1.apps.kruise.io", "sample-alpha", "--type=json",
-		"-p", `[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"`+appImageV2+`"}]`)
-	set, err := inplace.AppsV1beta1().StatefulSets(ns).Get(ctx, "sample-alpha", metav1.GetOptions{})
+	framework.MustKubectl(t, ctx, "", "-n", ns, "patch", "statefulsets.v1alpha1.apps.kruise.io", "sample-alpha", "--type=json",
+		"-p", `[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"`+framework.AppImageV2+`"}]`)
+	set, err := framework.Inplace.AppsV1beta1().StatefulSets(ns).Get(ctx, "sample-alpha", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkSamePods(t, before, waitStatefulSet(t, ctx, set, 3, 3))
-	out := mustKubectl(t, ctx, "", "-n", ns, "get", "asts")
+	out := framework.MustKubectl(t, ctx, "", "-n", ns, "get", "asts")
 	if header := strings.Join(strings.Fields(strings.SplitN(out, "\n", 2)[0]), " "); header != "NAME DESIRED CURRENT UPDATED READY AGE" {
 		t.Errorf("kubectl get asts header %q", header)
 	}
 	// The set is deleted with its Pods; its claims stay (retention Retain, the default).
-	mustKubectl(t, ctx, "", "-n", ns, "delete", "statefulsets.apps.kruise.io", "sample", "--wait=true")
-	poll(t, ctx, time.Minute, "the Pods of sample to go", func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().Pods(ns).Get(ctx, "sample-0", metav1.GetOptions{})
+	framework.MustKubectl(t, ctx, "", "-n", ns, "delete", "statefulsets.apps.kruise.io", "sample", "--wait=true")
+	framework.Poll(t, ctx, time.Minute, "the Pods of sample to go", func(ctx context.Context) (bool, error) {
+		_, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "sample-0", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // How the Advanced StatefulSet and DaemonSet treat Pods beyond their own creations, held to
@@ -35,7 +36,7 @@ func patchPod(t *testing.T, ctx context.Context, ns, name string, patch map[stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kube.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
+	if _, err := framework.Kube.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("patching pod %s with %s: %v", name, data, err)
 	}
 }
@@ -52,8 +53,8 @@ func controllerUID(p *corev1.Pod) types.UID {
 // released it.
 func waitReleased(t *testing.T, ctx context.Context, ns, name string) {
 	t.Helper()
-	poll(t, ctx, time.Minute, "pod "+name+" released", func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	framework.Poll(t, ctx, time.Minute, "pod "+name+" released", func(ctx context.Context) (bool, error) {
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -65,13 +66,13 @@ func waitReleased(t *testing.T, ctx context.Context, ns, name string) {
 // same set created again adopts them (same UIDs, its controllerRef), creating and deleting
 // nothing, because they already run its revision.
 func TestAdvancedStatefulSetAdoptsOrphans(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-adopt")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "asts-adopt")
 	spec := newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement)
 	set := createAdvancedStatefulSet(t, ctx, spec.DeepCopy())
 	before := waitStatefulSet(t, ctx, set, 2, 2)
-	mustKubectl(t, ctx, "", "-n", ns, "delete", "statefulsets.apps.kruise.io/db", "--cascade=orphan")
-	poll(t, ctx, time.Minute, "the Pods orphaned", func(ctx context.Context) (bool, error) {
+	framework.MustKubectl(t, ctx, "", "-n", ns, "delete", "statefulsets.apps.kruise.io/db", "--cascade=orphan")
+	framework.Poll(t, ctx, time.Minute, "the Pods orphaned", func(ctx context.Context) (bool, error) {
 		pods, err := stsPods(ctx, set)
 		if err != nil {
 			return false, err
@@ -103,11 +104,11 @@ func TestAdvancedStatefulSetAdoptsOrphans(t *testing.T) {
 // labels is adopted rather than blocking ordinal 1; it does not run the set's revision (no claim
 // mounted), so the set replaces it with its own db-1.
 func TestAdvancedStatefulSetAdoptsOrphanBlockingItsOrdinal(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-orphan")
-	orphan := crrPod(ns, "db-1", false, stubbornContainer("main"))
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "asts-orphan")
+	orphan := framework.CRRPod(ns, "db-1", false, framework.StubbornContainer("main"))
 	orphan.Labels = map[string]string{"app": "db"}
-	orphan = createCRRPod(t, ctx, orphan)
+	orphan = framework.CreateCRRPod(t, ctx, orphan)
 	rec := recordPods(t, ctx, ns)
 	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement))
 	pods := waitStatefulSet(t, ctx, set, 2, 2)
@@ -129,8 +130,8 @@ func TestAdvancedStatefulSetAdoptsOrphanBlockingItsOrdinal(t *testing.T) {
 // TestAdvancedDaemonSetReleasesRelabelledPod: an agent relabelled out of the selector is released
 // (no controllerRef, still running) and its node gets a new agent.
 func TestAdvancedDaemonSetReleasesRelabelledPod(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-release")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "ads-release")
 	n := readyNodes(t, ctx)
 	ds := newAdvancedDaemonSet(t, ctx, ns)
 	before := waitDaemonSet(t, ctx, ns, n, n)
@@ -152,11 +153,11 @@ func TestAdvancedDaemonSetReleasesRelabelledPod(t *testing.T) {
 // TestAdvancedStatefulSetScaleMaxUnavailable: Parallel with scaleStrategy.maxUnavailable 2 scales
 // 2 -> 6 two Pods at a time: never more than two of the set's Pods unavailable at once.
 func TestAdvancedStatefulSetScaleMaxUnavailable(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-scale-mu")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "asts-scale-mu")
 	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.ScaleStrategy = &v1beta1.StatefulSetScaleStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))}
-		s.Spec.Template.Spec.Containers[0].ReadinessProbe = readinessAfter(2)
+		s.Spec.Template.Spec.Containers[0].ReadinessProbe = framework.ReadinessAfter(2)
 	}))
 	waitStatefulSet(t, ctx, set, 2, 2)
 	rec := recordPods(t, ctx, ns)
@@ -167,7 +168,7 @@ func TestAdvancedStatefulSetScaleMaxUnavailable(t *testing.T) {
 	rec.replay(events, func(_ podEvent, pods map[string]*corev1.Pod) {
 		unready := 0
 		for _, p := range pods {
-			if !podReady(p) {
+			if !framework.PodReady(p) {
 				unready++
 			}
 		}
@@ -182,8 +183,8 @@ func TestAdvancedStatefulSetScaleMaxUnavailable(t *testing.T) {
 // deleted and created again under its name (with its claim), whatever the partition; the others
 // stay.
 func TestAdvancedStatefulSetSpecifiedDelete(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-specified")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "asts-specified")
 	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 3, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](3)
 	}))
@@ -191,7 +192,7 @@ func TestAdvancedStatefulSetSpecifiedDelete(t *testing.T) {
 	claims := claimUIDs(t, ctx, ns)
 	patchPod(t, ctx, ns, "db-1", map[string]any{"metadata": map[string]any{"labels": map[string]any{v1alpha1.SpecifiedDeleteKey: "true"}}})
 	var after map[string]*corev1.Pod
-	poll(t, ctx, 2*time.Minute, "db-1 created again", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, 2*time.Minute, "db-1 created again", func(ctx context.Context) (bool, error) {
 		after = waitStatefulSet(t, ctx, set, 3, 3)
 		return after["db-1"].UID != before["db-1"].UID, fmt.Errorf("db-1 is still %s", before["db-1"].UID)
 	})
@@ -214,8 +215,8 @@ func TestAdvancedStatefulSetSpecifiedDelete(t *testing.T) {
 // is deleted.
 func TestAdvancedStatefulSetPreDeleteHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-predelete")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "asts-predelete")
 	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{FinalizersHandler: []string{hold}, MarkPodNotReady: true}}
 	}))
@@ -223,21 +224,21 @@ func TestAdvancedStatefulSetPreDeleteHook(t *testing.T) {
 	// The hook's owner (here the test) puts its finalizer on the Pods it wants to hear about.
 	patchPod(t, ctx, ns, "db-1", map[string]any{"metadata": map[string]any{"finalizers": []string{hold}}})
 	t.Cleanup(func() {
-		_, _ = kube.CoreV1().Pods(ns).Patch(context.Background(), "db-1", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_, _ = framework.Kube.CoreV1().Pods(ns).Patch(context.Background(), "db-1", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	})
 	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })
-	poll(t, ctx, time.Minute, "db-1 PreparingDelete with KruisePodReady False", func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
+	framework.Poll(t, ctx, time.Minute, "db-1 PreparingDelete with KruisePodReady False", func(ctx context.Context) (bool, error) {
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		state := p.Labels[pub.LifecycleStateKey]
-		return state == string(pub.LifecycleStatePreparingDelete) && conditionStatus(p, pub.KruisePodReadyConditionType) == corev1.ConditionFalse,
-			fmt.Errorf("state %q, KruisePodReady %s", state, conditionStatus(p, pub.KruisePodReadyConditionType))
+		return state == string(pub.LifecycleStatePreparingDelete) && framework.ConditionStatus(p, pub.KruisePodReadyConditionType) == corev1.ConditionFalse,
+			fmt.Errorf("state %q, KruisePodReady %s", state, framework.ConditionStatus(p, pub.KruisePodReadyConditionType))
 	})
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
 		if err != nil || p.DeletionTimestamp != nil {
 			t.Fatalf("db-1 deleted while the preDelete hook holds it: %v", err)
 		}
@@ -257,8 +258,8 @@ func TestAdvancedStatefulSetPreDeleteHook(t *testing.T) {
 // and is deleted once the label is removed.
 func TestAdvancedDaemonSetPreDeleteHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-predelete")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "ads-predelete")
 	n := readyNodes(t, ctx)
 	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}}}
@@ -273,8 +274,8 @@ func TestAdvancedDaemonSetPreDeleteHook(t *testing.T) {
 			}}},
 		}}
 	})
-	poll(t, ctx, time.Minute, victim.Name+" PreparingDelete", func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
+	framework.Poll(t, ctx, time.Minute, victim.Name+" PreparingDelete", func(ctx context.Context) (bool, error) {
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -284,8 +285,8 @@ func TestAdvancedDaemonSetPreDeleteHook(t *testing.T) {
 		return p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingDelete), fmt.Errorf("state %q", p.Labels[pub.LifecycleStateKey])
 	})
 	patchPod(t, ctx, ns, victim.Name, map[string]any{"metadata": map[string]any{"labels": map[string]any{hold: nil}}})
-	poll(t, ctx, time.Minute, victim.Name+" deleted once released", func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
+	framework.Poll(t, ctx, time.Minute, victim.Name+" deleted once released", func(ctx context.Context) (bool, error) {
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
@@ -301,8 +302,8 @@ func TestAdvancedDaemonSetPreDeleteHook(t *testing.T) {
 // it is updated in place (same UID) and Updated, and Normal again when the label is back.
 func TestAdvancedStatefulSetInPlaceUpdateHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-hook")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "asts-hook")
 	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.Template.Labels[hold] = "true"
 		s.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}}}
@@ -311,39 +312,39 @@ func TestAdvancedStatefulSetInPlaceUpdateHook(t *testing.T) {
 	if s := before.Labels[pub.LifecycleStateKey]; s != string(pub.LifecycleStateNormal) {
 		t.Errorf("new pod in lifecycle state %q, want Normal", s)
 	}
-	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 	state := func(ctx context.Context) (*corev1.Pod, pub.LifecycleStateType, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
 		if err != nil {
 			return nil, "", err
 		}
 		return p, pub.LifecycleStateType(p.Labels[pub.LifecycleStateKey]), nil
 	}
-	poll(t, ctx, time.Minute, "db-0 PreparingUpdate", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, time.Minute, "db-0 PreparingUpdate", func(ctx context.Context) (bool, error) {
 		_, s, err := state(ctx)
 		return s == pub.LifecycleStatePreparingUpdate, fmt.Errorf("state %q (%v)", s, err)
 	})
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
 		p, s, err := state(ctx)
-		if err != nil || s != pub.LifecycleStatePreparingUpdate || specImage(p, "main") != appImageV1 {
+		if err != nil || s != pub.LifecycleStatePreparingUpdate || framework.SpecImage(p, "main") != framework.AppImageV1 {
 			t.Fatalf("while the hook holds: state %q, err %v", s, err)
 		}
 		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
 	}
 	patchPod(t, ctx, ns, "db-0", map[string]any{"metadata": map[string]any{"labels": map[string]any{hold: nil}}})
-	poll(t, ctx, time.Minute, "db-0 updated in place, Updated", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, time.Minute, "db-0 updated in place, Updated", func(ctx context.Context) (bool, error) {
 		p, s, err := state(ctx)
 		if err != nil {
 			return false, err
 		}
-		c := findStatus(p, "main")
-		return s == pub.LifecycleStateUpdated && p.UID == before.UID && c != nil && c.Image == appImageV2,
+		c := framework.FindStatus(p, "main")
+		return s == pub.LifecycleStateUpdated && p.UID == before.UID && c != nil && c.Image == framework.AppImageV2,
 			fmt.Errorf("state %q, uid %s, container %+v", s, p.UID, c)
 	})
 	patchPod(t, ctx, ns, "db-0", map[string]any{"metadata": map[string]any{"labels": map[string]any{hold: "true"}}})
 	waitStatefulSet(t, ctx, set, 1, 1)
-	poll(t, ctx, time.Minute, "db-0 Normal again", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, time.Minute, "db-0 Normal again", func(ctx context.Context) (bool, error) {
 		_, s, err := state(ctx)
 		return s == pub.LifecycleStateNormal, fmt.Errorf("state %q (%v)", s, err)
 	})
@@ -353,18 +354,18 @@ func TestAdvancedStatefulSetInPlaceUpdateHook(t *testing.T) {
 // PreparingNormal, and with OrderedReady holds the next ordinal, until the hook's label is on it.
 func TestAdvancedStatefulSetPreNormalHook(t *testing.T) {
 	const done = "inplace-e2e/registered"
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-prenormal")
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "asts-prenormal")
 	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.Lifecycle = &pub.Lifecycle{PreNormal: &pub.LifecycleHook{LabelsHandler: map[string]string{done: "true"}}}
 	}))
-	poll(t, ctx, time.Minute, "db-0 running, PreparingNormal", func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
+	framework.Poll(t, ctx, time.Minute, "db-0 running, PreparingNormal", func(ctx context.Context) (bool, error) {
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		s := p.Labels[pub.LifecycleStateKey]
-		return podReady(p) && s == string(pub.LifecycleStatePreparingNormal), fmt.Errorf("ready %v, state %q", podReady(p), s)
+		return framework.PodReady(p) && s == string(pub.LifecycleStatePreparingNormal), fmt.Errorf("ready %v, state %q", framework.PodReady(p), s)
 	})
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
@@ -374,7 +375,7 @@ func TestAdvancedStatefulSetPreNormalHook(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
 	}
 	patchPod(t, ctx, ns, "db-0", map[string]any{"metadata": map[string]any{"labels": map[string]any{done: "true"}}})
-	poll(t, ctx, time.Minute, "db-1 created once db-0 is Normal", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, time.Minute, "db-1 created once db-0 is Normal", func(ctx context.Context) (bool, error) {
 		pods, err := stsPods(ctx, set)
 		if err != nil {
 			return false, err
