@@ -41,8 +41,8 @@ func TestCloneSetAdoptsOrphans(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "clone-adopt")
 	strategy := v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}
-	cs := newUpdateCloneSet(t, ctx, ns, 2, strategy)
-	before := waitCloneSetReady(t, ctx, cs, 2)
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, strategy)
+	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
 	cs, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -69,11 +69,11 @@ func TestCloneSetAdoptsOrphans(t *testing.T) {
 		return metav1.GetControllerOf(r) == nil, fmt.Errorf("revision %s still owned", revision)
 	})
 
-	rec := recordPods(t, ctx, ns)
-	again := newUpdateCloneSet(t, ctx, ns, 2, strategy)
-	after := waitCloneSetReady(t, ctx, again, 2)
-	events := rec.upTo(t, ctx, ns)
-	checkSamePods(t, before, after)
+	rec := framework.RecordPods(t, ctx, ns)
+	again := framework.NewUpdateCloneSet(t, ctx, ns, 2, strategy)
+	after := framework.WaitCloneSetReady(t, ctx, again, 2)
+	events := rec.UpTo(t, ctx, ns)
+	framework.CheckSamePods(t, before, after)
 	for name, p := range after {
 		if controllerUID(p) != again.UID {
 			t.Errorf("pod %s controlled by %q, want the new CloneSet %s", name, controllerUID(p), again.UID)
@@ -91,7 +91,7 @@ func TestCloneSetAdoptsOrphans(t *testing.T) {
 			}
 		}
 	}
-	if changed := podsAddedOrDeleted(rec, events); len(changed) > 0 {
+	if changed := framework.PodsAddedOrDeleted(rec, events); len(changed) > 0 {
 		t.Errorf("pods created or deleted while adopting: %v", changed)
 	}
 	got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, again.Name, metav1.GetOptions{})
@@ -117,8 +117,8 @@ func TestCloneSetAdoptsOrphans(t *testing.T) {
 func TestCloneSetReleasesRelabelledPod(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "clone-release")
-	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := waitCloneSetReady(t, ctx, cs, 2)
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
 	var stray *corev1.Pod
 	for _, p := range before {
 		stray = p
@@ -126,7 +126,7 @@ func TestCloneSetReleasesRelabelledPod(t *testing.T) {
 	}
 	patchPod(t, ctx, ns, stray.Name, map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "stray"}}})
 	waitReleased(t, ctx, ns, stray.Name)
-	after := waitCloneSetReady(t, ctx, cs, 2)
+	after := framework.WaitCloneSetReady(t, ctx, cs, 2)
 	if _, ok := after[stray.Name]; ok {
 		t.Errorf("the released pod %s still counts as the CloneSet's", stray.Name)
 	}

@@ -41,12 +41,12 @@ func cloneSetStatus(ctx context.Context, cs *v1alpha1.CloneSet) (*v1alpha1.Clone
 func TestCloneSetPreparingNormalUntilScheduled(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "clone-unsched")
-	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Spec.SchedulerName = "no-such-scheduler"
 	})
 	var pod *corev1.Pod
 	framework.Poll(t, ctx, 30*time.Second, "the CloneSet's Pod created", func(ctx context.Context) (bool, error) {
-		pods, err := cloneSetPods(ctx, cs)
+		pods, err := framework.CloneSetPods(ctx, cs)
 		for _, p := range pods {
 			pod = p
 		}
@@ -79,7 +79,7 @@ func TestCloneSetPreNormalHookHoldsAvailability(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "clone-prenormal")
 	const hook = "example.io/ready-for-traffic"
-	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Lifecycle = &pub.Lifecycle{PreNormal: &pub.LifecycleHook{LabelsHandler: map[string]string{hook: "true"}}}
 	})
 	var st *v1alpha1.CloneSetStatus
@@ -91,7 +91,7 @@ func TestCloneSetPreNormalHookHoldsAvailability(t *testing.T) {
 	if st.AvailableReplicas != 0 || st.UpdatedAvailableReplicas != 0 {
 		t.Errorf("status %+v: a Pod held in PreparingNormal counted available", st)
 	}
-	pods, err := cloneSetPods(ctx, cs)
+	pods, err := framework.CloneSetPods(ctx, cs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,13 +116,13 @@ func TestCloneSetPreNormalHookHoldsAvailability(t *testing.T) {
 func TestCloneSetPercentPartitionKeepsOneUpdated(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "clone-pct")
-	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Partition:      ptr.To(intstr.FromString("99%")),
 		MaxUnavailable: ptr.To(intstr.FromString("100%")),
 	})
-	waitCloneSetReady(t, ctx, cs, 4)
-	cs = updateCloneSet(t, ctx, cs, setImage(framework.AppImageV2))
+	framework.WaitCloneSetReady(t, ctx, cs, 4)
+	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
 	framework.Poll(t, ctx, 60*time.Second, "one Pod updated", func(ctx context.Context) (bool, error) {
 		st, err := cloneSetStatus(ctx, cs)
 		if err != nil {
@@ -133,7 +133,7 @@ func TestCloneSetPercentPartitionKeepsOneUpdated(t *testing.T) {
 		}
 		return st.UpdatedReadyReplicas == 1, fmt.Errorf("status %+v", st)
 	})
-	pods, err := cloneSetPods(ctx, cs)
+	pods, err := framework.CloneSetPods(ctx, cs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestCloneSetScaleUpPacedByMinReadySeconds(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "clone-pace")
 	const replicas, minReady = 3, 3
-	cs := newUpdateCloneSet(t, ctx, ns, replicas, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, replicas, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.MinReadySeconds = minReady
 		cs.Spec.ScaleStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
 	})
@@ -166,11 +166,11 @@ func TestCloneSetScaleUpPacedByMinReadySeconds(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		got, err := cloneSetPods(ctx, cs)
+		got, err := framework.CloneSetPods(ctx, cs)
 		pods = slices.SortedFunc(maps.Values(got), func(a, b *corev1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
 		return st.AvailableReplicas == replicas && len(pods) == replicas, fmt.Errorf("status %+v, %d pods (%v)", st, len(pods), err)
 	})
-	waitCloneSetEvent(t, ctx, cs, "ScaleUpLimited", "scaleUp is limited because of scaleStrategy.maxUnavailable, limit: 0")
+	framework.WaitCloneSetEvent(t, ctx, cs, "ScaleUpLimited", "scaleUp is limited because of scaleStrategy.maxUnavailable, limit: 0")
 	// Creation timestamps have whole seconds, Ready's transition time too: allow 1 s either way,
 	// plus 2 s of sync as OpenKruise's scenario does.
 	for i := 1; i < len(pods); i++ {
@@ -202,11 +202,11 @@ func podConditionOf(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodConditi
 func TestCloneSetSpecifiedDeleteWaitsInPreparingDelete(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "clone-specdel")
-	cs := newUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Labels["lifecycle-hook"] = "true"
 		cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"lifecycle-hook": "true"}}}
 	})
-	before := waitCloneSetReady(t, ctx, cs, 3)
+	before := framework.WaitCloneSetReady(t, ctx, cs, 3)
 	victim := slices.Sorted(maps.Keys(before))[0]
 	framework.MustKubectl(t, ctx, "", "-n", ns, "label", "pod", victim, v1alpha1.SpecifiedDeleteKey+"=true")
 	framework.Poll(t, ctx, 30*time.Second, "the Pod in PreparingDelete", func(ctx context.Context) (bool, error) {
@@ -219,7 +219,7 @@ func TestCloneSetSpecifiedDeleteWaitsInPreparingDelete(t *testing.T) {
 	// OpenKruise's scenario watches 5 s for a replacement that must not come.
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		pods, err := cloneSetPods(ctx, cs)
+		pods, err := framework.CloneSetPods(ctx, cs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +237,7 @@ func TestCloneSetSpecifiedDeleteWaitsInPreparingDelete(t *testing.T) {
 		}
 		return false, fmt.Errorf("still there (%v)", err)
 	})
-	after := waitCloneSetReady(t, ctx, cs, 3)
+	after := framework.WaitCloneSetReady(t, ctx, cs, 3)
 	kept := 0
 	for name := range after {
 		if before[name] != nil {
@@ -290,7 +290,7 @@ func TestCloneSetProgressDeadline(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "clone-pds")
 	const finalizer = "finalizers.sigs.k8s.io/test"
-	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
 		cs.Name = "held"
 		cs.Spec.Selector.MatchLabels = map[string]string{"app": "held"}
 		cs.Spec.Template.Labels = map[string]string{"app": "held"}
@@ -306,7 +306,7 @@ func TestCloneSetProgressDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitProgressing(t, ctx, cs, fmt.Sprintf("False/ProgressDeadlineExceeded/CloneSet revision %s has timed out progressing", got.Status.UpdateRevision))
-	pods, err := cloneSetPods(ctx, cs)
+	pods, err := framework.CloneSetPods(ctx, cs)
 	if err != nil || len(pods) != 1 {
 		t.Fatalf("pods %v (%v)", pods, err)
 	}
@@ -323,22 +323,22 @@ func TestCloneSetProgressDeadline(t *testing.T) {
 	waitProgressing(t, ctx, cs, progressingAvailable)
 
 	// MaxInt32: no deadline, no condition; then 600 s: available.
-	unbounded := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
+	unbounded := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
 		cs.Name = "unbounded"
 		cs.Spec.Selector.MatchLabels = map[string]string{"app": "unbounded"}
 		cs.Spec.Template.Labels = map[string]string{"app": "unbounded"}
 		cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](math.MaxInt32)
 	})
-	waitCloneSetReady(t, ctx, unbounded, 1)
+	framework.WaitCloneSetReady(t, ctx, unbounded, 1)
 	if got, err := progressing(ctx, unbounded); err != nil || got != "" {
 		t.Errorf("Progressing %q (%v) with progressDeadlineSeconds MaxInt32, want none", got, err)
 	}
-	unbounded = updateCloneSet(t, ctx, unbounded, func(cs *v1alpha1.CloneSet) { cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](600) })
+	unbounded = framework.UpdateCloneSet(t, ctx, unbounded, func(cs *v1alpha1.CloneSet) { cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](600) })
 	waitProgressing(t, ctx, unbounded, progressingAvailable)
 
 	// Paused from the start: created and ready, the condition says paused... unless available,
 	// which wins: so watch it while the Pods start.
-	paused := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Paused: true}, func(cs *v1alpha1.CloneSet) {
+	paused := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Paused: true}, func(cs *v1alpha1.CloneSet) {
 		cs.Name = "paused"
 		cs.Spec.Selector.MatchLabels = map[string]string{"app": "paused"}
 		cs.Spec.Template.Labels = map[string]string{"app": "paused"}
@@ -346,7 +346,7 @@ func TestCloneSetProgressDeadline(t *testing.T) {
 		cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
 	})
 	waitProgressing(t, ctx, paused, progressingPaused)
-	waitCloneSetReady(t, ctx, paused, 2)
+	framework.WaitCloneSetReady(t, ctx, paused, 2)
 	if got, err := progressing(ctx, paused); err != nil || got != progressingPaused {
 		t.Errorf("Progressing %q (%v) with Pods ready but not available, want %q", got, err, progressingPaused)
 	}
@@ -366,14 +366,14 @@ func TestCloneSetInPlaceSameImageID(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("ctr", "-n", "k8s.io", "images", "rm", alias).Run() })
 
 	ns := framework.NewNamespace(t, ctx, "clone-sameid")
-	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
 		func(cs *v1alpha1.CloneSet) { cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](600) })
-	before := waitCloneSetReady(t, ctx, cs, 1)
+	before := framework.WaitCloneSetReady(t, ctx, cs, 1)
 	waitProgressing(t, ctx, cs, progressingAvailable)
-	cs = updateCloneSet(t, ctx, cs, setImage(alias))
+	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(alias))
 	waitProgressing(t, ctx, cs, progressingUpdated)
-	_, after := waitRolledOut(t, ctx, cs, 1)
-	checkSamePods(t, before, after)
+	_, after := framework.WaitRolledOut(t, ctx, cs, 1)
+	framework.CheckSamePods(t, before, after)
 	for name, p := range after {
 		old, now := framework.ContainerStatus(t, before[name], "main"), framework.ContainerStatus(t, p, "main")
 		if now.ContainerID == old.ContainerID || now.RestartCount != 1 {
@@ -396,7 +396,7 @@ func TestCloneSetInPlaceSameImageID(t *testing.T) {
 func TestCloneSetEnvFromHandEditedAnnotation(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "clone-envedit")
-	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
 		func(cs *v1alpha1.CloneSet) {
 			cs.Spec.Template.Annotations = map[string]string{"test-env": "foo"}
 			c := &cs.Spec.Template.Spec.Containers[0]
@@ -404,16 +404,16 @@ func TestCloneSetEnvFromHandEditedAnnotation(t *testing.T) {
 			c.Env = []corev1.EnvVar{{Name: "TEST_ENV", ValueFrom: &corev1.EnvVarSource{
 				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['test-env']"}}}}
 		})
-	before := waitCloneSetReady(t, ctx, cs, 1)
+	before := framework.WaitCloneSetReady(t, ctx, cs, 1)
 	var name string
 	for n := range before {
 		name = n
 	}
 	framework.WaitLog(t, ctx, ns, name, "main", "test-env=foo")
 	framework.MustKubectl(t, ctx, "", "-n", ns, "annotate", "--overwrite", "pod", name, "test-env=bar")
-	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Annotations["test-env"] = "bar" })
-	_, after := waitRolledOut(t, ctx, cs, 1)
-	checkSamePods(t, before, after)
+	cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Annotations["test-env"] = "bar" })
+	_, after := framework.WaitRolledOut(t, ctx, cs, 1)
+	framework.CheckSamePods(t, before, after)
 	if s := framework.ContainerStatus(t, after[name], "main"); s.RestartCount != 1 {
 		t.Errorf("main restarted %d times, want once to read the new value", s.RestartCount)
 	}

@@ -35,14 +35,14 @@ func TestCloneSetPreDownload(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "clone-predl")
 	// 4 replicas: OpenKruise (and inplace) skip pre-download for 3 or fewer.
-	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:      v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Partition: ptr.To(intstr.FromInt32(3)),
 	}, func(cs *v1alpha1.CloneSet) {
 		cs.Annotations = map[string]string{v1alpha1.ImagePreDownloadParallelismKey: "2"}
 	})
-	waitCloneSetReady(t, ctx, cs, 4)
-	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
+	framework.WaitCloneSetReady(t, ctx, cs, 4)
+	cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 
 	// The update revision, once the status names it.
 	var updateRevision string
@@ -75,7 +75,7 @@ func TestCloneSetPreDownload(t *testing.T) {
 	if rev.Labels[v1alpha1.ImagePreDownloadCreatedKey] != "true" {
 		t.Errorf("revision %s labels %v, want %s=true", updateRevision, rev.Labels, v1alpha1.ImagePreDownloadCreatedKey)
 	}
-	waitCloneSetEvent(t, ctx, cs, "CreatedImagePullJob", "created ImagePullJob "+jobName)
+	framework.WaitCloneSetEvent(t, ctx, cs, "CreatedImagePullJob", "created ImagePullJob "+jobName)
 
 	// The ImagePullJob controller counts the nodes of the 3 Pods not updated (those with a
 	// NodeImage) and writes the job's tag into their NodeImages (parallelism 2 covers them).
@@ -86,7 +86,7 @@ func TestCloneSetPreDownload(t *testing.T) {
 	if _, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, cs.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitRolledOut(t, ctx, cs, 4)
+	framework.WaitRolledOut(t, ctx, cs, 4)
 	framework.Poll(t, ctx, preDownloadTimeout, "ImagePullJob "+jobName+" deleted", func(ctx context.Context) (bool, error) {
 		_, err := framework.Inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, jobName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -94,7 +94,7 @@ func TestCloneSetPreDownload(t *testing.T) {
 		}
 		return false, fmt.Errorf("still there (%v)", err)
 	})
-	waitCloneSetEvent(t, ctx, cs, "DeletedImagePullJob", "deleted ImagePullJob "+jobName)
+	framework.WaitCloneSetEvent(t, ctx, cs, "DeletedImagePullJob", "deleted ImagePullJob "+jobName)
 }
 
 // checkPreDownloadJob checks the job's owner, image, selector and settings.
@@ -147,13 +147,13 @@ func checkJobCountsNodes(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSe
 		t.Fatal(err)
 	}
 	framework.Poll(t, ctx, preDownloadTimeout, "ImagePullJob "+job.Name+" counting the nodes of the Pods not updated", func(ctx context.Context) (bool, error) {
-		pods, err := cloneSetPods(ctx, cs)
+		pods, err := framework.CloneSetPods(ctx, cs)
 		if err != nil {
 			return false, err
 		}
 		waiting := sets.New[string]()
 		for _, p := range pods {
-			if podRevision(p) != updateRevision {
+			if framework.PodRevision(p) != updateRevision {
 				waiting.Insert(p.Spec.NodeName)
 			}
 		}
@@ -204,12 +204,12 @@ func tagOwnedBy(ni *v1alpha1.NodeImage, name, tag string, job *v1alpha1.ImagePul
 func TestCloneSetPreDownloadSkipped(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "clone-predl-skip")
-	cs := newUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{
 		Type:      v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Partition: ptr.To(intstr.FromInt32(2)),
 	})
-	waitCloneSetReady(t, ctx, cs, 3)
-	updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
+	framework.WaitCloneSetReady(t, ctx, cs, 3)
+	framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 	framework.Poll(t, ctx, preDownloadTimeout, "the update revision labelled "+v1alpha1.ImagePreDownloadIgnoredKey, func(ctx context.Context) (bool, error) {
 		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
 		if err != nil {
@@ -260,7 +260,7 @@ func TestCloneSetPreDownloadSavesThePull(t *testing.T) {
 	})
 
 	ns := framework.NewNamespace(t, ctx, "clone-predl-pull")
-	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:      v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Partition: ptr.To(intstr.FromInt32(3)),
 	}, func(cs *v1alpha1.CloneSet) {
@@ -273,7 +273,7 @@ func TestCloneSetPreDownloadSavesThePull(t *testing.T) {
 			LabelSelector: cs.Spec.Selector,
 		}}
 	})
-	before := waitCloneSetReady(t, ctx, cs, 4)
+	before := framework.WaitCloneSetReady(t, ctx, cs, 4)
 	perNode := map[string]int{}
 	for _, p := range before {
 		perNode[p.Spec.NodeName]++
@@ -281,7 +281,7 @@ func TestCloneSetPreDownloadSavesThePull(t *testing.T) {
 	if perNode[nodes[0].Name] != 2 || perNode[nodes[1].Name] != 2 {
 		t.Fatalf("Pods per node %v, want 2 on each of %s and %s", perNode, nodes[0].Name, nodes[1].Name)
 	}
-	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = newImage })
+	cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = newImage })
 
 	// The job for the new image, then its end: Succeeded on both nodes.
 	var job *v1alpha1.ImagePullJob
@@ -305,7 +305,7 @@ func TestCloneSetPreDownloadSavesThePull(t *testing.T) {
 
 	// The Pod the partition lets through first, and the three held back.
 	held := map[string]string{} // Pod name -> node
-	framework.Poll(t, ctx, rolloutTimeout, "one Pod updated and ready, three held back", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, framework.RolloutTimeout, "one Pod updated and ready, three held back", func(ctx context.Context) (bool, error) {
 		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -313,13 +313,13 @@ func TestCloneSetPreDownloadSavesThePull(t *testing.T) {
 		if st := got.Status; st.ObservedGeneration != got.Generation || st.UpdatedReadyReplicas != 1 {
 			return false, fmt.Errorf("status %+v", st)
 		}
-		pods, err := cloneSetPods(ctx, got)
+		pods, err := framework.CloneSetPods(ctx, got)
 		if err != nil {
 			return false, err
 		}
 		clear(held)
 		for _, p := range pods {
-			if podRevision(p) != got.Status.UpdateRevision {
+			if framework.PodRevision(p) != got.Status.UpdateRevision {
 				held[p.Name] = p.Spec.NodeName
 			}
 		}
@@ -329,8 +329,8 @@ func TestCloneSetPreDownloadSavesThePull(t *testing.T) {
 	if _, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, cs.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, after := waitRolledOut(t, ctx, cs, 4)
-	checkSamePods(t, before, after)
+	_, after := framework.WaitRolledOut(t, ctx, cs, 4)
+	framework.CheckSamePods(t, before, after)
 
 	// The kubelet's image events of the held-back Pods: "already present", never "Pulling".
 	events, err := framework.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})

@@ -178,7 +178,7 @@ func TestCloneSetPVC(t *testing.T) {
 	}
 
 	// 1. Two Pods, each with its PVC bound and written to.
-	pods := waitCloneSetReady(t, ctx, cs, 2)
+	pods := framework.WaitCloneSetReady(t, ctx, cs, 2)
 	claims := map[string]*corev1.PersistentVolumeClaim{}
 	for name, p := range pods {
 		claims[name], _ = podClaim(t, ctx, cs, p)
@@ -194,7 +194,7 @@ func TestCloneSetPVC(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The deleted Pod is terminating, so two Ready Pods means its replacement runs.
-	pods = waitCloneSetReady(t, ctx, cs, 2)
+	pods = framework.WaitCloneSetReady(t, ctx, cs, 2)
 	back := pods[victim.Name]
 	if back == nil || back.UID == victim.UID || back.Labels[v1alpha1.CloneSetInstanceID] != victim.Labels[v1alpha1.CloneSetInstanceID] {
 		t.Fatalf("pods %v: want a new pod %s with instance id %s", podNameList(pods), victim.Name, victim.Labels[v1alpha1.CloneSetInstanceID])
@@ -212,7 +212,7 @@ func TestCloneSetPVC(t *testing.T) {
 		[]byte(`{"spec":{"replicas":1}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	left := waitCloneSetReady(t, ctx, cs, 1)
+	left := framework.WaitCloneSetReady(t, ctx, cs, 1)
 	var kept *corev1.Pod
 	for _, p := range left {
 		kept = p
@@ -240,7 +240,7 @@ func TestCloneSetPVC(t *testing.T) {
 		[]byte(`{"spec":{"replicas":2,"scaleStrategy":{"disablePVCReuse":true}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pods = waitCloneSetReady(t, ctx, cs, 2)
+	pods = framework.WaitCloneSetReady(t, ctx, cs, 2)
 	added := otherPod(pods, kept.Name)
 	if added.Labels[v1alpha1.CloneSetInstanceID] == removed.Labels[v1alpha1.CloneSetInstanceID] {
 		t.Errorf("scale-up reused the instance id %s whose pvc was deleted", removed.Labels[v1alpha1.CloneSetInstanceID])
@@ -250,7 +250,7 @@ func TestCloneSetPVC(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitClaimGone(t, ctx, ns, addedClaim.Name)
-	pods = waitCloneSetReady(t, ctx, cs, 2)
+	pods = framework.WaitCloneSetReady(t, ctx, cs, 2)
 	if _, ok := pods[kept.Name]; !ok {
 		t.Fatalf("pods %v: %s is gone", podNameList(pods), kept.Name)
 	}
@@ -282,7 +282,7 @@ func TestCloneSetPVCDefaultStorageClass(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "clone-dynpvc")
 	const replicas = 2
-	cs := newUpdateCloneSet(t, ctx, ns, replicas, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.RecreateCloneSetUpdateStrategyType},
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, replicas, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.RecreateCloneSetUpdateStrategyType},
 		func(cs *v1alpha1.CloneSet) {
 			for _, name := range []string{"data-vol1", "data-vol2"} {
 				cs.Spec.VolumeClaimTemplates = append(cs.Spec.VolumeClaimTemplates, corev1.PersistentVolumeClaim{
@@ -343,11 +343,11 @@ func TestCloneSetPVCDefaultStorageClass(t *testing.T) {
 		}
 	}
 
-	pods := waitCloneSetReady(t, ctx, cs, replicas)
+	pods := framework.WaitCloneSetReady(t, ctx, cs, replicas)
 	first := claims(pods)
 	deleteAll(pods)
-	framework.Poll(t, ctx, rolloutTimeout, "the Pods replaced", func(ctx context.Context) (bool, error) {
-		got, err := cloneSetPods(ctx, cs)
+	framework.Poll(t, ctx, framework.RolloutTimeout, "the Pods replaced", func(ctx context.Context) (bool, error) {
+		got, err := framework.CloneSetPods(ctx, cs)
 		for name, p := range got {
 			if pods[name] != nil && pods[name].UID == p.UID || !framework.PodReady(p) {
 				return false, fmt.Errorf("pod %s not replaced and ready yet (%v)", name, err)
@@ -359,12 +359,12 @@ func TestCloneSetPVCDefaultStorageClass(t *testing.T) {
 		t.Errorf("pvcs after the Pods came back %v, want the same as before %v", again, first)
 	}
 
-	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.ScaleStrategy.DisablePVCReuse = true })
-	pods = waitCloneSetReady(t, ctx, cs, replicas)
+	cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.ScaleStrategy.DisablePVCReuse = true })
+	pods = framework.WaitCloneSetReady(t, ctx, cs, replicas)
 	deleteAll(pods)
 	var fresh map[string]*corev1.Pod
-	framework.Poll(t, ctx, rolloutTimeout, "new Pods with new instance ids", func(ctx context.Context) (bool, error) {
-		got, err := cloneSetPods(ctx, cs)
+	framework.Poll(t, ctx, framework.RolloutTimeout, "new Pods with new instance ids", func(ctx context.Context) (bool, error) {
+		got, err := framework.CloneSetPods(ctx, cs)
 		for name, p := range got {
 			if pods[name] != nil || !framework.PodReady(p) {
 				return false, fmt.Errorf("pod %s: an old instance id, or not ready (%v)", name, err)

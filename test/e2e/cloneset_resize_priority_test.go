@@ -47,7 +47,7 @@ func TestCloneSetInPlaceResizeWithPriorities(t *testing.T) {
 func testResizeWithPriorities(t *testing.T, sideImage string, changeAnnotation bool) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "clone-resize-prio")
-	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, func(cs *v1alpha1.CloneSet) {
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Annotations = map[string]string{"config": "foo"}
 		main := &cs.Spec.Template.Spec.Containers[0]
 		main.Resources = *resizeOld.DeepCopy()
@@ -64,12 +64,12 @@ func testResizeWithPriorities(t *testing.T, sideImage string, changeAnnotation b
 		cs.Spec.Template.Spec.Containers = append(cs.Spec.Template.Spec.Containers, side)
 	})
 	var pod *corev1.Pod
-	for _, p := range waitCloneSetReady(t, ctx, cs, 1) {
+	for _, p := range framework.WaitCloneSetReady(t, ctx, cs, 1) {
 		pod = p
 	}
 	mainBefore, sideBefore := framework.ContainerStatus(t, pod, "main"), framework.ContainerStatus(t, pod, "side")
 
-	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
+	cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2
 		cs.Spec.Template.Spec.Containers[0].Resources = *resizeNew.DeepCopy()
 		if sideImage != "" {
@@ -85,7 +85,7 @@ func testResizeWithPriorities(t *testing.T, sideImage string, changeAnnotation b
 		return
 	}
 
-	_, after := waitRolledOut(t, ctx, cs, 1)
+	_, after := framework.WaitRolledOut(t, ctx, cs, 1)
 	p := after[pod.Name]
 	if p == nil || p.UID != pod.UID {
 		t.Fatalf("pods after %v: want %s (uid %s) updated in place", slices.Collect(maps.Keys(after)), pod.Name, pod.UID)
@@ -117,9 +117,9 @@ func testResizeWithPriorities(t *testing.T, sideImage string, changeAnnotation b
 // main's batch never starts.
 func testPreviousBatchFailed(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod, mainBefore corev1.ContainerStatus) {
 	var p *corev1.Pod
-	framework.Poll(t, ctx, rolloutTimeout, "side to fail on "+framework.AppImageBad+" twice", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, framework.RolloutTimeout, "side to fail on "+framework.AppImageBad+" twice", func(ctx context.Context) (bool, error) {
 		var err error
-		pods, err := cloneSetPods(ctx, cs)
+		pods, err := framework.CloneSetPods(ctx, cs)
 		if err != nil {
 			return false, err
 		}

@@ -136,7 +136,7 @@ func runResizeScenarios(t *testing.T, first resizeFirst) {
 func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, changeImage, changeLabel bool, first resizeFirst, node string) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "clone-infeasible")
-	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, func(cs *v1alpha1.CloneSet) {
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Labels["test-env"] = "foo"
 		c := &cs.Spec.Template.Spec.Containers[0]
 		c.Resources = *resizeOld.DeepCopy()
@@ -150,7 +150,7 @@ func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, cha
 		}
 	})
 	var pod *corev1.Pod
-	for _, p := range waitCloneSetReady(t, ctx, cs, 1) {
+	for _, p := range framework.WaitCloneSetReady(t, ctx, cs, 1) {
 		pod = p
 	}
 	mainBefore := framework.ContainerStatus(t, pod, "main")
@@ -172,13 +172,13 @@ func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, cha
 		// The update that cannot finish: the Pod is at the CloneSet's update revision, its resize
 		// Infeasible.
 		if first == changeInfeasible {
-			cs = updateCloneSet(t, ctx, cs, change(resizeLarge))
+			cs = framework.UpdateCloneSet(t, ctx, cs, change(resizeLarge))
 		} else {
-			cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
+			cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
 				cs.Spec.Template.Spec.Containers[0].Resources = *resizeLarge.DeepCopy()
 			})
 		}
-		framework.Poll(t, ctx, rolloutTimeout, "the kubelet to find the resize infeasible", func(ctx context.Context) (bool, error) {
+		framework.Poll(t, ctx, framework.RolloutTimeout, "the kubelet to find the resize infeasible", func(ctx context.Context) (bool, error) {
 			st, err := cloneSetStatus(ctx, cs)
 			if err != nil {
 				return false, err
@@ -188,14 +188,14 @@ func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, cha
 				return false, err
 			}
 			c := podConditionOf(p, corev1.PodResizePending)
-			stuckRevision = podRevision(p)
+			stuckRevision = framework.PodRevision(p)
 			return stuckRevision == st.UpdateRevision && c != nil && c.Reason == corev1.PodReasonInfeasible,
 				fmt.Errorf("pod at revision %s (update revision %s), PodResizePending %+v", stuckRevision, st.UpdateRevision, c)
 		})
 	}
 
-	cs = updateCloneSet(t, ctx, cs, change(resizeNew))
-	got, after := waitRolledOut(t, ctx, cs, 1)
+	cs = framework.UpdateCloneSet(t, ctx, cs, change(resizeNew))
+	got, after := framework.WaitRolledOut(t, ctx, cs, 1)
 	if got.Status.UpdatedAvailableReplicas != 1 || got.Status.AvailableReplicas != 1 {
 		t.Errorf("status %+v: want 1 updated available replica", got.Status)
 	}
@@ -203,8 +203,8 @@ func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, cha
 	if p == nil || p.UID != pod.UID {
 		t.Fatalf("pods after %v: want %s (uid %s) updated in place", slices.Collect(maps.Keys(after)), pod.Name, pod.UID)
 	}
-	if podRevision(p) == stuckRevision || podRevision(p) != got.Status.UpdateRevision || podRevision(p) == podRevision(pod) {
-		t.Errorf("pod at revision %s; the first %s, the stuck one %q, the update revision %s", podRevision(p), podRevision(pod), stuckRevision, got.Status.UpdateRevision)
+	if framework.PodRevision(p) == stuckRevision || framework.PodRevision(p) != got.Status.UpdateRevision || framework.PodRevision(p) == framework.PodRevision(pod) {
+		t.Errorf("pod at revision %s; the first %s, the stuck one %q, the update revision %s", framework.PodRevision(p), framework.PodRevision(pod), stuckRevision, got.Status.UpdateRevision)
 	}
 	if s := p.Labels[pub.LifecycleStateKey]; s != "" && s != string(pub.LifecycleStateNormal) {
 		t.Errorf("pod in lifecycle state %q, want Normal", s)
@@ -245,7 +245,7 @@ func describeResizeRecords(records []framework.PodRecord) string {
 	for _, rec := range records {
 		p := rec.Pod
 		fmt.Fprintf(&b, "  +%6.3fs rv=%s gen=%d/%d rev=%s %s InPlaceUpdateReady=%s Ready=%s", rec.At.Sub(start).Seconds(), p.ResourceVersion,
-			p.Status.ObservedGeneration, p.Generation, podRevision(p), p.Labels[pub.LifecycleStateKey],
+			p.Status.ObservedGeneration, p.Generation, framework.PodRevision(p), p.Labels[pub.LifecycleStateKey],
 			framework.ConditionStatus(p, pub.InPlaceUpdateReady), framework.ConditionStatus(p, corev1.PodReady))
 		for _, ct := range []corev1.PodConditionType{corev1.PodResizePending, corev1.PodResizeInProgress} {
 			if c := podConditionOf(p, ct); c != nil {
@@ -282,7 +282,7 @@ func describeResizeRecords(records []framework.PodRecord) string {
 func TestCloneSetRecreatesOnQOSChange(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "clone-qos")
-	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, func(cs *v1alpha1.CloneSet) {
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Labels["test-env"] = "foo"
 		c := &cs.Spec.Template.Spec.Containers[0]
 		c.Resources = *resizeOld.DeepCopy()
@@ -292,7 +292,7 @@ func TestCloneSetRecreatesOnQOSChange(t *testing.T) {
 		cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
 	})
 	var pod *corev1.Pod
-	for _, p := range waitCloneSetReady(t, ctx, cs, 1) {
+	for _, p := range framework.WaitCloneSetReady(t, ctx, cs, 1) {
 		pod = p
 	}
 	if pod.Status.QOSClass != corev1.PodQOSBurstable {
@@ -301,11 +301,11 @@ func TestCloneSetRecreatesOnQOSChange(t *testing.T) {
 	waitProgressing(t, ctx, cs, progressingAvailable)
 
 	guaranteed := resizeRequirements("100m", "128Mi", "100m", "128Mi")
-	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
+	cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Spec.Containers[0].Resources = *guaranteed.DeepCopy()
 	})
 	waitProgressing(t, ctx, cs, progressingUpdated)
-	_, after := waitRolledOut(t, ctx, cs, 1)
+	_, after := framework.WaitRolledOut(t, ctx, cs, 1)
 	for _, p := range after {
 		if p.UID == pod.UID {
 			t.Errorf("pod %s (uid %s) kept: want it recreated for the QoS change", p.Name, p.UID)

@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,52 +14,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
-
-// cloneSetPods are the Pods the CloneSet controls, by name.
-func cloneSetPods(ctx context.Context, cs *v1alpha1.CloneSet) (map[string]*corev1.Pod, error) {
-	list, err := framework.Kube.CoreV1().Pods(cs.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + cs.Name})
-	if err != nil {
-		return nil, err
-	}
-	pods := map[string]*corev1.Pod{}
-	for i := range list.Items {
-		p := &list.Items[i]
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == cs.UID && p.DeletionTimestamp == nil {
-			pods[p.Name] = p
-		}
-	}
-	return pods, nil
-}
-
-// waitCloneSetReady waits until the CloneSet has exactly n Pods, all Ready, and its status says so.
-func waitCloneSetReady(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, n int32) map[string]*corev1.Pod {
-	t.Helper()
-	var pods map[string]*corev1.Pod
-	framework.Poll(t, ctx, 90*time.Second, fmt.Sprintf("CloneSet %s: %d Pods Ready and counted in status", cs.Name, n), func(ctx context.Context) (bool, error) {
-		var err error
-		if pods, err = cloneSetPods(ctx, cs); err != nil {
-			return false, err
-		}
-		if int32(len(pods)) != n {
-			return false, fmt.Errorf("%d pods", len(pods))
-		}
-		for _, p := range pods {
-			if !framework.PodReady(p) {
-				return false, fmt.Errorf("pod %s not ready", p.Name)
-			}
-		}
-		got, err := framework.Inplace.AppsV1alpha1().CloneSets(cs.Namespace).Get(ctx, cs.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		st := got.Status
-		if st.Replicas != n || st.ReadyReplicas != n || st.ObservedGeneration != got.Generation {
-			return false, fmt.Errorf("status %+v (generation %d)", st, got.Generation)
-		}
-		return true, nil
-	})
-	return pods
-}
 
 // TestCloneSetScale: Pods are created from the template with the CloneSet's labels, readiness
 // gate and owner; `kubectl scale` works through the scale subresource; podsToDelete removes
@@ -88,7 +40,7 @@ func TestCloneSetScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods := waitCloneSetReady(t, ctx, cs, 3)
+	pods := framework.WaitCloneSetReady(t, ctx, cs, 3)
 	got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +58,7 @@ func TestCloneSetScale(t *testing.T) {
 	}
 
 	framework.MustKubectl(t, ctx, "", "-n", ns, "scale", "clone/web", "--replicas=5")
-	pods = waitCloneSetReady(t, ctx, cs, 5)
+	pods = framework.WaitCloneSetReady(t, ctx, cs, 5)
 
 	names := make([]string, 0, len(pods))
 	for name := range pods {
@@ -118,7 +70,7 @@ func TestCloneSetScale(t *testing.T) {
 	if _, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	after := waitCloneSetReady(t, ctx, cs, 4)
+	after := framework.WaitCloneSetReady(t, ctx, cs, 4)
 	if _, ok := after[victim]; ok {
 		t.Errorf("pod %s named in podsToDelete is still there", victim)
 	}

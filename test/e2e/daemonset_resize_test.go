@@ -16,20 +16,20 @@ import (
 func TestAdvancedDaemonSetInPlaceResize(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "ads-resize")
-	n := readyNodes(t, ctx)
-	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	n := framework.ReadyNodes(t, ctx)
+	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.Containers[0].Resources = *resizeOld.DeepCopy()
 	})
-	before := waitDaemonSet(t, ctx, ns, n, n)
+	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
 	uids := map[types.UID]bool{}
 	for _, p := range before {
 		uids[p.UID] = true
 	}
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2
 		ds.Spec.Template.Spec.Containers[0].Resources = *resizeNew.DeepCopy()
 	})
-	after := waitDaemonSet(t, ctx, ns, n, n)
+	after := framework.WaitDaemonSet(t, ctx, ns, n, n)
 	for _, p := range after {
 		if !uids[p.UID] {
 			t.Errorf("pod %s was recreated: want an in-place update", p.Name)

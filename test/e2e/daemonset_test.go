@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -28,119 +27,6 @@ import (
 // as node agents tolerate everything, so with INPLACE_NODES=2 (the host pass of make test) each
 // of these runs on two nodes.
 
-func newAdvancedDaemonSet(t *testing.T, ctx context.Context, ns string, mutate ...func(*v1alpha1.DaemonSet)) *v1alpha1.DaemonSet {
-	t.Helper()
-	ds := &v1alpha1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns},
-		Spec: v1alpha1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "agent"}},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					Containers:                    []corev1.Container{{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever}},
-					Tolerations:                   []corev1.Toleration{{Key: framework.Node2Taint, Operator: corev1.TolerationOpExists}},
-				},
-			},
-			UpdateStrategy: v1alpha1.DaemonSetUpdateStrategy{RollingUpdate: &v1alpha1.RollingUpdateDaemonSet{
-				Type: v1alpha1.InplaceRollingUpdateType,
-			}},
-		},
-	}
-	for _, m := range mutate {
-		m(ds)
-	}
-	created, err := framework.Inplace.AppsV1alpha1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating DaemonSet: %v", err)
-	}
-	return created
-}
-
-func daemonPods(ctx context.Context, ns string) ([]corev1.Pod, error) {
-	list, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})
-	if err != nil {
-		return nil, err
-	}
-	var out []corev1.Pod
-	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
-// waitDaemonSet waits until the status, for the current generation, wants desired Pods, all
-// ready and updated to want of them, and the namespace has exactly that many Pods; it returns them.
-func waitDaemonSet(t *testing.T, ctx context.Context, ns string, desired, updated int32) []corev1.Pod {
-	t.Helper()
-	var pods []corev1.Pod
-	framework.Poll(t, ctx, 2*time.Minute, fmt.Sprintf("DaemonSet agent: %d desired and ready, %d updated", desired, updated), func(ctx context.Context) (bool, error) {
-		ds, err := framework.Inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		st := ds.Status
-		if st.ObservedGeneration != ds.Generation || st.DesiredNumberScheduled != desired || st.NumberReady != desired ||
-			st.UpdatedNumberScheduled != updated || st.NumberAvailable != desired {
-			return false, fmt.Errorf("status %+v", st)
-		}
-		if pods, err = daemonPods(ctx, ns); err != nil {
-			return false, err
-		}
-		return len(pods) == int(desired), fmt.Errorf("%d pods", len(pods))
-	})
-	return pods
-}
-
-func updateDaemonSet(t *testing.T, ctx context.Context, ns string, mutate func(*v1alpha1.DaemonSet)) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		ds, err := framework.Inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(ds)
-		_, err = framework.Inplace.AppsV1alpha1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("updating DaemonSet agent: %v", err)
-	}
-}
-
-// expectOnePodPerNode checks that the Pods run on distinct nodes, one on each of the cluster's.
-func expectOnePodPerNode(t *testing.T, ctx context.Context, pods []corev1.Pod) {
-	t.Helper()
-	on := map[string]string{}
-	for _, p := range pods {
-		if other, ok := on[p.Spec.NodeName]; ok {
-			t.Errorf("pods %s and %s both on node %q", other, p.Name, p.Spec.NodeName)
-		}
-		on[p.Spec.NodeName] = p.Name
-	}
-	nodes, err := framework.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, node := range nodes.Items {
-		if _, ok := on[node.Name]; !ok {
-			t.Errorf("no agent on node %s (agents on %v)", node.Name, on)
-		}
-	}
-}
-
-// readyNodes counts the cluster's nodes (each should run the agent).
-func readyNodes(t *testing.T, ctx context.Context) int32 {
-	t.Helper()
-	nodes, err := framework.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return int32(len(nodes.Items))
-}
-
 // TestAdvancedDaemonSetInPlace: one Pod per node; partition (the number of nodes) holds the image
 // change back, one less lets exactly one node's Pod update, then no partition lets it reach every
 // Pod in place (same UID, the container restarted once, by the kubelet of its own node), each
@@ -150,24 +36,24 @@ func readyNodes(t *testing.T, ctx context.Context) int32 {
 func TestAdvancedDaemonSetInPlace(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "ads-inplace")
-	n := readyNodes(t, ctx)
-	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	n := framework.ReadyNodes(t, ctx)
+	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(intstr.FromInt32(n))
 	})
-	before := waitDaemonSet(t, ctx, ns, n, n)
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
-	held := waitDaemonSet(t, ctx, ns, n, 0)
+	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
+	held := framework.WaitDaemonSet(t, ctx, ns, n, 0)
 	for _, p := range held {
 		if framework.SpecImage(&p, "main") != framework.AppImageV1 {
 			t.Errorf("with partition %d, pod %s runs %s", n, p.Name, framework.SpecImage(&p, "main"))
 		}
 	}
 	if n > 1 {
-		updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+		framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 			ds.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(intstr.FromInt32(n - 1))
 		})
 		updated := 0
-		for _, p := range waitDaemonSet(t, ctx, ns, n, 1) {
+		for _, p := range framework.WaitDaemonSet(t, ctx, ns, n, 1) {
 			if framework.SpecImage(&p, "main") == framework.AppImageV2 {
 				updated++
 			}
@@ -176,9 +62,9 @@ func TestAdvancedDaemonSetInPlace(t *testing.T) {
 			t.Errorf("with partition %d of %d nodes, %d Pods run %s, want 1", n-1, n, updated, framework.AppImageV2)
 		}
 	}
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.UpdateStrategy.RollingUpdate.Partition = nil })
-	after := waitDaemonSet(t, ctx, ns, n, n)
-	expectOnePodPerNode(t, ctx, after)
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.UpdateStrategy.RollingUpdate.Partition = nil })
+	after := framework.WaitDaemonSet(t, ctx, ns, n, n)
+	framework.ExpectOnePodPerNode(t, ctx, after)
 	uids := map[types.UID]bool{}
 	for _, p := range before {
 		uids[p.UID] = true
@@ -191,32 +77,21 @@ func TestAdvancedDaemonSetInPlace(t *testing.T) {
 			t.Errorf("pod %s: container %+v, want %s restarted once", p.Name, s, framework.AppImageV2)
 		}
 	}
-	expectInPlaceUpdateReadyGate(t, after)
+	framework.ExpectInPlaceUpdateReadyGate(t, after)
 
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "FOO", Value: "bar"}}
 	})
 	// The status counts a node updated only once its Pod is at the new revision.
-	recreated := waitDaemonSet(t, ctx, ns, n, n)
-	expectOnePodPerNode(t, ctx, recreated)
-	expectInPlaceUpdateReadyGate(t, recreated)
+	recreated := framework.WaitDaemonSet(t, ctx, ns, n, n)
+	framework.ExpectOnePodPerNode(t, ctx, recreated)
+	framework.ExpectInPlaceUpdateReadyGate(t, recreated)
 	for _, p := range recreated {
 		if uids[p.UID] {
 			t.Errorf("pod %s kept for an env change: want it recreated", p.Name)
 		}
 		if c := p.Spec.Containers[0]; len(c.Env) != 1 || c.Env[0].Value != "bar" || c.Image != framework.AppImageV2 {
 			t.Errorf("pod %s: container %s with env %v, want %s with FOO=bar", p.Name, c.Image, c.Env, framework.AppImageV2)
-		}
-	}
-}
-
-// expectInPlaceUpdateReadyGate checks that every Pod has the InPlaceUpdateReady readiness gate, as
-// OpenKruise's daemon Pods do (an in-place update holds the Pod unready through it).
-func expectInPlaceUpdateReadyGate(t *testing.T, pods []corev1.Pod) {
-	t.Helper()
-	for _, p := range pods {
-		if !slices.ContainsFunc(p.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == pub.InPlaceUpdateReady }) {
-			t.Errorf("pod %s has readiness gates %v, want %s", p.Name, p.Spec.ReadinessGates, pub.InPlaceUpdateReady)
 		}
 	}
 }
@@ -229,8 +104,8 @@ func TestAdvancedDaemonSetFollowsNodeLabels(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "ads-labels")
 	key := "inplace-e2e/" + ns
-	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.NodeSelector = map[string]string{key: "yes"} })
-	waitDaemonSet(t, ctx, ns, 0, 0)
+	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.NodeSelector = map[string]string{key: "yes"} })
+	framework.WaitDaemonSet(t, ctx, ns, 0, 0)
 	nodes, err := framework.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil || len(nodes.Items) == 0 {
 		t.Fatalf("nodes: %v", err)
@@ -244,21 +119,21 @@ func TestAdvancedDaemonSetFollowsNodeLabels(t *testing.T) {
 	}
 	t.Cleanup(func() { label(nil) })
 	label(ptr.To("yes"))
-	pods := waitDaemonSet(t, ctx, ns, 1, 1)
+	pods := framework.WaitDaemonSet(t, ctx, ns, 1, 1)
 	if pods[0].Spec.NodeName != node {
 		t.Errorf("pod %s on node %q, want %s", pods[0].Name, pods[0].Spec.NodeName, node)
 	}
 	label(ptr.To("green"))
-	waitDaemonSet(t, ctx, ns, 0, 0)
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	framework.WaitDaemonSet(t, ctx, ns, 0, 0)
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.NodeSelector = map[string]string{key: "green"}
 		ds.Spec.UpdateStrategy.Type = v1alpha1.RollingUpdateDaemonSetStrategyType
 	})
-	if pods := waitDaemonSet(t, ctx, ns, 1, 1); pods[0].Spec.NodeName != node {
+	if pods := framework.WaitDaemonSet(t, ctx, ns, 1, 1); pods[0].Spec.NodeName != node {
 		t.Errorf("node selector %s=green: pod %s on node %q, want %s", key, pods[0].Name, pods[0].Spec.NodeName, node)
 	}
 	label(nil)
-	waitDaemonSet(t, ctx, ns, 0, 0)
+	framework.WaitDaemonSet(t, ctx, ns, 0, 0)
 }
 
 // TestAdvancedDaemonSetSurge: with maxSurge 1 and maxUnavailable 0 a new Pod starts beside the old
@@ -266,17 +141,17 @@ func TestAdvancedDaemonSetFollowsNodeLabels(t *testing.T) {
 func TestAdvancedDaemonSetSurge(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "ads-surge")
-	n := readyNodes(t, ctx)
-	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	n := framework.ReadyNodes(t, ctx)
+	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.RollingUpdateDaemonSet{
 			Type: v1alpha1.StandardRollingUpdateType, MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
 		}
 	})
-	before := waitDaemonSet(t, ctx, ns, n, n)
-	rec := recordPods(t, ctx, ns)
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
-	after := waitDaemonSet(t, ctx, ns, n, n)
-	events := rec.upTo(t, ctx, ns)
+	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
+	rec := framework.RecordPods(t, ctx, ns)
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
+	after := framework.WaitDaemonSet(t, ctx, ns, n, n)
+	events := rec.UpTo(t, ctx, ns)
 	for _, p := range after {
 		for _, b := range before {
 			if p.UID == b.UID {
@@ -284,13 +159,13 @@ func TestAdvancedDaemonSetSurge(t *testing.T) {
 			}
 		}
 	}
-	expectOnePodPerNode(t, ctx, after)
+	framework.ExpectOnePodPerNode(t, ctx, after)
 	nodes := map[string]bool{}
 	for _, p := range before {
 		nodes[p.Spec.NodeName] = true
 	}
 	most := 0
-	rec.replay(events, func(ev podEvent, pods map[string]*corev1.Pod) {
+	rec.Replay(events, func(ev framework.PodEvent, pods map[string]*corev1.Pod) {
 		ready := map[string]int{}
 		for _, p := range pods {
 			if framework.PodReady(p) {
@@ -299,7 +174,7 @@ func TestAdvancedDaemonSetSurge(t *testing.T) {
 		}
 		for node := range nodes {
 			if ready[node] == 0 {
-				t.Errorf("no agent ready on node %s after the %s of %s (maxUnavailable 0)", node, ev.typ, ev.pod.Name)
+				t.Errorf("no agent ready on node %s after the %s of %s (maxUnavailable 0)", node, ev.Typ, ev.Pod.Name)
 			}
 		}
 		most = max(most, len(pods))
@@ -315,15 +190,15 @@ func TestAdvancedDaemonSetSurge(t *testing.T) {
 func TestAdvancedDaemonSetRecreatesDeletedPod(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "ads-delete")
-	n := readyNodes(t, ctx)
-	newAdvancedDaemonSet(t, ctx, ns)
-	before := waitDaemonSet(t, ctx, ns, n, n)
+	n := framework.ReadyNodes(t, ctx)
+	framework.NewAdvancedDaemonSet(t, ctx, ns)
+	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
 	victim := before[0]
 	if err := framework.Kube.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Poll(t, ctx, 2*time.Minute, "a new agent on node "+victim.Spec.NodeName, func(ctx context.Context) (bool, error) {
-		pods, err := daemonPods(ctx, ns)
+		pods, err := framework.DaemonPods(ctx, ns)
 		if err != nil {
 			return false, err
 		}
@@ -334,7 +209,7 @@ func TestAdvancedDaemonSetRecreatesDeletedPod(t *testing.T) {
 		}
 		return false, fmt.Errorf("pods %d", len(pods))
 	})
-	expectOnlyReplaced(t, ctx, before, waitDaemonSet(t, ctx, ns, n, n), victim, "deleted")
+	expectOnlyReplaced(t, ctx, before, framework.WaitDaemonSet(t, ctx, ns, n, n), victim, "deleted")
 }
 
 // TestAdvancedDaemonSetSurgeMinReadySeconds (OpenKruise "should successfully surging update
@@ -348,24 +223,24 @@ func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 	const minReady = 5
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "ads-surge-mrs")
-	n := readyNodes(t, ctx)
-	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	n := framework.ReadyNodes(t, ctx)
+	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.MinReadySeconds = minReady
 		ds.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.RollingUpdateDaemonSet{
 			Type: v1alpha1.StandardRollingUpdateType, MaxSurge: ptr.To(intstr.FromString("100%")), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
 		}
 	})
-	before := waitDaemonSet(t, ctx, ns, n, n)
-	expectOnePodPerNode(t, ctx, before)
+	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
+	framework.ExpectOnePodPerNode(t, ctx, before)
 	oldOn := map[string]string{} // node -> its old Pod
 	for _, p := range before {
 		oldOn[p.Spec.NodeName] = p.Name
 	}
-	rec := recordPods(t, ctx, ns)
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
+	rec := framework.RecordPods(t, ctx, ns)
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 	// OpenKruise's scenario gives the old Pods a minute to go.
 	framework.Poll(t, ctx, time.Minute, "the old Pods deleted", func(ctx context.Context) (bool, error) {
-		pods, err := daemonPods(ctx, ns)
+		pods, err := framework.DaemonPods(ctx, ns)
 		if err != nil {
 			return false, err
 		}
@@ -377,13 +252,13 @@ func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 		}
 		return len(left) == 0, fmt.Errorf("old Pods left: %v", left)
 	})
-	after := waitDaemonSet(t, ctx, ns, n, n)
-	expectOnePodPerNode(t, ctx, after)
-	events := rec.upTo(t, ctx, ns)
+	after := framework.WaitDaemonSet(t, ctx, ns, n, n)
+	framework.ExpectOnePodPerNode(t, ctx, after)
+	events := rec.UpTo(t, ctx, ns)
 
 	// Every node had its surge Pod beside the old one, both live, all nodes at once (100%).
 	surged, most := map[string]bool{}, 0
-	rec.replay(events, func(ev podEvent, pods map[string]*corev1.Pod) {
+	rec.Replay(events, func(ev framework.PodEvent, pods map[string]*corev1.Pod) {
 		on, ready := map[string]int{}, map[string]int{}
 		for _, p := range pods {
 			on[p.Spec.NodeName]++
@@ -393,10 +268,10 @@ func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 		}
 		for node := range oldOn {
 			if ready[node] == 0 {
-				t.Errorf("no agent ready on node %s after the %s of %s (maxUnavailable 0)", node, ev.typ, ev.pod.Name)
+				t.Errorf("no agent ready on node %s after the %s of %s (maxUnavailable 0)", node, ev.Typ, ev.Pod.Name)
 			}
 			if on[node] > 2 {
-				t.Errorf("%d agents on node %s after the %s of %s, want at most 2", on[node], node, ev.typ, ev.pod.Name)
+				t.Errorf("%d agents on node %s after the %s of %s, want at most 2", on[node], node, ev.Typ, ev.Pod.Name)
 			}
 			if on[node] == 2 {
 				surged[node] = true
@@ -418,7 +293,7 @@ func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 	// counts from the Ready time it reads, so the gap is never below minReadySeconds.
 	deleted := map[string]time.Time{}
 	for _, e := range events {
-		if p := e.pod; p.DeletionTimestamp != nil && deleted[p.Name].IsZero() {
+		if p := e.Pod; p.DeletionTimestamp != nil && deleted[p.Name].IsZero() {
 			grace := time.Duration(ptr.Deref(p.DeletionGracePeriodSeconds, 0)) * time.Second
 			deleted[p.Name] = p.DeletionTimestamp.Add(-grace)
 		}
@@ -450,9 +325,9 @@ func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 func TestAdvancedDaemonSetReplacesFailedPod(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "ads-failed")
-	n := readyNodes(t, ctx)
-	newAdvancedDaemonSet(t, ctx, ns)
-	before := waitDaemonSet(t, ctx, ns, n, n)
+	n := framework.ReadyNodes(t, ctx)
+	framework.NewAdvancedDaemonSet(t, ctx, ns)
+	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
 	victim := before[0]
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
@@ -473,14 +348,14 @@ func TestAdvancedDaemonSetReplacesFailedPod(t *testing.T) {
 		}
 		return false, fmt.Errorf("still there (%v)", err)
 	})
-	expectOnlyReplaced(t, ctx, before, waitDaemonSet(t, ctx, ns, n, n), victim, "failed")
+	expectOnlyReplaced(t, ctx, before, framework.WaitDaemonSet(t, ctx, ns, n, n), victim, "failed")
 }
 
 // expectOnlyReplaced checks that after a node's Pod (victim, the first of before) was deleted or
 // failed, every node runs one Pod, the victim is gone and the other nodes kept theirs.
 func expectOnlyReplaced(t *testing.T, ctx context.Context, before, after []corev1.Pod, victim corev1.Pod, what string) {
 	t.Helper()
-	expectOnePodPerNode(t, ctx, after)
+	framework.ExpectOnePodPerNode(t, ctx, after)
 	kept := map[types.UID]bool{}
 	for _, p := range after {
 		kept[p.UID] = true
@@ -505,18 +380,18 @@ func TestAdvancedDaemonSetRollingUpdatePreDeleteHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "ads-roll-predelete")
-	n := readyNodes(t, ctx)
-	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	n := framework.ReadyNodes(t, ctx)
+	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}}}
 		ds.Spec.Template.Labels[hold] = "true"
 		ds.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(1))
 	})
-	before := waitDaemonSet(t, ctx, ns, n, n)
+	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
 	oldNames := map[string]bool{}
 	for _, p := range before {
 		oldNames[p.Name] = true
 	}
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "FOO", Value: "bar"}}
 	})
 	var hash string
@@ -561,7 +436,7 @@ func TestAdvancedDaemonSetRollingUpdatePreDeleteHook(t *testing.T) {
 		return false, fmt.Errorf("still there (%v)", err)
 	})
 	framework.Poll(t, ctx, time.Minute, "a new agent on "+held.Spec.NodeName+" and, on two nodes, the next one held", func(ctx context.Context) (bool, error) {
-		pods, err := daemonPods(ctx, ns)
+		pods, err := framework.DaemonPods(ctx, ns)
 		if err != nil {
 			return false, err
 		}

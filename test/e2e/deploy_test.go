@@ -8,10 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inplace-dev/inplace/test/e2e/framework"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestDeployManifests: the kustomize base artifacts/deploy renders with kubectl's kustomize,

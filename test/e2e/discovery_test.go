@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inplace-dev/inplace/test/e2e/framework"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestDiscovery: kube-apiserver lists apps.kruise.io/v1beta1 (preferred, as for OpenKruise's CRDs)

@@ -23,15 +23,15 @@ import (
 // done by then: it comes before the status), and the revision's name.
 func heldDaemonSetUpdate(t *testing.T, ctx context.Context, ns, image, newImage string) (*v1alpha1.DaemonSet, string) {
 	t.Helper()
-	n := readyNodes(t, ctx)
-	ds := newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	n := framework.ReadyNodes(t, ctx)
+	ds := framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(intstr.FromInt32(n))
 		c := &ds.Spec.Template.Spec.Containers[0]
 		c.Image, c.ImagePullPolicy = image, corev1.PullIfNotPresent
 	})
-	waitDaemonSet(t, ctx, ns, n, n)
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = newImage })
-	waitDaemonSet(t, ctx, ns, n, 0)
+	framework.WaitDaemonSet(t, ctx, ns, n, n)
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = newImage })
+	framework.WaitDaemonSet(t, ctx, ns, n, 0)
 	got, err := framework.Inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, ds.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -103,8 +103,8 @@ func testDaemonSetPreDownload(t *testing.T, ctx context.Context) {
 		t.Errorf("revision %s labels %v, want %s=true", revision, rev.Labels, v1alpha1.ImagePreDownloadCreatedKey)
 	}
 
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.UpdateStrategy.RollingUpdate.Partition = nil })
-	waitDaemonSet(t, ctx, ns, n, n)
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.UpdateStrategy.RollingUpdate.Partition = nil })
+	framework.WaitDaemonSet(t, ctx, ns, n, n)
 	framework.Poll(t, ctx, preDownloadTimeout, "ImagePullJob "+jobName+" deleted once every Pod is updated", func(ctx context.Context) (bool, error) {
 		_, err := framework.Inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, jobName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

@@ -41,11 +41,11 @@ func expandableVolumes(t *testing.T, ctx context.Context, n int) string {
 // OnPodRollingUpdate), and waits until it runs.
 func resizableStatefulSet(t *testing.T, ctx context.Context, ns, class string) *v1beta1.StatefulSet {
 	t.Helper()
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 1, appsv1.ParallelPodManagement, func(set *v1beta1.StatefulSet) {
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 1, appsv1.ParallelPodManagement, func(set *v1beta1.StatefulSet) {
 		set.Spec.VolumeClaimTemplates[0].Spec.StorageClassName = ptr.To(class)
 		set.Spec.VolumeClaimUpdateStrategy.Type = v1beta1.OnPodRollingUpdateVolumeClaimUpdateStrategyType
 	}))
-	waitStatefulSet(t, ctx, set, 1, 1)
+	framework.WaitStatefulSet(t, ctx, set, 1, 1)
 	return set
 }
 
@@ -105,7 +105,7 @@ func growVolume(t *testing.T, ctx context.Context, claim *corev1.PersistentVolum
 func testStatefulSetNoResize(t *testing.T, ctx context.Context) {
 	ns := framework.NewNamespace(t, ctx, "fg-asts-resize-off")
 	set := resizableStatefulSet(t, ctx, ns, expandableVolumes(t, ctx, 1))
-	set = updateAdvancedStatefulSet(t, ctx, set, askStorage("2Mi"))
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, askStorage("2Mi"))
 	waitVolumeClaims(t, ctx, set, "1Mi", 1, nil)
 }
 
@@ -118,12 +118,12 @@ func testStatefulSetAutoResizePVC(t *testing.T, ctx context.Context) {
 	ns := framework.NewNamespace(t, ctx, "fg-asts-resize")
 	set := resizableStatefulSet(t, ctx, ns, expandableVolumes(t, ctx, 1))
 	waitVolumeClaims(t, ctx, set, "1Mi", 1, []v1beta1.VolumeClaimStatus{{VolumeClaimName: "data", CompatibleReplicas: 1, CompatibleReadyReplicas: 1}})
-	before, err := stsPods(ctx, set)
+	before, err := framework.StatefulSetPods(ctx, set)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	set = updateAdvancedStatefulSet(t, ctx, set, func(set *v1beta1.StatefulSet) {
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(set *v1beta1.StatefulSet) {
 		askStorage("2Mi")(set)
 		set.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2
 	})
@@ -133,7 +133,7 @@ func testStatefulSetAutoResizePVC(t *testing.T, ctx context.Context) {
 	}
 
 	growVolume(t, ctx, claim, "2Mi")
-	after := waitStatefulSet(t, ctx, set, 1, 1)
+	after := framework.WaitStatefulSet(t, ctx, set, 1, 1)
 	if p := after["db-0"]; p == nil || p.UID != before["db-0"].UID || framework.SpecImage(p, "main") != framework.AppImageV2 {
 		t.Errorf("db-0 after the resize: %v, want the same Pod updated in place to %s", p, framework.AppImageV2)
 	}
@@ -148,7 +148,7 @@ func testStatefulSetAutoResizePVC(t *testing.T, ctx context.Context) {
 func statefulSetReplacementRevision(t *testing.T, ctx context.Context, prefix string) (replacement, current, update string) {
 	t.Helper()
 	ns := framework.NewNamespace(t, ctx, prefix)
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(set *v1beta1.StatefulSet) {
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(set *v1beta1.StatefulSet) {
 		set.Spec.VolumeClaimTemplates = nil
 		set.Spec.Template.Spec.Containers[0].VolumeMounts = nil
 		set.Spec.Template.Labels[preparingUpdateHook] = "true"
@@ -157,12 +157,12 @@ func statefulSetReplacementRevision(t *testing.T, ctx context.Context, prefix st
 		ru.UnorderedUpdate = &v1beta1.UnorderedUpdateStrategy{}
 		ru.Partition = ptr.To[int32](1)
 	}))
-	waitStatefulSet(t, ctx, set, 2, 2)
-	set = updateAdvancedStatefulSet(t, ctx, set, func(set *v1beta1.StatefulSet) { set.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
+	framework.WaitStatefulSet(t, ctx, set, 2, 2)
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(set *v1beta1.StatefulSet) { set.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 
 	var other *corev1.Pod
 	framework.Poll(t, ctx, 30*time.Second, "one Pod held in PreparingUpdate", func(ctx context.Context) (bool, error) {
-		pods, err := stsPods(ctx, set)
+		pods, err := framework.StatefulSetPods(ctx, set)
 		if err != nil {
 			return false, err
 		}
@@ -184,7 +184,7 @@ func statefulSetReplacementRevision(t *testing.T, ctx context.Context, prefix st
 		if err != nil {
 			return false, err
 		}
-		replacement = podRevision(p)
+		replacement = framework.PodRevision(p)
 		return p.UID != other.UID && p.DeletionTimestamp == nil, fmt.Errorf("still the deleted pod")
 	})
 	current, update = setRevisions(t, ctx, set)

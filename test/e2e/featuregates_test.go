@@ -168,7 +168,7 @@ type preparingUpdateScenario struct {
 
 func newPreparingUpdateScenario(t *testing.T, ctx context.Context, ns string) *preparingUpdateScenario {
 	t.Helper()
-	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		MaxUnavailable: ptr.To(intstr.FromString("50%")),
 		Partition:      ptr.To(intstr.FromString("99%")),
@@ -178,9 +178,9 @@ func newPreparingUpdateScenario(t *testing.T, ctx context.Context, ns string) *p
 		// OpenKruise's 10 s and 120 s, shorter.
 		cs.Spec.MinReadySeconds, cs.Spec.ProgressDeadlineSeconds = 1, ptr.To[int32](10)
 	})
-	waitCloneSetReady(t, ctx, cs, 2)
+	framework.WaitCloneSetReady(t, ctx, cs, 2)
 	waitProgressing(t, ctx, cs, progressingAvailable)
-	s := &preparingUpdateScenario{cs: updateCloneSet(t, ctx, cs, setImage(framework.AppImageV2))}
+	s := &preparingUpdateScenario{cs: framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))}
 	s.wait(t, ctx, "one pod held in PreparingUpdate, none updated", 0, 2, 1)
 	return s
 }
@@ -195,12 +195,12 @@ func (s *preparingUpdateScenario) groups(ctx context.Context) (updated, current,
 	if got.Status.ObservedGeneration != got.Generation {
 		return nil, nil, nil, fmt.Errorf("status of generation %d, want %d", got.Status.ObservedGeneration, got.Generation)
 	}
-	pods, err := cloneSetPods(ctx, s.cs)
+	pods, err := framework.CloneSetPods(ctx, s.cs)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	for _, p := range pods {
-		if podRevision(p) == got.Status.UpdateRevision {
+		if framework.PodRevision(p) == got.Status.UpdateRevision {
 			updated = append(updated, p)
 		} else {
 			current = append(current, p)
@@ -239,7 +239,7 @@ func (s *preparingUpdateScenario) rebuildOne(t *testing.T, ctx context.Context) 
 				t.Fatal(err)
 			}
 			framework.Poll(t, ctx, 60*time.Second, "the replacement of "+p.Name, func(ctx context.Context) (bool, error) {
-				pods, err := cloneSetPods(ctx, s.cs)
+				pods, err := framework.CloneSetPods(ctx, s.cs)
 				if err != nil {
 					return false, err
 				}
@@ -284,7 +284,7 @@ func testPreparingUpdateAsUpdate(t *testing.T, ctx context.Context) {
 	waitProgressing(t, ctx, s.cs, deadline)
 
 	// Scaled to 3: the new Pod at the current revision too.
-	s.cs = updateCloneSet(t, ctx, s.cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To[int32](3) })
+	s.cs = framework.UpdateCloneSet(t, ctx, s.cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To[int32](3) })
 	_, _, held := s.wait(t, ctx, "the scaled Pod at the current revision", 0, 3, 1)
 
 	// The held Pod released: it updates in place.
@@ -292,7 +292,7 @@ func testPreparingUpdateAsUpdate(t *testing.T, ctx context.Context) {
 	s.wait(t, ctx, "the released Pod updated", 1, 2, 0)
 
 	// No partition, maxUnavailable 100%: the two others wait in PreparingUpdate, then update.
-	s.cs = updateCloneSet(t, ctx, s.cs, func(cs *v1alpha1.CloneSet) {
+	s.cs = framework.UpdateCloneSet(t, ctx, s.cs, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.UpdateStrategy.Partition = nil
 		cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("100%"))
 	})
@@ -319,7 +319,7 @@ type vctScenario struct {
 
 func newVCTScenario(t *testing.T, ctx context.Context, ns string, replicas int, strategy v1alpha1.CloneSetUpdateStrategyType) *vctScenario {
 	t.Helper()
-	cs := newUpdateCloneSet(t, ctx, ns, int32(replicas), v1alpha1.CloneSetUpdateStrategy{Type: strategy}, func(cs *v1alpha1.CloneSet) {
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, int32(replicas), v1alpha1.CloneSetUpdateStrategy{Type: strategy}, func(cs *v1alpha1.CloneSet) {
 		for _, name := range []string{"data-vol1", "data-vol2"} {
 			cs.Spec.VolumeClaimTemplates = append(cs.Spec.VolumeClaimTemplates, corev1.PersistentVolumeClaim{
 				ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -348,14 +348,14 @@ func (s *vctScenario) settle(t *testing.T, ctx context.Context, what string) (po
 		if st.ObservedGeneration != got.Generation || st.UpdatedReadyReplicas != int32(s.replicas) || st.Replicas != int32(s.replicas) {
 			return false, fmt.Errorf("status %+v (generation %d)", st, got.Generation)
 		}
-		list, err := cloneSetPods(ctx, s.cs)
+		list, err := framework.CloneSetPods(ctx, s.cs)
 		if err != nil {
 			return false, err
 		}
 		pods, pvcs, sizes = map[string]types.UID{}, map[string]types.UID{}, map[string]string{}
 		for name, p := range list {
-			if podRevision(p) != st.UpdateRevision || !framework.PodReady(p) {
-				return false, fmt.Errorf("pod %s at %s (ready %t), want %s", name, podRevision(p), framework.PodReady(p), st.UpdateRevision)
+			if framework.PodRevision(p) != st.UpdateRevision || !framework.PodReady(p) {
+				return false, fmt.Errorf("pod %s at %s (ready %t), want %s", name, framework.PodRevision(p), framework.PodReady(p), st.UpdateRevision)
 			}
 			pods[name] = p.UID
 			for _, tmpl := range []string{"data-vol1", "data-vol2"} {
@@ -391,7 +391,7 @@ func (s *vctScenario) change(t *testing.T, ctx context.Context, what string, pod
 	if s.pods == nil {
 		s.pods, s.pvcs, _ = s.settle(t, ctx, "before "+what)
 	}
-	s.cs = updateCloneSet(t, ctx, s.cs, change)
+	s.cs = framework.UpdateCloneSet(t, ctx, s.cs, change)
 	pods, pvcs, sizes := s.settle(t, ctx, "after "+what)
 	for name, uid := range pods {
 		if kept := s.pods[name] == uid; kept == podsRecreated {

@@ -58,7 +58,7 @@ type haRollout struct {
 	set       string // the SidecarSet of the CloneSet's Pods
 	before    map[string]*corev1.Pod
 	crrBefore *corev1.Pod // the Pod of the ContainerRecreateRequest haCRR
-	pods      *podEvents
+	pods      *framework.PodEvents
 	writer    *ackedWriter
 	watched   cache.GenericLister
 	kubectl   *kubectlWatch
@@ -73,32 +73,32 @@ const haCRR = "recreate-main"
 func startHARollout(t *testing.T, ctx context.Context, prefix string) *haRollout {
 	t.Helper()
 	ns := framework.NewNamespace(t, ctx, prefix)
-	set := ssScopedSet(ns, ns, "web")
-	set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(corev1.Container{
-		Name: upgradeSidecar, Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever,
+	set := framework.ScopedSidecarSet(ns, ns, "web")
+	set.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(corev1.Container{
+		Name: framework.UpgradeSidecar, Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever,
 	}, v1alpha1.AfterAppContainerType)}
-	ssCreateSet(t, ctx, set)
-	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
-	ssWaitWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
-		return ssContainer(p.Spec.Containers, upgradeSidecar) != nil
+	framework.CreateSidecarSet(t, ctx, set)
+	probe := framework.LabeledPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
+	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
+		return framework.FindContainer(p.Spec.Containers, framework.UpgradeSidecar) != nil
 	})
-	cs := newUpdateCloneSet(t, ctx, ns, haPods, v1alpha1.CloneSetUpdateStrategy{
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, haPods, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		MaxUnavailable: ptr.To(intstr.FromString("20%")),
 	})
-	r := &haRollout{set: ns, before: waitCloneSetReady(t, ctx, cs, haPods)}
-	waitSidecarSetStatus(t, ctx, r.set, haPods, haPods, haPods, haPods)
+	r := &haRollout{set: ns, before: framework.WaitCloneSetReady(t, ctx, cs, haPods)}
+	framework.WaitSidecarSetStatus(t, ctx, r.set, haPods, haPods, haPods, haPods)
 	r.crrBefore = framework.CreateCRRPod(t, ctx, framework.CRRPod(ns, "crr-target", false, framework.Container("main", framework.AppImageV1)))
-	r.pods = recordPods(t, ctx, ns)
+	r.pods = framework.RecordPods(t, ctx, ns)
 	r.writer = startAckedWriter(t, ctx, ns)
 	r.watched = watchCloneSets(t, ctx, ns)
 	r.kubectl = startKubectlWatch(t, ctx, ns)
 
-	r.cs = updateCloneSet(t, ctx, cs, setImage(framework.AppImageV2))
-	updateSidecarSet(t, ctx, r.set, sidecarImage(framework.AppImageV2))
+	r.cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
+	framework.UpdateSidecarSet(t, ctx, r.set, framework.SidecarImage(framework.AppImageV2))
 	framework.CreateCRR(t, ctx, ns, framework.NewCRR(haCRR, r.crrBefore.Name, "main"))
-	framework.Poll(t, ctx, rolloutTimeout, "the rollout to start", func(ctx context.Context) (bool, error) {
-		pods, err := cloneSetPods(ctx, r.cs)
+	framework.Poll(t, ctx, framework.RolloutTimeout, "the rollout to start", func(ctx context.Context) (bool, error) {
+		pods, err := framework.CloneSetPods(ctx, r.cs)
 		if err != nil {
 			return false, err
 		}
@@ -116,15 +116,15 @@ func startHARollout(t *testing.T, ctx context.Context, prefix string) *haRollout
 // the writes.
 func (r *haRollout) finish(t *testing.T, ctx context.Context) {
 	t.Helper()
-	got, _ := waitRolledOut(t, ctx, r.cs, haPods)
-	waitSidecarSetStatus(t, ctx, r.set, haPods, haPods, haPods, haPods)
-	after, err := cloneSetPods(ctx, got)
+	got, _ := framework.WaitRolledOut(t, ctx, r.cs, haPods)
+	framework.WaitSidecarSetStatus(t, ctx, r.set, haPods, haPods, haPods, haPods)
+	after, err := framework.CloneSetPods(ctx, got)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkSamePods(t, r.before, after)
+	framework.CheckSamePods(t, r.before, after)
 	for name, p := range after {
-		for _, c := range []string{"main", upgradeSidecar} {
+		for _, c := range []string{"main", framework.UpgradeSidecar} {
 			if s := framework.FindStatus(p, c); s == nil || s.RestartCount != 1 || s.Image != framework.AppImageV2 || !s.Ready {
 				t.Errorf("pod %s: container %s status %+v, want %s ready, restartCount 1", name, c, s, framework.AppImageV2)
 			}
@@ -134,7 +134,7 @@ func (r *haRollout) finish(t *testing.T, ctx context.Context) {
 	framework.ExpectStates(t, crr, framework.CRRSucceeded("main"))
 	crrAfter := framework.WaitContainersRecreated(t, ctx, r.crrBefore, "main")
 	framework.ExpectRecreated(t, r.crrBefore, crrAfter, "main") // exactly once: restartCount one higher
-	if changed := podsAddedOrDeleted(r.pods, r.pods.upTo(t, ctx, r.cs.Namespace)); len(changed) > 0 {
+	if changed := framework.PodsAddedOrDeleted(r.pods, r.pods.UpTo(t, ctx, r.cs.Namespace)); len(changed) > 0 {
 		t.Errorf("pods created or deleted: %v", changed)
 	}
 	// The watcher (an informer: it lists and watches again when a watch breaks) sees the end.

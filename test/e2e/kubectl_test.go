@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inplace-dev/inplace/test/e2e/framework"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestKubectlCloneSets: kubectl get and server-side apply of CloneSets through kube-apiserver's

@@ -172,11 +172,11 @@ func TestCloneSetOrderedLaunchWithSidecar(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "launch-cs")
 	app := "e2e-launch-" + utilrand.String(5)
-	set := ssScopedSet(app, ns, app)
-	set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(
+	set := framework.ScopedSidecarSet(app, ns, app)
+	set.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(
 		corev1.Container{Name: "agent", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever}, v1alpha1.BeforeAppContainerType)}
-	ssCreateSet(t, ctx, set)
-	ssWaitWebhook(t, ctx, "the webhook sees the SidecarSet", ssPod(ns, "probe", app, framework.Container("main", framework.AppImageV1)),
+	framework.CreateSidecarSet(t, ctx, set)
+	framework.WaitPodWebhook(t, ctx, "the webhook sees the SidecarSet", framework.LabeledPod(ns, "probe", app, framework.Container("main", framework.AppImageV1)),
 		func(p *corev1.Pod) bool { return len(p.Spec.Containers) == 2 })
 
 	labels := map[string]string{"app": app}
@@ -199,7 +199,7 @@ func TestCloneSetOrderedLaunchWithSidecar(t *testing.T) {
 		t.Fatal(err)
 	}
 	var name string
-	for n := range waitCloneSetReady(t, ctx, cs, 1) {
+	for n := range framework.WaitCloneSetReady(t, ctx, cs, 1) {
 		name = n
 	}
 	pod := waitLaunchCompleted(t, ctx, ns, name)

@@ -84,13 +84,13 @@ func TestMetricsInPlaceUpdate(t *testing.T) {
 func TestDescribeShowsEvents(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "describe")
-	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	pods := waitCloneSetReady(t, ctx, cs, 1)
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 1, "Parallel"))
-	waitStatefulSet(t, ctx, set, 1, 1)
-	newAdvancedDaemonSet(t, ctx, ns)
-	n := readyNodes(t, ctx)
-	waitDaemonSet(t, ctx, ns, n, n)
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	pods := framework.WaitCloneSetReady(t, ctx, cs, 1)
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 1, "Parallel"))
+	framework.WaitStatefulSet(t, ctx, set, 1, 1)
+	framework.NewAdvancedDaemonSet(t, ctx, ns)
+	n := framework.ReadyNodes(t, ctx)
+	framework.WaitDaemonSet(t, ctx, ns, n, n)
 	for name := range pods {
 		framework.CreateCRR(t, ctx, ns, framework.NewCRR("restart", name, "main"))
 	}
@@ -119,26 +119,26 @@ func TestDescribeShowsEvents(t *testing.T) {
 // get events` finds them by the SidecarSet as involvedObject.
 func TestDescribeSidecarSetShowsEvents(t *testing.T) {
 	ctx := framework.Context(t)
-	u := newSidecarUpgrade(t, ctx, "describe-ss", 1, nil)
-	updateSidecarSet(t, ctx, u.set, sidecarImage(framework.AppImageV2))
-	waitSidecarsOn(t, ctx, u, framework.AppImageV2, 1)
-	waitSidecarSetStatus(t, ctx, u.set, 1, 1, 1, 1)
+	u := framework.NewSidecarUpgrade(t, ctx, "describe-ss", 1, nil)
+	framework.UpdateSidecarSet(t, ctx, u.Set, framework.SidecarImage(framework.AppImageV2))
+	framework.WaitSidecarsOn(t, ctx, u, framework.AppImageV2, 1)
+	framework.WaitSidecarSetStatus(t, ctx, u.Set, 1, 1, 1, 1)
 	var pod string
-	for name := range u.before {
+	for name := range u.Before {
 		pod = name
 	}
-	framework.Poll(t, ctx, 30*time.Second, "kubectl describe sidecarset "+u.set+" showing the upgrade", func(ctx context.Context) (bool, error) {
-		out, stderr, err := framework.Kubectl(ctx, "", "describe", "sidecarset", u.set)
+	framework.Poll(t, ctx, 30*time.Second, "kubectl describe sidecarset "+u.Set+" showing the upgrade", func(ctx context.Context) (bool, error) {
+		out, stderr, err := framework.Kubectl(ctx, "", "describe", "sidecarset", u.Set)
 		if err != nil {
 			return false, fmt.Errorf("%v: %s", err, stderr)
 		}
 		_, events, _ := strings.Cut(out, "Events:")
-		return strings.Contains(events, "SidecarUpgrading") && strings.Contains(events, u.ns+"/"+pod) &&
+		return strings.Contains(events, "SidecarUpgrading") && strings.Contains(events, u.Ns+"/"+pod) &&
 			strings.Contains(events, "SidecarUpgraded"), fmt.Errorf("events section %q", events)
 	})
 	out := framework.MustKubectl(t, ctx, "", "get", "events", "-A", "-o", "name", "--field-selector",
-		"involvedObject.kind=SidecarSet,involvedObject.name="+u.set+",reason=SidecarUpgraded")
+		"involvedObject.kind=SidecarSet,involvedObject.name="+u.Set+",reason=SidecarUpgraded")
 	if n := len(strings.Fields(out)); n != 1 {
-		t.Errorf("kubectl get events of SidecarSet %s with reason SidecarUpgraded: %q, want one", u.set, out)
+		t.Errorf("kubectl get events of SidecarSet %s with reason SidecarUpgraded: %q, want one", u.Set, out)
 	}
 }

@@ -53,8 +53,8 @@ func podUIDs(pods map[string]*corev1.Pod) map[types.UID]bool {
 func TestPluginRollout(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "plugin-rollout")
-	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := podUIDs(waitCloneSetReady(t, ctx, cs, 2))
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	before := podUIDs(framework.WaitCloneSetReady(t, ctx, cs, 2))
 
 	if out, _, _ := kubectlInplace(ctx, time.Minute, "--help"); !strings.Contains(out, "rollout") {
 		t.Errorf("kubectl inplace --help: %q", out)
@@ -64,7 +64,7 @@ func TestPluginRollout(t *testing.T) {
 	if out := mustKubectlInplace(t, ctx, "-n", ns, "rollout", "status", "clone/web", "--timeout", "2m"); !strings.Contains(out, "successfully rolled out") {
 		t.Errorf("rollout status: %q", out)
 	}
-	for _, p := range waitCloneSetReady(t, ctx, cs, 2) {
+	for _, p := range framework.WaitCloneSetReady(t, ctx, cs, 2) {
 		if !before[p.UID] || framework.SpecImage(p, "main") != framework.AppImageV2 {
 			t.Errorf("pod %s (%s) on %s after set image: want the same Pods on %s", p.Name, p.UID, framework.SpecImage(p, "main"), framework.AppImageV2)
 		}
@@ -75,7 +75,7 @@ func TestPluginRollout(t *testing.T) {
 	mustKubectlInplace(t, ctx, "-n", ns, "rollout", "undo", "clone/web")
 	mustKubectlInplace(t, ctx, "-n", ns, "rollout", "status", "clone/web", "--timeout", "2m")
 	framework.Poll(t, ctx, time.Minute, "the Pods back on "+framework.AppImageV1, func(ctx context.Context) (bool, error) {
-		pods, err := cloneSetPods(ctx, cs)
+		pods, err := framework.CloneSetPods(ctx, cs)
 		if err != nil {
 			return false, err
 		}
@@ -95,12 +95,12 @@ func TestPluginRolloutStatusStuck(t *testing.T) {
 	ns := framework.NewNamespace(t, ctx, "plugin-stuck")
 	// Validation refuses such a change under InPlaceOnly, so it is written under InPlaceIfPossible
 	// while paused, then the strategy is switched and the rollout resumed (TestCloneSetInPlaceOnly).
-	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, Paused: true})
-	waitCloneSetReady(t, ctx, cs, 1)
-	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, Paused: true})
+	framework.WaitCloneSetReady(t, ctx, cs, 1)
+	cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "new"}}
 	})
-	updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
+	framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.UpdateStrategy.Type = v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType
 		cs.Spec.UpdateStrategy.Paused = false
 	})
@@ -145,15 +145,15 @@ func TestPluginPodSubresources(t *testing.T) {
 func TestPluginScalePods(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "plugin-scale")
-	cs := newUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	pods := waitCloneSetReady(t, ctx, cs, 3)
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	pods := framework.WaitCloneSetReady(t, ctx, cs, 3)
 	var victim string
 	for name := range pods {
 		victim = name
 		break
 	}
 	mustKubectlInplace(t, ctx, "-n", ns, "scale", "clone/web", "--replicas", "2", "--pods", victim)
-	after := waitCloneSetReady(t, ctx, cs, 2)
+	after := framework.WaitCloneSetReady(t, ctx, cs, 2)
 	if _, ok := after[victim]; ok {
 		t.Errorf("pod %s still there after scale --pods %s", victim, victim)
 	}
@@ -169,11 +169,11 @@ func TestPluginScalePods(t *testing.T) {
 func TestPluginRolloutAdvanced(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "plugin-advanced")
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, "Parallel"))
-	stsBefore := waitStatefulSet(t, ctx, set, 2, 2)
-	newAdvancedDaemonSet(t, ctx, ns)
-	n := readyNodes(t, ctx)
-	dsBefore := waitDaemonSet(t, ctx, ns, n, n)
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, "Parallel"))
+	stsBefore := framework.WaitStatefulSet(t, ctx, set, 2, 2)
+	framework.NewAdvancedDaemonSet(t, ctx, ns)
+	n := framework.ReadyNodes(t, ctx)
+	dsBefore := framework.WaitDaemonSet(t, ctx, ns, n, n)
 
 	for _, ref := range []string{"asts/db", "ads/agent"} {
 		mustKubectlInplace(t, ctx, "-n", ns, "set", "image", ref, "main="+framework.AppImageV2)
@@ -182,8 +182,8 @@ func TestPluginRolloutAdvanced(t *testing.T) {
 			t.Errorf("rollout status %s: %q", ref, out)
 		}
 	}
-	stsAfter := waitStatefulSet(t, ctx, set, 2, 2)
-	checkSamePods(t, stsBefore, stsAfter)
+	stsAfter := framework.WaitStatefulSet(t, ctx, set, 2, 2)
+	framework.CheckSamePods(t, stsBefore, stsAfter)
 	for name, p := range stsAfter {
 		if framework.SpecImage(p, "main") != framework.AppImageV2 {
 			t.Errorf("pod %s on %s after set image", name, framework.SpecImage(p, "main"))
@@ -193,14 +193,14 @@ func TestPluginRolloutAdvanced(t *testing.T) {
 	for _, p := range dsBefore {
 		uids[p.UID] = true
 	}
-	for _, p := range waitDaemonSet(t, ctx, ns, n, n) {
+	for _, p := range framework.WaitDaemonSet(t, ctx, ns, n, n) {
 		if !uids[p.UID] || framework.SpecImage(&p, "main") != framework.AppImageV2 {
 			t.Errorf("agent %s on %s (recreated: %v) after set image, want the same Pod on %s", p.Name, framework.SpecImage(&p, "main"), !uids[p.UID], framework.AppImageV2)
 		}
 	}
 	mustKubectlInplace(t, ctx, "-n", ns, "rollout", "undo", "ads/agent")
 	mustKubectlInplace(t, ctx, "-n", ns, "rollout", "status", "ads/agent", "--timeout", "3m")
-	for _, p := range waitDaemonSet(t, ctx, ns, n, n) {
+	for _, p := range framework.WaitDaemonSet(t, ctx, ns, n, n) {
 		if framework.SpecImage(&p, "main") != framework.AppImageV1 {
 			t.Errorf("agent %s on %s after undo, want %s", p.Name, framework.SpecImage(&p, "main"), framework.AppImageV1)
 		}
@@ -238,9 +238,9 @@ func cloneSetObserved(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet) 
 // expectImagesStay watches for settleWindow that the CloneSet's Pods stay the Pods of before, on image.
 func expectImagesStay(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, before map[types.UID]bool, image, why string) {
 	t.Helper()
-	deadline := time.Now().Add(settleWindow)
+	deadline := time.Now().Add(framework.SettleWindow)
 	for time.Now().Before(deadline) {
-		pods, err := cloneSetPods(ctx, cs)
+		pods, err := framework.CloneSetPods(ctx, cs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,8 +263,8 @@ func expectImagesStay(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, 
 func TestPluginRolloutPauseResume(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "plugin-pause")
-	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := waitCloneSetReady(t, ctx, cs, 2)
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
 	uids := podUIDs(before)
 
 	if out := mustKubectlInplace(t, ctx, "-n", ns, "rollout", "pause", "clone/web"); !strings.Contains(out, "paused") {
@@ -282,8 +282,8 @@ func TestPluginRolloutPauseResume(t *testing.T) {
 		t.Errorf("rollout resume: %q", out)
 	}
 	mustKubectlInplace(t, ctx, "-n", ns, "rollout", "status", "clone/web", "--timeout", "2m")
-	_, after := waitRolledOut(t, ctx, cs, 2)
-	checkSamePods(t, before, after)
+	_, after := framework.WaitRolledOut(t, ctx, cs, 2)
+	framework.CheckSamePods(t, before, after)
 	for _, p := range after {
 		if framework.SpecImage(p, "main") != framework.AppImageV2 {
 			t.Errorf("pod %s on %s after resume, want %s", p.Name, framework.SpecImage(p, "main"), framework.AppImageV2)
@@ -297,8 +297,8 @@ func TestPluginRolloutPauseResume(t *testing.T) {
 func TestPluginRolloutRestart(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "plugin-restart")
-	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := waitCloneSetReady(t, ctx, cs, 2)
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
 
 	mustKubectlInplace(t, ctx, "-n", ns, "rollout", "restart", "clone/web")
 	got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
@@ -310,8 +310,8 @@ func TestPluginRolloutRestart(t *testing.T) {
 		t.Fatalf("template annotation %s = %q after rollout restart, want a time: %v", kubectlplugin.RestartedAtAnnotation, at, err)
 	}
 	mustKubectlInplace(t, ctx, "-n", ns, "rollout", "status", "clone/web", "--timeout", "2m")
-	_, after := waitRolledOut(t, ctx, cs, 2)
-	checkSamePods(t, before, after)
+	_, after := framework.WaitRolledOut(t, ctx, cs, 2)
+	framework.CheckSamePods(t, before, after)
 	for _, p := range after {
 		if got := p.Annotations[kubectlplugin.RestartedAtAnnotation]; got != at {
 			t.Errorf("pod %s: annotation %s = %q, want %q", p.Name, kubectlplugin.RestartedAtAnnotation, got, at)
@@ -328,11 +328,11 @@ func TestPluginRolloutRestart(t *testing.T) {
 func TestPluginRolloutHistoryChangeCause(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "plugin-history")
-	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
 		func(cs *v1alpha1.CloneSet) {
 			cs.Annotations = map[string]string{history.ChangeCauseAnnotation: "first release"}
 		})
-	waitCloneSetReady(t, ctx, cs, 1)
+	framework.WaitCloneSetReady(t, ctx, cs, 1)
 	for _, step := range []struct{ cause, image string }{{"v2: new TLS", framework.AppImageV2}, {"v3: more logs", framework.AppImageV3}} {
 		framework.MustKubectl(t, ctx, "", "-n", ns, "annotate", "--overwrite", "clone/web", history.ChangeCauseAnnotation+"="+step.cause)
 		mustKubectlInplace(t, ctx, "-n", ns, "set", "image", "clone/web", "main="+step.image)

@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inplace-dev/inplace/test/e2e/framework"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestPodRunsLocalImage: the node runs a Pod of the locally built image (no registry) —

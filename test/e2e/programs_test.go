@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inplace-dev/inplace/test/e2e/framework"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestInplacePrograms: local-up started the inplace programs of this tree (hack/local-up.d) and

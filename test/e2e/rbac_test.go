@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,11 +20,6 @@ import (
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
-
-// rbacTimeout bounds how long a new RoleBinding (or ClusterRole aggregation) takes to be
-// honoured: kube-apiserver's RBAC informers, and inplace-apiserver's cache of
-// SubjectAccessReview answers (10 s for a denial).
-const rbacTimeout = 45 * time.Second
 
 // TestRBAC: apps.kruise.io requests are authorized per user, with the ClusterRoles of
 // artifacts/deploy: a ServiceAccount without rights gets 403 on creating a CloneSet and on
@@ -54,15 +48,15 @@ func TestRBAC(t *testing.T) {
 
 	editor := saClient(t, ctx, ns, "editor", "inplace:edit")
 	t.Run("inplace:edit", func(t *testing.T) {
-		framework.Poll(t, ctx, rbacTimeout, "CloneSet create allowed with inplace:edit", func(ctx context.Context) (bool, error) {
+		framework.Poll(t, ctx, framework.RbacTimeout, "CloneSet create allowed with inplace:edit", func(ctx context.Context) (bool, error) {
 			_, err := editor.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("by-editor"), metav1.CreateOptions{})
 			return err == nil, err
 		})
-		framework.Poll(t, ctx, rbacTimeout, "pods/inplaceupdate past authorization with inplace:edit", func(ctx context.Context) (bool, error) {
+		framework.Poll(t, ctx, framework.RbacTimeout, "pods/inplaceupdate past authorization with inplace:edit", func(ctx context.Context) (bool, error) {
 			_, err := editor.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
 			return reachedSubresource(err)
 		})
-		framework.Poll(t, ctx, rbacTimeout, "pods/recreate past authorization with inplace:edit", func(ctx context.Context) (bool, error) {
+		framework.Poll(t, ctx, framework.RbacTimeout, "pods/recreate past authorization with inplace:edit", func(ctx context.Context) (bool, error) {
 			_, err := editor.AppsV1alpha1().Pods(ns).Recreate(ctx, "target", &v1alpha1.ContainerRecreateRequest{}, metav1.CreateOptions{})
 			return reachedSubresource(err)
 		})
@@ -106,7 +100,7 @@ func TestRBAC(t *testing.T) {
 		t.Cleanup(func() {
 			_ = framework.Kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
 		})
-		framework.Poll(t, ctx, rbacTimeout, "sidecarsets/inject allowed with a ClusterRoleBinding of inplace:edit", func(ctx context.Context) (bool, error) {
+		framework.Poll(t, ctx, framework.RbacTimeout, "sidecarsets/inject allowed with a ClusterRoleBinding of inplace:edit", func(ctx context.Context) (bool, error) {
 			injected, err := injector.AppsV1alpha1().SidecarSets().Inject(ctx, set.Name, probe, metav1.CreateOptions{})
 			if err != nil {
 				return false, err
@@ -121,14 +115,14 @@ func TestRBAC(t *testing.T) {
 	// The ClusterRoles aggregate into the built-in ones.
 	t.Run("built-in admin", func(t *testing.T) {
 		admin := saClient(t, ctx, ns, "ns-admin", "admin")
-		framework.Poll(t, ctx, rbacTimeout, "CloneSet create allowed with admin", func(ctx context.Context) (bool, error) {
+		framework.Poll(t, ctx, framework.RbacTimeout, "CloneSet create allowed with admin", func(ctx context.Context) (bool, error) {
 			_, err := admin.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("by-admin"), metav1.CreateOptions{})
 			return err == nil, err
 		})
 	})
 	t.Run("built-in view", func(t *testing.T) {
 		viewer := saClient(t, ctx, ns, "viewer", "view")
-		framework.Poll(t, ctx, rbacTimeout, "CloneSet list allowed with view", func(ctx context.Context) (bool, error) {
+		framework.Poll(t, ctx, framework.RbacTimeout, "CloneSet list allowed with view", func(ctx context.Context) (bool, error) {
 			_, err := viewer.AppsV1alpha1().CloneSets(ns).List(ctx, metav1.ListOptions{})
 			return err == nil, err
 		})
@@ -276,7 +270,7 @@ func TestProxiedRequestsNeedNoSubjectAccessReview(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "sar")
 	viewer := saClient(t, ctx, ns, "viewer", "inplace:view")
-	framework.Poll(t, ctx, rbacTimeout, "CloneSet reads allowed with inplace:view", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, framework.RbacTimeout, "CloneSet reads allowed with inplace:view", func(ctx context.Context) (bool, error) {
 		_, err := viewer.AppsV1alpha1().CloneSets(ns).List(ctx, metav1.ListOptions{})
 		return err == nil, nil
 	})

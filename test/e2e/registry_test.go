@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inplace-dev/inplace/test/e2e/framework"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // The local cluster's image registry (hack/local-up.d/05-registry.sh): inplace-registry on the

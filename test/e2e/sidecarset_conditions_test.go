@@ -22,32 +22,32 @@ func TestSidecarSetUpgradableConditionTwoSidecarSets(t *testing.T) {
 	ns := framework.NewNamespace(t, ctx, "ss-cond")
 	nameA, nameB := ns, ns+"-b"
 	for name, c := range map[string]string{nameA: "agent", nameB: "logger"} {
-		set := ssScopedSet(name, ns, "web")
-		set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(corev1.Container{
+		set := framework.ScopedSidecarSet(name, ns, "web")
+		set.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(corev1.Container{
 			Name: c, Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever, Env: []corev1.EnvVar{{Name: "MODE", Value: "one"}},
 		}, v1alpha1.AfterAppContainerType)}
-		ssCreateSet(t, ctx, set)
+		framework.CreateSidecarSet(t, ctx, set)
 	}
-	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
-	ssWaitWebhook(t, ctx, "the Pod webhook to inject both SidecarSets", probe, func(p *corev1.Pod) bool {
-		return ssContainer(p.Spec.Containers, "agent") != nil && ssContainer(p.Spec.Containers, "logger") != nil
+	probe := framework.LabeledPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
+	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject both SidecarSets", probe, func(p *corev1.Pod) bool {
+		return framework.FindContainer(p.Spec.Containers, "agent") != nil && framework.FindContainer(p.Spec.Containers, "logger") != nil
 	})
-	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	waitCloneSetReady(t, ctx, cs, 2)
-	waitSidecarSetStatus(t, ctx, nameA, 2, 2, 2, 2)
-	waitSidecarSetStatus(t, ctx, nameB, 2, 2, 2, 2)
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	framework.WaitCloneSetReady(t, ctx, cs, 2)
+	framework.WaitSidecarSetStatus(t, ctx, nameA, 2, 2, 2, 2)
+	framework.WaitSidecarSetStatus(t, ctx, nameB, 2, 2, 2, 2)
 
-	updateSidecarSet(t, ctx, nameA, func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Env[0].Value = "two" })
-	waitSidecarSetStatus(t, ctx, nameA, 2, 0, 2, 0)
-	updateSidecarSet(t, ctx, nameB, sidecarImage(framework.AppImageV2))
-	waitSidecarSetStatus(t, ctx, nameB, 2, 2, 2, 2)
+	framework.UpdateSidecarSet(t, ctx, nameA, func(s *v1alpha1.SidecarSet) { s.Spec.Containers[0].Env[0].Value = "two" })
+	framework.WaitSidecarSetStatus(t, ctx, nameA, 2, 0, 2, 0)
+	framework.UpdateSidecarSet(t, ctx, nameB, framework.SidecarImage(framework.AppImageV2))
+	framework.WaitSidecarSetStatus(t, ctx, nameB, 2, 2, 2, 2)
 	waitUpgradable(t, ctx, cs, corev1.ConditionFalse)
 
-	updateSidecarSet(t, ctx, nameA, func(s *v1alpha1.SidecarSet) {
+	framework.UpdateSidecarSet(t, ctx, nameA, func(s *v1alpha1.SidecarSet) {
 		s.Spec.Containers[0].Env[0].Value = "one"
 		s.Spec.Containers[0].Image = framework.AppImageV2
 	})
-	waitSidecarSetStatus(t, ctx, nameA, 2, 2, 2, 2)
+	framework.WaitSidecarSetStatus(t, ctx, nameA, 2, 2, 2, 2)
 	pods := waitUpgradable(t, ctx, cs, corev1.ConditionTrue)
 	for name, p := range pods {
 		for _, c := range []string{"agent", "logger"} {
@@ -63,9 +63,9 @@ func TestSidecarSetUpgradableConditionTwoSidecarSets(t *testing.T) {
 func waitUpgradable(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, status corev1.ConditionStatus) map[string]*corev1.Pod {
 	t.Helper()
 	var pods map[string]*corev1.Pod
-	framework.Poll(t, ctx, rolloutTimeout, fmt.Sprintf("every Pod %s=%s", pub.SidecarSetUpgradable, status), func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, framework.RolloutTimeout, fmt.Sprintf("every Pod %s=%s", pub.SidecarSetUpgradable, status), func(ctx context.Context) (bool, error) {
 		var err error
-		if pods, err = cloneSetPods(ctx, cs); err != nil {
+		if pods, err = framework.CloneSetPods(ctx, cs); err != nil {
 			return false, err
 		}
 		for name, p := range pods {

@@ -50,15 +50,15 @@ func revisionSpec(t *testing.T, rev *appsv1.ControllerRevision) map[string]json.
 func TestSidecarSetRevisionHistory(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "ss-history")
-	set := ssScopedSet(ns, ns, "web")
-	set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(corev1.Container{Name: "agent", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever},
+	set := framework.ScopedSidecarSet(ns, ns, "web")
+	set.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(corev1.Container{Name: "agent", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever},
 		v1alpha1.AfterAppContainerType)}
 	set.Spec.InitContainers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "init", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever}}}
 	set.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "secret-1"}}
 	set.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{PatchPolicy: v1alpha1.SidecarSetRetainPatchPolicy,
 		Annotations: map[string]string{"sidecarset.kruise.io/test": "version-1"}}}
-	ssCreateSet(t, ctx, set)
-	waitSidecarSetStatus(t, ctx, ns, 0, 0, 0, 0)
+	framework.CreateSidecarSet(t, ctx, set)
+	framework.WaitSidecarSetStatus(t, ctx, ns, 0, 0, 0, 0)
 	revs := sidecarSetRevisions(t, ctx, ns)
 	if len(revs) != 1 {
 		t.Fatalf("%d revisions after creation, want 1", len(revs))
@@ -78,26 +78,26 @@ func TestSidecarSetRevisionHistory(t *testing.T) {
 		return out
 	}
 	for i := 2; i <= 15; i++ {
-		updateSidecarSet(t, ctx, ns, func(s *v1alpha1.SidecarSet) {
+		framework.UpdateSidecarSet(t, ctx, ns, func(s *v1alpha1.SidecarSet) {
 			s.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: fmt.Sprintf("secret-%d", i)}}
 		})
-		waitSidecarSetStatus(t, ctx, ns, 0, 0, 0, 0)
+		framework.WaitSidecarSetStatus(t, ctx, ns, 0, 0, 0, 0)
 	}
 	if got, want := numbers(), []int64{6, 7, 8, 9, 10, 11, 12, 13, 14, 15}; !slices.Equal(got, want) {
 		t.Errorf("after 15 specs: revisions %v, want %v (revisionHistoryLimit 10)", got, want)
 	}
-	updateSidecarSet(t, ctx, ns, func(s *v1alpha1.SidecarSet) {
+	framework.UpdateSidecarSet(t, ctx, ns, func(s *v1alpha1.SidecarSet) {
 		s.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "secret-12"}}
 	})
-	waitSidecarSetStatus(t, ctx, ns, 0, 0, 0, 0)
+	framework.WaitSidecarSetStatus(t, ctx, ns, 0, 0, 0, 0)
 	if got, want := numbers(), []int64{6, 7, 8, 9, 10, 11, 13, 14, 15, 16}; !slices.Equal(got, want) {
 		t.Errorf("back to the spec of revision 12: revisions %v, want %v", got, want)
 	}
 
-	updateSidecarSet(t, ctx, ns, func(s *v1alpha1.SidecarSet) {
+	framework.UpdateSidecarSet(t, ctx, ns, func(s *v1alpha1.SidecarSet) {
 		s.Spec.PatchPodMetadata[0].Annotations["sidecarset.kruise.io/test"] = "version-2"
 	})
-	waitSidecarSetStatus(t, ctx, ns, 0, 0, 0, 0)
+	framework.WaitSidecarSetStatus(t, ctx, ns, 0, 0, 0, 0)
 	revs = sidecarSetRevisions(t, ctx, ns)
 	for i, want := range map[int]string{len(revs) - 2: "version-1", len(revs) - 1: "version-2"} {
 		var patches []v1alpha1.SidecarSetPatchPodMetadata
@@ -111,11 +111,11 @@ func TestSidecarSetRevisionHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := updateSidecarSet(t, ctx, ns, func(s *v1alpha1.SidecarSet) { s.Spec.InitContainers[0].Image = framework.AppImageV2 })
+	after := framework.UpdateSidecarSet(t, ctx, ns, func(s *v1alpha1.SidecarSet) { s.Spec.InitContainers[0].Image = framework.AppImageV2 })
 	if h, was := after.Annotations[v1alpha1.SidecarSetHashAnnotation], before.Annotations[v1alpha1.SidecarSetHashAnnotation]; h == "" || h != was {
 		t.Errorf("a plain init container's new image changed the SidecarSet's hash %q to %q", was, h)
 	}
-	waitSidecarSetStatus(t, ctx, ns, 0, 0, 0, 0)
+	framework.WaitSidecarSetStatus(t, ctx, ns, 0, 0, 0, 0)
 	if got := numbers(); len(got) != 10 || got[9] != 18 {
 		t.Errorf("after the init container's new image: revisions %v, want 10, the newest 18", got)
 	}

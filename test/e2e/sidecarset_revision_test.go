@@ -45,15 +45,15 @@ func TestSidecarSetInjectionRevision(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = revisions.Delete(context.Background(), rev.Name, metav1.DeleteOptions{}) })
 
-	set := ssScopedSet(app, ns, app)
+	set := framework.ScopedSidecarSet(app, ns, app)
 	set.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{
 		Name: "agent", Image: current, ImagePullPolicy: corev1.PullNever}}}
 	set.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: ptr.To(rev.Name)}
-	ssCreateSet(t, ctx, set)
+	framework.CreateSidecarSet(t, ctx, set)
 
-	pod := ssPod(ns, "web", app, framework.Container("main", framework.AppImageV1))
+	pod := framework.LabeledPod(ns, "web", app, framework.Container("main", framework.AppImageV1))
 	// The webhook's cache may lag the new SidecarSet: dry-run until the sidecar comes back.
-	injected := ssWaitWebhook(t, ctx, "a Pod injected at the recorded revision", pod,
+	injected := framework.WaitPodWebhook(t, ctx, "a Pod injected at the recorded revision", pod,
 		func(p *corev1.Pod) bool { return len(p.Spec.Containers) == 2 })
 	if got := injected.Spec.Containers[0].Image; got != recorded {
 		t.Errorf("revisionName: sidecar image %s, want the recorded %s (current spec has %s)", got, recorded, current)
@@ -63,7 +63,7 @@ func TestSidecarSetInjectionRevision(t *testing.T) {
 	}
 
 	// By custom version, through sidecarsets/NAME/inject.
-	updateSidecarSet(t, ctx, app, func(s *v1alpha1.SidecarSet) {
+	framework.UpdateSidecarSet(t, ctx, app, func(s *v1alpha1.SidecarSet) {
 		s.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{CustomVersion: ptr.To("stable")}
 	})
 	body, _ := json.Marshal(pod)

@@ -42,8 +42,8 @@ func podsSetTo(pods map[string]*corev1.Pod, container, image string) []string {
 // pull its new image) and the Pod is not Ready.
 func waitNotStarted(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, names []string, container string) {
 	t.Helper()
-	framework.Poll(t, ctx, rolloutTimeout, fmt.Sprintf("container %s of %v waiting for an image that cannot be pulled", container, names), func(ctx context.Context) (bool, error) {
-		pods, err := cloneSetPods(ctx, cs)
+	framework.Poll(t, ctx, framework.RolloutTimeout, fmt.Sprintf("container %s of %v waiting for an image that cannot be pulled", container, names), func(ctx context.Context) (bool, error) {
+		pods, err := framework.CloneSetPods(ctx, cs)
 		if err != nil {
 			return false, err
 		}
@@ -67,27 +67,27 @@ func waitNotStarted(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, na
 // restarted.
 func TestSidecarSetUpgradeSupersedesBadImage(t *testing.T) {
 	ctx := framework.Context(t)
-	u := newSidecarUpgrade(t, ctx, "ss-badimage", 4, func(s *v1alpha1.SidecarSet) {
+	u := framework.NewSidecarUpgrade(t, ctx, "ss-badimage", 4, func(s *v1alpha1.SidecarSet) {
 		s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("50%"))
 	})
 
-	updateSidecarSet(t, ctx, u.set, sidecarImage(unpullableImage))
-	waitSidecarSetStatus(t, ctx, u.set, 4, 2, 2, 0)
-	pods, err := cloneSetPods(ctx, u.cs)
+	framework.UpdateSidecarSet(t, ctx, u.Set, framework.SidecarImage(unpullableImage))
+	framework.WaitSidecarSetStatus(t, ctx, u.Set, 4, 2, 2, 0)
+	pods, err := framework.CloneSetPods(ctx, u.Cs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	broken := podsSetTo(pods, upgradeSidecar, unpullableImage)
+	broken := podsSetTo(pods, framework.UpgradeSidecar, unpullableImage)
 	if len(broken) != 2 {
 		t.Fatalf("sidecars set to %s: %v, want 2 (maxUnavailable 50%% of 4)", unpullableImage, broken)
 	}
-	waitNotStarted(t, ctx, u.cs, broken, upgradeSidecar)
-	waitSidecarSetStatus(t, ctx, u.set, 4, 2, 2, 0)
+	waitNotStarted(t, ctx, u.Cs, broken, framework.UpgradeSidecar)
+	framework.WaitSidecarSetStatus(t, ctx, u.Set, 4, 2, 2, 0)
 
-	updateSidecarSet(t, ctx, u.set, sidecarImage(framework.AppImageV2))
-	after := waitSidecarsOn(t, ctx, u, framework.AppImageV2, 4)
-	set := waitSidecarSetStatus(t, ctx, u.set, 4, 4, 4, 4)
-	checkSamePods(t, u.before, after)
+	framework.UpdateSidecarSet(t, ctx, u.Set, framework.SidecarImage(framework.AppImageV2))
+	after := framework.WaitSidecarsOn(t, ctx, u, framework.AppImageV2, 4)
+	set := framework.WaitSidecarSetStatus(t, ctx, u.Set, 4, 4, 4, 4)
+	framework.CheckSamePods(t, u.Before, after)
 	for name, p := range after {
 		if s := framework.FindStatus(p, "main"); s == nil || s.RestartCount != 0 {
 			t.Errorf("pod %s: app container status %+v, want restartCount 0: a sidecar upgrade must not restart it", name, s)
@@ -95,15 +95,15 @@ func TestSidecarSetUpgradeSupersedesBadImage(t *testing.T) {
 		// As OpenKruise's tests check after an upgrade: each Pod's hash entries follow the
 		// SidecarSet's hashes and name its sidecar, the hash entry its latest ControllerRevision;
 		// every Pod is marked upgradable.
-		if e := ssHashes(t, p, v1alpha1.SidecarSetHashAnnotation)[u.set]; e.ControllerRevision == "" || e.ControllerRevision != set.Status.LatestRevision {
+		if e := framework.SidecarHashes(t, p, v1alpha1.SidecarSetHashAnnotation)[u.Set]; e.ControllerRevision == "" || e.ControllerRevision != set.Status.LatestRevision {
 			t.Errorf("pod %s: hash entry controllerRevision %q, want the SidecarSet's latest %q", name, e.ControllerRevision, set.Status.LatestRevision)
 		}
 		for key, want := range map[string]string{
 			v1alpha1.SidecarSetHashAnnotation:             set.Annotations[v1alpha1.SidecarSetHashAnnotation],
 			v1alpha1.SidecarSetHashWithoutImageAnnotation: set.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation],
 		} {
-			if e := ssHashes(t, p, key)[u.set]; want == "" || e.Hash != want || e.SidecarSetName != u.set || !slices.Equal(e.SidecarList, []string{upgradeSidecar}) {
-				t.Errorf("pod %s: %s entry %+v, want hash %q, sidecarSetName %s, sidecarList [%s]", name, key, e, want, u.set, upgradeSidecar)
+			if e := framework.SidecarHashes(t, p, key)[u.Set]; want == "" || e.Hash != want || e.SidecarSetName != u.Set || !slices.Equal(e.SidecarList, []string{framework.UpgradeSidecar}) {
+				t.Errorf("pod %s: %s entry %+v, want hash %q, sidecarSetName %s, sidecarList [%s]", name, key, e, want, u.Set, framework.UpgradeSidecar)
 			}
 		}
 		if got := framework.ConditionStatus(p, pub.SidecarSetUpgradable); got != corev1.ConditionTrue {
@@ -118,18 +118,18 @@ func TestSidecarSetUpgradeSupersedesBadImage(t *testing.T) {
 func newHotSidecarSet(t *testing.T, ctx context.Context, prefix string, n int32) (string, *v1alpha1.CloneSet, map[string]*corev1.Pod) {
 	t.Helper()
 	ns := framework.NewNamespace(t, ctx, prefix)
-	set := ssScopedSet(ns, ns, "web")
-	mesh := ssSidecar(corev1.Container{Name: "mesh", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever}, v1alpha1.AfterAppContainerType)
+	set := framework.ScopedSidecarSet(ns, ns, "web")
+	mesh := framework.Sidecar(corev1.Container{Name: "mesh", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever}, v1alpha1.AfterAppContainerType)
 	mesh.UpgradeStrategy = v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: emptyImage}
 	set.Spec.Containers = []v1alpha1.SidecarContainer{mesh}
-	ssCreateSet(t, ctx, set)
-	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
-	ssWaitWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
-		return ssContainer(p.Spec.Containers, "mesh-2") != nil
+	framework.CreateSidecarSet(t, ctx, set)
+	probe := framework.LabeledPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
+	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
+		return framework.FindContainer(p.Spec.Containers, "mesh-2") != nil
 	})
-	cs := newUpdateCloneSet(t, ctx, ns, n, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := waitCloneSetReady(t, ctx, cs, n)
-	waitSidecarSetStatus(t, ctx, ns, n, n, n, n)
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, n, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	before := framework.WaitCloneSetReady(t, ctx, cs, n)
+	framework.WaitSidecarSetStatus(t, ctx, ns, n, n, n, n)
 	return ns, cs, before
 }
 
@@ -154,9 +154,9 @@ func TestSidecarSetHotUpgradeSupersedesBadImage(t *testing.T) {
 		}
 	}
 
-	updateSidecarSet(t, ctx, ns, sidecarImage(unpullableImage))
-	waitSidecarSetStatus(t, ctx, ns, 2, 1, 1, 0)
-	pods, err := cloneSetPods(ctx, cs)
+	framework.UpdateSidecarSet(t, ctx, ns, framework.SidecarImage(unpullableImage))
+	framework.WaitSidecarSetStatus(t, ctx, ns, 2, 1, 1, 0)
+	pods, err := framework.CloneSetPods(ctx, cs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,14 +165,14 @@ func TestSidecarSetHotUpgradeSupersedesBadImage(t *testing.T) {
 		t.Fatalf("mesh-2 set to %s in %v, want 1 Pod (maxUnavailable 1)", unpullableImage, broken)
 	}
 	waitNotStarted(t, ctx, cs, broken, "mesh-2")
-	waitSidecarSetStatus(t, ctx, ns, 2, 1, 1, 0)
+	framework.WaitSidecarSetStatus(t, ctx, ns, 2, 1, 1, 0)
 	if hp := hotPairOf(t, pods[broken[0]]); hp.working != "mesh-2" || !slices.Equal(hp.serving, []string{"mesh-1"}) {
 		t.Errorf("pod %s: %+v, want mesh-2 recorded as working and mesh-1 still serving", broken[0], hp)
 	}
 
-	updateSidecarSet(t, ctx, ns, sidecarImage(framework.AppImageV2))
-	framework.Poll(t, ctx, rolloutTimeout, "both Pods hot-upgraded to "+framework.AppImageV2+", mesh-2 working, mesh-1 empty", func(ctx context.Context) (bool, error) {
-		if pods, err = cloneSetPods(ctx, cs); err != nil {
+	framework.UpdateSidecarSet(t, ctx, ns, framework.SidecarImage(framework.AppImageV2))
+	framework.Poll(t, ctx, framework.RolloutTimeout, "both Pods hot-upgraded to "+framework.AppImageV2+", mesh-2 working, mesh-1 empty", func(ctx context.Context) (bool, error) {
+		if pods, err = framework.CloneSetPods(ctx, cs); err != nil {
 			return false, err
 		}
 		for name, p := range pods {
@@ -183,8 +183,8 @@ func TestSidecarSetHotUpgradeSupersedesBadImage(t *testing.T) {
 		}
 		return true, nil
 	})
-	waitSidecarSetStatus(t, ctx, ns, 2, 2, 2, 2)
-	checkSamePods(t, before, pods)
+	framework.WaitSidecarSetStatus(t, ctx, ns, 2, 2, 2, 2)
+	framework.CheckSamePods(t, before, pods)
 	for name, p := range pods {
 		if s := framework.FindStatus(p, "main"); s == nil || s.RestartCount != 0 {
 			t.Errorf("pod %s: app container %+v, want restartCount 0", name, s)
@@ -192,10 +192,10 @@ func TestSidecarSetHotUpgradeSupersedesBadImage(t *testing.T) {
 	}
 
 	// A change beyond the image upgrades no Pod, hot or not: 2 matched, none updated, 2 ready.
-	updateSidecarSet(t, ctx, ns, func(s *v1alpha1.SidecarSet) {
+	framework.UpdateSidecarSet(t, ctx, ns, func(s *v1alpha1.SidecarSet) {
 		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "PROXY", Value: "127.0.0.1"}}
 	})
-	waitSidecarSetStatus(t, ctx, ns, 2, 0, 2, 0)
+	framework.WaitSidecarSetStatus(t, ctx, ns, 2, 0, 2, 0)
 }
 
 // TestSidecarSetPatchPodMetadataFollowsUpgrade (OpenKruise "sidecarSet patch pod metadata"): a
@@ -215,7 +215,7 @@ func TestSidecarSetPatchPodMetadataFollowsUpgrade(t *testing.T) {
 			}}
 		}
 	}
-	u := newSidecarUpgrade(t, ctx, "ss-patchmeta", 2, patch(`{"agent":1}`))
+	u := framework.NewSidecarUpgrade(t, ctx, "ss-patchmeta", 2, patch(`{"agent":1}`))
 	checkKey := func(pods map[string]*corev1.Pod, want string) {
 		t.Helper()
 		for name, p := range pods {
@@ -224,20 +224,20 @@ func TestSidecarSetPatchPodMetadataFollowsUpgrade(t *testing.T) {
 			}
 		}
 	}
-	checkKey(u.before, `{"agent":1}`)
+	checkKey(u.Before, `{"agent":1}`)
 
-	updateSidecarSet(t, ctx, u.set, patch(`{"agent":2}`))
-	waitSidecarSetStatus(t, ctx, u.set, 2, 2, 2, 2)
+	framework.UpdateSidecarSet(t, ctx, u.Set, patch(`{"agent":2}`))
+	framework.WaitSidecarSetStatus(t, ctx, u.Set, 2, 2, 2, 2)
 	// The controller has seen the change; watch that it writes nothing to the Pods.
-	deadline := time.Now().Add(settleWindow)
+	deadline := time.Now().Add(framework.SettleWindow)
 	for time.Now().Before(deadline) {
-		pods, err := cloneSetPods(ctx, u.cs)
+		pods, err := framework.CloneSetPods(ctx, u.Cs)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for name, p := range pods {
-			if p.Annotations["key"] != `{"agent":1}` || framework.SpecImage(p, upgradeSidecar) != framework.AppImageV1 {
-				t.Fatalf("pod %s changed by a change of patchPodMetadata alone: key %q, sidecar %s", name, p.Annotations["key"], framework.SpecImage(p, upgradeSidecar))
+			if p.Annotations["key"] != `{"agent":1}` || framework.SpecImage(p, framework.UpgradeSidecar) != framework.AppImageV1 {
+				t.Fatalf("pod %s changed by a change of patchPodMetadata alone: key %q, sidecar %s", name, p.Annotations["key"], framework.SpecImage(p, framework.UpgradeSidecar))
 			}
 		}
 		select {
@@ -247,9 +247,9 @@ func TestSidecarSetPatchPodMetadataFollowsUpgrade(t *testing.T) {
 		}
 	}
 
-	updateSidecarSet(t, ctx, u.set, sidecarImage(framework.AppImageV2))
-	after := waitSidecarsOn(t, ctx, u, framework.AppImageV2, 2)
-	waitSidecarSetStatus(t, ctx, u.set, 2, 2, 2, 2)
-	checkSidecarsUpgraded(t, u.before, after, framework.AppImageV2, 1)
+	framework.UpdateSidecarSet(t, ctx, u.Set, framework.SidecarImage(framework.AppImageV2))
+	after := framework.WaitSidecarsOn(t, ctx, u, framework.AppImageV2, 2)
+	framework.WaitSidecarSetStatus(t, ctx, u.Set, 2, 2, 2, 2)
+	framework.CheckSidecarsUpgraded(t, u.Before, after, framework.AppImageV2, 1)
 	checkKey(after, `{"agent":2}`)
 }

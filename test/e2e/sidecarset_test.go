@@ -45,13 +45,13 @@ func TestSidecarSetAdmission(t *testing.T) {
 		t.Fatalf("annotations %v, want hash %s and hash without image %s", first.Annotations, hash, withoutImage)
 	}
 
-	updated := updateSidecarSet(t, ctx, first.Name, sidecarImage("inplace.local/app:v2"))
+	updated := framework.UpdateSidecarSet(t, ctx, first.Name, framework.SidecarImage("inplace.local/app:v2"))
 	if updated.Annotations[v1alpha1.SidecarSetHashAnnotation] == hash || updated.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] != withoutImage {
 		t.Errorf("after an image change: %v; before: hash %s, without image %s", updated.Annotations, hash, withoutImage)
 	}
 
 	// The admission cache may lag the first SidecarSet by a moment: retry until it answers 422.
-	framework.Poll(t, ctx, rbacTimeout, "a clashing SidecarSet refused", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, framework.RbacTimeout, "a clashing SidecarSet refused", func(ctx context.Context) (bool, error) {
 		s, err := sets.Create(ctx, newSet(app+"-b", "agent", framework.AppImageV1), metav1.CreateOptions{})
 		if err == nil {
 			_ = sets.Delete(ctx, s.Name, metav1.DeleteOptions{})
@@ -102,7 +102,7 @@ spec:
 	}
 	// The webhook's SidecarSet cache may lag the new SidecarSet for a moment.
 	var pod *corev1.Pod
-	framework.Poll(t, ctx, rbacTimeout, "a Pod created with its sidecar", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, framework.RbacTimeout, "a Pod created with its sidecar", func(ctx context.Context) (bool, error) {
 		name := "web-" + utilrand.String(4)
 		if _, _, err := framework.Kubectl(ctx, podYAML(name, app), "create", "-n", ns, "-f", "-"); err != nil {
 			return false, err

@@ -21,7 +21,7 @@ import (
 func TestAdvancedStatefulSetInPlaceResizeAndRollback(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "asts-resize")
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.Template.Labels["label-k2"] = "hello"
 		s.Spec.Template.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}
 		c := &s.Spec.Template.Spec.Containers[0]
@@ -30,7 +30,7 @@ func TestAdvancedStatefulSetInPlaceResizeAndRollback(t *testing.T) {
 			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['label-k2']"}}}}
 		c.Command = []string{"sh", "-c", `echo "label-k2=$TEST_ENV"; exec /app.sh`}
 	}))
-	before := waitStatefulSet(t, ctx, set, 2, 2)
+	before := framework.WaitStatefulSet(t, ctx, set, 2, 2)
 	first, _ := setRevisions(t, ctx, set)
 
 	change := func(label string, res corev1.ResourceRequirements) func(*v1beta1.StatefulSet) {
@@ -41,7 +41,7 @@ func TestAdvancedStatefulSetInPlaceResizeAndRollback(t *testing.T) {
 	}
 	check := func(pods map[string]*corev1.Pod, revision, label string, res corev1.ResourceRequirements, restarts int32) {
 		t.Helper()
-		checkSamePods(t, before, pods)
+		framework.CheckSamePods(t, before, pods)
 		for name, p := range pods {
 			s := framework.ContainerStatus(t, p, "main")
 			spec := p.Spec.Containers[0].Resources
@@ -61,8 +61,8 @@ func TestAdvancedStatefulSetInPlaceResizeAndRollback(t *testing.T) {
 		}
 	}
 
-	set = updateAdvancedStatefulSet(t, ctx, set, change("test", resizeNew))
-	updated := waitStatefulSet(t, ctx, set, 2, 2)
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, change("test", resizeNew))
+	updated := framework.WaitStatefulSet(t, ctx, set, 2, 2)
 	current, update := setRevisions(t, ctx, set)
 	if update == first {
 		t.Fatalf("update revision %s is still the first one", update)
@@ -72,8 +72,8 @@ func TestAdvancedStatefulSetInPlaceResizeAndRollback(t *testing.T) {
 		t.Errorf("current revision %s, want the update revision %s once every Pod is updated", current, update)
 	}
 
-	set = updateAdvancedStatefulSet(t, ctx, set, change("hello", resizeOld))
-	rolledBack := waitStatefulSet(t, ctx, set, 2, 2)
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, change("hello", resizeOld))
+	rolledBack := framework.WaitStatefulSet(t, ctx, set, 2, 2)
 	if _, update := setRevisions(t, ctx, set); update != first {
 		t.Errorf("rolled back: update revision %s, want the first revision %s again", update, first)
 	}

@@ -41,14 +41,14 @@ func setRevisions(t *testing.T, ctx context.Context, set *v1beta1.StatefulSet) (
 func TestAdvancedStatefulSetOnDeleteAndRollback(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "asts-ondelete")
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.UpdateStrategy = v1beta1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
 	}))
-	before := waitStatefulSet(t, ctx, set, 2, 2)
+	before := framework.WaitStatefulSet(t, ctx, set, 2, 2)
 	first, _ := setRevisions(t, ctx, set)
 
-	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
-	held := waitStatefulSet(t, ctx, set, 2, 0)
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
+	held := framework.WaitStatefulSet(t, ctx, set, 2, 0)
 	for name, p := range held {
 		if p.UID != before[name].UID || framework.SpecImage(p, "main") != framework.AppImageV1 {
 			t.Errorf("OnDelete: pod %s changed (image %s) before anyone deleted it", name, framework.SpecImage(p, "main"))
@@ -57,7 +57,7 @@ func TestAdvancedStatefulSetOnDeleteAndRollback(t *testing.T) {
 	if err := framework.Kube.CoreV1().Pods(ns).Delete(ctx, "db-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pods := waitStatefulSet(t, ctx, set, 2, 1)
+	pods := framework.WaitStatefulSet(t, ctx, set, 2, 1)
 	if p := pods["db-1"]; p.UID == before["db-1"].UID || framework.SpecImage(p, "main") != framework.AppImageV2 {
 		t.Errorf("deleted db-1 came back as %s on %s, want a new Pod on %s", p.UID, framework.SpecImage(p, "main"), framework.AppImageV2)
 	}
@@ -66,8 +66,8 @@ func TestAdvancedStatefulSetOnDeleteAndRollback(t *testing.T) {
 	}
 
 	// Roll back: the template equals the first revision's again.
-	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = framework.AppImageV1 })
-	waitStatefulSet(t, ctx, set, 2, 1) // db-0 is at the first revision again, db-1 is not
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = framework.AppImageV1 })
+	framework.WaitStatefulSet(t, ctx, set, 2, 1) // db-0 is at the first revision again, db-1 is not
 	if _, update := setRevisions(t, ctx, set); update != first {
 		t.Errorf("rolled back: update revision %q, want the first revision %q again", update, first)
 	}
@@ -78,11 +78,11 @@ func TestAdvancedStatefulSetOnDeleteAndRollback(t *testing.T) {
 	if len(revisions.Items) != 2 {
 		t.Errorf("%d ControllerRevisions after a rollback, want 2 (the rollback reuses the first)", len(revisions.Items))
 	}
-	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) {
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) {
 		s.Spec.UpdateStrategy = v1beta1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
 			RollingUpdate: &v1beta1.RollingUpdateStatefulSetStrategy{PodUpdatePolicy: v1beta1.InPlaceIfPossiblePodUpdateStrategyType}}
 	})
-	after := waitStatefulSet(t, ctx, set, 2, 2)
+	after := framework.WaitStatefulSet(t, ctx, set, 2, 2)
 	if p := after["db-1"]; p.UID != pods["db-1"].UID || framework.SpecImage(p, "main") != framework.AppImageV1 {
 		t.Errorf("db-1 after the rolling update: UID %s (was %s), image %s; want the same Pod back on %s in place",
 			p.UID, pods["db-1"].UID, framework.SpecImage(p, "main"), framework.AppImageV1)
@@ -99,10 +99,10 @@ func TestAdvancedStatefulSetOnDeleteAndRollback(t *testing.T) {
 func TestAdvancedStatefulSetScaleSubresource(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "asts-scale")
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement))
-	waitStatefulSet(t, ctx, set, 1, 1)
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement))
+	framework.WaitStatefulSet(t, ctx, set, 1, 1)
 	framework.MustKubectl(t, ctx, "", "-n", ns, "scale", "statefulsets.apps.kruise.io/db", "--replicas=3")
-	pods := waitStatefulSet(t, ctx, set, 3, 3)
+	pods := framework.WaitStatefulSet(t, ctx, set, 3, 3)
 	if names := slices.Sorted(maps.Keys(pods)); !slices.Equal(names, []string{"db-0", "db-1", "db-2"}) {
 		t.Errorf("pods %v after scaling to 3", names)
 	}
@@ -115,23 +115,23 @@ func TestAdvancedStatefulSetScaleSubresource(t *testing.T) {
 		t.Errorf("scale %+v, want 3 replicas and selector app=db", scale)
 	}
 
-	rec := recordPods(t, ctx, ns)
+	rec := framework.RecordPods(t, ctx, ns)
 	framework.MustKubectl(t, ctx, "", "-n", ns, "scale", "asts/db", "--replicas=1")
-	pods = waitStatefulSet(t, ctx, set, 1, 1)
-	events := rec.upTo(t, ctx, ns)
+	pods = framework.WaitStatefulSet(t, ctx, set, 1, 1)
+	events := rec.UpTo(t, ctx, ns)
 	if _, ok := pods["db-0"]; !ok {
 		t.Errorf("pods %v after scaling to 1, want db-0", slices.Sorted(maps.Keys(pods)))
 	}
 	var deleted []string
 	for _, e := range events {
-		if (e.typ == watch.Deleted || e.pod.DeletionTimestamp != nil) && !slices.Contains(deleted, e.pod.Name) {
-			deleted = append(deleted, e.pod.Name)
+		if (e.Typ == watch.Deleted || e.Pod.DeletionTimestamp != nil) && !slices.Contains(deleted, e.Pod.Name) {
+			deleted = append(deleted, e.Pod.Name)
 		}
 	}
 	if want := []string{"db-2", "db-1"}; !slices.Equal(deleted, want) {
 		t.Errorf("scale-down deleted %v, want %v (highest ordinal first)", deleted, want)
 	}
-	claims := claimUIDs(t, ctx, ns)
+	claims := framework.ClaimUIDs(t, ctx, ns)
 	for i := range 3 {
 		if claims[fmt.Sprintf("data-db-%d", i)] == "" {
 			t.Errorf("claim data-db-%d gone after the scale-down (whenScaled Retain): %v", i, claims)
@@ -144,13 +144,13 @@ func TestAdvancedStatefulSetScaleSubresource(t *testing.T) {
 func TestAdvancedStatefulSetOrderedReadyHaltsOnUnready(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "asts-halt")
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
 		c := &s.Spec.Template.Spec.Containers[0]
 		c.Command = []string{"/bin/sh", "-c", "touch /tmp/ready; while true; do sleep 1; done"}
 		c.ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1,
 			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-f", "/tmp/ready"}}}}
 	}))
-	waitStatefulSet(t, ctx, set, 1, 1)
+	framework.WaitStatefulSet(t, ctx, set, 1, 1)
 	framework.MustKubectl(t, ctx, "", "-n", ns, "exec", "db-0", "--", "rm", "/tmp/ready")
 	framework.Poll(t, ctx, time.Minute, "db-0 unready", func(ctx context.Context) (bool, error) {
 		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
@@ -159,11 +159,11 @@ func TestAdvancedStatefulSetOrderedReadyHaltsOnUnready(t *testing.T) {
 		}
 		return !framework.PodReady(p), nil
 	})
-	rec := recordPods(t, ctx, ns)
-	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](3) })
+	rec := framework.RecordPods(t, ctx, ns)
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](3) })
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
-		pods, err := stsPods(ctx, set)
+		pods, err := framework.StatefulSetPods(ctx, set)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,12 +173,12 @@ func TestAdvancedStatefulSetOrderedReadyHaltsOnUnready(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
 	}
 	framework.MustKubectl(t, ctx, "", "-n", ns, "exec", "db-0", "--", "touch", "/tmp/ready")
-	waitStatefulSet(t, ctx, set, 3, 3)
-	events := rec.upTo(t, ctx, ns)
+	framework.WaitStatefulSet(t, ctx, set, 3, 3)
+	events := rec.UpTo(t, ctx, ns)
 	var created []string
 	for _, e := range events {
-		if e.typ == watch.Added && !slices.Contains(created, e.pod.Name) {
-			created = append(created, e.pod.Name)
+		if e.Typ == watch.Added && !slices.Contains(created, e.Pod.Name) {
+			created = append(created, e.Pod.Name)
 		}
 	}
 	if want := []string{"db-1", "db-2"}; !slices.Equal(created, want) {
@@ -193,27 +193,27 @@ func TestAdvancedStatefulSetOrderedReadyHaltsOnUnready(t *testing.T) {
 func TestAdvancedStatefulSetClaimRetention(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "asts-retention")
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.PersistentVolumeClaimRetentionPolicy = &v1beta1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 			WhenDeleted: v1beta1.DeletePersistentVolumeClaimRetentionPolicyType,
 			WhenScaled:  v1beta1.DeletePersistentVolumeClaimRetentionPolicyType,
 		}
 	}))
-	waitStatefulSet(t, ctx, set, 2, 2)
-	if claims := claimUIDs(t, ctx, ns); claims["data-db-0"] == "" || claims["data-db-1"] == "" {
+	framework.WaitStatefulSet(t, ctx, set, 2, 2)
+	if claims := framework.ClaimUIDs(t, ctx, ns); claims["data-db-0"] == "" || claims["data-db-1"] == "" {
 		t.Fatalf("claims %v, want data-db-0 and data-db-1", claims)
 	}
-	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })
-	waitStatefulSet(t, ctx, set, 1, 1)
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })
+	framework.WaitStatefulSet(t, ctx, set, 1, 1)
 	framework.Poll(t, ctx, time.Minute, "claim data-db-1 deleted with its scaled-away Pod", func(ctx context.Context) (bool, error) {
-		claims := claimUIDs(t, ctx, ns)
+		claims := framework.ClaimUIDs(t, ctx, ns)
 		return claims["data-db-1"] == "" && claims["data-db-0"] != "", fmt.Errorf("claims %v", claims)
 	})
 	if err := framework.Inplace.AppsV1beta1().StatefulSets(ns).Delete(ctx, set.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Poll(t, ctx, 2*time.Minute, "claim data-db-0 deleted with the set", func(ctx context.Context) (bool, error) {
-		claims := claimUIDs(t, ctx, ns)
+		claims := framework.ClaimUIDs(t, ctx, ns)
 		return len(claims) == 0, fmt.Errorf("claims %v", claims)
 	})
 }

@@ -135,19 +135,19 @@ func TestAdvancedDaemonSetNodeSelectorMovesPods(t *testing.T) {
 	node2 := framework.SecondNode(t)
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "ads-move")
-	newAdvancedDaemonSet(t, ctx, ns)
-	expectOnePodPerNode(t, ctx, waitDaemonSet(t, ctx, ns, 2, 2))
+	framework.NewAdvancedDaemonSet(t, ctx, ns)
+	framework.ExpectOnePodPerNode(t, ctx, framework.WaitDaemonSet(t, ctx, ns, 2, 2))
 	node1 := ""
-	for _, p := range waitDaemonSet(t, ctx, ns, 2, 2) {
+	for _, p := range framework.WaitDaemonSet(t, ctx, ns, 2, 2) {
 		if p.Spec.NodeName != node2 {
 			node1 = p.Spec.NodeName
 		}
 	}
 	for _, node := range []string{node2, node1} {
-		updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+		framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 			ds.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
 		})
-		pods := waitDaemonSet(t, ctx, ns, 1, 1)
+		pods := framework.WaitDaemonSet(t, ctx, ns, 1, 1)
 		if pods[0].Spec.NodeName != node {
 			t.Errorf("node selector %s: the Pod %s runs on %q", node, pods[0].Name, pods[0].Spec.NodeName)
 		}

@@ -37,7 +37,7 @@ func TestSidecarSetV1beta1InjectAndUpgrade(t *testing.T) {
 			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
 			Containers: []v1beta1.SidecarContainer{{
-				Container:       corev1.Container{Name: upgradeSidecar, Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever},
+				Container:       corev1.Container{Name: framework.UpgradeSidecar, Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever},
 				PodInjectPolicy: v1beta1.AfterAppContainerType,
 			}},
 			CustomVersion: "v1",
@@ -48,19 +48,19 @@ func TestSidecarSetV1beta1InjectAndUpgrade(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = sets.Delete(context.Background(), set.Name, metav1.DeleteOptions{}) })
 
-	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
-	ssWaitWebhook(t, ctx, "the Pod webhook to inject the v1beta1 SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
-		return ssContainer(p.Spec.Containers, upgradeSidecar) != nil
+	probe := framework.LabeledPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
+	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject the v1beta1 SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
+		return framework.FindContainer(p.Spec.Containers, framework.UpgradeSidecar) != nil
 	})
-	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := waitCloneSetReady(t, ctx, cs, 2)
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
 	for name, p := range before {
-		if c := ssContainer(p.Spec.Containers, upgradeSidecar); c == nil || c.Image != framework.AppImageV1 {
-			t.Fatalf("pod %s: containers %v, want the sidecar %s on %s", name, ssNames(p.Spec.Containers), upgradeSidecar, framework.AppImageV1)
+		if c := framework.FindContainer(p.Spec.Containers, framework.UpgradeSidecar); c == nil || c.Image != framework.AppImageV1 {
+			t.Fatalf("pod %s: containers %v, want the sidecar %s on %s", name, framework.ContainerNames(p.Spec.Containers), framework.UpgradeSidecar, framework.AppImageV1)
 		}
 	}
-	u := &sidecarUpgrade{ns: ns, set: ns, cs: cs, before: before}
-	waitSidecarSetStatus(t, ctx, ns, 2, 2, 2, 2)
+	u := &framework.SidecarUpgrade{Ns: ns, Set: ns, Cs: cs, Before: before}
+	framework.WaitSidecarSetStatus(t, ctx, ns, 2, 2, 2, 2)
 
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := sets.Get(ctx, set.Name, metav1.GetOptions{})
@@ -75,9 +75,9 @@ func TestSidecarSetV1beta1InjectAndUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatalf("changing the sidecar image at v1beta1: %v", err)
 	}
-	after := waitSidecarsOn(t, ctx, u, framework.AppImageV2, 2)
-	checkSidecarsUpgraded(t, before, after, framework.AppImageV2, 1)
-	framework.Poll(t, ctx, rolloutTimeout, "the v1beta1 SidecarSet's status to count 2 updated Pods", func(ctx context.Context) (bool, error) {
+	after := framework.WaitSidecarsOn(t, ctx, u, framework.AppImageV2, 2)
+	framework.CheckSidecarsUpgraded(t, before, after, framework.AppImageV2, 1)
+	framework.Poll(t, ctx, framework.RolloutTimeout, "the v1beta1 SidecarSet's status to count 2 updated Pods", func(ctx context.Context) (bool, error) {
 		got, err := sets.Get(ctx, set.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -113,7 +113,7 @@ func TestImagePullJobV1beta1Pulls(t *testing.T) {
 		t.Fatalf("creating the v1beta1 ImagePullJob: %v", err)
 	}
 	want := int32(len(nodes))
-	framework.Poll(t, ctx, rolloutTimeout, "the v1beta1 ImagePullJob to complete", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, framework.RolloutTimeout, "the v1beta1 ImagePullJob to complete", func(ctx context.Context) (bool, error) {
 		got, err := jobs.Get(ctx, job.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -193,13 +193,13 @@ func TestCloneSetV1beta1InPlaceRollout(t *testing.T) {
 			MaxUnavailable:  ptr.To(intstr.FromInt32(2)),
 		},
 	})
-	before := waitCloneSetReady(t, ctx, cs, 2)
+	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
 	generation := setImageV1beta1(t, ctx, ns, framework.AppImageV2)
-	got, after := waitRolledOut(t, ctx, cs, 2)
-	checkSamePods(t, before, after)
+	got, after := framework.WaitRolledOut(t, ctx, cs, 2)
+	framework.CheckSamePods(t, before, after)
 	for name, p := range after {
-		if framework.SpecImage(p, "main") != framework.AppImageV2 || podRevision(p) != got.Status.UpdateRevision {
-			t.Errorf("pod %s: image %s at revision %s, want %s at %s", name, framework.SpecImage(p, "main"), podRevision(p), framework.AppImageV2, got.Status.UpdateRevision)
+		if framework.SpecImage(p, "main") != framework.AppImageV2 || framework.PodRevision(p) != got.Status.UpdateRevision {
+			t.Errorf("pod %s: image %s at revision %s, want %s at %s", name, framework.SpecImage(p, "main"), framework.PodRevision(p), framework.AppImageV2, got.Status.UpdateRevision)
 		}
 	}
 	b, err := framework.Inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
@@ -218,8 +218,8 @@ func TestCloneSetV1beta1OnDelete(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "clone-ondelete")
 	cs := newCloneSetV1beta1(t, ctx, ns, 2, v1beta1.CloneSetUpdateStrategy{Type: v1beta1.OnDeleteCloneSetUpdateStrategyType})
-	before := waitCloneSetReady(t, ctx, cs, 2)
-	oldRevision := podRevision(before[slices.Sorted(maps.Keys(before))[0]])
+	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
+	oldRevision := framework.PodRevision(before[slices.Sorted(maps.Keys(before))[0]])
 	generation := setImageV1beta1(t, ctx, ns, framework.AppImageV2)
 
 	var updateRevision string
@@ -235,7 +235,7 @@ func TestCloneSetV1beta1OnDelete(t *testing.T) {
 	// No Pod is touched: the same two, on the old revision and image, none counted updated, for
 	// several of the controller's syncs.
 	untouched := func(ctx context.Context) error {
-		pods, err := cloneSetPods(ctx, cs)
+		pods, err := framework.CloneSetPods(ctx, cs)
 		if err != nil {
 			return err
 		}
@@ -243,9 +243,9 @@ func TestCloneSetV1beta1OnDelete(t *testing.T) {
 			return fmt.Errorf("%d pods, want the 2 of before", len(pods))
 		}
 		for name, p := range pods {
-			if b := before[name]; b == nil || b.UID != p.UID || podRevision(p) != oldRevision || framework.SpecImage(p, "main") != framework.AppImageV1 ||
+			if b := before[name]; b == nil || b.UID != p.UID || framework.PodRevision(p) != oldRevision || framework.SpecImage(p, "main") != framework.AppImageV1 ||
 				p.Annotations["apps.kruise.io/inplace-update-state"] != "" {
-				return fmt.Errorf("pod %s (uid %s) changed: revision %s, image %s, state %q", name, p.UID, podRevision(p),
+				return fmt.Errorf("pod %s (uid %s) changed: revision %s, image %s, state %q", name, p.UID, framework.PodRevision(p),
 					framework.SpecImage(p, "main"), p.Annotations["apps.kruise.io/inplace-update-state"])
 			}
 		}
@@ -269,19 +269,19 @@ func TestCloneSetV1beta1OnDelete(t *testing.T) {
 		t.Fatalf("deleting pod %s: %v", victim, err)
 	}
 	framework.Poll(t, ctx, 90*time.Second, "the deleted Pod's replacement at the new revision", func(ctx context.Context) (bool, error) {
-		pods, err := cloneSetPods(ctx, cs)
+		pods, err := framework.CloneSetPods(ctx, cs)
 		if err != nil {
 			return false, err
 		}
 		var fresh, kept int
 		for name, p := range pods {
 			switch b := before[name]; {
-			case b != nil && b.UID == p.UID && name != victim && podRevision(p) == oldRevision && framework.SpecImage(p, "main") == framework.AppImageV1:
+			case b != nil && b.UID == p.UID && name != victim && framework.PodRevision(p) == oldRevision && framework.SpecImage(p, "main") == framework.AppImageV1:
 				kept++
-			case b == nil && podRevision(p) == updateRevision && framework.SpecImage(p, "main") == framework.AppImageV2 && framework.PodReady(p):
+			case b == nil && framework.PodRevision(p) == updateRevision && framework.SpecImage(p, "main") == framework.AppImageV2 && framework.PodReady(p):
 				fresh++
 			default:
-				return false, fmt.Errorf("pod %s: revision %s, image %s, ready %v", name, podRevision(p), framework.SpecImage(p, "main"), framework.PodReady(p))
+				return false, fmt.Errorf("pod %s: revision %s, image %s, ready %v", name, framework.PodRevision(p), framework.SpecImage(p, "main"), framework.PodReady(p))
 			}
 		}
 		b, err := framework.Inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})

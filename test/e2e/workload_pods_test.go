@@ -68,12 +68,12 @@ func waitReleased(t *testing.T, ctx context.Context, ns, name string) {
 func TestAdvancedStatefulSetAdoptsOrphans(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "asts-adopt")
-	spec := newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement)
-	set := createAdvancedStatefulSet(t, ctx, spec.DeepCopy())
-	before := waitStatefulSet(t, ctx, set, 2, 2)
+	spec := framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement)
+	set := framework.CreateAdvancedStatefulSet(t, ctx, spec.DeepCopy())
+	before := framework.WaitStatefulSet(t, ctx, set, 2, 2)
 	framework.MustKubectl(t, ctx, "", "-n", ns, "delete", "statefulsets.apps.kruise.io/db", "--cascade=orphan")
 	framework.Poll(t, ctx, time.Minute, "the Pods orphaned", func(ctx context.Context) (bool, error) {
-		pods, err := stsPods(ctx, set)
+		pods, err := framework.StatefulSetPods(ctx, set)
 		if err != nil {
 			return false, err
 		}
@@ -85,17 +85,17 @@ func TestAdvancedStatefulSetAdoptsOrphans(t *testing.T) {
 		return len(pods) == 2, fmt.Errorf("%d pods", len(pods))
 	})
 
-	rec := recordPods(t, ctx, ns)
-	again := createAdvancedStatefulSet(t, ctx, spec.DeepCopy())
-	after := waitStatefulSet(t, ctx, again, 2, 2)
-	events := rec.upTo(t, ctx, ns)
-	checkSamePods(t, before, after)
+	rec := framework.RecordPods(t, ctx, ns)
+	again := framework.CreateAdvancedStatefulSet(t, ctx, spec.DeepCopy())
+	after := framework.WaitStatefulSet(t, ctx, again, 2, 2)
+	events := rec.UpTo(t, ctx, ns)
+	framework.CheckSamePods(t, before, after)
 	for name, p := range after {
 		if controllerUID(p) != again.UID {
 			t.Errorf("pod %s controlled by %q, want the new set %s", name, controllerUID(p), again.UID)
 		}
 	}
-	if changed := podsAddedOrDeleted(rec, events); len(changed) > 0 {
+	if changed := framework.PodsAddedOrDeleted(rec, events); len(changed) > 0 {
 		t.Errorf("pods created or deleted while adopting: %v", changed)
 	}
 }
@@ -109,13 +109,13 @@ func TestAdvancedStatefulSetAdoptsOrphanBlockingItsOrdinal(t *testing.T) {
 	orphan := framework.CRRPod(ns, "db-1", false, framework.StubbornContainer("main"))
 	orphan.Labels = map[string]string{"app": "db"}
 	orphan = framework.CreateCRRPod(t, ctx, orphan)
-	rec := recordPods(t, ctx, ns)
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement))
-	pods := waitStatefulSet(t, ctx, set, 2, 2)
-	events := rec.upTo(t, ctx, ns)
+	rec := framework.RecordPods(t, ctx, ns)
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement))
+	pods := framework.WaitStatefulSet(t, ctx, set, 2, 2)
+	events := rec.UpTo(t, ctx, ns)
 	adopted := false
 	for _, e := range events {
-		if e.pod.UID == orphan.UID && controllerUID(e.pod) == set.UID {
+		if e.Pod.UID == orphan.UID && controllerUID(e.Pod) == set.UID {
 			adopted = true
 		}
 	}
@@ -132,14 +132,14 @@ func TestAdvancedStatefulSetAdoptsOrphanBlockingItsOrdinal(t *testing.T) {
 func TestAdvancedDaemonSetReleasesRelabelledPod(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "ads-release")
-	n := readyNodes(t, ctx)
-	ds := newAdvancedDaemonSet(t, ctx, ns)
-	before := waitDaemonSet(t, ctx, ns, n, n)
+	n := framework.ReadyNodes(t, ctx)
+	ds := framework.NewAdvancedDaemonSet(t, ctx, ns)
+	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
 	stray := before[0]
 	patchPod(t, ctx, ns, stray.Name, map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "stray"}}})
 	waitReleased(t, ctx, ns, stray.Name)
-	after := waitDaemonSet(t, ctx, ns, n, n)
-	expectOnePodPerNode(t, ctx, after)
+	after := framework.WaitDaemonSet(t, ctx, ns, n, n)
+	framework.ExpectOnePodPerNode(t, ctx, after)
 	for _, p := range after {
 		if p.UID == stray.UID {
 			t.Errorf("the released pod %s still counts as an agent", p.Name)
@@ -155,17 +155,17 @@ func TestAdvancedDaemonSetReleasesRelabelledPod(t *testing.T) {
 func TestAdvancedStatefulSetScaleMaxUnavailable(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "asts-scale-mu")
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.ScaleStrategy = &v1beta1.StatefulSetScaleStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))}
 		s.Spec.Template.Spec.Containers[0].ReadinessProbe = framework.ReadinessAfter(2)
 	}))
-	waitStatefulSet(t, ctx, set, 2, 2)
-	rec := recordPods(t, ctx, ns)
-	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](6) })
-	waitStatefulSet(t, ctx, set, 6, 6)
-	events := rec.upTo(t, ctx, ns)
+	framework.WaitStatefulSet(t, ctx, set, 2, 2)
+	rec := framework.RecordPods(t, ctx, ns)
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](6) })
+	framework.WaitStatefulSet(t, ctx, set, 6, 6)
+	events := rec.UpTo(t, ctx, ns)
 	most := 0
-	rec.replay(events, func(_ podEvent, pods map[string]*corev1.Pod) {
+	rec.Replay(events, func(_ framework.PodEvent, pods map[string]*corev1.Pod) {
 		unready := 0
 		for _, p := range pods {
 			if !framework.PodReady(p) {
@@ -185,15 +185,15 @@ func TestAdvancedStatefulSetScaleMaxUnavailable(t *testing.T) {
 func TestAdvancedStatefulSetSpecifiedDelete(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "asts-specified")
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 3, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 3, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](3)
 	}))
-	before := waitStatefulSet(t, ctx, set, 3, 3)
-	claims := claimUIDs(t, ctx, ns)
+	before := framework.WaitStatefulSet(t, ctx, set, 3, 3)
+	claims := framework.ClaimUIDs(t, ctx, ns)
 	patchPod(t, ctx, ns, "db-1", map[string]any{"metadata": map[string]any{"labels": map[string]any{v1alpha1.SpecifiedDeleteKey: "true"}}})
 	var after map[string]*corev1.Pod
 	framework.Poll(t, ctx, 2*time.Minute, "db-1 created again", func(ctx context.Context) (bool, error) {
-		after = waitStatefulSet(t, ctx, set, 3, 3)
+		after = framework.WaitStatefulSet(t, ctx, set, 3, 3)
 		return after["db-1"].UID != before["db-1"].UID, fmt.Errorf("db-1 is still %s", before["db-1"].UID)
 	})
 	if _, ok := after["db-1"].Labels[v1alpha1.SpecifiedDeleteKey]; ok {
@@ -204,7 +204,7 @@ func TestAdvancedStatefulSetSpecifiedDelete(t *testing.T) {
 			t.Errorf("pod %s was recreated too", name)
 		}
 	}
-	if got := claimUIDs(t, ctx, ns); fmt.Sprint(got) != fmt.Sprint(claims) {
+	if got := framework.ClaimUIDs(t, ctx, ns); fmt.Sprint(got) != fmt.Sprint(claims) {
 		t.Errorf("claims %v, were %v: the Pod created again keeps its claim", got, claims)
 	}
 }
@@ -217,16 +217,16 @@ func TestAdvancedStatefulSetPreDeleteHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "asts-predelete")
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{FinalizersHandler: []string{hold}, MarkPodNotReady: true}}
 	}))
-	waitStatefulSet(t, ctx, set, 2, 2)
+	framework.WaitStatefulSet(t, ctx, set, 2, 2)
 	// The hook's owner (here the test) puts its finalizer on the Pods it wants to hear about.
 	patchPod(t, ctx, ns, "db-1", map[string]any{"metadata": map[string]any{"finalizers": []string{hold}}})
 	t.Cleanup(func() {
 		_, _ = framework.Kube.CoreV1().Pods(ns).Patch(context.Background(), "db-1", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	})
-	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })
 	framework.Poll(t, ctx, time.Minute, "db-1 PreparingDelete with KruisePodReady False", func(ctx context.Context) (bool, error) {
 		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
 		if err != nil {
@@ -244,11 +244,11 @@ func TestAdvancedStatefulSetPreDeleteHook(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
 	}
-	rec := recordPods(t, ctx, ns)
+	rec := framework.RecordPods(t, ctx, ns)
 	patchPod(t, ctx, ns, "db-1", map[string]any{"metadata": map[string]any{"finalizers": nil}})
-	waitStatefulSet(t, ctx, set, 1, 1)
-	events := rec.upTo(t, ctx, ns)
-	if !slices.ContainsFunc(events, func(e podEvent) bool { return e.pod.Name == "db-1" && e.typ == watch.Deleted }) {
+	framework.WaitStatefulSet(t, ctx, set, 1, 1)
+	events := rec.UpTo(t, ctx, ns)
+	if !slices.ContainsFunc(events, func(e framework.PodEvent) bool { return e.Pod.Name == "db-1" && e.Typ == watch.Deleted }) {
 		t.Errorf("db-1 not deleted once the hook released it")
 	}
 }
@@ -260,14 +260,14 @@ func TestAdvancedDaemonSetPreDeleteHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "ads-predelete")
-	n := readyNodes(t, ctx)
-	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	n := framework.ReadyNodes(t, ctx)
+	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}}}
 	})
-	pods := waitDaemonSet(t, ctx, ns, n, n)
+	pods := framework.WaitDaemonSet(t, ctx, ns, n, n)
 	victim := pods[0]
 	patchPod(t, ctx, ns, victim.Name, map[string]any{"metadata": map[string]any{"labels": map[string]any{hold: "true"}}})
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpNotIn, Values: []string{victim.Spec.NodeName}}},
@@ -304,15 +304,15 @@ func TestAdvancedStatefulSetInPlaceUpdateHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "asts-hook")
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.Template.Labels[hold] = "true"
 		s.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}}}
 	}))
-	before := waitStatefulSet(t, ctx, set, 1, 1)["db-0"]
+	before := framework.WaitStatefulSet(t, ctx, set, 1, 1)["db-0"]
 	if s := before.Labels[pub.LifecycleStateKey]; s != string(pub.LifecycleStateNormal) {
 		t.Errorf("new pod in lifecycle state %q, want Normal", s)
 	}
-	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 	state := func(ctx context.Context) (*corev1.Pod, pub.LifecycleStateType, error) {
 		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
 		if err != nil {
@@ -343,7 +343,7 @@ func TestAdvancedStatefulSetInPlaceUpdateHook(t *testing.T) {
 			fmt.Errorf("state %q, uid %s, container %+v", s, p.UID, c)
 	})
 	patchPod(t, ctx, ns, "db-0", map[string]any{"metadata": map[string]any{"labels": map[string]any{hold: "true"}}})
-	waitStatefulSet(t, ctx, set, 1, 1)
+	framework.WaitStatefulSet(t, ctx, set, 1, 1)
 	framework.Poll(t, ctx, time.Minute, "db-0 Normal again", func(ctx context.Context) (bool, error) {
 		_, s, err := state(ctx)
 		return s == pub.LifecycleStateNormal, fmt.Errorf("state %q (%v)", s, err)
@@ -356,7 +356,7 @@ func TestAdvancedStatefulSetPreNormalHook(t *testing.T) {
 	const done = "inplace-e2e/registered"
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "asts-prenormal")
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.Lifecycle = &pub.Lifecycle{PreNormal: &pub.LifecycleHook{LabelsHandler: map[string]string{done: "true"}}}
 	}))
 	framework.Poll(t, ctx, time.Minute, "db-0 running, PreparingNormal", func(ctx context.Context) (bool, error) {
@@ -369,14 +369,14 @@ func TestAdvancedStatefulSetPreNormalHook(t *testing.T) {
 	})
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
-		if pods, err := stsPods(ctx, set); err != nil || len(pods) != 1 {
+		if pods, err := framework.StatefulSetPods(ctx, set); err != nil || len(pods) != 1 {
 			t.Fatalf("pods %v (%v) while db-0 is PreparingNormal: OrderedReady holds db-1", slices.Sorted(maps.Keys(pods)), err)
 		}
 		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
 	}
 	patchPod(t, ctx, ns, "db-0", map[string]any{"metadata": map[string]any{"labels": map[string]any{done: "true"}}})
 	framework.Poll(t, ctx, time.Minute, "db-1 created once db-0 is Normal", func(ctx context.Context) (bool, error) {
-		pods, err := stsPods(ctx, set)
+		pods, err := framework.StatefulSetPods(ctx, set)
 		if err != nil {
 			return false, err
 		}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,16 +19,18 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 )
 
 const (
 	InplaceNamespace = "inplace-system"
 	APIServiceName   = "v1alpha1.apps.kruise.io"
-	// betaAPIServiceName serves the Advanced StatefulSet's v1beta1 from the same server.
+	// BetaAPIServiceName serves the Advanced StatefulSet's v1beta1 from the same server.
 	BetaAPIServiceName = "v1beta1.apps.kruise.io"
 	GroupVersion       = "apps.kruise.io/v1alpha1"
 	AppImageV1         = "inplace.local/app:v1"
-	// podTimeout bounds a pod's way to Running on the local node (measured: ~1 s).
+	// PodTimeout bounds a pod's way to Running on the local node (measured: ~1 s).
 	PodTimeout = 60 * time.Second
 )
 
@@ -172,3 +173,8 @@ func OnNode(pod *corev1.Pod, node string) *corev1.Pod {
 	pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{Key: Node2Taint, Operator: corev1.TolerationOpExists})
 	return pod
 }
+
+// RbacTimeout bounds how long a new RoleBinding (or ClusterRole aggregation) takes to be
+// honoured: kube-apiserver's RBAC informers, and inplace-apiserver's cache of
+// SubjectAccessReview answers (10 s for a denial).
+const RbacTimeout = 45 * time.Second

@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
-	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 )
 
 // CRRTimeout bounds a ContainerRecreateRequest from creation to Completed on the local node

@@ -14,12 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
-	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 )
 
 const (
@@ -27,10 +28,10 @@ const (
 	AppImageV3  = "inplace.local/app:v3"
 	AppImageBad = "inplace.local/app:bad"
 
-	// controllerHook (re)starts inplace-controller on the running cluster.
+	// ControllerHook (re)starts inplace-controller on the running cluster.
 	ControllerHook = "hack/local-up.d/20-inplace-controller.sh"
 
-	// updateTimeout bounds an in-place update of a settled Pod on the local node (measured: an
+	// UpdateTimeout bounds an in-place update of a settled Pod on the local node (measured: an
 	// image change is done in ~1-3 s; a restarted inplace-controller may wait up to its lease
 	// duration, 15 s, before it leads).
 	UpdateTimeout = 90 * time.Second

@@ -334,7 +334,7 @@ const StopTimeout = 15 * time.Second
 // server and keeps its data.
 const ApiserverHook = "hack/local-up.d/10-inplace-apiserver.sh"
 
-// Restart stops inplace-apiserver with sig, has it started again (its local-up hook; in the
+// RestartAPIServer stops inplace-apiserver with sig, has it started again (its local-up hook; in the
 // cluster the kubelet restarts the container, on the same claim), and waits until the aggregator
 // reports it Available.
 func RestartAPIServer(t *testing.T, ctx context.Context, sig syscall.Signal) {
