@@ -25,8 +25,7 @@ import (
 // changed, no ContainerRecreateRequest is created, and a body that names another Pod than the
 // path never acts on that Pod.
 func TestBadInputSubresources(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "bad-input")
+	ctx, ns := framework.Start(t, "bad-input")
 	framework.RunPod(t, ctx, ns, "target")
 	framework.RunPod(t, ctx, ns, "other")
 	set := testSidecarSet("e2e-bad-input-" + utilrand.String(5))

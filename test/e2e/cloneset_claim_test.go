@@ -38,11 +38,9 @@ func selectedPods(ctx context.Context, ns, name string) (map[string]*corev1.Pod,
 // creating, deleting and updating nothing, because the Pods already run its template: its update
 // revision is the orphaned one, not a new one after a name collision.
 func TestCloneSetAdoptsOrphans(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-adopt")
+	ctx, ns := framework.Start(t, "clone-adopt")
 	strategy := v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, strategy)
-	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 2, strategy)
 	cs, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -115,10 +113,8 @@ func TestCloneSetAdoptsOrphans(t *testing.T) {
 // (no controllerRef, not deleted: it keeps running for whoever relabelled it, e.g. to debug it)
 // and the CloneSet creates another in its place.
 func TestCloneSetReleasesRelabelledPod(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-release")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
+	ctx, ns := framework.Start(t, "clone-release")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	var stray *corev1.Pod
 	for _, p := range before {
 		stray = p

@@ -39,8 +39,7 @@ func cloneSetStatus(ctx context.Context, cs *v1alpha1.CloneSet) (*v1alpha1.Clone
 // a Pod that is not scheduled stays PreparingNormal, with the lifecycle timestamp annotation, and
 // is neither ready nor available.
 func TestCloneSetPreparingNormalUntilScheduled(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-unsched")
+	ctx, ns := framework.Start(t, "clone-unsched")
 	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Spec.SchedulerName = "no-such-scheduler"
 	})
@@ -76,8 +75,7 @@ func TestCloneSetPreparingNormalUntilScheduled(t *testing.T) {
 // (PreparingNormal) counts as ready but not as available, so a rollout does not look done; once the
 // hook's label is there it is Normal and available.
 func TestCloneSetPreNormalHookHoldsAvailability(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-prenormal")
+	ctx, ns := framework.Start(t, "clone-prenormal")
 	const hook = "example.io/ready-for-traffic"
 	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Lifecycle = &pub.Lifecycle{PreNormal: &pub.LifecycleHook{LabelsHandler: map[string]string{hook: "true"}}}
@@ -114,14 +112,12 @@ func TestCloneSetPreNormalHookHoldsAvailability(t *testing.T) {
 // TestCloneSetPercentPartitionKeepsOneUpdated: partition "99%" of 4 rounds up to all 4, yet, as in
 // OpenKruise, a percentage below 100% keeps one Pod updated: exactly one Pod moves.
 func TestCloneSetPercentPartitionKeepsOneUpdated(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-pct")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+	ctx, ns := framework.Start(t, "clone-pct")
+	cs, _ := framework.ReadyCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Partition:      ptr.To(intstr.FromString("99%")),
 		MaxUnavailable: ptr.To(intstr.FromString("100%")),
 	})
-	framework.WaitCloneSetReady(t, ctx, cs, 4)
 	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
 	framework.Poll(t, ctx, 60*time.Second, "one Pod updated", func(ctx context.Context) (bool, error) {
 		st, err := cloneSetStatus(ctx, cs)
@@ -153,8 +149,7 @@ func TestCloneSetPercentPartitionKeepsOneUpdated(t *testing.T) {
 // but not yet available for 3 s holds the next creation back: each Pod is created 3 s (and not
 // much more) after the one before it turned Ready.
 func TestCloneSetScaleUpPacedByMinReadySeconds(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-pace")
+	ctx, ns := framework.Start(t, "clone-pace")
 	const replicas, minReady = 3, 3
 	cs := framework.NewUpdateCloneSet(t, ctx, ns, replicas, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.MinReadySeconds = minReady
@@ -200,13 +195,11 @@ func podConditionOf(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodConditi
 // hook holds waits in PreparingDelete and still counts: no replacement meanwhile. Released, it is
 // deleted, and then replaced; the two other Pods stay.
 func TestCloneSetSpecifiedDeleteWaitsInPreparingDelete(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-specdel")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
+	ctx, ns := framework.Start(t, "clone-specdel")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Labels["lifecycle-hook"] = "true"
 		cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"lifecycle-hook": "true"}}}
 	})
-	before := framework.WaitCloneSetReady(t, ctx, cs, 3)
 	victim := slices.Sorted(maps.Keys(before))[0]
 	framework.MustKubectl(t, ctx, "", "-n", ns, "label", "pod", victim, v1alpha1.SpecifiedDeleteKey+"=true")
 	framework.Poll(t, ctx, 30*time.Second, "the Pod in PreparingDelete", func(ctx context.Context) (bool, error) {
@@ -287,8 +280,7 @@ const (
 // with ProgressDeadlineExceeded; once the hook's finalizer is there the Pod is Normal and the
 // CloneSet available. MaxInt32 means no deadline and no condition; a paused CloneSet says so.
 func TestCloneSetProgressDeadline(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-pds")
+	ctx, ns := framework.Start(t, "clone-pds")
 	const finalizer = "finalizers.sigs.k8s.io/test"
 	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{}, func(cs *v1alpha1.CloneSet) {
 		cs.Name = "held"
@@ -366,9 +358,8 @@ func TestCloneSetInPlaceSameImageID(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("ctr", "-n", "k8s.io", "images", "rm", alias).Run() })
 
 	ns := framework.NewNamespace(t, ctx, "clone-sameid")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
 		func(cs *v1alpha1.CloneSet) { cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](600) })
-	before := framework.WaitCloneSetReady(t, ctx, cs, 1)
 	waitProgressing(t, ctx, cs, progressingAvailable)
 	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(alias))
 	waitProgressing(t, ctx, cs, progressingUpdated)
@@ -394,9 +385,8 @@ func TestCloneSetInPlaceSameImageID(t *testing.T) {
 // restarts then); the template then changes the annotation to the same value: the in-place update
 // restarts the container so that it runs with the value the Pod has.
 func TestCloneSetEnvFromHandEditedAnnotation(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-envedit")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
+	ctx, ns := framework.Start(t, "clone-envedit")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
 		func(cs *v1alpha1.CloneSet) {
 			cs.Spec.Template.Annotations = map[string]string{"test-env": "foo"}
 			c := &cs.Spec.Template.Spec.Containers[0]
@@ -404,7 +394,6 @@ func TestCloneSetEnvFromHandEditedAnnotation(t *testing.T) {
 			c.Env = []corev1.EnvVar{{Name: "TEST_ENV", ValueFrom: &corev1.EnvVarSource{
 				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['test-env']"}}}}
 		})
-	before := framework.WaitCloneSetReady(t, ctx, cs, 1)
 	var name string
 	for n := range before {
 		name = n

@@ -32,16 +32,14 @@ const preDownloadTimeout = 30 * time.Second
 // and writes the tag into their NodeImages; the job is deleted once the rollout completes. Whether
 // a node then pulls is the daemon's business, not checked here.
 func TestCloneSetPreDownload(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-predl")
+	ctx, ns := framework.Start(t, "clone-predl")
 	// 4 replicas: OpenKruise (and inplace) skip pre-download for 3 or fewer.
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+	cs, _ := framework.ReadyCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:      v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Partition: ptr.To(intstr.FromInt32(3)),
 	}, func(cs *v1alpha1.CloneSet) {
 		cs.Annotations = map[string]string{v1alpha1.ImagePreDownloadParallelismKey: "2"}
 	})
-	framework.WaitCloneSetReady(t, ctx, cs, 4)
 	cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 
 	// The update revision, once the status names it.
@@ -202,13 +200,11 @@ func tagOwnedBy(ni *v1alpha1.NodeImage, name, tag string, job *v1alpha1.ImagePul
 // TestCloneSetPreDownloadSkipped: as in OpenKruise, a CloneSet of 3 replicas or fewer pre-downloads
 // nothing: its update revision is labelled ignored and no job appears.
 func TestCloneSetPreDownloadSkipped(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-predl-skip")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{
+	ctx, ns := framework.Start(t, "clone-predl-skip")
+	cs, _ := framework.ReadyCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{
 		Type:      v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Partition: ptr.To(intstr.FromInt32(2)),
 	})
-	framework.WaitCloneSetReady(t, ctx, cs, 3)
 	framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 	framework.Poll(t, ctx, preDownloadTimeout, "the update revision labelled "+v1alpha1.ImagePreDownloadIgnoredKey, func(ctx context.Context) (bool, error) {
 		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
@@ -260,7 +256,7 @@ func TestCloneSetPreDownloadSavesThePull(t *testing.T) {
 	})
 
 	ns := framework.NewNamespace(t, ctx, "clone-predl-pull")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:      v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Partition: ptr.To(intstr.FromInt32(3)),
 	}, func(cs *v1alpha1.CloneSet) {
@@ -273,7 +269,6 @@ func TestCloneSetPreDownloadSavesThePull(t *testing.T) {
 			LabelSelector: cs.Spec.Selector,
 		}}
 	})
-	before := framework.WaitCloneSetReady(t, ctx, cs, 4)
 	perNode := map[string]int{}
 	for _, p := range before {
 		perNode[p.Spec.NodeName]++

@@ -140,8 +140,7 @@ func otherPod(pods map[string]*corev1.Pod, skip string) *corev1.Pod {
 // deletes the removed Pod's PVC; with disablePVCReuse a directly deleted Pod's PVC is deleted
 // and its replacement gets a new instance id and PVC.
 func TestCloneSetPVC(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-pvc")
+	ctx, ns := framework.Start(t, "clone-pvc")
 	class := staticVolumes(t, ctx, 4)
 	labels := map[string]string{"app": "db"}
 	main := corev1.Container{
@@ -279,8 +278,7 @@ func podNameList(pods map[string]*corev1.Pod) []string {
 // disablePVCReuse, Pods deleted directly come back with new instance ids and new PVCs, and the
 // old PVCs go, their volumes deleted by the provisioner.
 func TestCloneSetPVCDefaultStorageClass(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-dynpvc")
+	ctx, ns := framework.Start(t, "clone-dynpvc")
 	const replicas = 2
 	cs := framework.NewUpdateCloneSet(t, ctx, ns, replicas, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.RecreateCloneSetUpdateStrategyType},
 		func(cs *v1alpha1.CloneSet) {

@@ -45,8 +45,7 @@ func TestCloneSetInPlaceResizeWithPriorities(t *testing.T) {
 }
 
 func testResizeWithPriorities(t *testing.T, sideImage string, changeAnnotation bool) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-resize-prio")
+	ctx, ns := framework.Start(t, "clone-resize-prio")
 	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Annotations = map[string]string{"config": "foo"}
 		main := &cs.Spec.Template.Spec.Containers[0]

@@ -134,8 +134,7 @@ func runResizeScenarios(t *testing.T, first resizeFirst) {
 // container reads label test-env through env; the template change (the image, the label, or both,
 // with new resources) is applied in place, after what first says; on node when not empty.
 func testResizeScenario(t *testing.T, policy []corev1.ContainerResizePolicy, changeImage, changeLabel bool, first resizeFirst, node string) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-infeasible")
+	ctx, ns := framework.Start(t, "clone-infeasible")
 	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Labels["test-env"] = "foo"
 		c := &cs.Spec.Template.Spec.Containers[0]
@@ -280,8 +279,7 @@ func describeResizeRecords(records []framework.PodRecord) string {
 // in place (a Pod's QoS class is fixed): the Pod is recreated, and the Progressing condition says
 // Updated during the update and Available after it.
 func TestCloneSetRecreatesOnQOSChange(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-qos")
+	ctx, ns := framework.Start(t, "clone-qos")
 	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Labels["test-env"] = "foo"
 		c := &cs.Spec.Template.Spec.Containers[0]

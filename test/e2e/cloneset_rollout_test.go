@@ -23,13 +23,11 @@ import (
 // TestCloneSetMaxUnavailable: with maxUnavailable 1, an in-place rollout over 4 Pods never has
 // more than one Pod unready at any moment the Pod watch shows, and creates or deletes nothing.
 func TestCloneSetMaxUnavailable(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-mu")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+	ctx, ns := framework.Start(t, "clone-mu")
+	cs, _ := framework.ReadyCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		MaxUnavailable: ptr.To(intstr.FromInt32(1)),
 	})
-	framework.WaitCloneSetReady(t, ctx, cs, 4)
 	rec := framework.RecordPods(t, ctx, ns)
 
 	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
@@ -85,13 +83,11 @@ func TestCloneSetMaxUnavailable(t *testing.T) {
 // TestCloneSetPaused: a paused CloneSet changes no Pod after a template change; unpaused, it rolls
 // out.
 func TestCloneSetPaused(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-pause")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{
+	ctx, ns := framework.Start(t, "clone-pause")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{
 		Type:   v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Paused: true,
 	})
-	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
 	rec := framework.RecordPods(t, ctx, ns)
 	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
 
@@ -134,10 +130,8 @@ func TestCloneSetPaused(t *testing.T) {
 // place (the change was made under InPlaceIfPossible while paused) are never recreated: the
 // FailedUpdate condition and a Warning event say why.
 func TestCloneSetInPlaceOnly(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-ipo")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType})
-	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
+	ctx, ns := framework.Start(t, "clone-ipo")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType})
 
 	_, stderr, err := framework.Kubectl(ctx, "", "-n", ns, "patch", "clone/web", "--type=json", "-p",
 		`[{"op":"add","path":"/spec/template/spec/containers/0/env","value":[{"name":"GREETING","value":"hello"}]}]`)
@@ -197,8 +191,7 @@ func TestCloneSetInPlaceOnly(t *testing.T) {
 // markPodNotReady) the Pod waits in PreparingUpdate, out of service and not updated, until the
 // hook label is removed; then it is updated in place (Updated), and Normal once the label is back.
 func TestCloneSetInPlaceUpdateHook(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-hook")
+	ctx, ns := framework.Start(t, "clone-hook")
 	const hold = "example.io/hold"
 	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
 		func(cs *v1alpha1.CloneSet) {
@@ -277,11 +270,10 @@ func TestCloneSetControllerKilledMidRollout(t *testing.T) {
 		}
 	})
 	ns := framework.NewNamespace(t, ctx, "clone-kill")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		MaxUnavailable: ptr.To(intstr.FromInt32(1)),
 	})
-	before := framework.WaitCloneSetReady(t, ctx, cs, 4)
 	rec := framework.RecordPods(t, ctx, ns)
 	controller := framework.CurrentProgram(t, "inplace-controller")
 
@@ -325,14 +317,12 @@ func TestCloneSetControllerKilledMidRollout(t *testing.T) {
 // creates each new Pod before an old one goes: at every watched moment at most 4 Pods exist and at
 // least 3 are Ready once the rollout started; at the end 3 new Pods.
 func TestCloneSetMaxSurge(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-surge")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{
+	ctx, ns := framework.Start(t, "clone-surge")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.RecreateCloneSetUpdateStrategyType,
 		MaxSurge:       ptr.To(intstr.FromInt32(1)),
 		MaxUnavailable: ptr.To(intstr.FromInt32(0)),
 	})
-	before := framework.WaitCloneSetReady(t, ctx, cs, 3)
 	rec := framework.RecordPods(t, ctx, ns)
 
 	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
@@ -370,9 +360,8 @@ func TestCloneSetMaxSurge(t *testing.T) {
 // the update order, so the two Pods updated are one of zone a and one of zone b (priority alone
 // would pick both zone a Pods).
 func TestCloneSetScatterStrategy(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-scatter")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+	ctx, ns := framework.Start(t, "clone-scatter")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Partition:      ptr.To(intstr.FromInt32(2)),
 		MaxUnavailable: ptr.To(intstr.FromInt32(2)),
@@ -381,7 +370,6 @@ func TestCloneSetScatterStrategy(t *testing.T) {
 		}}},
 		ScatterStrategy: pub.UpdateScatterStrategy{{Key: "zone", Value: "a"}},
 	})
-	before := framework.WaitCloneSetReady(t, ctx, cs, 4)
 	names := slices.Sorted(maps.Keys(before))
 	zoneA := map[string]bool{names[0]: true, names[1]: true}
 	for _, name := range names {

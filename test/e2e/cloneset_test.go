@@ -19,8 +19,7 @@ import (
 // gate and owner; `kubectl scale` works through the scale subresource; podsToDelete removes
 // exactly the named Pod on scale-down.
 func TestCloneSetScale(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "e2e-clone")
+	ctx, ns := framework.Start(t, "e2e-clone")
 	labels := map[string]string{"app": "web"}
 	cs, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, &v1alpha1.CloneSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},

@@ -21,10 +21,8 @@ import (
 // TestCloneSetInPlaceRollout: an image change under InPlaceIfPossible updates every Pod in place:
 // same Pod (UID, IP), its container restarted once on the new image, and the status converges.
 func TestCloneSetInPlaceRollout(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-upd")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := framework.WaitCloneSetReady(t, ctx, cs, 3)
+	ctx, ns := framework.Start(t, "clone-upd")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	old, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -78,13 +76,11 @@ func TestCloneSetPartition(t *testing.T) {
 }
 
 func testPartition(t *testing.T, partition intstr.IntOrString) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-part")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+	ctx, ns := framework.Start(t, "clone-part")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:      v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Partition: &partition,
 	})
-	before := framework.WaitCloneSetReady(t, ctx, cs, 4)
 	oldRevision := framework.PodRevision(before[slices.Sorted(maps.Keys(before))[0]])
 
 	cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
@@ -156,10 +152,8 @@ func testPartition(t *testing.T, partition intstr.IntOrString) {
 // TestCloneSetRecreateOnEnvChange: an env change cannot go in place: under InPlaceIfPossible every
 // Pod is recreated at the new revision.
 func TestCloneSetRecreateOnEnvChange(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-env")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := framework.WaitCloneSetReady(t, ctx, cs, 3)
+	ctx, ns := framework.Start(t, "clone-env")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	uids := map[types.UID]bool{}
 	for _, p := range before {
 		uids[p.UID] = true

@@ -32,8 +32,7 @@ import (
 // completes; both containers run again as new instances (restartCount 1), the Pod keeps its UID
 // and IP, and `kubectl get crr` shows PHASE POD NODE AGE.
 func TestCRRRecreateSubresource(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "crr-raw")
+	ctx, ns := framework.Start(t, "crr-raw")
 	before := framework.CreateCRRPod(t, ctx, framework.CRRPod(ns, "web", false, framework.Container("main", framework.AppImageV1), framework.Container("side", framework.AppImageV1)))
 
 	resp := postRaw(t, ctx, "/apis/apps.kruise.io/v1alpha1/namespaces/"+ns+"/pods/web/recreate", "{}")
@@ -126,8 +125,7 @@ func postRaw(t *testing.T, ctx context.Context, path, body string) framework.Raw
 // TestCRRDocsManifestAndKruiseClient: a ContainerRecreateRequest written as in OpenKruise's docs
 // (kubectl apply) and one created with OpenKruise's own typed client (kruise-api) both complete.
 func TestCRRDocsManifestAndKruiseClient(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "crr-compat")
+	ctx, ns := framework.Start(t, "crr-compat")
 	before := framework.CreateCRRPod(t, ctx, framework.CRRPod(ns, "sample-abcde", false, framework.Container("main", framework.AppImageV1)))
 
 	// The docs' manifest, unchanged but for its namespace (it names Pod sample-abcde).
@@ -178,8 +176,7 @@ func TestCRRDocsManifestAndKruiseClient(t *testing.T) {
 // postStartHook" ordered case). minStartedSeconds 2: the request completes only once each new
 // container has run that long (OpenKruise: completionTime - startedAt > minStartedSeconds - 1).
 func TestCRROrderedRecreate(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "crr-order")
+	ctx, ns := framework.Start(t, "crr-order")
 	first := framework.Container("first", framework.AppImageV1)
 	first.ReadinessProbe = framework.ReadinessAfter(3)
 	first.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "2"}}}}
@@ -217,8 +214,7 @@ func TestCRROrderedRecreate(t *testing.T) {
 // not wait for the new app to be ready (its readiness probe passes 3 s after it starts): it stops
 // within 3 s of app (OpenKruise's postStart scenario).
 func TestCRRStopsOneAfterAnother(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "crr-seq")
+	ctx, ns := framework.Start(t, "crr-seq")
 	app := framework.Container("app", framework.AppImageV1)
 	app.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "4"}}}}
 	app.ReadinessProbe = framework.ReadinessAfter(3)
@@ -252,8 +248,7 @@ func TestCRRStopsOneAfterAnother(t *testing.T) {
 // from running for 3 s; unordered, sidecar is stopped right after app (within 3 s), not once app
 // runs again; ordered, only once app runs again and is ready (3 s or more).
 func TestCRRForceRecreate(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "crr-force")
+	ctx, ns := framework.Start(t, "crr-force")
 	for _, ordered := range []bool{false, true} {
 		name := map[bool]string{false: "unordered", true: "ordered"}[ordered]
 		t.Run(name, func(t *testing.T) {
@@ -286,8 +281,7 @@ func TestCRRForceRecreate(t *testing.T) {
 // and the stop together, as the kubelet's grace period does (OpenKruise's scenario: a hook of 8 s,
 // a grace period of 3 s, the container stopped before the hook would have ended).
 func TestCRRGraceCutsPreStop(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "crr-grace")
+	ctx, ns := framework.Start(t, "crr-grace")
 	main := framework.Container("main", framework.AppImageV1)
 	main.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "8"}}}}
 	pod := framework.CRRPod(ns, "cut", false, main)
@@ -311,8 +305,7 @@ func TestCRRGraceCutsPreStop(t *testing.T) {
 // TestCRRPreStop: the container's preStop hook runs (in the running container) before it is
 // stopped: it leaves a mark in a shared volume that the new instance prints when it starts.
 func TestCRRPreStop(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "crr-prestop")
+	ctx, ns := framework.Start(t, "crr-prestop")
 	main := framework.ShContainer("main", "echo start: $(cat /mark/stopped 2>/dev/null || echo none); trap 'exit 0' TERM; while true; do sleep 1; done")
 	main.VolumeMounts = []corev1.VolumeMount{{Name: "mark", MountPath: "/mark"}}
 	main.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
@@ -336,8 +329,7 @@ func TestCRRPreStop(t *testing.T) {
 // (KruisePodReady False, held by the request, OpenKruise's message) before the container is
 // stopped, at least the grace period before; it is back in service afterwards.
 func TestCRRUnreadyGrace(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "crr-unready")
+	ctx, ns := framework.Start(t, "crr-unready")
 	before := framework.CreateCRRPod(t, ctx, framework.CRRPod(ns, "gated", true, framework.Container("main", framework.AppImageV1)))
 	rec := framework.RecordPod(t, ctx, ns, "gated")
 
@@ -394,8 +386,7 @@ func TestCRRUnreadyGrace(t *testing.T) {
 // (a preStop hook of 8 s) with OpenKruise's message; ttlSecondsAfterFinished deletes a completed
 // request that long after it completed, not before.
 func TestCRRDeadlineAndTTL(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "crr-deadline")
+	ctx, ns := framework.Start(t, "crr-deadline")
 	slow := framework.Container("main", framework.AppImageV1)
 	slow.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "8"}}}}
 	pod := framework.CRRPod(ns, "slow", false, slow, framework.Container("sidecar", framework.AppImageV1))
@@ -452,8 +443,7 @@ func TestCRRDeadlineAndTTL(t *testing.T) {
 // started again: its recreation Failed. Ordered, failurePolicy Fail then stops there (the second
 // container is left alone); Ignore goes on and recreates it.
 func TestCRRFailurePolicy(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "crr-failure")
+	ctx, ns := framework.Start(t, "crr-failure")
 	for _, policy := range []v1alpha1.ContainerRecreateRequestFailurePolicyType{
 		v1alpha1.ContainerRecreateRequestFailurePolicyFail, v1alpha1.ContainerRecreateRequestFailurePolicyIgnore,
 	} {
@@ -495,8 +485,7 @@ func TestCRRFailurePolicy(t *testing.T) {
 // TestCRRRefused: requests that cannot be carried out are refused with a 4xx that names the
 // field and says why, and nothing is stored.
 func TestCRRRefused(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "crr-refused")
+	ctx, ns := framework.Start(t, "crr-refused")
 	framework.CreateCRRPod(t, ctx, framework.CRRPod(ns, "web", false, framework.Container("main", framework.AppImageV1)))
 	unscheduled := framework.CRRPod(ns, "unscheduled", false, framework.Container("main", framework.AppImageV1))
 	unscheduled.Spec.NodeSelector = map[string]string{"inplace.e2e/no-such-node": "true"}
@@ -564,8 +553,7 @@ func TestCRRRefused(t *testing.T) {
 // order they were created, none left Pending (openkruise/kruise#1626, #2474). The third names the
 // container instances the first two replace: it completes without stopping the new ones.
 func TestCRRSeveralOnOnePod(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "crr-several")
+	ctx, ns := framework.Start(t, "crr-several")
 	before := framework.CreateCRRPod(t, ctx, framework.CRRPod(ns, "web", false, framework.Container("main", framework.AppImageV1), framework.Container("side", framework.AppImageV1)))
 
 	w, err := framework.Inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Watch(ctx, metav1.ListOptions{})
@@ -616,8 +604,7 @@ func TestCRRSeveralOnOnePod(t *testing.T) {
 // the deadline and TTL hold (openkruise/kruise#895: a node clock behind the API server's left
 // requests Recreating forever).
 func TestCRRDaemonClockSkew(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "crr-skew")
+	ctx, ns := framework.Start(t, "crr-skew")
 	t.Cleanup(func() {
 		t.Setenv("INPLACE_DAEMON_FLAGS", "")
 		if err := framework.RunLocalUpHook(t, framework.DaemonHook); err != nil {
@@ -660,8 +647,7 @@ func TestCRRDaemonClockSkew(t *testing.T) {
 // TestCRRDaemonKilledMidRecreate: inplace-daemon SIGKILLed while it runs a container's preStop
 // hook, and started again: the request completes and the container was recreated exactly once.
 func TestCRRDaemonKilledMidRecreate(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "crr-kill")
+	ctx, ns := framework.Start(t, "crr-kill")
 	t.Cleanup(func() {
 		if !framework.CurrentProgram(t, "inplace-daemon").Alive() {
 			_ = framework.RunLocalUpHook(t, framework.DaemonHook)

@@ -21,8 +21,7 @@ import (
 // status.containerStatusSnapshot and the PreRecreateGrace condition, where v1alpha1 has the
 // controller's annotations.
 func TestCRRV1beta1(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "crr-v1beta1")
+	ctx, ns := framework.Start(t, "crr-v1beta1")
 	before := framework.CreateCRRPod(t, ctx, framework.CRRPod(ns, "gated", true, framework.Container("main", framework.AppImageV1)))
 	beta := framework.Inplace.AppsV1beta1().ContainerRecreateRequests(ns)
 	if _, err := beta.Create(ctx, &v1beta1.ContainerRecreateRequest{

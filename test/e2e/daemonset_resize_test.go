@@ -14,8 +14,7 @@ import (
 // DaemonSet in place: same Pod, main restarted once (for its image) on the new image, the new
 // resources in spec and status.
 func TestAdvancedDaemonSetInPlaceResize(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ads-resize")
+	ctx, ns := framework.Start(t, "ads-resize")
 	n := framework.ReadyNodes(t, ctx)
 	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.Containers[0].Resources = *resizeOld.DeepCopy()

@@ -34,8 +34,7 @@ import (
 // recreated on its node (OpenKruise's "Should upgrade inplace if update image and recreate if
 // update others").
 func TestAdvancedDaemonSetInPlace(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ads-inplace")
+	ctx, ns := framework.Start(t, "ads-inplace")
 	n := framework.ReadyNodes(t, ctx)
 	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(intstr.FromInt32(n))
@@ -101,8 +100,7 @@ func TestAdvancedDaemonSetInPlace(t *testing.T) {
 // it away, and a template node selector naming the new label (with the RollingUpdate strategy
 // type set in the same change) brings one back.
 func TestAdvancedDaemonSetFollowsNodeLabels(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ads-labels")
+	ctx, ns := framework.Start(t, "ads-labels")
 	key := "inplace-e2e/" + ns
 	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.NodeSelector = map[string]string{key: "yes"} })
 	framework.WaitDaemonSet(t, ctx, ns, 0, 0)
@@ -139,8 +137,7 @@ func TestAdvancedDaemonSetFollowsNodeLabels(t *testing.T) {
 // TestAdvancedDaemonSetSurge: with maxSurge 1 and maxUnavailable 0 a new Pod starts beside the old
 // one, which goes only once the new one is available: no node ever lacks a ready agent.
 func TestAdvancedDaemonSetSurge(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ads-surge")
+	ctx, ns := framework.Start(t, "ads-surge")
 	n := framework.ReadyNodes(t, ctx)
 	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.RollingUpdateDaemonSet{
@@ -188,8 +185,7 @@ func TestAdvancedDaemonSetSurge(t *testing.T) {
 // TestAdvancedDaemonSetRecreatesDeletedPod: a deleted agent Pod is replaced on its node, the other
 // nodes' Pods untouched (OpenKruise's "should run and stop simple daemon").
 func TestAdvancedDaemonSetRecreatesDeletedPod(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ads-delete")
+	ctx, ns := framework.Start(t, "ads-delete")
 	n := framework.ReadyNodes(t, ctx)
 	framework.NewAdvancedDaemonSet(t, ctx, ns)
 	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
@@ -221,8 +217,7 @@ func TestAdvancedDaemonSetRecreatesDeletedPod(t *testing.T) {
 // end each node runs one Pod, the new one. The harness runs it on two nodes; INPLACE_NODES=1 on one.
 func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 	const minReady = 5
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ads-surge-mrs")
+	ctx, ns := framework.Start(t, "ads-surge-mrs")
 	n := framework.ReadyNodes(t, ctx)
 	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.MinReadySeconds = minReady
@@ -323,8 +318,7 @@ func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 // daemon Pod whose phase turns Failed is deleted, completely, and its node gets a new one; the
 // other nodes' Pods stay.
 func TestAdvancedDaemonSetReplacesFailedPod(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ads-failed")
+	ctx, ns := framework.Start(t, "ads-failed")
 	n := framework.ReadyNodes(t, ctx)
 	framework.NewAdvancedDaemonSet(t, ctx, ns)
 	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
@@ -378,8 +372,7 @@ func expectOnlyReplaced(t *testing.T, ctx context.Context, before, after []corev
 // at a time.
 func TestAdvancedDaemonSetRollingUpdatePreDeleteHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ads-roll-predelete")
+	ctx, ns := framework.Start(t, "ads-roll-predelete")
 	n := framework.ReadyNodes(t, ctx)
 	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}}}

@@ -168,7 +168,7 @@ type preparingUpdateScenario struct {
 
 func newPreparingUpdateScenario(t *testing.T, ctx context.Context, ns string) *preparingUpdateScenario {
 	t.Helper()
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{
+	cs, _ := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		MaxUnavailable: ptr.To(intstr.FromString("50%")),
 		Partition:      ptr.To(intstr.FromString("99%")),
@@ -178,7 +178,6 @@ func newPreparingUpdateScenario(t *testing.T, ctx context.Context, ns string) *p
 		// OpenKruise's 10 s and 120 s, shorter.
 		cs.Spec.MinReadySeconds, cs.Spec.ProgressDeadlineSeconds = 1, ptr.To[int32](10)
 	})
-	framework.WaitCloneSetReady(t, ctx, cs, 2)
 	waitProgressing(t, ctx, cs, progressingAvailable)
 	s := &preparingUpdateScenario{cs: framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))}
 	s.wait(t, ctx, "one pod held in PreparingUpdate, none updated", 0, 2, 1)

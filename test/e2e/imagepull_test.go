@@ -292,8 +292,7 @@ func TestImageListPullJobCompletes(t *testing.T) {
 // NodeImages, with their numbers.
 func TestImagePullKubectlColumns(t *testing.T) {
 	reg, nodes := framework.RegistryNodes(t)
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "imagepull-kubectl")
+	ctx, ns := framework.Start(t, "imagepull-kubectl")
 	// app:v1 of the registry is the imported inplace.local/app:v1 (one image id): every node has
 	// it, so the job succeeds at once without a pull.
 	createPullJob(t, ctx, pullJob(ns, "cols", reg+"/app:v1"))

@@ -37,8 +37,7 @@ import (
 // touched, InPlaceUpdateReady goes False before the container changes and True at the end, and the
 // state annotation records the batch.
 func TestInPlaceUpdateImage(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "iu-image")
+	ctx, ns := framework.Start(t, "iu-image")
 	before := framework.CreateSettledPod(t, ctx, framework.GatedPod(ns, "target", framework.Container("main", framework.AppImageV1), framework.Container("side", framework.AppImageV1)))
 	mainBefore, sideBefore := framework.ContainerStatus(t, before, "main"), framework.ContainerStatus(t, before, "side")
 	rec := framework.RecordPod(t, ctx, ns, "target")
@@ -133,8 +132,7 @@ func TestInPlaceUpdateImage(t *testing.T) {
 // 10 on c1, 1 on c2) a request for both images updates them in two batches: c1, then c2 only
 // once c1 runs its new image and is ready.
 func TestInPlaceUpdateLaunchPriority(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "iu-prio")
+	ctx, ns := framework.Start(t, "iu-prio")
 	c1, c2 := framework.Container("c1", framework.AppImageV1), framework.Container("c2", framework.AppImageV1)
 	c1.Env = []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "10"}}
 	c2.Env = []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "1"}}
@@ -212,8 +210,7 @@ func TestInPlaceUpdateLaunchPriority(t *testing.T) {
 // without one, the kubelet reports a container ready whenever it sees it running, and a
 // crash-looping one restarted every second (this node's back-off cap) is now and then seen so.
 func TestInPlaceUpdateLaunchPriorityBadImage(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "iu-prio-bad")
+	ctx, ns := framework.Start(t, "iu-prio-bad")
 	c1 := framework.Container("c1", framework.AppImageV1)
 	c1.ReadinessProbe = framework.ReadinessAfter(0)
 	p := framework.GatedPod(ns, "target", c1, framework.Container("c2", framework.AppImageV1))
@@ -270,8 +267,7 @@ func TestInPlaceUpdateLaunchPriorityBadImage(t *testing.T) {
 // request for color=blue makes inplace-daemon stop it once, and the kubelet starts it again with
 // the new value. A container that does not read the label is not touched.
 func TestInPlaceUpdateEnvFromMetadata(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "iu-env")
+	ctx, ns := framework.Start(t, "iu-env")
 	main := framework.Container("main", framework.AppImageV1)
 	main.Command = []string{"sh", "-c", `echo "color=$MY_LABEL"; exec /app.sh`}
 	main.Env = []corev1.EnvVar{{Name: "MY_LABEL", ValueFrom: &corev1.EnvVarSource{
@@ -348,8 +344,7 @@ func TestInPlaceUpdateEnvFromMetadata(t *testing.T) {
 // TestInPlaceUpdateResources: cpu requests/limits of a Burstable Pod whose cpu resizePolicy is
 // NotRequired change through pods/resize without a restart, and the Pod stays in service.
 func TestInPlaceUpdateResources(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "iu-resize")
+	ctx, ns := framework.Start(t, "iu-resize")
 	main := framework.Container("main", framework.AppImageV1)
 	main.Resources = corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
@@ -426,8 +421,7 @@ func sameCPU(list corev1.ResourceList, want string) bool {
 // containers change only once the 5 s are over: meanwhile the spec keeps the old image and the
 // update waits in the grace annotation.
 func TestInPlaceUpdateGracePeriod(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "iu-grace")
+	ctx, ns := framework.Start(t, "iu-grace")
 	framework.CreateSettledPod(t, ctx, framework.GatedPod(ns, "target", framework.Container("main", framework.AppImageV1)))
 	rec := framework.RecordPod(t, ctx, ns, "target")
 
@@ -749,8 +743,7 @@ func checkRefused(t *testing.T, ctx context.Context, ns string, r refusal) {
 // resourceVersion, same object): invalid requests (422, naming the field), requests while
 // another update is in progress (409), a Pod being deleted (409) and no Pod (404).
 func TestInPlaceUpdateRefused(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "iu-refused")
+	ctx, ns := framework.Start(t, "iu-refused")
 
 	// A settled Pod with the readiness gate and an init container.
 	p := framework.GatedPod(ns, "target", framework.Container("main", framework.AppImageV1))
@@ -983,8 +976,7 @@ func jsonDiff(path string, before, after any) []string {
 // condition False and no update in progress must not look to inplace-controller like one whose
 // condition it should reset to True, or the request's second write conflicts.)
 func TestInPlaceUpdateNoSelfConflict(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "iu-conflict")
+	ctx, ns := framework.Start(t, "iu-conflict")
 	const n = 6
 	for _, gated := range []bool{false, true} {
 		name := func(i int) string { return fmt.Sprintf("gated-%v-%d", gated, i) }
@@ -1017,8 +1009,7 @@ func TestInPlaceUpdateNoSelfConflict(t *testing.T) {
 // a row with the bodies next to it, as its comment says (kubectl apply, kubectl create --raw):
 // images in two batches, a label read through env, a cpu resize, images after a grace period.
 func TestInPlaceUpdateExamples(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "iu-examples")
+	ctx, ns := framework.Start(t, "iu-examples")
 	framework.MustKubectl(t, ctx, "", "apply", "-n", ns, "-f", "artifacts/examples/pod-inplace.yaml")
 	const name = "demo-inplace"
 	before := framework.WaitPodSettled(t, ctx, ns, name)
@@ -1079,8 +1070,7 @@ func TestInPlaceUpdateExamples(t *testing.T) {
 // writes nothing: the Pod keeps its resourceVersion and image; an update kube-apiserver would
 // refuse is refused the same in a dry run.
 func TestInPlaceUpdateDryRun(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "iu-dryrun")
+	ctx, ns := framework.Start(t, "iu-dryrun")
 	before := framework.CreateSettledPod(t, ctx, framework.GatedPod(ns, "target", framework.Container("main", framework.AppImageV1)))
 	answer, err := framework.Inplace.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", &v1alpha1.InPlaceUpdate{
 		Spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: framework.AppImageV2}}},

@@ -16,8 +16,7 @@ import (
 // TestKubectlCloneSets: kubectl get and server-side apply of CloneSets through kube-apiserver's
 // aggregator, with inplace-apiserver's table columns.
 func TestKubectlCloneSets(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "kubectl")
+	ctx, ns := framework.Start(t, "kubectl")
 
 	out, stderr, err := framework.Kubectl(ctx, "", "get", "clonesets", "-n", ns)
 	if err != nil {
@@ -102,8 +101,7 @@ func TestKubectlCloneSets(t *testing.T) {
 // TestKubectlPodSubresources: `kubectl create --raw` reaches the Pod subresources of
 // apps.kruise.io (and sidecarsets/inject) through the aggregator.
 func TestKubectlPodSubresources(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "raw")
+	ctx, ns := framework.Start(t, "raw")
 	framework.RunPod(t, ctx, ns, "target")
 	framework.MustKubectl(t, ctx, "", "apply", "--server-side", "-f", "artifacts/examples/sidecarset.yaml")
 	t.Cleanup(func() {

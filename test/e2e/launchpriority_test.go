@@ -109,8 +109,7 @@ func startOrder(t *testing.T, ctx context.Context, pod *corev1.Pod) ([]string, m
 // created with kubectl (generateName: the webhook names it, its barrier is named after it) and
 // with KRUISE_CONTAINER_PRIORITY env.
 func TestContainerLaunchPriority(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "launch")
+	ctx, ns := framework.Start(t, "launch")
 
 	// first is ready 3 s after it starts: second must wait for it.
 	out := framework.MustKubectl(t, ctx, `apiVersion: v1
@@ -169,8 +168,7 @@ spec:
 // (BeforeAppContainer: first), the InPlaceUpdateReady gate, and, with a template annotated Ordered,
 // the sidecar starts before the app container.
 func TestCloneSetOrderedLaunchWithSidecar(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "launch-cs")
+	ctx, ns := framework.Start(t, "launch-cs")
 	app := "e2e-launch-" + utilrand.String(5)
 	set := framework.ScopedSidecarSet(app, ns, app)
 	set.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(

@@ -47,8 +47,7 @@ func metricValue(t *testing.T, ctx context.Context, addr, series string) float64
 // has observed the update's duration once (under change="images", no longer than the test
 // waited), and after one ContainerRecreateRequest, the request's duration once.
 func TestMetricsInPlaceUpdate(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "metrics")
+	ctx, ns := framework.Start(t, "metrics")
 	addr := framework.ProgramAddress(t, "inplace-controller")
 	const updates = `inplace_controller_inplaceupdate_duration_seconds_count{change="images"}`
 	const updateSeconds = `inplace_controller_inplaceupdate_duration_seconds_sum{change="images"}`
@@ -82,10 +81,8 @@ func TestMetricsInPlaceUpdate(t *testing.T) {
 // TestDescribeShowsEvents: kubectl describe of each workload kind and of a ContainerRecreateRequest
 // lists the Events inplace's controllers wrote about it, with reasons a user can grep.
 func TestDescribeShowsEvents(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "describe")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	pods := framework.WaitCloneSetReady(t, ctx, cs, 1)
+	ctx, ns := framework.Start(t, "describe")
+	_, pods := framework.ReadyCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 1, "Parallel"))
 	framework.WaitStatefulSet(t, ctx, set, 1, 1)
 	framework.NewAdvancedDaemonSet(t, ctx, ns)

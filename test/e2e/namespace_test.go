@@ -18,8 +18,7 @@ import (
 // every group, aggregated ones included, with its own clients (protobuf preferred), so an
 // aggregated server that answers it badly blocks the deletion of every namespace of the cluster.
 func TestNamespaceDeletion(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "nsdelete")
+	ctx, ns := framework.Start(t, "nsdelete")
 	framework.RunPod(t, ctx, ns, "target")
 	if _, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("doomed"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

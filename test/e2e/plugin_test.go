@@ -51,8 +51,7 @@ func podUIDs(pods map[string]*corev1.Pod) map[types.UID]bool {
 // rollout that `rollout status` waits for (exit 0); `rollout history` lists both revisions;
 // `rollout undo` brings the old image back, in place.
 func TestPluginRollout(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "plugin-rollout")
+	ctx, ns := framework.Start(t, "plugin-rollout")
 	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	before := podUIDs(framework.WaitCloneSetReady(t, ctx, cs, 2))
 
@@ -91,12 +90,10 @@ func TestPluginRollout(t *testing.T) {
 // TestPluginRolloutStatusStuck: an InPlaceOnly CloneSet given a change that cannot go in place
 // never rolls out; `rollout status` says so and exits non-zero instead of waiting.
 func TestPluginRolloutStatusStuck(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "plugin-stuck")
+	ctx, ns := framework.Start(t, "plugin-stuck")
 	// Validation refuses such a change under InPlaceOnly, so it is written under InPlaceIfPossible
 	// while paused, then the strategy is switched and the rollout resumed (TestCloneSetInPlaceOnly).
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, Paused: true})
-	framework.WaitCloneSetReady(t, ctx, cs, 1)
+	cs, _ := framework.ReadyCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, Paused: true})
 	cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "new"}}
 	})
@@ -117,8 +114,7 @@ func TestPluginRolloutStatusStuck(t *testing.T) {
 // TestPluginPodSubresources: `kubectl inplace update pod --wait` updates a Pod's image in place
 // (same UID); `kubectl inplace recreate pod -c main --wait` restarts that container once.
 func TestPluginPodSubresources(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "plugin-pod")
+	ctx, ns := framework.Start(t, "plugin-pod")
 	pod := framework.CreateSettledPod(t, ctx, framework.GatedPod(ns, "web", framework.Container("main", framework.AppImageV1)))
 	mustKubectlInplace(t, ctx, "-n", ns, "update", "pod", "web", "--image", "main="+framework.AppImageV2, "--wait", "--timeout", "2m")
 	after, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
@@ -143,10 +139,8 @@ func TestPluginPodSubresources(t *testing.T) {
 // TestPluginScalePods: `kubectl inplace scale clone/web --replicas 2 --pods NAME` removes exactly
 // that Pod.
 func TestPluginScalePods(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "plugin-scale")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	pods := framework.WaitCloneSetReady(t, ctx, cs, 3)
+	ctx, ns := framework.Start(t, "plugin-scale")
+	cs, pods := framework.ReadyCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	var victim string
 	for name := range pods {
 		victim = name
@@ -167,8 +161,7 @@ func TestPluginScalePods(t *testing.T) {
 // TestPluginRolloutAdvanced: the rollout commands on an Advanced StatefulSet and DaemonSet: set
 // image, rollout status until done (exit 0), the Pods updated in place; undo back to the old image.
 func TestPluginRolloutAdvanced(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "plugin-advanced")
+	ctx, ns := framework.Start(t, "plugin-advanced")
 	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, "Parallel"))
 	stsBefore := framework.WaitStatefulSet(t, ctx, set, 2, 2)
 	framework.NewAdvancedDaemonSet(t, ctx, ns)
@@ -261,10 +254,8 @@ func expectImagesStay(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, 
 // controller sees the new template but no Pod changes; `rollout resume` lets it complete, in place
 // (the same Pods on the new image).
 func TestPluginRolloutPauseResume(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "plugin-pause")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
+	ctx, ns := framework.Start(t, "plugin-pause")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	uids := podUIDs(before)
 
 	if out := mustKubectlInplace(t, ctx, "-n", ns, "rollout", "pause", "clone/web"); !strings.Contains(out, "paused") {
@@ -295,10 +286,8 @@ func TestPluginRolloutPauseResume(t *testing.T) {
 // with an in-place strategy it reaches the Pods in place: the same Pods carry it, their container
 // not restarted (nothing reads the annotation).
 func TestPluginRolloutRestart(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "plugin-restart")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
+	ctx, ns := framework.Start(t, "plugin-restart")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 
 	mustKubectlInplace(t, ctx, "-n", ns, "rollout", "restart", "clone/web")
 	got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
@@ -326,13 +315,11 @@ func TestPluginRolloutRestart(t *testing.T) {
 // before each change is what `rollout history` shows for the revision that change made; `rollout
 // history --revision N` prints revision N's Pod template.
 func TestPluginRolloutHistoryChangeCause(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "plugin-history")
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
+	ctx, ns := framework.Start(t, "plugin-history")
+	framework.ReadyCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
 		func(cs *v1alpha1.CloneSet) {
 			cs.Annotations = map[string]string{history.ChangeCauseAnnotation: "first release"}
 		})
-	framework.WaitCloneSetReady(t, ctx, cs, 1)
 	for _, step := range []struct{ cause, image string }{{"v2: new TLS", framework.AppImageV2}, {"v3: more logs", framework.AppImageV3}} {
 		framework.MustKubectl(t, ctx, "", "-n", ns, "annotate", "--overwrite", "clone/web", history.ChangeCauseAnnotation+"="+step.cause)
 		mustKubectlInplace(t, ctx, "-n", ns, "set", "image", "clone/web", "main="+step.image)

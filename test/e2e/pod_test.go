@@ -15,8 +15,7 @@ import (
 // TestPodRunsLocalImage: the node runs a Pod of the locally built image (no registry) —
 // artifacts/examples/pod.yaml — and its log shows the image's version.
 func TestPodRunsLocalImage(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "pod")
+	ctx, ns := framework.Start(t, "pod")
 
 	framework.MustKubectl(t, ctx, "", "apply", "-n", ns, "-f", "artifacts/examples/pod.yaml")
 	pod := framework.WaitPodRunning(t, ctx, ns, "demo")

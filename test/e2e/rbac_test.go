@@ -26,8 +26,7 @@ import (
 // pods/inplaceupdate; with inplace:edit (or the built-in edit/admin/view it aggregates into) it
 // gets through.
 func TestRBAC(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "rbac")
+	ctx, ns := framework.Start(t, "rbac")
 	framework.RunPod(t, ctx, ns, "target")
 
 	nobody := saClient(t, ctx, ns, "nobody", "")
@@ -267,8 +266,7 @@ func testInPlaceUpdate() *v1alpha1.InPlaceUpdate {
 // with inplace:view cost kube-apiserver no SubjectAccessReview each, while the user still gets
 // only what RBAC gives it (TestRBAC).
 func TestProxiedRequestsNeedNoSubjectAccessReview(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "sar")
+	ctx, ns := framework.Start(t, "sar")
 	viewer := saClient(t, ctx, ns, "viewer", "inplace:view")
 	framework.Poll(t, ctx, framework.RbacTimeout, "CloneSet reads allowed with inplace:view", func(ctx context.Context) (bool, error) {
 		_, err := viewer.AppsV1alpha1().CloneSets(ns).List(ctx, metav1.ListOptions{})

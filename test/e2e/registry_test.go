@@ -106,8 +106,7 @@ func TestRegistryPullOnBothNodes(t *testing.T) {
 // ErrImagePull / ImagePullBackOff with a message that says it was not found.
 func TestRegistryPullMissingTag(t *testing.T) {
 	reg, nodes := framework.RegistryNodes(t)
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "registry-missing")
+	ctx, ns := framework.Start(t, "registry-missing")
 	image := reg + "/app:no-such-tag"
 	for i, n := range nodes {
 		name := fmt.Sprintf("missing-node%d", i+1)

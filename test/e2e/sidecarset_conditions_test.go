@@ -18,8 +18,7 @@ import (
 // both Pods (2/2/2/2); the Pods' SidecarSetUpgradable is False, because of A. A then goes back to
 // its env with a new image: it upgrades both Pods too, and SidecarSetUpgradable becomes True.
 func TestSidecarSetUpgradableConditionTwoSidecarSets(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ss-cond")
+	ctx, ns := framework.Start(t, "ss-cond")
 	nameA, nameB := ns, ns+"-b"
 	for name, c := range map[string]string{nameA: "agent", nameB: "logger"} {
 		set := framework.ScopedSidecarSet(name, ns, "web")
@@ -32,8 +31,7 @@ func TestSidecarSetUpgradableConditionTwoSidecarSets(t *testing.T) {
 	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject both SidecarSets", probe, func(p *corev1.Pod) bool {
 		return framework.FindContainer(p.Spec.Containers, "agent") != nil && framework.FindContainer(p.Spec.Containers, "logger") != nil
 	})
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	framework.WaitCloneSetReady(t, ctx, cs, 2)
+	cs, _ := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	framework.WaitSidecarSetStatus(t, ctx, nameA, 2, 2, 2, 2)
 	framework.WaitSidecarSetStatus(t, ctx, nameB, 2, 2, 2, 2)
 

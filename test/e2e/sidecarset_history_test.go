@@ -48,8 +48,7 @@ func revisionSpec(t *testing.T, rev *appsv1.ControllerRevision) map[string]json.
 // to the spec of revision 12 renumbers it 16; a change of patchPodMetadata is recorded with its
 // value; a plain init container's new image records a revision but leaves the SidecarSet's hash.
 func TestSidecarSetRevisionHistory(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ss-history")
+	ctx, ns := framework.Start(t, "ss-history")
 	set := framework.ScopedSidecarSet(ns, ns, "web")
 	set.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(corev1.Container{Name: "agent", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever},
 		v1alpha1.AfterAppContainerType)}

@@ -25,8 +25,7 @@ import (
 //     (proxy) or an annotation (logger): the named env vars are copied from it, except one the
 //     sidecar sets itself, which keeps the sidecar's value.
 func TestSidecarSetInjectionFromPodMetadata(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ss-inject-meta")
+	ctx, ns := framework.Start(t, "ss-inject-meta")
 	name := "e2e-meta-" + utilrand.String(5)
 
 	proxy := framework.Sidecar(framework.ShContainer("proxy", `cat /etc/podinfo/labels; echo
@@ -123,8 +122,7 @@ exec sleep 999d`), v1alpha1.BeforeAppContainerType)
 // {customVersion: "0", policy: Partial}. No existing Pod is upgraded (2 matched, 0 updated, 2
 // ready); a new canary Pod gets the new sidecar, a new stable Pod the sidecar of version 0.
 func TestSidecarSetCanaryInjection(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ss-canary")
+	ctx, ns := framework.Start(t, "ss-canary")
 	name := "e2e-canary-" + utilrand.String(5)
 	set := framework.ScopedSidecarSet(name, ns, name)
 	set.Labels = map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "0"}
@@ -192,8 +190,7 @@ func TestSidecarSetCanaryInjection(t *testing.T) {
 // inject=sidecar injects nothing into a Pod of a namespace without it; once the namespace is
 // labelled, a Pod created there gets the sidecar, and the Pod created before keeps none.
 func TestSidecarSetNamespaceSelectorFollowsRelabel(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ss-relabel")
+	ctx, ns := framework.Start(t, "ss-relabel")
 	name := "e2e-relabel-" + utilrand.String(5)
 	set := framework.ScopedSidecarSet(name, ns, name)
 	set.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{

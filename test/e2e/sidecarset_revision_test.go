@@ -23,8 +23,7 @@ import (
 // sidecar into new Pods, not its current spec — by revisionName and by customVersion — and
 // sidecarsets/NAME/inject answers the same.
 func TestSidecarSetInjectionRevision(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "revision")
+	ctx, ns := framework.Start(t, "revision")
 	app := "e2e-rev-" + utilrand.String(5)
 	recorded := framework.AppImageV1
 	current := "inplace.local/app:v2"

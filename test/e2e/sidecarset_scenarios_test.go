@@ -119,8 +119,7 @@ spec:
 // injected list — and the sidecar runs. Pods with other labels, in a namespace the
 // namespaceSelector does not match, or created while the SidecarSet is paused are untouched.
 func TestSidecarSetDocsManifest(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ss-docs")
+	ctx, ns := framework.Start(t, "ss-docs")
 	name := "e2e-docs-" + utilrand.String(5)
 	label := name
 	t.Cleanup(func() {
@@ -256,8 +255,7 @@ spec:
 // emptyDir and reads the file the app wrote into it (one with it disabled does not get the mount);
 // transferEnv copies the app container's env var into the sidecar, whose process sees it.
 func TestSidecarSetInjectionOrderAndVolumes(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ss-order")
+	ctx, ns := framework.Start(t, "ss-order")
 	name := "e2e-order-" + utilrand.String(5)
 	secret := "secret-" + utilrand.String(8)
 	token := "token-" + utilrand.String(8)
@@ -351,8 +349,7 @@ exec sleep 999d`), v1alpha1.AfterAppContainerType)
 // (restartPolicy Always) and a plain init container after the Pod's own init containers: the
 // plain one completes, the native sidecar keeps running beside the app.
 func TestSidecarSetTwoSidecarSetsAndNativeSidecar(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ss-two")
+	ctx, ns := framework.Start(t, "ss-two")
 	base := "e2e-two-" + utilrand.String(5)
 	nameA, nameB := base+"-a", base+"-b"
 
@@ -473,8 +470,7 @@ func TestSidecarSetTwoSidecarSetsAndNativeSidecar(t *testing.T) {
 // has none (it selects a label unique to the run, and the subresource creates no Pod), so that
 // the label cases do not depend on how the namespace is read.
 func TestSidecarSetInjectSubresource(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ss-inject")
+	ctx, ns := framework.Start(t, "ss-inject")
 	ns2 := framework.NewNamespace(t, ctx, "ss-inject-other")
 	name := "e2e-preview-" + utilrand.String(5)
 	scoped := framework.ScopedSidecarSet(name, ns, name)

@@ -127,8 +127,7 @@ func newHotSidecarSet(t *testing.T, ctx context.Context, prefix string, n int32)
 	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
 		return framework.FindContainer(p.Spec.Containers, "mesh-2") != nil
 	})
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, n, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := framework.WaitCloneSetReady(t, ctx, cs, n)
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, n, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	framework.WaitSidecarSetStatus(t, ctx, ns, n, n, n, n)
 	return ns, cs, before
 }

@@ -73,8 +73,7 @@ func TestSidecarSetAdmission(t *testing.T) {
 // untouched. With inplace-apiserver stopped, Pods are still created, well within the webhook's
 // timeout (failurePolicy Ignore; OpenKruise's webhook blocks every Pod then, openkruise/kruise#634).
 func TestSidecarSetInjectionAtCreation(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "inject")
+	ctx, ns := framework.Start(t, "inject")
 	app := "e2e-inject-" + utilrand.String(5)
 	set := &v1alpha1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: app},

@@ -327,8 +327,7 @@ func hotPairOf(t *testing.T, p *corev1.Pod) hotPair {
 // v3 the other way round. At every moment the Pod watch shows, one of the pair runs a non-empty
 // image and is ready; the app container never restarts; the Pods stay.
 func TestSidecarSetHotUpgrade(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ss-hot")
+	ctx, ns := framework.Start(t, "ss-hot")
 	set := framework.ScopedSidecarSet(ns, ns, "web")
 	mesh := framework.Sidecar(corev1.Container{Name: "mesh", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever}, v1alpha1.AfterAppContainerType)
 	mesh.UpgradeStrategy = v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: emptyImage}
@@ -339,8 +338,7 @@ func TestSidecarSetHotUpgrade(t *testing.T) {
 	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
 		return framework.FindContainer(p.Spec.Containers, "mesh-2") != nil
 	})
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	framework.WaitSidecarSetStatus(t, ctx, ns, 2, 2, 2, 2)
 	for name, p := range before {
 		if hp := hotPairOf(t, p); hp.working != "mesh-1" || hp.image1 != framework.AppImageV1 || hp.image2 != emptyImage {

@@ -19,8 +19,7 @@ import (
 // Pod in place (same Pod, the update revision, the new resources in spec and status, the new env
 // value); setting both back rolls back to the first revision the same way.
 func TestAdvancedStatefulSetInPlaceResizeAndRollback(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "asts-resize")
+	ctx, ns := framework.Start(t, "asts-resize")
 	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.Template.Labels["label-k2"] = "hello"
 		s.Spec.Template.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}

@@ -39,8 +39,7 @@ func setRevisions(t *testing.T, ctx context.Context, set *v1beta1.StatefulSet) (
 // revision back to the first revision's name (no new revision), and a rolling update then brings
 // the Pod back to it in place.
 func TestAdvancedStatefulSetOnDeleteAndRollback(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "asts-ondelete")
+	ctx, ns := framework.Start(t, "asts-ondelete")
 	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.UpdateStrategy = v1beta1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
 	}))
@@ -97,8 +96,7 @@ func TestAdvancedStatefulSetOnDeleteAndRollback(t *testing.T) {
 // object carries the selector (for HPAs); scaling down removes the highest ordinals first and
 // keeps their claims (the default retention policy).
 func TestAdvancedStatefulSetScaleSubresource(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "asts-scale")
+	ctx, ns := framework.Start(t, "asts-scale")
 	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement))
 	framework.WaitStatefulSet(t, ctx, set, 1, 1)
 	framework.MustKubectl(t, ctx, "", "-n", ns, "scale", "statefulsets.apps.kruise.io/db", "--replicas=3")
@@ -142,8 +140,7 @@ func TestAdvancedStatefulSetScaleSubresource(t *testing.T) {
 // TestAdvancedStatefulSetOrderedReadyHaltsOnUnready: with OrderedReady, scaling up waits while a
 // Pod is not ready and goes on, in order, once it is ready again.
 func TestAdvancedStatefulSetOrderedReadyHaltsOnUnready(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "asts-halt")
+	ctx, ns := framework.Start(t, "asts-halt")
 	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
 		c := &s.Spec.Template.Spec.Containers[0]
 		c.Command = []string{"/bin/sh", "-c", "touch /tmp/ready; while true; do sleep 1; done"}
@@ -191,8 +188,7 @@ func TestAdvancedStatefulSetOrderedReadyHaltsOnUnready(t *testing.T) {
 // collector (kube-controller-manager's, following the set's ownerReference through the aggregated
 // API) delete the rest; with the default Retain/Retain the claims stay (the scale test).
 func TestAdvancedStatefulSetClaimRetention(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "asts-retention")
+	ctx, ns := framework.Start(t, "asts-retention")
 	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.PersistentVolumeClaimRetentionPolicy = &v1beta1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 			WhenDeleted: v1beta1.DeletePersistentVolumeClaimRetentionPolicyType,

@@ -28,8 +28,7 @@ import (
 // in place, in reverse ordinal order, one at a time: the Pods keep their names, UIDs, IPs and
 // claims, each container restarts once, no Pod is created or deleted.
 func TestAdvancedStatefulSetInPlaceRollout(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "asts-inplace")
+	ctx, ns := framework.Start(t, "asts-inplace")
 	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 4, appsv1.OrderedReadyPodManagement))
 	before := framework.WaitStatefulSet(t, ctx, set, 4, 4)
 	claimsBefore := framework.ClaimUIDs(t, ctx, ns)
@@ -71,8 +70,7 @@ func TestAdvancedStatefulSetInPlaceRollout(t *testing.T) {
 // revision while db-2 and db-3 update; then partition 0 lets the rest go; with Parallel and
 // maxUnavailable 2, two Pods update at once and never more.
 func TestAdvancedStatefulSetPartitionAndMaxUnavailable(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "asts-partition")
+	ctx, ns := framework.Start(t, "asts-partition")
 	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 4, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 		s.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](2)
@@ -107,8 +105,7 @@ func TestAdvancedStatefulSetPartitionAndMaxUnavailable(t *testing.T) {
 // recreates the Pods, in reverse ordinal order and one at a time, under the same names and with
 // the same claims.
 func TestAdvancedStatefulSetRecreateOnEnvChange(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "asts-recreate")
+	ctx, ns := framework.Start(t, "asts-recreate")
 	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 3, appsv1.OrderedReadyPodManagement))
 	before := framework.WaitStatefulSet(t, ctx, set, 3, 3)
 	claimsBefore := framework.ClaimUIDs(t, ctx, ns)
@@ -147,8 +144,7 @@ func TestAdvancedStatefulSetRecreateOnEnvChange(t *testing.T) {
 // and at v1alpha1, apply with kubectl and run; a new image set through v1alpha1 reaches the Pods in
 // place; kubectl prints OpenKruise's columns.
 func TestAdvancedStatefulSetDocsManifests(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "asts-docs")
+	ctx, ns := framework.Start(t, "asts-docs")
 	for _, f := range []string{"statefulset.yaml", "statefulset-v1alpha1.yaml"} {
 		framework.MustKubectl(t, ctx, "", "-n", ns, "apply", "-f", "artifacts/examples/"+f)
 	}

@@ -26,8 +26,7 @@ import (
 // subnet, reachable from a Pod of the first node; a Pod that does not tolerate it stays off.
 func TestSecondNodeRunsPods(t *testing.T) {
 	node2 := framework.SecondNode(t)
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "node2")
+	ctx, ns := framework.Start(t, "node2")
 	there := framework.CreateCRRPod(t, ctx, framework.OnNode(framework.CRRPod(ns, "there", false, framework.StubbornContainer("main")), node2))
 	if there.Spec.NodeName != node2 {
 		t.Fatalf("pod there on node %q, want %s", there.Spec.NodeName, node2)
@@ -57,8 +56,7 @@ func TestSecondNodeRunsPods(t *testing.T) {
 // node's daemon does not take it) until that daemon is back.
 func TestSecondNodeHasItsOwnDaemon(t *testing.T) {
 	node2 := framework.SecondNode(t)
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "node2-daemon")
+	ctx, ns := framework.Start(t, "node2-daemon")
 	pod := framework.CreateSettledPod(t, ctx, framework.OnNode(framework.GatedPod(ns, "web", framework.Container("main", framework.AppImageV1)), node2))
 	t.Cleanup(func() {
 		if err := framework.RunLocalUpHook(t, framework.DaemonHook); err != nil {
@@ -133,8 +131,7 @@ func expectDaemonEventsFrom(t *testing.T, ctx context.Context, ns, pod, node str
 // selector naming the second node leaves one Pod, there; naming the first node moves it there.
 func TestAdvancedDaemonSetNodeSelectorMovesPods(t *testing.T) {
 	node2 := framework.SecondNode(t)
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ads-move")
+	ctx, ns := framework.Start(t, "ads-move")
 	framework.NewAdvancedDaemonSet(t, ctx, ns)
 	framework.ExpectOnePodPerNode(t, ctx, framework.WaitDaemonSet(t, ctx, ns, 2, 2))
 	node1 := ""

@@ -28,8 +28,7 @@ import (
 // v1beta1: the same Pods, the sidecar restarted once, the app container never; its status is
 // read at v1beta1.
 func TestSidecarSetV1beta1InjectAndUpgrade(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ss-beta")
+	ctx, ns := framework.Start(t, "ss-beta")
 	sets := framework.Inplace.AppsV1beta1().SidecarSets()
 	set := &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: ns},
@@ -52,8 +51,7 @@ func TestSidecarSetV1beta1InjectAndUpgrade(t *testing.T) {
 	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject the v1beta1 SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
 		return framework.FindContainer(p.Spec.Containers, framework.UpgradeSidecar) != nil
 	})
-	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	for name, p := range before {
 		if c := framework.FindContainer(p.Spec.Containers, framework.UpgradeSidecar); c == nil || c.Image != framework.AppImageV1 {
 			t.Fatalf("pod %s: containers %v, want the sidecar %s on %s", name, framework.ContainerNames(p.Spec.Containers), framework.UpgradeSidecar, framework.AppImageV1)
@@ -184,8 +182,7 @@ func setImageV1beta1(t *testing.T, ctx context.Context, ns, image string) int64 
 // cloneset scenario): the same Pods on the new image, and the v1beta1 status counts them updated
 // and ready.
 func TestCloneSetV1beta1InPlaceRollout(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-beta")
+	ctx, ns := framework.Start(t, "clone-beta")
 	cs := newCloneSetV1beta1(t, ctx, ns, 2, v1beta1.CloneSetUpdateStrategy{
 		Type: v1beta1.RollingUpdateCloneSetUpdateStrategyType,
 		RollingUpdate: &v1beta1.RollingUpdateCloneSetStrategy{
@@ -215,8 +212,7 @@ func TestCloneSetV1beta1InPlaceRollout(t *testing.T) {
 // the update revision and updates no Pod, in place or by recreation; a Pod the user deletes comes
 // back at the new revision, the other stays on the old one (OpenKruise master's OnDelete).
 func TestCloneSetV1beta1OnDelete(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "clone-ondelete")
+	ctx, ns := framework.Start(t, "clone-ondelete")
 	cs := newCloneSetV1beta1(t, ctx, ns, 2, v1beta1.CloneSetUpdateStrategy{Type: v1beta1.OnDeleteCloneSetUpdateStrategyType})
 	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
 	oldRevision := framework.PodRevision(before[slices.Sorted(maps.Keys(before))[0]])

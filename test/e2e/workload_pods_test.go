@@ -66,8 +66,7 @@ func waitReleased(t *testing.T, ctx context.Context, ns, name string) {
 // same set created again adopts them (same UIDs, its controllerRef), creating and deleting
 // nothing, because they already run its revision.
 func TestAdvancedStatefulSetAdoptsOrphans(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "asts-adopt")
+	ctx, ns := framework.Start(t, "asts-adopt")
 	spec := framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement)
 	set := framework.CreateAdvancedStatefulSet(t, ctx, spec.DeepCopy())
 	before := framework.WaitStatefulSet(t, ctx, set, 2, 2)
@@ -104,8 +103,7 @@ func TestAdvancedStatefulSetAdoptsOrphans(t *testing.T) {
 // labels is adopted rather than blocking ordinal 1; it does not run the set's revision (no claim
 // mounted), so the set replaces it with its own db-1.
 func TestAdvancedStatefulSetAdoptsOrphanBlockingItsOrdinal(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "asts-orphan")
+	ctx, ns := framework.Start(t, "asts-orphan")
 	orphan := framework.CRRPod(ns, "db-1", false, framework.StubbornContainer("main"))
 	orphan.Labels = map[string]string{"app": "db"}
 	orphan = framework.CreateCRRPod(t, ctx, orphan)
@@ -130,8 +128,7 @@ func TestAdvancedStatefulSetAdoptsOrphanBlockingItsOrdinal(t *testing.T) {
 // TestAdvancedDaemonSetReleasesRelabelledPod: an agent relabelled out of the selector is released
 // (no controllerRef, still running) and its node gets a new agent.
 func TestAdvancedDaemonSetReleasesRelabelledPod(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ads-release")
+	ctx, ns := framework.Start(t, "ads-release")
 	n := framework.ReadyNodes(t, ctx)
 	ds := framework.NewAdvancedDaemonSet(t, ctx, ns)
 	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
@@ -153,8 +150,7 @@ func TestAdvancedDaemonSetReleasesRelabelledPod(t *testing.T) {
 // TestAdvancedStatefulSetScaleMaxUnavailable: Parallel with scaleStrategy.maxUnavailable 2 scales
 // 2 -> 6 two Pods at a time: never more than two of the set's Pods unavailable at once.
 func TestAdvancedStatefulSetScaleMaxUnavailable(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "asts-scale-mu")
+	ctx, ns := framework.Start(t, "asts-scale-mu")
 	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.ScaleStrategy = &v1beta1.StatefulSetScaleStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))}
 		s.Spec.Template.Spec.Containers[0].ReadinessProbe = framework.ReadinessAfter(2)
@@ -183,8 +179,7 @@ func TestAdvancedStatefulSetScaleMaxUnavailable(t *testing.T) {
 // deleted and created again under its name (with its claim), whatever the partition; the others
 // stay.
 func TestAdvancedStatefulSetSpecifiedDelete(t *testing.T) {
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "asts-specified")
+	ctx, ns := framework.Start(t, "asts-specified")
 	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 3, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](3)
 	}))
@@ -215,8 +210,7 @@ func TestAdvancedStatefulSetSpecifiedDelete(t *testing.T) {
 // is deleted.
 func TestAdvancedStatefulSetPreDeleteHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "asts-predelete")
+	ctx, ns := framework.Start(t, "asts-predelete")
 	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{FinalizersHandler: []string{hold}, MarkPodNotReady: true}}
 	}))
@@ -258,8 +252,7 @@ func TestAdvancedStatefulSetPreDeleteHook(t *testing.T) {
 // and is deleted once the label is removed.
 func TestAdvancedDaemonSetPreDeleteHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "ads-predelete")
+	ctx, ns := framework.Start(t, "ads-predelete")
 	n := framework.ReadyNodes(t, ctx)
 	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}}}
@@ -302,8 +295,7 @@ func TestAdvancedDaemonSetPreDeleteHook(t *testing.T) {
 // it is updated in place (same UID) and Updated, and Normal again when the label is back.
 func TestAdvancedStatefulSetInPlaceUpdateHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "asts-hook")
+	ctx, ns := framework.Start(t, "asts-hook")
 	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.Template.Labels[hold] = "true"
 		s.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}}}
@@ -354,8 +346,7 @@ func TestAdvancedStatefulSetInPlaceUpdateHook(t *testing.T) {
 // PreparingNormal, and with OrderedReady holds the next ordinal, until the hook's label is on it.
 func TestAdvancedStatefulSetPreNormalHook(t *testing.T) {
 	const done = "inplace-e2e/registered"
-	ctx := framework.Context(t)
-	ns := framework.NewNamespace(t, ctx, "asts-prenormal")
+	ctx, ns := framework.Start(t, "asts-prenormal")
 	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.Lifecycle = &pub.Lifecycle{PreNormal: &pub.LifecycleHook{LabelsHandler: map[string]string{done: "true"}}}
 	}))

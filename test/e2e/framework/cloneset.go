@@ -209,3 +209,11 @@ func WaitCloneSetEvent(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet,
 		return false, fmt.Errorf("events %q", seen)
 	})
 }
+
+// ReadyCloneSet creates the CloneSet of NewUpdateCloneSet and waits until its n Pods are Ready
+// (WaitCloneSetReady); it returns the CloneSet and its Pods.
+func ReadyCloneSet(t *testing.T, ctx context.Context, ns string, n int32, strategy v1alpha1.CloneSetUpdateStrategy, mutate ...func(*v1alpha1.CloneSet)) (*v1alpha1.CloneSet, map[string]*corev1.Pod) {
+	t.Helper()
+	cs := NewUpdateCloneSet(t, ctx, ns, n, strategy, mutate...)
+	return cs, WaitCloneSetReady(t, ctx, cs, n)
+}

@@ -178,3 +178,10 @@ func OnNode(pod *corev1.Pod, node string) *corev1.Pod {
 // honoured: kube-apiserver's RBAC informers, and inplace-apiserver's cache of
 // SubjectAccessReview answers (10 s for a denial).
 const RbacTimeout = 45 * time.Second
+
+// Start begins a test on the cluster: the test's context and a namespace of its own (NewNamespace).
+func Start(t *testing.T, prefix string) (context.Context, string) {
+	t.Helper()
+	ctx := Context(t)
+	return ctx, NewNamespace(t, ctx, prefix)
+}
