@@ -24,15 +24,9 @@ func TestCloneSetScale(t *testing.T) {
 	cs, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, &v1alpha1.CloneSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: v1alpha1.CloneSetSpec{
-			Replicas: ptr.To[int32](3),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					Containers:                    []corev1.Container{{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever}},
-				},
-			},
+			Replicas:       ptr.To[int32](3),
+			Selector:       &metav1.LabelSelector{MatchLabels: labels},
+			Template:       framework.PodTemplate(labels, framework.Container("main", framework.AppImageV1)),
 			UpdateStrategy: v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
 		},
 	}, metav1.CreateOptions{})

@@ -62,16 +62,7 @@ exec sleep 999d`), v1alpha1.BeforeAppContainerType)
 	pod.Labels["biz"] = "main"
 	pod.Annotations = map[string]string{"biz": "main"}
 	pod.Spec.Volumes = []corev1.Volume{{Name: "main-volume", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-	framework.WaitPodWebhook(t, ctx, "the webhook to inject SidecarSet "+name, pod, func(p *corev1.Pod) bool {
-		return p.Annotations[v1alpha1.SidecarSetListAnnotation] == name
-	})
-	if _, err := framework.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	created, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	created := framework.CreateInjectedPod(t, ctx, pod, name)
 	for _, v := range []string{"main-volume", "podinfo"} {
 		found := false
 		for _, vol := range created.Spec.Volumes {

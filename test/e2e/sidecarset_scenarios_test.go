@@ -279,16 +279,7 @@ exec sleep 999d`), v1alpha1.AfterAppContainerType)
 	app.VolumeMounts = []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}}
 	pod := framework.LabeledPod(ns, "web", name, app, framework.Container("app2", framework.AppImageV1))
 	pod.Spec.Volumes = []corev1.Volume{{Name: "shared", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-	framework.WaitPodWebhook(t, ctx, "the webhook to inject SidecarSet "+name, pod, func(p *corev1.Pod) bool {
-		return p.Annotations[v1alpha1.SidecarSetListAnnotation] == name
-	})
-	if _, err := framework.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	created, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	created := framework.CreateInjectedPod(t, ctx, pod, name)
 	if got := framework.ContainerNames(created.Spec.Containers); !slices.Equal(got, []string{"before-sidecar", "app", "app2", "after-sidecar"}) {
 		t.Fatalf("containers %v, want [before-sidecar app app2 after-sidecar]", got)
 	}

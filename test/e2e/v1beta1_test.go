@@ -133,15 +133,9 @@ func newCloneSetV1beta1(t *testing.T, ctx context.Context, ns string, n int32, s
 	cs := &v1beta1.CloneSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: v1beta1.CloneSetSpec{
-			Replicas: ptr.To(n),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					Containers:                    []corev1.Container{{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever}},
-				},
-			},
+			Replicas:       ptr.To(n),
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template:       framework.PodTemplate(map[string]string{"app": "web"}, framework.Container("main", framework.AppImageV1)),
 			UpdateStrategy: strategy,
 		},
 	}

@@ -92,14 +92,8 @@ func NewUpdateCloneSet(t *testing.T, ctx context.Context, ns string, n int32, st
 		Spec: v1alpha1.CloneSetSpec{
 			Replicas: ptr.To(n),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{
-				// Its own map: a mutator adding template labels must not change the selector.
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					Containers:                    []corev1.Container{{Name: "main", Image: AppImageV1, ImagePullPolicy: corev1.PullNever}},
-				},
-			},
+			// Its own map: a mutator adding template labels must not change the selector.
+			Template:       PodTemplate(map[string]string{"app": "web"}, Container("main", AppImageV1)),
 			UpdateStrategy: strategy,
 		},
 	}

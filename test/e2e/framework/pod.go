@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/ptr"
 )
 
 func PodReady(p *corev1.Pod) bool {
@@ -175,4 +176,16 @@ func GetPodJSON(t *testing.T, ctx context.Context, namespace, name string) []byt
 		t.Fatalf("GET pod %s/%s: %v", namespace, name, err)
 	}
 	return raw
+}
+
+// PodTemplate is the Pod template of the workloads of the tests: the labels, a 1 s termination
+// grace period (Pods end quickly), the containers.
+func PodTemplate(labels map[string]string, containers ...corev1.Container) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Containers:                    containers,
+		},
+	}
 }

@@ -353,3 +353,20 @@ func CheckKubectlSidecarSet(t *testing.T, ctx context.Context, name string, want
 		t.Errorf("kubectl get sidecarset %s: MATCHED UPDATED READY = %v, want %v", name, got, want)
 	}
 }
+
+// CreateInjectedPod creates the Pod once the Pod webhook injects SidecarSet set into it (a new
+// SidecarSet reaches the webhook's informer within moments) and returns the Pod as stored.
+func CreateInjectedPod(t *testing.T, ctx context.Context, pod *corev1.Pod, set string) *corev1.Pod {
+	t.Helper()
+	WaitPodWebhook(t, ctx, "the webhook to inject SidecarSet "+set, pod, func(p *corev1.Pod) bool {
+		return p.Annotations[v1alpha1.SidecarSetListAnnotation] == set
+	})
+	if _, err := Kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	created, err := Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
