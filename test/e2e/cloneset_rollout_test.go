@@ -264,11 +264,7 @@ func TestCloneSetInPlaceUpdateHook(t *testing.T) {
 // rollout and started again finishes the rollout, creating and deleting no Pod.
 func TestCloneSetControllerKilledMidRollout(t *testing.T) {
 	ctx := framework.Context(t)
-	t.Cleanup(func() {
-		if !framework.CurrentProgram(t, "inplace-controller").Alive() {
-			_ = framework.RunLocalUpHook(t, framework.ControllerHook)
-		}
-	})
+	framework.StartAgainAfter(t, "inplace-controller")
 	ns := framework.NewNamespace(t, ctx, "clone-kill")
 	cs, before := framework.ReadyCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,

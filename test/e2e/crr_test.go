@@ -648,11 +648,7 @@ func TestCRRDaemonClockSkew(t *testing.T) {
 // hook, and started again: the request completes and the container was recreated exactly once.
 func TestCRRDaemonKilledMidRecreate(t *testing.T) {
 	ctx, ns := framework.Start(t, "crr-kill")
-	t.Cleanup(func() {
-		if !framework.CurrentProgram(t, "inplace-daemon").Alive() {
-			_ = framework.RunLocalUpHook(t, framework.DaemonHook)
-		}
-	})
+	framework.StartAgainAfter(t, "inplace-daemon")
 	main := framework.Container("main", framework.AppImageV1)
 	main.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "3"}}}}
 	pod := framework.CRRPod(ns, "web", false, main)

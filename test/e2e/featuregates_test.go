@@ -82,37 +82,28 @@ func programLogSinceStart(t *testing.T, program string) string {
 // claims keep their size.
 func TestFeatureGates(t *testing.T) {
 	ctx := framework.Context(t)
-	t.Run("defaults", func(t *testing.T) {
-		t.Run("PreparingUpdateAsUpdate off", func(t *testing.T) {
-			t.Parallel()
+	runParallel(t, ctx, "defaults", []scenario{
+		{"PreparingUpdateAsUpdate off", func(t *testing.T, ctx context.Context) {
 			ns := framework.NewNamespace(t, ctx, "fg-prep-off")
 			s := newPreparingUpdateScenario(t, ctx, ns)
 			s.rebuildOne(t, ctx)
 			// The replacement took the update revision: the partition (1 Pod old) is kept by
 			// the held Pod, which stays at its old revision.
 			s.wait(t, ctx, "the replacement at the update revision", 1, 1, 1)
-		})
-		t.Run("RecreatePodWhenChangeVCTInCloneSetGate off", func(t *testing.T) {
-			t.Parallel()
+		}},
+		{"RecreatePodWhenChangeVCTInCloneSetGate off", func(t *testing.T, ctx context.Context) {
 			ns := framework.NewNamespace(t, ctx, "fg-vct-off")
 			s := newVCTScenario(t, ctx, ns, 2, v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType)
 			s.change(t, ctx, "image and volumeClaimTemplates", false, false, "1Gi", "1Gi", func(cs *v1alpha1.CloneSet) {
 				cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2
 				cs.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests = sizeRequest("2Gi")
 			})
-		})
-		t.Run("PreDownloadImageForDaemonSetUpdate off", func(t *testing.T) {
-			t.Parallel()
-			testDaemonSetNoPreDownload(t, ctx)
-		})
-		t.Run("PreparingUpdateAsUpdate off, Advanced StatefulSet", func(t *testing.T) {
-			t.Parallel()
+		}},
+		{"PreDownloadImageForDaemonSetUpdate off", testDaemonSetNoPreDownload},
+		{"PreparingUpdateAsUpdate off, Advanced StatefulSet", func(t *testing.T, ctx context.Context) {
 			testStatefulSetPreparingUpdate(t, ctx, false)
-		})
-		t.Run("StatefulSetAutoResizePVCGate off", func(t *testing.T) {
-			t.Parallel()
-			testStatefulSetNoResize(t, ctx)
-		})
+		}},
+		{"StatefulSetAutoResizePVCGate off", testStatefulSetNoResize},
 	})
 	if t.Failed() {
 		return
@@ -133,27 +124,14 @@ func TestFeatureGates(t *testing.T) {
 		}
 	}
 
-	t.Run("gates on", func(t *testing.T) {
-		t.Run("regard preparing-update pod as update when scaling", func(t *testing.T) {
-			t.Parallel()
-			testPreparingUpdateAsUpdate(t, ctx)
-		})
-		t.Run("Update with VolumeClaimTemplate changes", func(t *testing.T) {
-			t.Parallel()
-			testUpdateVolumeClaimTemplates(t, ctx)
-		})
-		t.Run("DaemonSet pre-downloads the new image", func(t *testing.T) {
-			t.Parallel()
-			testDaemonSetPreDownload(t, ctx)
-		})
-		t.Run("Advanced StatefulSet regards a preparing-update Pod as updated", func(t *testing.T) {
-			t.Parallel()
+	runParallel(t, ctx, "gates on", []scenario{
+		{"regard preparing-update pod as update when scaling", testPreparingUpdateAsUpdate},
+		{"Update with VolumeClaimTemplate changes", testUpdateVolumeClaimTemplates},
+		{"DaemonSet pre-downloads the new image", testDaemonSetPreDownload},
+		{"Advanced StatefulSet regards a preparing-update Pod as updated", func(t *testing.T, ctx context.Context) {
 			testStatefulSetPreparingUpdate(t, ctx, true)
-		})
-		t.Run("StatefulSet claims resize with the rolling update", func(t *testing.T) {
-			t.Parallel()
-			testStatefulSetAutoResizePVC(t, ctx)
-		})
+		}},
+		{"StatefulSet claims resize with the rolling update", testStatefulSetAutoResizePVC},
 	})
 }
 
@@ -446,5 +424,24 @@ func testUpdateVolumeClaimTemplates(t *testing.T, ctx context.Context) {
 		cs.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests = sizeRequest("3Gi")
 		cs.Spec.VolumeClaimTemplates[1].Spec.Resources.Requests = sizeRequest("3Gi")
 		inPlaceOnly(cs)
+	})
+}
+
+// scenario is one subtest of TestFeatureGates.
+type scenario struct {
+	name string
+	run  func(t *testing.T, ctx context.Context)
+}
+
+// runParallel runs the scenarios as parallel subtests of a group named name, and returns when all
+// have ended.
+func runParallel(t *testing.T, ctx context.Context, name string, scenarios []scenario) {
+	t.Run(name, func(t *testing.T) {
+		for _, sc := range scenarios {
+			t.Run(sc.name, func(t *testing.T) {
+				t.Parallel()
+				sc.run(t, ctx)
+			})
+		}
 	})
 }

@@ -508,11 +508,7 @@ func TestInPlaceUpdateControllerKilled(t *testing.T) {
 	}
 	ctx := framework.Context(t)
 	// Whatever happens here, leave a running inplace-controller to the tests after this one.
-	t.Cleanup(func() {
-		if !framework.CurrentProgram(t, "inplace-controller").Alive() {
-			_ = framework.RunLocalUpHook(t, framework.ControllerHook)
-		}
-	})
+	framework.StartAgainAfter(t, "inplace-controller")
 	ns := framework.NewNamespace(t, ctx, "iu-kill")
 	c1, c2 := framework.Container("c1", framework.AppImageV1), framework.Container("c2", framework.AppImageV1)
 	c1.Env = []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "10"}}
@@ -587,11 +583,7 @@ func TestInPlaceUpdateControllerKilled(t *testing.T) {
 // references) are checked against this node's containerd.
 func TestInPlaceUpdateReadyFromDaemon(t *testing.T) {
 	ctx := framework.Context(t)
-	t.Cleanup(func() {
-		if !framework.CurrentProgram(t, "inplace-controller").Alive() {
-			_ = framework.RunLocalUpHook(t, framework.ControllerHook)
-		}
-	})
+	framework.StartAgainAfter(t, "inplace-controller")
 	ns := framework.NewNamespace(t, ctx, "iu-runtime")
 	before := framework.CreateSettledPod(t, ctx, framework.GatedPod(ns, "target", framework.Container("main", framework.AppImageV1), framework.Container("sidecar", framework.AppImageV1)))
 	mainBefore, sidecarBefore := framework.ContainerStatus(t, before, "main"), framework.ContainerStatus(t, before, "sidecar")

@@ -21,11 +21,7 @@ import (
 func TestRestartKeepsObjects(t *testing.T) {
 	ctx := framework.Context(t)
 	// Whatever happens here, leave a running inplace-apiserver to the tests after this one.
-	t.Cleanup(func() {
-		if !framework.CurrentProgram(t, "inplace-apiserver").Alive() {
-			_ = framework.RunLocalUpHook(t, framework.ApiserverHook)
-		}
-	})
+	framework.StartAgainAfter(t, "inplace-apiserver")
 	ns := framework.NewNamespace(t, ctx, "restart")
 	framework.RunPod(t, ctx, ns, "target")
 

@@ -129,11 +129,7 @@ spec:
 	}
 
 	// inplace-apiserver down: the webhook fails open.
-	t.Cleanup(func() {
-		if !framework.CurrentProgram(t, "inplace-apiserver").Alive() {
-			_ = framework.RunLocalUpHook(t, framework.ApiserverHook)
-		}
-	})
+	framework.StartAgainAfter(t, "inplace-apiserver")
 	framework.TakeDown(t, ctx, "inplace-apiserver")
 	start := time.Now()
 	framework.MustKubectl(t, ctx, podYAML("while-down", app), "create", "-n", ns, "-f", "-")

@@ -251,11 +251,7 @@ func TestSidecarSetUpgradeWithCloneSetUpdate(t *testing.T) {
 // restarted once.
 func TestSidecarSetControllerKilledMidUpgrade(t *testing.T) {
 	ctx := framework.Context(t)
-	t.Cleanup(func() {
-		if !framework.CurrentProgram(t, "inplace-controller").Alive() {
-			_ = framework.RunLocalUpHook(t, framework.ControllerHook)
-		}
-	})
+	framework.StartAgainAfter(t, "inplace-controller")
 	u := framework.NewSidecarUpgrade(t, ctx, "ss-kill", 4, nil)
 	rec := framework.RecordPods(t, ctx, u.Ns)
 	controller := framework.CurrentProgram(t, "inplace-controller")

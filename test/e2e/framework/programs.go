@@ -351,3 +351,25 @@ func RestartAPIServer(t *testing.T, ctx context.Context, sig syscall.Signal) {
 	})
 	t.Logf("inplace-apiserver restarted (pid %d) and Available in %.1fs", now.Pid, time.Since(start).Seconds())
 }
+
+// localUpHooks start each inplace program on the running cluster.
+var localUpHooks = map[string]string{
+	"inplace-apiserver":  ApiserverHook,
+	"inplace-controller": ControllerHook,
+	"inplace-daemon":     DaemonHook,
+}
+
+// StartAgainAfter makes sure that the inplace program name, which the test stops, runs again
+// after the test whatever its outcome: its local-up hook starts it if it is not running.
+func StartAgainAfter(t *testing.T, name string) {
+	t.Helper()
+	hook, ok := localUpHooks[name]
+	if !ok {
+		t.Fatalf("no local-up hook starts %s", name)
+	}
+	t.Cleanup(func() {
+		if !CurrentProgram(t, name).Alive() {
+			_ = RunLocalUpHook(t, hook)
+		}
+	})
+}
