@@ -15,11 +15,9 @@ import (
 // resources in spec and status.
 func TestAdvancedDaemonSetInPlaceResize(t *testing.T) {
 	ctx, ns := framework.Start(t, "ads-resize")
-	n := framework.ReadyNodes(t, ctx)
-	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	n, before := framework.ReadyDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.Containers[0].Resources = *resizeOld.DeepCopy()
 	})
-	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
 	uids := map[types.UID]bool{}
 	for _, p := range before {
 		uids[p.UID] = true

@@ -138,13 +138,11 @@ func TestAdvancedDaemonSetFollowsNodeLabels(t *testing.T) {
 // one, which goes only once the new one is available: no node ever lacks a ready agent.
 func TestAdvancedDaemonSetSurge(t *testing.T) {
 	ctx, ns := framework.Start(t, "ads-surge")
-	n := framework.ReadyNodes(t, ctx)
-	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	n, before := framework.ReadyDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.RollingUpdateDaemonSet{
 			Type: v1alpha1.StandardRollingUpdateType, MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
 		}
 	})
-	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
 	rec := framework.RecordPods(t, ctx, ns)
 	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 	after := framework.WaitDaemonSet(t, ctx, ns, n, n)
@@ -186,9 +184,7 @@ func TestAdvancedDaemonSetSurge(t *testing.T) {
 // nodes' Pods untouched (OpenKruise's "should run and stop simple daemon").
 func TestAdvancedDaemonSetRecreatesDeletedPod(t *testing.T) {
 	ctx, ns := framework.Start(t, "ads-delete")
-	n := framework.ReadyNodes(t, ctx)
-	framework.NewAdvancedDaemonSet(t, ctx, ns)
-	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
+	n, before := framework.ReadyDaemonSet(t, ctx, ns)
 	victim := before[0]
 	if err := framework.Kube.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -218,14 +214,12 @@ func TestAdvancedDaemonSetRecreatesDeletedPod(t *testing.T) {
 func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 	const minReady = 5
 	ctx, ns := framework.Start(t, "ads-surge-mrs")
-	n := framework.ReadyNodes(t, ctx)
-	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	n, before := framework.ReadyDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.MinReadySeconds = minReady
 		ds.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.RollingUpdateDaemonSet{
 			Type: v1alpha1.StandardRollingUpdateType, MaxSurge: ptr.To(intstr.FromString("100%")), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
 		}
 	})
-	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
 	framework.ExpectOnePodPerNode(t, ctx, before)
 	oldOn := map[string]string{} // node -> its old Pod
 	for _, p := range before {
@@ -319,9 +313,7 @@ func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 // other nodes' Pods stay.
 func TestAdvancedDaemonSetReplacesFailedPod(t *testing.T) {
 	ctx, ns := framework.Start(t, "ads-failed")
-	n := framework.ReadyNodes(t, ctx)
-	framework.NewAdvancedDaemonSet(t, ctx, ns)
-	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
+	n, before := framework.ReadyDaemonSet(t, ctx, ns)
 	victim := before[0]
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
@@ -373,13 +365,11 @@ func expectOnlyReplaced(t *testing.T, ctx context.Context, before, after []corev
 func TestAdvancedDaemonSetRollingUpdatePreDeleteHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
 	ctx, ns := framework.Start(t, "ads-roll-predelete")
-	n := framework.ReadyNodes(t, ctx)
-	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	n, before := framework.ReadyDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}}}
 		ds.Spec.Template.Labels[hold] = "true"
 		ds.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(1))
 	})
-	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
 	oldNames := map[string]bool{}
 	for _, p := range before {
 		oldNames[p.Name] = true

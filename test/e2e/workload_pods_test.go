@@ -253,11 +253,9 @@ func TestAdvancedStatefulSetPreDeleteHook(t *testing.T) {
 func TestAdvancedDaemonSetPreDeleteHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
 	ctx, ns := framework.Start(t, "ads-predelete")
-	n := framework.ReadyNodes(t, ctx)
-	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	_, pods := framework.ReadyDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}}}
 	})
-	pods := framework.WaitDaemonSet(t, ctx, ns, n, n)
 	victim := pods[0]
 	patchPod(t, ctx, ns, victim.Name, map[string]any{"metadata": map[string]any{"labels": map[string]any{hold: "true"}}})
 	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {

@@ -139,3 +139,12 @@ func ExpectInPlaceUpdateReadyGate(t *testing.T, pods []corev1.Pod) {
 		}
 	}
 }
+
+// ReadyDaemonSet creates the Advanced DaemonSet of NewAdvancedDaemonSet and waits until it runs
+// an updated Pod on every Ready node; it returns the number of nodes and the Pods.
+func ReadyDaemonSet(t *testing.T, ctx context.Context, ns string, mutate ...func(*v1alpha1.DaemonSet)) (int32, []corev1.Pod) {
+	t.Helper()
+	n := ReadyNodes(t, ctx)
+	NewAdvancedDaemonSet(t, ctx, ns, mutate...)
+	return n, WaitDaemonSet(t, ctx, ns, n, n)
+}
