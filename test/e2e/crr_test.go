@@ -110,16 +110,7 @@ func TestCRRRecreateSubresource(t *testing.T) {
 // postRaw is `kubectl create --raw PATH -f -` with body on stdin.
 func postRaw(t *testing.T, ctx context.Context, path, body string) framework.RawResponse {
 	t.Helper()
-	out, stderr, err := framework.Kubectl(ctx, body, "create", "--raw", path, "-f", "-", "-v=6")
-	r := framework.RawResponse{Body: out, Err: err}
-	for _, line := range strings.Split(stderr, "\n") {
-		if m := framework.ResponseLine.FindStringSubmatch(line); m != nil {
-			_, _ = fmt.Sscan(m[1], &r.Code)
-		} else if !framework.IsKlogLine(line) && strings.TrimSpace(line) != "" {
-			r.ErrMsg += line + "\n"
-		}
-	}
-	return r
+	return framework.KubectlCreateRaw(ctx, path, body, "-")
 }
 
 // TestCRRDocsManifestAndKruiseClient: a ContainerRecreateRequest written as in OpenKruise's docs

@@ -57,17 +57,9 @@ func ssPostRaw(t *testing.T, ctx context.Context, path string, body any) framewo
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, err := framework.Kubectl(ctx, "", "create", "--raw", path, "-f", file, "-v=6")
-	r := framework.RawResponse{Body: out, Err: err}
-	for _, line := range strings.Split(stderr, "\n") {
-		if m := framework.ResponseLine.FindStringSubmatch(line); m != nil {
-			_, _ = fmt.Sscan(m[1], &r.Code)
-		} else if !framework.IsKlogLine(line) && strings.TrimSpace(line) != "" {
-			r.ErrMsg += line + "\n"
-		}
-	}
+	r := framework.KubectlCreateRaw(ctx, path, "", file)
 	if r.Code == 0 {
-		t.Fatalf("kubectl create --raw %s: no response status in its log: %v\n%s", path, err, stderr)
+		t.Fatalf("kubectl create --raw %s: no response status in its log: %v\n%s", path, r.Err, r.ErrMsg)
 	}
 	return r
 }

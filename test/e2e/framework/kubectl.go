@@ -55,3 +55,19 @@ func TableLines(out string) [][]string {
 	}
 	return lines
 }
+
+// KubectlCreateRaw is `kubectl create --raw PATH -f FILE` (FILE "-": stdin) at -v=6: what it
+// printed, the response status from its log, and its own messages (the lines that are not log
+// lines).
+func KubectlCreateRaw(ctx context.Context, path, stdin, file string) RawResponse {
+	out, stderr, err := Kubectl(ctx, stdin, "create", "--raw", path, "-f", file, "-v=6")
+	r := RawResponse{Body: out, Err: err}
+	for _, line := range strings.Split(stderr, "\n") {
+		if m := ResponseLine.FindStringSubmatch(line); m != nil {
+			_, _ = fmt.Sscan(m[1], &r.Code)
+		} else if !IsKlogLine(line) && strings.TrimSpace(line) != "" {
+			r.ErrMsg += line + "\n"
+		}
+	}
+	return r
+}
