@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -498,23 +497,16 @@ func etcdMembers(t *testing.T, ctx context.Context) []etcdMember {
 
 // etcdIsLeader reads etcd_server_is_leader from the member's metrics port.
 func etcdIsLeader(ctx context.Context, podIP string) (bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(podIP, "2381")+"/metrics", nil)
+	_, body, err := framework.HTTPGet(ctx, "http://"+net.JoinHostPort(podIP, "2381")+"/metrics")
 	if err != nil {
 		return false, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "etcd_server_is_leader "); ok {
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "etcd_server_is_leader "); ok {
 			return strings.TrimSpace(v) == "1", nil
 		}
 	}
-	return false, fmt.Errorf("no etcd_server_is_leader in %s's metrics: %v", podIP, sc.Err())
+	return false, fmt.Errorf("no etcd_server_is_leader in %s's metrics", podIP)
 }
 
 // waitEtcdMembersBack waits until the members' containers are restarted and their Pods Ready

@@ -152,7 +152,7 @@ func TestImagePullJobPullsOnEveryNode(t *testing.T) {
 	ns := framework.NewNamespace(t, ctx, "imagepull")
 	daemon := framework.ProgramAddress(t, "inplace-daemon") // node 1's
 	const pulled = `inplace_daemon_imagepuller_pulls_total{result="succeeded"}`
-	pulledBefore := metricValue(t, ctx, daemon, pulled)
+	pulledBefore := framework.MetricValue(t, ctx, daemon, pulled)
 
 	start := time.Now()
 	job := createPullJob(t, ctx, pullJob(ns, "remote-v1", image))
@@ -161,7 +161,7 @@ func TestImagePullJobPullsOnEveryNode(t *testing.T) {
 	if s := job.Status; s.Desired != want || s.Succeeded != want || s.Failed != 0 || s.Active != 0 || len(s.FailedNodes) != 0 {
 		t.Errorf("job status %+v: want desired = succeeded = %d", s, want)
 	}
-	if n := metricValue(t, ctx, daemon, pulled); n != pulledBefore+1 {
+	if n := framework.MetricValue(t, ctx, daemon, pulled); n != pulledBefore+1 {
 		t.Errorf("node 1's inplace-daemon: %s %v, was %v: want one pull more", pulled, n, pulledBefore)
 	}
 	for _, n := range nodes {

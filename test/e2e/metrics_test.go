@@ -3,9 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,35 +10,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
-
-// metricValue scrapes http://ADDR/metrics and returns the value of the series named exactly
-// series (name with its labels, as Prometheus' text format prints them), 0 when absent.
-func metricValue(t *testing.T, ctx context.Context, addr, series string) float64 {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("scraping %s: %v", addr, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("scraping %s: HTTP %d %v", addr, resp.StatusCode, err)
-	}
-	for _, line := range strings.Split(string(body), "\n") {
-		if rest, ok := strings.CutPrefix(line, series+" "); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			if err != nil {
-				t.Fatalf("%s: %q: %v", series, line, err)
-			}
-			return v
-		}
-	}
-	return 0
-}
 
 // TestMetricsInPlaceUpdate: after one in-place update of an image, inplace-controller's /metrics
 // has observed the update's duration once (under change="images", no longer than the test
@@ -54,7 +22,7 @@ func TestMetricsInPlaceUpdate(t *testing.T) {
 	const crrs = `inplace_controller_containerrecreaterequest_duration_seconds_count{reason="Completed"}`
 
 	pod := framework.CreateSettledPod(t, ctx, framework.GatedPod(ns, "web", framework.Container("main", framework.AppImageV1)))
-	countBefore, sumBefore := metricValue(t, ctx, addr, updates), metricValue(t, ctx, addr, updateSeconds)
+	countBefore, sumBefore := framework.MetricValue(t, ctx, addr, updates), framework.MetricValue(t, ctx, addr, updateSeconds)
 	start := time.Now()
 	framework.StartInPlaceUpdate(t, ctx, ns, pod.Name, v1alpha1.InPlaceUpdateSpec{
 		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: framework.AppImageV2}},
@@ -62,18 +30,18 @@ func TestMetricsInPlaceUpdate(t *testing.T) {
 	framework.WaitUpdateCompleted(t, ctx, ns, pod.Name, framework.PodTimeout)
 	waited := time.Since(start).Seconds()
 	framework.Poll(t, ctx, 30*time.Second, "the update's duration on /metrics", func(ctx context.Context) (bool, error) {
-		n := metricValue(t, ctx, addr, updates)
+		n := framework.MetricValue(t, ctx, addr, updates)
 		return n == countBefore+1, fmt.Errorf("%s %v, was %v", updates, n, countBefore)
 	})
-	if took := metricValue(t, ctx, addr, updateSeconds) - sumBefore; took <= 0 || took > waited+1 {
+	if took := framework.MetricValue(t, ctx, addr, updateSeconds) - sumBefore; took <= 0 || took > waited+1 {
 		t.Errorf("observed duration %.2f s, want in (0, %.2f] (the time the test waited)", took, waited+1)
 	}
 
-	crrBefore := metricValue(t, ctx, addr, crrs)
+	crrBefore := framework.MetricValue(t, ctx, addr, crrs)
 	framework.CreateCRR(t, ctx, ns, framework.NewCRR("restart", pod.Name, "main"))
 	framework.WaitCRRCompleted(t, ctx, ns, "restart", framework.PodTimeout)
 	framework.Poll(t, ctx, 30*time.Second, "the request's duration on /metrics", func(ctx context.Context) (bool, error) {
-		n := metricValue(t, ctx, addr, crrs)
+		n := framework.MetricValue(t, ctx, addr, crrs)
 		return n == crrBefore+1, fmt.Errorf("%s %v, was %v", crrs, n, crrBefore)
 	})
 }

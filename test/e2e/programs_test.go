@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -69,17 +68,11 @@ func waitHealthy(t *testing.T, ctx context.Context, name, address string) {
 	t.Helper()
 	for _, path := range []string{"/healthz", "/readyz"} {
 		framework.Poll(t, ctx, 30*time.Second, name+" "+path, func(ctx context.Context) (bool, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+address+path, nil)
+			code, body, err := framework.HTTPGet(ctx, "http://"+address+path)
 			if err != nil {
 				return false, err
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return false, err
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			return resp.StatusCode == http.StatusOK, fmt.Errorf("%s: %s", resp.Status, body)
+			return code == http.StatusOK, fmt.Errorf("HTTP %d: %s", code, body)
 		})
 	}
 }

@@ -4,11 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -90,7 +86,7 @@ func TestSidecarSetColdUpgrade(t *testing.T) {
 	}
 	// Each Pod was asked once (the controller never decides from a cache older than its writes).
 	metric := fmt.Sprintf(`inplace_controller_sidecarset_pod_upgrades_total{result="started",sidecarset=%q}`, u.Set)
-	if got := controllerMetric(t, ctx, metric); got != 4 {
+	if got := framework.MetricValue(t, ctx, framework.ProgramAddress(t, "inplace-controller"), metric); got != 4 {
 		t.Errorf("%s = %v, want 4", metric, got)
 	}
 	if !slices.Equal(order, names) {
@@ -404,34 +400,6 @@ func TestSidecarSetHotUpgrade(t *testing.T) {
 			t.Errorf("pod %s: app container %+v, want restartCount 0", name, s)
 		}
 	}
-}
-
-// controllerMetric reads one sample of inplace-controller's /metrics (0 when absent).
-func controllerMetric(t *testing.T, ctx context.Context, sample string) float64 {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+framework.ProgramAddress(t, "inplace-controller")+"/metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("reading inplace-controller's metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(body), "\n") {
-		if value, ok := strings.CutPrefix(line, sample+" "); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-			if err != nil {
-				t.Fatalf("metric line %q: %v", line, err)
-			}
-			return v
-		}
-	}
-	return 0
 }
 
 // TestSidecarSetUpgradeLeavesService: a SidecarSet annotated
