@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -274,28 +273,7 @@ func TestCloneSetControllerKilledMidRollout(t *testing.T) {
 	controller := framework.CurrentProgram(t, "inplace-controller")
 
 	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
-	var started int
-	framework.Poll(t, ctx, framework.RolloutTimeout, "the rollout to start", func(ctx context.Context) (bool, error) {
-		pods, err := framework.CloneSetPods(ctx, cs)
-		if err != nil {
-			return false, err
-		}
-		started = 0
-		for _, p := range pods {
-			if framework.SpecImage(p, "main") == framework.AppImageV2 {
-				started++
-			}
-		}
-		return started > 0, nil
-	})
-	controller.Stop(t, ctx, syscall.SIGKILL, 10*time.Second)
-	t.Logf("inplace-controller (pid %d) killed with %d of 4 Pods started", controller.Pid, started)
-	if started == 4 {
-		t.Fatal("the rollout was over before inplace-controller was killed")
-	}
-	if err := framework.RunLocalUpHook(t, framework.ControllerHook); err != nil {
-		t.Fatalf("%s: %v", framework.ControllerHook, err)
-	}
+	framework.KillControllerMidway(t, ctx, controller, cs, "main", framework.AppImageV2, "rollout")
 	got, after := framework.WaitRolledOut(t, ctx, cs, 4)
 	framework.CheckSamePods(t, before, after)
 	for name, p := range after {

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"syscall"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -253,28 +251,7 @@ func TestSidecarSetControllerKilledMidUpgrade(t *testing.T) {
 	controller := framework.CurrentProgram(t, "inplace-controller")
 
 	framework.UpdateSidecarSet(t, ctx, u.Set, framework.SidecarImage(framework.AppImageV2))
-	var started int
-	framework.Poll(t, ctx, framework.RolloutTimeout, "the sidecar upgrade to start", func(ctx context.Context) (bool, error) {
-		pods, err := framework.CloneSetPods(ctx, u.Cs)
-		if err != nil {
-			return false, err
-		}
-		started = 0
-		for _, p := range pods {
-			if framework.SpecImage(p, framework.UpgradeSidecar) == framework.AppImageV2 {
-				started++
-			}
-		}
-		return started > 0, nil
-	})
-	controller.Stop(t, ctx, syscall.SIGKILL, 10*time.Second)
-	t.Logf("inplace-controller (pid %d) killed with %d of 4 Pods started", controller.Pid, started)
-	if started == 4 {
-		t.Fatal("the upgrade was over before inplace-controller was killed")
-	}
-	if err := framework.RunLocalUpHook(t, framework.ControllerHook); err != nil {
-		t.Fatalf("%s: %v", framework.ControllerHook, err)
-	}
+	framework.KillControllerMidway(t, ctx, controller, u.Cs, framework.UpgradeSidecar, framework.AppImageV2, "upgrade")
 	after := framework.WaitSidecarsOn(t, ctx, u, framework.AppImageV2, 4)
 	framework.WaitSidecarSetStatus(t, ctx, u.Set, 4, 4, 4, 4)
 	framework.CheckSidecarsUpgraded(t, u.Before, after, framework.AppImageV2, 1)

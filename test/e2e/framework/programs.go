@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 )
 
 // DaemonHook (re)starts inplace-daemon on the local cluster.
@@ -372,4 +374,33 @@ func StartAgainAfter(t *testing.T, name string) {
 			_ = RunLocalUpHook(t, hook)
 		}
 	})
+}
+
+// KillControllerMidway SIGKILLs inplace-controller (controller, as found before the change) once
+// a first Pod of the CloneSet has container on image, but not all, and starts it again: a
+// rollout (or upgrade) interrupted midway.
+func KillControllerMidway(t *testing.T, ctx context.Context, controller Program, cs *v1alpha1.CloneSet, container, image, what string) {
+	t.Helper()
+	var started, total int
+	Poll(t, ctx, RolloutTimeout, "the "+what+" to start", func(ctx context.Context) (bool, error) {
+		pods, err := CloneSetPods(ctx, cs)
+		if err != nil {
+			return false, err
+		}
+		started, total = 0, len(pods)
+		for _, p := range pods {
+			if SpecImage(p, container) == image {
+				started++
+			}
+		}
+		return started > 0, nil
+	})
+	controller.Stop(t, ctx, syscall.SIGKILL, 10*time.Second)
+	t.Logf("inplace-controller (pid %d) killed with %d of %d Pods started", controller.Pid, started, total)
+	if started == total {
+		t.Fatalf("the %s was over before inplace-controller was killed", what)
+	}
+	if err := RunLocalUpHook(t, ControllerHook); err != nil {
+		t.Fatalf("%s: %v", ControllerHook, err)
+	}
 }
