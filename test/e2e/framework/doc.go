@@ -9,9 +9,11 @@
 //     ServiceAccount credentials, the APIServices, the second node.
 //   - wait.go: Poll, the one poll-with-deadline helper every wait is written with; Context.
 //   - kubectl.go: the real kubectl (_output/bin/kubectl) as cluster-admin.
-//   - pod.go, inplaceupdate.go: Pods and their status; the pods/inplaceupdate subresource.
+//   - pod.go, inplaceupdate.go: Pods, their status and a record of their events; the
+//     pods/inplaceupdate subresource.
 //   - cri.go: the nodes' containerd through the CRI (what crictl reads).
-//   - programs.go: the inplace programs as processes (host or in-cluster), their restart.
+//   - programs.go: the inplace programs as processes (host or in-cluster), their restart, their
+//     /metrics.
 //   - crr.go, cloneset.go, statefulset.go, daemonset.go, sidecarset.go: each kind's create,
 //     update and wait-until helpers.
 //
