@@ -55,20 +55,19 @@ func TestCloneSetPreparingNormalUntilScheduled(t *testing.T) {
 		t.Errorf("annotation %s = %q: want an RFC 3339 time", pub.LifecycleTimestampKey, pod.Annotations[pub.LifecycleTimestampKey])
 	}
 	// It stays so: OpenKruise's scenario watches it for 10 s; 5 s of syncs here.
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	framework.Consistently(t, ctx, 5*time.Second, 500*time.Millisecond, func(ctx context.Context) error {
 		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if s := p.Labels[pub.LifecycleStateKey]; s != string(pub.LifecycleStatePreparingNormal) {
-			t.Fatalf("unscheduled Pod in state %q, want PreparingNormal", s)
+			return fmt.Errorf("unscheduled Pod in state %q, want PreparingNormal", s)
 		}
 		if st, err := cloneSetStatus(ctx, cs); err == nil && (st.AvailableReplicas != 0 || st.ReadyReplicas != 0) {
-			t.Fatalf("status %+v: an unscheduled Pod counted ready or available", st)
+			return fmt.Errorf("status %+v: an unscheduled Pod counted ready or available", st)
 		}
-		time.Sleep(500 * time.Millisecond) // an observation window, not a synchronisation
-	}
+		return nil
+	})
 }
 
 // TestCloneSetPreNormalHookHoldsAvailability: a Pod that its preNormal hook still holds
@@ -210,17 +209,16 @@ func TestCloneSetSpecifiedDeleteWaitsInPreparingDelete(t *testing.T) {
 		return p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingDelete), fmt.Errorf("state %q", p.Labels[pub.LifecycleStateKey])
 	})
 	// OpenKruise's scenario watches 5 s for a replacement that must not come.
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	framework.Consistently(t, ctx, 5*time.Second, 500*time.Millisecond, func(ctx context.Context) error {
 		pods, err := framework.CloneSetPods(ctx, cs)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if len(pods) != 3 {
-			t.Fatalf("%d Pods while %s waits in PreparingDelete, want 3 (it still counts)", len(pods), victim)
+			return fmt.Errorf("%d Pods while %s waits in PreparingDelete, want 3 (it still counts)", len(pods), victim)
 		}
-		time.Sleep(500 * time.Millisecond) // an observation window, not a synchronisation
-	}
+		return nil
+	})
 
 	framework.MustKubectl(t, ctx, "", "-n", ns, "label", "pod", victim, "lifecycle-hook-")
 	framework.Poll(t, ctx, 60*time.Second, victim+" deleted", func(ctx context.Context) (bool, error) {

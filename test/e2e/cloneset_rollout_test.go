@@ -100,17 +100,16 @@ func TestCloneSetPaused(t *testing.T) {
 		return got.Status.ObservedGeneration == got.Generation && got.Status.UpdateRevision != got.Status.CurrentRevision,
 			fmt.Errorf("status %+v", got.Status)
 	})
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	framework.Consistently(t, ctx, 5*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
 		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if got.Status.UpdatedReplicas != 0 {
-			t.Fatalf("paused: status.updatedReplicas %d", got.Status.UpdatedReplicas)
+			return fmt.Errorf("paused: status.updatedReplicas %d", got.Status.UpdatedReplicas)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	events := rec.UpTo(t, ctx, ns)
 	for _, e := range events {
 		b := before[e.Pod.Name]
@@ -234,13 +233,12 @@ func TestCloneSetInPlaceUpdateHook(t *testing.T) {
 	}
 	framework.Poll(t, ctx, 30*time.Second, "pod "+name+" PreparingUpdate, not ready, not updated", stateIs(pub.LifecycleStatePreparingUpdate, held))
 	// It waits there while the hook label stays.
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
+	framework.Consistently(t, ctx, 3*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
 		if ok, err := stateIs(pub.LifecycleStatePreparingUpdate, held)(ctx); !ok {
-			t.Fatalf("while the hook holds: %v", err)
+			return fmt.Errorf("while the hook holds: %v", err)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 
 	framework.MustKubectl(t, ctx, "", "-n", ns, "label", "pod", name, hold+"-")
 	updated := func(p *corev1.Pod) error {

@@ -126,17 +126,16 @@ func testPartition(t *testing.T, partition intstr.IntOrString) {
 		return err == nil, err
 	})
 	// And it stays so: nothing else changes for a while.
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	framework.Consistently(t, ctx, 5*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
 		now, err := snapshot(ctx)
 		if err != nil {
-			t.Fatalf("with partition %s: %v", partition.String(), err)
+			return fmt.Errorf("with partition %s: %v", partition.String(), err)
 		}
 		if !maps.Equal(now, settled) {
-			t.Fatalf("with partition %s the Pods changed: %v, were %v", partition.String(), now, settled)
+			return fmt.Errorf("with partition %s the Pods changed: %v, were %v", partition.String(), now, settled)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 
 	patch := `{"spec":{"updateStrategy":{"partition":0}}}`
 	if _, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {

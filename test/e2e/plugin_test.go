@@ -231,23 +231,18 @@ func cloneSetObserved(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet) 
 // expectImagesStay watches for settleWindow that the CloneSet's Pods stay the Pods of before, on image.
 func expectImagesStay(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, before map[types.UID]bool, image, why string) {
 	t.Helper()
-	deadline := time.Now().Add(framework.SettleWindow)
-	for time.Now().Before(deadline) {
+	framework.Consistently(t, ctx, framework.SettleWindow, 200*time.Millisecond, func(ctx context.Context) error {
 		pods, err := framework.CloneSetPods(ctx, cs)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		for _, p := range pods {
 			if !before[p.UID] || framework.SpecImage(p, "main") != image {
-				t.Fatalf("%s: pod %s (%s) on %s, want the Pods of before on %s", why, p.Name, p.UID, framework.SpecImage(p, "main"), image)
+				return fmt.Errorf("%s: pod %s (%s) on %s, want the Pods of before on %s", why, p.Name, p.UID, framework.SpecImage(p, "main"), image)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 // TestPluginRolloutPauseResume: `rollout pause` stops a CloneSet's rollout: after `set image` the

@@ -228,23 +228,18 @@ func TestSidecarSetPatchPodMetadataFollowsUpgrade(t *testing.T) {
 	framework.UpdateSidecarSet(t, ctx, u.Set, patch(`{"agent":2}`))
 	framework.WaitSidecarSetStatus(t, ctx, u.Set, 2, 2, 2, 2)
 	// The controller has seen the change; watch that it writes nothing to the Pods.
-	deadline := time.Now().Add(framework.SettleWindow)
-	for time.Now().Before(deadline) {
+	framework.Consistently(t, ctx, framework.SettleWindow, 200*time.Millisecond, func(ctx context.Context) error {
 		pods, err := framework.CloneSetPods(ctx, u.Cs)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		for name, p := range pods {
 			if p.Annotations["key"] != `{"agent":1}` || framework.SpecImage(p, framework.UpgradeSidecar) != framework.AppImageV1 {
-				t.Fatalf("pod %s changed by a change of patchPodMetadata alone: key %q, sidecar %s", name, p.Annotations["key"], framework.SpecImage(p, framework.UpgradeSidecar))
+				return fmt.Errorf("pod %s changed by a change of patchPodMetadata alone: key %q, sidecar %s", name, p.Annotations["key"], framework.SpecImage(p, framework.UpgradeSidecar))
 			}
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 
 	framework.UpdateSidecarSet(t, ctx, u.Set, framework.SidecarImage(framework.AppImageV2))
 	after := framework.WaitSidecarsOn(t, ctx, u, framework.AppImageV2, 2)

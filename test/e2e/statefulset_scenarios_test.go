@@ -158,17 +158,16 @@ func TestAdvancedStatefulSetOrderedReadyHaltsOnUnready(t *testing.T) {
 	})
 	rec := framework.RecordPods(t, ctx, ns)
 	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](3) })
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
+	framework.Consistently(t, ctx, 3*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
 		pods, err := framework.StatefulSetPods(ctx, set)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if len(pods) != 1 {
-			t.Fatalf("pods %v created while db-0 is unready (OrderedReady halts)", slices.Sorted(maps.Keys(pods)))
+			return fmt.Errorf("pods %v created while db-0 is unready (OrderedReady halts)", slices.Sorted(maps.Keys(pods)))
 		}
-		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
-	}
+		return nil
+	})
 	framework.MustKubectl(t, ctx, "", "-n", ns, "exec", "db-0", "--", "touch", "/tmp/ready")
 	framework.WaitStatefulSet(t, ctx, set, 3, 3)
 	events := rec.UpTo(t, ctx, ns)

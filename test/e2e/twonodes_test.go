@@ -86,17 +86,16 @@ func TestSecondNodeHasItsOwnDaemon(t *testing.T) {
 	}
 	framework.CurrentProgram(t, "inplace-daemon-node2").Stop(t, ctx, syscall.SIGTERM, framework.StopTimeout)
 	framework.CreateCRR(t, ctx, ns, framework.NewCRR("restart-2", pod.Name, "main"))
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
+	framework.Consistently(t, ctx, 3*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
 		crr, err := framework.Inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Get(ctx, "restart-2", metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if crr.Status.Phase != "" && crr.Status.Phase != v1alpha1.ContainerRecreateRequestPending {
-			t.Fatalf("with node 2's daemon stopped the request went to %s (%s): another daemon took it", crr.Status.Phase, crr.Status.Message)
+			return fmt.Errorf("with node 2's daemon stopped the request went to %s (%s): another daemon took it", crr.Status.Phase, crr.Status.Message)
 		}
-		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
-	}
+		return nil
+	})
 	if err := framework.RunLocalUpHook(t, framework.DaemonHook); err != nil {
 		t.Fatalf("restarting the inplace-daemons: %v", err)
 	}

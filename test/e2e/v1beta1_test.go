@@ -248,11 +248,12 @@ func TestCloneSetV1beta1OnDelete(t *testing.T) {
 		}
 		return nil
 	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+	framework.Consistently(t, ctx, 5*time.Second, 250*time.Millisecond, func(ctx context.Context) error {
 		if err := untouched(ctx); err != nil {
-			t.Fatalf("under OnDelete: %v", err)
+			return fmt.Errorf("under OnDelete: %w", err)
 		}
-	}
+		return nil
+	})
 
 	victim := slices.Sorted(maps.Keys(before))[0]
 	if err := framework.Kube.CoreV1().Pods(ns).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {

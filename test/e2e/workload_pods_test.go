@@ -230,14 +230,13 @@ func TestAdvancedStatefulSetPreDeleteHook(t *testing.T) {
 		return state == string(pub.LifecycleStatePreparingDelete) && framework.ConditionStatus(p, pub.KruisePodReadyConditionType) == corev1.ConditionFalse,
 			fmt.Errorf("state %q, KruisePodReady %s", state, framework.ConditionStatus(p, pub.KruisePodReadyConditionType))
 	})
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
+	framework.Consistently(t, ctx, 2*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
 		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
 		if err != nil || p.DeletionTimestamp != nil {
-			t.Fatalf("db-1 deleted while the preDelete hook holds it: %v", err)
+			return fmt.Errorf("db-1 deleted while the preDelete hook holds it: %v", err)
 		}
-		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
-	}
+		return nil
+	})
 	rec := framework.RecordPods(t, ctx, ns)
 	patchPod(t, ctx, ns, "db-1", map[string]any{"metadata": map[string]any{"finalizers": nil}})
 	framework.WaitStatefulSet(t, ctx, set, 1, 1)
@@ -314,14 +313,13 @@ func TestAdvancedStatefulSetInPlaceUpdateHook(t *testing.T) {
 		_, s, err := state(ctx)
 		return s == pub.LifecycleStatePreparingUpdate, fmt.Errorf("state %q (%v)", s, err)
 	})
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
+	framework.Consistently(t, ctx, 2*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
 		p, s, err := state(ctx)
 		if err != nil || s != pub.LifecycleStatePreparingUpdate || framework.SpecImage(p, "main") != framework.AppImageV1 {
-			t.Fatalf("while the hook holds: state %q, err %v", s, err)
+			return fmt.Errorf("while the hook holds: state %q, err %v", s, err)
 		}
-		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
-	}
+		return nil
+	})
 	patchPod(t, ctx, ns, "db-0", map[string]any{"metadata": map[string]any{"labels": map[string]any{hold: nil}}})
 	framework.Poll(t, ctx, time.Minute, "db-0 updated in place, Updated", func(ctx context.Context) (bool, error) {
 		p, s, err := state(ctx)
@@ -356,13 +354,12 @@ func TestAdvancedStatefulSetPreNormalHook(t *testing.T) {
 		s := p.Labels[pub.LifecycleStateKey]
 		return framework.PodReady(p) && s == string(pub.LifecycleStatePreparingNormal), fmt.Errorf("ready %v, state %q", framework.PodReady(p), s)
 	})
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
+	framework.Consistently(t, ctx, 2*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
 		if pods, err := framework.StatefulSetPods(ctx, set); err != nil || len(pods) != 1 {
-			t.Fatalf("pods %v (%v) while db-0 is PreparingNormal: OrderedReady holds db-1", slices.Sorted(maps.Keys(pods)), err)
+			return fmt.Errorf("pods %v (%v) while db-0 is PreparingNormal: OrderedReady holds db-1", slices.Sorted(maps.Keys(pods)), err)
 		}
-		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
-	}
+		return nil
+	})
 	patchPod(t, ctx, ns, "db-0", map[string]any{"metadata": map[string]any{"labels": map[string]any{done: "true"}}})
 	framework.Poll(t, ctx, time.Minute, "db-1 created once db-0 is Normal", func(ctx context.Context) (bool, error) {
 		pods, err := framework.StatefulSetPods(ctx, set)

@@ -40,3 +40,20 @@ func Poll(t *testing.T, ctx context.Context, timeout time.Duration, what string,
 		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
 	}
 }
+
+// Consistently checks, every interval for window, that something still holds (check returns
+// nil), and fails the test with check's error the first time it does not: an observation window,
+// how long a test watches that something does not happen, not a synchronisation.
+func Consistently(t *testing.T, ctx context.Context, window, interval time.Duration, check func(context.Context) error) {
+	t.Helper()
+	for deadline := time.Now().Add(window); time.Now().Before(deadline); {
+		if err := check(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(interval):
+		}
+	}
+}
