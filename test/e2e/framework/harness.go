@@ -38,7 +38,7 @@ const childEnv = "INPLACE_E2E_CHILD"
 // inClusterEnv (=1) makes the harness run the inplace programs in the cluster, installed from
 // artifacts/deploy with inplace's image (INPLACE_IN_CLUSTER=1 hack/local-up.sh), instead of as
 // host processes; =ha installs artifacts/deploy/ha (three etcd members, two apiservers). The
-// tests are the same; see programs_framework_test.go (and ha_test.go, which needs =ha).
+// tests are the same; see programs.go (and test/e2e/ha_test.go, which needs =ha).
 const inClusterEnv = "INPLACE_E2E_IN_CLUSTER"
 
 // reuseEnv (=1) makes the harness use the running local cluster as it is: it neither builds the
