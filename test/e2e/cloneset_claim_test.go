@@ -81,7 +81,7 @@ func TestCloneSetAdoptsOrphans(t *testing.T) {
 		}
 		b := before[name]
 		if b == nil {
-			continue // checkSamePods said so
+			continue // framework.CheckSamePods said so
 		}
 		for _, c := range p.Status.ContainerStatuses {
 			if c.RestartCount != b.Status.ContainerStatuses[0].RestartCount {

@@ -179,7 +179,7 @@ func TestCloneSetOrderedLaunchWithSidecar(t *testing.T) {
 
 	labels := map[string]string{"app": app}
 	cs, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, &v1alpha1.CloneSet{
-		ObjectMeta: metav1.ObjectMeta{Name: app}, // cloneSetPods selects app=<name>
+		ObjectMeta: metav1.ObjectMeta{Name: app}, // framework.CloneSetPods selects app=<name>
 		Spec: v1alpha1.CloneSetSpec{
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},

@@ -228,7 +228,7 @@ func cloneSetObserved(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet) 
 	return got
 }
 
-// expectImagesStay watches for settleWindow that the CloneSet's Pods stay the Pods of before, on image.
+// expectImagesStay watches for framework.SettleWindow that the CloneSet's Pods stay the Pods of before, on image.
 func expectImagesStay(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, before map[types.UID]bool, image, why string) {
 	t.Helper()
 	framework.Consistently(t, ctx, framework.SettleWindow, 200*time.Millisecond, func(ctx context.Context) error {

@@ -113,7 +113,7 @@ func TestSidecarSetUpgradeSupersedesBadImage(t *testing.T) {
 }
 
 // newHotSidecarSet creates the SidecarSet of TestSidecarSetHotUpgrade (the pair mesh-1/mesh-2 on
-// appImageV1, empty image emptyImage, Pods app=web) and a CloneSet of n Pods, and waits until they
+// framework.AppImageV1, empty image emptyImage, Pods app=web) and a CloneSet of n Pods, and waits until they
 // run it and the SidecarSet counts them.
 func newHotSidecarSet(t *testing.T, ctx context.Context, prefix string, n int32) (string, *v1alpha1.CloneSet, map[string]*corev1.Pod) {
 	t.Helper()

@@ -126,7 +126,7 @@ func TestImagePullJobV1beta1Pulls(t *testing.T) {
 	}
 }
 
-// newCloneSetV1beta1 creates, at v1beta1, a CloneSet "web" of n Pods on appImageV1 with the update
+// newCloneSetV1beta1 creates, at v1beta1, a CloneSet "web" of n Pods on framework.AppImageV1 with the update
 // strategy, and returns its v1alpha1 view (the same object) for the CloneSet helpers.
 func newCloneSetV1beta1(t *testing.T, ctx context.Context, ns string, n int32, strategy v1beta1.CloneSetUpdateStrategy) *v1alpha1.CloneSet {
 	t.Helper()

@@ -83,7 +83,7 @@ func WaitCloneSetReady(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet,
 // change takes ~1-3 s per Pod, a recreate a few seconds; maxUnavailable 1 updates one at a time).
 const RolloutTimeout = 3 * time.Minute
 
-// NewUpdateCloneSet creates a CloneSet "web" of n Pods on appImageV1 with the update strategy,
+// NewUpdateCloneSet creates a CloneSet "web" of n Pods on AppImageV1 with the update strategy,
 // changed by the mutators before it is sent.
 func NewUpdateCloneSet(t *testing.T, ctx context.Context, ns string, n int32, strategy v1alpha1.CloneSetUpdateStrategy, mutate ...func(*v1alpha1.CloneSet)) *v1alpha1.CloneSet {
 	t.Helper()

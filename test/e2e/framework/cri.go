@@ -148,7 +148,7 @@ func RegistryNodes(t *testing.T) (string, []LocalNode) {
 	}
 	nodes := []LocalNode{{vars["NODE_NAME"], vars["CONTAINER_RUNTIME_ENDPOINT"]}}
 	if Node2Name == "" && InClusterMode() {
-		return reg, nodes // inplace in the cluster: one node (see secondNode)
+		return reg, nodes // inplace in the cluster: one node (see SecondNode)
 	}
 	return reg, append(nodes, LocalNode{SecondNode(t), vars["NODE2_RUNTIME_ENDPOINT"]})
 }

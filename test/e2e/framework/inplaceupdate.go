@@ -173,7 +173,7 @@ func bodyFile(t *testing.T, spec v1alpha1.InPlaceUpdateSpec) string {
 	return file
 }
 
-// PostInPlaceUpdateFile is postInPlaceUpdate with the body in a file (relative to the
+// PostInPlaceUpdateFile is PostInPlaceUpdate with the body in a file (relative to the
 // repository root).
 func PostInPlaceUpdateFile(t *testing.T, ctx context.Context, namespace, name, file string) RawResponse {
 	t.Helper()
@@ -224,7 +224,7 @@ func StartInPlaceUpdate(t *testing.T, ctx context.Context, namespace, name strin
 	return StartInPlaceUpdateFile(t, ctx, namespace, name, bodyFile(t, spec))
 }
 
-// StartInPlaceUpdateFile is startInPlaceUpdate with the body in a file (relative to the
+// StartInPlaceUpdateFile is StartInPlaceUpdate with the body in a file (relative to the
 // repository root).
 func StartInPlaceUpdateFile(t *testing.T, ctx context.Context, namespace, name, file string) *v1alpha1.InPlaceUpdate {
 	t.Helper()
@@ -282,7 +282,7 @@ func WaitUpdateCompleted(t *testing.T, ctx context.Context, namespace, name stri
 	return pod
 }
 
-// PodRecord is one version of a Pod seen by a podRecorder.
+// PodRecord is one version of a Pod seen by a PodRecorder.
 type PodRecord struct {
 	At  time.Time
 	Pod *corev1.Pod

@@ -183,7 +183,7 @@ type SidecarUpgrade struct {
 }
 
 // NewSidecarUpgrade creates a SidecarSet (named after the test's namespace, selecting its Pods
-// app=web) with the sidecar agent on appImageV1, changed by mutate, then a CloneSet of n Pods, and
+// app=web) with the sidecar agent on AppImageV1, changed by mutate, then a CloneSet of n Pods, and
 // waits until they are Ready and the SidecarSet counts them.
 func NewSidecarUpgrade(t *testing.T, ctx context.Context, prefix string, n int32, mutate func(*v1alpha1.SidecarSet)) *SidecarUpgrade {
 	t.Helper()
@@ -311,7 +311,7 @@ func WaitSidecarsOn(t *testing.T, ctx context.Context, u *SidecarUpgrade, image 
 	return pods
 }
 
-// ExpectSidecarsStay watches for settleWindow that exactly the Pods named run the sidecar image
+// ExpectSidecarsStay watches for SettleWindow that exactly the Pods named run the sidecar image
 // and no other Pod's sidecar is set to it.
 func ExpectSidecarsStay(t *testing.T, ctx context.Context, u *SidecarUpgrade, image string, names []string, why string) {
 	t.Helper()

@@ -19,7 +19,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 )
 
-// NewAdvancedStatefulSet is a StatefulSet "db" of n Pods of appImageV1 in ns, each with a claim
+// NewAdvancedStatefulSet is a StatefulSet "db" of n Pods of AppImageV1 in ns, each with a claim
 // "data" of the default StorageClass mounted at /data, updated InPlaceIfPossible.
 func NewAdvancedStatefulSet(ns string, n int32, policy appsv1.PodManagementPolicyType, mutate ...func(*v1beta1.StatefulSet)) *v1beta1.StatefulSet {
 	set := &v1beta1.StatefulSet{
