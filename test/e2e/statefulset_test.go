@@ -2,13 +2,16 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -248,4 +251,197 @@ func TestAdvancedStatefulSetInPlaceResizeAndRollback(t *testing.T) {
 			t.Logf("pod %s: %s", name, fmt.Sprint(p.Annotations[pub.InPlaceUpdateStateKey]))
 		}
 	}
+}
+
+// More of OpenKruise's Advanced StatefulSet e2e scenarios (test/e2e/apps/v1beta1/statefulset.go
+// at v1.9.0): OnDelete, rolling back to an earlier revision, the scale subresource through kubectl,
+// OrderedReady scale-up halting on an unready Pod.
+
+// setRevisions reads the set's current and update revision names.
+func setRevisions(t *testing.T, ctx context.Context, set *v1beta1.StatefulSet) (current, update string) {
+	t.Helper()
+	got, err := framework.Inplace.AppsV1beta1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.Status.CurrentRevision, got.Status.UpdateRevision
+}
+
+// TestAdvancedStatefulSetOnDeleteAndRollback: with OnDelete a new image waits until a Pod is
+// deleted, which comes back at the new revision; setting the old image again rolls the update
+// revision back to the first revision's name (no new revision), and a rolling update then brings
+// the Pod back to it in place.
+func TestAdvancedStatefulSetOnDeleteAndRollback(t *testing.T) {
+	ctx, ns := framework.Start(t, "asts-ondelete")
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
+		s.Spec.UpdateStrategy = v1beta1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+	}))
+	before := framework.WaitStatefulSet(t, ctx, set, 2, 2)
+	first, _ := setRevisions(t, ctx, set)
+
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
+	held := framework.WaitStatefulSet(t, ctx, set, 2, 0)
+	for name, p := range held {
+		if p.UID != before[name].UID || framework.SpecImage(p, "main") != framework.AppImageV1 {
+			t.Errorf("OnDelete: pod %s changed (image %s) before anyone deleted it", name, framework.SpecImage(p, "main"))
+		}
+	}
+	if err := framework.Kube.CoreV1().Pods(ns).Delete(ctx, "db-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := framework.WaitStatefulSet(t, ctx, set, 2, 1)
+	if p := pods["db-1"]; p.UID == before["db-1"].UID || framework.SpecImage(p, "main") != framework.AppImageV2 {
+		t.Errorf("deleted db-1 came back as %s on %s, want a new Pod on %s", p.UID, framework.SpecImage(p, "main"), framework.AppImageV2)
+	}
+	if p := pods["db-0"]; p.UID != before["db-0"].UID || framework.SpecImage(p, "main") != framework.AppImageV1 {
+		t.Errorf("db-0 (not deleted) changed: image %s", framework.SpecImage(p, "main"))
+	}
+
+	// Roll back: the template equals the first revision's again.
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = framework.AppImageV1 })
+	framework.WaitStatefulSet(t, ctx, set, 2, 1) // db-0 is at the first revision again, db-1 is not
+	if _, update := setRevisions(t, ctx, set); update != first {
+		t.Errorf("rolled back: update revision %q, want the first revision %q again", update, first)
+	}
+	revisions, err := framework.Kube.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(revisions.Items) != 2 {
+		t.Errorf("%d ControllerRevisions after a rollback, want 2 (the rollback reuses the first)", len(revisions.Items))
+	}
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) {
+		s.Spec.UpdateStrategy = v1beta1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+			RollingUpdate: &v1beta1.RollingUpdateStatefulSetStrategy{PodUpdatePolicy: v1beta1.InPlaceIfPossiblePodUpdateStrategyType}}
+	})
+	after := framework.WaitStatefulSet(t, ctx, set, 2, 2)
+	if p := after["db-1"]; p.UID != pods["db-1"].UID || framework.SpecImage(p, "main") != framework.AppImageV1 {
+		t.Errorf("db-1 after the rolling update: UID %s (was %s), image %s; want the same Pod back on %s in place",
+			p.UID, pods["db-1"].UID, framework.SpecImage(p, "main"), framework.AppImageV1)
+	}
+	framework.Poll(t, ctx, time.Minute, "current revision back to the first", func(ctx context.Context) (bool, error) {
+		current, update := setRevisions(t, ctx, set)
+		return current == first && update == first, fmt.Errorf("current %q update %q, want %q", current, update, first)
+	})
+}
+
+// TestAdvancedStatefulSetScaleSubresource: kubectl scale drives the set through /scale; the scale
+// object carries the selector (for HPAs); scaling down removes the highest ordinals first and
+// keeps their claims (the default retention policy).
+func TestAdvancedStatefulSetScaleSubresource(t *testing.T) {
+	ctx, ns := framework.Start(t, "asts-scale")
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement))
+	framework.WaitStatefulSet(t, ctx, set, 1, 1)
+	framework.MustKubectl(t, ctx, "", "-n", ns, "scale", "statefulsets.apps.kruise.io/db", "--replicas=3")
+	pods := framework.WaitStatefulSet(t, ctx, set, 3, 3)
+	if names := slices.Sorted(maps.Keys(pods)); !slices.Equal(names, []string{"db-0", "db-1", "db-2"}) {
+		t.Errorf("pods %v after scaling to 3", names)
+	}
+	raw := framework.MustKubectl(t, ctx, "", "get", "--raw", "/apis/apps.kruise.io/v1beta1/namespaces/"+ns+"/statefulsets/db/scale")
+	var scale autoscalingv1.Scale
+	if err := json.Unmarshal([]byte(raw), &scale); err != nil {
+		t.Fatalf("scale: %v: %s", err, raw)
+	}
+	if scale.Spec.Replicas != 3 || scale.Status.Replicas != 3 || scale.Status.Selector != "app=db" {
+		t.Errorf("scale %+v, want 3 replicas and selector app=db", scale)
+	}
+
+	rec := framework.RecordPods(t, ctx, ns)
+	framework.MustKubectl(t, ctx, "", "-n", ns, "scale", "asts/db", "--replicas=1")
+	pods = framework.WaitStatefulSet(t, ctx, set, 1, 1)
+	events := rec.UpTo(t, ctx, ns)
+	if _, ok := pods["db-0"]; !ok {
+		t.Errorf("pods %v after scaling to 1, want db-0", slices.Sorted(maps.Keys(pods)))
+	}
+	var deleted []string
+	for _, e := range events {
+		if (e.Typ == watch.Deleted || e.Pod.DeletionTimestamp != nil) && !slices.Contains(deleted, e.Pod.Name) {
+			deleted = append(deleted, e.Pod.Name)
+		}
+	}
+	if want := []string{"db-2", "db-1"}; !slices.Equal(deleted, want) {
+		t.Errorf("scale-down deleted %v, want %v (highest ordinal first)", deleted, want)
+	}
+	claims := framework.ClaimUIDs(t, ctx, ns)
+	for i := range 3 {
+		if claims[fmt.Sprintf("data-db-%d", i)] == "" {
+			t.Errorf("claim data-db-%d gone after the scale-down (whenScaled Retain): %v", i, claims)
+		}
+	}
+}
+
+// TestAdvancedStatefulSetOrderedReadyHaltsOnUnready: with OrderedReady, scaling up waits while a
+// Pod is not ready and goes on, in order, once it is ready again.
+func TestAdvancedStatefulSetOrderedReadyHaltsOnUnready(t *testing.T) {
+	ctx, ns := framework.Start(t, "asts-halt")
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
+		c := &s.Spec.Template.Spec.Containers[0]
+		c.Command = []string{"/bin/sh", "-c", "touch /tmp/ready; while true; do sleep 1; done"}
+		c.ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1,
+			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-f", "/tmp/ready"}}}}
+	}))
+	framework.WaitStatefulSet(t, ctx, set, 1, 1)
+	framework.MustKubectl(t, ctx, "", "-n", ns, "exec", "db-0", "--", "rm", "/tmp/ready")
+	framework.Poll(t, ctx, time.Minute, "db-0 unready", func(ctx context.Context) (bool, error) {
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return !framework.PodReady(p), nil
+	})
+	rec := framework.RecordPods(t, ctx, ns)
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](3) })
+	framework.Consistently(t, ctx, 3*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
+		pods, err := framework.StatefulSetPods(ctx, set)
+		if err != nil {
+			return err
+		}
+		if len(pods) != 1 {
+			return fmt.Errorf("pods %v created while db-0 is unready (OrderedReady halts)", slices.Sorted(maps.Keys(pods)))
+		}
+		return nil
+	})
+	framework.MustKubectl(t, ctx, "", "-n", ns, "exec", "db-0", "--", "touch", "/tmp/ready")
+	framework.WaitStatefulSet(t, ctx, set, 3, 3)
+	events := rec.UpTo(t, ctx, ns)
+	var created []string
+	for _, e := range events {
+		if e.Typ == watch.Added && !slices.Contains(created, e.Pod.Name) {
+			created = append(created, e.Pod.Name)
+		}
+	}
+	if want := []string{"db-1", "db-2"}; !slices.Equal(created, want) {
+		t.Errorf("created %v, want %v in order", created, want)
+	}
+}
+
+// TestAdvancedStatefulSetClaimRetention: persistentVolumeClaimRetentionPolicy Delete/Delete: a
+// scale-down deletes the claims of the ordinals it removed, and deleting the set lets the garbage
+// collector (kube-controller-manager's, following the set's ownerReference through the aggregated
+// API) delete the rest; with the default Retain/Retain the claims stay (the scale test).
+func TestAdvancedStatefulSetClaimRetention(t *testing.T) {
+	ctx, ns := framework.Start(t, "asts-retention")
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
+		s.Spec.PersistentVolumeClaimRetentionPolicy = &v1beta1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+			WhenDeleted: v1beta1.DeletePersistentVolumeClaimRetentionPolicyType,
+			WhenScaled:  v1beta1.DeletePersistentVolumeClaimRetentionPolicyType,
+		}
+	}))
+	framework.WaitStatefulSet(t, ctx, set, 2, 2)
+	if claims := framework.ClaimUIDs(t, ctx, ns); claims["data-db-0"] == "" || claims["data-db-1"] == "" {
+		t.Fatalf("claims %v, want data-db-0 and data-db-1", claims)
+	}
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })
+	framework.WaitStatefulSet(t, ctx, set, 1, 1)
+	framework.Poll(t, ctx, time.Minute, "claim data-db-1 deleted with its scaled-away Pod", func(ctx context.Context) (bool, error) {
+		claims := framework.ClaimUIDs(t, ctx, ns)
+		return claims["data-db-1"] == "" && claims["data-db-0"] != "", fmt.Errorf("claims %v", claims)
+	})
+	if err := framework.Inplace.AppsV1beta1().StatefulSets(ns).Delete(ctx, set.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Poll(t, ctx, 2*time.Minute, "claim data-db-0 deleted with the set", func(ctx context.Context) (bool, error) {
+		claims := framework.ClaimUIDs(t, ctx, ns)
+		return len(claims) == 0, fmt.Errorf("claims %v", claims)
+	})
 }
