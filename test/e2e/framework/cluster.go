@@ -147,7 +147,7 @@ func oneAPIServiceAvailable(ctx context.Context, name string) (bool, error) {
 			if m["status"] == "True" {
 				return true, nil
 			}
-			return false, fmt.Errorf("Available=%v: %v: %v", m["status"], m["reason"], m["message"])
+			return false, fmt.Errorf("condition Available=%v: %v: %v", m["status"], m["reason"], m["message"])
 		}
 	}
 	return false, fmt.Errorf("no Available condition yet")
