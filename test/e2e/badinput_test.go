@@ -16,6 +16,7 @@ import (
 	"github.com/inplace-dev/inplace/hack/benchlib"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	"github.com/inplace-dev/inplace/test/badinput"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestBadInputSubresources: malformed requests to pods/inplaceupdate, pods/recreate and
@@ -24,23 +25,24 @@ import (
 // changed, no ContainerRecreateRequest is created, and a body that names another Pod than the
 // path never acts on that Pod.
 func TestBadInputSubresources(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "bad-input")
-	runPod(t, ctx, ns, "target")
-	runPod(t, ctx, ns, "other")
+	ctx, ns := framework.Start(t, "bad-input")
+	framework.RunPod(t, ctx, ns, "target")
+	framework.RunPod(t, ctx, ns, "other")
 	set := testSidecarSet("e2e-bad-input-" + utilrand.String(5))
-	if _, err := inplace.AppsV1alpha1().SidecarSets().Create(ctx, set, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.Inplace.AppsV1alpha1().SidecarSets().Create(ctx, set, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = inplace.AppsV1alpha1().SidecarSets().Delete(ctx, set.Name, metav1.DeleteOptions{}) })
-	setBefore, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, set.Name, metav1.GetOptions{})
+	t.Cleanup(func() {
+		_ = framework.Inplace.AppsV1alpha1().SidecarSets().Delete(ctx, set.Name, metav1.DeleteOptions{})
+	})
+	setBefore, err := framework.Inplace.AppsV1alpha1().SidecarSets().Get(ctx, set.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// inplace-controller writes the SidecarSet's status and hash annotations; its spec and
 	// generation are what a request could change.
 	specOf := func(name string) (corev1.PodSpec, map[string]string, map[string]string) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,14 +120,14 @@ func TestBadInputSubresources(t *testing.T) {
 		post("inject: a CloneSet", inject, `{"apiVersion":"apps.kruise.io/v1alpha1","kind":"CloneSet","metadata":{"name":"c"}}`, 400, ""),
 	)
 
-	httpClient, err := rest.HTTPClientFor(adminConfig)
+	httpClient, err := rest.HTTPClientFor(framework.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	httpClient.Timeout = 30 * time.Second
 	for _, r := range reqs {
 		t.Run(r.Name, func(t *testing.T) {
-			code, body := badinput.Send(t, testContext(t), httpClient, adminConfig.Host, r)
+			code, body := badinput.Send(t, framework.Context(t), httpClient, framework.AdminConfig.Host, r)
 			badinput.Check(t, r, code, body)
 		})
 	}
@@ -134,7 +136,7 @@ func TestBadInputSubresources(t *testing.T) {
 	// A valid body that names another Pod acts on the Pod of the path only (dry run: nothing
 	// changes either way): the answer is about target, never other.
 	t.Run("inplaceupdate: a body that names another Pod", func(t *testing.T) {
-		code, body := badinput.Send(t, testContext(t), httpClient, adminConfig.Host, badinput.Request{Method: http.MethodPost, Path: inplaceUpdate, Query: "dryRun=All",
+		code, body := badinput.Send(t, framework.Context(t), httpClient, framework.AdminConfig.Host, badinput.Request{Method: http.MethodPost, Path: inplaceUpdate, Query: "dryRun=All",
 			ContentType: "application/json", Body: []byte(`{"metadata":{"name":"other"},"spec":{"containers":[{"name":"main","image":"inplace.local/app:v2"}]}}`)})
 		var answer metav1.PartialObjectMetadata
 		if err := json.Unmarshal(body, &answer); err != nil || (code < 400 && answer.Name != "target") || code >= 500 {
@@ -148,11 +150,11 @@ func TestBadInputSubresources(t *testing.T) {
 			t.Errorf("Pod %s changed by a malformed request:\nbefore %+v\nafter  %+v", name, before[name], [3]any{spec, labels, annotations})
 		}
 	}
-	crrs, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).List(ctx, metav1.ListOptions{})
+	crrs, err := framework.Inplace.AppsV1alpha1().ContainerRecreateRequests(ns).List(ctx, metav1.ListOptions{})
 	if err != nil || len(crrs.Items) != 0 {
 		t.Errorf("ContainerRecreateRequests after the malformed requests: %v %v, want none", crrs, err)
 	}
-	if after, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, set.Name, metav1.GetOptions{}); err != nil ||
+	if after, err := framework.Inplace.AppsV1alpha1().SidecarSets().Get(ctx, set.Name, metav1.GetOptions{}); err != nil ||
 		after.Generation != setBefore.Generation || !reflect.DeepEqual(after.Spec, setBefore.Spec) {
 		t.Errorf("SidecarSet %s changed by a malformed request (%v):\nbefore %+v\nafter  %+v", set.Name, err, setBefore.Spec, after)
 	}
@@ -162,9 +164,9 @@ func TestBadInputSubresources(t *testing.T) {
 // through kube-apiserver. Every answer is a success or an expected 409 (an update or delete that
 // raced another client) or 404 (one that raced a delete); every verb was served.
 func TestLoadSmoke(t *testing.T) {
-	ctx := testContext(t)
-	namespaces := []string{newNamespace(t, ctx, "load"), newNamespace(t, ctx, "load")}
-	cfg := rest.CopyConfig(adminConfig)
+	ctx := framework.Context(t)
+	namespaces := []string{framework.NewNamespace(t, ctx, "load"), framework.NewNamespace(t, ctx, "load")}
+	cfg := rest.CopyConfig(framework.AdminConfig)
 	cfg.QPS, cfg.Burst = -1, 0
 	res := benchlib.Load(ctx, clientset.NewForConfigOrDie(cfg), benchlib.LoadConfig{
 		Clients: 10, Duration: 10 * time.Second, Namespaces: namespaces, Seed: 1})

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // How a CloneSet treats Pods and revisions beyond its own creations, through the controllerRef as
@@ -19,7 +20,7 @@ import (
 
 // selectedPods are the live Pods labelled app=name, whoever controls them, by name.
 func selectedPods(ctx context.Context, ns, name string) (map[string]*corev1.Pod, error) {
-	list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+	list, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
 	if err != nil {
 		return nil, err
 	}
@@ -37,18 +38,16 @@ func selectedPods(ctx context.Context, ns, name string) (map[string]*corev1.Pod,
 // creating, deleting and updating nothing, because the Pods already run its template: its update
 // revision is the orphaned one, not a new one after a name collision.
 func TestCloneSetAdoptsOrphans(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-adopt")
+	ctx, ns := framework.Start(t, "clone-adopt")
 	strategy := v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}
-	cs := newUpdateCloneSet(t, ctx, ns, 2, strategy)
-	before := waitCloneSetReady(t, ctx, cs, 2)
-	cs, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 2, strategy)
+	cs, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	revision := cs.Status.UpdateRevision
-	mustKubectl(t, ctx, "", "-n", ns, "delete", "clonesets.apps.kruise.io/web", "--cascade=orphan")
-	poll(t, ctx, time.Minute, "the Pods and the revision orphaned", func(ctx context.Context) (bool, error) {
+	framework.MustKubectl(t, ctx, "", "-n", ns, "delete", "clonesets.apps.kruise.io/web", "--cascade=orphan")
+	framework.Poll(t, ctx, time.Minute, "the Pods and the revision orphaned", func(ctx context.Context) (bool, error) {
 		pods, err := selectedPods(ctx, ns, "web")
 		if err != nil {
 			return false, err
@@ -61,18 +60,18 @@ func TestCloneSetAdoptsOrphans(t *testing.T) {
 		if len(pods) != 2 {
 			return false, fmt.Errorf("%d pods", len(pods))
 		}
-		r, err := kube.AppsV1().ControllerRevisions(ns).Get(ctx, revision, metav1.GetOptions{})
+		r, err := framework.Kube.AppsV1().ControllerRevisions(ns).Get(ctx, revision, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		return metav1.GetControllerOf(r) == nil, fmt.Errorf("revision %s still owned", revision)
 	})
 
-	rec := recordPods(t, ctx, ns)
-	again := newUpdateCloneSet(t, ctx, ns, 2, strategy)
-	after := waitCloneSetReady(t, ctx, again, 2)
-	events := rec.upTo(t, ctx, ns)
-	checkSamePods(t, before, after)
+	rec := framework.RecordPods(t, ctx, ns)
+	again := framework.NewUpdateCloneSet(t, ctx, ns, 2, strategy)
+	after := framework.WaitCloneSetReady(t, ctx, again, 2)
+	events := rec.UpTo(t, ctx, ns)
+	framework.CheckSamePods(t, before, after)
 	for name, p := range after {
 		if controllerUID(p) != again.UID {
 			t.Errorf("pod %s controlled by %q, want the new CloneSet %s", name, controllerUID(p), again.UID)
@@ -82,7 +81,7 @@ func TestCloneSetAdoptsOrphans(t *testing.T) {
 		}
 		b := before[name]
 		if b == nil {
-			continue // checkSamePods said so
+			continue // framework.CheckSamePods said so
 		}
 		for _, c := range p.Status.ContainerStatuses {
 			if c.RestartCount != b.Status.ContainerStatuses[0].RestartCount {
@@ -90,10 +89,10 @@ func TestCloneSetAdoptsOrphans(t *testing.T) {
 			}
 		}
 	}
-	if changed := podsAddedOrDeleted(rec, events); len(changed) > 0 {
+	if changed := framework.PodsAddedOrDeleted(rec, events); len(changed) > 0 {
 		t.Errorf("pods created or deleted while adopting: %v", changed)
 	}
-	got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, again.Name, metav1.GetOptions{})
+	got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, again.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +100,7 @@ func TestCloneSetAdoptsOrphans(t *testing.T) {
 		t.Errorf("status update %s current %s updated %d, want the orphaned revision %s for both and 2 updated",
 			got.Status.UpdateRevision, got.Status.CurrentRevision, got.Status.UpdatedReplicas, revision)
 	}
-	r, err := kube.AppsV1().ControllerRevisions(ns).Get(ctx, revision, metav1.GetOptions{})
+	r, err := framework.Kube.AppsV1().ControllerRevisions(ns).Get(ctx, revision, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,10 +113,8 @@ func TestCloneSetAdoptsOrphans(t *testing.T) {
 // (no controllerRef, not deleted: it keeps running for whoever relabelled it, e.g. to debug it)
 // and the CloneSet creates another in its place.
 func TestCloneSetReleasesRelabelledPod(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-release")
-	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := waitCloneSetReady(t, ctx, cs, 2)
+	ctx, ns := framework.Start(t, "clone-release")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	var stray *corev1.Pod
 	for _, p := range before {
 		stray = p
@@ -125,7 +122,7 @@ func TestCloneSetReleasesRelabelledPod(t *testing.T) {
 	}
 	patchPod(t, ctx, ns, stray.Name, map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "stray"}}})
 	waitReleased(t, ctx, ns, stray.Name)
-	after := waitCloneSetReady(t, ctx, cs, 2)
+	after := framework.WaitCloneSetReady(t, ctx, cs, 2)
 	if _, ok := after[stray.Name]; ok {
 		t.Errorf("the released pod %s still counts as the CloneSet's", stray.Name)
 	}
@@ -135,7 +132,7 @@ func TestCloneSetReleasesRelabelledPod(t *testing.T) {
 		}
 	}
 	// The stray keeps running, unowned, for a while after: released is not deleted.
-	p, err := kube.CoreV1().Pods(ns).Get(ctx, stray.Name, metav1.GetOptions{})
+	p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, stray.Name, metav1.GetOptions{})
 	if err != nil || p.UID != stray.UID || p.DeletionTimestamp != nil || controllerUID(p) != "" {
 		t.Errorf("released pod %s: %v, want it still there, unowned and not terminating", stray.Name, err)
 	}

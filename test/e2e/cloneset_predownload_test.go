@@ -19,6 +19,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/imagepull"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // preDownloadTimeout bounds how long the controller takes to create or delete a pre-download job
@@ -31,22 +32,20 @@ const preDownloadTimeout = 30 * time.Second
 // and writes the tag into their NodeImages; the job is deleted once the rollout completes. Whether
 // a node then pulls is the daemon's business, not checked here.
 func TestCloneSetPreDownload(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-predl")
+	ctx, ns := framework.Start(t, "clone-predl")
 	// 4 replicas: OpenKruise (and inplace) skip pre-download for 3 or fewer.
-	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+	cs, _ := framework.ReadyCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:      v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Partition: ptr.To(intstr.FromInt32(3)),
 	}, func(cs *v1alpha1.CloneSet) {
 		cs.Annotations = map[string]string{v1alpha1.ImagePreDownloadParallelismKey: "2"}
 	})
-	waitCloneSetReady(t, ctx, cs, 4)
-	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+	cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 
 	// The update revision, once the status names it.
 	var updateRevision string
-	poll(t, ctx, preDownloadTimeout, "the CloneSet's new update revision", func(ctx context.Context) (bool, error) {
-		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+	framework.Poll(t, ctx, preDownloadTimeout, "the CloneSet's new update revision", func(ctx context.Context) (bool, error) {
+		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -58,23 +57,23 @@ func TestCloneSetPreDownload(t *testing.T) {
 	})
 	jobName := updateRevision + "-main"
 	var job *v1alpha1.ImagePullJob
-	poll(t, ctx, preDownloadTimeout, "ImagePullJob "+jobName, func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, preDownloadTimeout, "ImagePullJob "+jobName, func(ctx context.Context) (bool, error) {
 		var err error
-		job, err = inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, jobName, metav1.GetOptions{})
+		job, err = framework.Inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, jobName, metav1.GetOptions{})
 		return err == nil, err
 	})
 	checkPreDownloadJob(t, cs, job, updateRevision)
 	if n := listJobs(t, ctx, ns); n != 1 {
 		t.Errorf("%d ImagePullJobs in the namespace, want 1", n)
 	}
-	rev, err := kube.AppsV1().ControllerRevisions(ns).Get(ctx, updateRevision, metav1.GetOptions{})
+	rev, err := framework.Kube.AppsV1().ControllerRevisions(ns).Get(ctx, updateRevision, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rev.Labels[v1alpha1.ImagePreDownloadCreatedKey] != "true" {
 		t.Errorf("revision %s labels %v, want %s=true", updateRevision, rev.Labels, v1alpha1.ImagePreDownloadCreatedKey)
 	}
-	waitCloneSetEvent(t, ctx, cs, "CreatedImagePullJob", "created ImagePullJob "+jobName)
+	framework.WaitCloneSetEvent(t, ctx, cs, "CreatedImagePullJob", "created ImagePullJob "+jobName)
 
 	// The ImagePullJob controller counts the nodes of the 3 Pods not updated (those with a
 	// NodeImage) and writes the job's tag into their NodeImages (parallelism 2 covers them).
@@ -82,18 +81,18 @@ func TestCloneSetPreDownload(t *testing.T) {
 
 	// Partition 0: the rollout completes and the job goes.
 	patch := `{"spec":{"updateStrategy":{"partition":0}}}`
-	if _, err := inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, cs.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, cs.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitRolledOut(t, ctx, cs, 4)
-	poll(t, ctx, preDownloadTimeout, "ImagePullJob "+jobName+" deleted", func(ctx context.Context) (bool, error) {
-		_, err := inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, jobName, metav1.GetOptions{})
+	framework.WaitRolledOut(t, ctx, cs, 4)
+	framework.Poll(t, ctx, preDownloadTimeout, "ImagePullJob "+jobName+" deleted", func(ctx context.Context) (bool, error) {
+		_, err := framework.Inplace.AppsV1alpha1().ImagePullJobs(ns).Get(ctx, jobName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
 		return false, fmt.Errorf("still there (%v)", err)
 	})
-	waitCloneSetEvent(t, ctx, cs, "DeletedImagePullJob", "deleted ImagePullJob "+jobName)
+	framework.WaitCloneSetEvent(t, ctx, cs, "DeletedImagePullJob", "deleted ImagePullJob "+jobName)
 }
 
 // checkPreDownloadJob checks the job's owner, image, selector and settings.
@@ -102,8 +101,8 @@ func checkPreDownloadJob(t *testing.T, cs *v1alpha1.CloneSet, job *v1alpha1.Imag
 	if ref := metav1.GetControllerOf(job); ref == nil || ref.Kind != "CloneSet" || ref.UID != cs.UID {
 		t.Errorf("job controller %+v, want CloneSet %s (%s)", ref, cs.Name, cs.UID)
 	}
-	if job.Spec.Image != appImageV2 {
-		t.Errorf("job image %s, want %s", job.Spec.Image, appImageV2)
+	if job.Spec.Image != framework.AppImageV2 {
+		t.Errorf("job image %s, want %s", job.Spec.Image, framework.AppImageV2)
 	}
 	if p := job.Spec.Parallelism; p == nil || p.IntValue() != 2 {
 		t.Errorf("job parallelism %v, want 2 (the annotation)", p)
@@ -129,7 +128,7 @@ func checkPreDownloadJob(t *testing.T, cs *v1alpha1.CloneSet, job *v1alpha1.Imag
 
 func listJobs(t *testing.T, ctx context.Context, ns string) int {
 	t.Helper()
-	list, err := inplace.AppsV1alpha1().ImagePullJobs(ns).List(ctx, metav1.ListOptions{})
+	list, err := framework.Inplace.AppsV1alpha1().ImagePullJobs(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,20 +144,20 @@ func checkJobCountsNodes(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSe
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, preDownloadTimeout, "ImagePullJob "+job.Name+" counting the nodes of the Pods not updated", func(ctx context.Context) (bool, error) {
-		pods, err := cloneSetPods(ctx, cs)
+	framework.Poll(t, ctx, preDownloadTimeout, "ImagePullJob "+job.Name+" counting the nodes of the Pods not updated", func(ctx context.Context) (bool, error) {
+		pods, err := framework.CloneSetPods(ctx, cs)
 		if err != nil {
 			return false, err
 		}
 		waiting := sets.New[string]()
 		for _, p := range pods {
-			if podRevision(p) != updateRevision {
+			if framework.PodRevision(p) != updateRevision {
 				waiting.Insert(p.Spec.NodeName)
 			}
 		}
 		var nodes []string
 		for node := range waiting {
-			ni, err := inplace.AppsV1alpha1().NodeImages().Get(ctx, node, metav1.GetOptions{})
+			ni, err := framework.Inplace.AppsV1alpha1().NodeImages().Get(ctx, node, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				continue // not a candidate: nothing can be asked of its node
 			}
@@ -173,7 +172,7 @@ func checkJobCountsNodes(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSe
 		if len(nodes) == 0 {
 			return false, fmt.Errorf("no NodeImage for the nodes %v of the Pods not updated", sets.List(waiting))
 		}
-		got, err := inplace.AppsV1alpha1().ImagePullJobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
+		got, err := framework.Inplace.AppsV1alpha1().ImagePullJobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -201,23 +200,21 @@ func tagOwnedBy(ni *v1alpha1.NodeImage, name, tag string, job *v1alpha1.ImagePul
 // TestCloneSetPreDownloadSkipped: as in OpenKruise, a CloneSet of 3 replicas or fewer pre-downloads
 // nothing: its update revision is labelled ignored and no job appears.
 func TestCloneSetPreDownloadSkipped(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-predl-skip")
-	cs := newUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{
+	ctx, ns := framework.Start(t, "clone-predl-skip")
+	cs, _ := framework.ReadyCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{
 		Type:      v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Partition: ptr.To(intstr.FromInt32(2)),
 	})
-	waitCloneSetReady(t, ctx, cs, 3)
-	updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = appImageV2 })
-	poll(t, ctx, preDownloadTimeout, "the update revision labelled "+v1alpha1.ImagePreDownloadIgnoredKey, func(ctx context.Context) (bool, error) {
-		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+	framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
+	framework.Poll(t, ctx, preDownloadTimeout, "the update revision labelled "+v1alpha1.ImagePreDownloadIgnoredKey, func(ctx context.Context) (bool, error) {
+		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		if got.Status.UpdateRevision == got.Status.CurrentRevision {
 			return false, fmt.Errorf("status %+v", got.Status)
 		}
-		rev, err := kube.AppsV1().ControllerRevisions(ns).Get(ctx, got.Status.UpdateRevision, metav1.GetOptions{})
+		rev, err := framework.Kube.AppsV1().ControllerRevisions(ns).Get(ctx, got.Status.UpdateRevision, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -241,51 +238,50 @@ func TestCloneSetPreDownloadSkipped(t *testing.T) {
 // on its node (its kubelet and the job race); the other node's held-back Pods prove the point:
 // nothing but the job brought the image there.
 func TestCloneSetPreDownloadSavesThePull(t *testing.T) {
-	reg, nodes := registryNodes(t)
+	reg, nodes := framework.RegistryNodes(t)
 	if len(nodes) < 2 {
 		t.Skip("needs the second node (inplace installed in the cluster runs one)")
 	}
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	oldImage, newImage := reg+"/remote/app:v1", reg+"/remote/app:v2"
 	for _, n := range nodes {
-		if err := removeCRIImage(ctx, n, newImage); err != nil {
-			t.Fatalf("removing %s from %s: %v", newImage, n.name, err)
+		if err := framework.RemoveCRIImage(ctx, n, newImage); err != nil {
+			t.Fatalf("removing %s from %s: %v", newImage, n.Name, err)
 		}
 	}
 	t.Cleanup(func() {
 		for _, n := range nodes {
-			_ = removeCRIImage(context.Background(), n, newImage)
+			_ = framework.RemoveCRIImage(context.Background(), n, newImage)
 		}
 	})
 
-	ns := newNamespace(t, ctx, "clone-predl-pull")
-	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+	ns := framework.NewNamespace(t, ctx, "clone-predl-pull")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:      v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Partition: ptr.To(intstr.FromInt32(3)),
 	}, func(cs *v1alpha1.CloneSet) {
 		cs.Annotations = map[string]string{v1alpha1.ImagePreDownloadParallelismKey: "2"}
 		spec := &cs.Spec.Template.Spec
 		spec.Containers[0].Image, spec.Containers[0].ImagePullPolicy = oldImage, corev1.PullIfNotPresent
-		spec.Tolerations = []corev1.Toleration{{Key: node2Taint, Operator: corev1.TolerationOpExists}}
+		spec.Tolerations = []corev1.Toleration{{Key: framework.Node2Taint, Operator: corev1.TolerationOpExists}}
 		spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
 			MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule,
 			LabelSelector: cs.Spec.Selector,
 		}}
 	})
-	before := waitCloneSetReady(t, ctx, cs, 4)
 	perNode := map[string]int{}
 	for _, p := range before {
 		perNode[p.Spec.NodeName]++
 	}
-	if perNode[nodes[0].name] != 2 || perNode[nodes[1].name] != 2 {
-		t.Fatalf("Pods per node %v, want 2 on each of %s and %s", perNode, nodes[0].name, nodes[1].name)
+	if perNode[nodes[0].Name] != 2 || perNode[nodes[1].Name] != 2 {
+		t.Fatalf("Pods per node %v, want 2 on each of %s and %s", perNode, nodes[0].Name, nodes[1].Name)
 	}
-	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = newImage })
+	cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = newImage })
 
 	// The job for the new image, then its end: Succeeded on both nodes.
 	var job *v1alpha1.ImagePullJob
-	poll(t, ctx, podTimeout, "the CloneSet's ImagePullJob for "+newImage+" to succeed on both nodes", func(ctx context.Context) (bool, error) {
-		jobs, err := inplace.AppsV1alpha1().ImagePullJobs(ns).List(ctx, metav1.ListOptions{})
+	framework.Poll(t, ctx, framework.PodTimeout, "the CloneSet's ImagePullJob for "+newImage+" to succeed on both nodes", func(ctx context.Context) (bool, error) {
+		jobs, err := framework.Inplace.AppsV1alpha1().ImagePullJobs(ns).List(ctx, metav1.ListOptions{})
 		if err != nil || len(jobs.Items) != 1 {
 			return false, fmt.Errorf("%d jobs (%v)", len(jobs.Items), err)
 		}
@@ -297,42 +293,42 @@ func TestCloneSetPreDownloadSavesThePull(t *testing.T) {
 		return true, nil
 	})
 	for _, n := range nodes {
-		if criImage(t, ctx, n, newImage) == nil {
-			t.Errorf("node %s has no %s after the job succeeded", n.name, newImage)
+		if framework.CRIImage(t, ctx, n, newImage) == nil {
+			t.Errorf("node %s has no %s after the job succeeded", n.Name, newImage)
 		}
 	}
 
 	// The Pod the partition lets through first, and the three held back.
 	held := map[string]string{} // Pod name -> node
-	poll(t, ctx, rolloutTimeout, "one Pod updated and ready, three held back", func(ctx context.Context) (bool, error) {
-		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+	framework.Poll(t, ctx, framework.RolloutTimeout, "one Pod updated and ready, three held back", func(ctx context.Context) (bool, error) {
+		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		if st := got.Status; st.ObservedGeneration != got.Generation || st.UpdatedReadyReplicas != 1 {
 			return false, fmt.Errorf("status %+v", st)
 		}
-		pods, err := cloneSetPods(ctx, got)
+		pods, err := framework.CloneSetPods(ctx, got)
 		if err != nil {
 			return false, err
 		}
 		clear(held)
 		for _, p := range pods {
-			if podRevision(p) != got.Status.UpdateRevision {
+			if framework.PodRevision(p) != got.Status.UpdateRevision {
 				held[p.Name] = p.Spec.NodeName
 			}
 		}
 		return len(held) == 3, fmt.Errorf("held back: %v", held)
 	})
 	patch := `{"spec":{"updateStrategy":{"partition":0}}}`
-	if _, err := inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, cs.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, cs.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, after := waitRolledOut(t, ctx, cs, 4)
-	checkSamePods(t, before, after)
+	_, after := framework.WaitRolledOut(t, ctx, cs, 4)
+	framework.CheckSamePods(t, before, after)
 
 	// The kubelet's image events of the held-back Pods: "already present", never "Pulling".
-	events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	events, err := framework.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // pvcTimeout bounds a PVC's way to Bound (kube-controller-manager's binder) or to gone (the
@@ -56,11 +57,11 @@ func staticVolumes(t *testing.T, ctx context.Context, n int) string {
 					Path: dir, Type: ptr.To(corev1.HostPathDirectory)}},
 			},
 		}
-		if _, err := kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		if _, err := framework.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating PersistentVolume %s: %v", pv.Name, err)
 		}
 		t.Cleanup(func() {
-			_ = kube.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+			_ = framework.Kube.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
 		})
 	}
 	return class
@@ -82,7 +83,7 @@ func podClaim(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, pod *cor
 	if vol == nil || vol.PersistentVolumeClaim == nil || vol.PersistentVolumeClaim.ClaimName != name {
 		t.Fatalf("pod %s: volume data %+v, want a claim of %s", pod.Name, vol, name)
 	}
-	pvc, err := kube.CoreV1().PersistentVolumeClaims(cs.Namespace).Get(ctx, name, metav1.GetOptions{})
+	pvc, err := framework.Kube.CoreV1().PersistentVolumeClaims(cs.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("pvc of pod %s: %v", pod.Name, err)
 	}
@@ -95,13 +96,13 @@ func podClaim(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, pod *cor
 	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "" {
 		t.Fatalf("pvc %s: phase %s volume %q, want Bound (the Pod runs)", name, pvc.Status.Phase, pvc.Spec.VolumeName)
 	}
-	pv, err := kube.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	pv, err := framework.Kube.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(pv.Spec.HostPath.Path, "uids")
 	var data []byte
-	poll(t, ctx, 10*time.Second, fmt.Sprintf("pod %s's uid in %s", pod.Name, file), func(context.Context) (bool, error) {
+	framework.Poll(t, ctx, 10*time.Second, fmt.Sprintf("pod %s's uid in %s", pod.Name, file), func(context.Context) (bool, error) {
 		data, err = os.ReadFile(file)
 		return err == nil && strings.Contains(string(data), string(pod.UID)), err
 	})
@@ -111,8 +112,8 @@ func podClaim(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, pod *cor
 // waitClaimGone waits until the PVC no longer exists.
 func waitClaimGone(t *testing.T, ctx context.Context, namespace, name string) {
 	t.Helper()
-	poll(t, ctx, pvcTimeout, "pvc "+name+" deleted", func(ctx context.Context) (bool, error) {
-		pvc, err := kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+	framework.Poll(t, ctx, pvcTimeout, "pvc "+name+" deleted", func(ctx context.Context) (bool, error) {
+		pvc, err := framework.Kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
@@ -139,28 +140,21 @@ func otherPod(pods map[string]*corev1.Pod, skip string) *corev1.Pod {
 // deletes the removed Pod's PVC; with disablePVCReuse a directly deleted Pod's PVC is deleted
 // and its replacement gets a new instance id and PVC.
 func TestCloneSetPVC(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-pvc")
+	ctx, ns := framework.Start(t, "clone-pvc")
 	class := staticVolumes(t, ctx, 4)
 	labels := map[string]string{"app": "db"}
 	main := corev1.Container{
-		Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever,
+		Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever,
 		Command:      []string{"sh", "-c", `echo "$POD_UID" >> /data/uids; exec /app.sh`},
 		Env:          []corev1.EnvVar{{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}}},
 		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
 	}
-	cs, err := inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, &v1alpha1.CloneSet{
+	cs, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, &v1alpha1.CloneSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "db"},
 		Spec: v1alpha1.CloneSetSpec{
 			Replicas: ptr.To[int32](2),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					Containers:                    []corev1.Container{main},
-				},
-			},
+			Template: framework.PodTemplate(labels, main),
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
 				ObjectMeta: metav1.ObjectMeta{Name: "data"},
 				Spec: corev1.PersistentVolumeClaimSpec{
@@ -177,7 +171,7 @@ func TestCloneSetPVC(t *testing.T) {
 	}
 
 	// 1. Two Pods, each with its PVC bound and written to.
-	pods := waitCloneSetReady(t, ctx, cs, 2)
+	pods := framework.WaitCloneSetReady(t, ctx, cs, 2)
 	claims := map[string]*corev1.PersistentVolumeClaim{}
 	for name, p := range pods {
 		claims[name], _ = podClaim(t, ctx, cs, p)
@@ -189,11 +183,11 @@ func TestCloneSetPVC(t *testing.T) {
 		victim = p
 		break
 	}
-	if err := kube.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
+	if err := framework.Kube.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The deleted Pod is terminating, so two Ready Pods means its replacement runs.
-	pods = waitCloneSetReady(t, ctx, cs, 2)
+	pods = framework.WaitCloneSetReady(t, ctx, cs, 2)
 	back := pods[victim.Name]
 	if back == nil || back.UID == victim.UID || back.Labels[v1alpha1.CloneSetInstanceID] != victim.Labels[v1alpha1.CloneSetInstanceID] {
 		t.Fatalf("pods %v: want a new pod %s with instance id %s", podNameList(pods), victim.Name, victim.Labels[v1alpha1.CloneSetInstanceID])
@@ -207,11 +201,11 @@ func TestCloneSetPVC(t *testing.T) {
 	}
 
 	// 3. Scaling to 1 deletes the removed Pod's PVC, and only that one.
-	if _, err := inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, cs.Name, types.MergePatchType,
+	if _, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, cs.Name, types.MergePatchType,
 		[]byte(`{"spec":{"replicas":1}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	left := waitCloneSetReady(t, ctx, cs, 1)
+	left := framework.WaitCloneSetReady(t, ctx, cs, 1)
 	var kept *corev1.Pod
 	for _, p := range left {
 		kept = p
@@ -220,8 +214,8 @@ func TestCloneSetPVC(t *testing.T) {
 	removedClaim := "data-" + cs.Name + "-" + removed.Labels[v1alpha1.CloneSetInstanceID]
 	waitClaimGone(t, ctx, ns, removedClaim)
 	podClaim(t, ctx, cs, kept)
-	poll(t, ctx, 30*time.Second, "an event about the deletion of pvc "+removedClaim, func(ctx context.Context) (bool, error) {
-		evs, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	framework.Poll(t, ctx, 30*time.Second, "an event about the deletion of pvc "+removedClaim, func(ctx context.Context) (bool, error) {
+		evs, err := framework.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -235,21 +229,21 @@ func TestCloneSetPVC(t *testing.T) {
 
 	// 4. disablePVCReuse: back to 2 Pods (a new instance id, a new PVC on a free PV); one of them
 	// deleted directly loses its PVC, and its replacement gets a new instance id and PVC.
-	if _, err := inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, cs.Name, types.MergePatchType,
+	if _, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, cs.Name, types.MergePatchType,
 		[]byte(`{"spec":{"replicas":2,"scaleStrategy":{"disablePVCReuse":true}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pods = waitCloneSetReady(t, ctx, cs, 2)
+	pods = framework.WaitCloneSetReady(t, ctx, cs, 2)
 	added := otherPod(pods, kept.Name)
 	if added.Labels[v1alpha1.CloneSetInstanceID] == removed.Labels[v1alpha1.CloneSetInstanceID] {
 		t.Errorf("scale-up reused the instance id %s whose pvc was deleted", removed.Labels[v1alpha1.CloneSetInstanceID])
 	}
 	addedClaim, _ := podClaim(t, ctx, cs, added)
-	if err := kube.CoreV1().Pods(ns).Delete(ctx, added.Name, metav1.DeleteOptions{}); err != nil {
+	if err := framework.Kube.CoreV1().Pods(ns).Delete(ctx, added.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitClaimGone(t, ctx, ns, addedClaim.Name)
-	pods = waitCloneSetReady(t, ctx, cs, 2)
+	pods = framework.WaitCloneSetReady(t, ctx, cs, 2)
 	if _, ok := pods[kept.Name]; !ok {
 		t.Fatalf("pods %v: %s is gone", podNameList(pods), kept.Name)
 	}
@@ -278,10 +272,9 @@ func podNameList(pods map[string]*corev1.Pod) []string {
 // disablePVCReuse, Pods deleted directly come back with new instance ids and new PVCs, and the
 // old PVCs go, their volumes deleted by the provisioner.
 func TestCloneSetPVCDefaultStorageClass(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-dynpvc")
+	ctx, ns := framework.Start(t, "clone-dynpvc")
 	const replicas = 2
-	cs := newUpdateCloneSet(t, ctx, ns, replicas, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.RecreateCloneSetUpdateStrategyType},
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, replicas, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.RecreateCloneSetUpdateStrategyType},
 		func(cs *v1alpha1.CloneSet) {
 			for _, name := range []string{"data-vol1", "data-vol2"} {
 				cs.Spec.VolumeClaimTemplates = append(cs.Spec.VolumeClaimTemplates, corev1.PersistentVolumeClaim{
@@ -302,8 +295,8 @@ func TestCloneSetPVCDefaultStorageClass(t *testing.T) {
 			ids[p.Labels[v1alpha1.CloneSetInstanceID]] = true
 		}
 		var got map[string]string
-		poll(t, ctx, pvcTimeout, fmt.Sprintf("%d PVCs bound", 2*replicas), func(ctx context.Context) (bool, error) {
-			list, err := kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+		framework.Poll(t, ctx, pvcTimeout, fmt.Sprintf("%d PVCs bound", 2*replicas), func(ctx context.Context) (bool, error) {
+			list, err := framework.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -323,7 +316,7 @@ func TestCloneSetPVCDefaultStorageClass(t *testing.T) {
 			return len(got) == 2*replicas, fmt.Errorf("pvcs %v", got)
 		})
 		for name, pv := range got {
-			vol, err := kube.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
+			vol, err := framework.Kube.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -336,19 +329,19 @@ func TestCloneSetPVCDefaultStorageClass(t *testing.T) {
 	deleteAll := func(pods map[string]*corev1.Pod) {
 		t.Helper()
 		for name := range pods {
-			if err := kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			if err := framework.Kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 
-	pods := waitCloneSetReady(t, ctx, cs, replicas)
+	pods := framework.WaitCloneSetReady(t, ctx, cs, replicas)
 	first := claims(pods)
 	deleteAll(pods)
-	poll(t, ctx, rolloutTimeout, "the Pods replaced", func(ctx context.Context) (bool, error) {
-		got, err := cloneSetPods(ctx, cs)
+	framework.Poll(t, ctx, framework.RolloutTimeout, "the Pods replaced", func(ctx context.Context) (bool, error) {
+		got, err := framework.CloneSetPods(ctx, cs)
 		for name, p := range got {
-			if pods[name] != nil && pods[name].UID == p.UID || !podReady(p) {
+			if pods[name] != nil && pods[name].UID == p.UID || !framework.PodReady(p) {
 				return false, fmt.Errorf("pod %s not replaced and ready yet (%v)", name, err)
 			}
 		}
@@ -358,14 +351,14 @@ func TestCloneSetPVCDefaultStorageClass(t *testing.T) {
 		t.Errorf("pvcs after the Pods came back %v, want the same as before %v", again, first)
 	}
 
-	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.ScaleStrategy.DisablePVCReuse = true })
-	pods = waitCloneSetReady(t, ctx, cs, replicas)
+	cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.ScaleStrategy.DisablePVCReuse = true })
+	pods = framework.WaitCloneSetReady(t, ctx, cs, replicas)
 	deleteAll(pods)
 	var fresh map[string]*corev1.Pod
-	poll(t, ctx, rolloutTimeout, "new Pods with new instance ids", func(ctx context.Context) (bool, error) {
-		got, err := cloneSetPods(ctx, cs)
+	framework.Poll(t, ctx, framework.RolloutTimeout, "new Pods with new instance ids", func(ctx context.Context) (bool, error) {
+		got, err := framework.CloneSetPods(ctx, cs)
 		for name, p := range got {
-			if pods[name] != nil || !podReady(p) {
+			if pods[name] != nil || !framework.PodReady(p) {
 				return false, fmt.Errorf("pod %s: an old instance id, or not ready (%v)", name, err)
 			}
 		}
@@ -378,8 +371,8 @@ func TestCloneSetPVCDefaultStorageClass(t *testing.T) {
 			t.Errorf("pvc %s kept under disablePVCReuse", name)
 		}
 		waitClaimGone(t, ctx, ns, name)
-		poll(t, ctx, pvcTimeout, "volume "+pv+" deleted by the provisioner", func(ctx context.Context) (bool, error) {
-			_, err := kube.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
+		framework.Poll(t, ctx, pvcTimeout, "volume "+pv+" deleted by the provisioner", func(ctx context.Context) (bool, error) {
+			_, err := framework.Kube.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), fmt.Errorf("still there (%v)", err)
 		})
 	}

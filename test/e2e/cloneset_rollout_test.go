@@ -6,192 +6,48 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
-
-// podEvent is one change of a namespace's Pods, as its watch delivered it.
-type podEvent struct {
-	typ watch.EventType
-	pod *corev1.Pod
-}
-
-// podEvents records every change of the Pods of a namespace from the moment it starts (a watch
-// delivers every change, in order), so a test can check a property at every observation, not only
-// at the ones its polling happened to make.
-type podEvents struct {
-	mu      sync.Mutex
-	initial []*corev1.Pod
-	events  []podEvent
-	err     error
-}
-
-func recordPods(t *testing.T, ctx context.Context, ns string) *podEvents {
-	t.Helper()
-	list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &podEvents{}
-	for i := range list.Items {
-		r.initial = append(r.initial, &list.Items[i])
-	}
-	watchPods(t, ctx, ns, "", list.ResourceVersion, func(ev watch.Event) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if p, ok := ev.Object.(*corev1.Pod); ok {
-			r.events = append(r.events, podEvent{typ: ev.Type, pod: p})
-		} else if ev.Type == watch.Error {
-			r.err = fmt.Errorf("watch error: %v", ev.Object)
-		}
-	})
-	return r
-}
-
-// upTo waits until the recorder has seen the Pods at least as current as a List now, and returns
-// the events so far. Pods keep changing after the List (a terminating Pod goes away, a kubelet
-// writes status), so "caught up" compares resourceVersions, which etcd orders: every listed Pod
-// was seen at its listed version or later, and every Pod the events still hold that the List did
-// not have was created after the List (not deleted before it, with the deletion still in flight).
-func (r *podEvents) upTo(t *testing.T, ctx context.Context, ns string) []podEvent {
-	t.Helper()
-	list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	listRV := mustParseRV(t, list.ResourceVersion)
-	want := map[string]uint64{}
-	for _, p := range list.Items {
-		want[p.Name] = mustParseRV(t, p.ResourceVersion)
-	}
-	var events []podEvent
-	poll(t, ctx, 30*time.Second, "the Pod watch to catch up", func(context.Context) (bool, error) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		events = slices.Clone(r.events)
-		last, present := map[string]uint64{}, map[string]bool{}
-		for _, p := range r.initial {
-			last[p.Name], present[p.Name] = mustParseRV(t, p.ResourceVersion), true
-		}
-		for _, e := range events {
-			last[e.pod.Name], present[e.pod.Name] = mustParseRV(t, e.pod.ResourceVersion), e.typ != watch.Deleted
-		}
-		var behind []string
-		for name, rv := range want {
-			if last[name] < rv {
-				behind = append(behind, fmt.Sprintf("%s at %d, listed at %d", name, last[name], rv))
-			}
-		}
-		for name := range present {
-			if _, listed := want[name]; present[name] && !listed && last[name] <= listRV {
-				behind = append(behind, fmt.Sprintf("%s not yet seen deleted", name))
-			}
-		}
-		if r.err != nil {
-			return false, r.err
-		}
-		return len(behind) == 0, fmt.Errorf("behind: %v", behind)
-	})
-	return events
-}
-
-// replay calls at(pods) with the namespace's Pods (not terminating) after each event.
-func (r *podEvents) replay(events []podEvent, at func(ev podEvent, pods map[string]*corev1.Pod)) {
-	pods := map[string]*corev1.Pod{}
-	for _, p := range r.initial {
-		pods[p.Name] = p
-	}
-	for _, e := range events {
-		if e.typ == watch.Deleted || e.pod.DeletionTimestamp != nil {
-			delete(pods, e.pod.Name)
-		} else {
-			pods[e.pod.Name] = e.pod
-		}
-		at(e, pods)
-	}
-}
-
-// podsAddedOrDeleted are the Pods the events created or deleted, as "+name" and "-name".
-func podsAddedOrDeleted(r *podEvents, events []podEvent) []string {
-	known := map[string]bool{}
-	for _, p := range r.initial {
-		known[p.Name] = true
-	}
-	var out []string
-	for _, e := range events {
-		switch {
-		case e.typ == watch.Added && !known[e.pod.Name]:
-			out = append(out, "+"+e.pod.Name)
-			known[e.pod.Name] = true
-		case e.typ == watch.Deleted || e.pod.DeletionTimestamp != nil:
-			if known[e.pod.Name] {
-				out = append(out, "-"+e.pod.Name)
-				delete(known, e.pod.Name)
-			}
-		}
-	}
-	return out
-}
-
-func setImage(image string) func(*v1alpha1.CloneSet) {
-	return func(cs *v1alpha1.CloneSet) { cs.Spec.Template.Spec.Containers[0].Image = image }
-}
-
-// checkKubectlCounts checks the row `kubectl get clone NAME` prints: DESIRED UPDATED UPDATED_READY
-// READY TOTAL.
-func checkKubectlCounts(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, want ...string) {
-	t.Helper()
-	lines := tableLines(mustKubectl(t, ctx, "", "get", "clone", cs.Name, "-n", cs.Namespace))
-	if len(lines) != 2 || len(lines[1]) < 6 {
-		t.Fatalf("kubectl get clone %s: %q", cs.Name, lines)
-	}
-	if got := lines[1][1:6]; !slices.Equal(got, want) {
-		t.Errorf("kubectl get clone %s: DESIRED UPDATED UPDATED_READY READY TOTAL = %v, want %v", cs.Name, got, want)
-	}
-}
 
 // TestCloneSetMaxUnavailable: with maxUnavailable 1, an in-place rollout over 4 Pods never has
 // more than one Pod unready at any moment the Pod watch shows, and creates or deletes nothing.
 func TestCloneSetMaxUnavailable(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-mu")
-	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+	ctx, ns := framework.Start(t, "clone-mu")
+	cs, _ := framework.ReadyCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		MaxUnavailable: ptr.To(intstr.FromInt32(1)),
 	})
-	waitCloneSetReady(t, ctx, cs, 4)
-	rec := recordPods(t, ctx, ns)
+	rec := framework.RecordPods(t, ctx, ns)
 
-	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
-	got, _ := waitRolledOut(t, ctx, cs, 4)
+	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
+	got, _ := framework.WaitRolledOut(t, ctx, cs, 4)
 	// Ready must not flip back later either (the kubelet's status manager writes its cached status
 	// over a differing one every 10 s): watch a while longer.
 	time.Sleep(11 * time.Second)
-	events := rec.upTo(t, ctx, ns)
+	events := rec.UpTo(t, ctx, ns)
 	maxUnready, observations := 0, 0
 	var worst string
 	history := map[string][]bool{}
 	transitions := map[string][]string{} // the same, with the conditions that made each one
-	rec.replay(events, func(ev podEvent, pods map[string]*corev1.Pod) {
-		if h := history[ev.pod.Name]; len(h) == 0 || h[len(h)-1] != podReady(ev.pod) {
-			history[ev.pod.Name] = append(h, podReady(ev.pod))
-			transitions[ev.pod.Name] = append(transitions[ev.pod.Name], readyTransition(ev.pod))
+	rec.Replay(events, func(ev framework.PodEvent, pods map[string]*corev1.Pod) {
+		if h := history[ev.Pod.Name]; len(h) == 0 || h[len(h)-1] != framework.PodReady(ev.Pod) {
+			history[ev.Pod.Name] = append(h, framework.PodReady(ev.Pod))
+			transitions[ev.Pod.Name] = append(transitions[ev.Pod.Name], framework.ReadyTransition(ev.Pod))
 		}
 		observations++
 		var unready []string
 		for name, p := range pods {
-			if !podReady(p) {
+			if !framework.PodReady(p) {
 				unready = append(unready, name)
 			}
 		}
@@ -204,7 +60,7 @@ func TestCloneSetMaxUnavailable(t *testing.T) {
 	if maxUnready != 1 {
 		t.Errorf("at most %d Pods unready at once (%s), want exactly 1 (maxUnavailable 1)", maxUnready, worst)
 	}
-	if changed := podsAddedOrDeleted(rec, events); len(changed) > 0 {
+	if changed := framework.PodsAddedOrDeleted(rec, events); len(changed) > 0 {
 		t.Errorf("pods created or deleted during an in-place rollout: %v", changed)
 	}
 	for name, h := range history {
@@ -220,73 +76,51 @@ func TestCloneSetMaxUnavailable(t *testing.T) {
 	if len(history) != 4 {
 		t.Errorf("Ready history of %d pods, want 4: %v", len(history), history)
 	}
-	checkKubectlCounts(t, ctx, got, "4", "4", "4", "4", "4")
-}
-
-// readyTransition describes a Pod's Ready condition with what it depends on: the
-// InPlaceUpdateReady gate, the container's restart count and readiness, and the resourceVersion.
-func readyTransition(p *corev1.Pod) string {
-	cond := func(t corev1.PodConditionType) string {
-		for _, c := range p.Status.Conditions {
-			if c.Type == t {
-				return fmt.Sprintf("%s(%s)", c.Status, c.Reason)
-			}
-		}
-		return "-"
-	}
-	var containers []string
-	for _, s := range p.Status.ContainerStatuses {
-		containers = append(containers, fmt.Sprintf("%s restarts=%d ready=%t", s.Name, s.RestartCount, s.Ready))
-	}
-	return fmt.Sprintf("rv %s gen %d/%d Ready=%s gate=%s containersReady=%s %s", p.ResourceVersion, p.Status.ObservedGeneration,
-		p.Generation, cond(corev1.PodReady), cond(pub.InPlaceUpdateReady), cond(corev1.ContainersReady), strings.Join(containers, ","))
+	framework.CheckKubectlCounts(t, ctx, got, "4", "4", "4", "4", "4")
 }
 
 // TestCloneSetPaused: a paused CloneSet changes no Pod after a template change; unpaused, it rolls
 // out.
 func TestCloneSetPaused(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-pause")
-	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{
+	ctx, ns := framework.Start(t, "clone-pause")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{
 		Type:   v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Paused: true,
 	})
-	before := waitCloneSetReady(t, ctx, cs, 2)
-	rec := recordPods(t, ctx, ns)
-	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
+	rec := framework.RecordPods(t, ctx, ns)
+	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
 
 	// The controller saw the change (a new update revision in status), and for a while after
 	// that no Pod changes.
-	poll(t, ctx, 30*time.Second, "the new update revision in status", func(ctx context.Context) (bool, error) {
-		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+	framework.Poll(t, ctx, 30*time.Second, "the new update revision in status", func(ctx context.Context) (bool, error) {
+		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		return got.Status.ObservedGeneration == got.Generation && got.Status.UpdateRevision != got.Status.CurrentRevision,
 			fmt.Errorf("status %+v", got.Status)
 	})
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+	framework.Consistently(t, ctx, 5*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
+		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if got.Status.UpdatedReplicas != 0 {
-			t.Fatalf("paused: status.updatedReplicas %d", got.Status.UpdatedReplicas)
+			return fmt.Errorf("paused: status.updatedReplicas %d", got.Status.UpdatedReplicas)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	events := rec.upTo(t, ctx, ns)
+		return nil
+	})
+	events := rec.UpTo(t, ctx, ns)
 	for _, e := range events {
-		b := before[e.pod.Name]
-		if b == nil || e.pod.UID != b.UID || specImage(e.pod, "main") != appImageV1 || podRevision(e.pod) != podRevision(b) {
-			t.Fatalf("paused: pod %s changed (%s): image %s, revision %s", e.pod.Name, e.typ, specImage(e.pod, "main"), podRevision(e.pod))
+		b := before[e.Pod.Name]
+		if b == nil || e.Pod.UID != b.UID || framework.SpecImage(e.Pod, "main") != framework.AppImageV1 || framework.PodRevision(e.Pod) != framework.PodRevision(b) {
+			t.Fatalf("paused: pod %s changed (%s): image %s, revision %s", e.Pod.Name, e.Typ, framework.SpecImage(e.Pod, "main"), framework.PodRevision(e.Pod))
 		}
 	}
 
-	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.UpdateStrategy.Paused = false })
-	_, after := waitRolledOut(t, ctx, cs, 2)
-	checkSamePods(t, before, after)
+	cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) { cs.Spec.UpdateStrategy.Paused = false })
+	_, after := framework.WaitRolledOut(t, ctx, cs, 2)
+	framework.CheckSamePods(t, before, after)
 }
 
 // TestCloneSetInPlaceOnly: under InPlaceOnly a template change that cannot go in place is refused
@@ -294,33 +128,31 @@ func TestCloneSetPaused(t *testing.T) {
 // place (the change was made under InPlaceIfPossible while paused) are never recreated: the
 // FailedUpdate condition and a Warning event say why.
 func TestCloneSetInPlaceOnly(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-ipo")
-	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType})
-	before := waitCloneSetReady(t, ctx, cs, 2)
+	ctx, ns := framework.Start(t, "clone-ipo")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType})
 
-	_, stderr, err := kubectl(ctx, "", "-n", ns, "patch", "clone/web", "--type=json", "-p",
+	_, stderr, err := framework.Kubectl(ctx, "", "-n", ns, "patch", "clone/web", "--type=json", "-p",
 		`[{"op":"add","path":"/spec/template/spec/containers/0/env","value":[{"name":"GREETING","value":"hello"}]}]`)
 	if err == nil || !strings.Contains(stderr, "spec.template") || !strings.Contains(stderr, "InPlaceOnly") {
 		t.Fatalf("env change under InPlaceOnly: err %v, stderr %q; want a 422 naming spec.template and InPlaceOnly", err, stderr)
 	}
 
 	// Written under InPlaceIfPossible while paused, then InPlaceOnly and unpaused.
-	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
+	cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.UpdateStrategy.Type = v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
 		cs.Spec.UpdateStrategy.Paused = true
 	})
-	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
+	cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "GREETING", Value: "hello"}}
 	})
-	rec := recordPods(t, ctx, ns)
-	cs = updateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
+	rec := framework.RecordPods(t, ctx, ns)
+	cs = framework.UpdateCloneSet(t, ctx, cs, func(cs *v1alpha1.CloneSet) {
 		cs.Spec.UpdateStrategy.Type = v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType
 		cs.Spec.UpdateStrategy.Paused = false
 	})
 	var cond *v1alpha1.CloneSetCondition
-	poll(t, ctx, 30*time.Second, "condition FailedUpdate True", func(ctx context.Context) (bool, error) {
-		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+	framework.Poll(t, ctx, 30*time.Second, "condition FailedUpdate True", func(ctx context.Context) (bool, error) {
+		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -335,14 +167,14 @@ func TestCloneSetInPlaceOnly(t *testing.T) {
 	if cond.Reason != "CannotUpdateInPlace" || !strings.Contains(cond.Message, "InPlaceOnly") || !strings.Contains(cond.Message, "env") {
 		t.Errorf("condition FailedUpdate: reason %q, message %q; want CannotUpdateInPlace naming InPlaceOnly and the env change", cond.Reason, cond.Message)
 	}
-	waitCloneSetEvent(t, ctx, cs, "FailedUpdatePodInPlaceOnly", "cannot be made in place")
+	framework.WaitCloneSetEvent(t, ctx, cs, "FailedUpdatePodInPlaceOnly", "cannot be made in place")
 	// And it stays so: the Pod watch records any change during this observation window.
 	time.Sleep(3 * time.Second)
-	events := rec.upTo(t, ctx, ns)
-	if changed := podsAddedOrDeleted(rec, events); len(changed) > 0 {
+	events := rec.UpTo(t, ctx, ns)
+	if changed := framework.PodsAddedOrDeleted(rec, events); len(changed) > 0 {
 		t.Errorf("InPlaceOnly created or deleted pods: %v", changed)
 	}
-	pods, err := cloneSetPods(ctx, cs)
+	pods, err := framework.CloneSetPods(ctx, cs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,17 +189,16 @@ func TestCloneSetInPlaceOnly(t *testing.T) {
 // markPodNotReady) the Pod waits in PreparingUpdate, out of service and not updated, until the
 // hook label is removed; then it is updated in place (Updated), and Normal once the label is back.
 func TestCloneSetInPlaceUpdateHook(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-hook")
+	ctx, ns := framework.Start(t, "clone-hook")
 	const hold = "example.io/hold"
-	cs := newUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 1, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
 		func(cs *v1alpha1.CloneSet) {
 			cs.Spec.Template.Labels[hold] = "true"
 			cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{
 				LabelsHandler: map[string]string{hold: "true"}, MarkPodNotReady: true}}
 		})
 	// Ready needs KruisePodReady True, which the controller sets on the new Pod.
-	before := waitCloneSetReady(t, ctx, cs, 1)
+	before := framework.WaitCloneSetReady(t, ctx, cs, 1)
 	var name string
 	for name = range before {
 	}
@@ -375,10 +206,10 @@ func TestCloneSetInPlaceUpdateHook(t *testing.T) {
 		t.Errorf("new pod in lifecycle state %q, want Normal", s)
 	}
 
-	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
+	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
 	stateIs := func(want pub.LifecycleStateType, extra func(*corev1.Pod) error) func(context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
-			p, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -394,120 +225,91 @@ func TestCloneSetInPlaceUpdateHook(t *testing.T) {
 		}
 	}
 	held := func(p *corev1.Pod) error {
-		if specImage(p, "main") != appImageV1 || conditionStatus(p, pub.KruisePodReadyConditionType) != corev1.ConditionFalse || podReady(p) {
+		if framework.SpecImage(p, "main") != framework.AppImageV1 || framework.ConditionStatus(p, pub.KruisePodReadyConditionType) != corev1.ConditionFalse || framework.PodReady(p) {
 			return fmt.Errorf("image %s, KruisePodReady %s, ready %v; want %s, False, false",
-				specImage(p, "main"), conditionStatus(p, pub.KruisePodReadyConditionType), podReady(p), appImageV1)
+				framework.SpecImage(p, "main"), framework.ConditionStatus(p, pub.KruisePodReadyConditionType), framework.PodReady(p), framework.AppImageV1)
 		}
 		return nil
 	}
-	poll(t, ctx, 30*time.Second, "pod "+name+" PreparingUpdate, not ready, not updated", stateIs(pub.LifecycleStatePreparingUpdate, held))
+	framework.Poll(t, ctx, 30*time.Second, "pod "+name+" PreparingUpdate, not ready, not updated", stateIs(pub.LifecycleStatePreparingUpdate, held))
 	// It waits there while the hook label stays.
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
+	framework.Consistently(t, ctx, 3*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
 		if ok, err := stateIs(pub.LifecycleStatePreparingUpdate, held)(ctx); !ok {
-			t.Fatalf("while the hook holds: %v", err)
+			return fmt.Errorf("while the hook holds: %v", err)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 
-	mustKubectl(t, ctx, "", "-n", ns, "label", "pod", name, hold+"-")
+	framework.MustKubectl(t, ctx, "", "-n", ns, "label", "pod", name, hold+"-")
 	updated := func(p *corev1.Pod) error {
-		s := findStatus(p, "main")
-		if p.UID != before[name].UID || s == nil || s.Image != appImageV2 || s.RestartCount != 1 || !podReady(p) ||
-			conditionStatus(p, pub.KruisePodReadyConditionType) != corev1.ConditionTrue {
-			return fmt.Errorf("uid %s, status %+v, ready %v, KruisePodReady %s", p.UID, s, podReady(p), conditionStatus(p, pub.KruisePodReadyConditionType))
+		s := framework.FindStatus(p, "main")
+		if p.UID != before[name].UID || s == nil || s.Image != framework.AppImageV2 || s.RestartCount != 1 || !framework.PodReady(p) ||
+			framework.ConditionStatus(p, pub.KruisePodReadyConditionType) != corev1.ConditionTrue {
+			return fmt.Errorf("uid %s, status %+v, ready %v, KruisePodReady %s", p.UID, s, framework.PodReady(p), framework.ConditionStatus(p, pub.KruisePodReadyConditionType))
 		}
 		return nil
 	}
-	poll(t, ctx, rolloutTimeout, "pod "+name+" updated in place and Updated", stateIs(pub.LifecycleStateUpdated, updated))
+	framework.Poll(t, ctx, framework.RolloutTimeout, "pod "+name+" updated in place and Updated", stateIs(pub.LifecycleStateUpdated, updated))
 
-	mustKubectl(t, ctx, "", "-n", ns, "label", "pod", name, hold+"=true")
-	poll(t, ctx, 30*time.Second, "pod "+name+" Normal again", stateIs(pub.LifecycleStateNormal, updated))
-	got, _ := waitRolledOut(t, ctx, cs, 1)
-	checkKubectlCounts(t, ctx, got, "1", "1", "1", "1", "1")
+	framework.MustKubectl(t, ctx, "", "-n", ns, "label", "pod", name, hold+"=true")
+	framework.Poll(t, ctx, 30*time.Second, "pod "+name+" Normal again", stateIs(pub.LifecycleStateNormal, updated))
+	got, _ := framework.WaitRolledOut(t, ctx, cs, 1)
+	framework.CheckKubectlCounts(t, ctx, got, "1", "1", "1", "1", "1")
 }
 
 // TestCloneSetControllerKilledMidRollout: inplace-controller SIGKILLed in the middle of an in-place
 // rollout and started again finishes the rollout, creating and deleting no Pod.
 func TestCloneSetControllerKilledMidRollout(t *testing.T) {
-	ctx := testContext(t)
-	t.Cleanup(func() {
-		if !currentProgram(t, "inplace-controller").alive() {
-			_ = runLocalUpHook(t, controllerHook)
-		}
-	})
-	ns := newNamespace(t, ctx, "clone-kill")
-	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+	ctx := framework.Context(t)
+	framework.StartAgainAfter(t, "inplace-controller")
+	ns := framework.NewNamespace(t, ctx, "clone-kill")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		MaxUnavailable: ptr.To(intstr.FromInt32(1)),
 	})
-	before := waitCloneSetReady(t, ctx, cs, 4)
-	rec := recordPods(t, ctx, ns)
-	controller := currentProgram(t, "inplace-controller")
+	rec := framework.RecordPods(t, ctx, ns)
+	controller := framework.CurrentProgram(t, "inplace-controller")
 
-	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
-	var started int
-	poll(t, ctx, rolloutTimeout, "the rollout to start", func(ctx context.Context) (bool, error) {
-		pods, err := cloneSetPods(ctx, cs)
-		if err != nil {
-			return false, err
-		}
-		started = 0
-		for _, p := range pods {
-			if specImage(p, "main") == appImageV2 {
-				started++
-			}
-		}
-		return started > 0, nil
-	})
-	controller.stop(t, ctx, syscall.SIGKILL, 10*time.Second)
-	t.Logf("inplace-controller (pid %d) killed with %d of 4 Pods started", controller.pid, started)
-	if started == 4 {
-		t.Fatal("the rollout was over before inplace-controller was killed")
-	}
-	if err := runLocalUpHook(t, controllerHook); err != nil {
-		t.Fatalf("%s: %v", controllerHook, err)
-	}
-	got, after := waitRolledOut(t, ctx, cs, 4)
-	checkSamePods(t, before, after)
+	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
+	framework.KillControllerMidway(t, ctx, controller, cs, "main", framework.AppImageV2, "rollout")
+	got, after := framework.WaitRolledOut(t, ctx, cs, 4)
+	framework.CheckSamePods(t, before, after)
 	for name, p := range after {
-		if s := findStatus(p, "main"); s == nil || s.RestartCount != 1 {
+		if s := framework.FindStatus(p, "main"); s == nil || s.RestartCount != 1 {
 			t.Errorf("pod %s: container status %+v, want restartCount 1", name, s)
 		}
 	}
-	if changed := podsAddedOrDeleted(rec, rec.upTo(t, ctx, ns)); len(changed) > 0 {
+	if changed := framework.PodsAddedOrDeleted(rec, rec.UpTo(t, ctx, ns)); len(changed) > 0 {
 		t.Errorf("pods created or deleted: %v", changed)
 	}
-	checkKubectlCounts(t, ctx, got, "4", "4", "4", "4", "4")
+	framework.CheckKubectlCounts(t, ctx, got, "4", "4", "4", "4", "4")
 }
 
 // TestCloneSetMaxSurge: a ReCreate rollout with maxSurge 1 and maxUnavailable 0 over 3 Pods
 // creates each new Pod before an old one goes: at every watched moment at most 4 Pods exist and at
 // least 3 are Ready once the rollout started; at the end 3 new Pods.
 func TestCloneSetMaxSurge(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-surge")
-	cs := newUpdateCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{
+	ctx, ns := framework.Start(t, "clone-surge")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 3, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.RecreateCloneSetUpdateStrategyType,
 		MaxSurge:       ptr.To(intstr.FromInt32(1)),
 		MaxUnavailable: ptr.To(intstr.FromInt32(0)),
 	})
-	before := waitCloneSetReady(t, ctx, cs, 3)
-	rec := recordPods(t, ctx, ns)
+	rec := framework.RecordPods(t, ctx, ns)
 
-	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
-	_, after := waitRolledOut(t, ctx, cs, 3)
+	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
+	_, after := framework.WaitRolledOut(t, ctx, cs, 3)
 	for name := range after {
 		if before[name] != nil {
 			t.Errorf("pod %s was kept: ReCreate replaces every Pod", name)
 		}
 	}
-	events := rec.upTo(t, ctx, ns)
+	events := rec.UpTo(t, ctx, ns)
 	maxPods, minReady := 0, 3
-	rec.replay(events, func(_ podEvent, pods map[string]*corev1.Pod) {
+	rec.Replay(events, func(_ framework.PodEvent, pods map[string]*corev1.Pod) {
 		ready := 0
 		for _, p := range pods {
-			if podReady(p) {
+			if framework.PodReady(p) {
 				ready++
 			}
 		}
@@ -520,7 +322,7 @@ func TestCloneSetMaxSurge(t *testing.T) {
 	if minReady < 3 {
 		t.Errorf("only %d Pods Ready at some moment, want at least 3 (maxUnavailable 0)", minReady)
 	}
-	if changed := podsAddedOrDeleted(rec, events); len(changed) != 6 {
+	if changed := framework.PodsAddedOrDeleted(rec, events); len(changed) != 6 {
 		t.Errorf("pods created and deleted: %v, want 3 of each", changed)
 	}
 }
@@ -530,9 +332,8 @@ func TestCloneSetMaxSurge(t *testing.T) {
 // the update order, so the two Pods updated are one of zone a and one of zone b (priority alone
 // would pick both zone a Pods).
 func TestCloneSetScatterStrategy(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-scatter")
-	cs := newUpdateCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
+	ctx, ns := framework.Start(t, "clone-scatter")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 4, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		Partition:      ptr.To(intstr.FromInt32(2)),
 		MaxUnavailable: ptr.To(intstr.FromInt32(2)),
@@ -541,7 +342,6 @@ func TestCloneSetScatterStrategy(t *testing.T) {
 		}}},
 		ScatterStrategy: pub.UpdateScatterStrategy{{Key: "zone", Value: "a"}},
 	})
-	before := waitCloneSetReady(t, ctx, cs, 4)
 	names := slices.Sorted(maps.Keys(before))
 	zoneA := map[string]bool{names[0]: true, names[1]: true}
 	for _, name := range names {
@@ -549,23 +349,23 @@ func TestCloneSetScatterStrategy(t *testing.T) {
 		if zoneA[name] {
 			labels = "zone=a prio=high"
 		}
-		mustKubectl(t, ctx, "", append([]string{"-n", ns, "label", "pod", name}, strings.Fields(labels)...)...)
+		framework.MustKubectl(t, ctx, "", append([]string{"-n", ns, "label", "pod", name}, strings.Fields(labels)...)...)
 	}
 
-	cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
+	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
 	var updated []string
-	poll(t, ctx, rolloutTimeout, "2 of 4 Pods updated", func(ctx context.Context) (bool, error) {
-		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+	framework.Poll(t, ctx, framework.RolloutTimeout, "2 of 4 Pods updated", func(ctx context.Context) (bool, error) {
+		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		pods, err := cloneSetPods(ctx, got)
+		pods, err := framework.CloneSetPods(ctx, got)
 		if err != nil {
 			return false, err
 		}
 		updated = nil
 		for name, p := range pods {
-			if podSettledAt(t, p, got.Status.UpdateRevision) {
+			if framework.PodSettledAt(t, p, got.Status.UpdateRevision) {
 				updated = append(updated, name)
 			}
 		}

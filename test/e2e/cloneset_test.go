@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,85 +12,29 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
-
-// cloneSetPods are the Pods the CloneSet controls, by name.
-func cloneSetPods(ctx context.Context, cs *v1alpha1.CloneSet) (map[string]*corev1.Pod, error) {
-	list, err := kube.CoreV1().Pods(cs.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + cs.Name})
-	if err != nil {
-		return nil, err
-	}
-	pods := map[string]*corev1.Pod{}
-	for i := range list.Items {
-		p := &list.Items[i]
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == cs.UID && p.DeletionTimestamp == nil {
-			pods[p.Name] = p
-		}
-	}
-	return pods, nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	return conditionStatus(p, corev1.PodReady) == corev1.ConditionTrue
-}
-
-// waitCloneSetReady waits until the CloneSet has exactly n Pods, all Ready, and its status says so.
-func waitCloneSetReady(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, n int32) map[string]*corev1.Pod {
-	t.Helper()
-	var pods map[string]*corev1.Pod
-	poll(t, ctx, 90*time.Second, fmt.Sprintf("CloneSet %s: %d Pods Ready and counted in status", cs.Name, n), func(ctx context.Context) (bool, error) {
-		var err error
-		if pods, err = cloneSetPods(ctx, cs); err != nil {
-			return false, err
-		}
-		if int32(len(pods)) != n {
-			return false, fmt.Errorf("%d pods", len(pods))
-		}
-		for _, p := range pods {
-			if !podReady(p) {
-				return false, fmt.Errorf("pod %s not ready", p.Name)
-			}
-		}
-		got, err := inplace.AppsV1alpha1().CloneSets(cs.Namespace).Get(ctx, cs.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		st := got.Status
-		if st.Replicas != n || st.ReadyReplicas != n || st.ObservedGeneration != got.Generation {
-			return false, fmt.Errorf("status %+v (generation %d)", st, got.Generation)
-		}
-		return true, nil
-	})
-	return pods
-}
 
 // TestCloneSetScale: Pods are created from the template with the CloneSet's labels, readiness
 // gate and owner; `kubectl scale` works through the scale subresource; podsToDelete removes
 // exactly the named Pod on scale-down.
 func TestCloneSetScale(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "e2e-clone")
+	ctx, ns := framework.Start(t, "e2e-clone")
 	labels := map[string]string{"app": "web"}
-	cs, err := inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, &v1alpha1.CloneSet{
+	cs, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, &v1alpha1.CloneSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: v1alpha1.CloneSetSpec{
-			Replicas: ptr.To[int32](3),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					Containers:                    []corev1.Container{{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever}},
-				},
-			},
+			Replicas:       ptr.To[int32](3),
+			Selector:       &metav1.LabelSelector{MatchLabels: labels},
+			Template:       framework.PodTemplate(labels, framework.Container("main", framework.AppImageV1)),
 			UpdateStrategy: v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods := waitCloneSetReady(t, ctx, cs, 3)
-	got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+	pods := framework.WaitCloneSetReady(t, ctx, cs, 3)
+	got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,13 +45,13 @@ func TestCloneSetScale(t *testing.T) {
 		if p.Labels[v1alpha1.CloneSetInstanceID] == "" || p.Labels["controller-revision-hash"] != got.Status.UpdateRevision {
 			t.Errorf("pod %s labels %v: want an instance id and revision %s", p.Name, p.Labels, got.Status.UpdateRevision)
 		}
-		if conditionStatus(p, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
-			t.Errorf("pod %s: InPlaceUpdateReady %s, want True (readiness gate injected and set)", p.Name, conditionStatus(p, pub.InPlaceUpdateReady))
+		if framework.ConditionStatus(p, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
+			t.Errorf("pod %s: InPlaceUpdateReady %s, want True (readiness gate injected and set)", p.Name, framework.ConditionStatus(p, pub.InPlaceUpdateReady))
 		}
 	}
 
-	mustKubectl(t, ctx, "", "-n", ns, "scale", "clone/web", "--replicas=5")
-	pods = waitCloneSetReady(t, ctx, cs, 5)
+	framework.MustKubectl(t, ctx, "", "-n", ns, "scale", "clone/web", "--replicas=5")
+	pods = framework.WaitCloneSetReady(t, ctx, cs, 5)
 
 	names := make([]string, 0, len(pods))
 	for name := range pods {
@@ -118,10 +60,10 @@ func TestCloneSetScale(t *testing.T) {
 	sort.Strings(names)
 	victim := names[2]
 	patch := fmt.Sprintf(`{"spec":{"replicas":4,"scaleStrategy":{"podsToDelete":[%q]}}}`, victim)
-	if _, err := inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Patch(ctx, "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	after := waitCloneSetReady(t, ctx, cs, 4)
+	after := framework.WaitCloneSetReady(t, ctx, cs, 4)
 	if _, ok := after[victim]; ok {
 		t.Errorf("pod %s named in podsToDelete is still there", victim)
 	}

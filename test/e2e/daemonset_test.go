@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // The Advanced DaemonSet on the real cluster's nodes, held to OpenKruise's e2e scenarios
@@ -27,119 +27,6 @@ import (
 // as node agents tolerate everything, so with INPLACE_NODES=2 (the host pass of make test) each
 // of these runs on two nodes.
 
-func newAdvancedDaemonSet(t *testing.T, ctx context.Context, ns string, mutate ...func(*v1alpha1.DaemonSet)) *v1alpha1.DaemonSet {
-	t.Helper()
-	ds := &v1alpha1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns},
-		Spec: v1alpha1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "agent"}},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					Containers:                    []corev1.Container{{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever}},
-					Tolerations:                   []corev1.Toleration{{Key: node2Taint, Operator: corev1.TolerationOpExists}},
-				},
-			},
-			UpdateStrategy: v1alpha1.DaemonSetUpdateStrategy{RollingUpdate: &v1alpha1.RollingUpdateDaemonSet{
-				Type: v1alpha1.InplaceRollingUpdateType,
-			}},
-		},
-	}
-	for _, m := range mutate {
-		m(ds)
-	}
-	created, err := inplace.AppsV1alpha1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating DaemonSet: %v", err)
-	}
-	return created
-}
-
-func daemonPods(ctx context.Context, ns string) ([]corev1.Pod, error) {
-	list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})
-	if err != nil {
-		return nil, err
-	}
-	var out []corev1.Pod
-	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
-// waitDaemonSet waits until the status, for the current generation, wants desired Pods, all
-// ready and updated to want of them, and the namespace has exactly that many Pods; it returns them.
-func waitDaemonSet(t *testing.T, ctx context.Context, ns string, desired, updated int32) []corev1.Pod {
-	t.Helper()
-	var pods []corev1.Pod
-	poll(t, ctx, 2*time.Minute, fmt.Sprintf("DaemonSet agent: %d desired and ready, %d updated", desired, updated), func(ctx context.Context) (bool, error) {
-		ds, err := inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		st := ds.Status
-		if st.ObservedGeneration != ds.Generation || st.DesiredNumberScheduled != desired || st.NumberReady != desired ||
-			st.UpdatedNumberScheduled != updated || st.NumberAvailable != desired {
-			return false, fmt.Errorf("status %+v", st)
-		}
-		if pods, err = daemonPods(ctx, ns); err != nil {
-			return false, err
-		}
-		return len(pods) == int(desired), fmt.Errorf("%d pods", len(pods))
-	})
-	return pods
-}
-
-func updateDaemonSet(t *testing.T, ctx context.Context, ns string, mutate func(*v1alpha1.DaemonSet)) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		ds, err := inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(ds)
-		_, err = inplace.AppsV1alpha1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("updating DaemonSet agent: %v", err)
-	}
-}
-
-// expectOnePodPerNode checks that the Pods run on distinct nodes, one on each of the cluster's.
-func expectOnePodPerNode(t *testing.T, ctx context.Context, pods []corev1.Pod) {
-	t.Helper()
-	on := map[string]string{}
-	for _, p := range pods {
-		if other, ok := on[p.Spec.NodeName]; ok {
-			t.Errorf("pods %s and %s both on node %q", other, p.Name, p.Spec.NodeName)
-		}
-		on[p.Spec.NodeName] = p.Name
-	}
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, node := range nodes.Items {
-		if _, ok := on[node.Name]; !ok {
-			t.Errorf("no agent on node %s (agents on %v)", node.Name, on)
-		}
-	}
-}
-
-// readyNodes counts the cluster's nodes (each should run the agent).
-func readyNodes(t *testing.T, ctx context.Context) int32 {
-	t.Helper()
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return int32(len(nodes.Items))
-}
-
 // TestAdvancedDaemonSetInPlace: one Pod per node; partition (the number of nodes) holds the image
 // change back, one less lets exactly one node's Pod update, then no partition lets it reach every
 // Pod in place (same UID, the container restarted once, by the kubelet of its own node), each
@@ -147,37 +34,36 @@ func readyNodes(t *testing.T, ctx context.Context) int32 {
 // recreated on its node (OpenKruise's "Should upgrade inplace if update image and recreate if
 // update others").
 func TestAdvancedDaemonSetInPlace(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-inplace")
-	n := readyNodes(t, ctx)
-	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	ctx, ns := framework.Start(t, "ads-inplace")
+	n := framework.ReadyNodes(t, ctx)
+	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(intstr.FromInt32(n))
 	})
-	before := waitDaemonSet(t, ctx, ns, n, n)
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = appImageV2 })
-	held := waitDaemonSet(t, ctx, ns, n, 0)
+	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
+	held := framework.WaitDaemonSet(t, ctx, ns, n, 0)
 	for _, p := range held {
-		if specImage(&p, "main") != appImageV1 {
-			t.Errorf("with partition %d, pod %s runs %s", n, p.Name, specImage(&p, "main"))
+		if framework.SpecImage(&p, "main") != framework.AppImageV1 {
+			t.Errorf("with partition %d, pod %s runs %s", n, p.Name, framework.SpecImage(&p, "main"))
 		}
 	}
 	if n > 1 {
-		updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+		framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 			ds.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(intstr.FromInt32(n - 1))
 		})
 		updated := 0
-		for _, p := range waitDaemonSet(t, ctx, ns, n, 1) {
-			if specImage(&p, "main") == appImageV2 {
+		for _, p := range framework.WaitDaemonSet(t, ctx, ns, n, 1) {
+			if framework.SpecImage(&p, "main") == framework.AppImageV2 {
 				updated++
 			}
 		}
 		if updated != 1 {
-			t.Errorf("with partition %d of %d nodes, %d Pods run %s, want 1", n-1, n, updated, appImageV2)
+			t.Errorf("with partition %d of %d nodes, %d Pods run %s, want 1", n-1, n, updated, framework.AppImageV2)
 		}
 	}
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.UpdateStrategy.RollingUpdate.Partition = nil })
-	after := waitDaemonSet(t, ctx, ns, n, n)
-	expectOnePodPerNode(t, ctx, after)
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.UpdateStrategy.RollingUpdate.Partition = nil })
+	after := framework.WaitDaemonSet(t, ctx, ns, n, n)
+	framework.ExpectOnePodPerNode(t, ctx, after)
 	uids := map[types.UID]bool{}
 	for _, p := range before {
 		uids[p.UID] = true
@@ -186,36 +72,25 @@ func TestAdvancedDaemonSetInPlace(t *testing.T) {
 		if !uids[p.UID] {
 			t.Errorf("pod %s was recreated: want an in-place update", p.Name)
 		}
-		if s := findStatus(&p, "main"); s == nil || s.RestartCount != 1 || s.Image != appImageV2 {
-			t.Errorf("pod %s: container %+v, want %s restarted once", p.Name, s, appImageV2)
+		if s := framework.FindStatus(&p, "main"); s == nil || s.RestartCount != 1 || s.Image != framework.AppImageV2 {
+			t.Errorf("pod %s: container %+v, want %s restarted once", p.Name, s, framework.AppImageV2)
 		}
 	}
-	expectInPlaceUpdateReadyGate(t, after)
+	framework.ExpectInPlaceUpdateReadyGate(t, after)
 
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "FOO", Value: "bar"}}
 	})
 	// The status counts a node updated only once its Pod is at the new revision.
-	recreated := waitDaemonSet(t, ctx, ns, n, n)
-	expectOnePodPerNode(t, ctx, recreated)
-	expectInPlaceUpdateReadyGate(t, recreated)
+	recreated := framework.WaitDaemonSet(t, ctx, ns, n, n)
+	framework.ExpectOnePodPerNode(t, ctx, recreated)
+	framework.ExpectInPlaceUpdateReadyGate(t, recreated)
 	for _, p := range recreated {
 		if uids[p.UID] {
 			t.Errorf("pod %s kept for an env change: want it recreated", p.Name)
 		}
-		if c := p.Spec.Containers[0]; len(c.Env) != 1 || c.Env[0].Value != "bar" || c.Image != appImageV2 {
-			t.Errorf("pod %s: container %s with env %v, want %s with FOO=bar", p.Name, c.Image, c.Env, appImageV2)
-		}
-	}
-}
-
-// expectInPlaceUpdateReadyGate checks that every Pod has the InPlaceUpdateReady readiness gate, as
-// OpenKruise's daemon Pods do (an in-place update holds the Pod unready through it).
-func expectInPlaceUpdateReadyGate(t *testing.T, pods []corev1.Pod) {
-	t.Helper()
-	for _, p := range pods {
-		if !slices.ContainsFunc(p.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == pub.InPlaceUpdateReady }) {
-			t.Errorf("pod %s has readiness gates %v, want %s", p.Name, p.Spec.ReadinessGates, pub.InPlaceUpdateReady)
+		if c := p.Spec.Containers[0]; len(c.Env) != 1 || c.Env[0].Value != "bar" || c.Image != framework.AppImageV2 {
+			t.Errorf("pod %s: container %s with env %v, want %s with FOO=bar", p.Name, c.Image, c.Env, framework.AppImageV2)
 		}
 	}
 }
@@ -225,57 +100,53 @@ func expectInPlaceUpdateReadyGate(t *testing.T, pods []corev1.Pod) {
 // it away, and a template node selector naming the new label (with the RollingUpdate strategy
 // type set in the same change) brings one back.
 func TestAdvancedDaemonSetFollowsNodeLabels(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-labels")
+	ctx, ns := framework.Start(t, "ads-labels")
 	key := "inplace-e2e/" + ns
-	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.NodeSelector = map[string]string{key: "yes"} })
-	waitDaemonSet(t, ctx, ns, 0, 0)
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	framework.NewAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.NodeSelector = map[string]string{key: "yes"} })
+	framework.WaitDaemonSet(t, ctx, ns, 0, 0)
+	nodes, err := framework.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil || len(nodes.Items) == 0 {
 		t.Fatalf("nodes: %v", err)
 	}
 	node := nodes.Items[0].Name
 	label := func(value *string) {
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{key: value}}})
-		if _, err := kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if _, err := framework.Kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatalf("labelling node %s: %v", node, err)
 		}
 	}
 	t.Cleanup(func() { label(nil) })
 	label(ptr.To("yes"))
-	pods := waitDaemonSet(t, ctx, ns, 1, 1)
+	pods := framework.WaitDaemonSet(t, ctx, ns, 1, 1)
 	if pods[0].Spec.NodeName != node {
 		t.Errorf("pod %s on node %q, want %s", pods[0].Name, pods[0].Spec.NodeName, node)
 	}
 	label(ptr.To("green"))
-	waitDaemonSet(t, ctx, ns, 0, 0)
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	framework.WaitDaemonSet(t, ctx, ns, 0, 0)
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.NodeSelector = map[string]string{key: "green"}
 		ds.Spec.UpdateStrategy.Type = v1alpha1.RollingUpdateDaemonSetStrategyType
 	})
-	if pods := waitDaemonSet(t, ctx, ns, 1, 1); pods[0].Spec.NodeName != node {
+	if pods := framework.WaitDaemonSet(t, ctx, ns, 1, 1); pods[0].Spec.NodeName != node {
 		t.Errorf("node selector %s=green: pod %s on node %q, want %s", key, pods[0].Name, pods[0].Spec.NodeName, node)
 	}
 	label(nil)
-	waitDaemonSet(t, ctx, ns, 0, 0)
+	framework.WaitDaemonSet(t, ctx, ns, 0, 0)
 }
 
 // TestAdvancedDaemonSetSurge: with maxSurge 1 and maxUnavailable 0 a new Pod starts beside the old
 // one, which goes only once the new one is available: no node ever lacks a ready agent.
 func TestAdvancedDaemonSetSurge(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-surge")
-	n := readyNodes(t, ctx)
-	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	ctx, ns := framework.Start(t, "ads-surge")
+	n, before := framework.ReadyDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.RollingUpdateDaemonSet{
 			Type: v1alpha1.StandardRollingUpdateType, MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
 		}
 	})
-	before := waitDaemonSet(t, ctx, ns, n, n)
-	rec := recordPods(t, ctx, ns)
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = appImageV2 })
-	after := waitDaemonSet(t, ctx, ns, n, n)
-	events := rec.upTo(t, ctx, ns)
+	rec := framework.RecordPods(t, ctx, ns)
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
+	after := framework.WaitDaemonSet(t, ctx, ns, n, n)
+	events := rec.UpTo(t, ctx, ns)
 	for _, p := range after {
 		for _, b := range before {
 			if p.UID == b.UID {
@@ -283,22 +154,22 @@ func TestAdvancedDaemonSetSurge(t *testing.T) {
 			}
 		}
 	}
-	expectOnePodPerNode(t, ctx, after)
+	framework.ExpectOnePodPerNode(t, ctx, after)
 	nodes := map[string]bool{}
 	for _, p := range before {
 		nodes[p.Spec.NodeName] = true
 	}
 	most := 0
-	rec.replay(events, func(ev podEvent, pods map[string]*corev1.Pod) {
+	rec.Replay(events, func(ev framework.PodEvent, pods map[string]*corev1.Pod) {
 		ready := map[string]int{}
 		for _, p := range pods {
-			if podReady(p) {
+			if framework.PodReady(p) {
 				ready[p.Spec.NodeName]++
 			}
 		}
 		for node := range nodes {
 			if ready[node] == 0 {
-				t.Errorf("no agent ready on node %s after the %s of %s (maxUnavailable 0)", node, ev.typ, ev.pod.Name)
+				t.Errorf("no agent ready on node %s after the %s of %s (maxUnavailable 0)", node, ev.Typ, ev.Pod.Name)
 			}
 		}
 		most = max(most, len(pods))
@@ -312,17 +183,14 @@ func TestAdvancedDaemonSetSurge(t *testing.T) {
 // TestAdvancedDaemonSetRecreatesDeletedPod: a deleted agent Pod is replaced on its node, the other
 // nodes' Pods untouched (OpenKruise's "should run and stop simple daemon").
 func TestAdvancedDaemonSetRecreatesDeletedPod(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-delete")
-	n := readyNodes(t, ctx)
-	newAdvancedDaemonSet(t, ctx, ns)
-	before := waitDaemonSet(t, ctx, ns, n, n)
+	ctx, ns := framework.Start(t, "ads-delete")
+	n, before := framework.ReadyDaemonSet(t, ctx, ns)
 	victim := before[0]
-	if err := kube.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
+	if err := framework.Kube.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, 2*time.Minute, "a new agent on node "+victim.Spec.NodeName, func(ctx context.Context) (bool, error) {
-		pods, err := daemonPods(ctx, ns)
+	framework.Poll(t, ctx, 2*time.Minute, "a new agent on node "+victim.Spec.NodeName, func(ctx context.Context) (bool, error) {
+		pods, err := framework.DaemonPods(ctx, ns)
 		if err != nil {
 			return false, err
 		}
@@ -333,7 +201,7 @@ func TestAdvancedDaemonSetRecreatesDeletedPod(t *testing.T) {
 		}
 		return false, fmt.Errorf("pods %d", len(pods))
 	})
-	expectOnlyReplaced(t, ctx, before, waitDaemonSet(t, ctx, ns, n, n), victim, "deleted")
+	expectOnlyReplaced(t, ctx, before, framework.WaitDaemonSet(t, ctx, ns, n, n), victim, "deleted")
 }
 
 // TestAdvancedDaemonSetSurgeMinReadySeconds (OpenKruise "should successfully surging update
@@ -345,26 +213,23 @@ func TestAdvancedDaemonSetRecreatesDeletedPod(t *testing.T) {
 // end each node runs one Pod, the new one. The harness runs it on two nodes; INPLACE_NODES=1 on one.
 func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 	const minReady = 5
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-surge-mrs")
-	n := readyNodes(t, ctx)
-	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	ctx, ns := framework.Start(t, "ads-surge-mrs")
+	n, before := framework.ReadyDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.MinReadySeconds = minReady
 		ds.Spec.UpdateStrategy.RollingUpdate = &v1alpha1.RollingUpdateDaemonSet{
 			Type: v1alpha1.StandardRollingUpdateType, MaxSurge: ptr.To(intstr.FromString("100%")), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
 		}
 	})
-	before := waitDaemonSet(t, ctx, ns, n, n)
-	expectOnePodPerNode(t, ctx, before)
+	framework.ExpectOnePodPerNode(t, ctx, before)
 	oldOn := map[string]string{} // node -> its old Pod
 	for _, p := range before {
 		oldOn[p.Spec.NodeName] = p.Name
 	}
-	rec := recordPods(t, ctx, ns)
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+	rec := framework.RecordPods(t, ctx, ns)
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 	// OpenKruise's scenario gives the old Pods a minute to go.
-	poll(t, ctx, time.Minute, "the old Pods deleted", func(ctx context.Context) (bool, error) {
-		pods, err := daemonPods(ctx, ns)
+	framework.Poll(t, ctx, time.Minute, "the old Pods deleted", func(ctx context.Context) (bool, error) {
+		pods, err := framework.DaemonPods(ctx, ns)
 		if err != nil {
 			return false, err
 		}
@@ -376,26 +241,26 @@ func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 		}
 		return len(left) == 0, fmt.Errorf("old Pods left: %v", left)
 	})
-	after := waitDaemonSet(t, ctx, ns, n, n)
-	expectOnePodPerNode(t, ctx, after)
-	events := rec.upTo(t, ctx, ns)
+	after := framework.WaitDaemonSet(t, ctx, ns, n, n)
+	framework.ExpectOnePodPerNode(t, ctx, after)
+	events := rec.UpTo(t, ctx, ns)
 
 	// Every node had its surge Pod beside the old one, both live, all nodes at once (100%).
 	surged, most := map[string]bool{}, 0
-	rec.replay(events, func(ev podEvent, pods map[string]*corev1.Pod) {
+	rec.Replay(events, func(ev framework.PodEvent, pods map[string]*corev1.Pod) {
 		on, ready := map[string]int{}, map[string]int{}
 		for _, p := range pods {
 			on[p.Spec.NodeName]++
-			if podReady(p) {
+			if framework.PodReady(p) {
 				ready[p.Spec.NodeName]++
 			}
 		}
 		for node := range oldOn {
 			if ready[node] == 0 {
-				t.Errorf("no agent ready on node %s after the %s of %s (maxUnavailable 0)", node, ev.typ, ev.pod.Name)
+				t.Errorf("no agent ready on node %s after the %s of %s (maxUnavailable 0)", node, ev.Typ, ev.Pod.Name)
 			}
 			if on[node] > 2 {
-				t.Errorf("%d agents on node %s after the %s of %s, want at most 2", on[node], node, ev.typ, ev.pod.Name)
+				t.Errorf("%d agents on node %s after the %s of %s, want at most 2", on[node], node, ev.Typ, ev.Pod.Name)
 			}
 			if on[node] == 2 {
 				surged[node] = true
@@ -417,18 +282,18 @@ func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 	// counts from the Ready time it reads, so the gap is never below minReadySeconds.
 	deleted := map[string]time.Time{}
 	for _, e := range events {
-		if p := e.pod; p.DeletionTimestamp != nil && deleted[p.Name].IsZero() {
+		if p := e.Pod; p.DeletionTimestamp != nil && deleted[p.Name].IsZero() {
 			grace := time.Duration(ptr.Deref(p.DeletionGracePeriodSeconds, 0)) * time.Second
 			deleted[p.Name] = p.DeletionTimestamp.Add(-grace)
 		}
 	}
 	for _, p := range after {
 		node := p.Spec.NodeName
-		if p.Name == oldOn[node] || specImage(&p, "main") != appImageV2 {
-			t.Errorf("node %s runs %s (%s), want a new Pod with %s", node, p.Name, specImage(&p, "main"), appImageV2)
+		if p.Name == oldOn[node] || framework.SpecImage(&p, "main") != framework.AppImageV2 {
+			t.Errorf("node %s runs %s (%s), want a new Pod with %s", node, p.Name, framework.SpecImage(&p, "main"), framework.AppImageV2)
 			continue
 		}
-		ready := podCondition(&p, corev1.PodReady)
+		ready := framework.PodCondition(&p, corev1.PodReady)
 		at, ok := deleted[oldOn[node]]
 		if ready == nil || !ok {
 			t.Errorf("node %s: new Pod %s Ready %+v, old Pod %s deletion seen %v", node, p.Name, ready, oldOn[node], ok)
@@ -447,39 +312,36 @@ func TestAdvancedDaemonSetSurgeMinReadySeconds(t *testing.T) {
 // daemon Pod whose phase turns Failed is deleted, completely, and its node gets a new one; the
 // other nodes' Pods stay.
 func TestAdvancedDaemonSetReplacesFailedPod(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-failed")
-	n := readyNodes(t, ctx)
-	newAdvancedDaemonSet(t, ctx, ns)
-	before := waitDaemonSet(t, ctx, ns, n, n)
+	ctx, ns := framework.Start(t, "ads-failed")
+	n, before := framework.ReadyDaemonSet(t, ctx, ns)
 	victim := before[0]
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		p.Status.Phase = corev1.PodFailed
-		_, err = kube.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		_, err = framework.Kube.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
 		t.Fatalf("failing pod %s: %v", victim.Name, err)
 	}
-	poll(t, ctx, 2*time.Minute, "the failed pod "+victim.Name+" deleted", func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
+	framework.Poll(t, ctx, 2*time.Minute, "the failed pod "+victim.Name+" deleted", func(ctx context.Context) (bool, error) {
+		_, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
 		return false, fmt.Errorf("still there (%v)", err)
 	})
-	expectOnlyReplaced(t, ctx, before, waitDaemonSet(t, ctx, ns, n, n), victim, "failed")
+	expectOnlyReplaced(t, ctx, before, framework.WaitDaemonSet(t, ctx, ns, n, n), victim, "failed")
 }
 
 // expectOnlyReplaced checks that after a node's Pod (victim, the first of before) was deleted or
 // failed, every node runs one Pod, the victim is gone and the other nodes kept theirs.
 func expectOnlyReplaced(t *testing.T, ctx context.Context, before, after []corev1.Pod, victim corev1.Pod, what string) {
 	t.Helper()
-	expectOnePodPerNode(t, ctx, after)
+	framework.ExpectOnePodPerNode(t, ctx, after)
 	kept := map[types.UID]bool{}
 	for _, p := range after {
 		kept[p.UID] = true
@@ -502,25 +364,22 @@ func expectOnlyReplaced(t *testing.T, ctx context.Context, before, after []corev
 // at a time.
 func TestAdvancedDaemonSetRollingUpdatePreDeleteHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-roll-predelete")
-	n := readyNodes(t, ctx)
-	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	ctx, ns := framework.Start(t, "ads-roll-predelete")
+	n, before := framework.ReadyDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}}}
 		ds.Spec.Template.Labels[hold] = "true"
 		ds.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(1))
 	})
-	before := waitDaemonSet(t, ctx, ns, n, n)
 	oldNames := map[string]bool{}
 	for _, p := range before {
 		oldNames[p.Name] = true
 	}
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "FOO", Value: "bar"}}
 	})
 	var hash string
-	poll(t, ctx, 30*time.Second, "the status at the new generation", func(ctx context.Context) (bool, error) {
-		ds, err := inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
+	framework.Poll(t, ctx, 30*time.Second, "the status at the new generation", func(ctx context.Context) (bool, error) {
+		ds, err := framework.Inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -531,8 +390,8 @@ func TestAdvancedDaemonSetRollingUpdatePreDeleteHook(t *testing.T) {
 		return pub.LifecycleStateType(p.Labels[pub.LifecycleStateKey])
 	}
 	var held corev1.Pod
-	poll(t, ctx, time.Minute, "one agent PreparingDelete", func(ctx context.Context) (bool, error) {
-		list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})
+	framework.Poll(t, ctx, time.Minute, "one agent PreparingDelete", func(ctx context.Context) (bool, error) {
+		list, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})
 		if err != nil {
 			return false, err
 		}
@@ -552,15 +411,15 @@ func TestAdvancedDaemonSetRollingUpdatePreDeleteHook(t *testing.T) {
 		return preparing == 1 && len(list.Items) == len(before), fmt.Errorf("%d of %d pods PreparingDelete", preparing, len(list.Items))
 	})
 	patchPod(t, ctx, ns, held.Name, map[string]any{"metadata": map[string]any{"labels": map[string]any{hold: nil}}})
-	poll(t, ctx, time.Minute, held.Name+" deleted once released", func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().Pods(ns).Get(ctx, held.Name, metav1.GetOptions{})
+	framework.Poll(t, ctx, time.Minute, held.Name+" deleted once released", func(ctx context.Context) (bool, error) {
+		_, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, held.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
 		return false, fmt.Errorf("still there (%v)", err)
 	})
-	poll(t, ctx, time.Minute, "a new agent on "+held.Spec.NodeName+" and, on two nodes, the next one held", func(ctx context.Context) (bool, error) {
-		pods, err := daemonPods(ctx, ns)
+	framework.Poll(t, ctx, time.Minute, "a new agent on "+held.Spec.NodeName+" and, on two nodes, the next one held", func(ctx context.Context) (bool, error) {
+		pods, err := framework.DaemonPods(ctx, ns)
 		if err != nil {
 			return false, err
 		}
@@ -569,7 +428,7 @@ func TestAdvancedDaemonSetRollingUpdatePreDeleteHook(t *testing.T) {
 		for _, p := range pods {
 			if p.Labels[appsv1.ControllerRevisionHashLabelKey] == hash {
 				updated = append(updated, p.Name+" on "+p.Spec.NodeName)
-				replaced = replaced || (p.Spec.NodeName == held.Spec.NodeName && podReady(&p))
+				replaced = replaced || (p.Spec.NodeName == held.Spec.NodeName && framework.PodReady(&p))
 			} else if state(&p) == pub.LifecycleStatePreparingDelete {
 				next++
 			}
@@ -579,4 +438,37 @@ func TestAdvancedDaemonSetRollingUpdatePreDeleteHook(t *testing.T) {
 		}
 		return replaced && next == min(n-1, 1), fmt.Errorf("at the new revision %v, %d waiting", updated, next)
 	})
+}
+
+// TestAdvancedDaemonSetInPlaceResize (OpenKruise InplaceVPA "should upgrade resources and image
+// one by one"): an image and a resource change together update every Pod of the Advanced
+// DaemonSet in place: same Pod, main restarted once (for its image) on the new image, the new
+// resources in spec and status.
+func TestAdvancedDaemonSetInPlaceResize(t *testing.T) {
+	ctx, ns := framework.Start(t, "ads-resize")
+	n, before := framework.ReadyDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].Resources = *resizeOld.DeepCopy()
+	})
+	uids := map[types.UID]bool{}
+	for _, p := range before {
+		uids[p.UID] = true
+	}
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2
+		ds.Spec.Template.Spec.Containers[0].Resources = *resizeNew.DeepCopy()
+	})
+	after := framework.WaitDaemonSet(t, ctx, ns, n, n)
+	for _, p := range after {
+		if !uids[p.UID] {
+			t.Errorf("pod %s was recreated: want an in-place update", p.Name)
+		}
+		s := framework.FindStatus(&p, "main")
+		if s == nil || s.RestartCount != 1 || s.Image != framework.AppImageV2 {
+			t.Errorf("pod %s: container %+v, want %s restarted once", p.Name, s, framework.AppImageV2)
+			continue
+		}
+		if spec := p.Spec.Containers[0].Resources; !sameResources(&spec, &resizeNew) || !sameResources(s.Resources, &spec) {
+			t.Errorf("pod %s resources: spec %+v, status %+v; want both %+v", p.Name, spec, s.Resources, resizeNew)
+		}
+	}
 }

@@ -11,13 +11,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestDeployManifests: the kustomize base artifacts/deploy renders with kubectl's kustomize,
 // holds every piece of an installation, and the real cluster's API accepts all of it
 // (server-side apply, dry run: validation, defaulting and admission, nothing stored).
 func TestDeployManifests(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	rendered, objects := renderManifests(t, ctx, "artifacts/deploy")
 
 	var got []string
@@ -43,8 +45,8 @@ func TestDeployManifests(t *testing.T) {
 		"ClusterRole inplace:edit",
 		"ClusterRole inplace:view",
 		"Service inplace-system/inplace-apiserver",
-		"APIService " + apiServiceName,
-		"APIService " + betaAPIServiceName,
+		"APIService " + framework.APIServiceName,
+		"APIService " + framework.BetaAPIServiceName,
 		"Deployment inplace-system/inplace-apiserver",
 		"PersistentVolumeClaim inplace-system/inplace-apiserver-data",
 		"ClusterRole inplace:controller",
@@ -63,8 +65,8 @@ func TestDeployManifests(t *testing.T) {
 
 	// The namespaced objects need their Namespace to exist even in a dry run; local-up installed
 	// this very base (through its overlay), so it does.
-	if _, err := kube.CoreV1().Namespaces().Get(ctx, inplaceNamespace, metav1.GetOptions{}); err != nil {
-		t.Fatalf("namespace %s (created by %s): %v", inplaceNamespace, apiserverHook, err)
+	if _, err := framework.Kube.CoreV1().Namespaces().Get(ctx, framework.InplaceNamespace, metav1.GetOptions{}); err != nil {
+		t.Fatalf("namespace %s (created by %s): %v", framework.InplaceNamespace, framework.ApiserverHook, err)
 	}
 	if lines := dryRunApply(t, ctx, rendered); len(lines) != len(got) {
 		t.Errorf("dry-run apply: %d lines for %d objects:\n%s", len(lines), len(got), strings.Join(lines, "\n"))
@@ -76,7 +78,7 @@ func TestDeployManifests(t *testing.T) {
 // and asks cert-manager's CA injector to fill both caBundles. (This cluster has no cert-manager:
 // the objects are checked as rendered.)
 func TestDeployCertManagerOverlay(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	rendered, list := renderManifests(t, ctx, "artifacts/deploy/cert-manager")
 	objects := byKindAndName(list)
 	for _, base := range []string{"Deployment inplace-apiserver", "DaemonSet inplace-daemon", "Deployment inplace-controller"} {
@@ -93,7 +95,7 @@ func TestDeployCertManagerOverlay(t *testing.T) {
 	if secret != "inplace-apiserver-tls" || !slices.Contains(names, "inplace-apiserver.inplace-system.svc") {
 		t.Errorf("Certificate: secretName %q dnsNames %v, want the Secret the Deployment mounts, for inplace-apiserver.inplace-system.svc", secret, names)
 	}
-	for _, id := range []string{"APIService " + apiServiceName, "APIService " + betaAPIServiceName, "MutatingWebhookConfiguration inplace-pod-webhook"} {
+	for _, id := range []string{"APIService " + framework.APIServiceName, "APIService " + framework.BetaAPIServiceName, "MutatingWebhookConfiguration inplace-pod-webhook"} {
 		obj := objects[id]
 		if obj == nil {
 			t.Errorf("no %s", id)
@@ -111,7 +113,7 @@ func TestDeployCertManagerOverlay(t *testing.T) {
 // volume), PodDisruptionBudgets and the NetworkPolicy around etcd; the real cluster's API accepts
 // all of it (server-side apply, dry run).
 func TestDeployHAOverlay(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	rendered, list := renderManifests(t, ctx, "artifacts/deploy/ha")
 	objects := byKindAndName(list)
 	if objects["PersistentVolumeClaim inplace-apiserver-data"] != nil {
@@ -181,7 +183,7 @@ func number(obj map[string]any, path ...string) int64 {
 // renderManifests renders a kustomization with kubectl's kustomize and decodes its objects.
 func renderManifests(t *testing.T, ctx context.Context, dir string) (string, []*unstructured.Unstructured) {
 	t.Helper()
-	rendered := mustKubectl(t, ctx, "", "kustomize", dir)
+	rendered := framework.MustKubectl(t, ctx, "", "kustomize", dir)
 	var objects []*unstructured.Unstructured
 	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(rendered), 4096)
 	for {
@@ -215,7 +217,7 @@ func byKindAndName(objects []*unstructured.Unstructured) map[string]*unstructure
 // manager set (local-up's). A dry run changes nothing either way.
 func dryRunApply(t *testing.T, ctx context.Context, manifests string) []string {
 	t.Helper()
-	out := mustKubectl(t, ctx, manifests, "apply", "--server-side", "--dry-run=server", "--force-conflicts",
+	out := framework.MustKubectl(t, ctx, manifests, "apply", "--server-side", "--dry-run=server", "--force-conflicts",
 		"--field-manager=inplace-deploy", "-f", "-")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	for _, l := range lines {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestDiscovery: kube-apiserver lists apps.kruise.io/v1beta1 (preferred, as for OpenKruise's CRDs)
@@ -13,10 +15,10 @@ import (
 // finds statefulsets.apps.kruise.io at v1beta1 beside the native StatefulSets, and the group's
 // verb-less pods resource does not take `kubectl get pods` away from the core Pods.
 func TestDiscovery(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 
 	t.Run("group", func(t *testing.T) {
-		groups, err := kube.Discovery().ServerGroups()
+		groups, err := framework.Kube.Discovery().ServerGroups()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,13 +35,13 @@ func TestDiscovery(t *testing.T) {
 		for _, v := range found.Versions {
 			versions = append(versions, v.GroupVersion)
 		}
-		if want := []string{"apps.kruise.io/v1beta1", groupVersion}; found.PreferredVersion.GroupVersion != want[0] || !slices.Equal(versions, want) {
+		if want := []string{"apps.kruise.io/v1beta1", framework.GroupVersion}; found.PreferredVersion.GroupVersion != want[0] || !slices.Equal(versions, want) {
 			t.Errorf("preferred version %q, versions %v; want %v, the first preferred", found.PreferredVersion.GroupVersion, versions, want)
 		}
 	})
 
 	t.Run("resources", func(t *testing.T) {
-		list, err := kube.Discovery().ServerResourcesForGroupVersion(groupVersion)
+		list, err := framework.Kube.Discovery().ServerResourcesForGroupVersion(framework.GroupVersion)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +73,7 @@ func TestDiscovery(t *testing.T) {
 		for _, w := range want {
 			r, ok := got[w.name]
 			if !ok {
-				t.Errorf("resource %s missing from discovery of %s (got %v)", w.name, groupVersion, keys(got))
+				t.Errorf("resource %s missing from discovery of %s (got %v)", w.name, framework.GroupVersion, keys(got))
 				continue
 			}
 			if r.Namespaced != w.namespaced {
@@ -94,7 +96,7 @@ func TestDiscovery(t *testing.T) {
 	})
 
 	t.Run("kubectl api-resources", func(t *testing.T) {
-		out := mustKubectl(t, ctx, "", "api-resources", "--api-group=apps.kruise.io", "-o", "name")
+		out := framework.MustKubectl(t, ctx, "", "api-resources", "--api-group=apps.kruise.io", "-o", "name")
 		for _, name := range []string{"clonesets.apps.kruise.io", "sidecarsets.apps.kruise.io", "containerrecreaterequests.apps.kruise.io",
 			"statefulsets.apps.kruise.io", "daemonsets.apps.kruise.io"} {
 			if !slices.Contains(strings.Fields(out), name) {
@@ -105,35 +107,35 @@ func TestDiscovery(t *testing.T) {
 
 	t.Run("statefulsets stays native", func(t *testing.T) {
 		// The group's lower priority keeps the plain name (and sts) for apps/v1; asts is ours.
-		out := mustKubectl(t, ctx, "", "explain", "statefulsets", "--api-version=apps/v1")
+		out := framework.MustKubectl(t, ctx, "", "explain", "statefulsets", "--api-version=apps/v1")
 		if !strings.Contains(out, "GROUP:      apps") {
 			t.Errorf("kubectl explain statefulsets:\n%s", out)
 		}
-		out = mustKubectl(t, ctx, "", "explain", "asts")
+		out = framework.MustKubectl(t, ctx, "", "explain", "asts")
 		if !strings.Contains(out, "apps.kruise.io") || !strings.Contains(out, "v1beta1") {
 			t.Errorf("kubectl explain asts:\n%.400s", out)
 		}
 	})
 
 	t.Run("kubectl get pods is core", func(t *testing.T) {
-		ns := newNamespace(t, ctx, "discovery")
-		if _, err := kube.CoreV1().Pods(ns).Create(ctx, appPod(ns, "core-pod", appImageV1), metav1.CreateOptions{}); err != nil {
+		ns := framework.NewNamespace(t, ctx, "discovery")
+		if _, err := framework.Kube.CoreV1().Pods(ns).Create(ctx, framework.AppPod(ns, "core-pod", framework.AppImageV1), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		out := mustKubectl(t, ctx, "", "get", "pods", "-n", ns, "-o", "name")
+		out := framework.MustKubectl(t, ctx, "", "get", "pods", "-n", ns, "-o", "name")
 		if strings.TrimSpace(out) != "pod/core-pod" {
 			t.Errorf("kubectl get pods -o name: got %q, want pod/core-pod", out)
 		}
-		out = mustKubectl(t, ctx, "", "get", "pods", "-n", ns, "-o", "jsonpath={.items[*].apiVersion}/{.items[*].kind}")
+		out = framework.MustKubectl(t, ctx, "", "get", "pods", "-n", ns, "-o", "jsonpath={.items[*].apiVersion}/{.items[*].kind}")
 		if out != "v1/Pod" {
 			t.Errorf("kubectl get pods: apiVersion/kind %q, want v1/Pod", out)
 		}
-		out = mustKubectl(t, ctx, "", "get", "po", "core-pod", "-n", ns, "-o", "jsonpath={.metadata.name}")
+		out = framework.MustKubectl(t, ctx, "", "get", "po", "core-pod", "-n", ns, "-o", "jsonpath={.metadata.name}")
 		if out != "core-pod" {
 			t.Errorf("kubectl get po core-pod: %q", out)
 		}
 		// The group's own pods resource serves nothing.
-		if _, stderr, err := kubectl(ctx, "", "get", "pods.apps.kruise.io", "-n", ns); err == nil {
+		if _, stderr, err := framework.Kubectl(ctx, "", "get", "pods.apps.kruise.io", "-n", ns); err == nil {
 			t.Errorf("kubectl get pods.apps.kruise.io succeeded; want an error (the resource has no verbs)")
 		} else {
 			t.Logf("kubectl get pods.apps.kruise.io, as expected: %s", strings.TrimSpace(stderr))

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // testWorkloadVerticalScaling: a CloneSet (InPlaceIfPossible) whose template's cpu request
@@ -15,7 +17,7 @@ import (
 // inplace's default; with the gate off, OpenKruise's default, it recreates them (new UIDs). Either
 // way the Pods end with the new request.
 func testWorkloadVerticalScaling(t *testing.T, ctx context.Context, inPlace bool) {
-	ns := newNamespace(t, ctx, "fg-vertical")
+	ns := framework.NewNamespace(t, ctx, "fg-vertical")
 	cpu := func(q string) func(*v1alpha1.CloneSet) {
 		return func(cs *v1alpha1.CloneSet) {
 			cs.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{
@@ -24,12 +26,12 @@ func testWorkloadVerticalScaling(t *testing.T, ctx context.Context, inPlace bool
 			}
 		}
 	}
-	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, cpu("50m"))
-	before := waitCloneSetReady(t, ctx, cs, 2)
-	cs = updateCloneSet(t, ctx, cs, cpu("100m"))
-	_, after := waitRolledOut(t, ctx, cs, 2)
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, cpu("50m"))
+	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
+	cs = framework.UpdateCloneSet(t, ctx, cs, cpu("100m"))
+	_, after := framework.WaitRolledOut(t, ctx, cs, 2)
 	if inPlace {
-		checkSamePods(t, before, after)
+		framework.CheckSamePods(t, before, after)
 	} else {
 		for uid := range podUIDs(before) {
 			if podUIDs(after)[uid] {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -29,6 +28,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	"github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // The faults of the highly available installation (artifacts/deploy/ha: three etcd members, two
@@ -45,7 +45,7 @@ const haPods = 10
 
 func requireHA(t *testing.T) {
 	t.Helper()
-	if shape := inClusterShape(); shape != "ha" {
+	if shape := framework.InClusterShape(); shape != "ha" {
 		t.Skipf("needs inplace installed from artifacts/deploy/ha (make test-e2e-ha); this cluster runs %s",
 			cmp.Or(shape, "host processes"))
 	}
@@ -57,7 +57,7 @@ type haRollout struct {
 	set       string // the SidecarSet of the CloneSet's Pods
 	before    map[string]*corev1.Pod
 	crrBefore *corev1.Pod // the Pod of the ContainerRecreateRequest haCRR
-	pods      *podEvents
+	pods      *framework.PodEvents
 	writer    *ackedWriter
 	watched   cache.GenericLister
 	kubectl   *kubectlWatch
@@ -71,38 +71,38 @@ const haCRR = "recreate-main"
 // for the CRR, and returns once the first Pod is being updated.
 func startHARollout(t *testing.T, ctx context.Context, prefix string) *haRollout {
 	t.Helper()
-	ns := newNamespace(t, ctx, prefix)
-	set := ssScopedSet(ns, ns, "web")
-	set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(corev1.Container{
-		Name: upgradeSidecar, Image: appImageV1, ImagePullPolicy: corev1.PullNever,
+	ns := framework.NewNamespace(t, ctx, prefix)
+	set := framework.ScopedSidecarSet(ns, ns, "web")
+	set.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(corev1.Container{
+		Name: framework.UpgradeSidecar, Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever,
 	}, v1alpha1.AfterAppContainerType)}
-	ssCreateSet(t, ctx, set)
-	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever})
-	ssWaitWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
-		return ssContainer(p.Spec.Containers, upgradeSidecar) != nil
+	framework.CreateSidecarSet(t, ctx, set)
+	probe := framework.LabeledPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
+	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
+		return framework.FindContainer(p.Spec.Containers, framework.UpgradeSidecar) != nil
 	})
-	cs := newUpdateCloneSet(t, ctx, ns, haPods, v1alpha1.CloneSetUpdateStrategy{
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, haPods, v1alpha1.CloneSetUpdateStrategy{
 		Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
 		MaxUnavailable: ptr.To(intstr.FromString("20%")),
 	})
-	r := &haRollout{set: ns, before: waitCloneSetReady(t, ctx, cs, haPods)}
-	waitSidecarSetStatus(t, ctx, r.set, haPods, haPods, haPods, haPods)
-	r.crrBefore = createCRRPod(t, ctx, crrPod(ns, "crr-target", false, container("main", appImageV1)))
-	r.pods = recordPods(t, ctx, ns)
+	r := &haRollout{set: ns, before: framework.WaitCloneSetReady(t, ctx, cs, haPods)}
+	framework.WaitSidecarSetStatus(t, ctx, r.set, haPods, haPods, haPods, haPods)
+	r.crrBefore = framework.CreateCRRPod(t, ctx, framework.CRRPod(ns, "crr-target", false, framework.Container("main", framework.AppImageV1)))
+	r.pods = framework.RecordPods(t, ctx, ns)
 	r.writer = startAckedWriter(t, ctx, ns)
 	r.watched = watchCloneSets(t, ctx, ns)
 	r.kubectl = startKubectlWatch(t, ctx, ns)
 
-	r.cs = updateCloneSet(t, ctx, cs, setImage(appImageV2))
-	updateSidecarSet(t, ctx, r.set, sidecarImage(appImageV2))
-	createCRR(t, ctx, ns, newCRR(haCRR, r.crrBefore.Name, "main"))
-	poll(t, ctx, rolloutTimeout, "the rollout to start", func(ctx context.Context) (bool, error) {
-		pods, err := cloneSetPods(ctx, r.cs)
+	r.cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
+	framework.UpdateSidecarSet(t, ctx, r.set, framework.SidecarImage(framework.AppImageV2))
+	framework.CreateCRR(t, ctx, ns, framework.NewCRR(haCRR, r.crrBefore.Name, "main"))
+	framework.Poll(t, ctx, framework.RolloutTimeout, "the rollout to start", func(ctx context.Context) (bool, error) {
+		pods, err := framework.CloneSetPods(ctx, r.cs)
 		if err != nil {
 			return false, err
 		}
 		for _, p := range pods {
-			if specImage(p, "main") == appImageV2 {
+			if framework.SpecImage(p, "main") == framework.AppImageV2 {
 				return true, nil
 			}
 		}
@@ -115,29 +115,29 @@ func startHARollout(t *testing.T, ctx context.Context, prefix string) *haRollout
 // the writes.
 func (r *haRollout) finish(t *testing.T, ctx context.Context) {
 	t.Helper()
-	got, _ := waitRolledOut(t, ctx, r.cs, haPods)
-	waitSidecarSetStatus(t, ctx, r.set, haPods, haPods, haPods, haPods)
-	after, err := cloneSetPods(ctx, got)
+	got, _ := framework.WaitRolledOut(t, ctx, r.cs, haPods)
+	framework.WaitSidecarSetStatus(t, ctx, r.set, haPods, haPods, haPods, haPods)
+	after, err := framework.CloneSetPods(ctx, got)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkSamePods(t, r.before, after)
+	framework.CheckSamePods(t, r.before, after)
 	for name, p := range after {
-		for _, c := range []string{"main", upgradeSidecar} {
-			if s := findStatus(p, c); s == nil || s.RestartCount != 1 || s.Image != appImageV2 || !s.Ready {
-				t.Errorf("pod %s: container %s status %+v, want %s ready, restartCount 1", name, c, s, appImageV2)
+		for _, c := range []string{"main", framework.UpgradeSidecar} {
+			if s := framework.FindStatus(p, c); s == nil || s.RestartCount != 1 || s.Image != framework.AppImageV2 || !s.Ready {
+				t.Errorf("pod %s: container %s status %+v, want %s ready, restartCount 1", name, c, s, framework.AppImageV2)
 			}
 		}
 	}
-	crr := waitCRRCompleted(t, ctx, r.cs.Namespace, haCRR, crrTimeout)
-	expectStates(t, crr, succeeded("main"))
-	crrAfter := waitContainersRecreated(t, ctx, r.crrBefore, "main")
-	expectRecreated(t, r.crrBefore, crrAfter, "main") // exactly once: restartCount one higher
-	if changed := podsAddedOrDeleted(r.pods, r.pods.upTo(t, ctx, r.cs.Namespace)); len(changed) > 0 {
+	crr := framework.WaitCRRCompleted(t, ctx, r.cs.Namespace, haCRR, framework.CRRTimeout)
+	framework.ExpectStates(t, crr, framework.CRRSucceeded("main"))
+	crrAfter := framework.WaitContainersRecreated(t, ctx, r.crrBefore, "main")
+	framework.ExpectRecreated(t, r.crrBefore, crrAfter, "main") // exactly once: restartCount one higher
+	if changed := framework.PodsAddedOrDeleted(r.pods, r.pods.UpTo(t, ctx, r.cs.Namespace)); len(changed) > 0 {
 		t.Errorf("pods created or deleted: %v", changed)
 	}
 	// The watcher (an informer: it lists and watches again when a watch breaks) sees the end.
-	poll(t, ctx, 30*time.Second, "the watcher to see the rollout complete", func(context.Context) (bool, error) {
+	framework.Poll(t, ctx, 30*time.Second, "the watcher to see the rollout complete", func(context.Context) (bool, error) {
 		obj, err := r.watched.ByNamespace(r.cs.Namespace).Get(r.cs.Name)
 		if err != nil {
 			return false, err
@@ -180,7 +180,7 @@ const writerPause = 200 * time.Millisecond
 
 func startAckedWriter(t *testing.T, ctx context.Context, ns string) *ackedWriter {
 	t.Helper()
-	cfg := rest.CopyConfig(adminConfig)
+	cfg := rest.CopyConfig(framework.AdminConfig)
 	cfg.Timeout = 5 * time.Second // a write stuck without an etcd quorum fails here, and is retried
 	client, err := clientset.NewForConfig(cfg)
 	if err != nil {
@@ -229,7 +229,7 @@ func writerCloneSet(name string) *v1alpha1.CloneSet {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: appImageV1}}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: framework.AppImageV1}}},
 			},
 		},
 	}
@@ -286,9 +286,9 @@ func (w *ackedWriter) stopAndCheck(t *testing.T, ctx context.Context) {
 	t.Helper()
 	w.stop()
 	var list *v1alpha1.CloneSetList
-	poll(t, ctx, time.Minute, "listing the written CloneSets", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, time.Minute, "listing the written CloneSets", func(ctx context.Context) (bool, error) {
 		var err error
-		list, err = inplace.AppsV1alpha1().CloneSets(w.ns).List(ctx, metav1.ListOptions{})
+		list, err = framework.Inplace.AppsV1alpha1().CloneSets(w.ns).List(ctx, metav1.ListOptions{})
 		return err == nil, err
 	})
 	stored := map[string]bool{}
@@ -353,9 +353,9 @@ func startKubectlWatch(t *testing.T, ctx context.Context, ns string) *kubectlWat
 }
 
 func (w *kubectlWatch) runOnce(ctx context.Context, ns string) {
-	cmd := exec.CommandContext(ctx, kubectlBin, "get", "clonesets", "-n", ns, "--watch", "--no-headers", "-o",
+	cmd := exec.CommandContext(ctx, framework.KubectlBin, "get", "clonesets", "-n", ns, "--watch", "--no-headers", "-o",
 		"custom-columns=NAME:.metadata.name,GEN:.metadata.generation,OBSERVED:.status.observedGeneration,UPDATED_READY:.status.updatedReadyReplicas")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBECACHEDIR="+kubectlCache)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+framework.Kubeconfig, "KUBECACHEDIR="+framework.KubectlCache)
 	out, err := cmd.StdoutPipe()
 	if err != nil || cmd.Start() != nil {
 		return
@@ -375,7 +375,7 @@ func (w *kubectlWatch) runOnce(ctx context.Context, ns string) {
 // updated ready replicas.
 func (w *kubectlWatch) waitShows(t *testing.T, ctx context.Context, name string, want int32) {
 	t.Helper()
-	poll(t, ctx, time.Minute, "kubectl get --watch to show "+name+" rolled out", func(context.Context) (bool, error) {
+	framework.Poll(t, ctx, time.Minute, "kubectl get --watch to show "+name+" rolled out", func(context.Context) (bool, error) {
 		w.mu.Lock()
 		f := w.last[name]
 		w.mu.Unlock()
@@ -392,7 +392,7 @@ func (w *kubectlWatch) stop() {
 func watchCloneSets(t *testing.T, ctx context.Context, ns string) cache.GenericLister {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
-	factory := externalversions.NewSharedInformerFactoryWithOptions(inplace, 0, externalversions.WithNamespace(ns))
+	factory := externalversions.NewSharedInformerFactoryWithOptions(framework.Inplace, 0, externalversions.WithNamespace(ns))
 	informer, err := factory.ForResource(v1alpha1.SchemeGroupVersion.WithResource("clonesets"))
 	if err != nil {
 		t.Fatal(err)
@@ -425,7 +425,7 @@ func recordAvailability(ctx context.Context) *availabilityRecorder {
 		defer close(r.done)
 		var downSince time.Time
 		for ctx.Err() == nil {
-			ok, _ := apiServiceAvailable(ctx)
+			ok, _ := framework.APIServiceAvailable(ctx)
 			if ctx.Err() != nil {
 				break
 			}
@@ -459,7 +459,7 @@ func (r *availabilityRecorder) stop() {
 
 // etcdMember is one member of the ha installation's etcd: its Pod and main process.
 type etcdMember struct {
-	program
+	framework.Program
 	leader bool
 }
 
@@ -468,52 +468,45 @@ type etcdMember struct {
 func etcdMembers(t *testing.T, ctx context.Context) []etcdMember {
 	t.Helper()
 	var members []etcdMember
-	poll(t, ctx, time.Minute, "three running etcd members, one leading", func(ctx context.Context) (bool, error) {
-		pods, err := kube.CoreV1().Pods(inplaceNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=inplace-etcd"})
+	framework.Poll(t, ctx, time.Minute, "three running etcd members, one leading", func(ctx context.Context) (bool, error) {
+		pods, err := framework.Kube.CoreV1().Pods(framework.InplaceNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=inplace-etcd"})
 		if err != nil {
 			return false, err
 		}
 		members = members[:0]
 		leaders := 0
 		for i := range pods.Items {
-			p, err := podProgram("etcd "+pods.Items[i].Name, &pods.Items[i])
+			p, err := framework.PodProgram("etcd "+pods.Items[i].Name, &pods.Items[i])
 			if err != nil {
 				return false, err
 			}
-			leader, err := etcdIsLeader(ctx, p.pod.Status.PodIP)
+			leader, err := etcdIsLeader(ctx, p.Pod.Status.PodIP)
 			if err != nil {
 				return false, err
 			}
 			if leader {
 				leaders++
 			}
-			members = append(members, etcdMember{program: p, leader: leader})
+			members = append(members, etcdMember{Program: p, leader: leader})
 		}
 		return len(members) == 3 && leaders == 1, fmt.Errorf("%d members, %d leaders", len(members), leaders)
 	})
-	slices.SortFunc(members, func(a, b etcdMember) int { return strings.Compare(a.pod.Name, b.pod.Name) })
+	slices.SortFunc(members, func(a, b etcdMember) int { return strings.Compare(a.Pod.Name, b.Pod.Name) })
 	return members
 }
 
 // etcdIsLeader reads etcd_server_is_leader from the member's metrics port.
 func etcdIsLeader(ctx context.Context, podIP string) (bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(podIP, "2381")+"/metrics", nil)
+	_, body, err := framework.HTTPGet(ctx, "http://"+net.JoinHostPort(podIP, "2381")+"/metrics")
 	if err != nil {
 		return false, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "etcd_server_is_leader "); ok {
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "etcd_server_is_leader "); ok {
 			return strings.TrimSpace(v) == "1", nil
 		}
 	}
-	return false, fmt.Errorf("no etcd_server_is_leader in %s's metrics: %v", podIP, sc.Err())
+	return false, fmt.Errorf("no etcd_server_is_leader in %s's metrics", podIP)
 }
 
 // waitEtcdMembersBack waits until the members' containers are restarted and their Pods Ready
@@ -521,7 +514,7 @@ func etcdIsLeader(ctx context.Context, podIP string) (bool, error) {
 func waitEtcdMembersBack(t *testing.T, ctx context.Context, since time.Time, killed ...etcdMember) time.Duration {
 	t.Helper()
 	for _, m := range killed {
-		waitContainerRestarted(t, ctx, m.pod)
+		framework.WaitContainerRestarted(t, ctx, m.Pod)
 	}
 	return time.Since(since)
 }
@@ -532,21 +525,21 @@ func waitEtcdMembersBack(t *testing.T, ctx context.Context, since time.Time, kil
 // the kubelet restarts the killed one.
 func TestHAApiserverReplicaKilled(t *testing.T) {
 	requireHA(t)
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	r := startHARollout(t, ctx, "ha-apiserver")
 	avail := recordAvailability(ctx)
 	defer avail.stop()
 
-	victim := currentProgram(t, "inplace-apiserver")
+	victim := framework.CurrentProgram(t, "inplace-apiserver")
 	killed := time.Now()
-	victim.stop(t, ctx, syscall.SIGKILL, 10*time.Second)
-	waitContainerRestarted(t, ctx, victim.pod)
+	victim.Stop(t, ctx, syscall.SIGKILL, 10*time.Second)
+	framework.WaitContainerRestarted(t, ctx, victim.Pod)
 	back := time.Since(killed)
 	r.finish(t, ctx)
 	avail.stop()
 	_, errs := r.writer.snapshot()
 	t.Logf("%s killed: Ready again after %.1fs; APIService not Available for at most %.1fs (%d of %d samples); %d failed write attempts",
-		victim.pod.Name, back.Seconds(), avail.longest.Seconds(), avail.down, avail.samples, len(errs))
+		victim.Pod.Name, back.Seconds(), avail.longest.Seconds(), avail.down, avail.samples, len(errs))
 	if avail.longest > 10*time.Second {
 		t.Errorf("the APIService was not Available for %.1fs with one inplace-apiserver of two left, want at most 10s", avail.longest.Seconds())
 	}
@@ -559,18 +552,18 @@ func TestHAApiserverReplicaKilled(t *testing.T) {
 // unlike a SIGKILL, a rolling update must cost the users nothing.
 func TestHAApiserverRollingUpdate(t *testing.T) {
 	requireHA(t)
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	r := startHARollout(t, ctx, "ha-apiserver-roll")
 	avail := recordAvailability(ctx)
 	defer avail.stop()
 
-	before := currentProgram(t, "inplace-apiserver")
+	before := framework.CurrentProgram(t, "inplace-apiserver")
 	started := time.Now()
-	mustKubectl(t, ctx, "", "-n", inplaceNamespace, "rollout", "restart", "deployment/inplace-apiserver")
-	mustKubectl(t, ctx, "", "-n", inplaceNamespace, "rollout", "status", "deployment/inplace-apiserver", "--timeout=55s")
+	framework.MustKubectl(t, ctx, "", "-n", framework.InplaceNamespace, "rollout", "restart", "deployment/inplace-apiserver")
+	framework.MustKubectl(t, ctx, "", "-n", framework.InplaceNamespace, "rollout", "status", "deployment/inplace-apiserver", "--timeout=55s")
 	took := time.Since(started)
-	poll(t, ctx, time.Minute, "the replaced inplace-apiserver Pod "+before.pod.Name+" to go", func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().Pods(inplaceNamespace).Get(ctx, before.pod.Name, metav1.GetOptions{})
+	framework.Poll(t, ctx, time.Minute, "the replaced inplace-apiserver Pod "+before.Pod.Name+" to go", func(ctx context.Context) (bool, error) {
+		_, err := framework.Kube.CoreV1().Pods(framework.InplaceNamespace).Get(ctx, before.Pod.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})
 	r.finish(t, ctx)
@@ -588,7 +581,7 @@ func TestHAApiserverRollingUpdate(t *testing.T) {
 // acknowledged write is there; the kubelet restarts the member, which rejoins.
 func TestHAEtcdMemberKilled(t *testing.T) {
 	requireHA(t)
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	r := startHARollout(t, ctx, "ha-etcd-one")
 	avail := recordAvailability(ctx)
 	defer avail.stop()
@@ -596,13 +589,13 @@ func TestHAEtcdMemberKilled(t *testing.T) {
 	members := etcdMembers(t, ctx)
 	victim := members[slices.IndexFunc(members, func(m etcdMember) bool { return m.leader })]
 	killed := time.Now()
-	victim.stop(t, ctx, syscall.SIGKILL, 10*time.Second)
+	victim.Stop(t, ctx, syscall.SIGKILL, 10*time.Second)
 	back := waitEtcdMembersBack(t, ctx, killed, victim)
 	r.finish(t, ctx)
 	avail.stop()
 	_, errs := r.writer.snapshot()
 	t.Logf("etcd leader %s killed: Ready again after %.1fs; APIService not Available for at most %.1fs; %d failed write attempts",
-		victim.pod.Name, back.Seconds(), avail.longest.Seconds(), len(errs))
+		victim.Pod.Name, back.Seconds(), avail.longest.Seconds(), len(errs))
 	checkRetriedErrors(t, errs, "500", "503", "timeout")
 	etcdMembers(t, ctx) // three members again, one leader
 }
@@ -614,7 +607,7 @@ func TestHAEtcdMemberKilled(t *testing.T) {
 // whole.
 func TestHAEtcdQuorumLost(t *testing.T) {
 	requireHA(t)
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	r := startHARollout(t, ctx, "ha-etcd-two")
 
 	members := etcdMembers(t, ctx)
@@ -631,18 +624,18 @@ func TestHAEtcdQuorumLost(t *testing.T) {
 	frozen := members[:2]
 	t.Cleanup(func() { // never leave a member stopped to the tests after this one
 		for _, m := range frozen {
-			if m.alive() {
-				_ = syscall.Kill(m.pid, syscall.SIGKILL)
+			if m.Alive() {
+				_ = syscall.Kill(m.Pid, syscall.SIGKILL)
 			}
 		}
 	})
 	stoppedAt := time.Now()
 	for _, m := range frozen {
-		m.signal(t, syscall.SIGSTOP)
+		m.Signal(t, syscall.SIGSTOP)
 	}
 	// Writes in flight at the stop may still land; after that, none can.
 	settled := stoppedAt.Add(2 * time.Second)
-	poll(t, ctx, time.Minute, "writes to fail without a quorum", func(context.Context) (bool, error) {
+	framework.Poll(t, ctx, time.Minute, "writes to fail without a quorum", func(context.Context) (bool, error) {
 		n := len(r.writer.errorsSince(settled))
 		return n >= 3, fmt.Errorf("%d failed writes since the quorum was lost", n)
 	})
@@ -652,16 +645,16 @@ func TestHAEtcdQuorumLost(t *testing.T) {
 	}
 	failed := r.writer.errorsSince(stoppedAt)
 	for _, m := range frozen {
-		m.stop(t, ctx, syscall.SIGKILL, 10*time.Second)
+		m.Stop(t, ctx, syscall.SIGKILL, 10*time.Second)
 	}
-	poll(t, ctx, 2*time.Minute, "a write acknowledged again", func(context.Context) (bool, error) {
+	framework.Poll(t, ctx, 2*time.Minute, "a write acknowledged again", func(context.Context) (bool, error) {
 		return r.writer.acksSince(killedAt) > 0, nil
 	})
 	recovered := time.Since(killedAt)
 	back := waitEtcdMembersBack(t, ctx, killedAt, frozen...)
 	r.finish(t, ctx)
 	t.Logf("etcd %s and %s stopped %.1fs: %d writes failed, 0 acknowledged; SIGKILLed: writes acknowledged again after %.1fs, members Ready after %.1fs",
-		frozen[0].pod.Name, frozen[1].pod.Name, killedAt.Sub(stoppedAt).Seconds(), len(failed), recovered.Seconds(), back.Seconds())
+		frozen[0].Pod.Name, frozen[1].Pod.Name, killedAt.Sub(stoppedAt).Seconds(), len(failed), recovered.Seconds(), back.Seconds())
 	checkRetriedErrors(t, failed, "500", "503", "504", "timeout")
 	etcdMembers(t, ctx)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // The pods/inplaceupdate subresource on the real cluster: each test sends its requests with
@@ -36,43 +37,42 @@ import (
 // touched, InPlaceUpdateReady goes False before the container changes and True at the end, and the
 // state annotation records the batch.
 func TestInPlaceUpdateImage(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "iu-image")
-	before := createSettledPod(t, ctx, gatedPod(ns, "target", container("main", appImageV1), container("side", appImageV1)))
-	mainBefore, sideBefore := containerStatus(t, before, "main"), containerStatus(t, before, "side")
-	rec := recordPod(t, ctx, ns, "target")
+	ctx, ns := framework.Start(t, "iu-image")
+	before := framework.CreateSettledPod(t, ctx, framework.GatedPod(ns, "target", framework.Container("main", framework.AppImageV1), framework.Container("side", framework.AppImageV1)))
+	mainBefore, sideBefore := framework.ContainerStatus(t, before, "main"), framework.ContainerStatus(t, before, "side")
+	rec := framework.RecordPod(t, ctx, ns, "target")
 
-	answer := startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
+	answer := framework.StartInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
 		Revision:   "rev-v2",
-		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV2}},
+		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: framework.AppImageV2}},
 	})
 	if st := answer.Status.State; st.Revision != "rev-v2" || len(st.ContainerBatchesRecord) != 1 ||
 		!slices.Equal(st.ContainerBatchesRecord[0].Containers, []string{"main"}) || !st.UpdateImages {
 		t.Errorf("answered state %+v, want revision rev-v2, updateImages and one batch [main]", st)
 	}
 
-	pod := waitUpdateCompleted(t, ctx, ns, "target", updateTimeout)
-	records := rec.upTo(t, ctx, pod.ResourceVersion)
-	history := describeRecords(records, "main", "side")
+	pod := framework.WaitUpdateCompleted(t, ctx, ns, "target", framework.UpdateTimeout)
+	records := rec.UpTo(t, ctx, pod.ResourceVersion)
+	history := framework.DescribeRecords(records, "main", "side")
 
 	if pod.UID != before.UID || pod.Status.PodIP != before.Status.PodIP || pod.Status.PodIP == "" {
 		t.Errorf("Pod UID %s IP %s after the update, was UID %s IP %s: not the same Pod", pod.UID, pod.Status.PodIP, before.UID, before.Status.PodIP)
 	}
-	if got := specImage(pod, "main"); got != appImageV2 {
-		t.Errorf("spec image of main %q, want %q", got, appImageV2)
+	if got := framework.SpecImage(pod, "main"); got != framework.AppImageV2 {
+		t.Errorf("spec image of main %q, want %q", got, framework.AppImageV2)
 	}
-	main := containerStatus(t, pod, "main")
-	if main.RestartCount != 1 || main.Image != appImageV2 || main.ImageID == mainBefore.ImageID || main.ContainerID == mainBefore.ContainerID {
+	main := framework.ContainerStatus(t, pod, "main")
+	if main.RestartCount != 1 || main.Image != framework.AppImageV2 || main.ImageID == mainBefore.ImageID || main.ContainerID == mainBefore.ContainerID {
 		t.Errorf("main after the update: restartCount %d image %s imageID %s containerID %s; want restartCount 1 on %s with an imageID and "+
-			"containerID other than before (%s, %s)", main.RestartCount, main.Image, main.ImageID, main.ContainerID, appImageV2, mainBefore.ImageID, mainBefore.ContainerID)
+			"containerID other than before (%s, %s)", main.RestartCount, main.Image, main.ImageID, main.ContainerID, framework.AppImageV2, mainBefore.ImageID, mainBefore.ContainerID)
 	}
-	side := containerStatus(t, pod, "side")
-	if side.RestartCount != 0 || side.ContainerID != sideBefore.ContainerID || specImage(pod, "side") != appImageV1 {
-		t.Errorf("side was touched: restartCount %d containerID %s (was %s), spec image %s", side.RestartCount, side.ContainerID, sideBefore.ContainerID, specImage(pod, "side"))
+	side := framework.ContainerStatus(t, pod, "side")
+	if side.RestartCount != 0 || side.ContainerID != sideBefore.ContainerID || framework.SpecImage(pod, "side") != framework.AppImageV1 {
+		t.Errorf("side was touched: restartCount %d containerID %s (was %s), spec image %s", side.RestartCount, side.ContainerID, sideBefore.ContainerID, framework.SpecImage(pod, "side"))
 	}
 	for _, r := range records {
-		if s := findStatus(r.pod, "side"); s != nil && (s.ContainerID != sideBefore.ContainerID || s.RestartCount != 0) {
-			t.Errorf("side restarted during the update (rv %s: %s, restarts %d)", r.pod.ResourceVersion, s.ContainerID, s.RestartCount)
+		if s := framework.FindStatus(r.Pod, "side"); s != nil && (s.ContainerID != sideBefore.ContainerID || s.RestartCount != 0) {
+			t.Errorf("side restarted during the update (rv %s: %s, restarts %d)", r.Pod.ResourceVersion, s.ContainerID, s.RestartCount)
 			break
 		}
 	}
@@ -81,9 +81,9 @@ func TestInPlaceUpdateImage(t *testing.T) {
 	}
 
 	// The state annotation: OpenKruise's record of the update.
-	st := stateOf(t, pod)
+	st := framework.StateOf(t, pod)
 	if st.Revision != "rev-v2" || !st.UpdateImages || st.CompletedTimestamp == nil ||
-		!slices.EqualFunc(batchContainers(st), [][]string{{"main"}}, slices.Equal) ||
+		!slices.EqualFunc(framework.BatchContainers(st), [][]string{{"main"}}, slices.Equal) ||
 		st.LastContainerStatuses["main"].ImageID != mainBefore.ImageID || len(st.NextContainerImages) > 0 {
 		t.Errorf("state annotation %s: want revision rev-v2, updateImages, one batch [main], lastContainerStatuses.main.imageID %s, completed",
 			pod.Annotations[pub.InPlaceUpdateStateKey], mainBefore.ImageID)
@@ -93,36 +93,36 @@ func TestInPlaceUpdateImage(t *testing.T) {
 	// Pod left service (Ready False) meanwhile, and no container changed while it was in service.
 	// Exactly once each way: a flip back to True in between would put the Pod back in service
 	// while it is being updated.
-	if h := conditionHistory(records, pub.InPlaceUpdateReady); !slices.Equal(h, []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionTrue}) {
+	if h := framework.ConditionHistory(records, pub.InPlaceUpdateReady); !slices.Equal(h, []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionTrue}) {
 		t.Errorf("InPlaceUpdateReady went %v, want True, False, True; history:\n%s", h, history)
 	}
-	if h := conditionHistory(records, corev1.PodReady); !slices.Contains(h, corev1.ConditionFalse) {
+	if h := framework.ConditionHistory(records, corev1.PodReady); !slices.Contains(h, corev1.ConditionFalse) {
 		t.Errorf("Ready went %v: the Pod never left service during the update; history:\n%s", h, history)
 	}
 	// The gate went False before the spec changed, and did not put the Pod back in service (Ready
 	// and InPlaceUpdateReady True) until the kubelet reported main on the new image. (inplace-daemon
 	// may set the gate True as soon as the runtime runs the new container, before the kubelet
 	// reports it; Ready stays the kubelet's.)
-	if i := slices.IndexFunc(records, func(r podRecord) bool { return specImage(r.pod, "main") == appImageV2 }); i < 0 ||
-		conditionStatus(records[i].pod, pub.InPlaceUpdateReady) != corev1.ConditionFalse {
-		t.Errorf("main's spec changed to %s without InPlaceUpdateReady False first; history:\n%s", appImageV2, history)
+	if i := slices.IndexFunc(records, func(r framework.PodRecord) bool { return framework.SpecImage(r.Pod, "main") == framework.AppImageV2 }); i < 0 ||
+		framework.ConditionStatus(records[i].Pod, pub.InPlaceUpdateReady) != corev1.ConditionFalse {
+		t.Errorf("main's spec changed to %s without InPlaceUpdateReady False first; history:\n%s", framework.AppImageV2, history)
 	}
 	for _, r := range records {
-		s := findStatus(r.pod, "main")
-		if specImage(r.pod, "main") == appImageV2 && s != nil && s.Image != appImageV2 &&
-			conditionStatus(r.pod, pub.InPlaceUpdateReady) == corev1.ConditionTrue && conditionStatus(r.pod, corev1.PodReady) == corev1.ConditionTrue {
+		s := framework.FindStatus(r.Pod, "main")
+		if framework.SpecImage(r.Pod, "main") == framework.AppImageV2 && s != nil && s.Image != framework.AppImageV2 &&
+			framework.ConditionStatus(r.Pod, pub.InPlaceUpdateReady) == corev1.ConditionTrue && framework.ConditionStatus(r.Pod, corev1.PodReady) == corev1.ConditionTrue {
 			t.Errorf("rv %s: main's spec already on %s, the kubelet still reports %s, yet the Pod is Ready with InPlaceUpdateReady True; history:\n%s",
-				r.pod.ResourceVersion, appImageV2, s.Image, history)
+				r.Pod.ResourceVersion, framework.AppImageV2, s.Image, history)
 			break
 		}
 	}
 
 	// The running container is v2; the one before it was v1.
-	waitLog(t, ctx, ns, "target", "main", "app version v2")
-	if out := podLog(t, ctx, ns, "target", "main"); strings.Contains(out, "app version v1") {
+	framework.WaitLog(t, ctx, ns, "target", "main", "app version v2")
+	if out := framework.PodLog(t, ctx, ns, "target", "main"); strings.Contains(out, "app version v1") {
 		t.Errorf("kubectl logs -c main shows v1: %q", out)
 	}
-	waitLog(t, ctx, ns, "target", "main", "app version v1", "--previous")
+	framework.WaitLog(t, ctx, ns, "target", "main", "app version v1", "--previous")
 	if t.Failed() {
 		t.Logf("history of the Pod:\n%s", history)
 	}
@@ -132,33 +132,32 @@ func TestInPlaceUpdateImage(t *testing.T) {
 // 10 on c1, 1 on c2) a request for both images updates them in two batches: c1, then c2 only
 // once c1 runs its new image and is ready.
 func TestInPlaceUpdateLaunchPriority(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "iu-prio")
-	c1, c2 := container("c1", appImageV1), container("c2", appImageV1)
+	ctx, ns := framework.Start(t, "iu-prio")
+	c1, c2 := framework.Container("c1", framework.AppImageV1), framework.Container("c2", framework.AppImageV1)
 	c1.Env = []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "10"}}
 	c2.Env = []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "1"}}
-	before := createSettledPod(t, ctx, gatedPod(ns, "target", c1, c2))
-	c1Before, c2Before := containerStatus(t, before, "c1"), containerStatus(t, before, "c2")
-	rec := recordPod(t, ctx, ns, "target")
+	before := framework.CreateSettledPod(t, ctx, framework.GatedPod(ns, "target", c1, c2))
+	c1Before, c2Before := framework.ContainerStatus(t, before, "c1"), framework.ContainerStatus(t, before, "c2")
+	rec := framework.RecordPod(t, ctx, ns, "target")
 
-	answer := startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
+	answer := framework.StartInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
 		Revision: "rev-v2",
 		Containers: []v1alpha1.InPlaceUpdateContainer{
-			{Name: "c2", Image: appImageV2}, {Name: "c1", Image: appImageV2}, // order of the request does not matter
+			{Name: "c2", Image: framework.AppImageV2}, {Name: "c1", Image: framework.AppImageV2}, // order of the request does not matter
 		},
 	})
 	if st := answer.Status.State; len(st.ContainerBatchesRecord) != 1 || !slices.Equal(st.ContainerBatchesRecord[0].Containers, []string{"c1"}) ||
-		st.NextContainerImages["c2"] != appImageV2 || st.PreCheckBeforeNext == nil ||
+		st.NextContainerImages["c2"] != framework.AppImageV2 || st.PreCheckBeforeNext == nil ||
 		!slices.Equal(st.PreCheckBeforeNext.ContainersRequiredReady, []string{"c1"}) {
-		t.Errorf("answered state %+v: want batch [c1] started, c2 -> %s next, after c1 is ready", st, appImageV2)
+		t.Errorf("answered state %+v: want batch [c1] started, c2 -> %s next, after c1 is ready", st, framework.AppImageV2)
 	}
 
-	pod := waitUpdateCompleted(t, ctx, ns, "target", updateTimeout)
-	records := rec.upTo(t, ctx, pod.ResourceVersion)
-	history := describeRecords(records, "c1", "c2")
+	pod := framework.WaitUpdateCompleted(t, ctx, ns, "target", framework.UpdateTimeout)
+	records := rec.UpTo(t, ctx, pod.ResourceVersion)
+	history := framework.DescribeRecords(records, "c1", "c2")
 
-	st := stateOf(t, pod)
-	if got := batchContainers(st); !slices.EqualFunc(got, [][]string{{"c1"}, {"c2"}}, slices.Equal) {
+	st := framework.StateOf(t, pod)
+	if got := framework.BatchContainers(st); !slices.EqualFunc(got, [][]string{{"c1"}, {"c2"}}, slices.Equal) {
 		t.Errorf("containerBatchesRecord %v, want [[c1] [c2]]", got)
 	} else if st.ContainerBatchesRecord[1].Timestamp.Before(&st.ContainerBatchesRecord[0].Timestamp) {
 		t.Errorf("batch c2 recorded at %v, before batch c1 at %v", st.ContainerBatchesRecord[1].Timestamp, st.ContainerBatchesRecord[0].Timestamp)
@@ -167,38 +166,38 @@ func TestInPlaceUpdateLaunchPriority(t *testing.T) {
 		name   string
 		before corev1.ContainerStatus
 	}{{"c1", c1Before}, {"c2", c2Before}} {
-		s := containerStatus(t, pod, c.name)
-		if s.RestartCount != 1 || s.Image != appImageV2 || s.ImageID == c.before.ImageID {
-			t.Errorf("%s after the update: restartCount %d image %s imageID %s, want 1 restart onto %s", c.name, s.RestartCount, s.Image, s.ImageID, appImageV2)
+		s := framework.ContainerStatus(t, pod, c.name)
+		if s.RestartCount != 1 || s.Image != framework.AppImageV2 || s.ImageID == c.before.ImageID {
+			t.Errorf("%s after the update: restartCount %d image %s imageID %s, want 1 restart onto %s", c.name, s.RestartCount, s.Image, s.ImageID, framework.AppImageV2)
 		}
 	}
 
 	// The order, as the watch saw it: c1's spec changed first (c2's not with it); c2's spec
 	// changed only after a version of the Pod showed c1 running v2 and ready.
 	first := func(cond func(*corev1.Pod) bool) int {
-		return slices.IndexFunc(records, func(r podRecord) bool { return cond(r.pod) })
+		return slices.IndexFunc(records, func(r framework.PodRecord) bool { return cond(r.Pod) })
 	}
-	i1 := first(func(p *corev1.Pod) bool { return specImage(p, "c1") == appImageV2 })
-	i2 := first(func(p *corev1.Pod) bool { return specImage(p, "c2") == appImageV2 })
+	i1 := first(func(p *corev1.Pod) bool { return framework.SpecImage(p, "c1") == framework.AppImageV2 })
+	i2 := first(func(p *corev1.Pod) bool { return framework.SpecImage(p, "c2") == framework.AppImageV2 })
 	iReady := first(func(p *corev1.Pod) bool {
-		s := findStatus(p, "c1")
-		return s != nil && s.Image == appImageV2 && s.ContainerID != c1Before.ContainerID && s.Ready
+		s := framework.FindStatus(p, "c1")
+		return s != nil && s.Image == framework.AppImageV2 && s.ContainerID != c1Before.ContainerID && s.Ready
 	})
 	switch {
 	case i1 < 0 || i2 < 0:
 		t.Errorf("the watch never saw c1 (%d) or c2 (%d) change; history:\n%s", i1, i2, history)
-	case i1 >= i2 || specImage(records[i1].pod, "c2") != appImageV1:
+	case i1 >= i2 || framework.SpecImage(records[i1].Pod, "c2") != framework.AppImageV1:
 		t.Errorf("c1 and c2 not in two batches (c1 changed at record %d, c2 at %d); history:\n%s", i1, i2, history)
 	case iReady < 0 || iReady >= i2:
-		t.Errorf("c2 changed (record %d) before c1 was seen running %s and ready (record %d); history:\n%s", i2, appImageV2, iReady, history)
+		t.Errorf("c2 changed (record %d) before c1 was seen running %s and ready (record %d); history:\n%s", i2, framework.AppImageV2, iReady, history)
 	default:
 		// c2's batch started at or after c1's new instance started (second resolution).
-		c1Started := findStatus(records[iReady].pod, "c1").State.Running
+		c1Started := framework.FindStatus(records[iReady].Pod, "c1").State.Running
 		if c1Started != nil && len(st.ContainerBatchesRecord) == 2 && st.ContainerBatchesRecord[1].Timestamp.Before(&c1Started.StartedAt) {
 			t.Errorf("batch c2 recorded at %v, before c1's new instance started at %v", st.ContainerBatchesRecord[1].Timestamp, c1Started.StartedAt)
 		}
 		t.Logf("c1 changed at +%.3fs, ready on v2 at +%.3fs, c2 changed at +%.3fs",
-			records[i1].at.Sub(records[0].at).Seconds(), records[iReady].at.Sub(records[0].at).Seconds(), records[i2].at.Sub(records[0].at).Seconds())
+			records[i1].At.Sub(records[0].At).Seconds(), records[iReady].At.Sub(records[0].At).Seconds(), records[i2].At.Sub(records[0].At).Seconds())
 	}
 	if t.Failed() {
 		t.Logf("history of the Pod:\n%s", history)
@@ -211,53 +210,52 @@ func TestInPlaceUpdateLaunchPriority(t *testing.T) {
 // without one, the kubelet reports a container ready whenever it sees it running, and a
 // crash-looping one restarted every second (this node's back-off cap) is now and then seen so.
 func TestInPlaceUpdateLaunchPriorityBadImage(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "iu-prio-bad")
-	c1 := container("c1", appImageV1)
-	c1.ReadinessProbe = readinessAfter(0)
-	p := gatedPod(ns, "target", c1, container("c2", appImageV1))
+	ctx, ns := framework.Start(t, "iu-prio-bad")
+	c1 := framework.Container("c1", framework.AppImageV1)
+	c1.ReadinessProbe = framework.ReadinessAfter(0)
+	p := framework.GatedPod(ns, "target", c1, framework.Container("c2", framework.AppImageV1))
 	p.Annotations = map[string]string{pub.ContainerLaunchPriorityKey: pub.ContainerLaunchOrdered}
-	before := createSettledPod(t, ctx, p)
-	c2Before := containerStatus(t, before, "c2")
-	rec := recordPod(t, ctx, ns, "target")
+	before := framework.CreateSettledPod(t, ctx, p)
+	c2Before := framework.ContainerStatus(t, before, "c2")
+	rec := framework.RecordPod(t, ctx, ns, "target")
 
-	answer := startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
-		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "c1", Image: appImageBad}, {Name: "c2", Image: appImageV2}},
+	answer := framework.StartInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
+		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "c1", Image: framework.AppImageBad}, {Name: "c2", Image: framework.AppImageV2}},
 	})
 	if st := answer.Status.State; len(st.ContainerBatchesRecord) != 1 || !slices.Equal(st.ContainerBatchesRecord[0].Containers, []string{"c1"}) ||
-		st.NextContainerImages["c2"] != appImageV2 {
-		t.Errorf("answered state %+v: want batch [c1] started, c2 -> %s next", st, appImageV2)
+		st.NextContainerImages["c2"] != framework.AppImageV2 {
+		t.Errorf("answered state %+v: want batch [c1] started, c2 -> %s next", st, framework.AppImageV2)
 	}
 
 	// c1 crashes again and again (the kubelet's back-off is capped at 1 s on this node).
 	var pod *corev1.Pod
-	poll(t, ctx, 90*time.Second, "c1 on "+appImageBad+" to have crashed twice", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, 90*time.Second, "c1 on "+framework.AppImageBad+" to have crashed twice", func(ctx context.Context) (bool, error) {
 		var err error
-		if pod, err = kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{}); err != nil {
+		if pod, err = framework.Kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{}); err != nil {
 			return false, err
 		}
-		s := findStatus(pod, "c1")
-		return s != nil && s.Image == appImageBad && s.RestartCount >= 3, fmt.Errorf("c1 status %+v", s)
+		s := framework.FindStatus(pod, "c1")
+		return s != nil && s.Image == framework.AppImageBad && s.RestartCount >= 3, fmt.Errorf("c1 status %+v", s)
 	})
-	records := rec.upTo(t, ctx, pod.ResourceVersion)
-	history := describeRecords(records, "c1", "c2")
+	records := rec.UpTo(t, ctx, pod.ResourceVersion)
+	history := framework.DescribeRecords(records, "c1", "c2")
 
-	c2 := containerStatus(t, pod, "c2")
-	if specImage(pod, "c2") != appImageV1 || c2.ContainerID != c2Before.ContainerID || c2.RestartCount != 0 || c2.Image != appImageV1 {
+	c2 := framework.ContainerStatus(t, pod, "c2")
+	if framework.SpecImage(pod, "c2") != framework.AppImageV1 || c2.ContainerID != c2Before.ContainerID || c2.RestartCount != 0 || c2.Image != framework.AppImageV1 {
 		t.Errorf("c2 was touched while c1 is not ready: spec image %s, status image %s, containerID %s (was %s), restartCount %d",
-			specImage(pod, "c2"), c2.Image, c2.ContainerID, c2Before.ContainerID, c2.RestartCount)
+			framework.SpecImage(pod, "c2"), c2.Image, c2.ContainerID, c2Before.ContainerID, c2.RestartCount)
 	}
 	for _, r := range records {
-		if specImage(r.pod, "c2") != appImageV1 {
-			t.Errorf("rv %s: c2's spec image became %s", r.pod.ResourceVersion, specImage(r.pod, "c2"))
+		if framework.SpecImage(r.Pod, "c2") != framework.AppImageV1 {
+			t.Errorf("rv %s: c2's spec image became %s", r.Pod.ResourceVersion, framework.SpecImage(r.Pod, "c2"))
 			break
 		}
 	}
-	st := stateOf(t, pod)
-	if st == nil || st.CompletedTimestamp != nil || len(st.ContainerBatchesRecord) != 1 || st.NextContainerImages["c2"] != appImageV2 {
-		t.Errorf("state %s: want the update still waiting after batch [c1], with c2 -> %s next", pod.Annotations[pub.InPlaceUpdateStateKey], appImageV2)
+	st := framework.StateOf(t, pod)
+	if st == nil || st.CompletedTimestamp != nil || len(st.ContainerBatchesRecord) != 1 || st.NextContainerImages["c2"] != framework.AppImageV2 {
+		t.Errorf("state %s: want the update still waiting after batch [c1], with c2 -> %s next", pod.Annotations[pub.InPlaceUpdateStateKey], framework.AppImageV2)
 	}
-	if got := conditionStatus(pod, pub.InPlaceUpdateReady); got != corev1.ConditionFalse {
+	if got := framework.ConditionStatus(pod, pub.InPlaceUpdateReady); got != corev1.ConditionFalse {
 		t.Errorf("InPlaceUpdateReady %s while c1 crash-loops, want False", got)
 	}
 	if t.Failed() {
@@ -269,20 +267,19 @@ func TestInPlaceUpdateLaunchPriorityBadImage(t *testing.T) {
 // request for color=blue makes inplace-daemon stop it once, and the kubelet starts it again with
 // the new value. A container that does not read the label is not touched.
 func TestInPlaceUpdateEnvFromMetadata(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "iu-env")
-	main := container("main", appImageV1)
+	ctx, ns := framework.Start(t, "iu-env")
+	main := framework.Container("main", framework.AppImageV1)
 	main.Command = []string{"sh", "-c", `echo "color=$MY_LABEL"; exec /app.sh`}
 	main.Env = []corev1.EnvVar{{Name: "MY_LABEL", ValueFrom: &corev1.EnvVarSource{
 		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['color']"}}}}
-	p := gatedPod(ns, "target", main, container("side", appImageV1))
+	p := framework.GatedPod(ns, "target", main, framework.Container("side", framework.AppImageV1))
 	p.Labels["color"] = "red"
-	before := createSettledPod(t, ctx, p)
-	mainBefore, sideBefore := containerStatus(t, before, "main"), containerStatus(t, before, "side")
-	waitLog(t, ctx, ns, "target", "main", "color=red")
-	rec := recordPod(t, ctx, ns, "target")
+	before := framework.CreateSettledPod(t, ctx, p)
+	mainBefore, sideBefore := framework.ContainerStatus(t, before, "main"), framework.ContainerStatus(t, before, "side")
+	framework.WaitLog(t, ctx, ns, "target", "main", "color=red")
+	rec := framework.RecordPod(t, ctx, ns, "target")
 
-	answer := startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
+	answer := framework.StartInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
 		Metadata: &v1alpha1.InPlaceUpdateMetadata{Labels: map[string]string{"color": "blue"}},
 	})
 	if st := answer.Status.State; !st.UpdateEnvFromMetadata || len(st.ContainerBatchesRecord) != 1 ||
@@ -290,20 +287,20 @@ func TestInPlaceUpdateEnvFromMetadata(t *testing.T) {
 		t.Errorf("answered state %+v: want updateEnvFromMetadata and one batch [main]", st)
 	}
 
-	pod := waitUpdateCompleted(t, ctx, ns, "target", updateTimeout)
-	records := rec.upTo(t, ctx, pod.ResourceVersion)
-	history := describeRecords(records, "main", "side")
+	pod := framework.WaitUpdateCompleted(t, ctx, ns, "target", framework.UpdateTimeout)
+	records := rec.UpTo(t, ctx, pod.ResourceVersion)
+	history := framework.DescribeRecords(records, "main", "side")
 
 	if pod.Labels["color"] != "blue" {
 		t.Errorf("label color %q, want blue", pod.Labels["color"])
 	}
-	s := containerStatus(t, pod, "main")
+	s := framework.ContainerStatus(t, pod, "main")
 	if s.RestartCount != 1 || s.ContainerID == mainBefore.ContainerID {
 		t.Errorf("main restarted %d times (containerID %s, was %s), want exactly once; the instance before the running one logged %q",
-			s.RestartCount, s.ContainerID, mainBefore.ContainerID, podLog(t, ctx, ns, "target", "main", "--previous"))
+			s.RestartCount, s.ContainerID, mainBefore.ContainerID, framework.PodLog(t, ctx, ns, "target", "main", "--previous"))
 	}
 	// inplace-daemon stops the container once (its events say each stop).
-	events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=target"})
+	events, err := framework.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=target"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,25 +315,25 @@ func TestInPlaceUpdateEnvFromMetadata(t *testing.T) {
 	if len(stops) != 1 {
 		t.Errorf("inplace-daemon stopped main %d times, want once: %q", len(stops), stops)
 	}
-	if side := containerStatus(t, pod, "side"); side.RestartCount != 0 || side.ContainerID != sideBefore.ContainerID {
+	if side := framework.ContainerStatus(t, pod, "side"); side.RestartCount != 0 || side.ContainerID != sideBefore.ContainerID {
 		t.Errorf("side restarted: restartCount %d containerID %s (was %s)", side.RestartCount, side.ContainerID, sideBefore.ContainerID)
 	}
-	if !stateOf(t, pod).UpdateEnvFromMetadata {
+	if !framework.StateOf(t, pod).UpdateEnvFromMetadata {
 		t.Errorf("state %s lacks updateEnvFromMetadata", pod.Annotations[pub.InPlaceUpdateStateKey])
 	}
 	// The daemon reports the running instance.
 	if meta := pod.Annotations[pub.RuntimeContainerMetaKey]; !strings.Contains(meta, s.ContainerID) {
 		t.Errorf("annotation %s %q does not report main's running instance %s", pub.RuntimeContainerMetaKey, meta, s.ContainerID)
 	}
-	if h := conditionHistory(records, pub.InPlaceUpdateReady); !slices.Contains(h, corev1.ConditionFalse) || h[len(h)-1] != corev1.ConditionTrue {
+	if h := framework.ConditionHistory(records, pub.InPlaceUpdateReady); !slices.Contains(h, corev1.ConditionFalse) || h[len(h)-1] != corev1.ConditionTrue {
 		t.Errorf("InPlaceUpdateReady went %v, want False while main restarts and True at the end", h)
 	}
 
-	waitLog(t, ctx, ns, "target", "main", "color=blue")
-	if out := podLog(t, ctx, ns, "target", "main"); strings.Contains(out, "color=red") {
+	framework.WaitLog(t, ctx, ns, "target", "main", "color=blue")
+	if out := framework.PodLog(t, ctx, ns, "target", "main"); strings.Contains(out, "color=red") {
 		t.Errorf("kubectl logs -c main shows the old value: %q", out)
 	}
-	if out := podLog(t, ctx, ns, "target", "main", "--previous"); !strings.Contains(out, "color=red") {
+	if out := framework.PodLog(t, ctx, ns, "target", "main", "--previous"); !strings.Contains(out, "color=red") {
 		t.Errorf("kubectl logs -c main --previous: %q, want the instance before the update (color=red)", out)
 	}
 	if t.Failed() {
@@ -347,26 +344,25 @@ func TestInPlaceUpdateEnvFromMetadata(t *testing.T) {
 // TestInPlaceUpdateResources: cpu requests/limits of a Burstable Pod whose cpu resizePolicy is
 // NotRequired change through pods/resize without a restart, and the Pod stays in service.
 func TestInPlaceUpdateResources(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "iu-resize")
-	main := container("main", appImageV1)
+	ctx, ns := framework.Start(t, "iu-resize")
+	main := framework.Container("main", framework.AppImageV1)
 	main.Resources = corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
 		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")},
 	}
 	main.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired}}
-	before := createSettledPod(t, ctx, gatedPod(ns, "target", main))
+	before := framework.CreateSettledPod(t, ctx, framework.GatedPod(ns, "target", main))
 	if before.Status.QOSClass != corev1.PodQOSBurstable {
 		t.Fatalf("QoS class %s, want Burstable", before.Status.QOSClass)
 	}
-	mainBefore := containerStatus(t, before, "main")
-	rec := recordPod(t, ctx, ns, "target")
+	mainBefore := framework.ContainerStatus(t, before, "main")
+	rec := framework.RecordPod(t, ctx, ns, "target")
 
 	want := corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("150m")},
 		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("300m")},
 	}
-	answer := startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
+	answer := framework.StartInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
 		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Resources: &want}},
 	})
 	if !answer.Status.State.UpdateResources {
@@ -374,22 +370,22 @@ func TestInPlaceUpdateResources(t *testing.T) {
 	}
 
 	var pod *corev1.Pod
-	poll(t, ctx, updateTimeout, "main to report cpu 150m/300m", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, framework.UpdateTimeout, "main to report cpu 150m/300m", func(ctx context.Context) (bool, error) {
 		var err error
-		if pod, err = kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{}); err != nil {
+		if pod, err = framework.Kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{}); err != nil {
 			return false, err
 		}
-		s := findStatus(pod, "main")
+		s := framework.FindStatus(pod, "main")
 		if s == nil || s.Resources == nil {
 			return false, fmt.Errorf("no resources in the status yet")
 		}
 		return sameCPU(s.Resources.Requests, "150m") && sameCPU(s.Resources.Limits, "300m"), fmt.Errorf("status resources %+v", s.Resources)
 	})
-	pod = waitUpdateCompleted(t, ctx, ns, "target", updateTimeout)
-	records := rec.upTo(t, ctx, pod.ResourceVersion)
-	history := describeRecords(records, "main")
+	pod = framework.WaitUpdateCompleted(t, ctx, ns, "target", framework.UpdateTimeout)
+	records := rec.UpTo(t, ctx, pod.ResourceVersion)
+	history := framework.DescribeRecords(records, "main")
 
-	s := containerStatus(t, pod, "main")
+	s := framework.ContainerStatus(t, pod, "main")
 	if s.RestartCount != 0 || s.ContainerID != mainBefore.ContainerID {
 		t.Errorf("main restarted for a NotRequired cpu resize: restartCount %d containerID %s (was %s)", s.RestartCount, s.ContainerID, mainBefore.ContainerID)
 	}
@@ -402,12 +398,12 @@ func TestInPlaceUpdateResources(t *testing.T) {
 	if pod.Status.QOSClass != corev1.PodQOSBurstable {
 		t.Errorf("QoS class %s after the resize", pod.Status.QOSClass)
 	}
-	if st := stateOf(t, pod); !st.UpdateResources || st.UpdateImages {
+	if st := framework.StateOf(t, pod); !st.UpdateResources || st.UpdateImages {
 		t.Errorf("state %s: want updateResources only", pod.Annotations[pub.InPlaceUpdateStateKey])
 	}
 	// A resize the kubelet applies to the running container keeps the Pod in service.
 	for _, ct := range []corev1.PodConditionType{pub.InPlaceUpdateReady, corev1.PodReady} {
-		if h := conditionHistory(records, ct); slices.Contains(h, corev1.ConditionFalse) {
+		if h := framework.ConditionHistory(records, ct); slices.Contains(h, corev1.ConditionFalse) {
 			t.Errorf("%s went %v during a resize without restart; it must stay True", ct, h)
 		}
 	}
@@ -425,16 +421,15 @@ func sameCPU(list corev1.ResourceList, want string) bool {
 // containers change only once the 5 s are over: meanwhile the spec keeps the old image and the
 // update waits in the grace annotation.
 func TestInPlaceUpdateGracePeriod(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "iu-grace")
-	createSettledPod(t, ctx, gatedPod(ns, "target", container("main", appImageV1)))
-	rec := recordPod(t, ctx, ns, "target")
+	ctx, ns := framework.Start(t, "iu-grace")
+	framework.CreateSettledPod(t, ctx, framework.GatedPod(ns, "target", framework.Container("main", framework.AppImageV1)))
+	rec := framework.RecordPod(t, ctx, ns, "target")
 
 	const grace = 5
 	sent := time.Now()
-	answer := startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
+	answer := framework.StartInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
 		Revision:           "rev-v2",
-		Containers:         []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV2}},
+		Containers:         []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: framework.AppImageV2}},
 		GracePeriodSeconds: grace,
 	})
 	// The grace period ends at updateTimestamp (whole seconds) + 5 s.
@@ -451,24 +446,24 @@ func TestInPlaceUpdateGracePeriod(t *testing.T) {
 	var during int
 	var early string
 	var pod *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, updateTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, framework.UpdateTimeout, true, func(ctx context.Context) (bool, error) {
 		started := time.Now()
 		var err error
-		if pod, err = kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{}); err != nil {
+		if pod, err = framework.Kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{}); err != nil {
 			return false, nil
 		}
-		image := specImage(pod, "main")
+		image := framework.SpecImage(pod, "main")
 		_, inGrace := pod.Annotations[pub.InPlaceUpdateGraceKey]
 		if started.Before(end) {
 			during++
-			if image != appImageV1 || !inGrace || conditionStatus(pod, pub.InPlaceUpdateReady) != corev1.ConditionFalse {
+			if image != framework.AppImageV1 || !inGrace || framework.ConditionStatus(pod, pub.InPlaceUpdateReady) != corev1.ConditionFalse {
 				early = fmt.Sprintf("%.1fs before the grace period ends: spec image %s, grace annotation %v, InPlaceUpdateReady %s; want %s, the annotation, False",
-					end.Sub(started).Seconds(), image, inGrace, conditionStatus(pod, pub.InPlaceUpdateReady), appImageV1)
+					end.Sub(started).Seconds(), image, inGrace, framework.ConditionStatus(pod, pub.InPlaceUpdateReady), framework.AppImageV1)
 				return true, nil
 			}
 			return false, nil
 		}
-		return image == appImageV2, nil
+		return image == framework.AppImageV2, nil
 	})
 	if early != "" {
 		t.Fatal(early)
@@ -480,27 +475,27 @@ func TestInPlaceUpdateGracePeriod(t *testing.T) {
 		t.Errorf("only %d reads during the grace period, want at least 2", during)
 	}
 	t.Logf("%d reads during the grace period showed %s and the grace annotation; %s %.1fs after the grace period's end",
-		during, appImageV1, appImageV2, time.Since(end).Seconds())
+		during, framework.AppImageV1, framework.AppImageV2, time.Since(end).Seconds())
 
-	pod = waitUpdateCompleted(t, ctx, ns, "target", updateTimeout)
-	records := rec.upTo(t, ctx, pod.ResourceVersion)
+	pod = framework.WaitUpdateCompleted(t, ctx, ns, "target", framework.UpdateTimeout)
+	records := rec.UpTo(t, ctx, pod.ResourceVersion)
 	for _, r := range records {
 		// The watch delivers a version after it was written: one that reached us before the end
 		// was written before it.
-		if specImage(r.pod, "main") == appImageV2 && r.at.Before(end) {
-			t.Errorf("the watch saw main on %s %.2fs before the grace period ended", appImageV2, end.Sub(r.at).Seconds())
+		if framework.SpecImage(r.Pod, "main") == framework.AppImageV2 && r.At.Before(end) {
+			t.Errorf("the watch saw main on %s %.2fs before the grace period ended", framework.AppImageV2, end.Sub(r.At).Seconds())
 		}
 	}
-	s := containerStatus(t, pod, "main")
-	if s.RestartCount != 1 || s.Image != appImageV2 {
-		t.Errorf("main after the update: restartCount %d image %s, want 1 restart onto %s", s.RestartCount, s.Image, appImageV2)
+	s := framework.ContainerStatus(t, pod, "main")
+	if s.RestartCount != 1 || s.Image != framework.AppImageV2 {
+		t.Errorf("main after the update: restartCount %d image %s, want 1 restart onto %s", s.RestartCount, s.Image, framework.AppImageV2)
 	}
-	if st := stateOf(t, pod); !slices.EqualFunc(batchContainers(st), [][]string{{"main"}}, slices.Equal) ||
+	if st := framework.StateOf(t, pod); !slices.EqualFunc(framework.BatchContainers(st), [][]string{{"main"}}, slices.Equal) ||
 		st.ContainerBatchesRecord[0].Timestamp.Time.Before(end) {
 		t.Errorf("state %s: want one batch [main] started at or after %v", pod.Annotations[pub.InPlaceUpdateStateKey], end)
 	}
 	if t.Failed() {
-		t.Logf("history of the Pod:\n%s", describeRecords(records, "main"))
+		t.Logf("history of the Pod:\n%s", framework.DescribeRecords(records, "main"))
 	}
 }
 
@@ -511,74 +506,70 @@ func TestInPlaceUpdateControllerKilled(t *testing.T) {
 	if !hasCommand(t, "controller") {
 		t.Fatal("this tree has no cmd/controller")
 	}
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	// Whatever happens here, leave a running inplace-controller to the tests after this one.
-	t.Cleanup(func() {
-		if !currentProgram(t, "inplace-controller").alive() {
-			_ = runLocalUpHook(t, controllerHook)
-		}
-	})
-	ns := newNamespace(t, ctx, "iu-kill")
-	c1, c2 := container("c1", appImageV1), container("c2", appImageV1)
+	framework.StartAgainAfter(t, "inplace-controller")
+	ns := framework.NewNamespace(t, ctx, "iu-kill")
+	c1, c2 := framework.Container("c1", framework.AppImageV1), framework.Container("c2", framework.AppImageV1)
 	c1.Env = []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "10"}}
 	c2.Env = []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "1"}}
-	before := createSettledPod(t, ctx, gatedPod(ns, "target", c1, c2))
-	c1Before := containerStatus(t, before, "c1")
-	controller := currentProgram(t, "inplace-controller")
+	before := framework.CreateSettledPod(t, ctx, framework.GatedPod(ns, "target", c1, c2))
+	c1Before := framework.ContainerStatus(t, before, "c1")
+	controller := framework.CurrentProgram(t, "inplace-controller")
 
-	startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
+	framework.StartInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
 		Revision:   "rev-v2",
-		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "c1", Image: appImageV2}, {Name: "c2", Image: appImageV2}},
+		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "c1", Image: framework.AppImageV2}, {Name: "c2", Image: framework.AppImageV2}},
 	})
-	controller.stop(t, ctx, syscall.SIGKILL, 10*time.Second)
-	t.Logf("inplace-controller (pid %d) killed", controller.pid)
-	pod, err := kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{})
+	controller.Stop(t, ctx, syscall.SIGKILL, 10*time.Second)
+	t.Logf("inplace-controller (pid %d) killed", controller.Pid)
+	pod, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if specImage(pod, "c1") != appImageV2 || specImage(pod, "c2") != appImageV1 {
+	if framework.SpecImage(pod, "c1") != framework.AppImageV2 || framework.SpecImage(pod, "c2") != framework.AppImageV1 {
 		t.Fatalf("when inplace-controller was killed: c1 on %s, c2 on %s; want batch 1 (c1) started and batch 2 (c2) not",
-			specImage(pod, "c1"), specImage(pod, "c2"))
+			framework.SpecImage(pod, "c1"), framework.SpecImage(pod, "c2"))
 	}
 
 	// Batch 1 goes on without the controller (the kubelet does it); batch 2 does not start.
-	poll(t, ctx, updateTimeout, "c1 running "+appImageV2+" and ready", func(ctx context.Context) (bool, error) {
-		if pod, err = kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{}); err != nil {
+	framework.Poll(t, ctx, framework.UpdateTimeout, "c1 running "+framework.AppImageV2+" and ready", func(ctx context.Context) (bool, error) {
+		if pod, err = framework.Kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{}); err != nil {
 			return false, err
 		}
-		s := findStatus(pod, "c1")
-		return s != nil && s.Image == appImageV2 && s.ContainerID != c1Before.ContainerID && s.Ready, fmt.Errorf("c1 %+v", s)
+		s := framework.FindStatus(pod, "c1")
+		return s != nil && s.Image == framework.AppImageV2 && s.ContainerID != c1Before.ContainerID && s.Ready, fmt.Errorf("c1 %+v", s)
 	})
-	if specImage(pod, "c2") != appImageV1 {
-		t.Fatalf("c2 changed to %s while no inplace-controller ran", specImage(pod, "c2"))
+	if framework.SpecImage(pod, "c2") != framework.AppImageV1 {
+		t.Fatalf("c2 changed to %s while no inplace-controller ran", framework.SpecImage(pod, "c2"))
 	}
-	if st := stateOf(t, pod); st.CompletedTimestamp != nil || st.NextContainerImages["c2"] != appImageV2 {
+	if st := framework.StateOf(t, pod); st.CompletedTimestamp != nil || st.NextContainerImages["c2"] != framework.AppImageV2 {
 		t.Fatalf("state %s: want batch 2 (c2) still pending", pod.Annotations[pub.InPlaceUpdateStateKey])
 	}
 	// inplace-daemon sets InPlaceUpdateReady True only for the last batch.
-	if got := conditionStatus(pod, pub.InPlaceUpdateReady); got != corev1.ConditionFalse {
+	if got := framework.ConditionStatus(pod, pub.InPlaceUpdateReady); got != corev1.ConditionFalse {
 		t.Fatalf("InPlaceUpdateReady %s after batch 1 of 2, want False", got)
 	}
 
 	start := time.Now()
-	if err := runLocalUpHook(t, controllerHook); err != nil {
-		t.Fatalf("%s: %v", controllerHook, err)
+	if err := framework.RunLocalUpHook(t, framework.ControllerHook); err != nil {
+		t.Fatalf("%s: %v", framework.ControllerHook, err)
 	}
-	if now := currentProgram(t, "inplace-controller"); now.pid == controller.pid || !now.alive() {
-		t.Fatalf("after %s: inplace-controller pid %d alive %v (the killed one was %d)", controllerHook, now.pid, now.alive(), controller.pid)
+	if now := framework.CurrentProgram(t, "inplace-controller"); now.Pid == controller.Pid || !now.Alive() {
+		t.Fatalf("after %s: inplace-controller pid %d alive %v (the killed one was %d)", framework.ControllerHook, now.Pid, now.Alive(), controller.Pid)
 	}
-	pod = waitUpdateCompleted(t, ctx, ns, "target", updateTimeout)
+	pod = framework.WaitUpdateCompleted(t, ctx, ns, "target", framework.UpdateTimeout)
 	t.Logf("update completed %.1fs after inplace-controller was started again", time.Since(start).Seconds())
 	for _, name := range []string{"c1", "c2"} {
-		s := containerStatus(t, pod, name)
-		if specImage(pod, name) != appImageV2 || s.Image != appImageV2 || s.RestartCount != 1 {
-			t.Errorf("%s after the update: spec %s, status image %s, restartCount %d; want %s, one restart", name, specImage(pod, name), s.Image, s.RestartCount, appImageV2)
+		s := framework.ContainerStatus(t, pod, name)
+		if framework.SpecImage(pod, name) != framework.AppImageV2 || s.Image != framework.AppImageV2 || s.RestartCount != 1 {
+			t.Errorf("%s after the update: spec %s, status image %s, restartCount %d; want %s, one restart", name, framework.SpecImage(pod, name), s.Image, s.RestartCount, framework.AppImageV2)
 		}
 	}
-	if got := batchContainers(stateOf(t, pod)); !slices.EqualFunc(got, [][]string{{"c1"}, {"c2"}}, slices.Equal) {
+	if got := framework.BatchContainers(framework.StateOf(t, pod)); !slices.EqualFunc(got, [][]string{{"c1"}, {"c2"}}, slices.Equal) {
 		t.Errorf("containerBatchesRecord %v, want [[c1] [c2]]", got)
 	}
-	if got := conditionStatus(pod, pub.InPlaceUpdateReady); got != corev1.ConditionTrue {
+	if got := framework.ConditionStatus(pod, pub.InPlaceUpdateReady); got != corev1.ConditionTrue {
 		t.Errorf("InPlaceUpdateReady %s, want True", got)
 	}
 }
@@ -591,48 +582,44 @@ func TestInPlaceUpdateControllerKilled(t *testing.T) {
 // fallback for older kubelets reads from the CRI (image ids of running containers and of image
 // references) are checked against this node's containerd.
 func TestInPlaceUpdateReadyFromDaemon(t *testing.T) {
-	ctx := testContext(t)
-	t.Cleanup(func() {
-		if !currentProgram(t, "inplace-controller").alive() {
-			_ = runLocalUpHook(t, controllerHook)
-		}
-	})
-	ns := newNamespace(t, ctx, "iu-runtime")
-	before := createSettledPod(t, ctx, gatedPod(ns, "target", container("main", appImageV1), container("sidecar", appImageV1)))
-	mainBefore, sidecarBefore := containerStatus(t, before, "main"), containerStatus(t, before, "sidecar")
-	takeDown(t, ctx, "inplace-controller")
-	rec := recordPod(t, ctx, ns, "target")
+	ctx := framework.Context(t)
+	framework.StartAgainAfter(t, "inplace-controller")
+	ns := framework.NewNamespace(t, ctx, "iu-runtime")
+	before := framework.CreateSettledPod(t, ctx, framework.GatedPod(ns, "target", framework.Container("main", framework.AppImageV1), framework.Container("sidecar", framework.AppImageV1)))
+	mainBefore, sidecarBefore := framework.ContainerStatus(t, before, "main"), framework.ContainerStatus(t, before, "sidecar")
+	framework.TakeDown(t, ctx, "inplace-controller")
+	rec := framework.RecordPod(t, ctx, ns, "target")
 
-	startInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
+	framework.StartInPlaceUpdate(t, ctx, ns, "target", v1alpha1.InPlaceUpdateSpec{
 		Revision:   "rev-v2",
-		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV2}},
+		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: framework.AppImageV2}},
 	})
 	var pod *corev1.Pod
-	poll(t, ctx, updateTimeout, "Pod Ready on "+appImageV2+" with no inplace-controller", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, framework.UpdateTimeout, "Pod Ready on "+framework.AppImageV2+" with no inplace-controller", func(ctx context.Context) (bool, error) {
 		var err error
-		if pod, err = kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{}); err != nil {
+		if pod, err = framework.Kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{}); err != nil {
 			return false, err
 		}
-		s := findStatus(pod, "main")
-		c := podCondition(pod, pub.InPlaceUpdateReady)
+		s := framework.FindStatus(pod, "main")
+		c := framework.PodCondition(pod, pub.InPlaceUpdateReady)
 		switch {
-		case s == nil || s.Image != appImageV2 || s.ContainerID == mainBefore.ContainerID || !s.Ready:
+		case s == nil || s.Image != framework.AppImageV2 || s.ContainerID == mainBefore.ContainerID || !s.Ready:
 			return false, fmt.Errorf("main %+v", s)
 		case c == nil || c.Status != corev1.ConditionTrue:
 			return false, fmt.Errorf("InPlaceUpdateReady %+v", c)
-		case conditionStatus(pod, corev1.PodReady) != corev1.ConditionTrue:
+		case framework.ConditionStatus(pod, corev1.PodReady) != corev1.ConditionTrue:
 			return false, fmt.Errorf("not Ready")
 		}
 		return true, nil
 	})
-	if c := podCondition(pod, pub.InPlaceUpdateReady); c.Reason != "NewSpecObservedByKubelet" {
+	if c := framework.PodCondition(pod, pub.InPlaceUpdateReady); c.Reason != "NewSpecObservedByKubelet" {
 		t.Errorf("InPlaceUpdateReady reason %q, want NewSpecObservedByKubelet (set by inplace-daemon)", c.Reason)
 	}
-	checkRuntimeImageIDs(t, ctx, pod, "main", appImageV2, mainBefore.ImageID)
-	if st := stateOf(t, pod); st == nil || st.CompletedTimestamp != nil {
+	checkRuntimeImageIDs(t, ctx, pod, "main", framework.AppImageV2, mainBefore.ImageID)
+	if st := framework.StateOf(t, pod); st == nil || st.CompletedTimestamp != nil {
 		t.Fatalf("state %s: want the update not completed while no inplace-controller runs", pod.Annotations[pub.InPlaceUpdateStateKey])
 	}
-	if s := containerStatus(t, pod, "sidecar"); s.ContainerID != sidecarBefore.ContainerID || s.RestartCount != 0 {
+	if s := framework.ContainerStatus(t, pod, "sidecar"); s.ContainerID != sidecarBefore.ContainerID || s.RestartCount != 0 {
 		t.Errorf("sidecar restarted: %+v", s)
 	}
 	// The old container never comes back into service: in every version where the Pod is Ready
@@ -641,14 +628,14 @@ func TestInPlaceUpdateReadyFromDaemon(t *testing.T) {
 	// In particular the gate, set from what the kubelet observed, is never True with the old
 	// container Ready, and Ready does not flip False, True, False (what writing Ready=False beside
 	// the gate, as OpenKruise does, let the kubelet's cached status do).
-	records := rec.upTo(t, ctx, pod.ResourceVersion)
+	records := rec.UpTo(t, ctx, pod.ResourceVersion)
 	wentUnready := false
 	for _, r := range records[1:] {
-		s := findStatus(r.pod, "main")
-		ready := conditionStatus(r.pod, corev1.PodReady) == corev1.ConditionTrue
+		s := framework.FindStatus(r.Pod, "main")
+		ready := framework.ConditionStatus(r.Pod, corev1.PodReady) == corev1.ConditionTrue
 		old := s == nil || s.ContainerID == mainBefore.ContainerID
-		if ready && old && (wentUnready || conditionStatus(r.pod, pub.InPlaceUpdateReady) == corev1.ConditionTrue) {
-			t.Errorf("rv %s: Ready again while main is the old container:\n%s", r.pod.ResourceVersion, describeRecords(records, "main"))
+		if ready && old && (wentUnready || framework.ConditionStatus(r.Pod, pub.InPlaceUpdateReady) == corev1.ConditionTrue) {
+			t.Errorf("rv %s: Ready again while main is the old container:\n%s", r.Pod.ResourceVersion, framework.DescribeRecords(records, "main"))
 			break
 		}
 		wentUnready = wentUnready || !ready
@@ -656,18 +643,18 @@ func TestInPlaceUpdateReadyFromDaemon(t *testing.T) {
 	// Informational: whether the gate was there before the kubelet's report of the new container
 	// (then Ready came with that report, as for a plain image patch).
 	for _, r := range records {
-		if s := findStatus(r.pod, "main"); s != nil && s.ContainerID != mainBefore.ContainerID && s.State.Running != nil {
+		if s := framework.FindStatus(r.Pod, "main"); s != nil && s.ContainerID != mainBefore.ContainerID && s.State.Running != nil {
 			t.Logf("first report of the new container: Ready %s, InPlaceUpdateReady %s",
-				conditionStatus(r.pod, corev1.PodReady), conditionStatus(r.pod, pub.InPlaceUpdateReady))
+				framework.ConditionStatus(r.Pod, corev1.PodReady), framework.ConditionStatus(r.Pod, pub.InPlaceUpdateReady))
 			break
 		}
 	}
 
-	if err := runLocalUpHook(t, controllerHook); err != nil {
-		t.Fatalf("%s: %v", controllerHook, err)
+	if err := framework.RunLocalUpHook(t, framework.ControllerHook); err != nil {
+		t.Fatalf("%s: %v", framework.ControllerHook, err)
 	}
-	pod = waitUpdateCompleted(t, ctx, ns, "target", updateTimeout)
-	if s := containerStatus(t, pod, "main"); s.RestartCount != 1 {
+	pod = framework.WaitUpdateCompleted(t, ctx, ns, "target", framework.UpdateTimeout)
+	if s := framework.ContainerStatus(t, pod, "main"); s.RestartCount != 1 {
 		t.Errorf("main restartCount %d, want 1", s.RestartCount)
 	}
 }
@@ -717,11 +704,11 @@ type refusal struct {
 // both are refused as wanted.
 func checkRefused(t *testing.T, ctx context.Context, ns string, r refusal) {
 	t.Helper()
-	resp := postInPlaceUpdate(t, ctx, ns, r.pod, r.spec)
-	if resp.code != r.code || !strings.Contains(resp.errMsg, r.field) || !strings.Contains(resp.errMsg, r.msg) {
-		t.Errorf("%s: kubectl create --raw answered HTTP %d %q; want %d naming %q and %q", r.name, resp.code, resp.errMsg, r.code, r.field, r.msg)
+	resp := framework.PostInPlaceUpdate(t, ctx, ns, r.pod, r.spec)
+	if resp.Code != r.code || !strings.Contains(resp.ErrMsg, r.field) || !strings.Contains(resp.ErrMsg, r.msg) {
+		t.Errorf("%s: kubectl create --raw answered HTTP %d %q; want %d naming %q and %q", r.name, resp.Code, resp.ErrMsg, r.code, r.field, r.msg)
 	}
-	_, err := inplace.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, r.pod, &v1alpha1.InPlaceUpdate{Spec: r.spec}, metav1.CreateOptions{})
+	_, err := framework.Inplace.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, r.pod, &v1alpha1.InPlaceUpdate{Spec: r.spec}, metav1.CreateOptions{})
 	status, ok := err.(apierrors.APIStatus)
 	if !ok {
 		t.Errorf("%s: typed client: %v, want a %d status", r.name, err, r.code)
@@ -748,32 +735,31 @@ func checkRefused(t *testing.T, ctx context.Context, ns string, r refusal) {
 // resourceVersion, same object): invalid requests (422, naming the field), requests while
 // another update is in progress (409), a Pod being deleted (409) and no Pod (404).
 func TestInPlaceUpdateRefused(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "iu-refused")
+	ctx, ns := framework.Start(t, "iu-refused")
 
 	// A settled Pod with the readiness gate and an init container.
-	p := gatedPod(ns, "target", container("main", appImageV1))
-	initC := container("init", appImageV1)
+	p := framework.GatedPod(ns, "target", framework.Container("main", framework.AppImageV1))
+	initC := framework.Container("init", framework.AppImageV1)
 	initC.Command = []string{"sh", "-c", "echo init done"}
 	p.Spec.InitContainers = []corev1.Container{initC}
-	createSettledPod(t, ctx, p)
+	framework.CreateSettledPod(t, ctx, p)
 
-	v2 := []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV2}}
+	v2 := []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: framework.AppImageV2}}
 	cpu := func(v string) *corev1.ResourceRequirements {
 		return &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}}
 	}
 	t.Run("invalid", func(t *testing.T) {
-		before := getPodJSON(t, ctx, ns, "target")
+		before := framework.GetPodJSON(t, ctx, ns, "target")
 		for _, r := range []refusal{
-			{name: "unknown container", spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "nope", Image: appImageV2}}},
+			{name: "unknown container", spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "nope", Image: framework.AppImageV2}}},
 				code: 422, field: "spec.containers[0].name", msg: `"nope"`},
 			{name: "valid container, then an unknown one", spec: v1alpha1.InPlaceUpdateSpec{Containers: append(slices.Clone(v2),
-				v1alpha1.InPlaceUpdateContainer{Name: "nope", Image: appImageV2})}, code: 422, field: "spec.containers[1].name"},
-			{name: "init container image", spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "init", Image: appImageV2}}},
+				v1alpha1.InPlaceUpdateContainer{Name: "nope", Image: framework.AppImageV2})}, code: 422, field: "spec.containers[1].name"},
+			{name: "init container image", spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "init", Image: framework.AppImageV2}}},
 				code: 422, field: "spec.containers[0].image", msg: "init container"},
-			{name: "image with whitespace", spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: " " + appImageV2}}},
+			{name: "image with whitespace", spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: " " + framework.AppImageV2}}},
 				code: 422, field: "spec.containers[0].image"},
-			{name: "nothing to change", spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV1}}},
+			{name: "nothing to change", spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: framework.AppImageV1}}},
 				code: 422, field: "spec", msg: "changes nothing"},
 			{name: "reserved annotation", spec: v1alpha1.InPlaceUpdateSpec{Containers: v2, Metadata: &v1alpha1.InPlaceUpdateMetadata{
 				Annotations: map[string]string{pub.InPlaceUpdateStateKey: "{}"}}}, code: 422, field: "spec.metadata.annotations[" + pub.InPlaceUpdateStateKey + "]"},
@@ -792,7 +778,7 @@ func TestInPlaceUpdateRefused(t *testing.T) {
 			}
 			checkRefused(t, ctx, ns, r)
 		}
-		comparePodJSON(t, before, getPodJSON(t, ctx, ns, "target"))
+		comparePodJSON(t, before, framework.GetPodJSON(t, ctx, ns, "target"))
 	})
 
 	// kube-apiserver refuses the Pod update (the annotations together exceed 256 KiB) after the
@@ -802,28 +788,28 @@ func TestInPlaceUpdateRefused(t *testing.T) {
 	for _, gated := range []bool{false, true} {
 		t.Run(fmt.Sprintf("refused by kube-apiserver with readiness gate %v", gated), func(t *testing.T) {
 			name := fmt.Sprintf("big-%v", gated)
-			big := gatedPod(ns, name, container("main", appImageV1))
+			big := framework.GatedPod(ns, name, framework.Container("main", framework.AppImageV1))
 			if !gated {
 				big.Spec.ReadinessGates = nil
 			}
 			big.Annotations = map[string]string{"e2e.inplace.dev/big-a": strings.Repeat("a", 150<<10)}
-			createSettledPod(t, ctx, big)
-			rec := recordPod(t, ctx, ns, name)
-			before := getPodJSON(t, ctx, ns, name)
-			resp := postInPlaceUpdate(t, ctx, ns, name, v1alpha1.InPlaceUpdateSpec{
+			framework.CreateSettledPod(t, ctx, big)
+			rec := framework.RecordPod(t, ctx, ns, name)
+			before := framework.GetPodJSON(t, ctx, ns, name)
+			resp := framework.PostInPlaceUpdate(t, ctx, ns, name, v1alpha1.InPlaceUpdateSpec{
 				Containers: v2,
 				Metadata:   &v1alpha1.InPlaceUpdateMetadata{Annotations: map[string]string{"e2e.inplace.dev/big-b": strings.Repeat("b", 150<<10)}},
 			})
-			if resp.code != 422 || !strings.Contains(resp.errMsg, "metadata.annotations: Too long") {
-				t.Errorf("annotations over 256 KiB: HTTP %d %q, want 422 (kube-apiserver's Invalid) naming metadata.annotations", resp.code, resp.errMsg)
+			if resp.Code != 422 || !strings.Contains(resp.ErrMsg, "metadata.annotations: Too long") {
+				t.Errorf("annotations over 256 KiB: HTTP %d %q, want 422 (kube-apiserver's Invalid) naming metadata.annotations", resp.Code, resp.ErrMsg)
 			}
-			comparePodJSON(t, before, getPodJSON(t, ctx, ns, name))
-			pod, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			comparePodJSON(t, before, framework.GetPodJSON(t, ctx, ns, name))
+			pod, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if records := rec.upTo(t, ctx, pod.ResourceVersion); len(records) > 1 {
-				t.Errorf("the refused request wrote the Pod %d times:\n%s", len(records)-1, describeRecords(records, "main"))
+			if records := rec.UpTo(t, ctx, pod.ResourceVersion); len(records) > 1 {
+				t.Errorf("the refused request wrote the Pod %d times:\n%s", len(records)-1, framework.DescribeRecords(records, "main"))
 			}
 		})
 	}
@@ -831,22 +817,22 @@ func TestInPlaceUpdateRefused(t *testing.T) {
 	// An update sits in a 10-minute grace period: other requests are refused with 409.
 	t.Run("in progress", func(t *testing.T) {
 		// No readiness gate: nothing but the daemon's report writes this Pod during the grace period.
-		busy := appPod(ns, "busy", appImageV1)
-		createSettledPod(t, ctx, busy)
-		startInPlaceUpdate(t, ctx, ns, "busy", v1alpha1.InPlaceUpdateSpec{Revision: "r1", Containers: v2, GracePeriodSeconds: 600})
-		poll(t, ctx, 30*time.Second, "inplace-daemon's report on Pod busy", func(ctx context.Context) (bool, error) {
-			pod, err := kube.CoreV1().Pods(ns).Get(ctx, "busy", metav1.GetOptions{})
+		busy := framework.AppPod(ns, "busy", framework.AppImageV1)
+		framework.CreateSettledPod(t, ctx, busy)
+		framework.StartInPlaceUpdate(t, ctx, ns, "busy", v1alpha1.InPlaceUpdateSpec{Revision: "r1", Containers: v2, GracePeriodSeconds: 600})
+		framework.Poll(t, ctx, 30*time.Second, "inplace-daemon's report on Pod busy", func(ctx context.Context) (bool, error) {
+			pod, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "busy", metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
 			_, ok := pod.Annotations[pub.RuntimeContainerMetaKey]
 			return ok, fmt.Errorf("annotations %v", pod.Annotations)
 		})
-		before := getPodJSON(t, ctx, ns, "busy")
+		before := framework.GetPodJSON(t, ctx, ns, "busy")
 		for _, r := range []refusal{
-			{name: "another revision", spec: v1alpha1.InPlaceUpdateSpec{Revision: "r2", Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV3}}},
+			{name: "another revision", spec: v1alpha1.InPlaceUpdateSpec{Revision: "r2", Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: framework.AppImageV3}}},
 				code: 409, msg: `in-place update to revision "r1" is in progress`},
-			{name: "same revision, other image", spec: v1alpha1.InPlaceUpdateSpec{Revision: "r1", Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV3}}},
+			{name: "same revision, other image", spec: v1alpha1.InPlaceUpdateSpec{Revision: "r1", Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: framework.AppImageV3}}},
 				code: 409, msg: "in progress"},
 			{name: "same revision, more labels", spec: v1alpha1.InPlaceUpdateSpec{Revision: "r1", Containers: v2,
 				Metadata: &v1alpha1.InPlaceUpdateMetadata{Labels: map[string]string{"extra": "yes"}}}, code: 409, msg: "in progress"},
@@ -855,37 +841,37 @@ func TestInPlaceUpdateRefused(t *testing.T) {
 			checkRefused(t, ctx, ns, r)
 		}
 		// The same request again is accepted and changes nothing.
-		if resp := postInPlaceUpdate(t, ctx, ns, "busy", v1alpha1.InPlaceUpdateSpec{Revision: "r1", Containers: v2, GracePeriodSeconds: 600}); resp.code != 201 {
-			t.Errorf("the same request again: HTTP %d %s, want 201", resp.code, resp.errMsg)
+		if resp := framework.PostInPlaceUpdate(t, ctx, ns, "busy", v1alpha1.InPlaceUpdateSpec{Revision: "r1", Containers: v2, GracePeriodSeconds: 600}); resp.Code != 201 {
+			t.Errorf("the same request again: HTTP %d %s, want 201", resp.Code, resp.ErrMsg)
 		}
-		comparePodJSON(t, before, getPodJSON(t, ctx, ns, "busy"))
+		comparePodJSON(t, before, framework.GetPodJSON(t, ctx, ns, "busy"))
 	})
 
 	t.Run("being deleted", func(t *testing.T) {
 		// A Pod that ignores SIGTERM and has 10 minutes to stop stays terminating.
-		dying := appPod(ns, "dying", appImageV1)
+		dying := framework.AppPod(ns, "dying", framework.AppImageV1)
 		dying.Spec.Containers[0].Command = []string{"sh", "-c", "trap '' TERM; while :; do sleep 1; done"}
 		grace := int64(600)
 		dying.Spec.TerminationGracePeriodSeconds = &grace
-		createSettledPod(t, ctx, dying)
+		framework.CreateSettledPod(t, ctx, dying)
 		t.Cleanup(func() {
 			zero := int64(0)
-			_ = kube.CoreV1().Pods(ns).Delete(context.Background(), "dying", metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			_ = framework.Kube.CoreV1().Pods(ns).Delete(context.Background(), "dying", metav1.DeleteOptions{GracePeriodSeconds: &zero})
 		})
-		if err := kube.CoreV1().Pods(ns).Delete(ctx, "dying", metav1.DeleteOptions{}); err != nil {
+		if err := framework.Kube.CoreV1().Pods(ns).Delete(ctx, "dying", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, ctx, 30*time.Second, "Pod dying terminating", func(ctx context.Context) (bool, error) {
-			pod, err := kube.CoreV1().Pods(ns).Get(ctx, "dying", metav1.GetOptions{})
+		framework.Poll(t, ctx, 30*time.Second, "Pod dying terminating", func(ctx context.Context) (bool, error) {
+			pod, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "dying", metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
 			return pod.DeletionTimestamp != nil, nil
 		})
-		before := getPodJSON(t, ctx, ns, "dying")
+		before := framework.GetPodJSON(t, ctx, ns, "dying")
 		checkRefused(t, ctx, ns, refusal{name: "pod being deleted", pod: "dying", spec: v1alpha1.InPlaceUpdateSpec{Containers: v2},
 			code: 409, msg: "being deleted"})
-		comparePodJSON(t, before, getPodJSON(t, ctx, ns, "dying"))
+		comparePodJSON(t, before, framework.GetPodJSON(t, ctx, ns, "dying"))
 	})
 }
 
@@ -982,28 +968,27 @@ func jsonDiff(path string, before, after any) []string {
 // condition False and no update in progress must not look to inplace-controller like one whose
 // condition it should reset to True, or the request's second write conflicts.)
 func TestInPlaceUpdateNoSelfConflict(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "iu-conflict")
+	ctx, ns := framework.Start(t, "iu-conflict")
 	const n = 6
 	for _, gated := range []bool{false, true} {
 		name := func(i int) string { return fmt.Sprintf("gated-%v-%d", gated, i) }
 		for i := range n {
-			p := gatedPod(ns, name(i), container("main", appImageV1))
+			p := framework.GatedPod(ns, name(i), framework.Container("main", framework.AppImageV1))
 			if !gated {
 				p.Spec.ReadinessGates = nil
 			}
-			if _, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			if _, err := framework.Kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		for i := range n {
-			waitPodSettled(t, ctx, ns, name(i))
+			framework.WaitPodSettled(t, ctx, ns, name(i))
 		}
 		var refused []string
 		for i := range n {
-			resp := postInPlaceUpdate(t, ctx, ns, name(i), v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV2}}})
-			if resp.code != 201 {
-				refused = append(refused, fmt.Sprintf("%s: HTTP %d %s", name(i), resp.code, resp.errMsg))
+			resp := framework.PostInPlaceUpdate(t, ctx, ns, name(i), v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: framework.AppImageV2}}})
+			if resp.Code != 201 {
+				refused = append(refused, fmt.Sprintf("%s: HTTP %d %s", name(i), resp.Code, resp.ErrMsg))
 			}
 		}
 		if len(refused) > 0 {
@@ -1016,25 +1001,24 @@ func TestInPlaceUpdateNoSelfConflict(t *testing.T) {
 // a row with the bodies next to it, as its comment says (kubectl apply, kubectl create --raw):
 // images in two batches, a label read through env, a cpu resize, images after a grace period.
 func TestInPlaceUpdateExamples(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "iu-examples")
-	mustKubectl(t, ctx, "", "apply", "-n", ns, "-f", "artifacts/examples/pod-inplace.yaml")
+	ctx, ns := framework.Start(t, "iu-examples")
+	framework.MustKubectl(t, ctx, "", "apply", "-n", ns, "-f", "artifacts/examples/pod-inplace.yaml")
 	const name = "demo-inplace"
-	before := waitPodSettled(t, ctx, ns, name)
-	waitLog(t, ctx, ns, name, "main", "color=red")
+	before := framework.WaitPodSettled(t, ctx, ns, name)
+	framework.WaitLog(t, ctx, ns, name, "main", "color=red")
 
 	last := before
 	// update sends the body and waits until the update is over; it checks how many times each
 	// container restarted for it.
 	update := func(body string, mainRestarts, sideRestarts int32) *corev1.Pod {
 		t.Helper()
-		startInPlaceUpdateFile(t, ctx, ns, name, "artifacts/examples/"+body)
-		pod := waitUpdateCompleted(t, ctx, ns, name, updateTimeout)
+		framework.StartInPlaceUpdateFile(t, ctx, ns, name, "artifacts/examples/"+body)
+		pod := framework.WaitUpdateCompleted(t, ctx, ns, name, framework.UpdateTimeout)
 		for _, c := range []struct {
 			name string
 			want int32
 		}{{"main", mainRestarts}, {"side", sideRestarts}} {
-			if got := containerStatus(t, pod, c.name).RestartCount - containerStatus(t, last, c.name).RestartCount; got != c.want {
+			if got := framework.ContainerStatus(t, pod, c.name).RestartCount - framework.ContainerStatus(t, last, c.name).RestartCount; got != c.want {
 				t.Errorf("%s: %s restarted %d times, want %d", body, c.name, got, c.want)
 			}
 		}
@@ -1043,29 +1027,29 @@ func TestInPlaceUpdateExamples(t *testing.T) {
 	}
 
 	pod := update("inplaceupdate-images.json", 1, 1)
-	if got := batchContainers(stateOf(t, pod)); !slices.EqualFunc(got, [][]string{{"main"}, {"side"}}, slices.Equal) {
+	if got := framework.BatchContainers(framework.StateOf(t, pod)); !slices.EqualFunc(got, [][]string{{"main"}, {"side"}}, slices.Equal) {
 		t.Errorf("images: batches %v, want [[main] [side]] (main has the higher launch priority)", got)
 	}
-	if containerStatus(t, pod, "main").Image != appImageV2 || containerStatus(t, pod, "side").Image != appImageV2 {
-		t.Errorf("images: %+v, want both on %s", pod.Status.ContainerStatuses, appImageV2)
+	if framework.ContainerStatus(t, pod, "main").Image != framework.AppImageV2 || framework.ContainerStatus(t, pod, "side").Image != framework.AppImageV2 {
+		t.Errorf("images: %+v, want both on %s", pod.Status.ContainerStatuses, framework.AppImageV2)
 	}
 
 	pod = update("inplaceupdate-metadata.json", 1, 0) // main reads the label
 	if pod.Labels["color"] != "blue" || pod.Annotations["example.inplace.dev/note"] == "" {
 		t.Errorf("metadata: labels %v, annotations %v", pod.Labels, pod.Annotations)
 	}
-	waitLog(t, ctx, ns, name, "main", "color=blue")
+	framework.WaitLog(t, ctx, ns, name, "main", "color=blue")
 
 	pod = update("inplaceupdate-resources.json", 0, 0)
-	if s := containerStatus(t, pod, "main"); s.Resources == nil || !sameCPU(s.Resources.Requests, "150m") || !sameCPU(s.Resources.Limits, "300m") {
+	if s := framework.ContainerStatus(t, pod, "main"); s.Resources == nil || !sameCPU(s.Resources.Requests, "150m") || !sameCPU(s.Resources.Limits, "300m") {
 		t.Errorf("resources: main reports %+v, want cpu 150m/300m", s.Resources)
 	}
 
 	pod = update("inplaceupdate-grace.json", 1, 1)
-	if containerStatus(t, pod, "main").Image != appImageV3 || containerStatus(t, pod, "side").Image != appImageV3 {
-		t.Errorf("grace: %+v, want both on %s", pod.Status.ContainerStatuses, appImageV3)
+	if framework.ContainerStatus(t, pod, "main").Image != framework.AppImageV3 || framework.ContainerStatus(t, pod, "side").Image != framework.AppImageV3 {
+		t.Errorf("grace: %+v, want both on %s", pod.Status.ContainerStatuses, framework.AppImageV3)
 	}
-	if st := stateOf(t, pod); st.Revision != "demo-v3" || pod.Labels["controller-revision-hash"] != "demo-v3" {
+	if st := framework.StateOf(t, pod); st.Revision != "demo-v3" || pod.Labels["controller-revision-hash"] != "demo-v3" {
 		t.Errorf("grace: state revision %q, label %q, want demo-v3", st.Revision, pod.Labels["controller-revision-hash"])
 	}
 	if pod.UID != before.UID || pod.Status.PodIP != before.Status.PodIP {
@@ -1078,11 +1062,10 @@ func TestInPlaceUpdateExamples(t *testing.T) {
 // writes nothing: the Pod keeps its resourceVersion and image; an update kube-apiserver would
 // refuse is refused the same in a dry run.
 func TestInPlaceUpdateDryRun(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "iu-dryrun")
-	before := createSettledPod(t, ctx, gatedPod(ns, "target", container("main", appImageV1)))
-	answer, err := inplace.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", &v1alpha1.InPlaceUpdate{
-		Spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV2}}},
+	ctx, ns := framework.Start(t, "iu-dryrun")
+	before := framework.CreateSettledPod(t, ctx, framework.GatedPod(ns, "target", framework.Container("main", framework.AppImageV1)))
+	answer, err := framework.Inplace.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", &v1alpha1.InPlaceUpdate{
+		Spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: framework.AppImageV2}}},
 	}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
 		t.Fatalf("dry run: %v", err)
@@ -1090,18 +1073,18 @@ func TestInPlaceUpdateDryRun(t *testing.T) {
 	if st := answer.Status.State; !st.UpdateImages || len(st.ContainerBatchesRecord) != 1 {
 		t.Errorf("answered state %+v, want the images update the request would start", st)
 	}
-	after, err := kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{})
+	after, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.ResourceVersion != before.ResourceVersion || specImage(after, "main") != appImageV1 ||
-		conditionStatus(after, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
+	if after.ResourceVersion != before.ResourceVersion || framework.SpecImage(after, "main") != framework.AppImageV1 ||
+		framework.ConditionStatus(after, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
 		t.Errorf("after a dry run: resourceVersion %s (was %s), image %s, InPlaceUpdateReady %s: want the Pod untouched",
-			after.ResourceVersion, before.ResourceVersion, specImage(after, "main"), conditionStatus(after, pub.InPlaceUpdateReady))
+			after.ResourceVersion, before.ResourceVersion, framework.SpecImage(after, "main"), framework.ConditionStatus(after, pub.InPlaceUpdateReady))
 	}
 	// Annotations over 256 KiB: only kube-apiserver knows to refuse it.
-	_, err = inplace.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", &v1alpha1.InPlaceUpdate{
-		Spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: appImageV2}},
+	_, err = framework.Inplace.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", &v1alpha1.InPlaceUpdate{
+		Spec: v1alpha1.InPlaceUpdateSpec{Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: framework.AppImageV2}},
 			Metadata: &v1alpha1.InPlaceUpdateMetadata{Annotations: map[string]string{"e2e.inplace.dev/big": strings.Repeat("b", 300<<10)}}},
 	}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "Too long") {

@@ -9,15 +9,16 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestKubectlCloneSets: kubectl get and server-side apply of CloneSets through kube-apiserver's
 // aggregator, with inplace-apiserver's table columns.
 func TestKubectlCloneSets(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "kubectl")
+	ctx, ns := framework.Start(t, "kubectl")
 
-	out, stderr, err := kubectl(ctx, "", "get", "clonesets", "-n", ns)
+	out, stderr, err := framework.Kubectl(ctx, "", "get", "clonesets", "-n", ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,12 +26,12 @@ func TestKubectlCloneSets(t *testing.T) {
 		t.Errorf("kubectl get clonesets in an empty namespace: stdout %q, stderr %q", out, stderr)
 	}
 
-	out = mustKubectl(t, ctx, "", "apply", "--server-side", "-n", ns, "-f", "artifacts/examples/cloneset.yaml")
+	out = framework.MustKubectl(t, ctx, "", "apply", "--server-side", "-n", ns, "-f", "artifacts/examples/cloneset.yaml")
 	if !strings.Contains(out, "cloneset.apps.kruise.io/sample serverside-applied") {
 		t.Errorf("kubectl apply --server-side: %q", out)
 	}
 
-	lines := tableLines(mustKubectl(t, ctx, "", "get", "clonesets", "-n", ns))
+	lines := framework.TableLines(framework.MustKubectl(t, ctx, "", "get", "clonesets", "-n", ns))
 	wantHeader := []string{"NAME", "DESIRED", "UPDATED", "UPDATED_READY", "READY", "TOTAL", "AGE"}
 	if len(lines) != 2 || !slices.Equal(lines[0], wantHeader) {
 		t.Fatalf("kubectl get clonesets: got %q, want header %v and one row", lines, wantHeader)
@@ -39,7 +40,7 @@ func TestKubectlCloneSets(t *testing.T) {
 		t.Errorf("kubectl get clonesets: row %q, want sample with 3 desired", row)
 	}
 
-	lines = tableLines(mustKubectl(t, ctx, "", "get", "clone", "sample", "-n", ns, "-o", "wide"))
+	lines = framework.TableLines(framework.MustKubectl(t, ctx, "", "get", "clone", "sample", "-n", ns, "-o", "wide"))
 	if len(lines) != 2 {
 		t.Fatalf("kubectl get clone sample -o wide: %q", lines)
 	}
@@ -48,12 +49,12 @@ func TestKubectlCloneSets(t *testing.T) {
 			t.Errorf("kubectl get -o wide: header %q lacks %s", lines[0], col)
 		}
 	}
-	if !slices.Contains(lines[1], "main") || !slices.Contains(lines[1], appImageV1) {
-		t.Errorf("kubectl get -o wide: row %q lacks container main and image %s", lines[1], appImageV1)
+	if !slices.Contains(lines[1], "main") || !slices.Contains(lines[1], framework.AppImageV1) {
+		t.Errorf("kubectl get -o wide: row %q lacks container main and image %s", lines[1], framework.AppImageV1)
 	}
 
 	// The object as a typed client sees it, owned by kubectl's Apply.
-	cs, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "sample", metav1.GetOptions{})
+	cs, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "sample", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,16 +68,16 @@ func TestKubectlCloneSets(t *testing.T) {
 	}
 
 	// A second apply with a change updates the same object.
-	manifest, err := os.ReadFile(filepath.Join(repo, "artifacts/examples/cloneset.yaml"))
+	manifest, err := os.ReadFile(filepath.Join(framework.Repo, "artifacts/examples/cloneset.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	changed := strings.Replace(string(manifest), "replicas: 3", "replicas: 5", 1)
-	out = mustKubectl(t, ctx, changed, "apply", "--server-side", "-n", ns, "-f", "-")
+	out = framework.MustKubectl(t, ctx, changed, "apply", "--server-side", "-n", ns, "-f", "-")
 	if !strings.Contains(out, "serverside-applied") {
 		t.Errorf("second apply: %q", out)
 	}
-	again, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "sample", metav1.GetOptions{})
+	again, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "sample", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,14 +86,14 @@ func TestKubectlCloneSets(t *testing.T) {
 	}
 
 	// The scale subresource, the way kubectl scale uses it.
-	mustKubectl(t, ctx, "", "scale", "clone/sample", "-n", ns, "--replicas=2")
-	out = mustKubectl(t, ctx, "", "get", "clone", "sample", "-n", ns, "-o", "jsonpath={.spec.replicas}")
+	framework.MustKubectl(t, ctx, "", "scale", "clone/sample", "-n", ns, "--replicas=2")
+	out = framework.MustKubectl(t, ctx, "", "get", "clone", "sample", "-n", ns, "-o", "jsonpath={.spec.replicas}")
 	if out != "2" {
 		t.Errorf("after kubectl scale --replicas=2: spec.replicas %q", out)
 	}
 
-	mustKubectl(t, ctx, "", "delete", "-n", ns, "-f", "artifacts/examples/cloneset.yaml")
-	if out, stderr, _ := kubectl(ctx, "", "get", "clonesets", "-n", ns); out != "" {
+	framework.MustKubectl(t, ctx, "", "delete", "-n", ns, "-f", "artifacts/examples/cloneset.yaml")
+	if out, stderr, _ := framework.Kubectl(ctx, "", "get", "clonesets", "-n", ns); out != "" {
 		t.Errorf("after delete: %q %q", out, stderr)
 	}
 }
@@ -100,12 +101,11 @@ func TestKubectlCloneSets(t *testing.T) {
 // TestKubectlPodSubresources: `kubectl create --raw` reaches the Pod subresources of
 // apps.kruise.io (and sidecarsets/inject) through the aggregator.
 func TestKubectlPodSubresources(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "raw")
-	runPod(t, ctx, ns, "target")
-	mustKubectl(t, ctx, "", "apply", "--server-side", "-f", "artifacts/examples/sidecarset.yaml")
+	ctx, ns := framework.Start(t, "raw")
+	framework.RunPod(t, ctx, ns, "target")
+	framework.MustKubectl(t, ctx, "", "apply", "--server-side", "-f", "artifacts/examples/sidecarset.yaml")
 	t.Cleanup(func() {
-		_, _, _ = kubectl(context.Background(), "", "delete", "--ignore-not-found", "-f", "artifacts/examples/sidecarset.yaml")
+		_, _, _ = framework.Kubectl(context.Background(), "", "delete", "--ignore-not-found", "-f", "artifacts/examples/sidecarset.yaml")
 	})
 	podBody := filepath.Join(t.TempDir(), "pod.json")
 	if err := os.WriteFile(podBody, []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x","labels":{"app":"sample"}},`+
@@ -119,7 +119,7 @@ func TestKubectlPodSubresources(t *testing.T) {
 		{"sidecarsets/inject", "/apis/apps.kruise.io/v1alpha1/sidecarsets/log-agent/inject", podBody},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, stderr, err := kubectl(ctx, "", "create", "--raw", c.path, "-f", c.body)
+			out, stderr, err := framework.Kubectl(ctx, "", "create", "--raw", c.path, "-f", c.body)
 			switch {
 			case err == nil:
 				// Implemented: the answer is an object of the group.
@@ -132,15 +132,4 @@ func TestKubectlPodSubresources(t *testing.T) {
 			}
 		})
 	}
-}
-
-// tableLines splits kubectl's table output into rows of fields.
-func tableLines(out string) [][]string {
-	var lines [][]string
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		if l != "" {
-			lines = append(lines, strings.Fields(l))
-		}
-	}
-	return lines
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // launchTimeout bounds an ordered launch of three containers: the kubelet tries a container whose
@@ -26,9 +27,9 @@ const launchTimeout = 120 * time.Second
 func waitLaunchCompleted(t *testing.T, ctx context.Context, namespace, name string) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
-	poll(t, ctx, launchTimeout, "pod "+name+" launched in order", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, launchTimeout, "pod "+name+" launched in order", func(ctx context.Context) (bool, error) {
 		var err error
-		if pod, err = kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+		if pod, err = framework.Kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
 			return false, err
 		}
 		if pod.Annotations[pub.ContainerLaunchPriorityCompletedKey] != "true" {
@@ -74,7 +75,7 @@ func expectBarriers(t *testing.T, ctx context.Context, pod *corev1.Pod, want map
 			t.Errorf("container %s: barrier key %q, want %q", c.Name, got, want[c.Name])
 		}
 	}
-	cm, err := kube.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, pod.Name+"-barrier", metav1.GetOptions{})
+	cm, err := framework.Kube.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, pod.Name+"-barrier", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the barrier ConfigMap: %v", err)
 	}
@@ -96,7 +97,7 @@ func startOrder(t *testing.T, ctx context.Context, pod *corev1.Pod) ([]string, m
 		names, ids = append(names, s.Name), append(ids, s.ContainerID)
 	}
 	started := map[string]time.Time{}
-	for i, at := range criStartedAt(t, ctx, ids...) {
+	for i, at := range framework.CRIStartedAt(t, ctx, ids...) {
 		started[names[i]] = at
 	}
 	slices.SortFunc(names, func(a, b string) int { return started[a].Compare(started[b]) })
@@ -108,11 +109,10 @@ func startOrder(t *testing.T, ctx context.Context, pod *corev1.Pod) ([]string, m
 // created with kubectl (generateName: the webhook names it, its barrier is named after it) and
 // with KRUISE_CONTAINER_PRIORITY env.
 func TestContainerLaunchPriority(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "launch")
+	ctx, ns := framework.Start(t, "launch")
 
 	// first is ready 3 s after it starts: second must wait for it.
-	out := mustKubectl(t, ctx, `apiVersion: v1
+	out := framework.MustKubectl(t, ctx, `apiVersion: v1
 kind: Pod
 metadata:
   generateName: ordered-
@@ -120,10 +120,10 @@ metadata:
 spec:
   terminationGracePeriodSeconds: 1
   containers:
-  - {name: first, image: `+appImageV1+`, imagePullPolicy: Never,
+  - {name: first, image: `+framework.AppImageV1+`, imagePullPolicy: Never,
      readinessProbe: {exec: {command: ["true"]}, initialDelaySeconds: 3, periodSeconds: 1}}
-  - {name: second, image: `+appImageV1+`, imagePullPolicy: Never}
-  - {name: third, image: `+appImageV1+`, imagePullPolicy: Never}
+  - {name: second, image: `+framework.AppImageV1+`, imagePullPolicy: Never}
+  - {name: third, image: `+framework.AppImageV1+`, imagePullPolicy: Never}
 `, "create", "-n", ns, "-o", "name", "-f", "-")
 	orderedName := strings.TrimPrefix(strings.TrimSpace(out), "pod/")
 	if !strings.HasPrefix(orderedName, "ordered-") || orderedName == "ordered-" {
@@ -131,14 +131,14 @@ spec:
 	}
 
 	env := func(name, priority string) corev1.Container {
-		c := container(name, appImageV1)
+		c := framework.Container(name, framework.AppImageV1)
 		if priority != "" {
 			c.Env = []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: priority}}
 		}
 		return c
 	}
-	byEnv := crrPod(ns, "by-env", false, env("low", "1"), env("high", "3"), env("zero", ""))
-	if _, err := kube.CoreV1().Pods(ns).Create(ctx, byEnv, metav1.CreateOptions{}); err != nil {
+	byEnv := framework.CRRPod(ns, "by-env", false, env("low", "1"), env("high", "3"), env("zero", ""))
+	if _, err := framework.Kube.CoreV1().Pods(ns).Create(ctx, byEnv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -168,19 +168,18 @@ spec:
 // (BeforeAppContainer: first), the InPlaceUpdateReady gate, and, with a template annotated Ordered,
 // the sidecar starts before the app container.
 func TestCloneSetOrderedLaunchWithSidecar(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "launch-cs")
+	ctx, ns := framework.Start(t, "launch-cs")
 	app := "e2e-launch-" + utilrand.String(5)
-	set := ssScopedSet(app, ns, app)
-	set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(
-		corev1.Container{Name: "agent", Image: appImageV1, ImagePullPolicy: corev1.PullNever}, v1alpha1.BeforeAppContainerType)}
-	ssCreateSet(t, ctx, set)
-	ssWaitWebhook(t, ctx, "the webhook sees the SidecarSet", ssPod(ns, "probe", app, container("main", appImageV1)),
+	set := framework.ScopedSidecarSet(app, ns, app)
+	set.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(
+		corev1.Container{Name: "agent", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever}, v1alpha1.BeforeAppContainerType)}
+	framework.CreateSidecarSet(t, ctx, set)
+	framework.WaitPodWebhook(t, ctx, "the webhook sees the SidecarSet", framework.LabeledPod(ns, "probe", app, framework.Container("main", framework.AppImageV1)),
 		func(p *corev1.Pod) bool { return len(p.Spec.Containers) == 2 })
 
 	labels := map[string]string{"app": app}
-	cs, err := inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, &v1alpha1.CloneSet{
-		ObjectMeta: metav1.ObjectMeta{Name: app}, // cloneSetPods selects app=<name>
+	cs, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, &v1alpha1.CloneSet{
+		ObjectMeta: metav1.ObjectMeta{Name: app}, // framework.CloneSetPods selects app=<name>
 		Spec: v1alpha1.CloneSetSpec{
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -189,7 +188,7 @@ func TestCloneSetOrderedLaunchWithSidecar(t *testing.T) {
 					Annotations: map[string]string{pub.ContainerLaunchPriorityKey: pub.ContainerLaunchOrdered}},
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					Containers:                    []corev1.Container{{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever}},
+					Containers:                    []corev1.Container{{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever}},
 				},
 			},
 		},
@@ -198,16 +197,16 @@ func TestCloneSetOrderedLaunchWithSidecar(t *testing.T) {
 		t.Fatal(err)
 	}
 	var name string
-	for n := range waitCloneSetReady(t, ctx, cs, 1) {
+	for n := range framework.WaitCloneSetReady(t, ctx, cs, 1) {
 		name = n
 	}
 	pod := waitLaunchCompleted(t, ctx, ns, name)
 	if names := []string{pod.Spec.Containers[0].Name, pod.Spec.Containers[1].Name}; !slices.Equal(names, []string{"agent", "main"}) {
 		t.Errorf("containers %v, want the sidecar agent before main", names)
 	}
-	if pod.Annotations["kruise.io/sidecarset-injected-list"] != app || conditionStatus(pod, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
+	if pod.Annotations["kruise.io/sidecarset-injected-list"] != app || framework.ConditionStatus(pod, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
 		t.Errorf("annotations %v, InPlaceUpdateReady %s: want %s injected and the condition True",
-			pod.Annotations, conditionStatus(pod, pub.InPlaceUpdateReady), app)
+			pod.Annotations, framework.ConditionStatus(pod, pub.InPlaceUpdateReady), app)
 	}
 	expectBarriers(t, ctx, pod, map[string]string{"agent": "p_0", "main": "p_-1"})
 	if order, _ := startOrder(t, ctx, pod); !slices.Equal(order, []string{"agent", "main"}) {

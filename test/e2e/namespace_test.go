@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestNamespaceDeletion: kube-controller-manager's namespace controller empties and deletes a
@@ -17,13 +18,12 @@ import (
 // every group, aggregated ones included, with its own clients (protobuf preferred), so an
 // aggregated server that answers it badly blocks the deletion of every namespace of the cluster.
 func TestNamespaceDeletion(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "nsdelete")
-	runPod(t, ctx, ns, "target")
-	if _, err := inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("doomed"), metav1.CreateOptions{}); err != nil {
+	ctx, ns := framework.Start(t, "nsdelete")
+	framework.RunPod(t, ctx, ns, "target")
+	if _, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("doomed"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, &v1alpha1.ContainerRecreateRequest{
+	if _, err := framework.Inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, &v1alpha1.ContainerRecreateRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: "doomed"},
 		Spec: v1alpha1.ContainerRecreateRequestSpec{
 			PodName:    "target",
@@ -34,11 +34,11 @@ func TestNamespaceDeletion(t *testing.T) {
 	}
 
 	start := time.Now()
-	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+	if err := framework.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, 60*time.Second, "namespace "+ns+" deleted", func(ctx context.Context) (bool, error) {
-		n, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	framework.Poll(t, ctx, 60*time.Second, "namespace "+ns+" deleted", func(ctx context.Context) (bool, error) {
+		n, err := framework.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
@@ -48,7 +48,7 @@ func TestNamespaceDeletion(t *testing.T) {
 		return false, fmt.Errorf("phase %s, conditions %+v", n.Status.Phase, n.Status.Conditions)
 	})
 	t.Logf("namespace deleted in %.1fs", time.Since(start).Seconds())
-	if _, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "doomed", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "doomed", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("CloneSet of the deleted namespace: %v, want NotFound", err)
 	}
 }

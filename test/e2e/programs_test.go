@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,15 +10,17 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestInplacePrograms: local-up started the inplace programs of this tree (hack/local-up.d) and
 // they run: inplace-apiserver; inplace-controller, leading through its Lease and healthy;
 // inplace-daemon, healthy.
 func TestInplacePrograms(t *testing.T) {
-	ctx := testContext(t)
-	if d := currentProgram(t, "inplace-apiserver"); !d.alive() {
-		t.Errorf("inplace-apiserver (pid %d) is not running", d.pid)
+	ctx := framework.Context(t)
+	if d := framework.CurrentProgram(t, "inplace-apiserver"); !d.Alive() {
+		t.Errorf("inplace-apiserver (pid %d) is not running", d.Pid)
 	}
 
 	t.Run("inplace-controller", func(t *testing.T) {
@@ -28,34 +29,34 @@ func TestInplacePrograms(t *testing.T) {
 		}
 		// A test before this one may have restarted the controllers: a leader that stops
 		// releases the Lease, and a replica takes it within its retry period (2 s).
-		poll(t, ctx, time.Minute, "Lease "+inplaceNamespace+"/inplace-controller held", func(ctx context.Context) (bool, error) {
-			lease, err := kube.CoordinationV1().Leases(inplaceNamespace).Get(ctx, "inplace-controller", metav1.GetOptions{})
+		framework.Poll(t, ctx, time.Minute, "Lease "+framework.InplaceNamespace+"/inplace-controller held", func(ctx context.Context) (bool, error) {
+			lease, err := framework.Kube.CoordinationV1().Leases(framework.InplaceNamespace).Get(ctx, "inplace-controller", metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
 			return lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "", fmt.Errorf("holder %v", lease.Spec.HolderIdentity)
 		})
-		if d := currentProgram(t, "inplace-controller"); !d.alive() {
-			t.Fatalf("inplace-controller (pid %d) is not running", d.pid)
+		if d := framework.CurrentProgram(t, "inplace-controller"); !d.Alive() {
+			t.Fatalf("inplace-controller (pid %d) is not running", d.Pid)
 		}
-		waitHealthy(t, ctx, "inplace-controller", programAddress(t, "inplace-controller"))
+		waitHealthy(t, ctx, "inplace-controller", framework.ProgramAddress(t, "inplace-controller"))
 	})
 
 	t.Run("inplace-daemon", func(t *testing.T) {
 		if !hasCommand(t, "daemon") {
 			return
 		}
-		if d := currentProgram(t, "inplace-daemon"); !d.alive() {
-			t.Fatalf("inplace-daemon (pid %d) is not running", d.pid)
+		if d := framework.CurrentProgram(t, "inplace-daemon"); !d.Alive() {
+			t.Fatalf("inplace-daemon (pid %d) is not running", d.Pid)
 		}
-		waitHealthy(t, ctx, "inplace-daemon", programAddress(t, "inplace-daemon"))
+		waitHealthy(t, ctx, "inplace-daemon", framework.ProgramAddress(t, "inplace-daemon"))
 	})
 }
 
 // hasCommand tells whether this tree has cmd/NAME (a program local-up starts once it exists).
 func hasCommand(t *testing.T, name string) bool {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(repo, "cmd", name)); err != nil {
+	if _, err := os.Stat(filepath.Join(framework.Repo, "cmd", name)); err != nil {
 		t.Logf("no cmd/%s in this tree, so nothing to check: %v", name, err)
 		return false
 	}
@@ -66,18 +67,12 @@ func hasCommand(t *testing.T, name string) bool {
 func waitHealthy(t *testing.T, ctx context.Context, name, address string) {
 	t.Helper()
 	for _, path := range []string{"/healthz", "/readyz"} {
-		poll(t, ctx, 30*time.Second, name+" "+path, func(ctx context.Context) (bool, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+address+path, nil)
+		framework.Poll(t, ctx, 30*time.Second, name+" "+path, func(ctx context.Context) (bool, error) {
+			code, body, err := framework.HTTPGet(ctx, "http://"+address+path)
 			if err != nil {
 				return false, err
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return false, err
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			return resp.StatusCode == http.StatusOK, fmt.Errorf("%s: %s", resp.Status, body)
+			return code == http.StatusOK, fmt.Errorf("HTTP %d: %s", code, body)
 		})
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,21 +18,16 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
-
-// rbacTimeout bounds how long a new RoleBinding (or ClusterRole aggregation) takes to be
-// honoured: kube-apiserver's RBAC informers, and inplace-apiserver's cache of
-// SubjectAccessReview answers (10 s for a denial).
-const rbacTimeout = 45 * time.Second
 
 // TestRBAC: apps.kruise.io requests are authorized per user, with the ClusterRoles of
 // artifacts/deploy: a ServiceAccount without rights gets 403 on creating a CloneSet and on
 // pods/inplaceupdate; with inplace:edit (or the built-in edit/admin/view it aggregates into) it
 // gets through.
 func TestRBAC(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "rbac")
-	runPod(t, ctx, ns, "target")
+	ctx, ns := framework.Start(t, "rbac")
+	framework.RunPod(t, ctx, ns, "target")
 
 	nobody := saClient(t, ctx, ns, "nobody", "")
 	t.Run("no rights", func(t *testing.T) {
@@ -53,15 +47,15 @@ func TestRBAC(t *testing.T) {
 
 	editor := saClient(t, ctx, ns, "editor", "inplace:edit")
 	t.Run("inplace:edit", func(t *testing.T) {
-		poll(t, ctx, rbacTimeout, "CloneSet create allowed with inplace:edit", func(ctx context.Context) (bool, error) {
+		framework.Poll(t, ctx, framework.RbacTimeout, "CloneSet create allowed with inplace:edit", func(ctx context.Context) (bool, error) {
 			_, err := editor.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("by-editor"), metav1.CreateOptions{})
 			return err == nil, err
 		})
-		poll(t, ctx, rbacTimeout, "pods/inplaceupdate past authorization with inplace:edit", func(ctx context.Context) (bool, error) {
+		framework.Poll(t, ctx, framework.RbacTimeout, "pods/inplaceupdate past authorization with inplace:edit", func(ctx context.Context) (bool, error) {
 			_, err := editor.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
 			return reachedSubresource(err)
 		})
-		poll(t, ctx, rbacTimeout, "pods/recreate past authorization with inplace:edit", func(ctx context.Context) (bool, error) {
+		framework.Poll(t, ctx, framework.RbacTimeout, "pods/recreate past authorization with inplace:edit", func(ctx context.Context) (bool, error) {
 			_, err := editor.AppsV1alpha1().Pods(ns).Recreate(ctx, "target", &v1alpha1.ContainerRecreateRequest{}, metav1.CreateOptions{})
 			return reachedSubresource(err)
 		})
@@ -70,8 +64,8 @@ func TestRBAC(t *testing.T) {
 	// A RoleBinding gives rights in its namespace only: the editor of ns acts on no Pod of another
 	// namespace, and gets no cluster-scoped sidecarsets/inject (that takes a ClusterRoleBinding).
 	t.Run("one namespace only", func(t *testing.T) {
-		other := newNamespace(t, ctx, "rbac-other")
-		runPod(t, ctx, other, "target")
+		other := framework.NewNamespace(t, ctx, "rbac-other")
+		framework.RunPod(t, ctx, other, "target")
 		_, err := editor.AppsV1alpha1().Pods(other).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("POST pods/target/inplaceupdate in %s by the editor of %s: %v, want 403 Forbidden", other, ns, err)
@@ -80,21 +74,21 @@ func TestRBAC(t *testing.T) {
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("POST pods/target/recreate in %s by the editor of %s: %v, want 403 Forbidden", other, ns, err)
 		}
-		set, err := inplace.AppsV1alpha1().SidecarSets().Create(ctx, testSidecarSet("e2e-"+ns+"-inject"), metav1.CreateOptions{})
+		set, err := framework.Inplace.AppsV1alpha1().SidecarSets().Create(ctx, testSidecarSet("e2e-"+ns+"-inject"), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			_ = inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), set.Name, metav1.DeleteOptions{})
+			_ = framework.Inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), set.Name, metav1.DeleteOptions{})
 		})
-		probe := appPod(ns, "probe", appImageV1)
+		probe := framework.AppPod(ns, "probe", framework.AppImageV1)
 		probe.Labels = set.Spec.Selector.MatchLabels // a Pod the SidecarSet selects
 		_, err = editor.AppsV1alpha1().SidecarSets().Inject(ctx, set.Name, probe, metav1.CreateOptions{})
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("POST sidecarsets/%s/inject by the editor of %s (a RoleBinding): %v, want 403 Forbidden", set.Name, ns, err)
 		}
 		injector := saClient(t, ctx, ns, "injector", "")
-		binding, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		binding, err := framework.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + ns + "-injector"},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "inplace:edit"},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "injector", Namespace: ns}},
@@ -103,9 +97,9 @@ func TestRBAC(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+			_ = framework.Kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
 		})
-		poll(t, ctx, rbacTimeout, "sidecarsets/inject allowed with a ClusterRoleBinding of inplace:edit", func(ctx context.Context) (bool, error) {
+		framework.Poll(t, ctx, framework.RbacTimeout, "sidecarsets/inject allowed with a ClusterRoleBinding of inplace:edit", func(ctx context.Context) (bool, error) {
 			injected, err := injector.AppsV1alpha1().SidecarSets().Inject(ctx, set.Name, probe, metav1.CreateOptions{})
 			if err != nil {
 				return false, err
@@ -120,14 +114,14 @@ func TestRBAC(t *testing.T) {
 	// The ClusterRoles aggregate into the built-in ones.
 	t.Run("built-in admin", func(t *testing.T) {
 		admin := saClient(t, ctx, ns, "ns-admin", "admin")
-		poll(t, ctx, rbacTimeout, "CloneSet create allowed with admin", func(ctx context.Context) (bool, error) {
+		framework.Poll(t, ctx, framework.RbacTimeout, "CloneSet create allowed with admin", func(ctx context.Context) (bool, error) {
 			_, err := admin.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("by-admin"), metav1.CreateOptions{})
 			return err == nil, err
 		})
 	})
 	t.Run("built-in view", func(t *testing.T) {
 		viewer := saClient(t, ctx, ns, "viewer", "view")
-		poll(t, ctx, rbacTimeout, "CloneSet list allowed with view", func(ctx context.Context) (bool, error) {
+		framework.Poll(t, ctx, framework.RbacTimeout, "CloneSet list allowed with view", func(ctx context.Context) (bool, error) {
 			_, err := viewer.AppsV1alpha1().CloneSets(ns).List(ctx, metav1.ListOptions{})
 			return err == nil, err
 		})
@@ -152,15 +146,15 @@ func TestRBAC(t *testing.T) {
 			directTLS(t, ctx, c)
 			return clientset.NewForConfigOrDie(c)
 		}
-		_, err := direct(serviceAccountConfig(t, ctx, ns, "nobody")).AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
+		_, err := direct(framework.ServiceAccountConfig(t, ctx, ns, "nobody")).AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("direct pods/inplaceupdate without rights: %v, want 403 Forbidden", err)
 		}
-		_, err = direct(serviceAccountConfig(t, ctx, ns, "editor")).AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
+		_, err = direct(framework.ServiceAccountConfig(t, ctx, ns, "editor")).AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
 		if ok, _ := reachedSubresource(err); !ok {
 			t.Errorf("direct pods/inplaceupdate with inplace:edit: %v, want it past authorization", err)
 		}
-		_, err = direct(rest.AnonymousClientConfig(adminConfig)).AppsV1alpha1().CloneSets(ns).List(ctx, metav1.ListOptions{})
+		_, err = direct(rest.AnonymousClientConfig(framework.AdminConfig)).AppsV1alpha1().CloneSets(ns).List(ctx, metav1.ListOptions{})
 		if !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
 			t.Errorf("direct anonymous list: %v, want 401 or 403", err)
 		}
@@ -191,9 +185,9 @@ func reachedSubresource(err error) (bool, error) {
 // empty), and returns a clientset that authenticates as it.
 func saClient(t *testing.T, ctx context.Context, ns, name, clusterRole string) clientset.Interface {
 	t.Helper()
-	cfg := serviceAccountConfig(t, ctx, ns, name)
+	cfg := framework.ServiceAccountConfig(t, ctx, ns, name)
 	if clusterRole != "" {
-		_, err := kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		_, err := framework.Kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: name + "-" + clusterRole},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
@@ -210,7 +204,7 @@ func saClient(t *testing.T, ctx context.Context, ns, name, clusterRole string) c
 // in the cluster).
 func inplaceAPIServerAddress(t *testing.T, ctx context.Context) string {
 	t.Helper()
-	slices, err := kube.DiscoveryV1().EndpointSlices(inplaceNamespace).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=inplace-apiserver"})
+	slices, err := framework.Kube.DiscoveryV1().EndpointSlices(framework.InplaceNamespace).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=inplace-apiserver"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +218,7 @@ func inplaceAPIServerAddress(t *testing.T, ctx context.Context) string {
 			}
 		}
 	}
-	t.Fatalf("no ready endpoint of Service %s/inplace-apiserver: %+v", inplaceNamespace, slices.Items)
+	t.Fatalf("no ready endpoint of Service %s/inplace-apiserver: %+v", framework.InplaceNamespace, slices.Items)
 	return ""
 }
 
@@ -232,17 +226,17 @@ func inplaceAPIServerAddress(t *testing.T, ctx context.Context) string {
 // APIService's caBundle, for the Service's DNS name.
 func directTLS(t *testing.T, ctx context.Context, c *rest.Config) {
 	t.Helper()
-	svc, err := dynamicClient.Resource(apiServiceGVR).Get(ctx, apiServiceName, metav1.GetOptions{})
+	svc, err := framework.DynamicClient.Resource(framework.APIServiceGVR).Get(ctx, framework.APIServiceName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	bundle, _, _ := unstructured.NestedString(svc.Object, "spec", "caBundle")
 	ca, err := base64.StdEncoding.DecodeString(bundle)
 	if err != nil || len(ca) == 0 {
-		t.Fatalf("APIService %s caBundle %q: %v", apiServiceName, bundle, err)
+		t.Fatalf("APIService %s caBundle %q: %v", framework.APIServiceName, bundle, err)
 	}
 	c.TLSClientConfig.CAFile, c.TLSClientConfig.CAData = "", ca
-	c.TLSClientConfig.ServerName = "inplace-apiserver." + inplaceNamespace + ".svc"
+	c.TLSClientConfig.ServerName = "inplace-apiserver." + framework.InplaceNamespace + ".svc"
 }
 
 func testCloneSet(name string) *v1alpha1.CloneSet {
@@ -256,7 +250,7 @@ func testCloneSet(name string) *v1alpha1.CloneSet {
 		},
 	}
 	cs.Spec.Template.Labels = labels
-	cs.Spec.Template.Spec = appPod("", name, appImageV1).Spec
+	cs.Spec.Template.Spec = framework.AppPod("", name, framework.AppImageV1).Spec
 	return cs
 }
 
@@ -272,10 +266,9 @@ func testInPlaceUpdate() *v1alpha1.InPlaceUpdate {
 // with inplace:view cost kube-apiserver no SubjectAccessReview each, while the user still gets
 // only what RBAC gives it (TestRBAC).
 func TestProxiedRequestsNeedNoSubjectAccessReview(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "sar")
+	ctx, ns := framework.Start(t, "sar")
 	viewer := saClient(t, ctx, ns, "viewer", "inplace:view")
-	poll(t, ctx, rbacTimeout, "CloneSet reads allowed with inplace:view", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, framework.RbacTimeout, "CloneSet reads allowed with inplace:view", func(ctx context.Context) (bool, error) {
 		_, err := viewer.AppsV1alpha1().CloneSets(ns).List(ctx, metav1.ListOptions{})
 		return err == nil, nil
 	})
@@ -302,7 +295,7 @@ func TestProxiedRequestsNeedNoSubjectAccessReview(t *testing.T) {
 // subjectAccessReviews is how many SubjectAccessReviews kube-apiserver has served.
 func subjectAccessReviews(t *testing.T, ctx context.Context) float64 {
 	t.Helper()
-	body, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	body, err := framework.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		t.Fatalf("kube-apiserver /metrics: %v", err)
 	}

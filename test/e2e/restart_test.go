@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"syscall"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,30 +12,18 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
-
-// stopTimeout bounds a graceful stop: hack/local-down.sh gives a daemon 15 s after SIGTERM
-// before it kills it, and so does the kubelet by default (30 s) for the Deployment's Pod. Open
-// watches (kube-controller-manager keeps some on every resource) must not hold it up.
-const stopTimeout = 15 * time.Second
-
-// apiserverHook starts inplace-apiserver on the local cluster; run on its own it restarts the
-// server and keeps its data.
-const apiserverHook = "hack/local-up.d/10-inplace-apiserver.sh"
 
 // TestRestartKeepsObjects: inplace-apiserver stopped (TERM) or killed (KILL) through its
 // recorded pid and started again by its local-up hook loses no object: CloneSets, SidecarSets
 // and ContainerRecreateRequests written before are read back with the same UID and spec.
 func TestRestartKeepsObjects(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	// Whatever happens here, leave a running inplace-apiserver to the tests after this one.
-	t.Cleanup(func() {
-		if !currentProgram(t, "inplace-apiserver").alive() {
-			_ = runLocalUpHook(t, apiserverHook)
-		}
-	})
-	ns := newNamespace(t, ctx, "restart")
-	runPod(t, ctx, ns, "target")
+	framework.StartAgainAfter(t, "inplace-apiserver")
+	ns := framework.NewNamespace(t, ctx, "restart")
+	framework.RunPod(t, ctx, ns, "target")
 
 	type object struct {
 		kind, name string
@@ -50,34 +37,34 @@ func TestRestartKeepsObjects(t *testing.T) {
 	}
 	createAll := func(suffix string) {
 		t.Helper()
-		cs, err := inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("cs-"+suffix), metav1.CreateOptions{})
+		cs, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("cs-"+suffix), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("creating CloneSet: %v", err)
 		}
 		created("CloneSet", cs.Name, cs.UID, cs.Spec, func(ctx context.Context) (types.UID, any, error) {
-			o, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+			o, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
 			if err != nil {
 				return "", nil, err
 			}
 			return o.UID, o.Spec, nil
 		})
 
-		ss, err := inplace.AppsV1alpha1().SidecarSets().Create(ctx, testSidecarSet("e2e-"+ns+"-"+suffix), metav1.CreateOptions{})
+		ss, err := framework.Inplace.AppsV1alpha1().SidecarSets().Create(ctx, testSidecarSet("e2e-"+ns+"-"+suffix), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("creating SidecarSet: %v", err)
 		}
 		t.Cleanup(func() {
-			_ = inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), ss.Name, metav1.DeleteOptions{})
+			_ = framework.Inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), ss.Name, metav1.DeleteOptions{})
 		})
 		created("SidecarSet", ss.Name, ss.UID, ss.Spec, func(ctx context.Context) (types.UID, any, error) {
-			o, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, ss.Name, metav1.GetOptions{})
+			o, err := framework.Inplace.AppsV1alpha1().SidecarSets().Get(ctx, ss.Name, metav1.GetOptions{})
 			if err != nil {
 				return "", nil, err
 			}
 			return o.UID, o.Spec, nil
 		})
 
-		crr, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, &v1alpha1.ContainerRecreateRequest{
+		crr, err := framework.Inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, &v1alpha1.ContainerRecreateRequest{
 			ObjectMeta: metav1.ObjectMeta{Name: "crr-" + suffix},
 			Spec: v1alpha1.ContainerRecreateRequestSpec{
 				PodName:    "target",
@@ -88,7 +75,7 @@ func TestRestartKeepsObjects(t *testing.T) {
 			t.Fatalf("creating ContainerRecreateRequest: %v", err)
 		}
 		created("ContainerRecreateRequest", crr.Name, crr.UID, crr.Spec, func(ctx context.Context) (types.UID, any, error) {
-			o, err := inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Get(ctx, crr.Name, metav1.GetOptions{})
+			o, err := framework.Inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Get(ctx, crr.Name, metav1.GetOptions{})
 			if err != nil {
 				return "", nil, err
 			}
@@ -97,7 +84,7 @@ func TestRestartKeepsObjects(t *testing.T) {
 	}
 
 	createAll("before-term")
-	restart(t, ctx, syscall.SIGTERM)
+	framework.RestartAPIServer(t, ctx, syscall.SIGTERM)
 	checkObjects := func() {
 		t.Helper()
 		for _, o := range objects {
@@ -118,10 +105,10 @@ func TestRestartKeepsObjects(t *testing.T) {
 
 	// Written right before a crash: still there after it.
 	createAll("before-kill")
-	restart(t, ctx, syscall.SIGKILL)
+	framework.RestartAPIServer(t, ctx, syscall.SIGKILL)
 	checkObjects()
 
-	list, err := inplace.AppsV1alpha1().CloneSets(ns).List(ctx, metav1.ListOptions{})
+	list, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,27 +116,9 @@ func TestRestartKeepsObjects(t *testing.T) {
 		t.Errorf("%d CloneSets listed after the restarts, want 2", len(list.Items))
 	}
 	// And the server takes writes again.
-	if _, err := inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("cs-after"), metav1.CreateOptions{}); err != nil {
+	if _, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("cs-after"), metav1.CreateOptions{}); err != nil {
 		t.Errorf("creating a CloneSet after the restarts: %v", err)
 	}
-}
-
-// restart stops inplace-apiserver with sig, has it started again (its local-up hook; in the
-// cluster the kubelet restarts the container, on the same claim), and waits until the aggregator
-// reports it Available.
-func restart(t *testing.T, ctx context.Context, sig syscall.Signal) {
-	t.Helper()
-	old := currentProgram(t, "inplace-apiserver")
-	start := time.Now()
-	old.stop(t, ctx, sig, stopTimeout)
-	t.Logf("inplace-apiserver (pid %d) gone %.1fs after %v", old.pid, time.Since(start).Seconds(), sig)
-
-	start = time.Now()
-	now := awaitRestart(t, ctx, old)
-	poll(t, ctx, 60*time.Second, "APIService "+apiServiceName+" Available", func(ctx context.Context) (bool, error) {
-		return apiServiceAvailable(ctx)
-	})
-	t.Logf("inplace-apiserver restarted (pid %d) and Available in %.1fs", now.pid, time.Since(start).Seconds())
 }
 
 func testSidecarSet(name string) *v1alpha1.SidecarSet {
@@ -159,7 +128,7 @@ func testSidecarSet(name string) *v1alpha1.SidecarSet {
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "e2e-restart-" + utilrand.String(4)}},
 			Containers: []v1alpha1.SidecarContainer{{
 				Container: corev1.Container{
-					Name: "sidecar", Image: appImageV1, ImagePullPolicy: corev1.PullNever,
+					Name: "sidecar", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever,
 				},
 			}},
 		},

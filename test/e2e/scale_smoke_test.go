@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestScaleSmoke: hack/bench-scale.sh, small: 10 CloneSets and 10 Deployments of 3 Pods on 5
@@ -16,13 +18,13 @@ import (
 // left after deletion, and kube-apiserver's priority and fairness rejects nothing. The full run
 // (1,000 x 10 on 100 nodes) is the benchmark itself, not a test.
 func TestScaleSmoke(t *testing.T) {
-	if inClusterMode() {
+	if framework.InClusterMode() {
 		t.Skip("hack/bench-scale.sh restarts inplace-controller as a host process; this pass installed it in the cluster")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "hack/bench-scale.sh", "10")
-	cmd.Dir = repo
+	cmd.Dir = framework.Repo
 	cmd.Env = append(os.Environ(), "BENCH_NODES=5", "BENCH_REPLICAS=3", "BENCH_IDLE=1", "BENCH_TIMEOUT=300",
 		"BENCH_CONCURRENCY=8")
 	out, err := cmd.CombinedOutput()

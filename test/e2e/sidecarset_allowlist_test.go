@@ -13,6 +13,8 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/sidecarset"
+
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // allowPatchPodMetadata writes OpenKruise's patch-metadata allow-list, the key
@@ -29,10 +31,10 @@ func allowPatchPodMetadata(t *testing.T, ctx context.Context, selector *metav1.L
 		t.Fatal(err)
 	}
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: inplaceNamespace, Name: sidecarset.ConfigurationName},
+		ObjectMeta: metav1.ObjectMeta{Namespace: framework.InplaceNamespace, Name: sidecarset.ConfigurationName},
 		Data:       map[string]string{sidecarset.PatchMetadataAllowListKey: string(rules)},
 	}
-	configMaps := kube.CoreV1().ConfigMaps(inplaceNamespace)
+	configMaps := framework.Kube.CoreV1().ConfigMaps(framework.InplaceNamespace)
 	_, err = configMaps.Create(ctx, cm, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		_, err = configMaps.Update(ctx, cm, metav1.UpdateOptions{})
@@ -47,9 +49,9 @@ func allowPatchPodMetadata(t *testing.T, ctx context.Context, selector *metav1.L
 
 // patchingSidecarSet is a SidecarSet labelled team that patches the annotation keys into Pods.
 func patchingSidecarSet(name, team string, keys ...string) *v1alpha1.SidecarSet {
-	set := ssScopedSet(name, name, "web")
+	set := framework.ScopedSidecarSet(name, name, "web")
 	set.Labels = map[string]string{"team": team}
-	set.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "agent", Image: appImageV1}}}
+	set.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "agent", Image: framework.AppImageV1}}}
 	patch := v1alpha1.SidecarSetPatchPodMetadata{PatchPolicy: v1alpha1.SidecarSetOverwritePatchPolicy, Annotations: map[string]string{}}
 	for _, key := range keys {
 		patch.Annotations[key] = "on"
@@ -78,23 +80,23 @@ func wantForbidden(t *testing.T, what string, err error, want ...string) {
 // the SidecarSet's labels lets the keys it names through and refuses the others, by field path;
 // a SidecarSet the rule does not select is refused.
 func testPatchPodMetadataAllowList(t *testing.T, ctx context.Context) {
-	sets := inplace.AppsV1alpha1().SidecarSets()
+	sets := framework.Inplace.AppsV1alpha1().SidecarSets()
 	_, err := sets.Create(ctx, patchingSidecarSet("e2e-patch-none", "mesh", "mesh.io/inject"), metav1.CreateOptions{})
 	wantForbidden(t, "no allow-list, v1alpha1", err, "spec.patchPodMetadata: Forbidden", "there is no allow-list",
-		"ConfigMap "+inplaceNamespace+"/kruise-configuration", "SidecarSetPatchPodMetadataDefaultsAllowed")
+		"ConfigMap "+framework.InplaceNamespace+"/kruise-configuration", "SidecarSetPatchPodMetadataDefaultsAllowed")
 	beta := &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-patch-none-beta"},
 		Spec: v1beta1.SidecarSetSpec{
 			Selector:         &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Containers:       []v1beta1.SidecarContainer{{Container: corev1.Container{Name: "agent", Image: appImageV1}}},
+			Containers:       []v1beta1.SidecarContainer{{Container: corev1.Container{Name: "agent", Image: framework.AppImageV1}}},
 			PatchPodMetadata: []v1beta1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"mesh.io/inject": "on"}}},
 		},
 	}
-	_, err = inplace.AppsV1beta1().SidecarSets().Create(ctx, beta, metav1.CreateOptions{})
+	_, err = framework.Inplace.AppsV1beta1().SidecarSets().Create(ctx, beta, metav1.CreateOptions{})
 	wantForbidden(t, "no allow-list, v1beta1", err, "spec.patchPodMetadata: Forbidden", "there is no allow-list")
 
 	allowPatchPodMetadata(t, ctx, &metav1.LabelSelector{MatchLabels: map[string]string{"team": "mesh"}}, `^mesh\.io/`)
-	ssCreateSet(t, ctx, patchingSidecarSet("e2e-patch-allowed", "mesh", "mesh.io/inject", "mesh.io/port"))
+	framework.CreateSidecarSet(t, ctx, patchingSidecarSet("e2e-patch-allowed", "mesh", "mesh.io/inject", "mesh.io/port"))
 	_, err = sets.Create(ctx, patchingSidecarSet("e2e-patch-other-key", "mesh", "mesh.io/inject", "other.io/x"), metav1.CreateOptions{})
 	wantForbidden(t, "a key the rule does not allow", err, "spec.patchPodMetadata[0].annotations[other.io/x]: Forbidden")
 	if strings.Contains(err.Error(), "annotations[mesh.io/inject]") {
@@ -106,5 +108,5 @@ func testPatchPodMetadataAllowList(t *testing.T, ctx context.Context) {
 
 // testPatchPodMetadataDefaultsAllowed (the gate on): without an allow-list any key may be patched.
 func testPatchPodMetadataDefaultsAllowed(t *testing.T, ctx context.Context) {
-	ssCreateSet(t, ctx, patchingSidecarSet("e2e-patch-gate-on", "mesh", "mesh.io/inject", "other.io/x"))
+	framework.CreateSidecarSet(t, ctx, patchingSidecarSet("e2e-patch-gate-on", "mesh", "mesh.io/inject", "other.io/x"))
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestSidecarSetInjectionFromPodMetadata holds injection to OpenKruise's [SidecarSetInject]
@@ -24,11 +25,10 @@ import (
 //     (proxy) or an annotation (logger): the named env vars are copied from it, except one the
 //     sidecar sets itself, which keeps the sidecar's value.
 func TestSidecarSetInjectionFromPodMetadata(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ss-inject-meta")
+	ctx, ns := framework.Start(t, "ss-inject-meta")
 	name := "e2e-meta-" + utilrand.String(5)
 
-	proxy := ssSidecar(shContainer("proxy", `cat /etc/podinfo/labels; echo
+	proxy := framework.Sidecar(framework.ShContainer("proxy", `cat /etc/podinfo/labels; echo
 until [ -s /main-volume/hello ]; do sleep 0.1; done
 echo "read $(cat /main-volume/hello) POD_NAME=$POD_NAME OD_NAME=$OD_NAME PROXY_IP=$PROXY_IP"
 exec sleep 999d`), v1alpha1.BeforeAppContainerType)
@@ -39,39 +39,30 @@ exec sleep 999d`), v1alpha1.BeforeAppContainerType)
 			APIVersion: "v1", FieldPath: "metadata.labels['biz']"}},
 		EnvNames: []string{"PROXY_IP"},
 	}}
-	logger := ssSidecar(shContainer("logger", `echo "POD_NAME=$POD_NAME OD_NAME=$OD_NAME PROXY_IP=$PROXY_IP"; exec sleep 999d`), v1alpha1.AfterAppContainerType)
+	logger := framework.Sidecar(framework.ShContainer("logger", `echo "POD_NAME=$POD_NAME OD_NAME=$OD_NAME PROXY_IP=$PROXY_IP"; exec sleep 999d`), v1alpha1.AfterAppContainerType)
 	logger.Env = []corev1.EnvVar{{Name: "OD_NAME", Value: "sidecar_name"}}
 	logger.TransferEnv = []v1alpha1.TransferEnvVar{{
 		SourceContainerNameFrom: &v1alpha1.SourceContainerNameSource{FieldRef: &corev1.ObjectFieldSelector{
 			APIVersion: "v1", FieldPath: "metadata.annotations['biz']"}},
 		EnvNames: []string{"POD_NAME", "OD_NAME", "PROXY_IP"},
 	}}
-	set := ssScopedSet(name, ns, name)
+	set := framework.ScopedSidecarSet(name, ns, name)
 	set.Spec.Containers = []v1alpha1.SidecarContainer{proxy, logger}
 	set.Spec.Volumes = []corev1.Volume{{Name: "podinfo", VolumeSource: corev1.VolumeSource{
 		DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
 			{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
 			{Path: "annotations", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations"}},
 		}}}}}
-	ssCreateSet(t, ctx, set)
+	framework.CreateSidecarSet(t, ctx, set)
 
-	main := shContainer("main", `echo hello-from-main > /main-volume/hello; echo wrote; exec sleep 999d`)
+	main := framework.ShContainer("main", `echo hello-from-main > /main-volume/hello; echo wrote; exec sleep 999d`)
 	main.Env = []corev1.EnvVar{{Name: "POD_NAME", Value: "bar"}, {Name: "OD_NAME", Value: "od_name"}, {Name: "PROXY_IP", Value: "127.0.0.1"}}
 	main.VolumeMounts = []corev1.VolumeMount{{Name: "main-volume", MountPath: "/main-volume", SubPathExpr: "foo/$(POD_NAME)/$(OD_NAME)/conf"}}
-	pod := ssPod(ns, "web", name, main)
+	pod := framework.LabeledPod(ns, "web", name, main)
 	pod.Labels["biz"] = "main"
 	pod.Annotations = map[string]string{"biz": "main"}
 	pod.Spec.Volumes = []corev1.Volume{{Name: "main-volume", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-	ssWaitWebhook(t, ctx, "the webhook to inject SidecarSet "+name, pod, func(p *corev1.Pod) bool {
-		return p.Annotations[v1alpha1.SidecarSetListAnnotation] == name
-	})
-	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	created, err := kube.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	created := framework.CreateInjectedPod(t, ctx, pod, name)
 	for _, v := range []string{"main-volume", "podinfo"} {
 		found := false
 		for _, vol := range created.Spec.Volumes {
@@ -81,39 +72,39 @@ exec sleep 999d`), v1alpha1.BeforeAppContainerType)
 			t.Errorf("pod volumes %v: want %s", created.Spec.Volumes, v)
 		}
 	}
-	p := ssContainer(created.Spec.Containers, "proxy")
+	p := framework.FindContainer(created.Spec.Containers, "proxy")
 	if p == nil {
-		t.Fatalf("containers %v: no proxy", ssNames(created.Spec.Containers))
+		t.Fatalf("containers %v: no proxy", framework.ContainerNames(created.Spec.Containers))
 	}
-	if m := ssMount(p, "main-volume"); m == nil || m.SubPathExpr != "foo/$(POD_NAME)/$(OD_NAME)/conf" {
+	if m := framework.FindMount(p, "main-volume"); m == nil || m.SubPathExpr != "foo/$(POD_NAME)/$(OD_NAME)/conf" {
 		t.Errorf("proxy volumeMounts %+v: want main's main-volume with its subPathExpr", p.VolumeMounts)
 	}
-	if m := ssMount(p, "podinfo"); m == nil || m.MountPath != "/etc/podinfo" {
+	if m := framework.FindMount(p, "podinfo"); m == nil || m.MountPath != "/etc/podinfo" {
 		t.Errorf("proxy volumeMounts %+v: want podinfo at /etc/podinfo", p.VolumeMounts)
 	}
 	// subPathExpr's vars and transferEnv's PROXY_IP from main.
 	for k, want := range map[string]string{"POD_NAME": "bar", "OD_NAME": "od_name", "PROXY_IP": "127.0.0.1"} {
-		if v, ok := ssEnv(p, k); !ok || v != want {
+		if v, ok := framework.EnvValue(p, k); !ok || v != want {
 			t.Errorf("proxy env %s=%q (set %v), want %q", k, v, ok, want)
 		}
 	}
 	// OpenKruise: POD_NAME and PROXY_IP from main, OD_NAME the sidecar's own.
-	l := ssContainer(created.Spec.Containers, "logger")
+	l := framework.FindContainer(created.Spec.Containers, "logger")
 	for k, want := range map[string]string{"POD_NAME": "bar", "OD_NAME": "sidecar_name", "PROXY_IP": "127.0.0.1"} {
-		if v, ok := ssEnv(l, k); !ok || v != want {
+		if v, ok := framework.EnvValue(l, k); !ok || v != want {
 			t.Errorf("logger env %s=%q (set %v), want %q", k, v, ok, want)
 		}
 	}
-	if m := ssMount(l, "main-volume"); m != nil {
+	if m := framework.FindMount(l, "main-volume"); m != nil {
 		t.Errorf("logger mounts %+v although its shareVolumePolicy is disabled", m)
 	}
 
-	waitPodSettled(t, ctx, ns, "web")
-	waitLog(t, ctx, ns, "web", "main", "wrote")
-	waitLog(t, ctx, ns, "web", "proxy", `biz="main"`)
+	framework.WaitPodSettled(t, ctx, ns, "web")
+	framework.WaitLog(t, ctx, ns, "web", "main", "wrote")
+	framework.WaitLog(t, ctx, ns, "web", "proxy", `biz="main"`)
 	// Both expand the subPathExpr to foo/bar/od_name/conf: the sidecar reads what main wrote.
-	waitLog(t, ctx, ns, "web", "proxy", "read hello-from-main POD_NAME=bar OD_NAME=od_name PROXY_IP=127.0.0.1")
-	waitLog(t, ctx, ns, "web", "logger", "POD_NAME=bar OD_NAME=sidecar_name PROXY_IP=127.0.0.1")
+	framework.WaitLog(t, ctx, ns, "web", "proxy", "read hello-from-main POD_NAME=bar OD_NAME=od_name PROXY_IP=127.0.0.1")
+	framework.WaitLog(t, ctx, ns, "web", "logger", "POD_NAME=bar OD_NAME=sidecar_name PROXY_IP=127.0.0.1")
 }
 
 // TestSidecarSetCanaryInjection (OpenKruise "sidecarSet inject pod sidecar during canary
@@ -122,31 +113,30 @@ exec sleep 999d`), v1alpha1.BeforeAppContainerType)
 // {customVersion: "0", policy: Partial}. No existing Pod is upgraded (2 matched, 0 updated, 2
 // ready); a new canary Pod gets the new sidecar, a new stable Pod the sidecar of version 0.
 func TestSidecarSetCanaryInjection(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ss-canary")
+	ctx, ns := framework.Start(t, "ss-canary")
 	name := "e2e-canary-" + utilrand.String(5)
-	set := ssScopedSet(name, ns, name)
+	set := framework.ScopedSidecarSet(name, ns, name)
 	set.Labels = map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "0"}
-	set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(container("agent", appImageV1), v1alpha1.AfterAppContainerType)}
-	ssCreateSet(t, ctx, set)
+	set.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(framework.Container("agent", framework.AppImageV1), v1alpha1.AfterAppContainerType)}
+	framework.CreateSidecarSet(t, ctx, set)
 
 	podOf := func(podName, version string) *corev1.Pod {
-		p := ssPod(ns, podName, name, container("main", appImageV1))
+		p := framework.LabeledPod(ns, podName, name, framework.Container("main", framework.AppImageV1))
 		p.Labels["version"] = version
 		return p
 	}
 	agentImage := func(p *corev1.Pod) string {
-		if c := ssContainer(p.Spec.Containers, "agent"); c != nil {
+		if c := framework.FindContainer(p.Spec.Containers, "agent"); c != nil {
 			return c.Image
 		}
 		return ""
 	}
 	create := func(p *corev1.Pod, wantImage string) {
 		t.Helper()
-		ssWaitWebhook(t, ctx, fmt.Sprintf("the webhook to inject agent %s into %s", wantImage, p.Name), p, func(got *corev1.Pod) bool {
+		framework.WaitPodWebhook(t, ctx, fmt.Sprintf("the webhook to inject agent %s into %s", wantImage, p.Name), p, func(got *corev1.Pod) bool {
 			return agentImage(got) == wantImage
 		})
-		created, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		created, err := framework.Kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,31 +144,31 @@ func TestSidecarSetCanaryInjection(t *testing.T) {
 			t.Errorf("pod %s (version=%s) created with agent %q, want %s", p.Name, p.Labels["version"], got, wantImage)
 		}
 	}
-	create(podOf("stable-1", "stable"), appImageV1)
-	create(podOf("canary-1", "canary"), appImageV1)
-	waitSidecarSetStatus(t, ctx, name, 2, 2, 2, 2)
+	create(podOf("stable-1", "stable"), framework.AppImageV1)
+	create(podOf("canary-1", "canary"), framework.AppImageV1)
+	framework.WaitSidecarSetStatus(t, ctx, name, 2, 2, 2, 2)
 
-	updateSidecarSet(t, ctx, name, func(s *v1alpha1.SidecarSet) {
+	framework.UpdateSidecarSet(t, ctx, name, func(s *v1alpha1.SidecarSet) {
 		s.Labels[v1alpha1.SidecarSetCustomVersionLabel] = "1"
-		s.Spec.Containers[0].Image = appImageV2
+		s.Spec.Containers[0].Image = framework.AppImageV2
 		// An env change cannot go in place: existing Pods keep their sidecar.
 		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "SOME_ENV", Value: "SOME_VAL"}}
 		s.Spec.UpdateStrategy.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"version": "canary"}}
 		s.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{
 			CustomVersion: ptr.To("0"), Policy: v1alpha1.PartialSidecarSetInjectRevisionPolicy}
 	})
-	waitSidecarSetStatus(t, ctx, name, 2, 0, 2, 0)
+	framework.WaitSidecarSetStatus(t, ctx, name, 2, 0, 2, 0)
 
-	create(podOf("canary-2", "canary"), appImageV2)
-	create(podOf("stable-2", "stable"), appImageV1)
-	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	create(podOf("canary-2", "canary"), framework.AppImageV2)
+	create(podOf("stable-2", "stable"), framework.AppImageV1)
+	pods, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pods.Items {
-		want := appImageV1
+		want := framework.AppImageV1
 		if p.Name == "canary-2" {
-			want = appImageV2
+			want = framework.AppImageV2
 		}
 		if got := agentImage(&p); got != want {
 			t.Errorf("pod %s: agent %s, want %s", p.Name, got, want)
@@ -191,36 +181,35 @@ func TestSidecarSetCanaryInjection(t *testing.T) {
 // inject=sidecar injects nothing into a Pod of a namespace without it; once the namespace is
 // labelled, a Pod created there gets the sidecar, and the Pod created before keeps none.
 func TestSidecarSetNamespaceSelectorFollowsRelabel(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ss-relabel")
+	ctx, ns := framework.Start(t, "ss-relabel")
 	name := "e2e-relabel-" + utilrand.String(5)
-	set := ssScopedSet(name, ns, name)
+	set := framework.ScopedSidecarSet(name, ns, name)
 	set.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{
 		corev1.LabelMetadataName: ns, "inject": "sidecar"}}
-	set.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(container("agent", appImageV1), v1alpha1.BeforeAppContainerType)}
-	ssCreateSet(t, ctx, set)
+	set.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(framework.Container("agent", framework.AppImageV1), v1alpha1.BeforeAppContainerType)}
+	framework.CreateSidecarSet(t, ctx, set)
 
-	first, err := kube.CoreV1().Pods(ns).Create(ctx, ssPod(ns, "before", name, container("main", appImageV1)), metav1.CreateOptions{})
+	first, err := framework.Kube.CoreV1().Pods(ns).Create(ctx, framework.LabeledPod(ns, "before", name, framework.Container("main", framework.AppImageV1)), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ssExpectUntouched(t, first, "namespace not labelled inject=sidecar", "main")
+	framework.ExpectUntouched(t, first, "namespace not labelled inject=sidecar", "main")
 
-	mustKubectl(t, ctx, "", "label", "namespace", ns, "inject=sidecar")
-	second := ssPod(ns, "after", name, container("main", appImageV1))
-	ssWaitWebhook(t, ctx, "the webhook to see the namespace's new label", second, func(p *corev1.Pod) bool {
-		return ssContainer(p.Spec.Containers, "agent") != nil
+	framework.MustKubectl(t, ctx, "", "label", "namespace", ns, "inject=sidecar")
+	second := framework.LabeledPod(ns, "after", name, framework.Container("main", framework.AppImageV1))
+	framework.WaitPodWebhook(t, ctx, "the webhook to see the namespace's new label", second, func(p *corev1.Pod) bool {
+		return framework.FindContainer(p.Spec.Containers, "agent") != nil
 	})
-	created, err := kube.CoreV1().Pods(ns).Create(ctx, second, metav1.CreateOptions{})
+	created, err := framework.Kube.CoreV1().Pods(ns).Create(ctx, second, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ssNames(created.Spec.Containers); len(got) != 2 || got[0] != "agent" || created.Spec.Containers[0].Image != appImageV1 {
-		t.Errorf("pod after the relabel has containers %v, want [agent main] with agent on %s", got, appImageV1)
+	if got := framework.ContainerNames(created.Spec.Containers); len(got) != 2 || got[0] != "agent" || created.Spec.Containers[0].Image != framework.AppImageV1 {
+		t.Errorf("pod after the relabel has containers %v, want [agent main] with agent on %s", got, framework.AppImageV1)
 	}
-	if p, err := kube.CoreV1().Pods(ns).Get(ctx, "before", metav1.GetOptions{}); err != nil {
+	if p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "before", metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
-	} else if got := ssNames(p.Spec.Containers); len(got) != 1 {
+	} else if got := framework.ContainerNames(p.Spec.Containers); len(got) != 1 {
 		t.Errorf("pod created before the relabel now has containers %v: want it left alone", got)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // SidecarSet injection scenarios on the real cluster: OpenKruise's docs manifest, placement,
@@ -25,163 +26,14 @@ import (
 // subresource. Every SidecarSet is cluster-scoped, named uniquely and restricted with a
 // namespaceSelector to its test's namespace, so that it touches no other test's Pods.
 
-// ssPodHash is one entry of a Pod's kruise.io/sidecarset-hash (or -without-image) annotation, in
-// OpenKruise's wire format (SidecarSetUpgradeSpec), decoded here independently of the product.
-type ssPodHash struct {
-	UpdateTimestamp metav1.Time `json:"updateTimestamp"`
-	Hash            string      `json:"hash"`
-	SidecarSetName  string      `json:"sidecarSetName"`
-	SidecarList     []string    `json:"sidecarList"`
-	// ControllerRevision is the SidecarSet's ControllerRevision the Pod's sidecars follow.
-	ControllerRevision string `json:"controllerRevision"`
-}
-
-// ssHashes decodes the Pod's annotation key (a JSON object keyed by SidecarSet name).
-func ssHashes(t *testing.T, pod *corev1.Pod, key string) map[string]ssPodHash {
-	t.Helper()
-	raw, ok := pod.Annotations[key]
-	if !ok {
-		t.Fatalf("pod %s has no annotation %s: %v", pod.Name, key, pod.Annotations)
-	}
-	out := map[string]ssPodHash{}
-	if err := json.Unmarshal([]byte(raw), &out); err != nil {
-		t.Fatalf("annotation %s of pod %s is not a JSON object keyed by SidecarSet name: %v: %q", key, pod.Name, err, raw)
-	}
-	return out
-}
-
-// ssNames are the names of containers, in order.
-func ssNames(containers []corev1.Container) []string {
-	var names []string
-	for _, c := range containers {
-		names = append(names, c.Name)
-	}
-	return names
-}
-
-// ssContainer is the container name of the list (nil when missing).
-func ssContainer(containers []corev1.Container, name string) *corev1.Container {
-	for i := range containers {
-		if containers[i].Name == name {
-			return &containers[i]
-		}
-	}
-	return nil
-}
-
-// ssEnv is the value of env var name of the container, and whether it has it (as a plain value).
-func ssEnv(c *corev1.Container, name string) (string, bool) {
-	for _, e := range c.Env {
-		if e.Name == name && e.ValueFrom == nil {
-			return e.Value, true
-		}
-	}
-	return "", false
-}
-
-// ssMount is the container's volumeMount of volume name (nil when missing).
-func ssMount(c *corev1.Container, name string) *corev1.VolumeMount {
-	for i := range c.VolumeMounts {
-		if c.VolumeMounts[i].Name == name {
-			return &c.VolumeMounts[i]
-		}
-	}
-	return nil
-}
-
-// ssInitStatus is the status of init container name (nil when missing).
-func ssInitStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
-	for i := range pod.Status.InitContainerStatuses {
-		if pod.Status.InitContainerStatuses[i].Name == name {
-			return &pod.Status.InitContainerStatuses[i]
-		}
-	}
-	return nil
-}
-
-// ssSidecar is a sidecar container of the local image placed by policy.
-func ssSidecar(c corev1.Container, policy v1alpha1.PodInjectPolicyType) v1alpha1.SidecarContainer {
-	return v1alpha1.SidecarContainer{Container: c, PodInjectPolicy: policy}
-}
-
-// ssScopedSet is a SidecarSet selecting Pods labelled app=label in namespace ns only.
-func ssScopedSet(name, ns, label string) *v1alpha1.SidecarSet {
-	return &v1alpha1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.SidecarSetSpec{
-			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"app": label}},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
-		},
-	}
-}
-
-// ssCreateSet creates the SidecarSet and deletes it when the test ends.
-func ssCreateSet(t *testing.T, ctx context.Context, set *v1alpha1.SidecarSet) *v1alpha1.SidecarSet {
-	t.Helper()
-	created, err := inplace.AppsV1alpha1().SidecarSets().Create(ctx, set, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating SidecarSet %s: %v", set.Name, err)
-	}
-	t.Cleanup(func() {
-		_ = inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), set.Name, metav1.DeleteOptions{})
-	})
-	return created
-}
-
-// ssPod is a Pod of the containers labelled app=label that stops within a second.
-func ssPod(ns, name, label string, containers ...corev1.Container) *corev1.Pod {
-	pod := crrPod(ns, name, false, containers...)
-	pod.Labels = map[string]string{"app": label}
-	return pod
-}
-
-// ssWaitWebhook creates the Pod as a dry run until the Pod webhook's answer satisfies done: the
-// webhook's SidecarSet cache lags a new or updated SidecarSet by a moment. It returns that answer.
-func ssWaitWebhook(t *testing.T, ctx context.Context, what string, pod *corev1.Pod, done func(*corev1.Pod) bool) *corev1.Pod {
-	t.Helper()
-	var got *corev1.Pod
-	poll(t, ctx, rbacTimeout, what, func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
-			return false, err
-		}
-		got = p
-		return done(p), fmt.Errorf("dry run: init containers %v, containers %v, annotations %v",
-			ssNames(p.Spec.InitContainers), ssNames(p.Spec.Containers), p.Annotations)
-	})
-	return got
-}
-
-// ssExpectUntouched checks that nothing was injected into the Pod: exactly its own containers,
-// no injected env, no SidecarSet annotations.
-func ssExpectUntouched(t *testing.T, pod *corev1.Pod, why string, containers ...string) {
-	t.Helper()
-	if got := ssNames(pod.Spec.Containers); !slices.Equal(got, containers) {
-		t.Errorf("%s: pod %s/%s has containers %v, want exactly %v", why, pod.Namespace, pod.Name, got, containers)
-	}
-	if len(pod.Spec.InitContainers) != 0 {
-		t.Errorf("%s: pod %s/%s has init containers %v, want none", why, pod.Namespace, pod.Name, ssNames(pod.Spec.InitContainers))
-	}
-	for _, c := range pod.Spec.Containers {
-		if _, ok := ssEnv(&c, sidecarset.InjectedEnvName); ok {
-			t.Errorf("%s: container %s of pod %s has %s", why, c.Name, pod.Name, sidecarset.InjectedEnvName)
-		}
-	}
-	for _, key := range []string{v1alpha1.SidecarSetListAnnotation, v1alpha1.SidecarSetHashAnnotation, v1alpha1.SidecarSetHashWithoutImageAnnotation} {
-		if v, ok := pod.Annotations[key]; ok {
-			t.Errorf("%s: pod %s/%s has annotation %s=%q, want none", why, pod.Namespace, pod.Name, key, v)
-		}
-	}
-}
-
 // ssKubectlCreatePod creates the Pod with `kubectl create -f -` and returns it as stored.
 func ssKubectlCreatePod(t *testing.T, ctx context.Context, ns, name, manifest string) *corev1.Pod {
 	t.Helper()
-	out := mustKubectl(t, ctx, manifest, "create", "-n", ns, "-f", "-")
+	out := framework.MustKubectl(t, ctx, manifest, "create", "-n", ns, "-f", "-")
 	if !strings.Contains(out, "pod/"+name+" created") {
 		t.Fatalf("kubectl create: %q, want pod/%s created", out, name)
 	}
-	pod, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	pod, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +41,7 @@ func ssKubectlCreatePod(t *testing.T, ctx context.Context, ns, name, manifest st
 }
 
 // ssPostRaw is `kubectl create --raw PATH -f FILE` with the JSON of body in a temporary file.
-func ssPostRaw(t *testing.T, ctx context.Context, path string, body any) rawResponse {
+func ssPostRaw(t *testing.T, ctx context.Context, path string, body any) framework.RawResponse {
 	t.Helper()
 	data, err := json.Marshal(body)
 	if err != nil {
@@ -205,17 +57,9 @@ func ssPostRaw(t *testing.T, ctx context.Context, path string, body any) rawResp
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, err := kubectl(ctx, "", "create", "--raw", path, "-f", file, "-v=6")
-	r := rawResponse{body: out, err: err}
-	for _, line := range strings.Split(stderr, "\n") {
-		if m := responseLine.FindStringSubmatch(line); m != nil {
-			_, _ = fmt.Sscan(m[1], &r.code)
-		} else if !isKlogLine(line) && strings.TrimSpace(line) != "" {
-			r.errMsg += line + "\n"
-		}
-	}
-	if r.code == 0 {
-		t.Fatalf("kubectl create --raw %s: no response status in its log: %v\n%s", path, err, stderr)
+	r := framework.KubectlCreateRaw(ctx, path, "", file)
+	if r.Code == 0 {
+		t.Fatalf("kubectl create --raw %s: no response status in its log: %v\n%s", path, r.Err, r.ErrMsg)
 	}
 	return r
 }
@@ -243,7 +87,7 @@ spec:
     paused: ` + fmt.Sprint(paused) + `
   containers:
   - name: sidecar1
-    image: ` + appImageV1 + `
+    image: ` + framework.AppImageV1 + `
     imagePullPolicy: Never
     command: ["sleep", "999d"] # do nothing at all
     podInjectPolicy: BeforeAppContainer
@@ -267,17 +111,16 @@ spec:
 // injected list — and the sidecar runs. Pods with other labels, in a namespace the
 // namespaceSelector does not match, or created while the SidecarSet is paused are untouched.
 func TestSidecarSetDocsManifest(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ss-docs")
+	ctx, ns := framework.Start(t, "ss-docs")
 	name := "e2e-docs-" + utilrand.String(5)
 	label := name
 	t.Cleanup(func() {
-		_ = inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = framework.Inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
-	if out := mustKubectl(t, ctx, docsSidecarSet(name, label, ns, false), "apply", "-f", "-"); !strings.Contains(out, name+" created") {
+	if out := framework.MustKubectl(t, ctx, docsSidecarSet(name, label, ns, false), "apply", "-f", "-"); !strings.Contains(out, name+" created") {
 		t.Fatalf("kubectl apply: %q, want %s created", out, name)
 	}
-	set, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
+	set, err := framework.Inplace.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,45 +142,45 @@ spec:
   terminationGracePeriodSeconds: 1
   containers:
   - name: main
-    image: ` + appImageV1 + `
+    image: ` + framework.AppImageV1 + `
     imagePullPolicy: Never
     env: [{name: PROXY_IP, value: 10.0.0.1}, {name: OTHER, value: kept-in-main}]
     volumeMounts: [{name: main-data, mountPath: /data}]
   volumes: [{name: main-data, emptyDir: {}}]
 `
 	}
-	probe := ssPod(ns, "probe", label, container("main", appImageV1))
-	ssWaitWebhook(t, ctx, "the webhook to inject SidecarSet "+name, probe, func(p *corev1.Pod) bool {
+	probe := framework.LabeledPod(ns, "probe", label, framework.Container("main", framework.AppImageV1))
+	framework.WaitPodWebhook(t, ctx, "the webhook to inject SidecarSet "+name, probe, func(p *corev1.Pod) bool {
 		return p.Annotations[v1alpha1.SidecarSetListAnnotation] == name
 	})
 
 	pod := ssKubectlCreatePod(t, ctx, ns, "web", podYAML("web", label))
-	if got := ssNames(pod.Spec.Containers); !slices.Equal(got, []string{"sidecar1", "main"}) {
+	if got := framework.ContainerNames(pod.Spec.Containers); !slices.Equal(got, []string{"sidecar1", "main"}) {
 		t.Fatalf("containers %v, want [sidecar1 main] (BeforeAppContainer)", got)
 	}
 	sidecar := &pod.Spec.Containers[0]
-	if v, ok := ssEnv(sidecar, "IS_INJECTED"); !ok || v != "true" {
+	if v, ok := framework.EnvValue(sidecar, "IS_INJECTED"); !ok || v != "true" {
 		t.Errorf("sidecar1 env %+v: want IS_INJECTED=true", sidecar.Env)
 	}
-	if v, ok := ssEnv(sidecar, "PROXY_IP"); !ok || v != "10.0.0.1" {
+	if v, ok := framework.EnvValue(sidecar, "PROXY_IP"); !ok || v != "10.0.0.1" {
 		t.Errorf("sidecar1 env %+v: want PROXY_IP=10.0.0.1 transferred from main", sidecar.Env)
 	}
-	if _, ok := ssEnv(sidecar, "OTHER"); ok {
+	if _, ok := framework.EnvValue(sidecar, "OTHER"); ok {
 		t.Errorf("sidecar1 env %+v: OTHER is not in transferEnv and must not be copied", sidecar.Env)
 	}
-	if !slices.Equal(sidecar.Command, []string{"sleep", "999d"}) || sidecar.Image != appImageV1 || sidecar.ImagePullPolicy != corev1.PullNever {
+	if !slices.Equal(sidecar.Command, []string{"sleep", "999d"}) || sidecar.Image != framework.AppImageV1 || sidecar.ImagePullPolicy != corev1.PullNever {
 		t.Errorf("sidecar1 command %v image %s pull %s: want the SidecarSet's", sidecar.Command, sidecar.Image, sidecar.ImagePullPolicy)
 	}
-	if m := ssMount(sidecar, "log-volume"); m == nil || m.MountPath != "/var/log" {
+	if m := framework.FindMount(sidecar, "log-volume"); m == nil || m.MountPath != "/var/log" {
 		t.Errorf("sidecar1 volumeMounts %+v: want log-volume at /var/log", sidecar.VolumeMounts)
 	}
 	// shareVolumePolicy disabled: main's own volume is not mounted into the sidecar. (The
 	// ServiceAccount token is: kube-apiserver runs its ServiceAccount admission again after a
 	// webhook changed the Pod, and it mounts the token into every container.)
-	if m := ssMount(sidecar, "main-data"); m != nil {
+	if m := framework.FindMount(sidecar, "main-data"); m != nil {
 		t.Errorf("sidecar1 mounts main's volume %+v although shareVolumePolicy is disabled", m)
 	}
-	if main := &pod.Spec.Containers[1]; ssMount(main, "log-volume") != nil {
+	if main := &pod.Spec.Containers[1]; framework.FindMount(main, "log-volume") != nil {
 		t.Errorf("main volumeMounts %+v: log-volume is the sidecar's only", main.VolumeMounts)
 	}
 	var logVolumes []corev1.Volume
@@ -357,7 +200,7 @@ spec:
 		v1alpha1.SidecarSetHashAnnotation:             setHash,
 		v1alpha1.SidecarSetHashWithoutImageAnnotation: setHashWithoutImage,
 	} {
-		hashes := ssHashes(t, pod, key)
+		hashes := framework.SidecarHashes(t, pod, key)
 		if got := keys(hashes); !slices.Equal(got, []string{name}) {
 			t.Errorf("annotation %s keyed by %v, want [%s]", key, got, name)
 		}
@@ -371,32 +214,32 @@ spec:
 		t.Errorf("the SidecarSet's hash and hash without image are both %q: the image must count in the first only", setHash)
 	}
 
-	running := waitPodSettled(t, ctx, ns, "web")
-	if s := containerStatus(t, running, "sidecar1"); s.State.Running == nil || !s.Ready || s.RestartCount != 0 {
+	running := framework.WaitPodSettled(t, ctx, ns, "web")
+	if s := framework.ContainerStatus(t, running, "sidecar1"); s.State.Running == nil || !s.Ready || s.RestartCount != 0 {
 		t.Errorf("sidecar1 status %+v: want running and ready, never restarted", s)
 	}
 
 	// Untouched: labels the selector does not match.
 	other := ssKubectlCreatePod(t, ctx, ns, "other-labels", podYAML("other-labels", label+"-not"))
-	ssExpectUntouched(t, other, "labels not matching", "main")
+	framework.ExpectUntouched(t, other, "labels not matching", "main")
 
 	// Untouched: matching labels, but a namespace the namespaceSelector does not match.
-	ns2 := newNamespace(t, ctx, "ss-docs-other")
+	ns2 := framework.NewNamespace(t, ctx, "ss-docs-other")
 	elsewhere := ssKubectlCreatePod(t, ctx, ns2, "web", podYAML("web", label))
-	ssExpectUntouched(t, elsewhere, "namespace not selected", "main")
+	framework.ExpectUntouched(t, elsewhere, "namespace not selected", "main")
 
 	// Untouched: the SidecarSet paused (injectionStrategy.paused), applied with kubectl.
-	if out := mustKubectl(t, ctx, docsSidecarSet(name, label, ns, true), "apply", "-f", "-"); !strings.Contains(out, name+" configured") {
+	if out := framework.MustKubectl(t, ctx, docsSidecarSet(name, label, ns, true), "apply", "-f", "-"); !strings.Contains(out, name+" configured") {
 		t.Fatalf("kubectl apply (paused): %q, want %s configured", out, name)
 	}
-	if s, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{}); err != nil || !s.Spec.InjectionStrategy.Paused {
+	if s, err := framework.Inplace.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{}); err != nil || !s.Spec.InjectionStrategy.Paused {
 		t.Fatalf("SidecarSet after apply: paused %v, %v; want paused", s != nil && s.Spec.InjectionStrategy.Paused, err)
 	}
-	ssWaitWebhook(t, ctx, "the webhook to see SidecarSet "+name+" paused", probe, func(p *corev1.Pod) bool {
+	framework.WaitPodWebhook(t, ctx, "the webhook to see SidecarSet "+name+" paused", probe, func(p *corev1.Pod) bool {
 		return len(p.Spec.Containers) == 1 && p.Annotations[v1alpha1.SidecarSetListAnnotation] == ""
 	})
 	paused := ssKubectlCreatePod(t, ctx, ns, "while-paused", podYAML("while-paused", label))
-	ssExpectUntouched(t, paused, "SidecarSet paused", "main")
+	framework.ExpectUntouched(t, paused, "SidecarSet paused", "main")
 }
 
 // TestSidecarSetInjectionOrderAndVolumes: BeforeAppContainer and AfterAppContainer sidecars
@@ -404,92 +247,82 @@ spec:
 // emptyDir and reads the file the app wrote into it (one with it disabled does not get the mount);
 // transferEnv copies the app container's env var into the sidecar, whose process sees it.
 func TestSidecarSetInjectionOrderAndVolumes(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ss-order")
+	ctx, ns := framework.Start(t, "ss-order")
 	name := "e2e-order-" + utilrand.String(5)
 	secret := "secret-" + utilrand.String(8)
 	token := "token-" + utilrand.String(8)
 
-	after := ssSidecar(shContainer("after-sidecar", `echo "APP_SECRET=$APP_SECRET"
+	after := framework.Sidecar(framework.ShContainer("after-sidecar", `echo "APP_SECRET=$APP_SECRET"
 until [ -s /shared/hello.txt ]; do sleep 0.1; done
 echo "read $(cat /shared/hello.txt)"
 exec sleep 999d`), v1alpha1.AfterAppContainerType)
 	after.ShareVolumePolicy.Type = v1alpha1.ShareVolumePolicyEnabled
 	after.TransferEnv = []v1alpha1.TransferEnvVar{{SourceContainerName: "app", EnvName: "APP_SECRET"}}
-	set := ssScopedSet(name, ns, name)
+	set := framework.ScopedSidecarSet(name, ns, name)
 	set.Spec.Containers = []v1alpha1.SidecarContainer{
-		ssSidecar(container("before-sidecar", appImageV1), v1alpha1.BeforeAppContainerType),
+		framework.Sidecar(framework.Container("before-sidecar", framework.AppImageV1), v1alpha1.BeforeAppContainerType),
 		after,
 	}
-	ssCreateSet(t, ctx, set)
+	framework.CreateSidecarSet(t, ctx, set)
 
 	// The app writes the token (which only it knows) into its emptyDir.
-	app := shContainer("app", `echo "$TOKEN" > /shared/hello.txt; echo wrote; exec sleep 999d`)
+	app := framework.ShContainer("app", `echo "$TOKEN" > /shared/hello.txt; echo wrote; exec sleep 999d`)
 	app.Env = []corev1.EnvVar{{Name: "APP_SECRET", Value: secret}, {Name: "TOKEN", Value: token}}
 	app.VolumeMounts = []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}}
-	pod := ssPod(ns, "web", name, app, container("app2", appImageV1))
+	pod := framework.LabeledPod(ns, "web", name, app, framework.Container("app2", framework.AppImageV1))
 	pod.Spec.Volumes = []corev1.Volume{{Name: "shared", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-	ssWaitWebhook(t, ctx, "the webhook to inject SidecarSet "+name, pod, func(p *corev1.Pod) bool {
-		return p.Annotations[v1alpha1.SidecarSetListAnnotation] == name
-	})
-	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	created, err := kube.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := ssNames(created.Spec.Containers); !slices.Equal(got, []string{"before-sidecar", "app", "app2", "after-sidecar"}) {
+	created := framework.CreateInjectedPod(t, ctx, pod, name)
+	if got := framework.ContainerNames(created.Spec.Containers); !slices.Equal(got, []string{"before-sidecar", "app", "app2", "after-sidecar"}) {
 		t.Fatalf("containers %v, want [before-sidecar app app2 after-sidecar]", got)
 	}
 	before, afterC := &created.Spec.Containers[0], &created.Spec.Containers[3]
 	for _, c := range []*corev1.Container{before, afterC} {
-		if v, ok := ssEnv(c, "IS_INJECTED"); !ok || v != "true" {
+		if v, ok := framework.EnvValue(c, "IS_INJECTED"); !ok || v != "true" {
 			t.Errorf("%s env %+v: want IS_INJECTED=true", c.Name, c.Env)
 		}
 	}
 	for _, c := range created.Spec.Containers[1:3] {
-		if _, ok := ssEnv(&c, "IS_INJECTED"); ok {
+		if _, ok := framework.EnvValue(&c, "IS_INJECTED"); ok {
 			t.Errorf("app container %s has IS_INJECTED", c.Name)
 		}
 	}
 
 	// shareVolumePolicy: enabled shares app's mount, disabled does not.
-	if m := ssMount(afterC, "shared"); m == nil || m.MountPath != "/shared" {
+	if m := framework.FindMount(afterC, "shared"); m == nil || m.MountPath != "/shared" {
 		t.Errorf("after-sidecar volumeMounts %+v: want app's shared at /shared (shareVolumePolicy enabled)", afterC.VolumeMounts)
 	}
-	if m := ssMount(before, "shared"); m != nil {
+	if m := framework.FindMount(before, "shared"); m != nil {
 		t.Errorf("before-sidecar mounts %+v although its shareVolumePolicy is disabled", m)
 	}
 	// transferEnv: APP_SECRET only, into after-sidecar only.
-	if v, ok := ssEnv(afterC, "APP_SECRET"); !ok || v != secret {
+	if v, ok := framework.EnvValue(afterC, "APP_SECRET"); !ok || v != secret {
 		t.Errorf("after-sidecar env %+v: want APP_SECRET=%s from app", afterC.Env, secret)
 	}
-	if _, ok := ssEnv(afterC, "TOKEN"); ok {
+	if _, ok := framework.EnvValue(afterC, "TOKEN"); ok {
 		t.Errorf("after-sidecar env %+v: TOKEN is not transferred", afterC.Env)
 	}
-	if _, ok := ssEnv(before, "APP_SECRET"); ok {
+	if _, ok := framework.EnvValue(before, "APP_SECRET"); ok {
 		t.Errorf("before-sidecar env %+v: it has no transferEnv", before.Env)
 	}
-	hashes := ssHashes(t, created, v1alpha1.SidecarSetHashAnnotation)
+	hashes := framework.SidecarHashes(t, created, v1alpha1.SidecarSetHashAnnotation)
 	if got := hashes[name].SidecarList; !slices.Equal(got, []string{"after-sidecar", "before-sidecar"}) {
 		t.Errorf("hash annotation %+v: want sidecarList [after-sidecar before-sidecar]", hashes)
 	}
 
-	running := waitPodSettled(t, ctx, ns, "web")
+	running := framework.WaitPodSettled(t, ctx, ns, "web")
 	for _, c := range []string{"before-sidecar", "app", "app2", "after-sidecar"} {
-		if s := containerStatus(t, running, c); s.State.Running == nil || s.RestartCount != 0 {
+		if s := framework.ContainerStatus(t, running, c); s.State.Running == nil || s.RestartCount != 0 {
 			t.Errorf("container %s: %+v, want running, never restarted", c, s)
 		}
 	}
-	waitLog(t, ctx, ns, "web", "app", "wrote")
-	waitLog(t, ctx, ns, "web", "after-sidecar", "APP_SECRET="+secret+"\n")
-	waitLog(t, ctx, ns, "web", "after-sidecar", "read "+token+"\n")
+	framework.WaitLog(t, ctx, ns, "web", "app", "wrote")
+	framework.WaitLog(t, ctx, ns, "web", "after-sidecar", "APP_SECRET="+secret+"\n")
+	framework.WaitLog(t, ctx, ns, "web", "after-sidecar", "read "+token+"\n")
 	// And on demand: the sidecar reads the app's file through the shared mount.
-	if out := mustKubectl(t, ctx, "", "exec", "-n", ns, "web", "-c", "after-sidecar", "--", "cat", "/shared/hello.txt"); strings.TrimSpace(out) != token {
+	if out := framework.MustKubectl(t, ctx, "", "exec", "-n", ns, "web", "-c", "after-sidecar", "--", "cat", "/shared/hello.txt"); strings.TrimSpace(out) != token {
 		t.Errorf("kubectl exec after-sidecar cat /shared/hello.txt: %q, want %q", out, token)
 	}
-	if _, _, err := kubectl(ctx, "", "exec", "-n", ns, "web", "-c", "before-sidecar", "--", "cat", "/shared/hello.txt"); err == nil {
+	if _, _, err := framework.Kubectl(ctx, "", "exec", "-n", ns, "web", "-c", "before-sidecar", "--", "cat", "/shared/hello.txt"); err == nil {
 		t.Errorf("before-sidecar (shareVolumePolicy disabled) can read /shared/hello.txt")
 	}
 }
@@ -499,28 +332,27 @@ exec sleep 999d`), v1alpha1.AfterAppContainerType)
 // (restartPolicy Always) and a plain init container after the Pod's own init containers: the
 // plain one completes, the native sidecar keeps running beside the app.
 func TestSidecarSetTwoSidecarSetsAndNativeSidecar(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ss-two")
+	ctx, ns := framework.Start(t, "ss-two")
 	base := "e2e-two-" + utilrand.String(5)
 	nameA, nameB := base+"-a", base+"-b"
 
 	// b first: the order is by name, not by creation.
-	setB := ssScopedSet(nameB, ns, base)
-	setB.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(container("sidecar-b", appImageV1), v1alpha1.BeforeAppContainerType)}
-	setB = ssCreateSet(t, ctx, setB)
-	setA := ssScopedSet(nameA, ns, base)
-	setA.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(container("sidecar-a", appImageV1), v1alpha1.BeforeAppContainerType)}
-	setA = ssCreateSet(t, ctx, setA)
+	setB := framework.ScopedSidecarSet(nameB, ns, base)
+	setB.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(framework.Container("sidecar-b", framework.AppImageV1), v1alpha1.BeforeAppContainerType)}
+	setB = framework.CreateSidecarSet(t, ctx, setB)
+	setA := framework.ScopedSidecarSet(nameA, ns, base)
+	setA.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(framework.Container("sidecar-a", framework.AppImageV1), v1alpha1.BeforeAppContainerType)}
+	setA = framework.CreateSidecarSet(t, ctx, setA)
 
-	pod := ssPod(ns, "both", base, container("main", appImageV1))
-	ssWaitWebhook(t, ctx, "the webhook to inject both SidecarSets", pod, func(p *corev1.Pod) bool {
+	pod := framework.LabeledPod(ns, "both", base, framework.Container("main", framework.AppImageV1))
+	framework.WaitPodWebhook(t, ctx, "the webhook to inject both SidecarSets", pod, func(p *corev1.Pod) bool {
 		return len(p.Spec.Containers) == 3
 	})
-	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	both := waitPodSettled(t, ctx, ns, "both")
-	if got := ssNames(both.Spec.Containers); !slices.Equal(got, []string{"sidecar-a", "sidecar-b", "main"}) {
+	both := framework.WaitPodSettled(t, ctx, ns, "both")
+	if got := framework.ContainerNames(both.Spec.Containers); !slices.Equal(got, []string{"sidecar-a", "sidecar-b", "main"}) {
 		t.Errorf("containers %v, want [sidecar-a sidecar-b main] (SidecarSets applied by name)", got)
 	}
 	if got, want := both.Annotations[v1alpha1.SidecarSetListAnnotation], nameA+","+nameB; got != want {
@@ -532,7 +364,7 @@ func TestSidecarSetTwoSidecarSetsAndNativeSidecar(t *testing.T) {
 		v1alpha1.SidecarSetHashWithoutImageAnnotation: {
 			nameA: setA.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation], nameB: setB.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation]},
 	} {
-		hashes := ssHashes(t, both, key)
+		hashes := framework.SidecarHashes(t, both, key)
 		if got := keys(hashes); !slices.Equal(got, []string{nameA, nameB}) {
 			t.Errorf("annotation %s keyed by %v, want [%s %s]", key, got, nameA, nameB)
 		}
@@ -542,76 +374,76 @@ func TestSidecarSetTwoSidecarSetsAndNativeSidecar(t *testing.T) {
 			}
 		}
 	}
-	if a, b := ssHashes(t, both, v1alpha1.SidecarSetHashAnnotation), []string{"sidecar-a", "sidecar-b"}; !slices.Equal(a[nameA].SidecarList, b[:1]) || !slices.Equal(a[nameB].SidecarList, b[1:]) {
+	if a, b := framework.SidecarHashes(t, both, v1alpha1.SidecarSetHashAnnotation), []string{"sidecar-a", "sidecar-b"}; !slices.Equal(a[nameA].SidecarList, b[:1]) || !slices.Equal(a[nameB].SidecarList, b[1:]) {
 		t.Errorf("hash annotation %+v: want each SidecarSet's own sidecarList", a)
 	}
 	for _, c := range []string{"sidecar-a", "sidecar-b", "main"} {
-		if s := containerStatus(t, both, c); s.State.Running == nil {
+		if s := framework.ContainerStatus(t, both, c); s.State.Running == nil {
 			t.Errorf("container %s: %+v, want running", c, s)
 		}
 	}
 
 	// Native sidecar and plain init container from spec.initContainers.
 	nameN := base + "-native"
-	native := shContainer("native-sidecar", "echo native up; exec sleep 999d")
+	native := framework.ShContainer("native-sidecar", "echo native up; exec sleep 999d")
 	native.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
-	setN := ssScopedSet(nameN, ns, nameN)
+	setN := framework.ScopedSidecarSet(nameN, ns, nameN)
 	// A native sidecar cannot be upgraded in place (as in OpenKruise): NotUpdate.
 	setN.Spec.UpdateStrategy.Type = v1alpha1.NotUpdateSidecarSetStrategyType
 	setN.Spec.InitContainers = []v1alpha1.SidecarContainer{
 		{Container: native},
-		{Container: shContainer("init-plain", "echo init-plain done")},
+		{Container: framework.ShContainer("init-plain", "echo init-plain done")},
 	}
-	setN = ssCreateSet(t, ctx, setN)
-	npod := ssPod(ns, "native", nameN, container("main", appImageV1))
-	npod.Spec.InitContainers = []corev1.Container{shContainer("app-init", "echo app-init done")}
-	ssWaitWebhook(t, ctx, "the webhook to inject SidecarSet "+nameN, npod, func(p *corev1.Pod) bool {
+	setN = framework.CreateSidecarSet(t, ctx, setN)
+	npod := framework.LabeledPod(ns, "native", nameN, framework.Container("main", framework.AppImageV1))
+	npod.Spec.InitContainers = []corev1.Container{framework.ShContainer("app-init", "echo app-init done")}
+	framework.WaitPodWebhook(t, ctx, "the webhook to inject SidecarSet "+nameN, npod, func(p *corev1.Pod) bool {
 		return p.Annotations[v1alpha1.SidecarSetListAnnotation] == nameN
 	})
-	if _, err := kube.CoreV1().Pods(ns).Create(ctx, npod, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.Kube.CoreV1().Pods(ns).Create(ctx, npod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	created, err := kube.CoreV1().Pods(ns).Get(ctx, "native", metav1.GetOptions{})
+	created, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "native", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ssNames(created.Spec.InitContainers); !slices.Equal(got, []string{"app-init", "init-plain", "native-sidecar"}) {
+	if got := framework.ContainerNames(created.Spec.InitContainers); !slices.Equal(got, []string{"app-init", "init-plain", "native-sidecar"}) {
 		t.Fatalf("init containers %v, want [app-init init-plain native-sidecar] (the Pod's, then the SidecarSet's by name)", got)
 	}
-	if got := ssNames(created.Spec.Containers); !slices.Equal(got, []string{"main"}) {
+	if got := framework.ContainerNames(created.Spec.Containers); !slices.Equal(got, []string{"main"}) {
 		t.Errorf("containers %v, want [main]: initContainers go to spec.initContainers only", got)
 	}
-	if c := ssContainer(created.Spec.InitContainers, "native-sidecar"); c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+	if c := framework.FindContainer(created.Spec.InitContainers, "native-sidecar"); c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
 		t.Errorf("native-sidecar restartPolicy %v, want Always", c.RestartPolicy)
 	}
-	if c := ssContainer(created.Spec.InitContainers, "init-plain"); c.RestartPolicy != nil {
+	if c := framework.FindContainer(created.Spec.InitContainers, "init-plain"); c.RestartPolicy != nil {
 		t.Errorf("init-plain restartPolicy %v, want none", *c.RestartPolicy)
 	}
 	for _, n := range []string{"init-plain", "native-sidecar"} {
-		if v, ok := ssEnv(ssContainer(created.Spec.InitContainers, n), "IS_INJECTED"); !ok || v != "true" {
+		if v, ok := framework.EnvValue(framework.FindContainer(created.Spec.InitContainers, n), "IS_INJECTED"); !ok || v != "true" {
 			t.Errorf("%s: want IS_INJECTED=true", n)
 		}
 	}
-	if h := ssHashes(t, created, v1alpha1.SidecarSetHashAnnotation)[nameN]; h.Hash != setN.Annotations[v1alpha1.SidecarSetHashAnnotation] ||
+	if h := framework.SidecarHashes(t, created, v1alpha1.SidecarSetHashAnnotation)[nameN]; h.Hash != setN.Annotations[v1alpha1.SidecarSetHashAnnotation] ||
 		!slices.Equal(h.SidecarList, []string{"native-sidecar"}) {
 		t.Errorf("hash entry %+v: want the SidecarSet's hash %q and sidecarList [native-sidecar] (the native sidecar only)",
 			h, setN.Annotations[v1alpha1.SidecarSetHashAnnotation])
 	}
 
-	running := waitPodSettled(t, ctx, ns, "native")
+	running := framework.WaitPodSettled(t, ctx, ns, "native")
 	for _, n := range []string{"app-init", "init-plain"} {
-		if s := ssInitStatus(running, n); s == nil || s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 || s.State.Terminated.Reason != "Completed" {
+		if s := framework.InitStatus(running, n); s == nil || s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 || s.State.Terminated.Reason != "Completed" {
 			t.Errorf("init container %s: %+v, want completed", n, s)
 		}
 	}
-	if s := ssInitStatus(running, "native-sidecar"); s == nil || s.State.Running == nil || s.Started == nil || !*s.Started || !s.Ready || s.RestartCount != 0 {
+	if s := framework.InitStatus(running, "native-sidecar"); s == nil || s.State.Running == nil || s.Started == nil || !*s.Started || !s.Ready || s.RestartCount != 0 {
 		t.Errorf("native sidecar status %+v: want started, running and ready beside the app", s)
 	}
-	if s := containerStatus(t, running, "main"); s.State.Running == nil {
+	if s := framework.ContainerStatus(t, running, "main"); s.State.Running == nil {
 		t.Errorf("main: %+v, want running", s)
 	}
-	waitLog(t, ctx, ns, "native", "init-plain", "init-plain done")
-	waitLog(t, ctx, ns, "native", "native-sidecar", "native up")
+	framework.WaitLog(t, ctx, ns, "native", "init-plain", "init-plain done")
+	framework.WaitLog(t, ctx, ns, "native", "native-sidecar", "native up")
 }
 
 // TestSidecarSetInjectSubresource: POST sidecarsets/NAME/inject with kubectl create --raw
@@ -621,46 +453,45 @@ func TestSidecarSetTwoSidecarSetsAndNativeSidecar(t *testing.T) {
 // has none (it selects a label unique to the run, and the subresource creates no Pod), so that
 // the label cases do not depend on how the namespace is read.
 func TestSidecarSetInjectSubresource(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ss-inject")
-	ns2 := newNamespace(t, ctx, "ss-inject-other")
+	ctx, ns := framework.Start(t, "ss-inject")
+	ns2 := framework.NewNamespace(t, ctx, "ss-inject-other")
 	name := "e2e-preview-" + utilrand.String(5)
-	scoped := ssScopedSet(name, ns, name)
-	scoped.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(container("agent", appImageV1), v1alpha1.BeforeAppContainerType)}
-	scoped = ssCreateSet(t, ctx, scoped)
+	scoped := framework.ScopedSidecarSet(name, ns, name)
+	scoped.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(framework.Container("agent", framework.AppImageV1), v1alpha1.BeforeAppContainerType)}
+	scoped = framework.CreateSidecarSet(t, ctx, scoped)
 	anyName := name + "-any"
-	anywhere := ssScopedSet(anyName, ns, anyName)
+	anywhere := framework.ScopedSidecarSet(anyName, ns, anyName)
 	anywhere.Spec.NamespaceSelector = nil
-	anywhere.Spec.Containers = []v1alpha1.SidecarContainer{ssSidecar(container("agent-any", appImageV1), v1alpha1.AfterAppContainerType)}
-	anywhere = ssCreateSet(t, ctx, anywhere)
+	anywhere.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(framework.Container("agent-any", framework.AppImageV1), v1alpha1.AfterAppContainerType)}
+	anywhere = framework.CreateSidecarSet(t, ctx, anywhere)
 	pathOf := func(set string) string { return "/apis/apps.kruise.io/v1alpha1/sidecarsets/" + set + "/inject" }
 	podBody := func(namespace, pod, label string) *corev1.Pod {
-		p := ssPod(namespace, pod, label, container("main", appImageV1))
+		p := framework.LabeledPod(namespace, pod, label, framework.Container("main", framework.AppImageV1))
 		p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 		return p
 	}
 	// injected checks an answer of the subresource: the Pod as given, with the sidecar.
-	injected := func(set *v1alpha1.SidecarSet, body *corev1.Pod, resp rawResponse, want []string) {
+	injected := func(set *v1alpha1.SidecarSet, body *corev1.Pod, resp framework.RawResponse, want []string) {
 		t.Helper()
 		path := pathOf(set.Name)
-		if resp.code != 200 && resp.code != 201 {
-			t.Errorf("POST %s for Pod %s/%s: HTTP %d %s, want the injected Pod", path, body.Namespace, body.Name, resp.code, strings.TrimSpace(resp.errMsg))
+		if resp.Code != 200 && resp.Code != 201 {
+			t.Errorf("POST %s for Pod %s/%s: HTTP %d %s, want the injected Pod", path, body.Namespace, body.Name, resp.Code, strings.TrimSpace(resp.ErrMsg))
 			return
 		}
 		got := &corev1.Pod{}
-		if err := json.Unmarshal([]byte(resp.body), got); err != nil {
-			t.Errorf("POST %s: the answer does not decode as a Pod: %v: %q", path, err, resp.body)
+		if err := json.Unmarshal([]byte(resp.Body), got); err != nil {
+			t.Errorf("POST %s: the answer does not decode as a Pod: %v: %q", path, err, resp.Body)
 			return
 		}
 		if got.Kind != "Pod" || got.APIVersion != "v1" || got.Name != body.Name || got.Namespace != body.Namespace {
 			t.Errorf("POST %s: answer %s %s %q/%q, want v1 Pod %s/%s (the namespace of the Pod sent)",
 				path, got.APIVersion, got.Kind, got.Namespace, got.Name, body.Namespace, body.Name)
 		}
-		if names := ssNames(got.Spec.Containers); !slices.Equal(names, want) {
+		if names := framework.ContainerNames(got.Spec.Containers); !slices.Equal(names, want) {
 			t.Errorf("POST %s: answered containers %v, want %v", path, names, want)
 		}
-		if sidecar := ssContainer(got.Spec.Containers, set.Spec.Containers[0].Name); sidecar != nil {
-			if v, ok := ssEnv(sidecar, "IS_INJECTED"); !ok || v != "true" || sidecar.Image != appImageV1 {
+		if sidecar := framework.FindContainer(got.Spec.Containers, set.Spec.Containers[0].Name); sidecar != nil {
+			if v, ok := framework.EnvValue(sidecar, "IS_INJECTED"); !ok || v != "true" || sidecar.Image != framework.AppImageV1 {
 				t.Errorf("POST %s: answered sidecar %+v, want the SidecarSet's with IS_INJECTED=true", path, sidecar)
 			}
 		}
@@ -668,7 +499,7 @@ func TestSidecarSetInjectSubresource(t *testing.T) {
 			t.Errorf("POST %s: answered annotation %s=%q, want %q", path, v1alpha1.SidecarSetListAnnotation, l, set.Name)
 		}
 		if raw := got.Annotations[v1alpha1.SidecarSetHashAnnotation]; raw != "" {
-			if h := ssHashes(t, got, v1alpha1.SidecarSetHashAnnotation)[set.Name]; h.Hash == "" || h.Hash != set.Annotations[v1alpha1.SidecarSetHashAnnotation] {
+			if h := framework.SidecarHashes(t, got, v1alpha1.SidecarSetHashAnnotation)[set.Name]; h.Hash == "" || h.Hash != set.Annotations[v1alpha1.SidecarSetHashAnnotation] {
 				t.Errorf("POST %s: answered hash entry %+v, want %q", path, h, set.Annotations[v1alpha1.SidecarSetHashAnnotation])
 			}
 		} else {
@@ -685,7 +516,7 @@ func TestSidecarSetInjectSubresource(t *testing.T) {
 
 	// Nothing was created.
 	for _, pod := range []string{"preview", "preview-any"} {
-		if p, err := kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("after the inject subresource: Pod %s/%s %v (%v), want NotFound", ns, pod, p, err)
 		}
 	}
@@ -694,9 +525,9 @@ func TestSidecarSetInjectSubresource(t *testing.T) {
 	refused := func(set string, body *corev1.Pod, why string) {
 		t.Helper()
 		resp := ssPostRaw(t, ctx, pathOf(set), body)
-		if resp.code != 422 || resp.err == nil || !strings.Contains(resp.errMsg, why) || resp.body != "" {
+		if resp.Code != 422 || resp.Err == nil || !strings.Contains(resp.ErrMsg, why) || resp.Body != "" {
 			t.Errorf("POST %s for Pod %s/%s (labels %v): HTTP %d, stdout %q, error %q (kubectl failed: %v); want 422 saying %q",
-				pathOf(set), body.Namespace, body.Name, body.Labels, resp.code, resp.body, strings.TrimSpace(resp.errMsg), resp.err != nil, why)
+				pathOf(set), body.Namespace, body.Name, body.Labels, resp.Code, resp.Body, strings.TrimSpace(resp.ErrMsg), resp.Err != nil, why)
 		}
 	}
 	refused(anyName, podBody(ns, "other", anyName+"-not"),
@@ -705,7 +536,7 @@ func TestSidecarSetInjectSubresource(t *testing.T) {
 		"not injected: namespace "+ns2+" does not match spec.namespaceSelector "+corev1.LabelMetadataName+"="+ns+" of sidecarset "+name)
 
 	for _, n := range []string{ns, ns2} {
-		if pods, err := kube.CoreV1().Pods(n).List(ctx, metav1.ListOptions{}); err != nil || len(pods.Items) != 0 {
+		if pods, err := framework.Kube.CoreV1().Pods(n).List(ctx, metav1.ListOptions{}); err != nil || len(pods.Items) != 0 {
 			t.Errorf("Pods in %s after the inject subresource: %v (%v), want none", n, pods, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // A SidecarSet upgrade that cannot finish, and patchPodMetadata with an upgrade, on the real
@@ -29,7 +30,7 @@ const unpullableImage = "inplace.local/app:no-such-tag"
 func podsSetTo(pods map[string]*corev1.Pod, container, image string) []string {
 	var names []string
 	for name, p := range pods {
-		if specImage(p, container) == image {
+		if framework.SpecImage(p, container) == image {
 			names = append(names, name)
 		}
 	}
@@ -41,8 +42,8 @@ func podsSetTo(pods map[string]*corev1.Pod, container, image string) []string {
 // pull its new image) and the Pod is not Ready.
 func waitNotStarted(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, names []string, container string) {
 	t.Helper()
-	poll(t, ctx, rolloutTimeout, fmt.Sprintf("container %s of %v waiting for an image that cannot be pulled", container, names), func(ctx context.Context) (bool, error) {
-		pods, err := cloneSetPods(ctx, cs)
+	framework.Poll(t, ctx, framework.RolloutTimeout, fmt.Sprintf("container %s of %v waiting for an image that cannot be pulled", container, names), func(ctx context.Context) (bool, error) {
+		pods, err := framework.CloneSetPods(ctx, cs)
 		if err != nil {
 			return false, err
 		}
@@ -51,8 +52,8 @@ func waitNotStarted(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, na
 			if p == nil {
 				return false, fmt.Errorf("pod %s is gone", name)
 			}
-			if s := findStatus(p, container); s == nil || s.Ready || s.State.Waiting == nil || podReady(p) {
-				return false, fmt.Errorf("pod %s: container %s status %+v, Pod Ready %v", name, container, s, podReady(p))
+			if s := framework.FindStatus(p, container); s == nil || s.Ready || s.State.Waiting == nil || framework.PodReady(p) {
+				return false, fmt.Errorf("pod %s: container %s status %+v, Pod Ready %v", name, container, s, framework.PodReady(p))
 			}
 		}
 		return true, nil
@@ -65,70 +66,69 @@ func waitNotStarted(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, na
 // included: 4/4/4/4, every sidecar running the good image, in the same Pods, no app container
 // restarted.
 func TestSidecarSetUpgradeSupersedesBadImage(t *testing.T) {
-	ctx := testContext(t)
-	u := newSidecarUpgrade(t, ctx, "ss-badimage", 4, func(s *v1alpha1.SidecarSet) {
+	ctx := framework.Context(t)
+	u := framework.NewSidecarUpgrade(t, ctx, "ss-badimage", 4, func(s *v1alpha1.SidecarSet) {
 		s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("50%"))
 	})
 
-	updateSidecarSet(t, ctx, u.set, sidecarImage(unpullableImage))
-	waitSidecarSetStatus(t, ctx, u.set, 4, 2, 2, 0)
-	pods, err := cloneSetPods(ctx, u.cs)
+	framework.UpdateSidecarSet(t, ctx, u.Set, framework.SidecarImage(unpullableImage))
+	framework.WaitSidecarSetStatus(t, ctx, u.Set, 4, 2, 2, 0)
+	pods, err := framework.CloneSetPods(ctx, u.Cs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	broken := podsSetTo(pods, upgradeSidecar, unpullableImage)
+	broken := podsSetTo(pods, framework.UpgradeSidecar, unpullableImage)
 	if len(broken) != 2 {
 		t.Fatalf("sidecars set to %s: %v, want 2 (maxUnavailable 50%% of 4)", unpullableImage, broken)
 	}
-	waitNotStarted(t, ctx, u.cs, broken, upgradeSidecar)
-	waitSidecarSetStatus(t, ctx, u.set, 4, 2, 2, 0)
+	waitNotStarted(t, ctx, u.Cs, broken, framework.UpgradeSidecar)
+	framework.WaitSidecarSetStatus(t, ctx, u.Set, 4, 2, 2, 0)
 
-	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
-	after := waitSidecarsOn(t, ctx, u, appImageV2, 4)
-	set := waitSidecarSetStatus(t, ctx, u.set, 4, 4, 4, 4)
-	checkSamePods(t, u.before, after)
+	framework.UpdateSidecarSet(t, ctx, u.Set, framework.SidecarImage(framework.AppImageV2))
+	after := framework.WaitSidecarsOn(t, ctx, u, framework.AppImageV2, 4)
+	set := framework.WaitSidecarSetStatus(t, ctx, u.Set, 4, 4, 4, 4)
+	framework.CheckSamePods(t, u.Before, after)
 	for name, p := range after {
-		if s := findStatus(p, "main"); s == nil || s.RestartCount != 0 {
+		if s := framework.FindStatus(p, "main"); s == nil || s.RestartCount != 0 {
 			t.Errorf("pod %s: app container status %+v, want restartCount 0: a sidecar upgrade must not restart it", name, s)
 		}
 		// As OpenKruise's tests check after an upgrade: each Pod's hash entries follow the
 		// SidecarSet's hashes and name its sidecar, the hash entry its latest ControllerRevision;
 		// every Pod is marked upgradable.
-		if e := ssHashes(t, p, v1alpha1.SidecarSetHashAnnotation)[u.set]; e.ControllerRevision == "" || e.ControllerRevision != set.Status.LatestRevision {
+		if e := framework.SidecarHashes(t, p, v1alpha1.SidecarSetHashAnnotation)[u.Set]; e.ControllerRevision == "" || e.ControllerRevision != set.Status.LatestRevision {
 			t.Errorf("pod %s: hash entry controllerRevision %q, want the SidecarSet's latest %q", name, e.ControllerRevision, set.Status.LatestRevision)
 		}
 		for key, want := range map[string]string{
 			v1alpha1.SidecarSetHashAnnotation:             set.Annotations[v1alpha1.SidecarSetHashAnnotation],
 			v1alpha1.SidecarSetHashWithoutImageAnnotation: set.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation],
 		} {
-			if e := ssHashes(t, p, key)[u.set]; want == "" || e.Hash != want || e.SidecarSetName != u.set || !slices.Equal(e.SidecarList, []string{upgradeSidecar}) {
-				t.Errorf("pod %s: %s entry %+v, want hash %q, sidecarSetName %s, sidecarList [%s]", name, key, e, want, u.set, upgradeSidecar)
+			if e := framework.SidecarHashes(t, p, key)[u.Set]; want == "" || e.Hash != want || e.SidecarSetName != u.Set || !slices.Equal(e.SidecarList, []string{framework.UpgradeSidecar}) {
+				t.Errorf("pod %s: %s entry %+v, want hash %q, sidecarSetName %s, sidecarList [%s]", name, key, e, want, u.Set, framework.UpgradeSidecar)
 			}
 		}
-		if got := conditionStatus(p, pub.SidecarSetUpgradable); got != corev1.ConditionTrue {
+		if got := framework.ConditionStatus(p, pub.SidecarSetUpgradable); got != corev1.ConditionTrue {
 			t.Errorf("pod %s: condition %s %s, want True", name, pub.SidecarSetUpgradable, got)
 		}
 	}
 }
 
 // newHotSidecarSet creates the SidecarSet of TestSidecarSetHotUpgrade (the pair mesh-1/mesh-2 on
-// appImageV1, empty image emptyImage, Pods app=web) and a CloneSet of n Pods, and waits until they
+// framework.AppImageV1, empty image emptyImage, Pods app=web) and a CloneSet of n Pods, and waits until they
 // run it and the SidecarSet counts them.
 func newHotSidecarSet(t *testing.T, ctx context.Context, prefix string, n int32) (string, *v1alpha1.CloneSet, map[string]*corev1.Pod) {
 	t.Helper()
-	ns := newNamespace(t, ctx, prefix)
-	set := ssScopedSet(ns, ns, "web")
-	mesh := ssSidecar(corev1.Container{Name: "mesh", Image: appImageV1, ImagePullPolicy: corev1.PullNever}, v1alpha1.AfterAppContainerType)
+	ns := framework.NewNamespace(t, ctx, prefix)
+	set := framework.ScopedSidecarSet(ns, ns, "web")
+	mesh := framework.Sidecar(corev1.Container{Name: "mesh", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever}, v1alpha1.AfterAppContainerType)
 	mesh.UpgradeStrategy = v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: emptyImage}
 	set.Spec.Containers = []v1alpha1.SidecarContainer{mesh}
-	ssCreateSet(t, ctx, set)
-	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever})
-	ssWaitWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
-		return ssContainer(p.Spec.Containers, "mesh-2") != nil
+	framework.CreateSidecarSet(t, ctx, set)
+	probe := framework.LabeledPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
+	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
+		return framework.FindContainer(p.Spec.Containers, "mesh-2") != nil
 	})
-	cs := newUpdateCloneSet(t, ctx, ns, n, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := waitCloneSetReady(t, ctx, cs, n)
-	waitSidecarSetStatus(t, ctx, ns, n, n, n, n)
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, n, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	framework.WaitSidecarSetStatus(t, ctx, ns, n, n, n, n)
 	return ns, cs, before
 }
 
@@ -138,7 +138,7 @@ func newHotSidecarSet(t *testing.T, ctx context.Context, prefix string, n int32)
 // both Pods end as a hot upgrade does: mesh-2 working on the good image, mesh-1 back on the empty
 // image, 2/2/2/2. A change beyond the image then upgrades neither (2 matched, 0 updated, 2 ready).
 func TestSidecarSetHotUpgradeSupersedesBadImage(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	ns, cs, before := newHotSidecarSet(t, ctx, "ss-hot-bad", 2)
 	// As injected (OpenKruise "sidecarSet upgrade hot sidecar container image"): mesh-1 works
 	// at version 1, mesh-2 is empty at version 0, each the other's alt.
@@ -153,9 +153,9 @@ func TestSidecarSetHotUpgradeSupersedesBadImage(t *testing.T) {
 		}
 	}
 
-	updateSidecarSet(t, ctx, ns, sidecarImage(unpullableImage))
-	waitSidecarSetStatus(t, ctx, ns, 2, 1, 1, 0)
-	pods, err := cloneSetPods(ctx, cs)
+	framework.UpdateSidecarSet(t, ctx, ns, framework.SidecarImage(unpullableImage))
+	framework.WaitSidecarSetStatus(t, ctx, ns, 2, 1, 1, 0)
+	pods, err := framework.CloneSetPods(ctx, cs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,37 +164,37 @@ func TestSidecarSetHotUpgradeSupersedesBadImage(t *testing.T) {
 		t.Fatalf("mesh-2 set to %s in %v, want 1 Pod (maxUnavailable 1)", unpullableImage, broken)
 	}
 	waitNotStarted(t, ctx, cs, broken, "mesh-2")
-	waitSidecarSetStatus(t, ctx, ns, 2, 1, 1, 0)
+	framework.WaitSidecarSetStatus(t, ctx, ns, 2, 1, 1, 0)
 	if hp := hotPairOf(t, pods[broken[0]]); hp.working != "mesh-2" || !slices.Equal(hp.serving, []string{"mesh-1"}) {
 		t.Errorf("pod %s: %+v, want mesh-2 recorded as working and mesh-1 still serving", broken[0], hp)
 	}
 
-	updateSidecarSet(t, ctx, ns, sidecarImage(appImageV2))
-	poll(t, ctx, rolloutTimeout, "both Pods hot-upgraded to "+appImageV2+", mesh-2 working, mesh-1 empty", func(ctx context.Context) (bool, error) {
-		if pods, err = cloneSetPods(ctx, cs); err != nil {
+	framework.UpdateSidecarSet(t, ctx, ns, framework.SidecarImage(framework.AppImageV2))
+	framework.Poll(t, ctx, framework.RolloutTimeout, "both Pods hot-upgraded to "+framework.AppImageV2+", mesh-2 working, mesh-1 empty", func(ctx context.Context) (bool, error) {
+		if pods, err = framework.CloneSetPods(ctx, cs); err != nil {
 			return false, err
 		}
 		for name, p := range pods {
 			hp := hotPairOf(t, p)
-			if hp.working != "mesh-2" || hp.image2 != appImageV2 || hp.image1 != emptyImage || !slices.Equal(hp.serving, []string{"mesh-2"}) || !podReady(p) {
+			if hp.working != "mesh-2" || hp.image2 != framework.AppImageV2 || hp.image1 != emptyImage || !slices.Equal(hp.serving, []string{"mesh-2"}) || !framework.PodReady(p) {
 				return false, fmt.Errorf("pod %s: %+v", name, hp)
 			}
 		}
 		return true, nil
 	})
-	waitSidecarSetStatus(t, ctx, ns, 2, 2, 2, 2)
-	checkSamePods(t, before, pods)
+	framework.WaitSidecarSetStatus(t, ctx, ns, 2, 2, 2, 2)
+	framework.CheckSamePods(t, before, pods)
 	for name, p := range pods {
-		if s := findStatus(p, "main"); s == nil || s.RestartCount != 0 {
+		if s := framework.FindStatus(p, "main"); s == nil || s.RestartCount != 0 {
 			t.Errorf("pod %s: app container %+v, want restartCount 0", name, s)
 		}
 	}
 
 	// A change beyond the image upgrades no Pod, hot or not: 2 matched, none updated, 2 ready.
-	updateSidecarSet(t, ctx, ns, func(s *v1alpha1.SidecarSet) {
+	framework.UpdateSidecarSet(t, ctx, ns, func(s *v1alpha1.SidecarSet) {
 		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "PROXY", Value: "127.0.0.1"}}
 	})
-	waitSidecarSetStatus(t, ctx, ns, 2, 0, 2, 0)
+	framework.WaitSidecarSetStatus(t, ctx, ns, 2, 0, 2, 0)
 }
 
 // TestSidecarSetPatchPodMetadataFollowsUpgrade (OpenKruise "sidecarSet patch pod metadata"): a
@@ -205,7 +205,7 @@ func TestSidecarSetHotUpgradeSupersedesBadImage(t *testing.T) {
 // As with OpenKruise, the key must first be allowed in the kruise-configuration ConfigMap
 // (SidecarSet_PatchPodMetadata_WhiteList).
 func TestSidecarSetPatchPodMetadataFollowsUpgrade(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	allowPatchPodMetadata(t, ctx, nil, `^key$`)
 	patch := func(value string) func(*v1alpha1.SidecarSet) {
 		return func(s *v1alpha1.SidecarSet) {
@@ -215,7 +215,7 @@ func TestSidecarSetPatchPodMetadataFollowsUpgrade(t *testing.T) {
 			}}
 		}
 	}
-	u := newSidecarUpgrade(t, ctx, "ss-patchmeta", 2, patch(`{"agent":1}`))
+	u := framework.NewSidecarUpgrade(t, ctx, "ss-patchmeta", 2, patch(`{"agent":1}`))
 	checkKey := func(pods map[string]*corev1.Pod, want string) {
 		t.Helper()
 		for name, p := range pods {
@@ -224,32 +224,27 @@ func TestSidecarSetPatchPodMetadataFollowsUpgrade(t *testing.T) {
 			}
 		}
 	}
-	checkKey(u.before, `{"agent":1}`)
+	checkKey(u.Before, `{"agent":1}`)
 
-	updateSidecarSet(t, ctx, u.set, patch(`{"agent":2}`))
-	waitSidecarSetStatus(t, ctx, u.set, 2, 2, 2, 2)
+	framework.UpdateSidecarSet(t, ctx, u.Set, patch(`{"agent":2}`))
+	framework.WaitSidecarSetStatus(t, ctx, u.Set, 2, 2, 2, 2)
 	// The controller has seen the change; watch that it writes nothing to the Pods.
-	deadline := time.Now().Add(settleWindow)
-	for time.Now().Before(deadline) {
-		pods, err := cloneSetPods(ctx, u.cs)
+	framework.Consistently(t, ctx, framework.SettleWindow, 200*time.Millisecond, func(ctx context.Context) error {
+		pods, err := framework.CloneSetPods(ctx, u.Cs)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		for name, p := range pods {
-			if p.Annotations["key"] != `{"agent":1}` || specImage(p, upgradeSidecar) != appImageV1 {
-				t.Fatalf("pod %s changed by a change of patchPodMetadata alone: key %q, sidecar %s", name, p.Annotations["key"], specImage(p, upgradeSidecar))
+			if p.Annotations["key"] != `{"agent":1}` || framework.SpecImage(p, framework.UpgradeSidecar) != framework.AppImageV1 {
+				return fmt.Errorf("pod %s changed by a change of patchPodMetadata alone: key %q, sidecar %s", name, p.Annotations["key"], framework.SpecImage(p, framework.UpgradeSidecar))
 			}
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 
-	updateSidecarSet(t, ctx, u.set, sidecarImage(appImageV2))
-	after := waitSidecarsOn(t, ctx, u, appImageV2, 2)
-	waitSidecarSetStatus(t, ctx, u.set, 2, 2, 2, 2)
-	checkSidecarsUpgraded(t, u.before, after, appImageV2, 1)
+	framework.UpdateSidecarSet(t, ctx, u.Set, framework.SidecarImage(framework.AppImageV2))
+	after := framework.WaitSidecarsOn(t, ctx, u, framework.AppImageV2, 2)
+	framework.WaitSidecarSetStatus(t, ctx, u.Set, 2, 2, 2, 2)
+	framework.CheckSidecarsUpgraded(t, u.Before, after, framework.AppImageV2, 1)
 	checkKey(after, `{"agent":2}`)
 }

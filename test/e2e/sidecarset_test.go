@@ -13,6 +13,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // TestSidecarSetAdmission: inplace-apiserver's SidecarSet admission writes OpenKruise's hash
@@ -20,7 +21,7 @@ import (
 // 422, a SidecarSet that injects a container of the same name as another one selecting the same
 // Pods.
 func TestSidecarSetAdmission(t *testing.T) {
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	app := "e2e-sidecar-" + utilrand.String(5)
 	newSet := func(name, container, image string) *v1alpha1.SidecarSet {
 		return &v1alpha1.SidecarSet{
@@ -32,8 +33,8 @@ func TestSidecarSetAdmission(t *testing.T) {
 			},
 		}
 	}
-	sets := inplace.AppsV1alpha1().SidecarSets()
-	first, err := sets.Create(ctx, newSet(app+"-a", "agent", appImageV1), metav1.CreateOptions{})
+	sets := framework.Inplace.AppsV1alpha1().SidecarSets()
+	first, err := sets.Create(ctx, newSet(app+"-a", "agent", framework.AppImageV1), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,14 +45,14 @@ func TestSidecarSetAdmission(t *testing.T) {
 		t.Fatalf("annotations %v, want hash %s and hash without image %s", first.Annotations, hash, withoutImage)
 	}
 
-	updated := updateSidecarSet(t, ctx, first.Name, sidecarImage("inplace.local/app:v2"))
+	updated := framework.UpdateSidecarSet(t, ctx, first.Name, framework.SidecarImage("inplace.local/app:v2"))
 	if updated.Annotations[v1alpha1.SidecarSetHashAnnotation] == hash || updated.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] != withoutImage {
 		t.Errorf("after an image change: %v; before: hash %s, without image %s", updated.Annotations, hash, withoutImage)
 	}
 
 	// The admission cache may lag the first SidecarSet by a moment: retry until it answers 422.
-	poll(t, ctx, rbacTimeout, "a clashing SidecarSet refused", func(ctx context.Context) (bool, error) {
-		s, err := sets.Create(ctx, newSet(app+"-b", "agent", appImageV1), metav1.CreateOptions{})
+	framework.Poll(t, ctx, framework.RbacTimeout, "a clashing SidecarSet refused", func(ctx context.Context) (bool, error) {
+		s, err := sets.Create(ctx, newSet(app+"-b", "agent", framework.AppImageV1), metav1.CreateOptions{})
 		if err == nil {
 			_ = sets.Delete(ctx, s.Name, metav1.DeleteOptions{})
 			return false, nil
@@ -59,7 +60,7 @@ func TestSidecarSetAdmission(t *testing.T) {
 		return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "SidecarSet "+first.Name) &&
 			strings.Contains(err.Error(), "container agent"), err
 	})
-	other, err := sets.Create(ctx, newSet(app+"-c", "proxy", appImageV1), metav1.CreateOptions{})
+	other, err := sets.Create(ctx, newSet(app+"-c", "proxy", framework.AppImageV1), metav1.CreateOptions{})
 	if err != nil {
 		t.Errorf("a SidecarSet with another container name: %v", err)
 	} else {
@@ -72,22 +73,21 @@ func TestSidecarSetAdmission(t *testing.T) {
 // untouched. With inplace-apiserver stopped, Pods are still created, well within the webhook's
 // timeout (failurePolicy Ignore; OpenKruise's webhook blocks every Pod then, openkruise/kruise#634).
 func TestSidecarSetInjectionAtCreation(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "inject")
+	ctx, ns := framework.Start(t, "inject")
 	app := "e2e-inject-" + utilrand.String(5)
 	set := &v1alpha1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: app},
 		Spec: v1alpha1.SidecarSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
 			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{
-				Name: "agent", Image: appImageV1, ImagePullPolicy: corev1.PullNever}}},
+				Name: "agent", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever}}},
 		},
 	}
-	if _, err := inplace.AppsV1alpha1().SidecarSets().Create(ctx, set, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.Inplace.AppsV1alpha1().SidecarSets().Create(ctx, set, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), app, metav1.DeleteOptions{})
+		_ = framework.Inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), app, metav1.DeleteOptions{})
 	})
 
 	podYAML := func(name, label string) string {
@@ -96,18 +96,18 @@ kind: Pod
 metadata: {name: ` + name + `, labels: {app: ` + label + `}}
 spec:
   terminationGracePeriodSeconds: 1
-  containers: [{name: main, image: ` + appImageV1 + `, imagePullPolicy: Never}]
+  containers: [{name: main, image: ` + framework.AppImageV1 + `, imagePullPolicy: Never}]
 `
 	}
 	// The webhook's SidecarSet cache may lag the new SidecarSet for a moment.
 	var pod *corev1.Pod
-	poll(t, ctx, rbacTimeout, "a Pod created with its sidecar", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, framework.RbacTimeout, "a Pod created with its sidecar", func(ctx context.Context) (bool, error) {
 		name := "web-" + utilrand.String(4)
-		if _, _, err := kubectl(ctx, podYAML(name, app), "create", "-n", ns, "-f", "-"); err != nil {
+		if _, _, err := framework.Kubectl(ctx, podYAML(name, app), "create", "-n", ns, "-f", "-"); err != nil {
 			return false, err
 		}
 		var err error
-		if pod, err = kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+		if pod, err = framework.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
 			return false, err
 		}
 		return len(pod.Spec.Containers) == 2, nil
@@ -116,37 +116,33 @@ spec:
 		pod.Annotations["kruise.io/sidecarset-injected-list"] != app {
 		t.Errorf("containers %v annotations %v: want agent injected before main", pod.Spec.Containers, pod.Annotations)
 	}
-	if running := waitPodSettled(t, ctx, ns, pod.Name); containerStatus(t, running, "agent").State.Running == nil {
+	if running := framework.WaitPodSettled(t, ctx, ns, pod.Name); framework.ContainerStatus(t, running, "agent").State.Running == nil {
 		t.Errorf("the sidecar does not run: %+v", running.Status.ContainerStatuses)
 	}
 
-	plain := mustKubectl(t, ctx, podYAML("plain", "other"), "create", "-n", ns, "-f", "-")
+	plain := framework.MustKubectl(t, ctx, podYAML("plain", "other"), "create", "-n", ns, "-f", "-")
 	if !strings.Contains(plain, "created") {
 		t.Fatalf("kubectl create: %s", plain)
 	}
-	if p, err := kube.CoreV1().Pods(ns).Get(ctx, "plain", metav1.GetOptions{}); err != nil || len(p.Spec.Containers) != 1 {
+	if p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "plain", metav1.GetOptions{}); err != nil || len(p.Spec.Containers) != 1 {
 		t.Errorf("a Pod no SidecarSet selects: %v %v", p, err)
 	}
 
 	// inplace-apiserver down: the webhook fails open.
-	t.Cleanup(func() {
-		if !currentProgram(t, "inplace-apiserver").alive() {
-			_ = runLocalUpHook(t, apiserverHook)
-		}
-	})
-	takeDown(t, ctx, "inplace-apiserver")
+	framework.StartAgainAfter(t, "inplace-apiserver")
+	framework.TakeDown(t, ctx, "inplace-apiserver")
 	start := time.Now()
-	mustKubectl(t, ctx, podYAML("while-down", app), "create", "-n", ns, "-f", "-")
+	framework.MustKubectl(t, ctx, podYAML("while-down", app), "create", "-n", ns, "-f", "-")
 	took := time.Since(start)
 	if took > 3*time.Second {
 		t.Errorf("creating a Pod with inplace-apiserver stopped took %v, want under the webhook's 3 s timeout", took)
 	}
 	t.Logf("Pod created in %v with inplace-apiserver stopped", took)
-	if p, err := kube.CoreV1().Pods(ns).Get(ctx, "while-down", metav1.GetOptions{}); err != nil || len(p.Spec.Containers) != 1 {
+	if p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "while-down", metav1.GetOptions{}); err != nil || len(p.Spec.Containers) != 1 {
 		t.Errorf("Pod created while inplace-apiserver was down: %v %v, want it created as written", p, err)
 	}
-	if err := runLocalUpHook(t, apiserverHook); err != nil {
+	if err := framework.RunLocalUpHook(t, framework.ApiserverHook); err != nil {
 		t.Fatalf("starting inplace-apiserver again: %v", err)
 	}
-	poll(t, ctx, 60*time.Second, "APIService Available again", func(ctx context.Context) (bool, error) { return apiServiceAvailable(ctx) })
+	framework.Poll(t, ctx, 60*time.Second, "APIService Available again", func(ctx context.Context) (bool, error) { return framework.APIServiceAvailable(ctx) })
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // The kinds written at apps.kruise.io/v1beta1 on the real cluster, OpenKruise v1.9's
@@ -27,16 +28,15 @@ import (
 // v1beta1: the same Pods, the sidecar restarted once, the app container never; its status is
 // read at v1beta1.
 func TestSidecarSetV1beta1InjectAndUpgrade(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ss-beta")
-	sets := inplace.AppsV1beta1().SidecarSets()
+	ctx, ns := framework.Start(t, "ss-beta")
+	sets := framework.Inplace.AppsV1beta1().SidecarSets()
 	set := &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: ns},
 		Spec: v1beta1.SidecarSetSpec{
 			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
 			Containers: []v1beta1.SidecarContainer{{
-				Container:       corev1.Container{Name: upgradeSidecar, Image: appImageV1, ImagePullPolicy: corev1.PullNever},
+				Container:       corev1.Container{Name: framework.UpgradeSidecar, Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever},
 				PodInjectPolicy: v1beta1.AfterAppContainerType,
 			}},
 			CustomVersion: "v1",
@@ -47,26 +47,25 @@ func TestSidecarSetV1beta1InjectAndUpgrade(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = sets.Delete(context.Background(), set.Name, metav1.DeleteOptions{}) })
 
-	probe := ssPod(ns, "probe", "web", corev1.Container{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever})
-	ssWaitWebhook(t, ctx, "the Pod webhook to inject the v1beta1 SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
-		return ssContainer(p.Spec.Containers, upgradeSidecar) != nil
+	probe := framework.LabeledPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
+	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject the v1beta1 SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
+		return framework.FindContainer(p.Spec.Containers, framework.UpgradeSidecar) != nil
 	})
-	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := waitCloneSetReady(t, ctx, cs, 2)
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	for name, p := range before {
-		if c := ssContainer(p.Spec.Containers, upgradeSidecar); c == nil || c.Image != appImageV1 {
-			t.Fatalf("pod %s: containers %v, want the sidecar %s on %s", name, ssNames(p.Spec.Containers), upgradeSidecar, appImageV1)
+		if c := framework.FindContainer(p.Spec.Containers, framework.UpgradeSidecar); c == nil || c.Image != framework.AppImageV1 {
+			t.Fatalf("pod %s: containers %v, want the sidecar %s on %s", name, framework.ContainerNames(p.Spec.Containers), framework.UpgradeSidecar, framework.AppImageV1)
 		}
 	}
-	u := &sidecarUpgrade{ns: ns, set: ns, cs: cs, before: before}
-	waitSidecarSetStatus(t, ctx, ns, 2, 2, 2, 2)
+	u := &framework.SidecarUpgrade{Ns: ns, Set: ns, Cs: cs, Before: before}
+	framework.WaitSidecarSetStatus(t, ctx, ns, 2, 2, 2, 2)
 
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := sets.Get(ctx, set.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		cur.Spec.Containers[0].Image = appImageV2
+		cur.Spec.Containers[0].Image = framework.AppImageV2
 		cur.Spec.CustomVersion = "v2"
 		_, err = sets.Update(ctx, cur, metav1.UpdateOptions{})
 		return err
@@ -74,9 +73,9 @@ func TestSidecarSetV1beta1InjectAndUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatalf("changing the sidecar image at v1beta1: %v", err)
 	}
-	after := waitSidecarsOn(t, ctx, u, appImageV2, 2)
-	checkSidecarsUpgraded(t, before, after, appImageV2, 1)
-	poll(t, ctx, rolloutTimeout, "the v1beta1 SidecarSet's status to count 2 updated Pods", func(ctx context.Context) (bool, error) {
+	after := framework.WaitSidecarsOn(t, ctx, u, framework.AppImageV2, 2)
+	framework.CheckSidecarsUpgraded(t, before, after, framework.AppImageV2, 1)
+	framework.Poll(t, ctx, framework.RolloutTimeout, "the v1beta1 SidecarSet's status to count 2 updated Pods", func(ctx context.Context) (bool, error) {
 		got, err := sets.Get(ctx, set.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -86,7 +85,7 @@ func TestSidecarSetV1beta1InjectAndUpgrade(t *testing.T) {
 			fmt.Errorf("generation %d, status %+v", got.Generation, st)
 	})
 	// v1alpha1 sees the custom version as OpenKruise's label.
-	if a, err := inplace.AppsV1alpha1().SidecarSets().Get(ctx, set.Name, metav1.GetOptions{}); err != nil || a.Labels[v1alpha1.SidecarSetCustomVersionLabel] != "v2" {
+	if a, err := framework.Inplace.AppsV1alpha1().SidecarSets().Get(ctx, set.Name, metav1.GetOptions{}); err != nil || a.Labels[v1alpha1.SidecarSetCustomVersionLabel] != "v2" {
 		t.Errorf("at v1alpha1: %v (%v), want the label %s=v2", a, err, v1alpha1.SidecarSetCustomVersionLabel)
 	}
 }
@@ -94,11 +93,11 @@ func TestSidecarSetV1beta1InjectAndUpgrade(t *testing.T) {
 // TestImagePullJobV1beta1Pulls: an ImagePullJob written at v1beta1 pulls its image on every node,
 // and its status is read at v1beta1.
 func TestImagePullJobV1beta1Pulls(t *testing.T) {
-	reg, nodes := registryNodes(t)
-	ctx := testContext(t)
+	reg, nodes := framework.RegistryNodes(t)
+	ctx := framework.Context(t)
 	image := reg + "/remote/app:v2"
 	removeFromNodes(t, ctx, nodes, image)
-	ns := newNamespace(t, ctx, "imagepull-beta")
+	ns := framework.NewNamespace(t, ctx, "imagepull-beta")
 	job := &v1beta1.ImagePullJob{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "beta"},
 		Spec: v1beta1.ImagePullJobSpec{Image: image, ImagePullJobTemplate: v1beta1.ImagePullJobTemplate{
@@ -107,12 +106,12 @@ func TestImagePullJobV1beta1Pulls(t *testing.T) {
 			CompletionPolicy: v1beta1.CompletionPolicy{Type: v1beta1.Always},
 		}},
 	}
-	jobs := inplace.AppsV1beta1().ImagePullJobs(ns)
+	jobs := framework.Inplace.AppsV1beta1().ImagePullJobs(ns)
 	if _, err := jobs.Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the v1beta1 ImagePullJob: %v", err)
 	}
 	want := int32(len(nodes))
-	poll(t, ctx, rolloutTimeout, "the v1beta1 ImagePullJob to complete", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, framework.RolloutTimeout, "the v1beta1 ImagePullJob to complete", func(ctx context.Context) (bool, error) {
 		got, err := jobs.Get(ctx, job.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -121,35 +120,29 @@ func TestImagePullJobV1beta1Pulls(t *testing.T) {
 		return s.CompletionTime != nil && s.Desired == want && s.Succeeded == want && s.Failed == 0, fmt.Errorf("status %+v", s)
 	})
 	for _, n := range nodes {
-		if img := criImage(t, ctx, n, image); img == nil {
-			t.Errorf("node %s: containerd has no %s after the v1beta1 job", n.name, image)
+		if img := framework.CRIImage(t, ctx, n, image); img == nil {
+			t.Errorf("node %s: containerd has no %s after the v1beta1 job", n.Name, image)
 		}
 	}
 }
 
-// newCloneSetV1beta1 creates, at v1beta1, a CloneSet "web" of n Pods on appImageV1 with the update
+// newCloneSetV1beta1 creates, at v1beta1, a CloneSet "web" of n Pods on framework.AppImageV1 with the update
 // strategy, and returns its v1alpha1 view (the same object) for the CloneSet helpers.
 func newCloneSetV1beta1(t *testing.T, ctx context.Context, ns string, n int32, strategy v1beta1.CloneSetUpdateStrategy) *v1alpha1.CloneSet {
 	t.Helper()
 	cs := &v1beta1.CloneSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: v1beta1.CloneSetSpec{
-			Replicas: ptr.To(n),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					Containers:                    []corev1.Container{{Name: "main", Image: appImageV1, ImagePullPolicy: corev1.PullNever}},
-				},
-			},
+			Replicas:       ptr.To(n),
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template:       framework.PodTemplate(map[string]string{"app": "web"}, framework.Container("main", framework.AppImageV1)),
 			UpdateStrategy: strategy,
 		},
 	}
-	if _, err := inplace.AppsV1beta1().CloneSets(ns).Create(ctx, cs, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.Inplace.AppsV1beta1().CloneSets(ns).Create(ctx, cs, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the v1beta1 CloneSet: %v", err)
 	}
-	alpha, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+	alpha, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("reading the CloneSet at v1alpha1: %v", err)
 	}
@@ -161,12 +154,12 @@ func setImageV1beta1(t *testing.T, ctx context.Context, ns, image string) int64 
 	t.Helper()
 	var generation int64
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+		cur, err := framework.Inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		cur.Spec.Template.Spec.Containers[0].Image = image
-		out, err := inplace.AppsV1beta1().CloneSets(ns).Update(ctx, cur, metav1.UpdateOptions{})
+		out, err := framework.Inplace.AppsV1beta1().CloneSets(ns).Update(ctx, cur, metav1.UpdateOptions{})
 		if err == nil {
 			generation = out.Generation
 		}
@@ -183,8 +176,7 @@ func setImageV1beta1(t *testing.T, ctx context.Context, ns, image string) int64 
 // cloneset scenario): the same Pods on the new image, and the v1beta1 status counts them updated
 // and ready.
 func TestCloneSetV1beta1InPlaceRollout(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-beta")
+	ctx, ns := framework.Start(t, "clone-beta")
 	cs := newCloneSetV1beta1(t, ctx, ns, 2, v1beta1.CloneSetUpdateStrategy{
 		Type: v1beta1.RollingUpdateCloneSetUpdateStrategyType,
 		RollingUpdate: &v1beta1.RollingUpdateCloneSetStrategy{
@@ -192,16 +184,16 @@ func TestCloneSetV1beta1InPlaceRollout(t *testing.T) {
 			MaxUnavailable:  ptr.To(intstr.FromInt32(2)),
 		},
 	})
-	before := waitCloneSetReady(t, ctx, cs, 2)
-	generation := setImageV1beta1(t, ctx, ns, appImageV2)
-	got, after := waitRolledOut(t, ctx, cs, 2)
-	checkSamePods(t, before, after)
+	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
+	generation := setImageV1beta1(t, ctx, ns, framework.AppImageV2)
+	got, after := framework.WaitRolledOut(t, ctx, cs, 2)
+	framework.CheckSamePods(t, before, after)
 	for name, p := range after {
-		if specImage(p, "main") != appImageV2 || podRevision(p) != got.Status.UpdateRevision {
-			t.Errorf("pod %s: image %s at revision %s, want %s at %s", name, specImage(p, "main"), podRevision(p), appImageV2, got.Status.UpdateRevision)
+		if framework.SpecImage(p, "main") != framework.AppImageV2 || framework.PodRevision(p) != got.Status.UpdateRevision {
+			t.Errorf("pod %s: image %s at revision %s, want %s at %s", name, framework.SpecImage(p, "main"), framework.PodRevision(p), framework.AppImageV2, got.Status.UpdateRevision)
 		}
 	}
-	b, err := inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+	b, err := framework.Inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,16 +206,15 @@ func TestCloneSetV1beta1InPlaceRollout(t *testing.T) {
 // the update revision and updates no Pod, in place or by recreation; a Pod the user deletes comes
 // back at the new revision, the other stays on the old one (OpenKruise master's OnDelete).
 func TestCloneSetV1beta1OnDelete(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "clone-ondelete")
+	ctx, ns := framework.Start(t, "clone-ondelete")
 	cs := newCloneSetV1beta1(t, ctx, ns, 2, v1beta1.CloneSetUpdateStrategy{Type: v1beta1.OnDeleteCloneSetUpdateStrategyType})
-	before := waitCloneSetReady(t, ctx, cs, 2)
-	oldRevision := podRevision(before[slices.Sorted(maps.Keys(before))[0]])
-	generation := setImageV1beta1(t, ctx, ns, appImageV2)
+	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
+	oldRevision := framework.PodRevision(before[slices.Sorted(maps.Keys(before))[0]])
+	generation := setImageV1beta1(t, ctx, ns, framework.AppImageV2)
 
 	var updateRevision string
-	poll(t, ctx, 30*time.Second, "the v1beta1 status to move to the new revision", func(ctx context.Context) (bool, error) {
-		b, err := inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+	framework.Poll(t, ctx, 30*time.Second, "the v1beta1 status to move to the new revision", func(ctx context.Context) (bool, error) {
+		b, err := framework.Inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -234,7 +225,7 @@ func TestCloneSetV1beta1OnDelete(t *testing.T) {
 	// No Pod is touched: the same two, on the old revision and image, none counted updated, for
 	// several of the controller's syncs.
 	untouched := func(ctx context.Context) error {
-		pods, err := cloneSetPods(ctx, cs)
+		pods, err := framework.CloneSetPods(ctx, cs)
 		if err != nil {
 			return err
 		}
@@ -242,13 +233,13 @@ func TestCloneSetV1beta1OnDelete(t *testing.T) {
 			return fmt.Errorf("%d pods, want the 2 of before", len(pods))
 		}
 		for name, p := range pods {
-			if b := before[name]; b == nil || b.UID != p.UID || podRevision(p) != oldRevision || specImage(p, "main") != appImageV1 ||
+			if b := before[name]; b == nil || b.UID != p.UID || framework.PodRevision(p) != oldRevision || framework.SpecImage(p, "main") != framework.AppImageV1 ||
 				p.Annotations["apps.kruise.io/inplace-update-state"] != "" {
-				return fmt.Errorf("pod %s (uid %s) changed: revision %s, image %s, state %q", name, p.UID, podRevision(p),
-					specImage(p, "main"), p.Annotations["apps.kruise.io/inplace-update-state"])
+				return fmt.Errorf("pod %s (uid %s) changed: revision %s, image %s, state %q", name, p.UID, framework.PodRevision(p),
+					framework.SpecImage(p, "main"), p.Annotations["apps.kruise.io/inplace-update-state"])
 			}
 		}
-		b, err := inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+		b, err := framework.Inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -257,33 +248,34 @@ func TestCloneSetV1beta1OnDelete(t *testing.T) {
 		}
 		return nil
 	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+	framework.Consistently(t, ctx, 5*time.Second, 250*time.Millisecond, func(ctx context.Context) error {
 		if err := untouched(ctx); err != nil {
-			t.Fatalf("under OnDelete: %v", err)
+			return fmt.Errorf("under OnDelete: %w", err)
 		}
-	}
+		return nil
+	})
 
 	victim := slices.Sorted(maps.Keys(before))[0]
-	if err := kube.CoreV1().Pods(ns).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
+	if err := framework.Kube.CoreV1().Pods(ns).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting pod %s: %v", victim, err)
 	}
-	poll(t, ctx, 90*time.Second, "the deleted Pod's replacement at the new revision", func(ctx context.Context) (bool, error) {
-		pods, err := cloneSetPods(ctx, cs)
+	framework.Poll(t, ctx, 90*time.Second, "the deleted Pod's replacement at the new revision", func(ctx context.Context) (bool, error) {
+		pods, err := framework.CloneSetPods(ctx, cs)
 		if err != nil {
 			return false, err
 		}
 		var fresh, kept int
 		for name, p := range pods {
 			switch b := before[name]; {
-			case b != nil && b.UID == p.UID && name != victim && podRevision(p) == oldRevision && specImage(p, "main") == appImageV1:
+			case b != nil && b.UID == p.UID && name != victim && framework.PodRevision(p) == oldRevision && framework.SpecImage(p, "main") == framework.AppImageV1:
 				kept++
-			case b == nil && podRevision(p) == updateRevision && specImage(p, "main") == appImageV2 && podReady(p):
+			case b == nil && framework.PodRevision(p) == updateRevision && framework.SpecImage(p, "main") == framework.AppImageV2 && framework.PodReady(p):
 				fresh++
 			default:
-				return false, fmt.Errorf("pod %s: revision %s, image %s, ready %v", name, podRevision(p), specImage(p, "main"), podReady(p))
+				return false, fmt.Errorf("pod %s: revision %s, image %s, ready %v", name, framework.PodRevision(p), framework.SpecImage(p, "main"), framework.PodReady(p))
 			}
 		}
-		b, err := inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+		b, err := framework.Inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}

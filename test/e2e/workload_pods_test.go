@@ -21,6 +21,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // How the Advanced StatefulSet and DaemonSet treat Pods beyond their own creations, held to
@@ -35,7 +36,7 @@ func patchPod(t *testing.T, ctx context.Context, ns, name string, patch map[stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kube.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
+	if _, err := framework.Kube.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("patching pod %s with %s: %v", name, data, err)
 	}
 }
@@ -52,8 +53,8 @@ func controllerUID(p *corev1.Pod) types.UID {
 // released it.
 func waitReleased(t *testing.T, ctx context.Context, ns, name string) {
 	t.Helper()
-	poll(t, ctx, time.Minute, "pod "+name+" released", func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	framework.Poll(t, ctx, time.Minute, "pod "+name+" released", func(ctx context.Context) (bool, error) {
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -65,14 +66,13 @@ func waitReleased(t *testing.T, ctx context.Context, ns, name string) {
 // same set created again adopts them (same UIDs, its controllerRef), creating and deleting
 // nothing, because they already run its revision.
 func TestAdvancedStatefulSetAdoptsOrphans(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-adopt")
-	spec := newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement)
-	set := createAdvancedStatefulSet(t, ctx, spec.DeepCopy())
-	before := waitStatefulSet(t, ctx, set, 2, 2)
-	mustKubectl(t, ctx, "", "-n", ns, "delete", "statefulsets.apps.kruise.io/db", "--cascade=orphan")
-	poll(t, ctx, time.Minute, "the Pods orphaned", func(ctx context.Context) (bool, error) {
-		pods, err := stsPods(ctx, set)
+	ctx, ns := framework.Start(t, "asts-adopt")
+	spec := framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement)
+	set := framework.CreateAdvancedStatefulSet(t, ctx, spec.DeepCopy())
+	before := framework.WaitStatefulSet(t, ctx, set, 2, 2)
+	framework.MustKubectl(t, ctx, "", "-n", ns, "delete", "statefulsets.apps.kruise.io/db", "--cascade=orphan")
+	framework.Poll(t, ctx, time.Minute, "the Pods orphaned", func(ctx context.Context) (bool, error) {
+		pods, err := framework.StatefulSetPods(ctx, set)
 		if err != nil {
 			return false, err
 		}
@@ -84,17 +84,17 @@ func TestAdvancedStatefulSetAdoptsOrphans(t *testing.T) {
 		return len(pods) == 2, fmt.Errorf("%d pods", len(pods))
 	})
 
-	rec := recordPods(t, ctx, ns)
-	again := createAdvancedStatefulSet(t, ctx, spec.DeepCopy())
-	after := waitStatefulSet(t, ctx, again, 2, 2)
-	events := rec.upTo(t, ctx, ns)
-	checkSamePods(t, before, after)
+	rec := framework.RecordPods(t, ctx, ns)
+	again := framework.CreateAdvancedStatefulSet(t, ctx, spec.DeepCopy())
+	after := framework.WaitStatefulSet(t, ctx, again, 2, 2)
+	events := rec.UpTo(t, ctx, ns)
+	framework.CheckSamePods(t, before, after)
 	for name, p := range after {
 		if controllerUID(p) != again.UID {
 			t.Errorf("pod %s controlled by %q, want the new set %s", name, controllerUID(p), again.UID)
 		}
 	}
-	if changed := podsAddedOrDeleted(rec, events); len(changed) > 0 {
+	if changed := framework.PodsAddedOrDeleted(rec, events); len(changed) > 0 {
 		t.Errorf("pods created or deleted while adopting: %v", changed)
 	}
 }
@@ -103,18 +103,17 @@ func TestAdvancedStatefulSetAdoptsOrphans(t *testing.T) {
 // labels is adopted rather than blocking ordinal 1; it does not run the set's revision (no claim
 // mounted), so the set replaces it with its own db-1.
 func TestAdvancedStatefulSetAdoptsOrphanBlockingItsOrdinal(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-orphan")
-	orphan := crrPod(ns, "db-1", false, stubbornContainer("main"))
+	ctx, ns := framework.Start(t, "asts-orphan")
+	orphan := framework.CRRPod(ns, "db-1", false, framework.StubbornContainer("main"))
 	orphan.Labels = map[string]string{"app": "db"}
-	orphan = createCRRPod(t, ctx, orphan)
-	rec := recordPods(t, ctx, ns)
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement))
-	pods := waitStatefulSet(t, ctx, set, 2, 2)
-	events := rec.upTo(t, ctx, ns)
+	orphan = framework.CreateCRRPod(t, ctx, orphan)
+	rec := framework.RecordPods(t, ctx, ns)
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement))
+	pods := framework.WaitStatefulSet(t, ctx, set, 2, 2)
+	events := rec.UpTo(t, ctx, ns)
 	adopted := false
 	for _, e := range events {
-		if e.pod.UID == orphan.UID && controllerUID(e.pod) == set.UID {
+		if e.Pod.UID == orphan.UID && controllerUID(e.Pod) == set.UID {
 			adopted = true
 		}
 	}
@@ -129,16 +128,15 @@ func TestAdvancedStatefulSetAdoptsOrphanBlockingItsOrdinal(t *testing.T) {
 // TestAdvancedDaemonSetReleasesRelabelledPod: an agent relabelled out of the selector is released
 // (no controllerRef, still running) and its node gets a new agent.
 func TestAdvancedDaemonSetReleasesRelabelledPod(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-release")
-	n := readyNodes(t, ctx)
-	ds := newAdvancedDaemonSet(t, ctx, ns)
-	before := waitDaemonSet(t, ctx, ns, n, n)
+	ctx, ns := framework.Start(t, "ads-release")
+	n := framework.ReadyNodes(t, ctx)
+	ds := framework.NewAdvancedDaemonSet(t, ctx, ns)
+	before := framework.WaitDaemonSet(t, ctx, ns, n, n)
 	stray := before[0]
 	patchPod(t, ctx, ns, stray.Name, map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "stray"}}})
 	waitReleased(t, ctx, ns, stray.Name)
-	after := waitDaemonSet(t, ctx, ns, n, n)
-	expectOnePodPerNode(t, ctx, after)
+	after := framework.WaitDaemonSet(t, ctx, ns, n, n)
+	framework.ExpectOnePodPerNode(t, ctx, after)
 	for _, p := range after {
 		if p.UID == stray.UID {
 			t.Errorf("the released pod %s still counts as an agent", p.Name)
@@ -152,22 +150,21 @@ func TestAdvancedDaemonSetReleasesRelabelledPod(t *testing.T) {
 // TestAdvancedStatefulSetScaleMaxUnavailable: Parallel with scaleStrategy.maxUnavailable 2 scales
 // 2 -> 6 two Pods at a time: never more than two of the set's Pods unavailable at once.
 func TestAdvancedStatefulSetScaleMaxUnavailable(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-scale-mu")
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
+	ctx, ns := framework.Start(t, "asts-scale-mu")
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.ScaleStrategy = &v1beta1.StatefulSetScaleStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))}
-		s.Spec.Template.Spec.Containers[0].ReadinessProbe = readinessAfter(2)
+		s.Spec.Template.Spec.Containers[0].ReadinessProbe = framework.ReadinessAfter(2)
 	}))
-	waitStatefulSet(t, ctx, set, 2, 2)
-	rec := recordPods(t, ctx, ns)
-	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](6) })
-	waitStatefulSet(t, ctx, set, 6, 6)
-	events := rec.upTo(t, ctx, ns)
+	framework.WaitStatefulSet(t, ctx, set, 2, 2)
+	rec := framework.RecordPods(t, ctx, ns)
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](6) })
+	framework.WaitStatefulSet(t, ctx, set, 6, 6)
+	events := rec.UpTo(t, ctx, ns)
 	most := 0
-	rec.replay(events, func(_ podEvent, pods map[string]*corev1.Pod) {
+	rec.Replay(events, func(_ framework.PodEvent, pods map[string]*corev1.Pod) {
 		unready := 0
 		for _, p := range pods {
-			if !podReady(p) {
+			if !framework.PodReady(p) {
 				unready++
 			}
 		}
@@ -182,17 +179,16 @@ func TestAdvancedStatefulSetScaleMaxUnavailable(t *testing.T) {
 // deleted and created again under its name (with its claim), whatever the partition; the others
 // stay.
 func TestAdvancedStatefulSetSpecifiedDelete(t *testing.T) {
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-specified")
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 3, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
+	ctx, ns := framework.Start(t, "asts-specified")
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 3, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](3)
 	}))
-	before := waitStatefulSet(t, ctx, set, 3, 3)
-	claims := claimUIDs(t, ctx, ns)
+	before := framework.WaitStatefulSet(t, ctx, set, 3, 3)
+	claims := framework.ClaimUIDs(t, ctx, ns)
 	patchPod(t, ctx, ns, "db-1", map[string]any{"metadata": map[string]any{"labels": map[string]any{v1alpha1.SpecifiedDeleteKey: "true"}}})
 	var after map[string]*corev1.Pod
-	poll(t, ctx, 2*time.Minute, "db-1 created again", func(ctx context.Context) (bool, error) {
-		after = waitStatefulSet(t, ctx, set, 3, 3)
+	framework.Poll(t, ctx, 2*time.Minute, "db-1 created again", func(ctx context.Context) (bool, error) {
+		after = framework.WaitStatefulSet(t, ctx, set, 3, 3)
 		return after["db-1"].UID != before["db-1"].UID, fmt.Errorf("db-1 is still %s", before["db-1"].UID)
 	})
 	if _, ok := after["db-1"].Labels[v1alpha1.SpecifiedDeleteKey]; ok {
@@ -203,7 +199,7 @@ func TestAdvancedStatefulSetSpecifiedDelete(t *testing.T) {
 			t.Errorf("pod %s was recreated too", name)
 		}
 	}
-	if got := claimUIDs(t, ctx, ns); fmt.Sprint(got) != fmt.Sprint(claims) {
+	if got := framework.ClaimUIDs(t, ctx, ns); fmt.Sprint(got) != fmt.Sprint(claims) {
 		t.Errorf("claims %v, were %v: the Pod created again keeps its claim", got, claims)
 	}
 }
@@ -214,40 +210,38 @@ func TestAdvancedStatefulSetSpecifiedDelete(t *testing.T) {
 // is deleted.
 func TestAdvancedStatefulSetPreDeleteHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-predelete")
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
+	ctx, ns := framework.Start(t, "asts-predelete")
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{FinalizersHandler: []string{hold}, MarkPodNotReady: true}}
 	}))
-	waitStatefulSet(t, ctx, set, 2, 2)
+	framework.WaitStatefulSet(t, ctx, set, 2, 2)
 	// The hook's owner (here the test) puts its finalizer on the Pods it wants to hear about.
 	patchPod(t, ctx, ns, "db-1", map[string]any{"metadata": map[string]any{"finalizers": []string{hold}}})
 	t.Cleanup(func() {
-		_, _ = kube.CoreV1().Pods(ns).Patch(context.Background(), "db-1", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_, _ = framework.Kube.CoreV1().Pods(ns).Patch(context.Background(), "db-1", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	})
-	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })
-	poll(t, ctx, time.Minute, "db-1 PreparingDelete with KruisePodReady False", func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })
+	framework.Poll(t, ctx, time.Minute, "db-1 PreparingDelete with KruisePodReady False", func(ctx context.Context) (bool, error) {
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		state := p.Labels[pub.LifecycleStateKey]
-		return state == string(pub.LifecycleStatePreparingDelete) && conditionStatus(p, pub.KruisePodReadyConditionType) == corev1.ConditionFalse,
-			fmt.Errorf("state %q, KruisePodReady %s", state, conditionStatus(p, pub.KruisePodReadyConditionType))
+		return state == string(pub.LifecycleStatePreparingDelete) && framework.ConditionStatus(p, pub.KruisePodReadyConditionType) == corev1.ConditionFalse,
+			fmt.Errorf("state %q, KruisePodReady %s", state, framework.ConditionStatus(p, pub.KruisePodReadyConditionType))
 	})
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
+	framework.Consistently(t, ctx, 2*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
 		if err != nil || p.DeletionTimestamp != nil {
-			t.Fatalf("db-1 deleted while the preDelete hook holds it: %v", err)
+			return fmt.Errorf("db-1 deleted while the preDelete hook holds it: %v", err)
 		}
-		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
-	}
-	rec := recordPods(t, ctx, ns)
+		return nil
+	})
+	rec := framework.RecordPods(t, ctx, ns)
 	patchPod(t, ctx, ns, "db-1", map[string]any{"metadata": map[string]any{"finalizers": nil}})
-	waitStatefulSet(t, ctx, set, 1, 1)
-	events := rec.upTo(t, ctx, ns)
-	if !slices.ContainsFunc(events, func(e podEvent) bool { return e.pod.Name == "db-1" && e.typ == watch.Deleted }) {
+	framework.WaitStatefulSet(t, ctx, set, 1, 1)
+	events := rec.UpTo(t, ctx, ns)
+	if !slices.ContainsFunc(events, func(e framework.PodEvent) bool { return e.Pod.Name == "db-1" && e.Typ == watch.Deleted }) {
 		t.Errorf("db-1 not deleted once the hook released it")
 	}
 }
@@ -257,24 +251,21 @@ func TestAdvancedStatefulSetPreDeleteHook(t *testing.T) {
 // and is deleted once the label is removed.
 func TestAdvancedDaemonSetPreDeleteHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "ads-predelete")
-	n := readyNodes(t, ctx)
-	newAdvancedDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	ctx, ns := framework.Start(t, "ads-predelete")
+	_, pods := framework.ReadyDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}}}
 	})
-	pods := waitDaemonSet(t, ctx, ns, n, n)
 	victim := pods[0]
 	patchPod(t, ctx, ns, victim.Name, map[string]any{"metadata": map[string]any{"labels": map[string]any{hold: "true"}}})
-	updateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
+	framework.UpdateDaemonSet(t, ctx, ns, func(ds *v1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpNotIn, Values: []string{victim.Spec.NodeName}}},
 			}}},
 		}}
 	})
-	poll(t, ctx, time.Minute, victim.Name+" PreparingDelete", func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
+	framework.Poll(t, ctx, time.Minute, victim.Name+" PreparingDelete", func(ctx context.Context) (bool, error) {
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -284,8 +275,8 @@ func TestAdvancedDaemonSetPreDeleteHook(t *testing.T) {
 		return p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingDelete), fmt.Errorf("state %q", p.Labels[pub.LifecycleStateKey])
 	})
 	patchPod(t, ctx, ns, victim.Name, map[string]any{"metadata": map[string]any{"labels": map[string]any{hold: nil}}})
-	poll(t, ctx, time.Minute, victim.Name+" deleted once released", func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
+	framework.Poll(t, ctx, time.Minute, victim.Name+" deleted once released", func(ctx context.Context) (bool, error) {
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
@@ -301,49 +292,47 @@ func TestAdvancedDaemonSetPreDeleteHook(t *testing.T) {
 // it is updated in place (same UID) and Updated, and Normal again when the label is back.
 func TestAdvancedStatefulSetInPlaceUpdateHook(t *testing.T) {
 	const hold = "inplace-e2e/hold"
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-hook")
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
+	ctx, ns := framework.Start(t, "asts-hook")
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 1, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.Template.Labels[hold] = "true"
 		s.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}}}
 	}))
-	before := waitStatefulSet(t, ctx, set, 1, 1)["db-0"]
+	before := framework.WaitStatefulSet(t, ctx, set, 1, 1)["db-0"]
 	if s := before.Labels[pub.LifecycleStateKey]; s != string(pub.LifecycleStateNormal) {
 		t.Errorf("new pod in lifecycle state %q, want Normal", s)
 	}
-	set = updateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = appImageV2 })
+	set = framework.UpdateAdvancedStatefulSet(t, ctx, set, func(s *v1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2 })
 	state := func(ctx context.Context) (*corev1.Pod, pub.LifecycleStateType, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
 		if err != nil {
 			return nil, "", err
 		}
 		return p, pub.LifecycleStateType(p.Labels[pub.LifecycleStateKey]), nil
 	}
-	poll(t, ctx, time.Minute, "db-0 PreparingUpdate", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, time.Minute, "db-0 PreparingUpdate", func(ctx context.Context) (bool, error) {
 		_, s, err := state(ctx)
 		return s == pub.LifecycleStatePreparingUpdate, fmt.Errorf("state %q (%v)", s, err)
 	})
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
+	framework.Consistently(t, ctx, 2*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
 		p, s, err := state(ctx)
-		if err != nil || s != pub.LifecycleStatePreparingUpdate || specImage(p, "main") != appImageV1 {
-			t.Fatalf("while the hook holds: state %q, err %v", s, err)
+		if err != nil || s != pub.LifecycleStatePreparingUpdate || framework.SpecImage(p, "main") != framework.AppImageV1 {
+			return fmt.Errorf("while the hook holds: state %q, err %v", s, err)
 		}
-		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
-	}
+		return nil
+	})
 	patchPod(t, ctx, ns, "db-0", map[string]any{"metadata": map[string]any{"labels": map[string]any{hold: nil}}})
-	poll(t, ctx, time.Minute, "db-0 updated in place, Updated", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, time.Minute, "db-0 updated in place, Updated", func(ctx context.Context) (bool, error) {
 		p, s, err := state(ctx)
 		if err != nil {
 			return false, err
 		}
-		c := findStatus(p, "main")
-		return s == pub.LifecycleStateUpdated && p.UID == before.UID && c != nil && c.Image == appImageV2,
+		c := framework.FindStatus(p, "main")
+		return s == pub.LifecycleStateUpdated && p.UID == before.UID && c != nil && c.Image == framework.AppImageV2,
 			fmt.Errorf("state %q, uid %s, container %+v", s, p.UID, c)
 	})
 	patchPod(t, ctx, ns, "db-0", map[string]any{"metadata": map[string]any{"labels": map[string]any{hold: "true"}}})
-	waitStatefulSet(t, ctx, set, 1, 1)
-	poll(t, ctx, time.Minute, "db-0 Normal again", func(ctx context.Context) (bool, error) {
+	framework.WaitStatefulSet(t, ctx, set, 1, 1)
+	framework.Poll(t, ctx, time.Minute, "db-0 Normal again", func(ctx context.Context) (bool, error) {
 		_, s, err := state(ctx)
 		return s == pub.LifecycleStateNormal, fmt.Errorf("state %q (%v)", s, err)
 	})
@@ -353,29 +342,27 @@ func TestAdvancedStatefulSetInPlaceUpdateHook(t *testing.T) {
 // PreparingNormal, and with OrderedReady holds the next ordinal, until the hook's label is on it.
 func TestAdvancedStatefulSetPreNormalHook(t *testing.T) {
 	const done = "inplace-e2e/registered"
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx, "asts-prenormal")
-	set := createAdvancedStatefulSet(t, ctx, newAdvancedStatefulSet(ns, 2, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
+	ctx, ns := framework.Start(t, "asts-prenormal")
+	set := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 2, appsv1.OrderedReadyPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.Lifecycle = &pub.Lifecycle{PreNormal: &pub.LifecycleHook{LabelsHandler: map[string]string{done: "true"}}}
 	}))
-	poll(t, ctx, time.Minute, "db-0 running, PreparingNormal", func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
+	framework.Poll(t, ctx, time.Minute, "db-0 running, PreparingNormal", func(ctx context.Context) (bool, error) {
+		p, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		s := p.Labels[pub.LifecycleStateKey]
-		return podReady(p) && s == string(pub.LifecycleStatePreparingNormal), fmt.Errorf("ready %v, state %q", podReady(p), s)
+		return framework.PodReady(p) && s == string(pub.LifecycleStatePreparingNormal), fmt.Errorf("ready %v, state %q", framework.PodReady(p), s)
 	})
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		if pods, err := stsPods(ctx, set); err != nil || len(pods) != 1 {
-			t.Fatalf("pods %v (%v) while db-0 is PreparingNormal: OrderedReady holds db-1", slices.Sorted(maps.Keys(pods)), err)
+	framework.Consistently(t, ctx, 2*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
+		if pods, err := framework.StatefulSetPods(ctx, set); err != nil || len(pods) != 1 {
+			return fmt.Errorf("pods %v (%v) while db-0 is PreparingNormal: OrderedReady holds db-1", slices.Sorted(maps.Keys(pods)), err)
 		}
-		time.Sleep(200 * time.Millisecond) // an observation window, not a synchronisation
-	}
+		return nil
+	})
 	patchPod(t, ctx, ns, "db-0", map[string]any{"metadata": map[string]any{"labels": map[string]any{done: "true"}}})
-	poll(t, ctx, time.Minute, "db-1 created once db-0 is Normal", func(ctx context.Context) (bool, error) {
-		pods, err := stsPods(ctx, set)
+	framework.Poll(t, ctx, time.Minute, "db-1 created once db-0 is Normal", func(ctx context.Context) (bool, error) {
+		pods, err := framework.StatefulSetPods(ctx, set)
 		if err != nil {
 			return false, err
 		}

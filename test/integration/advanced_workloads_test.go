@@ -18,13 +18,8 @@ import (
 // create, read and update an Advanced StatefulSet at v1beta1 and at v1alpha1 and an Advanced
 // DaemonSet, and see OpenKruise's defaults.
 func TestKruiseClientAdvancedWorkloads(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
-	kc, err := kruiseclient.NewForConfig(s.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ctx := parallelServer(t)
+	kc := kruiseClient(t, s)
 	labels := map[string]string{"app": "kruise"}
 	tmpl := podTemplate(labels)
 
@@ -129,4 +124,14 @@ func TestKubectlAdvancedWorkloads(t *testing.T) {
 	if err == nil || !strings.Contains(stderr, "spec.podManagementPolicy") {
 		t.Errorf("changing podManagementPolicy: err %v, stderr %s; want a refusal naming spec.podManagementPolicy", err, stderr)
 	}
+}
+
+// kruiseClient is OpenKruise's own typed clientset (kruise-api), unchanged, on the server.
+func kruiseClient(t *testing.T, s *framework.Server) kruiseclient.Interface {
+	t.Helper()
+	kc, err := kruiseclient.NewForConfig(s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc
 }

@@ -11,7 +11,6 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	appsac "github.com/inplace-dev/inplace/pkg/generated/applyconfiguration/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/test/integration/framework"
 )
 
 const (
@@ -31,9 +30,7 @@ func webApply(replicas int32, image string) *appsac.CloneSetApplyConfiguration {
 }
 
 func TestServerSideApply(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	c := s.Client.AppsV1alpha1().CloneSets("default")
 
 	// Manager A creates the CloneSet by applying it; a status in the apply is not stored.

@@ -35,9 +35,7 @@ func newCloneSetV1beta1(name string) *appsv1beta1.CloneSet {
 // the excludePreparingDelete label) or in inplace.dev/v1beta1-fields (OnDelete's podUpdatePolicy),
 // and a read-modify-write through v1alpha1 loses none of it.
 func TestCloneSetVersions(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	alpha, beta := s.Client.AppsV1alpha1().CloneSets("default"), s.Client.AppsV1beta1().CloneSets("default")
 
 	// Defaults at v1beta1: RollingUpdate with OpenKruise's rolling update defaults, no PVC reuse.
@@ -165,9 +163,7 @@ func rollingUpdateOf(us appsv1beta1.CloneSetUpdateStrategy) any {
 // client sent: spec.updateStrategy.rollingUpdate.partition at v1beta1,
 // spec.updateStrategy.partition at v1alpha1.
 func TestCloneSetV1beta1ErrorPaths(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	cs := newCloneSetV1beta1("bad")
 	cs.Spec.UpdateStrategy.RollingUpdate = &appsv1beta1.RollingUpdateCloneSetStrategy{Partition: ptr.To(intstr.FromInt32(-1))}
 	_, err := s.Client.AppsV1beta1().CloneSets("default").Create(ctx, cs, metav1.CreateOptions{})

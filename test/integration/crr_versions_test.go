@@ -2,8 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"encoding/json"
-	"net/http"
 	"testing"
 	"time"
 
@@ -15,7 +13,6 @@ import (
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
-	"github.com/inplace-dev/inplace/pkg/apiserver"
 	"github.com/inplace-dev/inplace/test/integration/framework"
 )
 
@@ -45,9 +42,7 @@ func newCRRV1beta1(name string) *appsv1beta1.ContainerRecreateRequest {
 // annotation cannot hold (another condition, here) rides in inplace.dev/v1beta1-fields, and a
 // read-modify-write through v1alpha1 loses nothing.
 func TestContainerRecreateRequestVersions(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	alpha, beta := s.Client.AppsV1alpha1().ContainerRecreateRequests("default"), s.Client.AppsV1beta1().ContainerRecreateRequests("default")
 	created, err := beta.Create(ctx, newCRRV1beta1("restart"), metav1.CreateOptions{})
 	if err != nil {
@@ -135,9 +130,7 @@ func TestContainerRecreateRequestVersions(t *testing.T) {
 // TestProtobufContainerRecreateRequestV1beta1: a v1beta1 ContainerRecreateRequest with the
 // status v1beta1 alone has (snapshot, conditions) reads the same over protobuf as over JSON.
 func TestProtobufContainerRecreateRequestV1beta1(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	beta := s.ProtobufClient.AppsV1beta1().ContainerRecreateRequests("default")
 	created, err := beta.Create(ctx, newCRRV1beta1("restart"), metav1.CreateOptions{})
 	if err != nil {
@@ -158,25 +151,7 @@ func TestProtobufContainerRecreateRequestV1beta1(t *testing.T) {
 		prefix + "namespaces/default/containerrecreaterequests/restart": func() runtime.Object { return &appsv1beta1.ContainerRecreateRequest{} },
 		prefix + "containerrecreaterequests":                            func() runtime.Object { return &appsv1beta1.ContainerRecreateRequestList{} },
 	} {
-		code, contentType, body := httpGetAccept(t, s, path, runtime.ContentTypeProtobuf+", application/json")
-		if code != http.StatusOK || contentType != runtime.ContentTypeProtobuf || !bytes.HasPrefix(body, protobufMagic) {
-			t.Fatalf("GET %s asking for protobuf first: %d %q; want 200 and a protobuf body", path, code, contentType)
-		}
-		fromProtobuf, fromJSON := obj(), obj()
-		if _, _, err := apiserver.Codecs.UniversalDeserializer().Decode(body, nil, fromProtobuf); err != nil {
-			t.Fatalf("decoding the protobuf answer of %s: %v", path, err)
-		}
-		code, _, jsonBody := httpGetAccept(t, s, path, "application/json")
-		if code != http.StatusOK {
-			t.Fatalf("GET %s as JSON: %d %s", path, code, jsonBody)
-		}
-		if err := json.Unmarshal(jsonBody, fromJSON); err != nil {
-			t.Fatal(err)
-		}
-		fromJSON.GetObjectKind().SetGroupVersionKind(fromProtobuf.GetObjectKind().GroupVersionKind())
-		if !equality.Semantic.DeepEqual(fromProtobuf, fromJSON) {
-			t.Errorf("GET %s: the protobuf and JSON answers differ:\nprotobuf %+v\njson     %+v", path, fromProtobuf, fromJSON)
-		}
+		expectProtobufMatchesJSON(t, s, path, obj)
 	}
 }
 

@@ -429,9 +429,7 @@ func TestCloneSetScale(t *testing.T) {
 // and strategic merge (whose list merge keys come from the Go types), with the same rules as
 // update — status is not writable through the main resource, spec not through /status.
 func TestPatch(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	c := s.Client.AppsV1alpha1().CloneSets("default")
 	cs := newCloneSet("web")
 	cs.Spec.Template.Spec.Containers = append(cs.Spec.Template.Spec.Containers,
@@ -524,9 +522,7 @@ func TestPatch(t *testing.T) {
 
 // TestCreateOptions checks generateName, dry run and delete preconditions and collections.
 func TestCreateOptions(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	c := s.Client.AppsV1alpha1().ContainerRecreateRequests("default")
 
 	generated := newCRR("")
@@ -613,9 +609,7 @@ func sortedCopy(s []string) []string {
 // ContainerRecreateRequest is stored after field validation alone: its Pod is not looked up
 // (none exists) and nothing is filled in from it. Nothing acts on it either (documented).
 func TestStandaloneCRRUnchecked(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	crrs := s.Client.AppsV1alpha1().ContainerRecreateRequests("default")
 	created, err := crrs.Create(ctx, newCRR("no-such-pod"), metav1.CreateOptions{})
 	if err != nil {

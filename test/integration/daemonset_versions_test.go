@@ -18,9 +18,7 @@ import (
 // status.daemonSetHash, as OpenKruise converts them; a read-modify-write through the other
 // version loses neither.
 func TestDaemonSetVersions(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	alpha, beta := s.Client.AppsV1alpha1().DaemonSets("default"), s.Client.AppsV1beta1().DaemonSets("default")
 	labels := map[string]string{"app": "agent"}
 	ds := &appsv1beta1.DaemonSet{

@@ -11,15 +11,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/test/integration/framework"
 )
 
 // TestDefaults creates minimal objects of each kind and checks the defaults are stored: read back
 // through the typed client, and on the wire as JSON (so an int stays an int and "20%" a string).
 func TestDefaults(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 
 	t.Run("CloneSet", func(t *testing.T) {
 		c := s.Client.AppsV1alpha1().CloneSets("default")

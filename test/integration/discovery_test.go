@@ -163,9 +163,7 @@ func TestDiscovery(t *testing.T) {
 // TestSubresourceStubs calls the subresources that need a cluster (pods/*) through the typed
 // client: they answer 503 ServiceUnavailable saying so, and store nothing.
 func TestSubresourceStubs(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	apps := s.Client.AppsV1alpha1()
 
 	expect503 := func(what string, err error, message string) {
@@ -359,9 +357,7 @@ func TestHealthAndMetrics(t *testing.T) {
 // inject it (even in standalone mode: it reads no Pod), stores nothing, and refuses with 422 a Pod
 // the SidecarSet does not select, saying why.
 func TestSidecarSetInject(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	apps := s.Client.AppsV1alpha1()
 	if _, err := apps.SidecarSets().Create(ctx, newSidecarSet("agent"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -53,6 +53,14 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
+// parallelServer marks the test parallel and starts its own inplace-apiserver (and etcd); it
+// returns the server and the test's context.
+func parallelServer(t *testing.T) (*framework.Server, context.Context) {
+	t.Helper()
+	t.Parallel()
+	return framework.StartServer(t), testContext(t)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Objects
 // ---------------------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	kruisev1alpha1 "github.com/openkruise/kruise-api/apps/v1alpha1"
-	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -85,13 +84,8 @@ func TestCRUDImagePull(t *testing.T) {
 // the same CRUD test (create, get, list, watch, update, update status, delete) on the three kinds,
 // sees OpenKruise's defaults, and what it writes reads back with kubectl's columns.
 func TestKruiseClientImagePull(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
-	kc, err := kruiseclient.NewForConfig(s.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ctx := parallelServer(t)
+	kc := kruiseClient(t, s)
 	apps := kc.AppsV1alpha1()
 
 	t.Run("ImagePullJob", func(t *testing.T) {
@@ -265,9 +259,7 @@ func TestKruiseClientImagePull(t *testing.T) {
 // TestImagePullValidation: bad ImagePullJobs, ImageListPullJobs and NodeImages are refused with
 // 422 naming each offending field, on create, update and status update.
 func TestImagePullValidation(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	apps := s.Client.AppsV1alpha1()
 
 	jobs := apps.ImagePullJobs("default")

@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -15,8 +14,6 @@ import (
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
-	"github.com/inplace-dev/inplace/pkg/apiserver"
-	"github.com/inplace-dev/inplace/test/integration/framework"
 )
 
 // asV1beta1 re-reads a v1alpha1 fixture as the v1beta1 type of the same kind: the image kinds
@@ -39,9 +36,7 @@ func asV1beta1[T any](t *testing.T, alpha any) *T {
 // changed at v1alpha1, read back at v1beta1 with nothing lost, the NodeImage pull secret's mode
 // (v1beta1 only) included: v1alpha1 carries it in the annotation inplace.dev/v1beta1-fields.
 func TestImageKindsVersions(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	alpha, beta := s.Client.AppsV1alpha1(), s.Client.AppsV1beta1()
 
 	job := asV1beta1[appsv1beta1.ImagePullJob](t, newImagePullJob("pull"))
@@ -121,9 +116,7 @@ func TestImageKindsVersions(t *testing.T) {
 // TestProtobufV1beta1: every kind this change serves at v1beta1 answers in protobuf, and the protobuf answer
 // decodes to exactly what the JSON answer holds.
 func TestProtobufV1beta1(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	beta := s.ProtobufClient.AppsV1beta1()
 	if _, err := beta.SidecarSets().Create(ctx, newSidecarSetV1beta1("agent"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create SidecarSet over protobuf: %v", err)
@@ -162,26 +155,6 @@ func TestProtobufV1beta1(t *testing.T) {
 		prefix + "namespaces/default/clonesets/web":          func() runtime.Object { return &appsv1beta1.CloneSet{} },
 		prefix + "clonesets":                                 func() runtime.Object { return &appsv1beta1.CloneSetList{} },
 	} {
-		code, contentType, body := httpGetAccept(t, s, path, runtime.ContentTypeProtobuf+", application/json")
-		if code != http.StatusOK || contentType != runtime.ContentTypeProtobuf || !bytes.HasPrefix(body, protobufMagic) {
-			t.Errorf("GET %s asking for protobuf first: %d %q; want 200 and a protobuf body", path, code, contentType)
-			continue
-		}
-		fromProtobuf, fromJSON := obj(), obj()
-		if _, _, err := apiserver.Codecs.UniversalDeserializer().Decode(body, nil, fromProtobuf); err != nil {
-			t.Errorf("decoding the protobuf answer of %s: %v", path, err)
-			continue
-		}
-		code, _, jsonBody := httpGetAccept(t, s, path, "application/json")
-		if code != http.StatusOK {
-			t.Fatalf("GET %s as JSON: %d %s", path, code, jsonBody)
-		}
-		if err := json.Unmarshal(jsonBody, fromJSON); err != nil {
-			t.Fatal(err)
-		}
-		fromJSON.GetObjectKind().SetGroupVersionKind(fromProtobuf.GetObjectKind().GroupVersionKind())
-		if !equality.Semantic.DeepEqual(fromProtobuf, fromJSON) {
-			t.Errorf("GET %s: the protobuf and JSON answers differ:\nprotobuf %+v\njson     %+v", path, fromProtobuf, fromJSON)
-		}
+		expectProtobufMatchesJSON(t, s, path, obj)
 	}
 }

@@ -30,9 +30,7 @@ func (f pluginFactory) Kube() (kubernetes.Interface, error) {
 // podsToDelete, pause/resume of the three workloads, rollout status watching until --timeout, and
 // update pod --dry-run=server answered by a server with no cluster.
 func TestKubectlPlugin(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	kubectlInplace := func(args ...string) (string, error) {
 		t.Helper()
 		streams, _, out, errOut := genericiooptions.NewTestIOStreams()

@@ -25,9 +25,7 @@ var protobufMagic = []byte{'k', '8', 's', 0}
 // server that offered protobuf without being able to encode a kind would answer 406 here, and
 // namespaces holding that kind would never finish deleting.
 func TestProtobufOnTheWire(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	apps := s.ProtobufClient.AppsV1alpha1()
 	if _, err := apps.CloneSets("default").Create(ctx, newCloneSet("web"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create CloneSet over protobuf: %v", err)
@@ -57,32 +55,7 @@ func TestProtobufOnTheWire(t *testing.T) {
 		}},
 		{prefix + "namespaces/default/clonesets/web/scale", nil},
 	} {
-		code, contentType, body := httpGetAccept(t, s, c.path, runtime.ContentTypeProtobuf+", application/json")
-		if code != http.StatusOK || contentType != runtime.ContentTypeProtobuf || !bytes.HasPrefix(body, protobufMagic) {
-			t.Errorf("GET %s asking for protobuf first: %d %q, body starting %q; want 200 and a protobuf body",
-				c.path, code, contentType, body[:min(len(body), 16)])
-			continue
-		}
-		if c.obj == nil {
-			continue
-		}
-		fromProtobuf, fromJSON := c.obj(), c.obj()
-		if _, _, err := apiserver.Codecs.UniversalDeserializer().Decode(body, nil, fromProtobuf); err != nil {
-			t.Errorf("decoding the protobuf answer of %s: %v", c.path, err)
-			continue
-		}
-		code, _, jsonBody := httpGetAccept(t, s, c.path, "application/json")
-		if code != http.StatusOK {
-			t.Fatalf("GET %s as JSON: %d %s", c.path, code, jsonBody)
-		}
-		if err := json.Unmarshal(jsonBody, fromJSON); err != nil {
-			t.Fatalf("decoding the JSON answer of %s: %v", c.path, err)
-		}
-		// The JSON answer carries apiVersion and kind; the protobuf one carries them in its envelope.
-		fromJSON.GetObjectKind().SetGroupVersionKind(fromProtobuf.GetObjectKind().GroupVersionKind())
-		if !equality.Semantic.DeepEqual(fromProtobuf, fromJSON) {
-			t.Errorf("GET %s: the protobuf and JSON answers differ:\nprotobuf %+v\njson     %+v", c.path, fromProtobuf, fromJSON)
-		}
+		expectProtobufMatchesJSON(t, s, c.path, c.obj)
 	}
 
 	// kubectl asks for a Table, which is JSON only; protobuf first must not break it.
@@ -133,5 +106,37 @@ func TestProtobufAndKubectl(t *testing.T) {
 	}
 	if got.Spec.Replicas == nil || *got.Spec.Replicas != 5 {
 		t.Errorf("after kubectl scale --replicas=5 the protobuf client reads replicas %v", got.Spec.Replicas)
+	}
+}
+
+// expectProtobufMatchesJSON GETs path asking for protobuf first, which it must get, and, when obj
+// makes the object read there, expects the same object as the JSON answer.
+func expectProtobufMatchesJSON(t *testing.T, s *framework.Server, path string, obj func() runtime.Object) {
+	t.Helper()
+	code, contentType, body := httpGetAccept(t, s, path, runtime.ContentTypeProtobuf+", application/json")
+	if code != http.StatusOK || contentType != runtime.ContentTypeProtobuf || !bytes.HasPrefix(body, protobufMagic) {
+		t.Errorf("GET %s asking for protobuf first: %d %q, body starting %q; want 200 and a protobuf body",
+			path, code, contentType, body[:min(len(body), 16)])
+		return
+	}
+	if obj == nil {
+		return
+	}
+	fromProtobuf, fromJSON := obj(), obj()
+	if _, _, err := apiserver.Codecs.UniversalDeserializer().Decode(body, nil, fromProtobuf); err != nil {
+		t.Errorf("decoding the protobuf answer of %s: %v", path, err)
+		return
+	}
+	code, _, jsonBody := httpGetAccept(t, s, path, "application/json")
+	if code != http.StatusOK {
+		t.Fatalf("GET %s as JSON: %d %s", path, code, jsonBody)
+	}
+	if err := json.Unmarshal(jsonBody, fromJSON); err != nil {
+		t.Fatalf("decoding the JSON answer of %s: %v", path, err)
+	}
+	// The JSON answer carries apiVersion and kind; the protobuf one carries them in its envelope.
+	fromJSON.GetObjectKind().SetGroupVersionKind(fromProtobuf.GetObjectKind().GroupVersionKind())
+	if !equality.Semantic.DeepEqual(fromProtobuf, fromJSON) {
+		t.Errorf("GET %s: the protobuf and JSON answers differ:\nprotobuf %+v\njson     %+v", path, fromProtobuf, fromJSON)
 	}
 }

@@ -20,9 +20,7 @@ import (
 // TestPersistenceAcrossRestart stores objects of every kind, stops the server and its etcd, starts
 // a new server on the same data directory and reads them back unchanged.
 func TestPersistenceAcrossRestart(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	apps := s.Client.AppsV1alpha1()
 
 	cs := newCloneSet("kept")

@@ -54,9 +54,7 @@ func newSidecarSetV1beta1(name string) *appsv1beta1.SidecarSet {
 // (as in OpenKruise), and v1alpha1's spec.namespace, which OpenKruise turns into a namespaceSelector
 // and forgets, comes back from the annotation inplace.dev/v1alpha1-fields.
 func TestSidecarSetVersions(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	alpha, beta := s.Client.AppsV1alpha1().SidecarSets(), s.Client.AppsV1beta1().SidecarSets()
 
 	// Written at v1beta1, read and changed at v1alpha1, read back at v1beta1.
@@ -157,9 +155,7 @@ func TestSidecarSetVersions(t *testing.T) {
 // TestSidecarSetEarlierEncoding: SidecarSets an earlier inplace release stored at v1alpha1 (as
 // protobuf, and as JSON) are read at both versions and rewritten at v1beta1 on their next write.
 func TestSidecarSetEarlierEncoding(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	client, err := clientv3.New(clientv3.Config{Endpoints: s.EtcdURLs, DialTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)

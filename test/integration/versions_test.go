@@ -19,7 +19,6 @@ import (
 	appsv1beta1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	acv1alpha1 "github.com/inplace-dev/inplace/pkg/generated/applyconfiguration/apps/v1alpha1"
 	acv1beta1 "github.com/inplace-dev/inplace/pkg/generated/applyconfiguration/apps/v1beta1"
-	"github.com/inplace-dev/inplace/test/integration/framework"
 )
 
 func newStatefulSetV1beta1(name string) *appsv1beta1.StatefulSet {
@@ -40,9 +39,7 @@ func newStatefulSetV1beta1(name string) *appsv1beta1.StatefulSet {
 // other wrote, with its own defaults; the v1beta1 fields v1alpha1 lacks survive a read-modify-write
 // through v1alpha1; objects are stored at v1beta1 whatever version wrote them.
 func TestStatefulSetVersions(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	alpha, beta := s.Client.AppsV1alpha1().StatefulSets("default"), s.Client.AppsV1beta1().StatefulSets("default")
 
 	// Written at v1alpha1, read at v1beta1: the same object, with v1beta1's defaults.
@@ -162,9 +159,7 @@ func TestStatefulSetVersions(t *testing.T) {
 // replicas applied by one manager at v1alpha1 conflict with another manager's apply at v1beta1,
 // which takes them only with force.
 func TestStatefulSetApplyAcrossVersions(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	labels := map[string]string{"app": "ssa"}
 	alphaApply := acv1alpha1.StatefulSet("ssa", "default").WithSpec(acv1alpha1.StatefulSetSpec().
 		WithReplicas(2).
@@ -200,9 +195,7 @@ func TestStatefulSetApplyAcrossVersions(t *testing.T) {
 // Surging becomes Standard with maxSurge 1, maxUnavailable 0), through the typed client, and the
 // raw object uses OpenKruise's JSON names.
 func TestDaemonSetDefaults(t *testing.T) {
-	t.Parallel()
-	s := framework.StartServer(t)
-	ctx := testContext(t)
+	s, ctx := parallelServer(t)
 	labels := map[string]string{"app": "agent"}
 	ds := &appsv1alpha1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "agent"},
