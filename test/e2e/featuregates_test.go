@@ -24,11 +24,12 @@ import (
 // chart): the two alpha gates OpenKruise's CloneSet specs need, the DaemonSet's image
 // pre-download, the Advanced StatefulSet's claim resize, SidecarSet patchPodMetadata without an
 // allow-list, workloads resized by recreating their Pods (a gate set off: inplace's default is
-// on), and a gate of a newer OpenKruise that inplace does not have, which every program must log
+// on), spec.ordinals.start, sidecars injected in name order, and a gate of a newer OpenKruise that inplace does not have, which every program must log
 // and ignore.
 const openKruiseGates = "PreparingUpdateAsUpdate=true,RecreatePodWhenChangeVCTInCloneSetGate=true," +
 	"PreDownloadImageForDaemonSetUpdate=true,StatefulSetAutoResizePVCGate=true,SidecarSetPatchPodMetadataDefaultsAllowed=true," +
-	"InPlaceWorkloadVerticalScaling=false,DaemonSetPruneIneligibleNodes=true"
+	"InPlaceWorkloadVerticalScaling=false,StatefulSetStartOrdinal=true,EnableSortSidecarContainerByName=true," +
+	"DaemonSetPruneIneligibleNodes=true"
 
 // featureGateHooks restart the three programs, and the variable that gives each its flags.
 var featureGateHooks = []struct{ hook, env, program string }{
@@ -79,13 +80,16 @@ func programLogSinceStart(t *testing.T, program string) string {
 // its image (PreDownloadImageForDaemonSetUpdate) and an Advanced StatefulSet's claims grow with
 // their template (StatefulSetAutoResizePVCGate), and a SidecarSet may patch any Pod annotation
 // without OpenKruise's allow-list (SidecarSetPatchPodMetadataDefaultsAllowed), and, with
-// InPlaceWorkloadVerticalScaling set to false, a CloneSet resized recreates its Pods. Before,
+// InPlaceWorkloadVerticalScaling set to false, a CloneSet resized recreates its Pods; an Advanced
+// StatefulSet's Pods start at spec.ordinals.start (StatefulSetStartOrdinal) and a SidecarSet's
+// sidecars are injected in name order (EnableSortSidecarContainerByName). Before,
 // with no gate set, each scenario shows the default behaviour, which is OpenKruise's default too
 // but for the last: the replacement of a Pod takes the update
 // revision while another waits in PreparingUpdate, a template change that can go in place does,
 // whatever the volumeClaimTemplates, a DaemonSet makes no ImagePullJob, a StatefulSet's
-// claims keep their size, a SidecarSet patches only what the allow-list allows, and a CloneSet is
-// resized in place (inplace's default; OpenKruise's is off).
+// claims keep their size, a SidecarSet patches only what the allow-list allows, a CloneSet is
+// resized in place (inplace's default; OpenKruise's is off), spec.ordinals is not honoured and
+// sidecars keep their SidecarSet's order.
 func TestFeatureGates(t *testing.T) {
 	ctx := testContext(t)
 	t.Run("defaults", func(t *testing.T) {
@@ -126,6 +130,14 @@ func TestFeatureGates(t *testing.T) {
 		t.Run("InPlaceWorkloadVerticalScaling on, inplace's default", func(t *testing.T) {
 			t.Parallel()
 			testWorkloadVerticalScaling(t, ctx, true)
+		})
+		t.Run("StatefulSetStartOrdinal off", func(t *testing.T) {
+			t.Parallel()
+			testStatefulSetStartOrdinal(t, ctx, false)
+		})
+		t.Run("EnableSortSidecarContainerByName off", func(t *testing.T) {
+			t.Parallel()
+			testSortSidecarContainersByName(t, ctx, false)
 		})
 	})
 	if t.Failed() {
@@ -175,6 +187,14 @@ func TestFeatureGates(t *testing.T) {
 		t.Run("InPlaceWorkloadVerticalScaling off recreates Pods to resize them", func(t *testing.T) {
 			t.Parallel()
 			testWorkloadVerticalScaling(t, ctx, false)
+		})
+		t.Run("StatefulSet Pods start at spec.ordinals.start", func(t *testing.T) {
+			t.Parallel()
+			testStatefulSetStartOrdinal(t, ctx, true)
+		})
+		t.Run("sidecars injected in name order", func(t *testing.T) {
+			t.Parallel()
+			testSortSidecarContainersByName(t, ctx, true)
 		})
 	})
 }
