@@ -252,56 +252,56 @@ func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecars.R
 	// pods/recreate creates ContainerRecreateRequests through the same admission chain and store
 	// as a direct create.
 	pods := pod.NewStorage(corePods, pod.RecreateStorage{
-		Store: crrs.ContainerRecreateRequest.Store, Admission: c.generic.AdmissionControl,
+		Store: crrs.Main.Store, Admission: c.generic.AdmissionControl,
 		ObjectInterfaces: admission.NewObjectInterfacesFromScheme(Scheme),
 	})
 	v1alpha1Storage := map[string]rest.Storage{
-		"clonesets":                        cloneSets.CloneSet,
+		"clonesets":                        cloneSets.Main,
 		"clonesets/status":                 cloneSets.Status,
 		"clonesets/scale":                  cloneSets.Scale,
-		"sidecarsets":                      sidecarSets.SidecarSet,
+		"sidecarsets":                      sidecarSets.Main,
 		"sidecarsets/status":               sidecarSets.Status,
 		"sidecarsets/inject":               sidecarSets.Inject,
-		"containerrecreaterequests":        crrs.ContainerRecreateRequest,
+		"containerrecreaterequests":        crrs.Main,
 		"containerrecreaterequests/status": crrs.Status,
 		"pods":                             pods.Pod,
 		"pods/inplaceupdate":               pods.InPlaceUpdate,
 		"pods/recreate":                    pods.Recreate,
-		"statefulsets":                     statefulSets.StatefulSet,
+		"statefulsets":                     statefulSets.Main,
 		"statefulsets/status":              statefulSets.Status,
 		"statefulsets/scale":               statefulSets.Scale,
-		"daemonsets":                       daemonSets.DaemonSet,
+		"daemonsets":                       daemonSets.Main,
 		"daemonsets/status":                daemonSets.Status,
-		"imagepulljobs":                    imagePullJobs.ImagePullJob,
+		"imagepulljobs":                    imagePullJobs.Main,
 		"imagepulljobs/status":             imagePullJobs.Status,
-		"imagelistpulljobs":                imageListPullJobs.ImageListPullJob,
+		"imagelistpulljobs":                imageListPullJobs.Main,
 		"imagelistpulljobs/status":         imageListPullJobs.Status,
-		"nodeimages":                       nodeImages.NodeImage,
+		"nodeimages":                       nodeImages.Main,
 		"nodeimages/status":                nodeImages.Status,
 	}
 	// The kinds OpenKruise v1.9 serves at v1beta1, from the same stores: one object, two versions.
 	// sidecarsets/inject is inplace's own and stays at v1alpha1.
 	v1beta1Storage := map[string]rest.Storage{
-		"statefulsets":             statefulSets.StatefulSet,
+		"statefulsets":             statefulSets.Main,
 		"statefulsets/status":      statefulSets.Status,
 		"statefulsets/scale":       statefulSets.Scale,
-		"sidecarsets":              sidecarSets.SidecarSet,
+		"sidecarsets":              sidecarSets.Main,
 		"sidecarsets/status":       sidecarSets.Status,
-		"imagepulljobs":            imagePullJobs.ImagePullJob,
+		"imagepulljobs":            imagePullJobs.Main,
 		"imagepulljobs/status":     imagePullJobs.Status,
-		"imagelistpulljobs":        imageListPullJobs.ImageListPullJob,
+		"imagelistpulljobs":        imageListPullJobs.Main,
 		"imagelistpulljobs/status": imageListPullJobs.Status,
-		"nodeimages":               nodeImages.NodeImage,
+		"nodeimages":               nodeImages.Main,
 		"nodeimages/status":        nodeImages.Status,
-		"daemonsets":               daemonSets.DaemonSet,
+		"daemonsets":               daemonSets.Main,
 		"daemonsets/status":        daemonSets.Status,
 		// OpenKruise's master serves ContainerRecreateRequests at v1beta1 too (v1.9 does not):
 		// served here, preferred and stored at v1alpha1.
-		"containerrecreaterequests":        crrs.ContainerRecreateRequest,
+		"containerrecreaterequests":        crrs.Main,
 		"containerrecreaterequests/status": crrs.Status,
 		// CloneSet at v1beta1 is OpenKruise master's; it stays stored (and the controller reads
 		// it) at v1alpha1, as OpenKruise v1.9 serves it only there.
-		"clonesets":        cloneSets.CloneSet,
+		"clonesets":        cloneSets.Main,
 		"clonesets/status": cloneSets.Status,
 		"clonesets/scale":  cloneSets.Scale,
 	}

@@ -5,43 +5,28 @@ package containerrecreaterequest
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
-	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
 )
 
-// Storage holds the REST storage of containerrecreaterequests and its status.
-type Storage struct {
-	ContainerRecreateRequest *REST
-	Status                   *strategy.StatusREST
-}
-
-// REST is the containerrecreaterequests resource.
-type REST struct {
-	*genericregistry.Store
-}
-
-var _ rest.ShortNamesProvider = &REST{}
-
-// ShortNames lets `kubectl get crr` work, as with OpenKruise.
-func (*REST) ShortNames() []string { return []string{"crr"} }
-
 // NewStorage returns the storage of containerrecreaterequests and its status.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
-	store, status, err := strategy.NewStores(scheme, optsGetter, kind, strategy.Resource[*apps.ContainerRecreateRequest]{
-		Plural:   apps.Resource("containerrecreaterequests"),
-		Singular: apps.Resource("containerrecreaterequest"),
-		NewList:  func() runtime.Object { return &apps.ContainerRecreateRequestList{} },
-		Table:    tableConvertor,
-	})
-	if err != nil {
-		return Storage{}, err
-	}
-	return Storage{ContainerRecreateRequest: &REST{store}, Status: status}, nil
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (strategy.Storage[*apps.ContainerRecreateRequest], error) {
+	return strategy.NewStorage(scheme, optsGetter, kind)
+}
+
+var kind = strategy.Kind[*apps.ContainerRecreateRequest]{
+	Resource:    "containerrecreaterequests",
+	APIVersions: []string{v1alpha1.SchemeGroupVersion.String(), v1beta1.SchemeGroupVersion.String()},
+	// `kubectl get crr` lists them, as with OpenKruise.
+	ShortNames: []string{"crr"},
+	Validation: strategy.Validate(validation.ValidateContainerRecreateRequest,
+		validation.ValidateContainerRecreateRequestUpdate, validation.ValidateContainerRecreateRequestStatusUpdate),
+	Table: tableConvertor,
 }
 
 var tableConvertor = table.New(

@@ -5,7 +5,6 @@ package imagelistpulljob
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
@@ -14,38 +13,16 @@ import (
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
 )
 
-// Storage holds the REST storage of imagelistpulljobs and its status.
-type Storage struct {
-	ImageListPullJob *genericregistry.Store
-	Status           *strategy.StatusREST
-}
-
 // NewStorage returns the storage of imagelistpulljobs and imagelistpulljobs/status.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
-	store, status, err := strategy.NewStores(scheme, optsGetter, kind, strategy.Resource[*apps.ImageListPullJob]{
-		Plural:   apps.Resource("imagelistpulljobs"),
-		Singular: apps.Resource("imagelistpulljob"),
-		NewList:  func() runtime.Object { return &apps.ImageListPullJobList{} },
-		Table:    tableConvertor,
-	})
-	if err != nil {
-		return Storage{}, err
-	}
-	return Storage{ImageListPullJob: store, Status: status}, nil
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (strategy.Storage[*apps.ImageListPullJob], error) {
+	return strategy.NewStorage(scheme, optsGetter, kind)
 }
 
-// kind describes ImageListPullJobs to the shared strategy.
 var kind = strategy.Kind[*apps.ImageListPullJob]{
-	NamespaceScoped:      true,
-	APIVersions:          []string{v1alpha1.SchemeGroupVersion.String()},
-	New:                  func() *apps.ImageListPullJob { return &apps.ImageListPullJob{} },
-	Spec:                 func(o *apps.ImageListPullJob) any { return &o.Spec },
-	Status:               func(o *apps.ImageListPullJob) any { return &o.Status },
-	CopySpec:             func(dst, src *apps.ImageListPullJob) { dst.Spec = src.Spec },
-	CopyStatus:           func(dst, src *apps.ImageListPullJob) { dst.Status = src.Status },
-	Validate:             validation.ValidateImageListPullJob,
-	ValidateUpdate:       validation.ValidateImageListPullJobUpdate,
-	ValidateStatusUpdate: validation.ValidateImageListPullJobStatusUpdate,
+	Resource:    "imagelistpulljobs",
+	APIVersions: []string{v1alpha1.SchemeGroupVersion.String()},
+	Validation:  strategy.Validate(validation.ValidateImageListPullJob, validation.ValidateImageListPullJobUpdate, validation.ValidateImageListPullJobStatusUpdate),
+	Table:       tableConvertor,
 }
 
 // tableConvertor prints OpenKruise's printer columns: TOTAL SUCCEEDED COMPLETED AGE.

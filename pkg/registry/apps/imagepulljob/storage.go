@@ -4,7 +4,6 @@ package imagepulljob
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
@@ -13,38 +12,16 @@ import (
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
 )
 
-// Storage holds the REST storage of imagepulljobs and its status.
-type Storage struct {
-	ImagePullJob *genericregistry.Store
-	Status       *strategy.StatusREST
-}
-
 // NewStorage returns the storage of imagepulljobs and imagepulljobs/status.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
-	store, status, err := strategy.NewStores(scheme, optsGetter, kind, strategy.Resource[*apps.ImagePullJob]{
-		Plural:   apps.Resource("imagepulljobs"),
-		Singular: apps.Resource("imagepulljob"),
-		NewList:  func() runtime.Object { return &apps.ImagePullJobList{} },
-		Table:    tableConvertor,
-	})
-	if err != nil {
-		return Storage{}, err
-	}
-	return Storage{ImagePullJob: store, Status: status}, nil
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (strategy.Storage[*apps.ImagePullJob], error) {
+	return strategy.NewStorage(scheme, optsGetter, kind)
 }
 
-// kind describes ImagePullJobs to the shared strategy.
 var kind = strategy.Kind[*apps.ImagePullJob]{
-	NamespaceScoped:      true,
-	APIVersions:          []string{v1alpha1.SchemeGroupVersion.String()},
-	New:                  func() *apps.ImagePullJob { return &apps.ImagePullJob{} },
-	Spec:                 func(o *apps.ImagePullJob) any { return &o.Spec },
-	Status:               func(o *apps.ImagePullJob) any { return &o.Status },
-	CopySpec:             func(dst, src *apps.ImagePullJob) { dst.Spec = src.Spec },
-	CopyStatus:           func(dst, src *apps.ImagePullJob) { dst.Status = src.Status },
-	Validate:             validation.ValidateImagePullJob,
-	ValidateUpdate:       validation.ValidateImagePullJobUpdate,
-	ValidateStatusUpdate: validation.ValidateImagePullJobStatusUpdate,
+	Resource:    "imagepulljobs",
+	APIVersions: []string{v1alpha1.SchemeGroupVersion.String()},
+	Validation:  strategy.Validate(validation.ValidateImagePullJob, validation.ValidateImagePullJobUpdate, validation.ValidateImagePullJobStatusUpdate),
+	Table:       tableConvertor,
 }
 
 // tableConvertor prints OpenKruise's printer columns: TOTAL ACTIVE SUCCEED FAILED AGE, and MESSAGE

@@ -5,7 +5,6 @@ package nodeimage
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
@@ -14,38 +13,17 @@ import (
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
 )
 
-// Storage holds the REST storage of nodeimages and its status.
-type Storage struct {
-	NodeImage *genericregistry.Store
-	Status    *strategy.StatusREST
-}
-
 // NewStorage returns the storage of nodeimages and nodeimages/status.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
-	store, status, err := strategy.NewStores(scheme, optsGetter, kind, strategy.Resource[*apps.NodeImage]{
-		Plural:   apps.Resource("nodeimages"),
-		Singular: apps.Resource("nodeimage"),
-		NewList:  func() runtime.Object { return &apps.NodeImageList{} },
-		Table:    tableConvertor,
-	})
-	if err != nil {
-		return Storage{}, err
-	}
-	return Storage{NodeImage: store, Status: status}, nil
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (strategy.Storage[*apps.NodeImage], error) {
+	return strategy.NewStorage(scheme, optsGetter, kind)
 }
 
-// kind describes NodeImages (cluster-scoped) to the shared strategy.
 var kind = strategy.Kind[*apps.NodeImage]{
-	NamespaceScoped:      false,
-	APIVersions:          []string{v1alpha1.SchemeGroupVersion.String()},
-	New:                  func() *apps.NodeImage { return &apps.NodeImage{} },
-	Spec:                 func(o *apps.NodeImage) any { return &o.Spec },
-	Status:               func(o *apps.NodeImage) any { return &o.Status },
-	CopySpec:             func(dst, src *apps.NodeImage) { dst.Spec = src.Spec },
-	CopyStatus:           func(dst, src *apps.NodeImage) { dst.Status = src.Status },
-	Validate:             validation.ValidateNodeImage,
-	ValidateUpdate:       validation.ValidateNodeImageUpdate,
-	ValidateStatusUpdate: validation.ValidateNodeImageStatusUpdate,
+	Resource:      "nodeimages",
+	ClusterScoped: true,
+	APIVersions:   []string{v1alpha1.SchemeGroupVersion.String()},
+	Validation:    strategy.Validate(validation.ValidateNodeImage, validation.ValidateNodeImageUpdate, validation.ValidateNodeImageStatusUpdate),
+	Table:         tableConvertor,
 }
 
 // tableConvertor prints OpenKruise's printer columns: DESIRED PULLING SUCCEED FAILED AGE.

@@ -8,10 +8,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
 	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
@@ -19,9 +20,8 @@ import (
 
 // Storage holds the REST storage of sidecarsets and its subresources.
 type Storage struct {
-	SidecarSet *genericregistry.Store
-	Status     *strategy.StatusREST
-	Inject     *InjectREST
+	strategy.Storage[*apps.SidecarSet]
+	Inject *InjectREST
 }
 
 // NewStorage returns the storage of sidecarsets, sidecarsets/status and sidecarsets/inject.
@@ -29,18 +29,21 @@ type Storage struct {
 // ControllerRevisions; both nil in standalone mode.
 func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, namespaces corev1client.NamespacesGetter,
 	revisions sidecars.RevisionLister) (Storage, error) {
-	store, status, err := strategy.NewStores(scheme, optsGetter, kind, strategy.Resource[*apps.SidecarSet]{
-		Plural:   apps.Resource("sidecarsets"),
-		Singular: apps.Resource("sidecarset"),
-		NewList:  func() runtime.Object { return &apps.SidecarSetList{} },
-		Table:    tableConvertor,
-	})
+	s, err := strategy.NewStorage(scheme, optsGetter, kind)
 	if err != nil {
 		return Storage{}, err
 	}
-	inject := &InjectREST{sidecarSets: store, namespaces: namespaces, revisions: revisions, convertor: scheme,
+	inject := &InjectREST{sidecarSets: s.Main, namespaces: namespaces, revisions: revisions, convertor: scheme,
 		now: time.Now, random: rand.Float64}
-	return Storage{SidecarSet: store, Status: status, Inject: inject}, nil
+	return Storage{Storage: s, Inject: inject}, nil
+}
+
+var kind = strategy.Kind[*apps.SidecarSet]{
+	Resource:      "sidecarsets",
+	ClusterScoped: true,
+	APIVersions:   []string{v1alpha1.SchemeGroupVersion.String()},
+	Validation:    strategy.Validate(validation.ValidateSidecarSet, validation.ValidateSidecarSetUpdate, validation.ValidateSidecarSetStatusUpdate),
+	Table:         tableConvertor,
 }
 
 var tableConvertor = table.New(

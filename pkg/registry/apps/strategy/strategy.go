@@ -23,40 +23,58 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
-// Kind describes one stored kind: how to reach its spec and status, and how to validate it.
+// Kind describes one stored kind: its resource names, how to validate and print it, and its
+// subresources. The strategy finds the kind's spec and status itself (see specStatus).
 type Kind[T runtime.Object] struct {
-	// NamespaceScoped is false for cluster-scoped kinds.
-	NamespaceScoped bool
-	// APIVersions are the served versions, for the server-side apply reset fields.
+	// Resource is the plural resource name, for example clonesets; the singular one is the kind's
+	// name in lower case.
+	Resource string
+	// ClusterScoped is true for kinds whose objects live outside namespaces.
+	ClusterScoped bool
+	// APIVersions are the versions whose server-side apply reset fields (status through the main
+	// resource, spec through /status) are declared.
 	APIVersions []string
-	// New returns an empty object of the kind.
-	New func() T
-	// Spec and Status return the spec and status of an object (a pointer into it is fine).
-	Spec   func(obj T) any
-	Status func(obj T) any
-	// CopySpec sets dst's spec to src's; CopyStatus sets dst's status to src's.
-	CopySpec   func(dst, src T)
-	CopyStatus func(dst, src T)
-	// Validate, ValidateUpdate and ValidateStatusUpdate are the kind's validation.
-	Validate             func(obj T) field.ErrorList
-	ValidateUpdate       func(obj, old T) field.ErrorList
-	ValidateStatusUpdate func(obj, old T) field.ErrorList
+	// ShortNames and Categories are the other names kubectl finds the resource by
+	// (`kubectl get clone`, `kubectl get all`).
+	ShortNames, Categories []string
+	// Validation is the kind's validation.
+	Validation Validation[T]
 	// ErrorPaths, if set, rewrites the field paths of validation errors, which name the hub's
 	// fields, into those of the API version of the request (version), for the kinds whose
 	// versions differ in shape.
 	ErrorPaths func(version string, errs field.ErrorList) field.ErrorList
+	// Table prints objects for kubectl.
+	Table rest.TableConvertor
+	// Scale, if set, says where the kind keeps its replicas, and the kind gets a /scale
+	// subresource.
+	Scale *Replicas[T]
+}
+
+// Validation is the validation of a kind: of a new object, of an update, and of a status update.
+type Validation[T runtime.Object] struct {
+	Create       func(obj T) field.ErrorList
+	Update       func(obj, old T) field.ErrorList
+	StatusUpdate func(obj, old T) field.ErrorList
+}
+
+// Validate returns the validation of a kind from the three functions the validation package has
+// for each kind: ValidateX, ValidateXUpdate and ValidateXStatusUpdate.
+func Validate[T runtime.Object](create func(T) field.ErrorList, update, statusUpdate func(obj, old T) field.ErrorList) Validation[T] {
+	return Validation[T]{Create: create, Update: update, StatusUpdate: statusUpdate}
 }
 
 // Strategy is the main-resource strategy of a kind: it owns spec and metadata, never status.
 type Strategy[T runtime.Object] struct {
 	runtime.ObjectTyper
 	names.NameGenerator
-	kind Kind[T]
+	kind  Kind[T]
+	parts specStatus[T]
 }
 
-// New returns the main-resource strategy of kind.
+// New returns the main-resource strategy of kind. It panics if T has no Spec and Status fields,
+// which every stored kind has.
 func New[T runtime.Object](typer runtime.ObjectTyper, kind Kind[T]) Strategy[T] {
-	return Strategy[T]{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, kind: kind}
+	return Strategy[T]{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, kind: kind, parts: mustSpecStatusOf[T]()}
 }
 
 var (
@@ -70,7 +88,7 @@ var (
 )
 
 // NamespaceScoped tells whether objects of the kind live in a namespace.
-func (s Strategy[T]) NamespaceScoped() bool { return s.kind.NamespaceScoped }
+func (s Strategy[T]) NamespaceScoped() bool { return !s.kind.ClusterScoped }
 
 // GetResetFields says which fields a write through the main resource leaves untouched.
 func (s Strategy[T]) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
@@ -85,16 +103,16 @@ func (s Strategy[T]) DefaultGarbageCollectionPolicy(context.Context) rest.Garbag
 // PrepareForCreate drops any status the client sent and starts the generation at 1.
 func (s Strategy[T]) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	o := obj.(T)
-	s.kind.CopyStatus(o, s.kind.New())
+	s.parts.resetStatus(o)
 	mustAccessor(o).SetGeneration(1)
 }
 
 // PrepareForUpdate keeps the stored status and counts a spec change in metadata.generation.
 func (s Strategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	o, prev := obj.(T), old.(T)
-	s.kind.CopyStatus(o, prev)
+	s.parts.copyStatus(o, prev)
 	generation := mustAccessor(prev).GetGeneration()
-	if !equality.Semantic.DeepEqual(s.kind.Spec(o), s.kind.Spec(prev)) {
+	if !equality.Semantic.DeepEqual(s.parts.specOf(o), s.parts.specOf(prev)) {
 		generation++
 	}
 	mustAccessor(o).SetGeneration(generation)
@@ -102,12 +120,12 @@ func (s Strategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Object
 
 // Validate validates a new object.
 func (s Strategy[T]) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
-	return s.errorPaths(ctx, s.kind.Validate(obj.(T)))
+	return s.errorPaths(ctx, s.kind.Validation.Create(obj.(T)))
 }
 
 // ValidateUpdate validates an update of an object.
 func (s Strategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	return s.errorPaths(ctx, s.kind.ValidateUpdate(obj.(T), old.(T)))
+	return s.errorPaths(ctx, s.kind.Validation.Update(obj.(T), old.(T)))
 }
 
 // errorPaths names the fields of errs as the request's API version does.
@@ -157,13 +175,13 @@ func (s StatusStrategy[T]) GetResetFields() map[fieldpath.APIVersion]*fieldpath.
 // PrepareForUpdate keeps the stored spec; the generation does not move.
 func (s StatusStrategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	o, prev := obj.(T), old.(T)
-	s.kind.CopySpec(o, prev)
+	s.parts.copySpec(o, prev)
 	mustAccessor(o).SetGeneration(mustAccessor(prev).GetGeneration())
 }
 
 // ValidateUpdate validates a status update.
 func (s StatusStrategy[T]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return s.kind.ValidateStatusUpdate(obj.(T), old.(T))
+	return s.kind.Validation.StatusUpdate(obj.(T), old.(T))
 }
 
 // GetAttrs returns the labels and the fields (metadata.name, metadata.namespace) an object is

@@ -15,16 +15,10 @@ import (
 // testKind is a CloneSet description with validation that accepts everything, so the tests
 // exercise only the shared strategy.
 var testKind = Kind[*apps.CloneSet]{
-	NamespaceScoped:      true,
-	APIVersions:          []string{"apps.kruise.io/v1alpha1"},
-	New:                  func() *apps.CloneSet { return &apps.CloneSet{} },
-	Spec:                 func(o *apps.CloneSet) any { return &o.Spec },
-	Status:               func(o *apps.CloneSet) any { return &o.Status },
-	CopySpec:             func(dst, src *apps.CloneSet) { dst.Spec = src.Spec },
-	CopyStatus:           func(dst, src *apps.CloneSet) { dst.Status = src.Status },
-	Validate:             func(*apps.CloneSet) field.ErrorList { return nil },
-	ValidateUpdate:       func(_, _ *apps.CloneSet) field.ErrorList { return nil },
-	ValidateStatusUpdate: func(_, _ *apps.CloneSet) field.ErrorList { return nil },
+	Resource:    "clonesets",
+	APIVersions: []string{"apps.kruise.io/v1alpha1"},
+	Validation: Validate(func(*apps.CloneSet) field.ErrorList { return nil },
+		func(_, _ *apps.CloneSet) field.ErrorList { return nil }, func(_, _ *apps.CloneSet) field.ErrorList { return nil }),
 }
 
 func cloneSet(replicas int32, statusReplicas int32, generation int64) *apps.CloneSet {
