@@ -8,8 +8,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
-	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
@@ -21,8 +19,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (s
 }
 
 var kind = strategy.Kind[*apps.CloneSet]{
-	Resource:    "clonesets",
-	APIVersions: []string{v1alpha1.SchemeGroupVersion.String(), v1beta1.SchemeGroupVersion.String()},
+	Resource: "clonesets",
 	// `kubectl get clone` and `kubectl get all` list CloneSets, as with OpenKruise.
 	ShortNames: []string{"clone"},
 	Categories: []string{"all"},

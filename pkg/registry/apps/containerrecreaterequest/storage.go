@@ -8,7 +8,6 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
@@ -20,8 +19,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (s
 }
 
 var kind = strategy.Kind[*apps.ContainerRecreateRequest]{
-	Resource:    "containerrecreaterequests",
-	APIVersions: []string{v1alpha1.SchemeGroupVersion.String(), v1beta1.SchemeGroupVersion.String()},
+	Resource: "containerrecreaterequests",
 	// `kubectl get crr` lists them, as with OpenKruise.
 	ShortNames: []string{"crr"},
 	Validation: strategy.Validate(validation.ValidateContainerRecreateRequest,

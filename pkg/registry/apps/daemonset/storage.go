@@ -8,7 +8,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
-	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
@@ -20,8 +19,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (s
 }
 
 var kind = strategy.Kind[*apps.DaemonSet]{
-	Resource:    "daemonsets",
-	APIVersions: []string{v1alpha1.SchemeGroupVersion.String()},
+	Resource: "daemonsets",
 	// `kubectl get ads` (and daemon) and `kubectl get all` list Advanced DaemonSets, as with
 	// OpenKruise.
 	ShortNames: []string{"daemon", "ads"},

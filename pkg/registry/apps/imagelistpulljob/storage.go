@@ -7,7 +7,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
-	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
@@ -19,10 +18,9 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (s
 }
 
 var kind = strategy.Kind[*apps.ImageListPullJob]{
-	Resource:    "imagelistpulljobs",
-	APIVersions: []string{v1alpha1.SchemeGroupVersion.String()},
-	Validation:  strategy.Validate(validation.ValidateImageListPullJob, validation.ValidateImageListPullJobUpdate, validation.ValidateImageListPullJobStatusUpdate),
-	Table:       tableConvertor,
+	Resource:   "imagelistpulljobs",
+	Validation: strategy.Validate(validation.ValidateImageListPullJob, validation.ValidateImageListPullJobUpdate, validation.ValidateImageListPullJobStatusUpdate),
+	Table:      tableConvertor,
 }
 
 // tableConvertor prints OpenKruise's printer columns: TOTAL SUCCEEDED COMPLETED AGE.

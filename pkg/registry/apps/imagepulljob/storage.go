@@ -6,7 +6,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
-	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
@@ -18,10 +17,9 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (s
 }
 
 var kind = strategy.Kind[*apps.ImagePullJob]{
-	Resource:    "imagepulljobs",
-	APIVersions: []string{v1alpha1.SchemeGroupVersion.String()},
-	Validation:  strategy.Validate(validation.ValidateImagePullJob, validation.ValidateImagePullJobUpdate, validation.ValidateImagePullJobStatusUpdate),
-	Table:       tableConvertor,
+	Resource:   "imagepulljobs",
+	Validation: strategy.Validate(validation.ValidateImagePullJob, validation.ValidateImagePullJobUpdate, validation.ValidateImagePullJobStatusUpdate),
+	Table:      tableConvertor,
 }
 
 // tableConvertor prints OpenKruise's printer columns: TOTAL ACTIVE SUCCEED FAILED AGE, and MESSAGE

@@ -7,7 +7,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
-	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
@@ -21,7 +20,6 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (s
 var kind = strategy.Kind[*apps.NodeImage]{
 	Resource:      "nodeimages",
 	ClusterScoped: true,
-	APIVersions:   []string{v1alpha1.SchemeGroupVersion.String()},
 	Validation:    strategy.Validate(validation.ValidateNodeImage, validation.ValidateNodeImageUpdate, validation.ValidateNodeImageStatusUpdate),
 	Table:         tableConvertor,
 }

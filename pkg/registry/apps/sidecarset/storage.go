@@ -11,7 +11,6 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
-	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
@@ -41,7 +40,6 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, na
 var kind = strategy.Kind[*apps.SidecarSet]{
 	Resource:      "sidecarsets",
 	ClusterScoped: true,
-	APIVersions:   []string{v1alpha1.SchemeGroupVersion.String()},
 	Validation:    strategy.Validate(validation.ValidateSidecarSet, validation.ValidateSidecarSetUpdate, validation.ValidateSidecarSetStatusUpdate),
 	Table:         tableConvertor,
 }

@@ -10,8 +10,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
-	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
@@ -23,8 +21,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (s
 }
 
 var kind = strategy.Kind[*apps.StatefulSet]{
-	Resource:    "statefulsets",
-	APIVersions: []string{v1beta1.SchemeGroupVersion.String(), v1alpha1.SchemeGroupVersion.String()},
+	Resource: "statefulsets",
 	// `kubectl get asts` and `kubectl get all` list Advanced StatefulSets, as with OpenKruise.
 	// OpenKruise also claims "sts", which kubectl resolves to apps/v1 StatefulSets anyway; it is
 	// left to them.

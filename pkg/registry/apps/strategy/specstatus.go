@@ -33,16 +33,6 @@ func specStatusOf[T runtime.Object]() (specStatus[T], error) {
 	return s, nil
 }
 
-// mustSpecStatusOf is specStatusOf for the kinds compiled in, where a kind without spec and
-// status is a programming error found at start-up.
-func mustSpecStatusOf[T runtime.Object]() specStatus[T] {
-	s, err := specStatusOf[T]()
-	if err != nil {
-		panic(fmt.Sprintf("stored kinds have a spec and a status: %v", err))
-	}
-	return s
-}
-
 // new returns an empty object.
 func (s specStatus[T]) new() T { return reflect.New(s.typ).Interface().(T) }
 

@@ -45,8 +45,12 @@ func (r *REST) Categories() []string { return r.categories }
 // if the kind has Kind.Scale. The kind's names in the API group, its singular name and its list
 // type come from scheme, where the internal type T is registered.
 func NewStorage[T runtime.Object](scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, kind Kind[T]) (Storage[T], error) {
-	main := New(scheme, kind)
-	gvk, newList, err := kindOf(scheme, main.parts.new())
+	main, err := New(scheme, kind)
+	if err != nil {
+		return Storage[T]{}, err
+	}
+	gvk := main.gvk
+	newList, err := listOf(scheme, gvk)
 	if err != nil {
 		return Storage[T]{}, err
 	}
@@ -69,7 +73,7 @@ func NewStorage[T runtime.Object](scheme *runtime.Scheme, optsGetter generic.RES
 		return Storage[T]{}, fmt.Errorf("setting up the storage of %s: %w", plural, err)
 	}
 	store.Storage.Storage = resourceVersionChecked{store.Storage.Storage}
-	status := NewStatus(scheme, kind)
+	status := main.Status()
 	statusStore := *store
 	statusStore.UpdateStrategy = status
 	statusStore.ResetFieldsStrategy = status
@@ -83,20 +87,15 @@ func NewStorage[T runtime.Object](scheme *runtime.Scheme, optsGetter generic.RES
 	return s, nil
 }
 
-// kindOf returns the kind of obj, an internal type of scheme, and how to make an empty list of
-// it (the kind's List type, registered beside it).
-func kindOf(scheme *runtime.Scheme, obj runtime.Object) (schema.GroupVersionKind, func() runtime.Object, error) {
-	gvks, _, err := scheme.ObjectKinds(obj)
-	if err != nil {
-		return schema.GroupVersionKind{}, nil, fmt.Errorf("finding the kind of %T: %w", obj, err)
-	}
-	gvk := gvks[0]
+// listOf returns how to make an empty list of the kind gvk: its List type, registered beside it
+// in scheme.
+func listOf(scheme *runtime.Scheme, gvk schema.GroupVersionKind) (func() runtime.Object, error) {
 	list, err := scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	if err != nil {
-		return schema.GroupVersionKind{}, nil, fmt.Errorf("finding the list of %s: %w", gvk.Kind, err)
+		return nil, fmt.Errorf("finding the list of %s: %w", gvk.Kind, err)
 	}
 	listType := reflect.TypeOf(list).Elem()
-	return gvk, func() runtime.Object { return reflect.New(listType).Interface().(runtime.Object) }, nil
+	return func() runtime.Object { return reflect.New(listType).Interface().(runtime.Object) }, nil
 }
 
 // StatusREST is the /status subresource of a kind: GET, PUT and PATCH of the whole object, of

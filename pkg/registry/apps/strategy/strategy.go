@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -31,9 +32,6 @@ type Kind[T runtime.Object] struct {
 	Resource string
 	// ClusterScoped is true for kinds whose objects live outside namespaces.
 	ClusterScoped bool
-	// APIVersions are the versions whose server-side apply reset fields (status through the main
-	// resource, spec through /status) are declared.
-	APIVersions []string
 	// ShortNames and Categories are the other names kubectl finds the resource by
 	// (`kubectl get clone`, `kubectl get all`).
 	ShortNames, Categories []string
@@ -69,12 +67,32 @@ type Strategy[T runtime.Object] struct {
 	names.NameGenerator
 	kind  Kind[T]
 	parts specStatus[T]
+	// gvk is the internal kind of T; versions are the group's versions that serve it, for which
+	// the reset fields of server-side apply are declared.
+	gvk      schema.GroupVersionKind
+	versions []string
 }
 
-// New returns the main-resource strategy of kind. It panics if T has no Spec and Status fields,
-// which every stored kind has.
-func New[T runtime.Object](typer runtime.ObjectTyper, kind Kind[T]) Strategy[T] {
-	return Strategy[T]{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, kind: kind, parts: mustSpecStatusOf[T]()}
+// New returns the main-resource strategy of kind, whose internal type T is registered in scheme
+// with its versions.
+func New[T runtime.Object](scheme *runtime.Scheme, kind Kind[T]) (Strategy[T], error) {
+	parts, err := specStatusOf[T]()
+	if err != nil {
+		return Strategy[T]{}, fmt.Errorf("stored kinds have a spec and a status: %w", err)
+	}
+	gvks, _, err := scheme.ObjectKinds(parts.new())
+	if err != nil {
+		return Strategy[T]{}, fmt.Errorf("finding the kind of %v: %w", parts.typ, err)
+	}
+	s := Strategy[T]{ObjectTyper: scheme, NameGenerator: names.SimpleNameGenerator, kind: kind, parts: parts, gvk: gvks[0]}
+	// Every version of the kind in scheme is served, from the one store.
+	for _, gv := range scheme.VersionsForGroupKind(s.gvk.GroupKind()) {
+		s.versions = append(s.versions, gv.String())
+	}
+	if len(s.versions) == 0 {
+		return Strategy[T]{}, fmt.Errorf("%s has no version in the scheme", s.gvk.Kind)
+	}
+	return s, nil
 }
 
 var (
@@ -92,7 +110,7 @@ func (s Strategy[T]) NamespaceScoped() bool { return !s.kind.ClusterScoped }
 
 // GetResetFields says which fields a write through the main resource leaves untouched.
 func (s Strategy[T]) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return resetFields(s.kind.APIVersions, "status")
+	return resetFields(s.versions, "status")
 }
 
 // DefaultGarbageCollectionPolicy deletes dependents in the background, as for apps/v1 kinds.
@@ -162,14 +180,12 @@ type StatusStrategy[T runtime.Object] struct {
 	Strategy[T]
 }
 
-// NewStatus returns the /status strategy of kind.
-func NewStatus[T runtime.Object](typer runtime.ObjectTyper, kind Kind[T]) StatusStrategy[T] {
-	return StatusStrategy[T]{Strategy: New(typer, kind)}
-}
+// Status returns the /status strategy of the kind.
+func (s Strategy[T]) Status() StatusStrategy[T] { return StatusStrategy[T]{Strategy: s} }
 
 // GetResetFields says which fields a write through /status leaves untouched.
 func (s StatusStrategy[T]) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return resetFields(s.kind.APIVersions, "spec")
+	return resetFields(s.versions, "spec")
 }
 
 // PrepareForUpdate keeps the stored spec; the generation does not move.
