@@ -36,6 +36,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/registry/apps/pod"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/sidecarset"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/statefulset"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
 	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
@@ -211,32 +212,32 @@ func revisionLister(kube kubernetes.Interface) sidecars.RevisionLister {
 // version to the internal one, so both versions read and write the same objects.
 func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecars.RevisionLister) (map[string]map[string]rest.Storage, error) {
 	optsGetter := c.generic.RESTOptionsGetter
-	cloneSets, err := cloneset.NewStorage(Scheme, optsGetter)
+	cloneSets, err := strategy.NewStorage(Scheme, optsGetter, cloneset.Kind)
 	if err != nil {
 		return nil, err
 	}
-	statefulSets, err := statefulset.NewStorage(Scheme, optsGetter)
+	statefulSets, err := strategy.NewStorage(Scheme, optsGetter, statefulset.Kind)
 	if err != nil {
 		return nil, err
 	}
-	daemonSets, err := daemonset.NewStorage(Scheme, optsGetter)
+	daemonSets, err := strategy.NewStorage(Scheme, optsGetter, daemonset.Kind)
 	if err != nil {
 		return nil, err
 	}
 
-	crrs, err := containerrecreaterequest.NewStorage(Scheme, optsGetter)
+	crrs, err := strategy.NewStorage(Scheme, optsGetter, containerrecreaterequest.Kind)
 	if err != nil {
 		return nil, err
 	}
-	imagePullJobs, err := imagepulljob.NewStorage(Scheme, optsGetter)
+	imagePullJobs, err := strategy.NewStorage(Scheme, optsGetter, imagepulljob.Kind)
 	if err != nil {
 		return nil, err
 	}
-	imageListPullJobs, err := imagelistpulljob.NewStorage(Scheme, optsGetter)
+	imageListPullJobs, err := strategy.NewStorage(Scheme, optsGetter, imagelistpulljob.Kind)
 	if err != nil {
 		return nil, err
 	}
-	nodeImages, err := nodeimage.NewStorage(Scheme, optsGetter)
+	nodeImages, err := strategy.NewStorage(Scheme, optsGetter, nodeimage.Kind)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ type Storage struct {
 // ControllerRevisions; both nil in standalone mode.
 func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, namespaces corev1client.NamespacesGetter,
 	revisions sidecars.RevisionLister) (Storage, error) {
-	s, err := strategy.NewStorage(scheme, optsGetter, kind)
+	s, err := strategy.NewStorage(scheme, optsGetter, Kind)
 	if err != nil {
 		return Storage{}, err
 	}
@@ -37,7 +37,8 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, na
 	return Storage{Storage: s, Inject: inject}, nil
 }
 
-var kind = strategy.Kind[*apps.SidecarSet]{
+// Kind describes the SidecarSet: its names, validation and printed columns.
+var Kind = strategy.Kind[*apps.SidecarSet]{
 	Resource:      "sidecarsets",
 	ClusterScoped: true,
 	Validation:    strategy.Validate(validation.ValidateSidecarSet, validation.ValidateSidecarSetUpdate, validation.ValidateSidecarSetStatusUpdate),
@@ -45,10 +46,7 @@ var kind = strategy.Kind[*apps.SidecarSet]{
 }
 
 var tableConvertor = table.New(
-	table.Column[*apps.SidecarSet]{Name: "Matched", Type: "integer", Description: "The number of pods matched.",
-		Cell: func(s *apps.SidecarSet) any { return s.Status.MatchedPods }},
-	table.Column[*apps.SidecarSet]{Name: "Updated", Type: "integer", Description: "The number of pods matched and updated.",
-		Cell: func(s *apps.SidecarSet) any { return s.Status.UpdatedPods }},
-	table.Column[*apps.SidecarSet]{Name: "Ready", Type: "integer", Description: "The number of pods matched and ready.",
-		Cell: func(s *apps.SidecarSet) any { return s.Status.ReadyPods }},
+	table.Int("Matched", "The number of pods matched.", func(s *apps.SidecarSet) int32 { return s.Status.MatchedPods }),
+	table.Int("Updated", "The number of pods matched and updated.", func(s *apps.SidecarSet) int32 { return s.Status.UpdatedPods }),
+	table.Int("Ready", "The number of pods matched and ready.", func(s *apps.SidecarSet) int32 { return s.Status.ReadyPods }),
 )

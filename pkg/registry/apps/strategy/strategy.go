@@ -1,7 +1,9 @@
-// Package strategy holds the create/update/status strategy every stored kind of apps.kruise.io
-// shares: status is not writable through the main resource, spec is not writable through
-// /status, metadata.generation counts spec changes, and validation runs on every write.
-// Each resource package describes its kind with a Kind value; the behaviour lives here once.
+// Package strategy holds the storage and the create/update/status strategy every stored kind of
+// apps.kruise.io shares: status is not writable through the main resource, spec is not writable
+// through /status, metadata.generation counts spec changes, and validation runs on every write.
+// Each resource package describes its kind with a Kind value (names, validation, columns,
+// replicas); NewStorage turns it into the etcd-backed main resource, /status and /scale, as
+// kubernetes' pkg/registry/apps/*/storage packages each build theirs. The behaviour lives here once.
 package strategy
 
 import (

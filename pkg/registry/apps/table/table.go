@@ -163,6 +163,11 @@ func Age(t metav1.Time) string {
 	return duration.HumanDuration(time.Since(t.Time))
 }
 
+// Int is a priority 0 column of integers, such as the replica counts of a status.
+func Int[T runtime.Object](name, description string, cell func(obj T) int32) Column[T] {
+	return Column[T]{Name: name, Type: "integer", Description: description, Cell: func(obj T) any { return cell(obj) }}
+}
+
 // Containers and Images are the wide CONTAINERS and IMAGES columns of a workload, read from its
 // Pod template (podSpec), comma-separated as kubectl prints them for Deployments.
 func Containers[T runtime.Object](podSpec func(T) *corev1.PodSpec) Column[T] {
