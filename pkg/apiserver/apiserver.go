@@ -36,6 +36,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/registry/apps/pod"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/sidecarset"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/statefulset"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
 	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
@@ -216,32 +217,32 @@ func revisionLister(kube kubernetes.Interface) sidecars.RevisionLister {
 // version to the internal one, so both versions read and write the same objects.
 func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecars.RevisionLister) (map[string]map[string]rest.Storage, error) {
 	optsGetter := c.generic.RESTOptionsGetter
-	cloneSets, err := cloneset.NewStorage(Scheme, optsGetter)
+	cloneSets, err := strategy.NewStorage(Scheme, optsGetter, cloneset.Kind)
 	if err != nil {
 		return nil, err
 	}
-	statefulSets, err := statefulset.NewStorage(Scheme, optsGetter)
+	statefulSets, err := strategy.NewStorage(Scheme, optsGetter, statefulset.Kind)
 	if err != nil {
 		return nil, err
 	}
-	daemonSets, err := daemonset.NewStorage(Scheme, optsGetter)
+	daemonSets, err := strategy.NewStorage(Scheme, optsGetter, daemonset.Kind)
 	if err != nil {
 		return nil, err
 	}
 
-	crrs, err := containerrecreaterequest.NewStorage(Scheme, optsGetter)
+	crrs, err := strategy.NewStorage(Scheme, optsGetter, containerrecreaterequest.Kind)
 	if err != nil {
 		return nil, err
 	}
-	imagePullJobs, err := imagepulljob.NewStorage(Scheme, optsGetter)
+	imagePullJobs, err := strategy.NewStorage(Scheme, optsGetter, imagepulljob.Kind)
 	if err != nil {
 		return nil, err
 	}
-	imageListPullJobs, err := imagelistpulljob.NewStorage(Scheme, optsGetter)
+	imageListPullJobs, err := strategy.NewStorage(Scheme, optsGetter, imagelistpulljob.Kind)
 	if err != nil {
 		return nil, err
 	}
-	nodeImages, err := nodeimage.NewStorage(Scheme, optsGetter)
+	nodeImages, err := strategy.NewStorage(Scheme, optsGetter, nodeimage.Kind)
 	if err != nil {
 		return nil, err
 	}
@@ -257,56 +258,56 @@ func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecars.R
 	// pods/recreate creates ContainerRecreateRequests through the same admission chain and store
 	// as a direct create.
 	pods := pod.NewStorage(corePods, pod.RecreateStorage{
-		Store: crrs.ContainerRecreateRequest.Store, Admission: c.generic.AdmissionControl,
+		Store: crrs.Main.Store, Admission: c.generic.AdmissionControl,
 		ObjectInterfaces: admission.NewObjectInterfacesFromScheme(Scheme),
 	})
 	v1alpha1Storage := map[string]rest.Storage{
-		"clonesets":                        cloneSets.CloneSet,
+		"clonesets":                        cloneSets.Main,
 		"clonesets/status":                 cloneSets.Status,
 		"clonesets/scale":                  cloneSets.Scale,
-		"sidecarsets":                      sidecarSets.SidecarSet,
+		"sidecarsets":                      sidecarSets.Main,
 		"sidecarsets/status":               sidecarSets.Status,
 		"sidecarsets/inject":               sidecarSets.Inject,
-		"containerrecreaterequests":        crrs.ContainerRecreateRequest,
+		"containerrecreaterequests":        crrs.Main,
 		"containerrecreaterequests/status": crrs.Status,
 		"pods":                             pods.Pod,
 		"pods/inplaceupdate":               pods.InPlaceUpdate,
 		"pods/recreate":                    pods.Recreate,
-		"statefulsets":                     statefulSets.StatefulSet,
+		"statefulsets":                     statefulSets.Main,
 		"statefulsets/status":              statefulSets.Status,
 		"statefulsets/scale":               statefulSets.Scale,
-		"daemonsets":                       daemonSets.DaemonSet,
+		"daemonsets":                       daemonSets.Main,
 		"daemonsets/status":                daemonSets.Status,
-		"imagepulljobs":                    imagePullJobs.ImagePullJob,
+		"imagepulljobs":                    imagePullJobs.Main,
 		"imagepulljobs/status":             imagePullJobs.Status,
-		"imagelistpulljobs":                imageListPullJobs.ImageListPullJob,
+		"imagelistpulljobs":                imageListPullJobs.Main,
 		"imagelistpulljobs/status":         imageListPullJobs.Status,
-		"nodeimages":                       nodeImages.NodeImage,
+		"nodeimages":                       nodeImages.Main,
 		"nodeimages/status":                nodeImages.Status,
 	}
 	// The kinds OpenKruise v1.9 serves at v1beta1, from the same stores: one object, two versions.
 	// sidecarsets/inject is inplace's own and stays at v1alpha1.
 	v1beta1Storage := map[string]rest.Storage{
-		"statefulsets":             statefulSets.StatefulSet,
+		"statefulsets":             statefulSets.Main,
 		"statefulsets/status":      statefulSets.Status,
 		"statefulsets/scale":       statefulSets.Scale,
-		"sidecarsets":              sidecarSets.SidecarSet,
+		"sidecarsets":              sidecarSets.Main,
 		"sidecarsets/status":       sidecarSets.Status,
-		"imagepulljobs":            imagePullJobs.ImagePullJob,
+		"imagepulljobs":            imagePullJobs.Main,
 		"imagepulljobs/status":     imagePullJobs.Status,
-		"imagelistpulljobs":        imageListPullJobs.ImageListPullJob,
+		"imagelistpulljobs":        imageListPullJobs.Main,
 		"imagelistpulljobs/status": imageListPullJobs.Status,
-		"nodeimages":               nodeImages.NodeImage,
+		"nodeimages":               nodeImages.Main,
 		"nodeimages/status":        nodeImages.Status,
-		"daemonsets":               daemonSets.DaemonSet,
+		"daemonsets":               daemonSets.Main,
 		"daemonsets/status":        daemonSets.Status,
 		// OpenKruise's master serves ContainerRecreateRequests at v1beta1 too (v1.9 does not):
 		// served here, preferred and stored at v1alpha1.
-		"containerrecreaterequests":        crrs.ContainerRecreateRequest,
+		"containerrecreaterequests":        crrs.Main,
 		"containerrecreaterequests/status": crrs.Status,
 		// CloneSet at v1beta1 is OpenKruise master's; it stays stored (and the controller reads
 		// it) at v1alpha1, as OpenKruise v1.9 serves it only there.
-		"clonesets":        cloneSets.CloneSet,
+		"clonesets":        cloneSets.Main,
 		"clonesets/status": cloneSets.Status,
 		"clonesets/scale":  cloneSets.Scale,
 	}

@@ -1,82 +1,44 @@
-// Package cloneset is the storage of the clonesets resource and its status and scale subresources.
+// Package cloneset describes the CloneSet to the shared storage (strategy.NewStorage): the
+// clonesets resource and its status and scale subresources, served at v1alpha1 and v1beta1.
 package cloneset
 
 import (
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
-	"k8s.io/apiserver/pkg/registry/rest"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
 )
 
-// Storage holds the REST storage of clonesets and its subresources.
-type Storage struct {
-	CloneSet *REST
-	Status   *strategy.StatusREST
-	Scale    *strategy.ScaleREST[*apps.CloneSet]
-}
-
-// REST is the clonesets resource.
-type REST struct {
-	*genericregistry.Store
-}
-
-var (
-	_ rest.ShortNamesProvider = &REST{}
-	_ rest.CategoriesProvider = &REST{}
-)
-
-// ShortNames lets `kubectl get clone` work, as with OpenKruise.
-func (*REST) ShortNames() []string { return []string{"clone"} }
-
-// Categories puts clonesets in `kubectl get all`.
-func (*REST) Categories() []string { return []string{"all"} }
-
-// NewStorage returns the storage of clonesets, clonesets/status and clonesets/scale.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
-	store, status, err := strategy.NewStores(scheme, optsGetter, kind, strategy.Resource[*apps.CloneSet]{
-		Plural:   apps.Resource("clonesets"),
-		Singular: apps.Resource("cloneset"),
-		NewList:  func() runtime.Object { return &apps.CloneSetList{} },
-		Table:    tableConvertor,
-	})
-	if err != nil {
-		return Storage{}, err
-	}
-	return Storage{CloneSet: &REST{store}, Status: status, Scale: strategy.NewScaleREST(store, strategy.Replicas[*apps.CloneSet]{
-		Resource:   apps.Resource("clonesets/scale"),
-		Desired:    replicas,
+// Kind describes the CloneSet: its names, validation, printed columns and replicas.
+var Kind = strategy.Kind[*apps.CloneSet]{
+	Resource: "clonesets",
+	// `kubectl get clone` and `kubectl get all` list CloneSets, as with OpenKruise.
+	ShortNames: []string{"clone"},
+	Categories: []string{"all"},
+	Validation: strategy.Validate(validation.ValidateCloneSet, validation.ValidateCloneSetUpdate, validation.ValidateCloneSetStatusUpdate),
+	ErrorPaths: errorPaths,
+	Table: table.New(
+		table.Int("Desired", "The desired number of pods.", desired),
+		table.Int("Updated", "The number of pods updated.", func(c *apps.CloneSet) int32 { return c.Status.UpdatedReplicas }),
+		table.Int("Updated_Ready", "The number of pods updated and ready.", func(c *apps.CloneSet) int32 { return c.Status.UpdatedReadyReplicas }),
+		table.Int("Ready", "The number of pods ready.", func(c *apps.CloneSet) int32 { return c.Status.ReadyReplicas }),
+		table.Int("Total", "The number of pods the CloneSet owns.", func(c *apps.CloneSet) int32 { return c.Status.Replicas }),
+		table.Containers(podTemplate),
+		table.Images(podTemplate),
+		table.Column[*apps.CloneSet]{Name: "Selector", Type: "string", Priority: 1, Description: "The label selector of the pods.",
+			Cell: func(c *apps.CloneSet) any { return c.Status.LabelSelector }},
+	),
+	Scale: &strategy.Replicas[*apps.CloneSet]{
+		Desired:    desired,
 		SetDesired: func(c *apps.CloneSet, n int32) { c.Spec.Replicas = &n },
 		Current:    func(c *apps.CloneSet) int32 { return c.Status.Replicas },
 		Selector:   func(c *apps.CloneSet) string { return c.Status.LabelSelector },
-	})}, nil
+	},
 }
 
-var tableConvertor = table.New(
-	table.Column[*apps.CloneSet]{Name: "Desired", Type: "integer", Description: "The desired number of pods.",
-		Cell: func(c *apps.CloneSet) any { return replicas(c) }},
-	table.Column[*apps.CloneSet]{Name: "Updated", Type: "integer", Description: "The number of pods updated.",
-		Cell: func(c *apps.CloneSet) any { return c.Status.UpdatedReplicas }},
-	table.Column[*apps.CloneSet]{Name: "Updated_Ready", Type: "integer", Description: "The number of pods updated and ready.",
-		Cell: func(c *apps.CloneSet) any { return c.Status.UpdatedReadyReplicas }},
-	table.Column[*apps.CloneSet]{Name: "Ready", Type: "integer", Description: "The number of pods ready.",
-		Cell: func(c *apps.CloneSet) any { return c.Status.ReadyReplicas }},
-	table.Column[*apps.CloneSet]{Name: "Total", Type: "integer", Description: "The number of pods the CloneSet owns.",
-		Cell: func(c *apps.CloneSet) any { return c.Status.Replicas }},
-	table.Column[*apps.CloneSet]{Name: "Containers", Type: "string", Priority: 1, Description: "The containers of the pod template.",
-		Cell: func(c *apps.CloneSet) any { return table.ContainerNames(&c.Spec.Template.Spec) }},
-	table.Column[*apps.CloneSet]{Name: "Images", Type: "string", Priority: 1, Description: "The images of the pod template.",
-		Cell: func(c *apps.CloneSet) any { return table.ContainerImages(&c.Spec.Template.Spec) }},
-	table.Column[*apps.CloneSet]{Name: "Selector", Type: "string", Priority: 1, Description: "The label selector of the pods.",
-		Cell: func(c *apps.CloneSet) any { return c.Status.LabelSelector }},
-)
+func podTemplate(c *apps.CloneSet) *corev1.PodSpec { return &c.Spec.Template.Spec }
 
-func replicas(c *apps.CloneSet) int32 {
-	if c.Spec.Replicas == nil {
-		return 0
-	}
-	return *c.Spec.Replicas
-}
+func desired(c *apps.CloneSet) int32 { return ptr.Deref(c.Spec.Replicas, 0) }

@@ -1,64 +1,27 @@
-// Package imagepulljob is the storage of the imagepulljobs resource and its status subresource.
+// Package imagepulljob describes the ImagePullJob to the shared storage (strategy.NewStorage):
+// the imagepulljobs resource and its status subresource.
 package imagepulljob
 
 import (
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
-
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
-	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
 )
 
-// Storage holds the REST storage of imagepulljobs and its status.
-type Storage struct {
-	ImagePullJob *genericregistry.Store
-	Status       *strategy.StatusREST
+// Kind describes the ImagePullJob: its names, validation and printed columns.
+var Kind = strategy.Kind[*apps.ImagePullJob]{
+	Resource:   "imagepulljobs",
+	Validation: strategy.Validate(validation.ValidateImagePullJob, validation.ValidateImagePullJobUpdate, validation.ValidateImagePullJobStatusUpdate),
+	// Table prints OpenKruise's printer columns: TOTAL ACTIVE SUCCEED FAILED AGE, and MESSAGE
+	// at v1alpha1 (OpenKruise v1.9 dropped it from v1beta1).
+	Table: table.New(
+		table.Int("Total", "Number of all nodes matched by this job", func(j *apps.ImagePullJob) int32 { return j.Status.Desired }),
+		table.Int("Active", "Number of image pull task active", func(j *apps.ImagePullJob) int32 { return j.Status.Active }),
+		table.Int("Succeed", "Number of image pull task succeeded", func(j *apps.ImagePullJob) int32 { return j.Status.Succeeded }),
+		table.Int("Failed", "Number of image pull tasks failed", func(j *apps.ImagePullJob) int32 { return j.Status.Failed }),
+		table.Column[*apps.ImagePullJob]{Name: "Message", Type: "string", Description: "Summary of status when job is failed", AfterAge: true,
+			Versions: []string{"v1alpha1"},
+			Cell:     func(j *apps.ImagePullJob) any { return j.Status.Message }},
+	),
 }
-
-// NewStorage returns the storage of imagepulljobs and imagepulljobs/status.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
-	store, status, err := strategy.NewStores(scheme, optsGetter, kind, strategy.Resource[*apps.ImagePullJob]{
-		Plural:   apps.Resource("imagepulljobs"),
-		Singular: apps.Resource("imagepulljob"),
-		NewList:  func() runtime.Object { return &apps.ImagePullJobList{} },
-		Table:    tableConvertor,
-	})
-	if err != nil {
-		return Storage{}, err
-	}
-	return Storage{ImagePullJob: store, Status: status}, nil
-}
-
-// kind describes ImagePullJobs to the shared strategy.
-var kind = strategy.Kind[*apps.ImagePullJob]{
-	NamespaceScoped:      true,
-	APIVersions:          []string{v1alpha1.SchemeGroupVersion.String()},
-	New:                  func() *apps.ImagePullJob { return &apps.ImagePullJob{} },
-	Spec:                 func(o *apps.ImagePullJob) any { return &o.Spec },
-	Status:               func(o *apps.ImagePullJob) any { return &o.Status },
-	CopySpec:             func(dst, src *apps.ImagePullJob) { dst.Spec = src.Spec },
-	CopyStatus:           func(dst, src *apps.ImagePullJob) { dst.Status = src.Status },
-	Validate:             validation.ValidateImagePullJob,
-	ValidateUpdate:       validation.ValidateImagePullJobUpdate,
-	ValidateStatusUpdate: validation.ValidateImagePullJobStatusUpdate,
-}
-
-// tableConvertor prints OpenKruise's printer columns: TOTAL ACTIVE SUCCEED FAILED AGE, and MESSAGE
-// at v1alpha1 (OpenKruise v1.9 dropped it from v1beta1).
-var tableConvertor = table.New(
-	table.Column[*apps.ImagePullJob]{Name: "Total", Type: "integer", Description: "Number of all nodes matched by this job",
-		Cell: func(j *apps.ImagePullJob) any { return j.Status.Desired }},
-	table.Column[*apps.ImagePullJob]{Name: "Active", Type: "integer", Description: "Number of image pull task active",
-		Cell: func(j *apps.ImagePullJob) any { return j.Status.Active }},
-	table.Column[*apps.ImagePullJob]{Name: "Succeed", Type: "integer", Description: "Number of image pull task succeeded",
-		Cell: func(j *apps.ImagePullJob) any { return j.Status.Succeeded }},
-	table.Column[*apps.ImagePullJob]{Name: "Failed", Type: "integer", Description: "Number of image pull tasks failed",
-		Cell: func(j *apps.ImagePullJob) any { return j.Status.Failed }},
-	table.Column[*apps.ImagePullJob]{Name: "Message", Type: "string", Description: "Summary of status when job is failed", AfterAge: true,
-		Versions: []string{"v1alpha1"},
-		Cell:     func(j *apps.ImagePullJob) any { return j.Status.Message }},
-)

@@ -8,10 +8,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
 	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
@@ -19,9 +19,8 @@ import (
 
 // Storage holds the REST storage of sidecarsets and its subresources.
 type Storage struct {
-	SidecarSet *genericregistry.Store
-	Status     *strategy.StatusREST
-	Inject     *InjectREST
+	strategy.Storage[*apps.SidecarSet]
+	Inject *InjectREST
 }
 
 // NewStorage returns the storage of sidecarsets, sidecarsets/status and sidecarsets/inject.
@@ -29,25 +28,25 @@ type Storage struct {
 // ControllerRevisions; both nil in standalone mode.
 func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, namespaces corev1client.NamespacesGetter,
 	revisions sidecars.RevisionLister) (Storage, error) {
-	store, status, err := strategy.NewStores(scheme, optsGetter, kind, strategy.Resource[*apps.SidecarSet]{
-		Plural:   apps.Resource("sidecarsets"),
-		Singular: apps.Resource("sidecarset"),
-		NewList:  func() runtime.Object { return &apps.SidecarSetList{} },
-		Table:    tableConvertor,
-	})
+	s, err := strategy.NewStorage(scheme, optsGetter, Kind)
 	if err != nil {
 		return Storage{}, err
 	}
-	inject := &InjectREST{sidecarSets: store, namespaces: namespaces, revisions: revisions, convertor: scheme,
+	inject := &InjectREST{sidecarSets: s.Main, namespaces: namespaces, revisions: revisions, convertor: scheme,
 		now: time.Now, random: rand.Float64}
-	return Storage{SidecarSet: store, Status: status, Inject: inject}, nil
+	return Storage{Storage: s, Inject: inject}, nil
+}
+
+// Kind describes the SidecarSet: its names, validation and printed columns.
+var Kind = strategy.Kind[*apps.SidecarSet]{
+	Resource:      "sidecarsets",
+	ClusterScoped: true,
+	Validation:    strategy.Validate(validation.ValidateSidecarSet, validation.ValidateSidecarSetUpdate, validation.ValidateSidecarSetStatusUpdate),
+	Table:         tableConvertor,
 }
 
 var tableConvertor = table.New(
-	table.Column[*apps.SidecarSet]{Name: "Matched", Type: "integer", Description: "The number of pods matched.",
-		Cell: func(s *apps.SidecarSet) any { return s.Status.MatchedPods }},
-	table.Column[*apps.SidecarSet]{Name: "Updated", Type: "integer", Description: "The number of pods matched and updated.",
-		Cell: func(s *apps.SidecarSet) any { return s.Status.UpdatedPods }},
-	table.Column[*apps.SidecarSet]{Name: "Ready", Type: "integer", Description: "The number of pods matched and ready.",
-		Cell: func(s *apps.SidecarSet) any { return s.Status.ReadyPods }},
+	table.Int("Matched", "The number of pods matched.", func(s *apps.SidecarSet) int32 { return s.Status.MatchedPods }),
+	table.Int("Updated", "The number of pods matched and updated.", func(s *apps.SidecarSet) int32 { return s.Status.UpdatedPods }),
+	table.Int("Ready", "The number of pods matched and ready.", func(s *apps.SidecarSet) int32 { return s.Status.ReadyPods }),
 )

@@ -16,8 +16,6 @@ import (
 
 // Replicas says where a scalable kind keeps its replica counts and Pod selector.
 type Replicas[T runtime.Object] struct {
-	// Resource is the scale subresource, for example clonesets/scale.
-	Resource schema.GroupResource
 	// Desired returns spec.replicas (0 when unset); SetDesired sets it.
 	Desired    func(obj T) int32
 	SetDesired func(obj T, replicas int32)
@@ -31,12 +29,13 @@ type Replicas[T runtime.Object] struct {
 // and a HorizontalPodAutoscaler work.
 type ScaleREST[T runtime.Object] struct {
 	store    *genericregistry.Store
+	resource schema.GroupResource // for example clonesets/scale
 	replicas Replicas[T]
 }
 
-// NewScaleREST returns the /scale subresource over the main resource's store.
-func NewScaleREST[T runtime.Object](store *genericregistry.Store, replicas Replicas[T]) *ScaleREST[T] {
-	return &ScaleREST[T]{store: store, replicas: replicas}
+// newScaleREST returns the /scale subresource over the main resource's store.
+func newScaleREST[T runtime.Object](store *genericregistry.Store, resource schema.GroupResource, replicas Replicas[T]) *ScaleREST[T] {
+	return &ScaleREST[T]{store: store, resource: resource, replicas: replicas}
 }
 
 var (
@@ -77,7 +76,7 @@ func (r *ScaleREST[T]) Update(ctx context.Context, name string, objInfo rest.Upd
 
 // ConvertToTable prints a Scale with the default columns.
 func (r *ScaleREST[T]) ConvertToTable(ctx context.Context, object, tableOptions runtime.Object) (*metav1.Table, error) {
-	return rest.NewDefaultTableConvertor(r.replicas.Resource).ConvertToTable(ctx, object, tableOptions)
+	return rest.NewDefaultTableConvertor(r.resource).ConvertToTable(ctx, object, tableOptions)
 }
 
 func (r *ScaleREST[T]) scaleOf(obj T) *autoscalingv1.Scale {

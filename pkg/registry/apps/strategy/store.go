@@ -3,6 +3,8 @@ package strategy
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,42 +15,87 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
-// Resource names a stored resource and says how to list and print it.
-type Resource[T runtime.Object] struct {
-	// Plural and Singular are the resource names, for example clonesets and cloneset.
-	Plural, Singular schema.GroupResource
-	// NewList returns an empty list of the kind.
-	NewList func() runtime.Object
-	// Table prints objects for kubectl.
-	Table rest.TableConvertor
+// Storage is the REST storage of one kind, as kubernetes' pkg/registry/apps/*/storage returns
+// it: the main resource, its /status, and its /scale for the kinds with replicas.
+type Storage[T runtime.Object] struct {
+	Main   *REST
+	Status *StatusREST
+	// Scale is nil for a kind without Kind.Scale.
+	Scale *ScaleREST[T]
 }
 
-// NewStores returns the etcd-backed store of a kind's main resource and its /status subresource.
-func NewStores[T runtime.Object](scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, kind Kind[T], res Resource[T]) (*genericregistry.Store, *StatusREST, error) {
-	main := New(scheme, kind)
+// REST is the main resource of a kind, with the short names and categories kubectl finds it by.
+type REST struct {
+	*genericregistry.Store
+	shortNames, categories []string
+}
+
+var (
+	_ rest.ShortNamesProvider = &REST{}
+	_ rest.CategoriesProvider = &REST{}
+)
+
+// ShortNames are the kind's Kind.ShortNames; discovery leaves out an empty list.
+func (r *REST) ShortNames() []string { return r.shortNames }
+
+// Categories are the kind's Kind.Categories; discovery leaves out an empty list.
+func (r *REST) Categories() []string { return r.categories }
+
+// NewStorage returns the etcd-backed storage of a kind: its main resource, /status, and /scale
+// if the kind has Kind.Scale. The kind's names in the API group, its singular name and its list
+// type come from scheme, where the internal type T is registered.
+func NewStorage[T runtime.Object](scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, kind Kind[T]) (Storage[T], error) {
+	main, err := New(scheme, kind)
+	if err != nil {
+		return Storage[T]{}, err
+	}
+	gvk := main.gvk
+	newList, err := listOf(scheme, gvk)
+	if err != nil {
+		return Storage[T]{}, err
+	}
+	plural := schema.GroupResource{Group: gvk.Group, Resource: kind.Resource}
 	store := &genericregistry.Store{
-		NewFunc:                   func() runtime.Object { return kind.New() },
-		NewListFunc:               res.NewList,
+		NewFunc:                   func() runtime.Object { return main.parts.new() },
+		NewListFunc:               newList,
 		PredicateFunc:             Matcher,
-		DefaultQualifiedResource:  res.Plural,
-		SingularQualifiedResource: res.Singular,
+		DefaultQualifiedResource:  plural,
+		SingularQualifiedResource: schema.GroupResource{Group: gvk.Group, Resource: strings.ToLower(gvk.Kind)},
 
 		CreateStrategy:      main,
 		UpdateStrategy:      main,
 		DeleteStrategy:      main,
 		ResetFieldsStrategy: main,
 
-		TableConvertor: res.Table,
+		TableConvertor: kind.Table,
 	}
 	if err := store.CompleteWithOptions(StoreOptions(optsGetter)); err != nil {
-		return nil, nil, fmt.Errorf("setting up the storage of %s: %w", res.Plural, err)
+		return Storage[T]{}, fmt.Errorf("setting up the storage of %s: %w", plural, err)
 	}
 	store.Storage.Storage = resourceVersionChecked{store.Storage.Storage}
-	status := NewStatus(scheme, kind)
+	status := main.Status()
 	statusStore := *store
 	statusStore.UpdateStrategy = status
 	statusStore.ResetFieldsStrategy = status
-	return store, &StatusREST{store: &statusStore}, nil
+	s := Storage[T]{
+		Main:   &REST{Store: store, shortNames: kind.ShortNames, categories: kind.Categories},
+		Status: &StatusREST{store: &statusStore},
+	}
+	if kind.Scale != nil {
+		s.Scale = newScaleREST(store, schema.GroupResource{Group: gvk.Group, Resource: kind.Resource + "/scale"}, *kind.Scale)
+	}
+	return s, nil
+}
+
+// listOf returns how to make an empty list of the kind gvk: its List type, registered beside it
+// in scheme.
+func listOf(scheme *runtime.Scheme, gvk schema.GroupVersionKind) (func() runtime.Object, error) {
+	list, err := scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err != nil {
+		return nil, fmt.Errorf("finding the list of %s: %w", gvk.Kind, err)
+	}
+	listType := reflect.TypeOf(list).Elem()
+	return func() runtime.Object { return reflect.New(listType).Interface().(runtime.Object) }, nil
 }
 
 // StatusREST is the /status subresource of a kind: GET, PUT and PATCH of the whole object, of

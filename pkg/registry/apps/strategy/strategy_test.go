@@ -8,23 +8,30 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/install"
 )
 
 // testKind is a CloneSet description with validation that accepts everything, so the tests
 // exercise only the shared strategy.
 var testKind = Kind[*apps.CloneSet]{
-	NamespaceScoped:      true,
-	APIVersions:          []string{"apps.kruise.io/v1alpha1"},
-	New:                  func() *apps.CloneSet { return &apps.CloneSet{} },
-	Spec:                 func(o *apps.CloneSet) any { return &o.Spec },
-	Status:               func(o *apps.CloneSet) any { return &o.Status },
-	CopySpec:             func(dst, src *apps.CloneSet) { dst.Spec = src.Spec },
-	CopyStatus:           func(dst, src *apps.CloneSet) { dst.Status = src.Status },
-	Validate:             func(*apps.CloneSet) field.ErrorList { return nil },
-	ValidateUpdate:       func(_, _ *apps.CloneSet) field.ErrorList { return nil },
-	ValidateStatusUpdate: func(_, _ *apps.CloneSet) field.ErrorList { return nil },
+	Resource: "clonesets",
+	Validation: Validate(func(*apps.CloneSet) field.ErrorList { return nil },
+		func(_, _ *apps.CloneSet) field.ErrorList { return nil }, func(_, _ *apps.CloneSet) field.ErrorList { return nil }),
+}
+
+// newStrategy returns the strategy of testKind, in a scheme with the apps.kruise.io versions.
+func newStrategy(t *testing.T) Strategy[*apps.CloneSet] {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	install.Install(scheme)
+	s, err := New(scheme, testKind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func cloneSet(replicas int32, statusReplicas int32, generation int64) *apps.CloneSet {
@@ -36,7 +43,7 @@ func cloneSet(replicas int32, statusReplicas int32, generation int64) *apps.Clon
 }
 
 func TestPrepareForCreateDropsStatusAndStartsGeneration(t *testing.T) {
-	s := New(runtime.NewScheme(), testKind)
+	s := newStrategy(t)
 	obj := cloneSet(3, 7, 42)
 	s.PrepareForCreate(context.Background(), obj)
 	if obj.Status.Replicas != 0 {
@@ -51,7 +58,7 @@ func TestPrepareForCreateDropsStatusAndStartsGeneration(t *testing.T) {
 }
 
 func TestPrepareForUpdate(t *testing.T) {
-	s := New(runtime.NewScheme(), testKind)
+	s := newStrategy(t)
 	for _, tc := range []struct {
 		name           string
 		newReplicas    int32
@@ -76,7 +83,7 @@ func TestPrepareForUpdate(t *testing.T) {
 }
 
 func TestStatusStrategyKeepsSpec(t *testing.T) {
-	s := NewStatus(runtime.NewScheme(), testKind)
+	s := newStrategy(t).Status()
 	old := cloneSet(2, 0, 4)
 	obj := cloneSet(9, 2, 0)
 	s.PrepareForUpdate(context.Background(), obj, old)
@@ -91,14 +98,30 @@ func TestStatusStrategyKeepsSpec(t *testing.T) {
 	}
 }
 
+// TestResetFields: the reset fields are declared for every version the scheme has of the kind,
+// since every one of them is served from the one store.
 func TestResetFields(t *testing.T) {
-	main := New(runtime.NewScheme(), testKind).GetResetFields()["apps.kruise.io/v1alpha1"]
-	status := NewStatus(runtime.NewScheme(), testKind).GetResetFields()["apps.kruise.io/v1alpha1"]
-	if main == nil || main.String() != ".status" {
-		t.Errorf("main resource resets %v, want .status", main)
+	s := newStrategy(t)
+	for _, version := range []fieldpath.APIVersion{"apps.kruise.io/v1alpha1", "apps.kruise.io/v1beta1"} {
+		main, status := s.GetResetFields()[version], s.Status().GetResetFields()[version]
+		if main == nil || main.String() != ".status" {
+			t.Errorf("%s: main resource resets %v, want .status", version, main)
+		}
+		if status == nil || status.String() != ".spec" {
+			t.Errorf("%s: status subresource resets %v, want .spec", version, status)
+		}
 	}
-	if status == nil || status.String() != ".spec" {
-		t.Errorf("status subresource resets %v, want .spec", status)
+	if n := len(s.GetResetFields()); n != 2 {
+		t.Errorf("reset fields for %d versions, want 2", n)
+	}
+}
+
+// TestKindWithoutStatus: a type without spec and status is refused at start-up.
+func TestKindWithoutStatus(t *testing.T) {
+	scheme := runtime.NewScheme()
+	install.Install(scheme)
+	if _, err := New(scheme, Kind[*apps.Pod]{}); err == nil {
+		t.Error("New accepted Pod, whose handle type here has no spec and status")
 	}
 }
 

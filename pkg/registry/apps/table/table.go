@@ -163,15 +163,26 @@ func Age(t metav1.Time) string {
 	return duration.HumanDuration(time.Since(t.Time))
 }
 
-// ContainerNames and ContainerImages are the CONTAINERS and IMAGES cells of a workload, from its
-// Pod template, comma-separated as kubectl prints them for Deployments.
-func ContainerNames(spec *corev1.PodSpec) string {
-	return joinContainers(spec, func(c *corev1.Container) string { return c.Name })
+// Int is a priority 0 column of integers, such as the replica counts of a status.
+func Int[T runtime.Object](name, description string, cell func(obj T) int32) Column[T] {
+	return Column[T]{Name: name, Type: "integer", Description: description, Cell: func(obj T) any { return cell(obj) }}
 }
 
-// ContainerImages: see ContainerNames.
-func ContainerImages(spec *corev1.PodSpec) string {
-	return joinContainers(spec, func(c *corev1.Container) string { return c.Image })
+// Containers and Images are the wide CONTAINERS and IMAGES columns of a workload, read from its
+// Pod template (podSpec), comma-separated as kubectl prints them for Deployments.
+func Containers[T runtime.Object](podSpec func(T) *corev1.PodSpec) Column[T] {
+	return Column[T]{Name: "Containers", Type: "string", Priority: 1, Description: "The containers of the pod template.",
+		Cell: func(obj T) any {
+			return joinContainers(podSpec(obj), func(c *corev1.Container) string { return c.Name })
+		}}
+}
+
+// Images: see Containers.
+func Images[T runtime.Object](podSpec func(T) *corev1.PodSpec) Column[T] {
+	return Column[T]{Name: "Images", Type: "string", Priority: 1, Description: "The images of the pod template.",
+		Cell: func(obj T) any {
+			return joinContainers(podSpec(obj), func(c *corev1.Container) string { return c.Image })
+		}}
 }
 
 func joinContainers(spec *corev1.PodSpec, field func(*corev1.Container) string) string {

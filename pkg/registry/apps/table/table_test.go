@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
@@ -92,5 +93,26 @@ func TestColumnVersions(t *testing.T) {
 		if !slices.Equal(names, want) || len(tbl.Rows[0].Cells) != len(want) {
 			t.Errorf("at %q: columns %v and %d cells, want %v", version, names, len(tbl.Rows[0].Cells), want)
 		}
+	}
+}
+
+// TestIntAndPodTemplateColumns: Int prints an int32 cell typed integer; Containers and Images
+// print the Pod template's containers, comma-separated, in -o wide only.
+func TestIntAndPodTemplateColumns(t *testing.T) {
+	podSpec := func(c *apps.CloneSet) *corev1.PodSpec { return &c.Spec.Template.Spec }
+	c := New(Int("Ready", "ready pods", func(c *apps.CloneSet) int32 { return c.Status.ReadyReplicas }), Containers(podSpec), Images(podSpec))
+	obj := &apps.CloneSet{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: apps.CloneSetStatus{ReadyReplicas: 2}}
+	obj.Spec.Template.Spec.Containers = []corev1.Container{{Name: "main", Image: "app:v1"}, {Name: "proxy", Image: "proxy:v2"}}
+	tbl, err := c.ConvertToTable(context.Background(), obj, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs := tbl.ColumnDefinitions
+	if len(defs) != 5 || defs[1].Name != "Ready" || defs[1].Type != "integer" || defs[1].Description != "ready pods" ||
+		defs[3].Name != "Containers" || defs[3].Priority != 1 || defs[4].Name != "Images" || defs[4].Priority != 1 {
+		t.Fatalf("columns %+v, want Name Ready(integer) Age Containers(wide) Images(wide)", defs)
+	}
+	if got := tbl.Rows[0].Cells; got[1] != int32(2) || got[3] != "main,proxy" || got[4] != "app:v1,proxy:v2" {
+		t.Errorf("cells %v, want 2, main,proxy and app:v1,proxy:v2", got)
 	}
 }
