@@ -24,7 +24,6 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
-	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
@@ -56,14 +55,8 @@ type Controller struct {
 	exp      *expectations.Expectations
 }
 
-// New builds the controller from the manager's shared informers.
-func New(cc *manager.Context) (manager.Controller, error) {
-	apps := cc.InplaceInformers.Apps().V1alpha1()
-	return NewController(cc.InplaceClient, apps.ImageListPullJobs(), apps.ImagePullJobs(), cc.Recorder, clock.RealClock{})
-}
-
-// NewController builds the controller on explicit informers and clients.
-func NewController(client clientset.Interface, listJobs appsinformers.ImageListPullJobInformer, jobs appsinformers.ImagePullJobInformer,
+// New builds the controller on explicit informers and clients.
+func New(client clientset.Interface, listJobs appsinformers.ImageListPullJobInformer, jobs appsinformers.ImagePullJobInformer,
 	recorder record.EventRecorder, clk clock.Clock) (*Controller, error) {
 	c := &Controller{
 		client:   client,

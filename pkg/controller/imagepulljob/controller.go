@@ -37,7 +37,6 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
-	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
@@ -121,16 +120,8 @@ func (s *podSelectors) forget(obj any) {
 	}
 }
 
-// New builds the controller from the manager's shared informers.
-func New(cc *manager.Context) (manager.Controller, error) {
-	apps := cc.InplaceInformers.Apps().V1alpha1()
-	core := cc.KubeInformers.Core().V1()
-	return NewController(cc.InplaceClient, apps.ImagePullJobs(), apps.NodeImages(), core.Nodes(), core.Pods(),
-		cc.Recorder, clock.RealClock{})
-}
-
-// NewController builds the controller on explicit informers and clients.
-func NewController(client clientset.Interface, jobs appsinformers.ImagePullJobInformer, nodeImages appsinformers.NodeImageInformer,
+// New builds the controller on explicit informers and clients.
+func New(client clientset.Interface, jobs appsinformers.ImagePullJobInformer, nodeImages appsinformers.NodeImageInformer,
 	nodes coreinformers.NodeInformer, pods coreinformers.PodInformer, recorder record.EventRecorder, clk clock.Clock) (*Controller, error) {
 	c := &Controller{
 		client:     client,

@@ -31,7 +31,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
@@ -64,15 +63,8 @@ type Controller struct {
 	clock      clock.Clock
 }
 
-// New builds the controller from the manager's shared informers.
-func New(cc *manager.Context) (manager.Controller, error) {
-	apps := cc.InplaceInformers.Apps().V1alpha1()
-	return NewController(cc.InplaceClient, cc.KubeInformers.Core().V1().Nodes(), apps.NodeImages(), apps.ImagePullJobs(),
-		cc.Recorder, clock.RealClock{})
-}
-
-// NewController builds the controller on explicit informers and clients.
-func NewController(client clientset.Interface, nodes coreinformers.NodeInformer, nodeImages appsinformers.NodeImageInformer,
+// New builds the controller on explicit informers and clients.
+func New(client clientset.Interface, nodes coreinformers.NodeInformer, nodeImages appsinformers.NodeImageInformer,
 	jobs appsinformers.ImagePullJobInformer, recorder record.EventRecorder, clk clock.Clock) (*Controller, error) {
 	c := &Controller{
 		client:     client,
