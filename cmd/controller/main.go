@@ -35,7 +35,17 @@ import (
 // controllers are every controller inplace-controller runs.
 var controllers = []reconcile.Init[*manager.Context]{
 	{Name: cloneset.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
-		return cloneset.New(cc)
+		sets := cc.InplaceInformers.Apps().V1alpha1().CloneSets()
+		if cc.RolloutMetrics {
+			cloneset.ExposeRollouts(sets.Lister())
+		}
+		c, err := cloneset.New(cc.KubeClient, cc.InplaceClient, sets,
+			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().PersistentVolumeClaims(),
+			cc.KubeInformers.Apps().V1().ControllerRevisions(), cc.Recorder)
+		if err == nil && cc.ImagePreDownload {
+			err = c.EnableImagePreDownload(cc.KubeClient.AppsV1(), cc.InplaceInformers.Apps().V1alpha1().ImagePullJobs())
+		}
+		return c, err
 	}},
 	{Name: inplaceupdate.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
 		return inplaceupdate.New(cc.KubeClient, cc.KubeInformers.Core().V1().Pods(), cc.Recorder)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
-	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
 // PVCs of spec.volumeClaimTemplates, as OpenKruise's CloneSet keeps them (pkg/controller/cloneset
@@ -310,16 +309,11 @@ func (c *Controller) ensureClaims(ctx context.Context, cs *v1alpha1.CloneSet, po
 }
 
 // enqueueClaimOwner enqueues the CloneSet controlling a PVC, and settles a deletion expected of it.
-func (c *Controller) enqueueClaimOwner(obj any, deleted bool) {
-	pvc, ok := reconcile.ObjectOf[*corev1.PersistentVolumeClaim](obj)
+func (c *Controller) enqueueClaimOwner(pvc *corev1.PersistentVolumeClaim, deleted bool) {
+	key, ok := c.router.OwnerKey(pvc.Namespace, metav1.GetControllerOf(pvc))
 	if !ok {
 		return
 	}
-	cs := c.resolveControllerRef(pvc.Namespace, metav1.GetControllerOf(pvc))
-	if cs == nil {
-		return
-	}
-	key := cache.MetaObjectToName(cs)
 	if deleted || pvc.DeletionTimestamp != nil {
 		c.exp.DeletionObserved(key.String(), claimKey(pvc.Name))
 	}

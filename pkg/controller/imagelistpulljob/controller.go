@@ -13,13 +13,11 @@ package imagelistpulljob
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
@@ -49,7 +47,7 @@ type Controller struct {
 	listJobs appslisters.ImageListPullJobLister
 	jobs     appslisters.ImagePullJobLister
 	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	queue    reconcile.Queue
 	recorder record.EventRecorder
 	clock    clock.Clock
 	exp      *expectations.Expectations
@@ -65,40 +63,26 @@ func New(client clientset.Interface, listJobs appsinformers.ImageListPullJobInfo
 		synced:   []cache.InformerSynced{listJobs.Informer().HasSynced, jobs.Informer().HasSynced},
 		recorder: recorder,
 		clock:    clk,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
+		queue:    reconcile.NewQueue(Name),
 	}
 	c.exp = expectations.New(c.clock.Now)
-	if _, err := listJobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: c.enqueue,
-	}); err != nil {
-		return nil, fmt.Errorf("watching imagelistpulljobs: %w", err)
+	if err := reconcile.Watch(listJobs.Informer(), "imagelistpulljobs", reconcile.OnChange(func(lj *v1alpha1.ImageListPullJob) {
+		c.queue.Add(cache.MetaObjectToName(lj))
+	})); err != nil {
+		return nil, err
 	}
-	if _, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueOwner,
-		UpdateFunc: func(oldObj, newObj any) { c.enqueueOwner(oldObj); c.enqueueOwner(newObj) },
-		DeleteFunc: c.enqueueOwner,
+	if err := reconcile.Watch(jobs.Informer(), "imagepulljobs", reconcile.Handlers[*v1alpha1.ImagePullJob]{
+		Add:    c.enqueueOwner,
+		Update: func(old, job *v1alpha1.ImagePullJob) { c.enqueueOwner(old); c.enqueueOwner(job) },
+		Delete: c.enqueueOwner,
 	}); err != nil {
-		return nil, fmt.Errorf("watching imagepulljobs: %w", err)
+		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Controller) enqueue(obj any) {
-	if lj, ok := reconcile.ObjectOf[*v1alpha1.ImageListPullJob](obj); ok {
-		c.queue.Add(cache.MetaObjectToName(lj))
-	}
-}
-
 // enqueueOwner enqueues the list job that controls an ImagePullJob.
-func (c *Controller) enqueueOwner(obj any) {
-	job, ok := reconcile.ObjectOf[*v1alpha1.ImagePullJob](obj)
-	if !ok {
-		return
-	}
+func (c *Controller) enqueueOwner(job *v1alpha1.ImagePullJob) {
 	if ref := metav1.GetControllerOf(job); ref != nil && ref.Kind == "ImageListPullJob" {
 		c.queue.Add(cache.ObjectName{Namespace: job.Namespace, Name: ref.Name})
 	}

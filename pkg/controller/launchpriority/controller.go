@@ -23,7 +23,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -43,7 +42,7 @@ type Controller struct {
 	kube     kubernetes.Interface
 	pods     corelisters.PodLister
 	synced   cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	queue    reconcile.Queue
 	recorder record.EventRecorder
 }
 
@@ -54,22 +53,13 @@ func New(kube kubernetes.Interface, pods coreinformers.PodInformer, recorder rec
 		pods:     pods.Lister(),
 		synced:   pods.Informer().HasSynced,
 		recorder: recorder,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
+		queue:    reconcile.NewQueue(Name),
 	}
-	_, err := pods.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
-		FilterFunc: func(obj any) bool {
-			pod, ok := obj.(*corev1.Pod)
-			return ok && needsWork(pod)
-		},
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueue,
-			UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watching pods: %w", err)
+	if err := reconcile.Watch(pods.Informer(), "pods", reconcile.Handlers[*corev1.Pod]{
+		Add:    c.enqueue,
+		Update: func(_, pod *corev1.Pod) { c.enqueue(pod) },
+	}); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -79,8 +69,11 @@ func needsWork(pod *corev1.Pod) bool {
 	return pod.DeletionTimestamp == nil && !launchpriority.Completed(pod) && launchpriority.HasBarrier(pod)
 }
 
-func (c *Controller) enqueue(obj any) {
-	c.queue.Add(cache.MetaObjectToName(obj.(*corev1.Pod)))
+// enqueue enqueues a Pod still launching in order.
+func (c *Controller) enqueue(pod *corev1.Pod) {
+	if needsWork(pod) {
+		c.queue.Add(cache.MetaObjectToName(pod))
+	}
 }
 
 // Run reconciles until ctx ends.

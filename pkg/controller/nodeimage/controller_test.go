@@ -81,7 +81,7 @@ func mustAdd(t *testing.T, idx cache.Indexer, obj any) {
 // informer would.
 func (f *fixture) sync(t *testing.T, name string) time.Duration {
 	t.Helper()
-	requeue, err := f.c.sync(context.Background(), name)
+	requeue, err := f.c.sync(context.Background(), cache.ObjectName{Name: name})
 	if err != nil {
 		t.Fatalf("sync %s: %v", name, err)
 	}
