@@ -31,6 +31,12 @@ import (
 // Name is the controller's name in logs, events and metrics.
 const Name = "cloneset"
 
+// Event reasons of this controller (the workloads' shared ones are in package ownership).
+const (
+	ReasonFailedUpdatePodInPlaceOnly = "FailedUpdatePodInPlaceOnly"
+	ReasonScaleUpLimited             = "ScaleUpLimited"
+)
+
 // Controller reconciles CloneSets.
 type Controller struct {
 	kube    kubernetes.Interface

@@ -30,6 +30,12 @@ import (
 // Name is the controller's name in logs, events and metrics.
 const Name = "inplaceupdate"
 
+// Event reasons of this controller.
+const (
+	ReasonCompleted   = "InPlaceUpdateCompleted"
+	ReasonProgressing = "InPlaceUpdateProgressing"
+)
+
 // Controller drives in-place updates of Pods.
 type Controller struct {
 	kube     kubernetes.Interface
@@ -129,9 +135,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	if step.Pod != nil || len(step.Conditions) > 0 || len(step.Resize) > 0 {
 		observeStep(step, now)
-		reason := "InPlaceUpdateProgressing"
+		reason := ReasonProgressing
 		if step.Done {
-			reason = "InPlaceUpdateCompleted"
+			reason = ReasonCompleted
 		}
 		c.recorder.Event(written, corev1.EventTypeNormal, reason, step.Message)
 		klog.FromContext(ctx).V(2).Info("Pod in-place update step", "pod", key, "done", step.Done, "message", step.Message)

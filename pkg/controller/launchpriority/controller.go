@@ -33,6 +33,12 @@ import (
 // Name is the controller's name in logs, events and metrics.
 const Name = "launchpriority"
 
+// Event reasons of this controller.
+const (
+	ReasonBarrierNotOwned = "LaunchBarrierNotOwned"
+	ReasonLaunchReleased  = "ContainerLaunchReleased"
+)
+
 // notOwnedRetry is how soon a Pod whose barrier name is taken is looked at again: that ConfigMap
 // may be a deleted Pod's of the same name, which the garbage collector is about to remove.
 const notOwnedRetry = 5 * time.Second
@@ -104,7 +110,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	case !ownedBy(barrier, pod):
 		// A ConfigMap of that name that is not this Pod's: writing keys into it could release
 		// another Pod's containers, or be undone by whoever owns it.
-		c.recorder.Eventf(pod, corev1.EventTypeWarning, "LaunchBarrierNotOwned",
+		c.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonBarrierNotOwned,
 			"ConfigMap %s exists and is not owned by this pod: its containers wait until it is deleted", name)
 		return notOwnedRetry, nil
 	}
@@ -123,7 +129,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		if err != nil {
 			return 0, err
 		}
-		c.recorder.Eventf(pod, corev1.EventTypeNormal, "ContainerLaunchReleased",
+		c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonLaunchReleased,
 			"containers of launch priority %s may start (key %s of ConfigMap %s)", step.Release[len("p_"):], step.Release, name)
 		klog.FromContext(ctx).V(2).Info("Released launch priority", "pod", key, "key", step.Release)
 	}

@@ -1,12 +1,11 @@
 package ownership
 
 import (
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
 // Router takes the events of the objects a workload kind owns (Pods, ControllerRevisions,

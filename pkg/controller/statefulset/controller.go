@@ -35,6 +35,14 @@ import (
 // Name is the controller's name in logs, events and metrics.
 const Name = "statefulset"
 
+// Event reasons of this controller (the workloads' shared ones are in package ownership).
+const (
+	ReasonCannotUpdateInPlace = "CannotUpdateInPlace"
+	ReasonFailedResize        = "FailedResize"
+	ReasonFailedUpdatePVC     = "FailedUpdatePVC"
+	ReasonSuccessfulResize    = "SuccessfulResize"
+)
+
 // Controller reconciles Advanced StatefulSets.
 type Controller struct {
 	kube    kubernetes.Interface
