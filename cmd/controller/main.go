@@ -29,27 +29,38 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/sidecarset"
 	"github.com/inplace-dev/inplace/pkg/controller/statefulset"
 	"github.com/inplace-dev/inplace/pkg/features"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
 // controllers are every controller inplace-controller runs.
-var controllers = []manager.InitFunc{
-	{Name: cloneset.Name, New: func(cc *manager.Context) (manager.Controller, error) {
-		return cloneset.New(cc)
+var controllers = []reconcile.Init[*manager.Context]{
+	{Name: cloneset.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
+		sets := cc.InplaceInformers.Apps().V1alpha1().CloneSets()
+		if cc.RolloutMetrics {
+			cloneset.ExposeRollouts(sets.Lister())
+		}
+		c, err := cloneset.New(cc.KubeClient, cc.InplaceClient, sets,
+			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().PersistentVolumeClaims(),
+			cc.KubeInformers.Apps().V1().ControllerRevisions(), cc.Recorder)
+		if err == nil && cc.ImagePreDownload {
+			err = c.EnableImagePreDownload(cc.KubeClient.AppsV1(), cc.InplaceInformers.Apps().V1alpha1().ImagePullJobs())
+		}
+		return c, err
 	}},
-	{Name: inplaceupdate.Name, New: func(cc *manager.Context) (manager.Controller, error) {
+	{Name: inplaceupdate.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
 		return inplaceupdate.New(cc.KubeClient, cc.KubeInformers.Core().V1().Pods(), cc.Recorder)
 	}},
-	{Name: containerrecreaterequest.Name, New: func(cc *manager.Context) (manager.Controller, error) {
+	{Name: containerrecreaterequest.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
 		return containerrecreaterequest.New(cc.KubeClient, cc.InplaceClient,
 			cc.InplaceInformers.Apps().V1alpha1().ContainerRecreateRequests(), cc.KubeInformers.Core().V1().Pods(),
 			cc.Recorder, clock.RealClock{}, containerrecreaterequest.DefaultResponseTimeout)
 	}},
-	{Name: sidecarset.Name, New: func(cc *manager.Context) (manager.Controller, error) {
+	{Name: sidecarset.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
 		return sidecarset.New(cc.KubeClient, cc.InplaceClient, cc.InplaceInformers.Apps().V1alpha1().SidecarSets(),
 			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().Namespaces(),
 			cc.KubeInformers.Apps().V1().ControllerRevisions(), cc.Namespace, cc.Recorder)
 	}},
-	{Name: statefulset.Name, New: func(cc *manager.Context) (manager.Controller, error) {
+	{Name: statefulset.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
 		sets := cc.InplaceInformers.Apps().V1beta1().StatefulSets()
 		if cc.RolloutMetrics {
 			statefulset.ExposeRollouts(sets.Lister())
@@ -62,7 +73,7 @@ var controllers = []manager.InitFunc{
 		}
 		return c, err
 	}},
-	{Name: daemonset.Name, New: func(cc *manager.Context) (manager.Controller, error) {
+	{Name: daemonset.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
 		sets := cc.InplaceInformers.Apps().V1alpha1().DaemonSets()
 		if cc.RolloutMetrics {
 			daemonset.ExposeRollouts(sets.Lister())
@@ -79,10 +90,21 @@ var controllers = []manager.InitFunc{
 		}
 		return c, err
 	}},
-	{Name: nodeimage.Name, New: nodeimage.New},
-	{Name: imagepulljob.Name, New: imagepulljob.New},
-	{Name: imagelistpulljob.Name, New: imagelistpulljob.New},
-	{Name: launchpriority.Name, New: func(cc *manager.Context) (manager.Controller, error) {
+	{Name: nodeimage.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
+		apps := cc.InplaceInformers.Apps().V1alpha1()
+		return nodeimage.New(cc.InplaceClient, cc.KubeInformers.Core().V1().Nodes(), apps.NodeImages(), apps.ImagePullJobs(),
+			cc.Recorder, clock.RealClock{})
+	}},
+	{Name: imagepulljob.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
+		apps, core := cc.InplaceInformers.Apps().V1alpha1(), cc.KubeInformers.Core().V1()
+		return imagepulljob.New(cc.InplaceClient, apps.ImagePullJobs(), apps.NodeImages(), core.Nodes(), core.Pods(),
+			cc.Recorder, clock.RealClock{})
+	}},
+	{Name: imagelistpulljob.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
+		apps := cc.InplaceInformers.Apps().V1alpha1()
+		return imagelistpulljob.New(cc.InplaceClient, apps.ImageListPullJobs(), apps.ImagePullJobs(), cc.Recorder, clock.RealClock{})
+	}},
+	{Name: launchpriority.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
 		return launchpriority.New(cc.KubeClient, cc.KubeInformers.Core().V1().Pods(), cc.Recorder)
 	}},
 }

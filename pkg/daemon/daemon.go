@@ -32,6 +32,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/daemon/inplaceready"
 	"github.com/inplace-dev/inplace/pkg/daemon/skewclock"
 	"github.com/inplace-dev/inplace/pkg/features"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
 
@@ -60,32 +61,21 @@ type Context struct {
 	Options            *Options
 }
 
-// Controller reconciles until ctx ends, with the given number of workers.
-type Controller interface {
-	Run(ctx context.Context, workers int)
-}
-
-// InitFunc builds one controller; Name is used in logs.
-type InitFunc struct {
-	Name string
-	New  func(*Context) (Controller, error)
-}
-
 // Controllers are the daemon's controllers.
-func Controllers() []InitFunc {
-	return []InitFunc{
-		{Name: containermeta.Name, New: func(cc *Context) (Controller, error) {
+func Controllers() []reconcile.Init[*Context] {
+	return []reconcile.Init[*Context]{
+		{Name: containermeta.Name, New: func(cc *Context) (reconcile.Runner, error) {
 			cfg := containermeta.DefaultConfig()
 			cfg.MaxStopGracePeriod = cc.Options.MaxStopGracePeriod
 			cfg.EnvRestartDelay = cc.Options.EnvRestartDelay
 			return containermeta.New(cc.KubeInformers.Core().V1().Pods(), cc.KubeClient, cc.Runtime, cc.Recorder, cfg)
 		}},
-		{Name: inplaceready.Name, New: func(cc *Context) (Controller, error) {
+		{Name: inplaceready.Name, New: func(cc *Context) (reconcile.Runner, error) {
 			cfg := inplaceready.DefaultConfig()
 			cfg.PollInterval = cc.Options.InPlaceReadyPollInterval
 			return inplaceready.New(cc.KubeInformers.Core().V1().Pods(), cc.KubeClient, cc.Runtime, cfg)
 		}},
-		{Name: containerrecreate.Name, New: func(cc *Context) (Controller, error) {
+		{Name: containerrecreate.Name, New: func(cc *Context) (reconcile.Runner, error) {
 			cfg := containerrecreate.DefaultConfig()
 			cfg.Workers = cc.Options.CRRWorkers
 			cfg.MaxStopGracePeriod = cc.Options.MaxStopGracePeriod
@@ -93,7 +83,7 @@ func Controllers() []InitFunc {
 			return containerrecreate.New(cc.NodeCRRInformers.Apps().V1alpha1().ContainerRecreateRequests(),
 				cc.KubeInformers.Core().V1().Pods(), cc.KubeClient, cc.InplaceClient, cc.Runtime, cc.Recorder, cfg)
 		}},
-		{Name: imagepuller.Name, New: func(cc *Context) (Controller, error) {
+		{Name: imagepuller.Name, New: func(cc *Context) (reconcile.Runner, error) {
 			cfg := imagepuller.DefaultConfig()
 			cfg.NodeName = cc.NodeName
 			cfg.MaxWorkers = cc.Options.MaxPullWorkers
@@ -135,7 +125,7 @@ func inplaceInformers(client clientset.Interface, tweak func(*metav1.ListOptions
 
 // Run connects to the runtime and the cluster, serves health and metrics, and runs controllers
 // until ctx ends (SIGTERM); it returns once the controllers stopped.
-func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
+func Run(ctx context.Context, o *Options, controllers []reconcile.Init[*Context]) error {
 	logger := klog.FromContext(ctx)
 	features.Log(logger)
 	runtime, err := criruntime.Connect(ctx, o.RuntimeEndpoint, nil)
@@ -187,22 +177,13 @@ func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
 	return runControllers(ctx, cc, o.Workers, controllers, syncing)
 }
 
-func runControllers(ctx context.Context, cc *Context, workers int, inits []InitFunc, syncing *serving.Syncing) error {
-	logger := klog.FromContext(ctx)
-	var built []serving.Runner
-	for _, init := range inits {
-		c, err := init.New(cc)
-		if err != nil {
-			return fmt.Errorf("creating controller %s: %w", init.Name, err)
-		}
-		built = append(built, c)
-		logger.Info("Created controller", "controller", init.Name)
-	}
-	if err := serving.RunControllers(ctx, workers, syncing,
-		[]serving.InformerFactory{cc.KubeInformers, cc.InplaceInformers, cc.NodeCRRInformers, cc.NodeImageInformers}, built); err != nil {
+func runControllers(ctx context.Context, cc *Context, workers int, inits []reconcile.Init[*Context], syncing *serving.Syncing) error {
+	if err := reconcile.RunAll(ctx, cc, workers, inits,
+		[]reconcile.InformerFactory{cc.KubeInformers, cc.InplaceInformers, cc.NodeCRRInformers, cc.NodeImageInformers},
+		func() { syncing.Set(false) }); err != nil {
 		return err
 	}
-	logger.Info("Controllers stopped")
+	klog.FromContext(ctx).Info("Controllers stopped")
 	return nil
 }
 

@@ -20,6 +20,7 @@ import (
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime/fakecri"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
 
@@ -164,7 +165,7 @@ func TestRunControllers(t *testing.T) {
 	h := &serving.Syncing{}
 	h.Set(true)
 	ctrl := &countingController{}
-	inits := append(Controllers(), InitFunc{Name: "counting", New: func(cc *Context) (Controller, error) {
+	inits := append(Controllers(), reconcile.Init[*Context]{Name: "counting", New: func(cc *Context) (reconcile.Runner, error) {
 		cc.InplaceInformers.Apps().V1alpha1().ContainerRecreateRequests().Informer()
 		return ctrl, nil
 	}})

@@ -29,7 +29,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
-	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 )
@@ -72,8 +71,11 @@ func newFixtureWith(t *testing.T, preDownload bool, cs *v1alpha1.CloneSet, kubeO
 	f := &fixture{kube: kubefake.NewClientset(kubeObjs...), inplace: inplacefake.NewClientset(cs)}
 	f.kinf = kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	f.iinf = inplaceinformers.NewSharedInformerFactory(f.inplace, 0)
-	c, err := New(&manager.Context{KubeClient: f.kube, InplaceClient: f.inplace, KubeInformers: f.kinf,
-		InplaceInformers: f.iinf, Recorder: record.NewFakeRecorder(100), ImagePreDownload: preDownload})
+	c, err := New(f.kube, f.inplace, f.iinf.Apps().V1alpha1().CloneSets(), f.kinf.Core().V1().Pods(),
+		f.kinf.Core().V1().PersistentVolumeClaims(), f.kinf.Apps().V1().ControllerRevisions(), record.NewFakeRecorder(100))
+	if err == nil && preDownload {
+		err = c.EnableImagePreDownload(f.kube.AppsV1(), f.iinf.Apps().V1alpha1().ImagePullJobs())
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
 )
 
@@ -61,7 +62,7 @@ func (c *Controller) setLifecycle(ctx context.Context, cs *v1alpha1.CloneSet, po
 		// requests of creating or updating a Pod and tell nobody anything. With hooks, the states
 		// are what users wait on.
 		if cs.Spec.Lifecycle != nil {
-			c.recorder.Eventf(cs, corev1.EventTypeNormal, "PodLifecycle"+string(state), "pod %s is %s", pod.Name, state)
+			c.recorder.Eventf(cs, corev1.EventTypeNormal, ownership.ReasonPodLifecyclePrefix+string(state), "pod %s is %s", pod.Name, state)
 		}
 	}
 	return err

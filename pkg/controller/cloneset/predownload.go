@@ -5,43 +5,30 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
-	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	"github.com/inplace-dev/inplace/pkg/controller/predownload"
+	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 )
 
-// watchImagePullJobs sets up image pre-download (package predownload): the ImagePullJobs the
-// CloneSets control, whose creation and deletion settle the pre-download expectations and bring
-// their CloneSet back.
-func (c *Controller) watchImagePullJobs(cc *manager.Context) error {
-	jobs := cc.InplaceInformers.Apps().V1alpha1().ImagePullJobs()
-	w, err := predownload.NewWriter(cc.InplaceClient, cc.KubeClient.AppsV1(), jobs, cc.Recorder,
-		expectations.New(func() time.Time { return c.now() }))
+// EnableImagePreDownload makes the CloneSets that update in place pre-download their new images
+// (package predownload): it watches the ImagePullJobs the CloneSets control, whose creation and
+// deletion settle the pre-download expectations and bring their CloneSet back. Call it before Run.
+func (c *Controller) EnableImagePreDownload(revisions appsv1client.ControllerRevisionsGetter, jobs informers.ImagePullJobInformer) error {
+	w, err := predownload.NewWriter(c.inplace, revisions, jobs, c.recorder, expectations.New(func() time.Time { return c.now() }))
 	if err != nil {
 		return err
 	}
 	c.predl = w
 	c.synced = append(c.synced, jobs.Informer().HasSynced)
-	return w.Watch(c.preDownloadOwner, c.enqueueKey)
+	return w.Watch(c.router.OwnerKey, c.queue.Add)
 }
-
-// preDownloadOwner names the workload a pre-download job's controller reference points at.
-func (c *Controller) preDownloadOwner(namespace string, ref *metav1.OwnerReference) (cache.ObjectName, bool) {
-	cs := c.resolveControllerRef(namespace, ref)
-	if cs == nil {
-		return cache.ObjectName{}, false
-	}
-	return cache.MetaObjectToName(cs), true
-}
-
-func (c *Controller) enqueueKey(key cache.ObjectName) { c.queue.Add(key) }
 
 // preDownload takes the CloneSet's next image pre-download step, from the status just computed:
 // its rollout is over once the status names the update revision current. It says when to look

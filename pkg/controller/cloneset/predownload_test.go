@@ -156,7 +156,7 @@ func TestPreDownloadJobEventRequeues(t *testing.T) {
 	f := r.preDownloadFixture(t, true)
 	job := &v1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns",
 		OwnerReferences: []metav1.OwnerReference{*controllerRef(r.cs)}}}
-	jobEvents := f.c.predl.Handler(f.c.preDownloadOwner, f.c.enqueueKey)
+	jobEvents := f.c.predl.Handler(f.c.router.OwnerKey, f.c.queue.Add)
 	jobEvents.OnAdd(job, false)
 	if n := f.c.queue.Len(); n != 1 {
 		t.Fatalf("queue length %d, want the CloneSet", n)

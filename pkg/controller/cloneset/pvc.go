@@ -17,7 +17,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
-	"github.com/inplace-dev/inplace/pkg/util/reconcile"
+	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 )
 
 // PVCs of spec.volumeClaimTemplates, as OpenKruise's CloneSet keeps them (pkg/controller/cloneset
@@ -262,11 +262,11 @@ func (c *Controller) deleteClaims(ctx context.Context, cs *v1alpha1.CloneSet, cl
 		if err != nil {
 			c.exp.DeletionObserved(key, claimKey(pvc.Name))
 			errs = append(errs, fmt.Errorf("deleting pvc %s: %w", pvc.Name, err))
-			c.recorder.Eventf(cs, corev1.EventTypeWarning, "FailedDelete", "failed to delete pvc %s: %v", pvc.Name, err)
+			c.recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "failed to delete pvc %s: %v", pvc.Name, err)
 			continue
 		}
 		klog.FromContext(ctx).V(2).Info("Deleted PVC", "cloneset", klog.KObj(cs), "pvc", klog.KObj(pvc), "why", why)
-		c.recorder.Eventf(cs, corev1.EventTypeNormal, "SuccessfulDelete", "deleted pvc %s: %s", pvc.Name, why)
+		c.recorder.Eventf(cs, corev1.EventTypeNormal, ownership.ReasonSuccessfulDelete, "deleted pvc %s: %s", pvc.Name, why)
 	}
 	return errors.Join(errs...)
 }
@@ -279,14 +279,14 @@ func (c *Controller) ensureClaims(ctx context.Context, cs *v1alpha1.CloneSet, po
 		_, err := c.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Create(ctx, claim, metav1.CreateOptions{})
 		if err == nil {
 			klog.FromContext(ctx).V(2).Info("Created PVC", "cloneset", klog.KObj(cs), "pvc", klog.KObj(claim), "pod", klog.KObj(pod))
-			c.recorder.Eventf(cs, corev1.EventTypeNormal, "SuccessfulCreate", "created pvc %s for pod %s", claim.Name, pod.Name)
+			c.recorder.Eventf(cs, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "created pvc %s for pod %s", claim.Name, pod.Name)
 			continue
 		}
 		if !apierrors.IsAlreadyExists(err) {
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				return fmt.Errorf("creating pvc %s for pod %s: %w", claim.Name, pod.Name, err)
 			}
-			c.recorder.Eventf(cs, corev1.EventTypeWarning, "FailedCreate", "failed to create pvc %s for pod %s: %v", claim.Name, pod.Name, err)
+			c.recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "failed to create pvc %s for pod %s: %v", claim.Name, pod.Name, err)
 			return fmt.Errorf("creating pvc %s for pod %s: %w", claim.Name, pod.Name, err)
 		}
 		existing, err := c.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Get(ctx, claim.Name, metav1.GetOptions{})
@@ -301,7 +301,7 @@ func (c *Controller) ensureClaims(ctx context.Context, cs *v1alpha1.CloneSet, po
 			problem = "is being deleted"
 		}
 		if problem != "" {
-			c.recorder.Eventf(cs, corev1.EventTypeWarning, "FailedCreate", "pvc %s for pod %s already exists and %s", claim.Name, pod.Name, problem)
+			c.recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "pvc %s for pod %s already exists and %s", claim.Name, pod.Name, problem)
 			return fmt.Errorf("pvc %s for pod %s already exists and %s", claim.Name, pod.Name, problem)
 		}
 		klog.FromContext(ctx).V(2).Info("Reusing PVC", "cloneset", klog.KObj(cs), "pvc", klog.KObj(existing), "pod", klog.KObj(pod))
@@ -310,16 +310,11 @@ func (c *Controller) ensureClaims(ctx context.Context, cs *v1alpha1.CloneSet, po
 }
 
 // enqueueClaimOwner enqueues the CloneSet controlling a PVC, and settles a deletion expected of it.
-func (c *Controller) enqueueClaimOwner(obj any, deleted bool) {
-	pvc, ok := reconcile.ObjectOf[*corev1.PersistentVolumeClaim](obj)
+func (c *Controller) enqueueClaimOwner(pvc *corev1.PersistentVolumeClaim, deleted bool) {
+	key, ok := c.router.OwnerKey(pvc.Namespace, metav1.GetControllerOf(pvc))
 	if !ok {
 		return
 	}
-	cs := c.resolveControllerRef(pvc.Namespace, metav1.GetControllerOf(pvc))
-	if cs == nil {
-		return
-	}
-	key := cache.MetaObjectToName(cs)
 	if deleted || pvc.DeletionTimestamp != nil {
 		c.exp.DeletionObserved(key.String(), claimKey(pvc.Name))
 	}

@@ -17,9 +17,9 @@ func newRollouts() *rolloutmetrics.Collector[*v1alpha1.CloneSet] {
 
 var rollouts = newRollouts()
 
-// exposeRollouts registers the gauge (once per process) over the CloneSets of sets; a later call
+// ExposeRollouts registers the gauge (once per process) over the CloneSets of sets; a later call
 // (a controller built again after a lost leadership) points it at the new cache.
-func exposeRollouts(sets listers.CloneSetLister) { rollouts.Expose(sets.List) }
+func ExposeRollouts(sets listers.CloneSetLister) { rollouts.Expose(sets.List) }
 
 func rolloutCounts(cs *v1alpha1.CloneSet) []rolloutmetrics.Count {
 	desired := int32(1)

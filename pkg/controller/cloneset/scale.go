@@ -25,6 +25,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/availability"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/updatesort"
 )
@@ -64,7 +65,7 @@ func (c *Controller) scale(ctx context.Context, cs *v1alpha1.CloneSet, pods []*c
 		return true, errors.Join(errs...)
 	}
 	if plan.scaleUpLimited {
-		c.recorder.Eventf(cs, corev1.EventTypeWarning, "ScaleUpLimited",
+		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonScaleUpLimited,
 			"scaleUp is limited because of scaleStrategy.maxUnavailable, limit: %d", plan.createCurrent+plan.createUpdate)
 	}
 	if plan.scaleUp {
@@ -461,7 +462,7 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revi
 					if err != nil {
 						err = fmt.Errorf("creating pod %s: %w", pod.Name, err)
 						if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-							c.recorder.Eventf(cs, corev1.EventTypeWarning, "FailedCreate", "failed to create pod %s: %v", pod.Name, err)
+							c.recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "failed to create pod %s: %v", pod.Name, err)
 						}
 					}
 				}
@@ -480,7 +481,7 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revi
 				if id := pod.Labels[v1alpha1.CloneSetInstanceID]; reused.Has(id) {
 					msg += fmt.Sprintf("; it reuses the PVCs of instance id %s", id)
 				}
-				c.recorder.Eventf(cs, corev1.EventTypeNormal, "SuccessfulCreate", "%s", msg)
+				c.recorder.Eventf(cs, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "%s", msg)
 			})
 		}
 		wg.Wait()
@@ -530,7 +531,7 @@ func (c *Controller) deletePods(ctx context.Context, cs *v1alpha1.CloneSet, pods
 			if err != nil && !apierrors.IsNotFound(err) {
 				c.exp.DeletionObserved(key, pod.Name)
 				delErrs[i] = fmt.Errorf("deleting pod %s: %w", pod.Name, err)
-				c.recorder.Eventf(cs, corev1.EventTypeWarning, "FailedDelete", "failed to delete pod %s: %v", pod.Name, err)
+				c.recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "failed to delete pod %s: %v", pod.Name, err)
 				return
 			}
 			deleted[i] = true

@@ -37,7 +37,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	selector, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
 	if err != nil || selector.Empty() {
 		// Validation forbids it; nothing to act on until the spec changes.
-		c.recorder.Eventf(cs, corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
+		c.recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonInvalidSelector, "invalid selector: %v", err)
 		return 0, nil
 	}
 	// Expectations first, then the Pods, as the ReplicaSet controller does: a Pod whose creation
@@ -151,7 +151,7 @@ func (c *Controller) setUpdateCondition(cs *v1alpha1.CloneSet, status *v1alpha1.
 		return
 	}
 	if reason == reasonCannotUpdateInPlace && !hasCondition(&cs.Status, v1alpha1.CloneSetConditionFailedUpdate, reason, message) {
-		c.recorder.Eventf(cs, corev1.EventTypeWarning, "FailedUpdatePodInPlaceOnly", "%s", message)
+		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonFailedUpdatePodInPlaceOnly, "%s", message)
 	}
 	setCondition(status, v1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionTrue, reason, message, c.now())
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/inplacerequest"
 	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/updatesort"
 )
@@ -367,13 +368,13 @@ func (c *Controller) updateInPlace(ctx context.Context, cs *v1alpha1.CloneSet, p
 	_, err := c.inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{})
 	if err != nil {
 		c.exp.UpdateObserved(key, pod.Name)
-		c.recorder.Eventf(cs, corev1.EventTypeWarning, "FailedUpdatePodInPlace",
+		c.recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedUpdatePodInPlace,
 			"failed to update pod %s in place to revision %s: %v", pod.Name, updateRevision, err)
 		return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
 	}
 	klog.FromContext(ctx).Info("Updating Pod in place", "cloneset", klog.KObj(cs), "pod", klog.KObj(pod),
 		"updateRevision", updateRevision, "spec", spec.String())
-	c.recorder.Eventf(cs, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace",
+	c.recorder.Eventf(cs, corev1.EventTypeNormal, ownership.ReasonSuccessfulUpdatePodInPlace,
 		"updating pod %s in place to revision %s", pod.Name, updateRevision)
 	return nil
 }

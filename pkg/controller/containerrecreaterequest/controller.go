@@ -38,7 +38,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
@@ -78,7 +77,7 @@ type Controller struct {
 	crrIndex cache.Indexer
 	pods     corelisters.PodLister
 	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	queue    reconcile.Queue
 	recorder record.EventRecorder
 	clock    clock.Clock
 	// responseTimeout is how long a request may stay without any phase (no daemon took it).
@@ -104,9 +103,7 @@ func New(kube kubernetes.Interface, client clientset.Interface, crrs appsinforme
 		clock:           clk,
 		responseTimeout: responseTimeout,
 		seen:            &firstSeen{at: map[types.UID]time.Time{}},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
+		queue:           reconcile.NewQueue(Name),
 	}
 	if err := crrs.Informer().AddIndexers(cache.Indexers{podIndex: func(obj any) ([]string, error) {
 		if crr, ok := obj.(*v1alpha1.ContainerRecreateRequest); ok {
@@ -116,55 +113,45 @@ func New(kube kubernetes.Interface, client clientset.Interface, crrs appsinforme
 	}}); err != nil {
 		return nil, fmt.Errorf("indexing containerrecreaterequests by pod: %w", err)
 	}
-	if _, err := crrs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: func(obj any) {
-			if crr, ok := reconcile.ObjectOf[*v1alpha1.ContainerRecreateRequest](obj); ok {
-				c.seen.forget(crr.UID)
-			}
-		},
+	if err := reconcile.Watch(crrs.Informer(), "containerrecreaterequests", reconcile.Handlers[*v1alpha1.ContainerRecreateRequest]{
+		Add:    c.enqueue,
+		Update: func(_, crr *v1alpha1.ContainerRecreateRequest) { c.enqueue(crr) },
+		Delete: func(crr *v1alpha1.ContainerRecreateRequest) { c.seen.forget(crr.UID) },
 	}); err != nil {
-		return nil, fmt.Errorf("watching containerrecreaterequests: %w", err)
+		return nil, err
 	}
 	// A Pod deleted, recreated under the same name, or starting to terminate ends its requests; its
 	// container statuses are the requests' snapshot.
-	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueuePod,
-		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*corev1.Pod)
-			n, ok2 := newObj.(*corev1.Pod)
-			if ok1 && ok2 && ((o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
-				!equality.Semantic.DeepEqual(o.Status.ContainerStatuses, n.Status.ContainerStatuses)) {
+	if err := reconcile.Watch(pods.Informer(), "pods", reconcile.Handlers[*corev1.Pod]{
+		Add: c.enqueuePod,
+		Update: func(o, n *corev1.Pod) {
+			if (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+				!equality.Semantic.DeepEqual(o.Status.ContainerStatuses, n.Status.ContainerStatuses) {
 				c.enqueuePod(n)
 			}
 		},
-		DeleteFunc: c.enqueuePod,
+		Delete: c.enqueuePod,
 	}); err != nil {
-		return nil, fmt.Errorf("watching pods: %w", err)
+		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Controller) enqueue(obj any) {
-	if crr, ok := obj.(*v1alpha1.ContainerRecreateRequest); ok {
-		c.queue.Add(cache.MetaObjectToName(crr))
-	}
+func (c *Controller) enqueue(crr *v1alpha1.ContainerRecreateRequest) {
+	c.queue.Add(cache.MetaObjectToName(crr))
 }
 
 // enqueuePod enqueues the requests of a Pod.
-func (c *Controller) enqueuePod(obj any) {
-	pod, ok := reconcile.ObjectOf[*corev1.Pod](obj)
-	if !ok {
-		return
-	}
+func (c *Controller) enqueuePod(pod *corev1.Pod) {
 	objs, err := c.crrIndex.ByIndex(podIndex, pod.Namespace+"/"+pod.Name)
 	if err != nil {
 		utilruntime.HandleError(err)
 		return
 	}
 	for _, o := range objs {
-		c.enqueue(o)
+		if crr, ok := o.(*v1alpha1.ContainerRecreateRequest); ok {
+			c.enqueue(crr)
+		}
 	}
 }
 

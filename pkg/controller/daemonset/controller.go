@@ -8,10 +8,10 @@ package daemonset
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +22,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
@@ -39,13 +38,15 @@ const Name = "daemonset"
 
 // Controller reconciles Advanced DaemonSets.
 type Controller struct {
-	kube     kubernetes.Interface
-	inplace  clientset.Interface
-	sets     listers.DaemonSetLister
-	owned    ownership.Indexes // the Pods and revisions by controller
-	nodes    corelisters.NodeLister
-	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	kube    kubernetes.Interface
+	inplace clientset.Interface
+	sets    listers.DaemonSetLister
+	owned   ownership.Indexes // the Pods and revisions by controller
+	nodes   corelisters.NodeLister
+	synced  []cache.InformerSynced
+	queue   reconcile.Queue
+	// router takes the events of the Pods and revisions to their DaemonSet.
+	router   *ownership.Router[*v1alpha1.DaemonSet]
 	recorder record.EventRecorder
 	exp      *expectations.Expectations
 	now      func() time.Time
@@ -66,56 +67,59 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 			nodeInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		recorder: recorder,
 		now:      time.Now,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
+		queue:    reconcile.NewQueue(Name),
 	}
 	c.exp = expectations.New(func() time.Time { return c.now() })
+	c.router = &ownership.Router[*v1alpha1.DaemonSet]{
+		Kind: v1alpha1.SchemeGroupVersion.WithKind("DaemonSet"),
+		Get: func(namespace, name string) (*v1alpha1.DaemonSet, error) {
+			return c.sets.DaemonSets(namespace).Get(name)
+		},
+		List: func(namespace string) ([]*v1alpha1.DaemonSet, error) {
+			return c.sets.DaemonSets(namespace).List(labels.Everything())
+		},
+		Selector: func(set *v1alpha1.DaemonSet) *metav1.LabelSelector { return set.Spec.Selector },
+		Queue:    c.queue,
+	}
 	owned, err := ownership.NewIndexes(podInf.Informer(), revInf.Informer())
 	if err != nil {
 		return nil, err
 	}
 	c.owned = owned
-	if _, err := setInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueSet,
-		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },
-		DeleteFunc: func(obj any) {
-			if ds, ok := reconcile.ObjectOf[*v1alpha1.DaemonSet](obj); ok {
-				c.exp.Forget(cache.MetaObjectToName(ds).String())
-			}
-		},
+	if err := reconcile.Watch(setInf.Informer(), "daemonsets", reconcile.Handlers[*v1alpha1.DaemonSet]{
+		Add:    c.enqueueSet,
+		Update: func(_, set *v1alpha1.DaemonSet) { c.enqueueSet(set) },
+		Delete: func(set *v1alpha1.DaemonSet) { c.exp.Forget(cache.MetaObjectToName(set).String()) },
 	}); err != nil {
-		return nil, fmt.Errorf("watching daemonsets: %w", err)
+		return nil, err
 	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.podChanged(nil, obj, false) },
-		UpdateFunc: func(old, obj any) { c.podChanged(old, obj, false) },
-		DeleteFunc: func(obj any) { c.podChanged(nil, obj, true) },
-	}); err != nil {
-		return nil, fmt.Errorf("watching pods: %w", err)
+	observe := func(key string, pod *corev1.Pod, deleted bool) {
+		if deleted {
+			c.exp.DeletionObserved(key, pod.Name)
+		} else {
+			c.exp.CreationObserved(key, creationKey(pod))
+		}
+	}
+	if err := reconcile.Watch(podInf.Informer(), "pods", c.router.PodHandlers(observe)); err != nil {
+		return nil, err
 	}
 	// A node added, relabelled, tainted or removed may change where every DaemonSet runs.
-	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.enqueueAll() },
-		UpdateFunc: func(old, cur any) { c.nodeChanged(old, cur) },
-		DeleteFunc: func(any) { c.enqueueAll() },
+	if err := reconcile.Watch(nodeInf.Informer(), "nodes", reconcile.Handlers[*corev1.Node]{
+		Add:    func(*corev1.Node) { c.enqueueAll() },
+		Update: c.nodeChanged,
+		Delete: func(*corev1.Node) { c.enqueueAll() },
 	}); err != nil {
-		return nil, fmt.Errorf("watching nodes: %w", err)
+		return nil, err
 	}
-	if _, err := revInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueOwner,
-		UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },
-		DeleteFunc: c.enqueueOwner,
-	}); err != nil {
-		return nil, fmt.Errorf("watching controllerrevisions: %w", err)
+	if err := reconcile.Watch(revInf.Informer(), "controllerrevisions",
+		reconcile.OnChange(func(rev *appsv1.ControllerRevision) { c.router.EnqueueOwner(rev) })); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Controller) enqueueSet(obj any) {
-	if ds, ok := obj.(*v1alpha1.DaemonSet); ok {
-		c.queue.Add(cache.MetaObjectToName(ds))
-	}
+func (c *Controller) enqueueSet(set *v1alpha1.DaemonSet) {
+	c.queue.Add(cache.MetaObjectToName(set))
 }
 
 func (c *Controller) enqueueAll() {
@@ -130,88 +134,10 @@ func (c *Controller) enqueueAll() {
 
 // nodeChanged enqueues every DaemonSet when what decides placement changed: labels, taints,
 // schedulability or readiness (a node's heartbeats alone change nothing).
-func (c *Controller) nodeChanged(old, cur any) {
-	o, ok1 := old.(*corev1.Node)
-	n, ok2 := cur.(*corev1.Node)
-	if !ok1 || !ok2 {
-		return
-	}
+func (c *Controller) nodeChanged(o, n *corev1.Node) {
 	if !maps.Equal(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
 		o.Spec.Unschedulable != n.Spec.Unschedulable {
 		c.enqueueAll()
-	}
-}
-
-// owner returns the DaemonSet a controllerRef points at, if the cache has it with that UID.
-func (c *Controller) owner(namespace string, ref *metav1.OwnerReference) *v1alpha1.DaemonSet {
-	if ref == nil || ref.Kind != "DaemonSet" || ref.APIVersion != v1alpha1.SchemeGroupVersion.String() {
-		return nil
-	}
-	ds, err := c.sets.DaemonSets(namespace).Get(ref.Name)
-	if err != nil || ds.UID != ref.UID {
-		return nil
-	}
-	return ds
-}
-
-// podChanged enqueues the DaemonSet of a Pod; for an orphan, the DaemonSets that may adopt it; for
-// a Pod whose controller changed, the one that had it too.
-func (c *Controller) podChanged(old, obj any, deleted bool) {
-	pod, ok := reconcile.ObjectOf[*corev1.Pod](obj)
-	if !ok {
-		return
-	}
-	ref := metav1.GetControllerOf(pod)
-	if oldPod, ok := old.(*corev1.Pod); ok {
-		if oldRef := metav1.GetControllerOf(oldPod); oldRef != nil && (ref == nil || ref.UID != oldRef.UID) {
-			c.enqueueRef(pod.Namespace, oldRef)
-		}
-	}
-	if ref == nil {
-		if !deleted {
-			c.enqueueAdopters(pod)
-		}
-		return
-	}
-	ds := c.owner(pod.Namespace, ref)
-	if ds == nil {
-		return
-	}
-	key := cache.MetaObjectToName(ds)
-	if deleted {
-		c.exp.DeletionObserved(key.String(), pod.Name)
-	} else {
-		c.exp.CreationObserved(key.String(), creationKey(pod))
-	}
-	c.queue.Add(key)
-}
-
-func (c *Controller) enqueueRef(namespace string, ref *metav1.OwnerReference) {
-	if ds := c.owner(namespace, ref); ds != nil {
-		c.queue.Add(cache.MetaObjectToName(ds))
-	}
-}
-
-// enqueueAdopters enqueues the DaemonSets whose selector matches an orphan (a Pod or a revision).
-func (c *Controller) enqueueAdopters(obj metav1.Object) {
-	sets, err := c.sets.DaemonSets(obj.GetNamespace()).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, ds := range ownership.Adopters(obj, sets, func(ds *v1alpha1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }) {
-		c.queue.Add(cache.MetaObjectToName(ds))
-	}
-}
-
-func (c *Controller) enqueueOwner(obj any) {
-	m, ok := reconcile.ObjectOf[metav1.Object](obj)
-	if !ok {
-		return
-	}
-	if ref := metav1.GetControllerOf(m); ref != nil {
-		c.enqueueRef(m.GetNamespace(), ref)
-	} else {
-		c.enqueueAdopters(m)
 	}
 }
 

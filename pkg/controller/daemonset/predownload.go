@@ -5,7 +5,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	"k8s.io/client-go/tools/cache"
@@ -29,19 +28,8 @@ func (c *Controller) EnableImagePreDownload(revisions appsv1client.ControllerRev
 	}
 	c.predl = w
 	c.synced = append(c.synced, jobs.Informer().HasSynced)
-	return w.Watch(c.preDownloadOwner, c.enqueueKey)
+	return w.Watch(c.router.OwnerKey, c.queue.Add)
 }
-
-// preDownloadOwner names the workload a pre-download job's controller reference points at.
-func (c *Controller) preDownloadOwner(namespace string, ref *metav1.OwnerReference) (cache.ObjectName, bool) {
-	ds := c.owner(namespace, ref)
-	if ds == nil {
-		return cache.ObjectName{}, false
-	}
-	return cache.MetaObjectToName(ds), true
-}
-
-func (c *Controller) enqueueKey(key cache.ObjectName) { c.queue.Add(key) }
 
 // preDownload takes the DaemonSet's next image pre-download step. As OpenKruise, it reads the
 // status of the last sync: the rollout is over once it shows every desired node's Pod at the

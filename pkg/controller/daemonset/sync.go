@@ -54,7 +54,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
 	if err != nil || selector.Empty() {
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, ownership.ReasonInvalidSelector, "invalid selector: %v", err)
 		return 0, nil
 	}
 	pods, revisions, err := c.claim(ctx, ds, selector)
@@ -329,11 +329,11 @@ func (c *Controller) createPod(ctx context.Context, ds *v1alpha1.DaemonSet, rev 
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil
 		}
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedCreate", "failed to create a pod for node %s: %v", node, err)
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "failed to create a pod for node %s: %v", node, err)
 		return fmt.Errorf("creating the pod of node %s: %w", node, err)
 	}
 	klog.FromContext(ctx).Info("Created daemon Pod", "daemonset", klog.KObj(ds), "pod", klog.KObj(created), "node", node, "revision", rev.Name)
-	c.recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s on node %s", created.Name, node)
+	c.recorder.Eventf(ds, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "Created pod: %s on node %s", created.Name, node)
 	return nil
 }
 
@@ -347,7 +347,7 @@ func (c *Controller) deletePod(ctx context.Context, ds *v1alpha1.DaemonSet, pod 
 		if moved {
 			c.exp.ExpectLifecycle(key, pod.Name, string(pub.LifecycleStatePreparingDelete))
 			klog.FromContext(ctx).Info("Daemon Pod held by the preDelete hook", "daemonset", klog.KObj(ds), "pod", klog.KObj(pod), "why", why)
-			c.recorder.Eventf(ds, corev1.EventTypeNormal, "PodLifecycle"+string(pub.LifecycleStatePreparingDelete), "pod %s is %s", pod.Name, pub.LifecycleStatePreparingDelete)
+			c.recorder.Eventf(ds, corev1.EventTypeNormal, ownership.ReasonPodLifecyclePrefix+string(pub.LifecycleStatePreparingDelete), "pod %s is %s", pod.Name, pub.LifecycleStatePreparingDelete)
 		}
 		return err
 	}
@@ -355,11 +355,11 @@ func (c *Controller) deletePod(ctx context.Context, ds *v1alpha1.DaemonSet, pod 
 	err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		c.exp.DeletionObserved(key, pod.Name)
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedDelete", "failed to delete pod %s: %v", pod.Name, err)
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "failed to delete pod %s: %v", pod.Name, err)
 		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 	}
 	klog.FromContext(ctx).Info("Deleted daemon Pod", "daemonset", klog.KObj(ds), "pod", klog.KObj(pod), "node", nodeOf(pod), "why", why)
-	c.recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s (%s)", pod.Name, why)
+	c.recorder.Eventf(ds, corev1.EventTypeNormal, ownership.ReasonSuccessfulDelete, "Deleted pod: %s (%s)", pod.Name, why)
 	return nil
 }
 

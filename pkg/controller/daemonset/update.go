@@ -18,6 +18,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/availability"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/inplacerequest"
+	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/updatesort"
 )
@@ -159,10 +160,10 @@ func (c *Controller) updateInPlace(ctx context.Context, ds *v1alpha1.DaemonSet, 
 	c.exp.ExpectUpdate(key, pod.Name, revision)
 	if _, err := c.inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{}); err != nil {
 		c.exp.UpdateObserved(key, pod.Name)
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "failed to update pod %s in place to revision %s: %v", pod.Name, revision, err)
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, ownership.ReasonFailedUpdatePodInPlace, "failed to update pod %s in place to revision %s: %v", pod.Name, revision, err)
 		return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
 	}
 	klog.FromContext(ctx).Info("Updating daemon Pod in place", "daemonset", klog.KObj(ds), "pod", klog.KObj(pod), "node", nodeOf(pod), "updateRevision", revision)
-	c.recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "updating pod %s in place to revision %s", pod.Name, revision)
+	c.recorder.Eventf(ds, corev1.EventTypeNormal, ownership.ReasonSuccessfulUpdatePodInPlace, "updating pod %s in place to revision %s", pod.Name, revision)
 	return nil
 }

@@ -13,18 +13,15 @@ package imagelistpulljob
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
-	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
@@ -50,20 +47,14 @@ type Controller struct {
 	listJobs appslisters.ImageListPullJobLister
 	jobs     appslisters.ImagePullJobLister
 	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	queue    reconcile.Queue
 	recorder record.EventRecorder
 	clock    clock.Clock
 	exp      *expectations.Expectations
 }
 
-// New builds the controller from the manager's shared informers.
-func New(cc *manager.Context) (manager.Controller, error) {
-	apps := cc.InplaceInformers.Apps().V1alpha1()
-	return NewController(cc.InplaceClient, apps.ImageListPullJobs(), apps.ImagePullJobs(), cc.Recorder, clock.RealClock{})
-}
-
-// NewController builds the controller on explicit informers and clients.
-func NewController(client clientset.Interface, listJobs appsinformers.ImageListPullJobInformer, jobs appsinformers.ImagePullJobInformer,
+// New builds the controller on explicit informers and clients.
+func New(client clientset.Interface, listJobs appsinformers.ImageListPullJobInformer, jobs appsinformers.ImagePullJobInformer,
 	recorder record.EventRecorder, clk clock.Clock) (*Controller, error) {
 	c := &Controller{
 		client:   client,
@@ -72,40 +63,26 @@ func NewController(client clientset.Interface, listJobs appsinformers.ImageListP
 		synced:   []cache.InformerSynced{listJobs.Informer().HasSynced, jobs.Informer().HasSynced},
 		recorder: recorder,
 		clock:    clk,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
+		queue:    reconcile.NewQueue(Name),
 	}
 	c.exp = expectations.New(c.clock.Now)
-	if _, err := listJobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: c.enqueue,
-	}); err != nil {
-		return nil, fmt.Errorf("watching imagelistpulljobs: %w", err)
+	if err := reconcile.Watch(listJobs.Informer(), "imagelistpulljobs", reconcile.OnChange(func(lj *v1alpha1.ImageListPullJob) {
+		c.queue.Add(cache.MetaObjectToName(lj))
+	})); err != nil {
+		return nil, err
 	}
-	if _, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueOwner,
-		UpdateFunc: func(oldObj, newObj any) { c.enqueueOwner(oldObj); c.enqueueOwner(newObj) },
-		DeleteFunc: c.enqueueOwner,
+	if err := reconcile.Watch(jobs.Informer(), "imagepulljobs", reconcile.Handlers[*v1alpha1.ImagePullJob]{
+		Add:    c.enqueueOwner,
+		Update: func(old, job *v1alpha1.ImagePullJob) { c.enqueueOwner(old); c.enqueueOwner(job) },
+		Delete: c.enqueueOwner,
 	}); err != nil {
-		return nil, fmt.Errorf("watching imagepulljobs: %w", err)
+		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Controller) enqueue(obj any) {
-	if lj, ok := reconcile.ObjectOf[*v1alpha1.ImageListPullJob](obj); ok {
-		c.queue.Add(cache.MetaObjectToName(lj))
-	}
-}
-
 // enqueueOwner enqueues the list job that controls an ImagePullJob.
-func (c *Controller) enqueueOwner(obj any) {
-	job, ok := reconcile.ObjectOf[*v1alpha1.ImagePullJob](obj)
-	if !ok {
-		return
-	}
+func (c *Controller) enqueueOwner(job *v1alpha1.ImagePullJob) {
 	if ref := metav1.GetControllerOf(job); ref != nil && ref.Kind == "ImageListPullJob" {
 		c.queue.Add(cache.ObjectName{Namespace: job.Namespace, Name: ref.Name})
 	}

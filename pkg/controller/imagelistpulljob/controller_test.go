@@ -55,7 +55,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	})
 	iinf := inplaceinformers.NewSharedInformerFactory(f.client, 0)
 	apps := iinf.Apps().V1alpha1()
-	c, err := NewController(f.client, apps.ImageListPullJobs(), apps.ImagePullJobs(), f.recorder, f.clock)
+	c, err := New(f.client, apps.ImageListPullJobs(), apps.ImagePullJobs(), f.recorder, f.clock)
 	if err != nil {
 		t.Fatal(err)
 	}

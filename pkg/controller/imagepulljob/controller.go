@@ -32,12 +32,10 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
-	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
@@ -71,7 +69,7 @@ type Controller struct {
 	pods       corelisters.PodLister
 	podIndex   cache.Indexer // the Pods by label (podLabelIndex)
 	synced     []cache.InformerSynced
-	queue      workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	queue      reconcile.Queue
 	recorder   record.EventRecorder
 	clock      clock.Clock
 	// exp holds, per job, the NodeImages it wrote its tag into that the cache does not show yet,
@@ -121,16 +119,8 @@ func (s *podSelectors) forget(obj any) {
 	}
 }
 
-// New builds the controller from the manager's shared informers.
-func New(cc *manager.Context) (manager.Controller, error) {
-	apps := cc.InplaceInformers.Apps().V1alpha1()
-	core := cc.KubeInformers.Core().V1()
-	return NewController(cc.InplaceClient, apps.ImagePullJobs(), apps.NodeImages(), core.Nodes(), core.Pods(),
-		cc.Recorder, clock.RealClock{})
-}
-
-// NewController builds the controller on explicit informers and clients.
-func NewController(client clientset.Interface, jobs appsinformers.ImagePullJobInformer, nodeImages appsinformers.NodeImageInformer,
+// New builds the controller on explicit informers and clients.
+func New(client clientset.Interface, jobs appsinformers.ImagePullJobInformer, nodeImages appsinformers.NodeImageInformer,
 	nodes coreinformers.NodeInformer, pods coreinformers.PodInformer, recorder record.EventRecorder, clk clock.Clock) (*Controller, error) {
 	c := &Controller{
 		client:     client,
@@ -144,9 +134,7 @@ func NewController(client clientset.Interface, jobs appsinformers.ImagePullJobIn
 			nodes.Informer().HasSynced, pods.Informer().HasSynced},
 		recorder: recorder,
 		clock:    clk,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
+		queue:    reconcile.NewQueue(Name),
 	}
 	c.exp = expectations.New(c.clock.Now)
 	if err := pods.Informer().AddIndexers(cache.Indexers{podLabelIndex: podLabelKeys}); err != nil {
@@ -155,59 +143,48 @@ func NewController(client clientset.Interface, jobs appsinformers.ImagePullJobIn
 	if err := nodeImages.Informer().AddIndexers(cache.Indexers{jobIndex: ownerJobs}); err != nil {
 		return nil, fmt.Errorf("indexing nodeimages by tag owner: %w", err)
 	}
-	if _, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: func(obj any) {
-			c.selectors.forget(obj)
-			c.enqueue(obj) // the sync of a job that is gone takes its tags off NodeImages
+	if err := reconcile.Watch(jobs.Informer(), "imagepulljobs", reconcile.Handlers[*v1alpha1.ImagePullJob]{
+		Add:    c.enqueue,
+		Update: func(_, job *v1alpha1.ImagePullJob) { c.enqueue(job) },
+		Delete: func(job *v1alpha1.ImagePullJob) {
+			c.selectors.forget(job)
+			c.enqueue(job) // the sync of a job that is gone takes its tags off NodeImages
 		},
 	}); err != nil {
-		return nil, fmt.Errorf("watching imagepulljobs: %w", err)
+		return nil, err
 	}
-	if _, err := nodeImages.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	all := func(*v1alpha1.ImagePullJob) bool { return true }
+	if err := reconcile.Watch(nodeImages.Informer(), "nodeimages", reconcile.Handlers[*v1alpha1.NodeImage]{
 		// A new or deleted NodeImage changes the candidate nodes of every running job.
-		AddFunc:    func(obj any) { c.enqueueRunning(func(*v1alpha1.ImagePullJob) bool { return true }) },
-		UpdateFunc: func(oldObj, newObj any) { c.enqueueOwners(oldObj); c.enqueueOwners(newObj) },
-		DeleteFunc: func(obj any) {
-			c.enqueueOwners(obj)
-			c.enqueueRunning(func(*v1alpha1.ImagePullJob) bool { return true })
+		Add:    func(*v1alpha1.NodeImage) { c.enqueueRunning(all) },
+		Update: func(old, ni *v1alpha1.NodeImage) { c.enqueueOwners(old); c.enqueueOwners(ni) },
+		Delete: func(ni *v1alpha1.NodeImage) {
+			c.enqueueOwners(ni)
+			c.enqueueRunning(all)
 		},
 	}); err != nil {
-		return nil, fmt.Errorf("watching nodeimages: %w", err)
+		return nil, err
 	}
-	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*corev1.Node)
-			n, ok2 := newObj.(*corev1.Node)
-			if ok1 && ok2 && !labels.Equals(o.Labels, n.Labels) {
+	if err := reconcile.Watch(nodes.Informer(), "nodes", reconcile.Handlers[*corev1.Node]{
+		Update: func(o, n *corev1.Node) {
+			if !labels.Equals(o.Labels, n.Labels) {
 				c.enqueueRunning(selectsNodes)
 			}
 		},
 		// Added and deleted Nodes reach jobs through their NodeImages.
 	}); err != nil {
-		return nil, fmt.Errorf("watching nodes: %w", err)
+		return nil, err
 	}
-	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if pod, ok := reconcile.ObjectOf[*corev1.Pod](obj); ok {
-				c.enqueuePodChange(nil, pod)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*corev1.Pod)
-			n, ok2 := newObj.(*corev1.Pod)
-			if ok1 && ok2 && podTargetChanged(o, n) {
+	if err := reconcile.Watch(pods.Informer(), "pods", reconcile.Handlers[*corev1.Pod]{
+		Add: func(pod *corev1.Pod) { c.enqueuePodChange(nil, pod) },
+		Update: func(o, n *corev1.Pod) {
+			if podTargetChanged(o, n) {
 				c.enqueuePodChange(o, n)
 			}
 		},
-		DeleteFunc: func(obj any) {
-			if pod, ok := reconcile.ObjectOf[*corev1.Pod](obj); ok {
-				c.enqueuePodChange(pod, nil)
-			}
-		},
+		Delete: func(pod *corev1.Pod) { c.enqueuePodChange(pod, nil) },
 	}); err != nil {
-		return nil, fmt.Errorf("watching pods: %w", err)
+		return nil, err
 	}
 	return c, nil
 }
@@ -231,18 +208,13 @@ func ownerJobs(obj any) ([]string, error) {
 	return keys, nil
 }
 
-func (c *Controller) enqueue(obj any) {
-	if job, ok := reconcile.ObjectOf[*v1alpha1.ImagePullJob](obj); ok {
-		c.queue.Add(cache.MetaObjectToName(job))
-	}
+func (c *Controller) enqueue(job *v1alpha1.ImagePullJob) {
+	c.queue.Add(cache.MetaObjectToName(job))
 }
 
 // enqueueOwners enqueues the jobs that own a tag of a NodeImage: its status moved.
-func (c *Controller) enqueueOwners(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	keys, _ := ownerJobs(obj)
+func (c *Controller) enqueueOwners(ni *v1alpha1.NodeImage) {
+	keys, _ := ownerJobs(ni)
 	for _, k := range keys {
 		name, err := cache.ParseObjectName(k)
 		if err != nil {

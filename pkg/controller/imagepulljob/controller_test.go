@@ -53,7 +53,7 @@ func newFixture(t *testing.T, nodes []*corev1.Node, objs ...runtime.Object) *fix
 	iinf := inplaceinformers.NewSharedInformerFactory(f.client, 0)
 	apps := iinf.Apps().V1alpha1()
 	core := kinf.Core().V1()
-	c, err := NewController(f.client, apps.ImagePullJobs(), apps.NodeImages(), core.Nodes(), core.Pods(), f.recorder, f.clock)
+	c, err := New(f.client, apps.ImagePullJobs(), apps.NodeImages(), core.Nodes(), core.Pods(), f.recorder, f.clock)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -31,12 +30,18 @@ import (
 // Name is the controller's name in logs, events and metrics.
 const Name = "inplaceupdate"
 
+// Event reasons of this controller.
+const (
+	ReasonCompleted   = "InPlaceUpdateCompleted"
+	ReasonProgressing = "InPlaceUpdateProgressing"
+)
+
 // Controller drives in-place updates of Pods.
 type Controller struct {
 	kube     kubernetes.Interface
 	pods     corelisters.PodLister
 	synced   cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	queue    reconcile.Queue
 	recorder record.EventRecorder
 	now      func() time.Time
 	// written is the resourceVersion of this controller's last write to each Pod (by UID), until
@@ -54,33 +59,15 @@ func New(kube kubernetes.Interface, pods coreinformers.PodInformer, recorder rec
 		synced:   pods.Informer().HasSynced,
 		recorder: recorder,
 		now:      time.Now,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
+		queue:    reconcile.NewQueue(Name),
 	}
-	_, err := pods.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
-		FilterFunc: func(obj any) bool {
-			pod, ok := obj.(*corev1.Pod)
-			return ok && needsWork(pod)
-		},
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueue,
-			UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watching pods: %w", err)
-	}
-	// A deleted Pod's last write is of no more use.
-	_, err = pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(obj any) {
-			if pod, ok := reconcile.ObjectOf[*corev1.Pod](obj); ok {
-				c.written.Delete(pod.UID)
-			}
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watching pods: %w", err)
+	if err := reconcile.Watch(pods.Informer(), "pods", reconcile.Handlers[*corev1.Pod]{
+		Add:    c.enqueue,
+		Update: func(_, pod *corev1.Pod) { c.enqueue(pod) },
+		// A deleted Pod's last write is of no more use.
+		Delete: func(pod *corev1.Pod) { c.written.Delete(pod.UID) },
+	}); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -105,8 +92,11 @@ func needsWork(pod *corev1.Pod) bool {
 	return true
 }
 
-func (c *Controller) enqueue(obj any) {
-	c.queue.Add(cache.MetaObjectToName(obj.(*corev1.Pod)))
+// enqueue enqueues a Pod this controller acts on.
+func (c *Controller) enqueue(pod *corev1.Pod) {
+	if needsWork(pod) {
+		c.queue.Add(cache.MetaObjectToName(pod))
+	}
 }
 
 // Run reconciles until ctx ends.
@@ -145,9 +135,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	if step.Pod != nil || len(step.Conditions) > 0 || len(step.Resize) > 0 {
 		observeStep(step, now)
-		reason := "InPlaceUpdateProgressing"
+		reason := ReasonProgressing
 		if step.Done {
-			reason = "InPlaceUpdateCompleted"
+			reason = ReasonCompleted
 		}
 		c.recorder.Event(written, corev1.EventTypeNormal, reason, step.Message)
 		klog.FromContext(ctx).V(2).Info("Pod in-place update step", "pod", key, "done", step.Done, "message", step.Message)

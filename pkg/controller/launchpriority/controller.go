@@ -23,7 +23,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -34,6 +33,12 @@ import (
 // Name is the controller's name in logs, events and metrics.
 const Name = "launchpriority"
 
+// Event reasons of this controller.
+const (
+	ReasonBarrierNotOwned = "LaunchBarrierNotOwned"
+	ReasonLaunchReleased  = "ContainerLaunchReleased"
+)
+
 // notOwnedRetry is how soon a Pod whose barrier name is taken is looked at again: that ConfigMap
 // may be a deleted Pod's of the same name, which the garbage collector is about to remove.
 const notOwnedRetry = 5 * time.Second
@@ -43,7 +48,7 @@ type Controller struct {
 	kube     kubernetes.Interface
 	pods     corelisters.PodLister
 	synced   cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	queue    reconcile.Queue
 	recorder record.EventRecorder
 }
 
@@ -54,22 +59,13 @@ func New(kube kubernetes.Interface, pods coreinformers.PodInformer, recorder rec
 		pods:     pods.Lister(),
 		synced:   pods.Informer().HasSynced,
 		recorder: recorder,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
+		queue:    reconcile.NewQueue(Name),
 	}
-	_, err := pods.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
-		FilterFunc: func(obj any) bool {
-			pod, ok := obj.(*corev1.Pod)
-			return ok && needsWork(pod)
-		},
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueue,
-			UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watching pods: %w", err)
+	if err := reconcile.Watch(pods.Informer(), "pods", reconcile.Handlers[*corev1.Pod]{
+		Add:    c.enqueue,
+		Update: func(_, pod *corev1.Pod) { c.enqueue(pod) },
+	}); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -79,8 +75,11 @@ func needsWork(pod *corev1.Pod) bool {
 	return pod.DeletionTimestamp == nil && !launchpriority.Completed(pod) && launchpriority.HasBarrier(pod)
 }
 
-func (c *Controller) enqueue(obj any) {
-	c.queue.Add(cache.MetaObjectToName(obj.(*corev1.Pod)))
+// enqueue enqueues a Pod still launching in order.
+func (c *Controller) enqueue(pod *corev1.Pod) {
+	if needsWork(pod) {
+		c.queue.Add(cache.MetaObjectToName(pod))
+	}
 }
 
 // Run reconciles until ctx ends.
@@ -111,7 +110,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	case !ownedBy(barrier, pod):
 		// A ConfigMap of that name that is not this Pod's: writing keys into it could release
 		// another Pod's containers, or be undone by whoever owns it.
-		c.recorder.Eventf(pod, corev1.EventTypeWarning, "LaunchBarrierNotOwned",
+		c.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonBarrierNotOwned,
 			"ConfigMap %s exists and is not owned by this pod: its containers wait until it is deleted", name)
 		return notOwnedRetry, nil
 	}
@@ -130,7 +129,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		if err != nil {
 			return 0, err
 		}
-		c.recorder.Eventf(pod, corev1.EventTypeNormal, "ContainerLaunchReleased",
+		c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonLaunchReleased,
 			"containers of launch priority %s may start (key %s of ConfigMap %s)", step.Release[len("p_"):], step.Release, name)
 		klog.FromContext(ctx).V(2).Info("Released launch priority", "pod", key, "key", step.Release)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/features"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
 
@@ -45,21 +46,10 @@ type Context struct {
 	ImagePreDownload bool
 }
 
-// Controller reconciles until ctx ends, with the given number of workers.
-type Controller interface {
-	Run(ctx context.Context, workers int)
-}
-
-// InitFunc builds one controller; name is used in logs.
-type InitFunc struct {
-	Name string
-	New  func(*Context) (Controller, error)
-}
-
 // Run connects to the cluster, serves health and metrics, and runs controllers while this replica
 // leads. It returns when ctx ends, or with an error when leadership is lost (the process should
 // exit and restart, as kube-controller-manager does, so no stale cache keeps acting).
-func Run(ctx context.Context, o *Options, controllers []InitFunc) error {
+func Run(ctx context.Context, o *Options, controllers []reconcile.Init[*Context]) error {
 	features.Log(klog.FromContext(ctx))
 	clients, err := serving.NewClients(o.Kubeconfig, o.QPS, o.Burst, "inplace-controller")
 	if err != nil {
@@ -154,7 +144,7 @@ func runWithLeaderElection(ctx context.Context, o *Options, kubeClient kubernete
 	return fmt.Errorf("lost the leader election lease %s/%s", o.LeaderElectionNamespace, o.LeaderElectionName)
 }
 
-func runControllers(ctx context.Context, cc *Context, workers int, inits []InitFunc, syncing *serving.Syncing) error {
+func runControllers(ctx context.Context, cc *Context, workers int, inits []reconcile.Init[*Context], syncing *serving.Syncing) error {
 	syncing.Set(true)
 	var stopEvents func()
 	cc.Recorder, stopEvents = serving.EventRecorder(ctx, cc.KubeClient, corev1.EventSource{Component: "inplace-controller"})
@@ -163,15 +153,6 @@ func runControllers(ctx context.Context, cc *Context, workers int, inits []InitF
 		kubeinformers.WithTransform(serving.DropManagedFields))
 	cc.InplaceInformers = inplaceinformers.NewSharedInformerFactoryWithOptions(cc.InplaceClient, resync,
 		inplaceinformers.WithTransform(serving.DropManagedFields))
-	var built []serving.Runner
-	for _, init := range inits {
-		c, err := init.New(cc)
-		if err != nil {
-			return fmt.Errorf("creating controller %s: %w", init.Name, err)
-		}
-		built = append(built, c)
-		klog.InfoS("Created controller", "controller", init.Name)
-	}
-	return serving.RunControllers(ctx, workers, syncing,
-		[]serving.InformerFactory{cc.KubeInformers, cc.InplaceInformers}, built)
+	return reconcile.RunAll(ctx, cc, workers, inits,
+		[]reconcile.InformerFactory{cc.KubeInformers, cc.InplaceInformers}, func() { syncing.Set(false) })
 }

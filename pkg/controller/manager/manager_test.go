@@ -16,6 +16,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
 
@@ -38,9 +39,9 @@ func TestRunControllers(t *testing.T) {
 	cc := &Context{KubeClient: kubefake.NewClientset(), InplaceClient: inplacefake.NewClientset(), Namespace: "own-ns"}
 	syncing := &serving.Syncing{}
 	var built []string
-	newFake := func(name string, register func(*Context)) (InitFunc, *fakeController) {
+	newFake := func(name string, register func(*Context)) (reconcile.Init[*Context], *fakeController) {
 		c := &fakeController{ran: make(chan int, 1)}
-		return InitFunc{Name: name, New: func(got *Context) (Controller, error) {
+		return reconcile.Init[*Context]{Name: name, New: func(got *Context) (reconcile.Runner, error) {
 			if got.Recorder == nil || got.KubeInformers == nil || got.InplaceInformers == nil {
 				t.Errorf("%s: context without recorder or informer factories: %+v", name, got)
 			}
@@ -59,7 +60,7 @@ func TestRunControllers(t *testing.T) {
 	sets, setController := newFake("sidecarsets", func(cc *Context) { cc.InplaceInformers.Apps().V1alpha1().SidecarSets().Informer() })
 
 	done := make(chan error, 1)
-	go func() { done <- runControllers(ctx, cc, 3, []InitFunc{pods, sets}, syncing) }()
+	go func() { done <- runControllers(ctx, cc, 3, []reconcile.Init[*Context]{pods, sets}, syncing) }()
 	for _, c := range []*fakeController{podController, setController} {
 		select {
 		case workers := <-c.ran:
@@ -98,9 +99,9 @@ func TestRunControllers(t *testing.T) {
 func TestRunControllersInitError(t *testing.T) {
 	cc := &Context{KubeClient: kubefake.NewClientset(), InplaceClient: inplacefake.NewClientset()}
 	later := false
-	inits := []InitFunc{
-		{Name: "broken", New: func(*Context) (Controller, error) { return nil, errors.New("no lister") }},
-		{Name: "later", New: func(*Context) (Controller, error) { later = true; return &fakeController{}, nil }},
+	inits := []reconcile.Init[*Context]{
+		{Name: "broken", New: func(*Context) (reconcile.Runner, error) { return nil, errors.New("no lister") }},
+		{Name: "later", New: func(*Context) (reconcile.Runner, error) { later = true; return &fakeController{}, nil }},
 	}
 	syncing := &serving.Syncing{}
 	err := runControllers(t.Context(), cc, 1, inits, syncing)
@@ -276,7 +277,7 @@ current-context: c
 	o.BindAddress = "127.0.0.1:0"
 	o.Namespace, o.RolloutMetrics, o.ImagePreDownload = "own-ns", true, false
 	var got *Context
-	inits := []InitFunc{{Name: "probe", New: func(cc *Context) (Controller, error) {
+	inits := []reconcile.Init[*Context]{{Name: "probe", New: func(cc *Context) (reconcile.Runner, error) {
 		got = cc
 		return nil, errors.New("stop here")
 	}}}

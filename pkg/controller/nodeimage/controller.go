@@ -27,11 +27,9 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
@@ -59,20 +57,13 @@ type Controller struct {
 	niIndex    cache.Indexer
 	jobs       appslisters.ImagePullJobLister
 	synced     []cache.InformerSynced
-	queue      workqueue.TypedRateLimitingInterface[string]
+	queue      reconcile.Queue
 	recorder   record.EventRecorder
 	clock      clock.Clock
 }
 
-// New builds the controller from the manager's shared informers.
-func New(cc *manager.Context) (manager.Controller, error) {
-	apps := cc.InplaceInformers.Apps().V1alpha1()
-	return NewController(cc.InplaceClient, cc.KubeInformers.Core().V1().Nodes(), apps.NodeImages(), apps.ImagePullJobs(),
-		cc.Recorder, clock.RealClock{})
-}
-
-// NewController builds the controller on explicit informers and clients.
-func NewController(client clientset.Interface, nodes coreinformers.NodeInformer, nodeImages appsinformers.NodeImageInformer,
+// New builds the controller on explicit informers and clients.
+func New(client clientset.Interface, nodes coreinformers.NodeInformer, nodeImages appsinformers.NodeImageInformer,
 	jobs appsinformers.ImagePullJobInformer, recorder record.EventRecorder, clk clock.Clock) (*Controller, error) {
 	c := &Controller{
 		client:     client,
@@ -83,27 +74,21 @@ func NewController(client clientset.Interface, nodes coreinformers.NodeInformer,
 		synced:     []cache.InformerSynced{nodes.Informer().HasSynced, nodeImages.Informer().HasSynced, jobs.Informer().HasSynced},
 		recorder:   recorder,
 		clock:      clk,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
+		queue:      reconcile.NewQueue(Name),
 	}
 	if err := nodeImages.Informer().AddIndexers(cache.Indexers{jobUIDIndex: ownerUIDs}); err != nil {
 		return nil, fmt.Errorf("indexing nodeimages by tag owner: %w", err)
 	}
-	byName := cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: c.enqueue,
+	// Nodes and NodeImages are both keyed by the node's name.
+	if err := reconcile.Watch(nodes.Informer(), "nodes", reconcile.OnChange(func(n *corev1.Node) { c.enqueue(n.Name) })); err != nil {
+		return nil, err
 	}
-	if _, err := nodes.Informer().AddEventHandler(byName); err != nil {
-		return nil, fmt.Errorf("watching nodes: %w", err)
-	}
-	if _, err := nodeImages.Informer().AddEventHandler(byName); err != nil {
-		return nil, fmt.Errorf("watching nodeimages: %w", err)
+	if err := reconcile.Watch(nodeImages.Informer(), "nodeimages", reconcile.OnChange(func(ni *v1alpha1.NodeImage) { c.enqueue(ni.Name) })); err != nil {
+		return nil, err
 	}
 	// A deleted job's tags are collected at once rather than at the next resync.
-	if _, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueueJobNodeImages}); err != nil {
-		return nil, fmt.Errorf("watching imagepulljobs: %w", err)
+	if err := reconcile.Watch(jobs.Informer(), "imagepulljobs", reconcile.Handlers[*v1alpha1.ImagePullJob]{Delete: c.enqueueJobNodeImages}); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -125,32 +110,22 @@ func ownerUIDs(obj any) ([]string, error) {
 	return uids, nil
 }
 
-// enqueue enqueues a Node or NodeImage by name: both are keyed by the node's name.
-func (c *Controller) enqueue(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	switch o := obj.(type) {
-	case *corev1.Node:
-		c.queue.Add(o.Name)
-	case *v1alpha1.NodeImage:
-		c.queue.Add(o.Name)
-	}
+// enqueue enqueues a node's name: it is the name of its NodeImage too.
+func (c *Controller) enqueue(name string) {
+	c.queue.Add(cache.ObjectName{Name: name})
 }
 
 // enqueueJobNodeImages enqueues the NodeImages that have a tag owned by a deleted job.
-func (c *Controller) enqueueJobNodeImages(obj any) {
-	job, ok := reconcile.ObjectOf[*v1alpha1.ImagePullJob](obj)
-	if !ok {
-		return
-	}
+func (c *Controller) enqueueJobNodeImages(job *v1alpha1.ImagePullJob) {
 	objs, err := c.niIndex.ByIndex(jobUIDIndex, string(job.UID))
 	if err != nil {
 		utilruntime.HandleError(fmt.Errorf("listing the nodeimages of imagepulljob %s: %w", cache.MetaObjectToName(job), err))
 		return
 	}
 	for _, o := range objs {
-		c.enqueue(o)
+		if ni, ok := o.(*v1alpha1.NodeImage); ok {
+			c.enqueue(ni.Name)
+		}
 	}
 }
 

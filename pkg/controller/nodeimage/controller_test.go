@@ -50,7 +50,7 @@ func newFixture(t *testing.T, nodes []*corev1.Node, objs ...runtime.Object) *fix
 	kinf := kubeinformers.NewSharedInformerFactory(kube, 0)
 	iinf := inplaceinformers.NewSharedInformerFactory(f.client, 0)
 	apps := iinf.Apps().V1alpha1()
-	c, err := NewController(f.client, kinf.Core().V1().Nodes(), apps.NodeImages(), apps.ImagePullJobs(), f.recorder, f.clock)
+	c, err := New(f.client, kinf.Core().V1().Nodes(), apps.NodeImages(), apps.ImagePullJobs(), f.recorder, f.clock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func mustAdd(t *testing.T, idx cache.Indexer, obj any) {
 // informer would.
 func (f *fixture) sync(t *testing.T, name string) time.Duration {
 	t.Helper()
-	requeue, err := f.c.sync(context.Background(), name)
+	requeue, err := f.c.sync(context.Background(), cache.ObjectName{Name: name})
 	if err != nil {
 		t.Fatalf("sync %s: %v", name, err)
 	}

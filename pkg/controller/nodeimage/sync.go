@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
@@ -27,7 +28,8 @@ const minRequeue = time.Second
 
 // sync brings the NodeImage of one node in step with the Node and the ImagePullJobs, and says
 // when the next tag reaches its TTL.
-func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
+	name := key.Name
 	logger := klog.FromContext(ctx).WithValues("nodeimage", name)
 	ctx = klog.NewContext(ctx, logger)
 	node, err := c.nodes.Get(name)

@@ -37,7 +37,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
@@ -74,7 +73,7 @@ type Controller struct {
 	// cluster-scoped): inplace's own namespace.
 	revisionNamespace string
 	synced            []cache.InformerSynced
-	queue             workqueue.TypedRateLimitingInterface[string]
+	queue             reconcile.Queue
 	recorder          record.EventRecorder
 	now               func() time.Time
 	expectations      expectations
@@ -105,9 +104,7 @@ func New(kube kubernetes.Interface, client clientset.Interface, sets appsinforme
 		recorder:  recorder,
 		now:       time.Now,
 		upgrading: utilsets.New[string](),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
+		queue:     reconcile.NewQueue(Name),
 	}
 	if err := pods.Informer().AddIndexers(cache.Indexers{injectedIndex: func(obj any) ([]string, error) {
 		pod, ok := obj.(*corev1.Pod)
@@ -118,18 +115,19 @@ func New(kube kubernetes.Interface, client clientset.Interface, sets appsinforme
 	}}); err != nil {
 		return nil, fmt.Errorf("indexing pods by sidecarset: %w", err)
 	}
-	if _, err := sets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueSet,
-		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },
+	if err := reconcile.Watch(sets.Informer(), "sidecarsets", reconcile.Handlers[*v1alpha1.SidecarSet]{
+		Add:    c.enqueueSet,
+		Update: func(_, set *v1alpha1.SidecarSet) { c.enqueueSet(set) },
 	}); err != nil {
-		return nil, fmt.Errorf("watching sidecarsets: %w", err)
+		return nil, err
 	}
-	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.enqueuePod(nil, obj) },
-		UpdateFunc: c.enqueuePod,
-		DeleteFunc: func(obj any) { c.enqueuePod(nil, obj) },
+	// The SidecarSets injected into the Pod, before and after the change.
+	if err := reconcile.Watch(pods.Informer(), "pods", reconcile.Handlers[*corev1.Pod]{
+		Add:    c.enqueuePod,
+		Update: func(old, pod *corev1.Pod) { c.enqueuePod(old); c.enqueuePod(pod) },
+		Delete: c.enqueuePod,
 	}); err != nil {
-		return nil, fmt.Errorf("watching pods: %w", err)
+		return nil, err
 	}
 	return c, nil
 }
@@ -143,20 +141,14 @@ func injectedSets(pod *corev1.Pod) []string {
 	return strings.Split(list, ",")
 }
 
-func (c *Controller) enqueueSet(obj any) {
-	if set, ok := obj.(*v1alpha1.SidecarSet); ok {
-		c.queue.Add(set.Name)
-	}
+func (c *Controller) enqueueSet(set *v1alpha1.SidecarSet) {
+	c.queue.Add(cache.ObjectName{Name: set.Name})
 }
 
-// enqueuePod enqueues the SidecarSets injected into the Pod, before and after the change.
-func (c *Controller) enqueuePod(old, obj any) {
-	for _, o := range []any{old, obj} {
-		if pod, ok := reconcile.ObjectOf[*corev1.Pod](o); ok {
-			for _, name := range injectedSets(pod) {
-				c.queue.Add(name)
-			}
-		}
+// enqueuePod enqueues the SidecarSets injected into the Pod.
+func (c *Controller) enqueuePod(pod *corev1.Pod) {
+	for _, name := range injectedSets(pod) {
+		c.queue.Add(cache.ObjectName{Name: name})
 	}
 }
 
@@ -188,7 +180,8 @@ func (c *Controller) namespaceLabels(name string) map[string]string {
 }
 
 // sync reconciles one SidecarSet.
-func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
+	name := key.Name
 	set, err := c.sets.Get(name)
 	if apierrors.IsNotFound(err) {
 		c.forgetUpgrade(name)

@@ -160,7 +160,7 @@ func (f *fixture) cacheRevisions(t *testing.T) []appsv1.ControllerRevision {
 
 func (f *fixture) sync(t *testing.T) time.Duration {
 	t.Helper()
-	d, err := f.c.sync(context.Background(), "logs")
+	d, err := f.c.sync(context.Background(), cache.ObjectName{Name: "logs"})
 	if err != nil {
 		t.Fatalf("sync: %v", err)
 	}

@@ -8,9 +8,9 @@ package statefulset
 
 import (
 	"context"
-	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,7 +19,6 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/controller/expectations"
@@ -36,6 +35,14 @@ import (
 // Name is the controller's name in logs, events and metrics.
 const Name = "statefulset"
 
+// Event reasons of this controller (the workloads' shared ones are in package ownership).
+const (
+	ReasonCannotUpdateInPlace = "CannotUpdateInPlace"
+	ReasonFailedResize        = "FailedResize"
+	ReasonFailedUpdatePVC     = "FailedUpdatePVC"
+	ReasonSuccessfulResize    = "SuccessfulResize"
+)
+
 // Controller reconciles Advanced StatefulSets.
 type Controller struct {
 	kube    kubernetes.Interface
@@ -45,9 +52,11 @@ type Controller struct {
 	owned   ownership.Indexes // the Pods and revisions by controller
 	claims  corelisters.PersistentVolumeClaimLister
 	// classes are the StorageClasses, read when claims resize (WatchClaimResize); nil when not.
-	classes  storagelisters.StorageClassLister
-	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	classes storagelisters.StorageClassLister
+	synced  []cache.InformerSynced
+	queue   reconcile.Queue
+	// router takes the events of the Pods and revisions to their StatefulSet.
+	router   *ownership.Router[*v1beta1.StatefulSet]
 	recorder record.EventRecorder
 	exp      *expectations.Expectations
 	now      func() time.Time
@@ -68,120 +77,51 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 			claimInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		recorder: recorder,
 		now:      time.Now,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
+		queue:    reconcile.NewQueue(Name),
 	}
 	c.exp = expectations.New(func() time.Time { return c.now() })
+	c.router = &ownership.Router[*v1beta1.StatefulSet]{
+		Kind: v1beta1.SchemeGroupVersion.WithKind("StatefulSet"),
+		Get: func(namespace, name string) (*v1beta1.StatefulSet, error) {
+			return c.sets.StatefulSets(namespace).Get(name)
+		},
+		List: func(namespace string) ([]*v1beta1.StatefulSet, error) {
+			return c.sets.StatefulSets(namespace).List(labels.Everything())
+		},
+		Selector: func(set *v1beta1.StatefulSet) *metav1.LabelSelector { return set.Spec.Selector },
+		Queue:    c.queue,
+	}
 	owned, err := ownership.NewIndexes(podInf.Informer(), revInf.Informer())
 	if err != nil {
 		return nil, err
 	}
 	c.owned = owned
-	if _, err := setInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueSet,
-		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },
-		DeleteFunc: func(obj any) {
-			if set, ok := reconcile.ObjectOf[*v1beta1.StatefulSet](obj); ok {
-				c.exp.Forget(cache.MetaObjectToName(set).String())
-			}
-		},
+	if err := reconcile.Watch(setInf.Informer(), "statefulsets", reconcile.Handlers[*v1beta1.StatefulSet]{
+		Add:    c.enqueueSet,
+		Update: func(_, set *v1beta1.StatefulSet) { c.enqueueSet(set) },
+		Delete: func(set *v1beta1.StatefulSet) { c.exp.Forget(cache.MetaObjectToName(set).String()) },
 	}); err != nil {
-		return nil, fmt.Errorf("watching statefulsets: %w", err)
+		return nil, err
 	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.podChanged(nil, obj, false) },
-		UpdateFunc: func(old, obj any) { c.podChanged(old, obj, false) },
-		DeleteFunc: func(obj any) { c.podChanged(nil, obj, true) },
-	}); err != nil {
-		return nil, fmt.Errorf("watching pods: %w", err)
+	// The expectations settle against the cache in sync; a Pod gone is also noted here (the cache
+	// no longer shows it terminating).
+	observe := func(key string, pod *corev1.Pod, deleted bool) {
+		if deleted {
+			c.exp.DeletionObserved(key, pod.Name)
+		}
 	}
-	if _, err := revInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueOwner,
-		UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },
-		DeleteFunc: c.enqueueOwner,
-	}); err != nil {
-		return nil, fmt.Errorf("watching controllerrevisions: %w", err)
+	if err := reconcile.Watch(podInf.Informer(), "pods", c.router.PodHandlers(observe)); err != nil {
+		return nil, err
+	}
+	if err := reconcile.Watch(revInf.Informer(), "controllerrevisions",
+		reconcile.OnChange(func(rev *appsv1.ControllerRevision) { c.router.EnqueueOwner(rev) })); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Controller) enqueueSet(obj any) {
-	if set, ok := obj.(*v1beta1.StatefulSet); ok {
-		c.queue.Add(cache.MetaObjectToName(set))
-	}
-}
-
-// owner returns the StatefulSet a controllerRef points at, if the cache has it with that UID.
-func (c *Controller) owner(namespace string, ref *metav1.OwnerReference) *v1beta1.StatefulSet {
-	if ref == nil || ref.Kind != "StatefulSet" || ref.APIVersion != v1beta1.SchemeGroupVersion.String() {
-		return nil
-	}
-	set, err := c.sets.StatefulSets(namespace).Get(ref.Name)
-	if err != nil || set.UID != ref.UID {
-		return nil
-	}
-	return set
-}
-
-// podChanged enqueues the StatefulSet of a Pod; for an orphan, the StatefulSets that may adopt it;
-// for a Pod whose controller changed, the one that had it too. The expectations settle against the
-// cache in sync; a Pod gone is also noted here (the cache no longer shows it terminating).
-func (c *Controller) podChanged(old, obj any, deleted bool) {
-	pod, ok := reconcile.ObjectOf[*corev1.Pod](obj)
-	if !ok {
-		return
-	}
-	ref := metav1.GetControllerOf(pod)
-	if oldPod, ok := old.(*corev1.Pod); ok {
-		if oldRef := metav1.GetControllerOf(oldPod); oldRef != nil && (ref == nil || ref.UID != oldRef.UID) {
-			c.enqueueRef(pod.Namespace, oldRef)
-		}
-	}
-	if ref == nil {
-		if !deleted {
-			c.enqueueAdopters(pod)
-		}
-		return
-	}
-	set := c.owner(pod.Namespace, ref)
-	if set == nil {
-		return
-	}
-	key := cache.MetaObjectToName(set)
-	if deleted {
-		c.exp.DeletionObserved(key.String(), pod.Name)
-	}
-	c.queue.Add(key)
-}
-
-func (c *Controller) enqueueRef(namespace string, ref *metav1.OwnerReference) {
-	if set := c.owner(namespace, ref); set != nil {
-		c.queue.Add(cache.MetaObjectToName(set))
-	}
-}
-
-// enqueueAdopters enqueues the StatefulSets whose selector matches an orphan (a Pod or a revision).
-func (c *Controller) enqueueAdopters(obj metav1.Object) {
-	sets, err := c.sets.StatefulSets(obj.GetNamespace()).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, set := range ownership.Adopters(obj, sets, func(set *v1beta1.StatefulSet) *metav1.LabelSelector { return set.Spec.Selector }) {
-		c.queue.Add(cache.MetaObjectToName(set))
-	}
-}
-
-func (c *Controller) enqueueOwner(obj any) {
-	m, ok := reconcile.ObjectOf[metav1.Object](obj)
-	if !ok {
-		return
-	}
-	if ref := metav1.GetControllerOf(m); ref != nil {
-		c.enqueueRef(m.GetNamespace(), ref)
-	} else {
-		c.enqueueAdopters(m)
-	}
+func (c *Controller) enqueueSet(set *v1beta1.StatefulSet) {
+	c.queue.Add(cache.MetaObjectToName(set))
 }
 
 // Run reconciles until ctx ends.

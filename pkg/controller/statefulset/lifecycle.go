@@ -12,6 +12,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
 )
 
@@ -62,7 +63,7 @@ func (c *Controller) setLifecycle(ctx context.Context, set *v1beta1.StatefulSet,
 		klog.FromContext(ctx).V(2).Info("Pod lifecycle state", "statefulset", klog.KObj(set), "pod", klog.KObj(pod),
 			"from", lifecycle.State(pod), "to", state)
 		if set.Spec.Lifecycle != nil {
-			c.recorder.Eventf(set, corev1.EventTypeNormal, "PodLifecycle"+string(state), "pod %s is %s", pod.Name, state)
+			c.recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonPodLifecyclePrefix+string(state), "pod %s is %s", pod.Name, state)
 		}
 	}
 	return moved, err

@@ -185,13 +185,13 @@ func (c *Controller) resizeClaims(ctx context.Context, set *v1beta1.StatefulSet,
 			continue
 		}
 		if !needsExpansion(pair) {
-			c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedUpdatePVC",
+			c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonFailedUpdatePVC,
 				"failed to update pvc %s: contains diff other than spec resource, wait pvc to be deleted", pair.claim.Name)
 			errs = append(errs, fmt.Errorf("claim %s of pod %s differs from its template in more than its size", pair.claim.Name, pod.Name))
 			continue
 		}
 		if err := c.checkExpandable(pair.claim); err != nil {
-			c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedUpdatePVC", "failed to resize pvc %s: %v", pair.claim.Name, err)
+			c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonFailedUpdatePVC, "failed to resize pvc %s: %v", pair.claim.Name, err)
 			errs = append(errs, fmt.Errorf("resizing claim %s of pod %s: %w", pair.claim.Name, pod.Name, err))
 			continue
 		}
@@ -202,14 +202,14 @@ func (c *Controller) resizeClaims(ctx context.Context, set *v1beta1.StatefulSet,
 		claim.Annotations[OwnedByAnnotation] = set.Name
 		claim.Spec.Resources = *pair.template.Spec.Resources.DeepCopy()
 		if _, err := c.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, claim, metav1.UpdateOptions{}); err != nil {
-			c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedResize", "Resize Claim %s for Pod %s in StatefulSet %s failed error: %v",
+			c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonFailedResize, "Resize Claim %s for Pod %s in StatefulSet %s failed error: %v",
 				claim.Name, pod.Name, set.Name, err)
 			errs = append(errs, fmt.Errorf("resizing claim %s of pod %s: %w", claim.Name, pod.Name, err))
 			continue
 		}
 		klog.FromContext(ctx).Info("Resized claim", "statefulset", klog.KObj(set), "pod", klog.KObj(pod), "claim", klog.KObj(claim),
 			"storage", claim.Spec.Resources.Requests.Storage().String())
-		c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulResize", "Resize Claim %s Pod %s in StatefulSet %s success",
+		c.recorder.Eventf(set, corev1.EventTypeNormal, ReasonSuccessfulResize, "Resize Claim %s Pod %s in StatefulSet %s success",
 			claim.Name, pod.Name, set.Name)
 	}
 	return errors.Join(errs...)

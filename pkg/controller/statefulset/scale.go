@@ -21,6 +21,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/availability"
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 )
 
 // scalePlan is what scaling does in one sync: the ordinals to create, the failed Pods and those the
@@ -240,11 +241,11 @@ func (c *Controller) createPod(ctx context.Context, set *v1beta1.StatefulSet, re
 		if apierrors.IsAlreadyExists(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil
 		}
-		c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedCreate", "failed to create pod %s: %v", pod.Name, err)
+		c.recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "failed to create pod %s: %v", pod.Name, err)
 		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 	}
 	klog.FromContext(ctx).Info("Created Pod", "statefulset", klog.KObj(set), "pod", klog.KObj(pod), "revision", rev.Name)
-	c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulCreate", "create Pod %s in StatefulSet %s successful (revision %s)", pod.Name, set.Name, rev.Name)
+	c.recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "create Pod %s in StatefulSet %s successful (revision %s)", pod.Name, set.Name, rev.Name)
 	return nil
 }
 
@@ -264,10 +265,10 @@ func (c *Controller) ensureClaims(ctx context.Context, set *v1beta1.StatefulSet,
 			return err
 		}
 		if _, err := c.kube.CoreV1().PersistentVolumeClaims(set.Namespace).Create(ctx, want, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedCreate", "failed to create claim %s: %v", want.Name, err)
+			c.recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "failed to create claim %s: %v", want.Name, err)
 			return fmt.Errorf("creating claim %s: %w", want.Name, err)
 		}
-		c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulCreate", "create Claim %s for Pod %s in StatefulSet %s success",
+		c.recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "create Claim %s for Pod %s in StatefulSet %s success",
 			want.Name, podName(set, ordinal), set.Name)
 	}
 	return nil
@@ -302,7 +303,7 @@ func (c *Controller) deletePod(ctx context.Context, set *v1beta1.StatefulSet, po
 	err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		c.exp.DeletionObserved(key, pod.Name)
-		c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedDelete", "failed to delete pod %s: %v", pod.Name, err)
+		c.recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "failed to delete pod %s: %v", pod.Name, err)
 		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 	}
 	klog.FromContext(ctx).Info("Deleted Pod", "statefulset", klog.KObj(set), "pod", klog.KObj(pod), "why", why)

@@ -37,7 +37,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
 	if err != nil || selector.Empty() {
-		c.recorder.Eventf(set, corev1.EventTypeWarning, "InvalidSelector", "invalid selector: %v", err)
+		c.recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonInvalidSelector, "invalid selector: %v", err)
 		return 0, nil
 	}
 	// Expectations before the Pods, as in the CloneSet controller: a Pod that settles an

@@ -21,6 +21,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/controller/inplacerequest"
 	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/updatesort"
 )
@@ -292,7 +293,7 @@ func (c *Controller) applyStep(ctx context.Context, set *v1beta1.StatefulSet, st
 	pod := step.pod
 	switch {
 	case step.refused:
-		c.recorder.Eventf(set, corev1.EventTypeWarning, "CannotUpdateInPlace",
+		c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonCannotUpdateInPlace,
 			"pod %s cannot be updated in place to revision %s (podUpdatePolicy InPlaceOnly): %s", pod.Name, updateRevision, step.reason)
 		return nil
 	case step.spec == nil:
@@ -312,11 +313,11 @@ func (c *Controller) applyStep(ctx context.Context, set *v1beta1.StatefulSet, st
 	c.exp.ExpectUpdate(key, pod.Name, updateRevision)
 	if _, err := c.inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{}); err != nil {
 		c.exp.UpdateObserved(key, pod.Name)
-		c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "failed to update pod %s in place to revision %s: %v", pod.Name, updateRevision, err)
+		c.recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedUpdatePodInPlace, "failed to update pod %s in place to revision %s: %v", pod.Name, updateRevision, err)
 		return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
 	}
 	klog.FromContext(ctx).Info("Updating Pod in place", "statefulset", klog.KObj(set), "pod", klog.KObj(pod),
 		"updateRevision", updateRevision, "spec", step.spec.String())
-	c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "updating pod %s in place to revision %s", pod.Name, updateRevision)
+	c.recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonSuccessfulUpdatePodInPlace, "updating pod %s in place to revision %s", pod.Name, updateRevision)
 	return nil
 }

@@ -32,13 +32,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
@@ -98,7 +96,7 @@ type Controller struct {
 	podsSynced cache.InformerSynced
 	runtime    criruntime.Runtime
 	recorder   record.EventRecorder
-	queue      workqueue.TypedRateLimitingInterface[string]
+	queue      reconcile.Queue
 
 	// envHashes caches the env-from-metadata hash of each container instance, per Pod UID: an
 	// instance's environment never changes, so the runtime is asked once per instance.
@@ -125,53 +123,35 @@ func New(podInformer coreinformers.PodInformer, kubeClient kubernetes.Interface,
 		recorder = &record.FakeRecorder{} // discards events
 	}
 	c := &Controller{
-		cfg:        cfg,
-		kubeClient: kubeClient,
-		pods:       podInformer.Lister(),
-		podsSynced: podInformer.Informer().HasSynced,
-		runtime:    runtime,
-		recorder:   recorder,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
+		cfg:         cfg,
+		kubeClient:  kubeClient,
+		pods:        podInformer.Lister(),
+		podsSynced:  podInformer.Informer().HasSynced,
+		runtime:     runtime,
+		recorder:    recorder,
+		queue:       reconcile.NewQueue(Name),
 		envHashes:   newHashCache(),
 		written:     newWriteCache(),
 		stopped:     newIDSet(time.Hour),
 		warned:      newIDSet(time.Hour),
 		needRestart: newIDSet(time.Hour),
 	}
-	_, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if pod, ok := obj.(*corev1.Pod); ok && relevant(pod) {
-				c.enqueue(pod)
+	if err := reconcile.Watch(podInformer.Informer(), "pods", reconcile.Handlers[*corev1.Pod]{
+		Add: func(pod *corev1.Pod) {
+			if relevant(pod) {
+				c.queue.Add(cache.MetaObjectToName(pod))
 			}
 		},
-		UpdateFunc: func(oldObj, newObj any) {
-			oldPod, ok1 := oldObj.(*corev1.Pod)
-			newPod, ok2 := newObj.(*corev1.Pod)
-			if ok1 && ok2 && relevant(newPod) && changed(oldPod, newPod) {
-				c.enqueue(newPod)
+		Update: func(oldPod, pod *corev1.Pod) {
+			if relevant(pod) && changed(oldPod, pod) {
+				c.queue.Add(cache.MetaObjectToName(pod))
 			}
 		},
-		DeleteFunc: func(obj any) {
-			if pod, ok := reconcile.ObjectOf[*corev1.Pod](obj); ok {
-				c.forget(pod.UID)
-			}
-		},
-	})
-	if err != nil {
+		Delete: func(pod *corev1.Pod) { c.forget(pod.UID) },
+	}); err != nil {
 		return nil, err
 	}
 	return c, nil
-}
-
-func (c *Controller) enqueue(pod *corev1.Pod) {
-	key, err := cache.MetaNamespaceKeyFunc(pod)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	c.queue.Add(key)
 }
 
 // forget drops what is remembered of a deleted Pod (stopped instances expire on their own).

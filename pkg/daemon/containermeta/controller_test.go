@@ -16,6 +16,7 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
@@ -137,7 +138,7 @@ func (h *harness) write(pod *corev1.Pod) *corev1.Pod {
 
 func (h *harness) sync(pod *corev1.Pod) time.Duration {
 	h.t.Helper()
-	requeue, err := h.c.sync(context.Background(), pod.Namespace+"/"+pod.Name)
+	requeue, err := h.c.sync(context.Background(), cache.MetaObjectToName(pod))
 	if err != nil {
 		h.t.Fatalf("sync: %v", err)
 	}

@@ -37,12 +37,8 @@ const (
 
 // sync reconciles one Pod: report the annotation, then restart the containers whose env must
 // change. It returns how soon to look at the Pod again (0: on its next event only).
-func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	namespace, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	pod, err := c.pods.Pods(namespace).Get(name)
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
+	pod, err := c.pods.Pods(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		return 0, nil
 	} else if err != nil {

@@ -50,7 +50,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -110,7 +109,7 @@ type Controller struct {
 	podsSynced    cache.InformerSynced
 	runtime       criruntime.Runtime
 	recorder      record.EventRecorder
-	queue         workqueue.TypedRateLimitingInterface[string]
+	queue         reconcile.Queue
 	mem           *memory
 	// httpClient runs httpGet preStop hooks: like the kubelet's, it does not verify certificates
 	// nor keep connections.
@@ -152,10 +151,8 @@ func New(crrInformer appsinformers.ContainerRecreateRequestInformer, podInformer
 		podsSynced:    podInformer.Informer().HasSynced,
 		runtime:       runtime,
 		recorder:      recorder,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
-		mem: newMemory(cfg.Clock),
+		queue:         reconcile.NewQueue(Name),
+		mem:           newMemory(cfg.Clock),
 		httpClient: &http.Client{Transport: &http.Transport{
 			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // as the kubelet's lifecycle handlers
 			DisableKeepAlives: true,
@@ -164,28 +161,24 @@ func New(crrInformer appsinformers.ContainerRecreateRequestInformer, podInformer
 
 	// Every change of a request may let the Pod's next request start (the one before it was
 	// completed, deleted or lost its active label), so each one queues its Pod.
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.enqueueRequest(obj) },
-		UpdateFunc: func(_, obj any) { c.enqueueRequest(obj) },
-		DeleteFunc: func(obj any) {
-			if r, ok := reconcile.ObjectOf[*v1alpha1.ContainerRecreateRequest](obj); ok {
-				c.mem.forgetRequest(r.UID)
-			}
-			c.enqueueRequest(obj)
+	if err := reconcile.Watch(informer, "containerrecreaterequests", reconcile.Handlers[*v1alpha1.ContainerRecreateRequest]{
+		Add:    c.enqueueRequest,
+		Update: func(_, r *v1alpha1.ContainerRecreateRequest) { c.enqueueRequest(r) },
+		Delete: func(r *v1alpha1.ContainerRecreateRequest) {
+			c.mem.forgetRequest(r.UID)
+			c.enqueueRequest(r)
 		},
 	}); err != nil {
 		return nil, err
 	}
 	// The kubelet writes the Pod status when a container starts and turns ready: the Pods with
 	// active requests are looked at again then.
-	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.enqueuePod(obj) },
-		UpdateFunc: func(_, obj any) { c.enqueuePod(obj) },
-		DeleteFunc: func(obj any) {
-			if pod, ok := reconcile.ObjectOf[*corev1.Pod](obj); ok {
-				c.mem.forgetPod(pod.UID)
-			}
-			c.enqueuePod(obj)
+	if err := reconcile.Watch(podInformer.Informer(), "pods", reconcile.Handlers[*corev1.Pod]{
+		Add:    c.enqueuePod,
+		Update: func(_, pod *corev1.Pod) { c.enqueuePod(pod) },
+		Delete: func(pod *corev1.Pod) {
+			c.mem.forgetPod(pod.UID)
+			c.enqueuePod(pod)
 		},
 	}); err != nil {
 		return nil, err
@@ -193,20 +186,14 @@ func New(crrInformer appsinformers.ContainerRecreateRequestInformer, podInformer
 	return c, nil
 }
 
-func (c *Controller) enqueueRequest(obj any) {
-	if r, ok := reconcile.ObjectOf[*v1alpha1.ContainerRecreateRequest](obj); ok {
-		c.queue.Add(crr.PodKey(r))
-	}
+func (c *Controller) enqueueRequest(r *v1alpha1.ContainerRecreateRequest) {
+	c.queue.Add(cache.ObjectName{Namespace: r.Namespace, Name: r.Spec.PodName}) // crr.PodKey
 }
 
 // enqueuePod queues a Pod that has active requests.
-func (c *Controller) enqueuePod(obj any) {
-	pod, ok := reconcile.ObjectOf[*corev1.Pod](obj)
-	if !ok {
-		return
-	}
-	key := pod.Namespace + "/" + pod.Name
-	requests, err := c.crrIndexer.ByIndex(podIndex, key)
+func (c *Controller) enqueuePod(pod *corev1.Pod) {
+	key := cache.MetaObjectToName(pod)
+	requests, err := c.crrIndexer.ByIndex(podIndex, key.String())
 	if err != nil {
 		utilruntime.HandleError(err)
 		return

@@ -25,6 +25,7 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -324,7 +325,11 @@ func (h *harness) kubelet(readyAfter time.Duration) {
 
 func (h *harness) sync() time.Duration {
 	h.t.Helper()
-	after, err := h.c.sync(h.ctx, podKey)
+	name, err := cache.ParseObjectName(podKey)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	after, err := h.c.sync(h.ctx, name)
 	if err != nil {
 		h.t.Fatalf("sync: %v", err)
 	}

@@ -36,11 +36,8 @@ var errConflict = errors.New("the request changed")
 
 // sync handles the requests of one Pod, one after the other, oldest first. It returns how soon
 // to look at the Pod again (0: on its next event only).
-func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	namespace, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
+func (c *Controller) sync(ctx context.Context, podKey cache.ObjectName) (time.Duration, error) {
+	namespace, name, key := podKey.Namespace, podKey.Name, podKey.String() // key: as crr.PodKey
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KRef(namespace, name))
 	ctx = klog.NewContext(ctx, logger)
 

@@ -45,7 +45,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -96,7 +95,7 @@ type Controller struct {
 	synced     cache.InformerSynced
 	runtime    criruntime.Runtime
 	recorder   record.EventRecorder
-	queue      workqueue.TypedRateLimitingInterface[string]
+	queue      reconcile.Queue
 	// slots holds one token per running pull when MaxWorkers limits them; nil otherwise.
 	slots chan struct{}
 	// lastWrite is when status was last written, on the real clock: StatusInterval is a rate
@@ -143,39 +142,30 @@ func New(nodeImages appsinformers.NodeImageInformer, client clientset.Interface,
 		synced:     nodeImages.Informer().HasSynced,
 		runtime:    runtime,
 		recorder:   recorder,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
-		pulls: map[tagKey]*pull{},
+		queue:      reconcile.NewQueue(Name),
+		pulls:      map[tagKey]*pull{},
 	}
 	if cfg.MaxWorkers > 0 {
 		c.slots = make(chan struct{}, cfg.MaxWorkers)
 	}
-	_, err := nodeImages.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueue,
-		UpdateFunc: func(oldObj, newObj any) {
-			// Our own status writes come back too; a sync of them is cheap (nothing to start,
-			// an equal status is not written) and catches a status someone else overwrote.
-			c.enqueue(newObj)
-		},
-		DeleteFunc: c.enqueue,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watching nodeimages: %w", err)
+	// Our own status writes come back too; a sync of them is cheap (nothing to start, an equal
+	// status is not written) and catches a status someone else overwrote.
+	if err := reconcile.Watch(nodeImages.Informer(), "nodeimages", reconcile.OnChange(c.enqueue)); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
 // enqueue syncs this node's NodeImage; another node's (an informer not filtered on the server)
 // is ignored.
-func (c *Controller) enqueue(obj any) {
-	if ni, ok := reconcile.ObjectOf[*v1alpha1.NodeImage](obj); ok && ni.Name == c.cfg.NodeName {
-		c.queue.Add(ni.Name)
+func (c *Controller) enqueue(ni *v1alpha1.NodeImage) {
+	if ni.Name == c.cfg.NodeName {
+		c.queue.Add(cache.ObjectName{Name: ni.Name})
 	}
 }
 
 // notify is how a pull reports a change: the status is written by the next sync.
-func (c *Controller) notify() { c.queue.Add(c.cfg.NodeName) }
+func (c *Controller) notify() { c.queue.Add(cache.ObjectName{Name: c.cfg.NodeName}) }
 
 // Run pulls until ctx ends; then it cancels the pulls and returns once they stopped. One worker
 // is enough whatever workers says: there is one key, and a key is never synced twice at once.
@@ -197,7 +187,8 @@ func (c *Controller) Run(ctx context.Context, _ int) {
 }
 
 // sync starts and cancels pulls to match the NodeImage's spec and writes its status.
-func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
+	name := key.Name
 	ni, err := c.nodeImages.Get(name)
 	if apierrors.IsNotFound(err) {
 		c.cancelAll(ctx)

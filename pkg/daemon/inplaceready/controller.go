@@ -44,7 +44,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
@@ -94,7 +93,7 @@ type Controller struct {
 	pods       corelisters.PodLister
 	podsSynced cache.InformerSynced
 	runtime    criruntime.Runtime
-	queue      workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	queue      reconcile.Queue
 	now        func() time.Time
 
 	mu sync.Mutex
@@ -128,32 +127,23 @@ func New(podInformer coreinformers.PodInformer, kubeClient kubernetes.Interface,
 		podsSynced: podInformer.Informer().HasSynced,
 		runtime:    runtime,
 		now:        time.Now,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
-		firstSeen: map[string]time.Time{},
-		imageIDs:  map[string]cachedImageID{},
+		queue:      reconcile.NewQueue(Name),
+		firstSeen:  map[string]time.Time{},
+		imageIDs:   map[string]cachedImageID{},
 	}
-	_, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: func(obj any) {
-			if pod, ok := reconcile.ObjectOf[*corev1.Pod](obj); ok {
-				c.forget(pod.UID)
-			}
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watching pods: %w", err)
+	if err := reconcile.Watch(podInformer.Informer(), "pods", reconcile.Handlers[*corev1.Pod]{
+		Add:    c.enqueue,
+		Update: func(_, pod *corev1.Pod) { c.enqueue(pod) },
+		Delete: func(pod *corev1.Pod) { c.forget(pod.UID) },
+	}); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Controller) enqueue(obj any) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		if _, watch := inplaceupdate.ImagesToWatch(pod); watch {
-			c.queue.Add(cache.MetaObjectToName(pod))
-		}
+func (c *Controller) enqueue(pod *corev1.Pod) {
+	if _, watch := inplaceupdate.ImagesToWatch(pod); watch {
+		c.queue.Add(cache.MetaObjectToName(pod))
 	}
 }
 
