@@ -1,0 +1,290 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+)
+
+// The Helm chart (charts/inplace) on the real cluster, in place of the installation hack/deploy.sh
+// made from artifacts/deploy (INPLACE_E2E_IN_CLUSTER=1 or ha: the chart's etcd.mode embedded or
+// cluster, the same shape). The test leaves inplace installed by the chart, with the same
+// objects, names and data: the tests after it run against it as against the kustomize one.
+
+// helmRelease is the release the test installs, in the namespace default as OpenKruise's users
+// install kruise (the chart's objects go to inplace-system whatever the release's namespace).
+const (
+	helmRelease          = "inplace"
+	helmReleaseNamespace = "default"
+)
+
+// helmBin builds helm (hack/helm.sh, cached by version) and returns its path.
+func helmBin(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(repo, "hack/helm.sh"))
+	cmd.Dir = repo
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("hack/helm.sh: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// runHelm runs helm against the local cluster and returns its output.
+func runHelm(t *testing.T, ctx context.Context, bin string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	if args[0] != "template" {
+		t.Logf("helm %s:\n%s", strings.Join(args, " "), out)
+	}
+	return string(out)
+}
+
+// helmValuesOfInstallation writes the chart's values that reproduce the running installation:
+// its shape, its images (what the harness imported into the node), and the environment the
+// local patches give the programs (this cluster has no kube-proxy: they reach kube-apiserver at
+// the node's address).
+func helmValuesOfInstallation(t *testing.T, ctx context.Context, shape string) string {
+	t.Helper()
+	values := map[string]any{}
+	set := func(v any, path ...string) {
+		m := values
+		for _, p := range path[:len(path)-1] {
+			if m[p] == nil {
+				m[p] = map[string]any{}
+			}
+			m = m[p].(map[string]any)
+		}
+		m[path[len(path)-1]] = v
+	}
+	for _, w := range []struct {
+		kind, name, key string
+	}{{"deployment", "inplace-apiserver", "apiserver"}, {"deployment", "inplace-controller", "manager"}, {"daemonset", "inplace-daemon", "daemon"}} {
+		var spec corev1.PodSpec
+		switch w.kind {
+		case "deployment":
+			d, err := kube.AppsV1().Deployments(inplaceNamespace).Get(ctx, w.name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("the installation's %s: %v", w.name, err)
+			}
+			spec = d.Spec.Template.Spec
+		default:
+			d, err := kube.AppsV1().DaemonSets(inplaceNamespace).Get(ctx, w.name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("the installation's %s: %v", w.name, err)
+			}
+			spec = d.Spec.Template.Spec
+		}
+		c := spec.Containers[0]
+		repository, tag := splitImage(t, c.Image)
+		set(repository, "image", "repository")
+		set(tag, "image", "tag")
+		var env []map[string]string
+		for _, e := range c.Env {
+			if strings.HasPrefix(e.Name, "KUBERNETES_SERVICE_") {
+				env = append(env, map[string]string{"name": e.Name, "value": e.Value})
+			}
+		}
+		if len(env) > 0 {
+			set(env, w.key, "extraEnv")
+		}
+	}
+	set("embedded", "etcd", "mode")
+	if shape == "ha" {
+		set("cluster", "etcd", "mode")
+		sts, err := kube.AppsV1().StatefulSets(inplaceNamespace).Get(ctx, "inplace-etcd", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the installation's etcd: %v", err)
+		}
+		repository, tag := splitImage(t, sts.Spec.Template.Spec.Containers[0].Image)
+		set(map[string]any{"repository": repository, "tag": tag}, "etcd", "cluster", "image")
+	}
+	data, err := json.Marshal(values) // JSON is YAML
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("values: %s", data)
+	return path
+}
+
+// splitImage splits registry/name:tag into the chart's repository and tag.
+func splitImage(t *testing.T, ref string) (string, string) {
+	t.Helper()
+	i := strings.LastIndex(ref, ":")
+	if i < 0 || strings.Contains(ref[i:], "/") || strings.Contains(ref, "@") {
+		t.Fatalf("image %q: want registry/name:tag", ref)
+	}
+	return ref[:i], ref[i+1:]
+}
+
+// helmObjects renders the chart with the values and returns its objects' kinds, namespaces and
+// names.
+func helmObjects(t *testing.T, ctx context.Context, bin, values string) []*unstructured.Unstructured {
+	t.Helper()
+	out := runHelm(t, ctx, bin, "template", helmRelease, "charts/inplace", "--namespace", helmReleaseNamespace, "-f", values)
+	var objects []*unstructured.Unstructured
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding helm template's output: %v", err)
+		}
+		if len(obj.Object) > 0 {
+			objects = append(objects, obj)
+		}
+	}
+	return objects
+}
+
+// removeKustomizeInstallation deletes what hack/deploy.sh installed, as a user moving to the
+// chart would, but the Namespace and the etcd data's claims; the two the chart owns and keeps
+// (the Namespace, the embedded etcd's claim) are handed to the release by helm's ownership
+// annotations.
+func removeKustomizeInstallation(t *testing.T, ctx context.Context, objects []*unstructured.Unstructured) {
+	t.Helper()
+	var deletes []string
+	for _, obj := range objects {
+		switch obj.GetKind() {
+		case "Namespace", "PersistentVolumeClaim":
+			args := []string{"--overwrite", strings.ToLower(obj.GetKind()), obj.GetName()}
+			if ns := obj.GetNamespace(); ns != "" {
+				args = append(args, "-n", ns)
+			}
+			mustKubectl(t, ctx, "", append([]string{"label"}, append(args, "app.kubernetes.io/managed-by=Helm")...)...)
+			mustKubectl(t, ctx, "", append([]string{"annotate"}, append(args, "meta.helm.sh/release-name="+helmRelease,
+				"meta.helm.sh/release-namespace="+helmReleaseNamespace)...)...)
+		default:
+			ref := obj.GetKind() + "/" + obj.GetName()
+			if ns := obj.GetNamespace(); ns != "" {
+				mustKubectl(t, ctx, "", "delete", "--ignore-not-found", "--wait=true", "-n", ns, ref)
+			} else {
+				deletes = append(deletes, ref)
+			}
+		}
+	}
+	mustKubectl(t, ctx, "", append([]string{"delete", "--ignore-not-found", "--wait=true"}, deletes...)...)
+}
+
+// waitInplaceServes waits for every APIService of apps.kruise.io to be Available.
+func waitInplaceServes(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	poll(t, ctx, 3*time.Minute, what+": the APIServices Available", apiServiceAvailable)
+}
+
+// TestHelmInstallUninstall: the chart takes over from the kustomize installation and keeps its
+// data; `helm install` brings every APIService Available; `helm uninstall` removes inplace but
+// no user Pod and no stored object (the Namespace and the etcd data's claims stay); `helm install`
+// again serves the same objects, whose Pods were never touched.
+func TestHelmInstallUninstall(t *testing.T) {
+	shape := inClusterShape()
+	if shape == "" {
+		t.Skip("needs inplace installed in the cluster (INPLACE_E2E_IN_CLUSTER=1 or ha): the chart replaces that installation")
+	}
+	ctx := testContext(t)
+	bin := helmBin(t)
+	runHelm(t, ctx, bin, "lint", "--strict", "charts/inplace")
+
+	// A user's workload, stored in the installation's etcd, its Pods in the cluster.
+	ns := newNamespace(t, ctx, "helm")
+	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	before := waitCloneSetReady(t, ctx, cs, 2)
+
+	values := helmValuesOfInstallation(t, ctx, shape)
+	objects := helmObjects(t, ctx, bin, values)
+	removeKustomizeInstallation(t, ctx, objects)
+	if ok, _ := oneAPIServiceAvailable(ctx, apiServiceName); ok {
+		t.Fatalf("APIService %s still there after the kustomize installation was removed", apiServiceName)
+	}
+
+	install := func(what string) {
+		runHelm(t, ctx, bin, "install", helmRelease, "charts/inplace", "--namespace", helmReleaseNamespace, "-f", values, "--wait", "--timeout", "3m")
+		waitInplaceServes(t, ctx, what)
+		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s: the CloneSet stored before: %v", what, err)
+		}
+		if got.UID != cs.UID {
+			t.Errorf("%s: CloneSet %s has UID %s, was %s: not the stored object", what, cs.Name, got.UID, cs.UID)
+		}
+		checkSamePods(t, before, waitCloneSetReady(t, ctx, cs, 2))
+	}
+	install("helm install over the kustomize installation's data")
+
+	runHelm(t, ctx, bin, "uninstall", helmRelease, "--namespace", helmReleaseNamespace, "--wait", "--timeout", "2m")
+	for _, name := range []string{apiServiceName, betaAPIServiceName} {
+		if _, err := dynamicClient.Resource(apiServiceGVR).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("after helm uninstall, APIService %s: %v, want it gone", name, err)
+		}
+	}
+	for _, w := range []string{"inplace-apiserver", "inplace-controller"} {
+		if _, err := kube.AppsV1().Deployments(inplaceNamespace).Get(ctx, w, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("after helm uninstall, Deployment %s: %v, want it gone", w, err)
+		}
+	}
+	if _, err := kube.CoreV1().Namespaces().Get(ctx, inplaceNamespace, metav1.GetOptions{}); err != nil {
+		t.Errorf("after helm uninstall, Namespace %s: %v, want it kept", inplaceNamespace, err)
+	}
+	claims, err := kube.CoreV1().PersistentVolumeClaims(inplaceNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil || len(claims.Items) == 0 {
+		t.Errorf("after helm uninstall, the etcd data's claims: %v, %v; want them kept", claims, err)
+	}
+	// With inplace gone the Pods stay: nothing may delete them (the garbage collector cannot
+	// resolve an owner whose API is not served). Read now, and again after the reinstall (same
+	// names, UIDs and restart counts: nothing touched them in between).
+	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + cs.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != len(before) {
+		t.Errorf("after helm uninstall: %d Pods of the CloneSet, want the %d of before", len(pods.Items), len(before))
+	}
+	for _, p := range pods.Items {
+		if b := before[p.Name]; b == nil || b.UID != p.UID || p.DeletionTimestamp != nil {
+			t.Errorf("after helm uninstall: Pod %s (deleting: %v) is not one of before", p.Name, p.DeletionTimestamp != nil)
+		}
+	}
+
+	install("helm install after helm uninstall")
+	for name, p := range before {
+		now, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("Pod %s: %v", name, err)
+			continue
+		}
+		for i, s := range now.Status.ContainerStatuses {
+			if s.RestartCount != p.Status.ContainerStatuses[i].RestartCount {
+				t.Errorf("Pod %s: container %s restarted (%d -> %d)", name, s.Name, p.Status.ContainerStatuses[i].RestartCount, s.RestartCount)
+			}
+		}
+	}
+}
