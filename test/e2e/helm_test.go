@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+
+	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
 // The Helm chart (charts/inplace) on the real cluster, in place of the installation hack/deploy.sh
@@ -36,8 +38,8 @@ const (
 // helmBin builds helm (hack/helm.sh, cached by version) and returns its path.
 func helmBin(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(repo, "hack/helm.sh"))
-	cmd.Dir = repo
+	cmd := exec.Command(filepath.Join(framework.Repo, "hack/helm.sh"))
+	cmd.Dir = framework.Repo
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -52,8 +54,8 @@ func runHelm(t *testing.T, ctx context.Context, bin string, args ...string) stri
 	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	cmd.Dir = framework.Repo
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+framework.Kubeconfig, "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -87,13 +89,13 @@ func helmValuesOfInstallation(t *testing.T, ctx context.Context, shape string) s
 		var spec corev1.PodSpec
 		switch w.kind {
 		case "deployment":
-			d, err := kube.AppsV1().Deployments(inplaceNamespace).Get(ctx, w.name, metav1.GetOptions{})
+			d, err := framework.Kube.AppsV1().Deployments(framework.InplaceNamespace).Get(ctx, w.name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatalf("the installation's %s: %v", w.name, err)
 			}
 			spec = d.Spec.Template.Spec
 		default:
-			d, err := kube.AppsV1().DaemonSets(inplaceNamespace).Get(ctx, w.name, metav1.GetOptions{})
+			d, err := framework.Kube.AppsV1().DaemonSets(framework.InplaceNamespace).Get(ctx, w.name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatalf("the installation's %s: %v", w.name, err)
 			}
@@ -116,7 +118,7 @@ func helmValuesOfInstallation(t *testing.T, ctx context.Context, shape string) s
 	set("embedded", "etcd", "mode")
 	if shape == "ha" {
 		set("cluster", "etcd", "mode")
-		sts, err := kube.AppsV1().StatefulSets(inplaceNamespace).Get(ctx, "inplace-etcd", metav1.GetOptions{})
+		sts, err := framework.Kube.AppsV1().StatefulSets(framework.InplaceNamespace).Get(ctx, "inplace-etcd", metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("the installation's etcd: %v", err)
 		}
@@ -180,25 +182,25 @@ func removeKustomizeInstallation(t *testing.T, ctx context.Context, objects []*u
 			if ns := obj.GetNamespace(); ns != "" {
 				args = append(args, "-n", ns)
 			}
-			mustKubectl(t, ctx, "", append([]string{"label"}, append(args, "app.kubernetes.io/managed-by=Helm")...)...)
-			mustKubectl(t, ctx, "", append([]string{"annotate"}, append(args, "meta.helm.sh/release-name="+helmRelease,
+			framework.MustKubectl(t, ctx, "", append([]string{"label"}, append(args, "app.kubernetes.io/managed-by=Helm")...)...)
+			framework.MustKubectl(t, ctx, "", append([]string{"annotate"}, append(args, "meta.helm.sh/release-name="+helmRelease,
 				"meta.helm.sh/release-namespace="+helmReleaseNamespace)...)...)
 		default:
 			ref := obj.GetKind() + "/" + obj.GetName()
 			if ns := obj.GetNamespace(); ns != "" {
-				mustKubectl(t, ctx, "", "delete", "--ignore-not-found", "--wait=true", "-n", ns, ref)
+				framework.MustKubectl(t, ctx, "", "delete", "--ignore-not-found", "--wait=true", "-n", ns, ref)
 			} else {
 				deletes = append(deletes, ref)
 			}
 		}
 	}
-	mustKubectl(t, ctx, "", append([]string{"delete", "--ignore-not-found", "--wait=true"}, deletes...)...)
+	framework.MustKubectl(t, ctx, "", append([]string{"delete", "--ignore-not-found", "--wait=true"}, deletes...)...)
 }
 
 // waitInplaceServes waits for every APIService of apps.kruise.io to be Available.
 func waitInplaceServes(t *testing.T, ctx context.Context, what string) {
 	t.Helper()
-	poll(t, ctx, 3*time.Minute, what+": the APIServices Available", apiServiceAvailable)
+	framework.Poll(t, ctx, 3*time.Minute, what+": the APIServices Available", framework.APIServiceAvailable)
 }
 
 // TestHelmInstallUninstall: the chart takes over from the kustomize installation and keeps its
@@ -206,62 +208,62 @@ func waitInplaceServes(t *testing.T, ctx context.Context, what string) {
 // no user Pod and no stored object (the Namespace and the etcd data's claims stay); `helm install`
 // again serves the same objects, whose Pods were never touched.
 func TestHelmInstallUninstall(t *testing.T) {
-	shape := inClusterShape()
+	shape := framework.InClusterShape()
 	if shape == "" {
 		t.Skip("needs inplace installed in the cluster (INPLACE_E2E_IN_CLUSTER=1 or ha): the chart replaces that installation")
 	}
-	ctx := testContext(t)
+	ctx := framework.Context(t)
 	bin := helmBin(t)
 	runHelm(t, ctx, bin, "lint", "--strict", "charts/inplace")
 
 	// A user's workload, stored in the installation's etcd, its Pods in the cluster.
-	ns := newNamespace(t, ctx, "helm")
-	cs := newUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
-	before := waitCloneSetReady(t, ctx, cs, 2)
+	ns := framework.NewNamespace(t, ctx, "helm")
+	cs := framework.NewUpdateCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	before := framework.WaitCloneSetReady(t, ctx, cs, 2)
 
 	values := helmValuesOfInstallation(t, ctx, shape)
 	objects := helmObjects(t, ctx, bin, values)
 	removeKustomizeInstallation(t, ctx, objects)
-	if ok, _ := oneAPIServiceAvailable(ctx, apiServiceName); ok {
-		t.Fatalf("APIService %s still there after the kustomize installation was removed", apiServiceName)
+	if ok, _ := framework.APIServiceAvailable(ctx); ok {
+		t.Fatalf("the APIServices are still Available after the kustomize installation was removed")
 	}
 
 	install := func(what string) {
 		runHelm(t, ctx, bin, "install", helmRelease, "charts/inplace", "--namespace", helmReleaseNamespace, "-f", values, "--wait", "--timeout", "3m")
 		waitInplaceServes(t, ctx, what)
-		got, err := inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
+		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("%s: the CloneSet stored before: %v", what, err)
 		}
 		if got.UID != cs.UID {
 			t.Errorf("%s: CloneSet %s has UID %s, was %s: not the stored object", what, cs.Name, got.UID, cs.UID)
 		}
-		checkSamePods(t, before, waitCloneSetReady(t, ctx, cs, 2))
+		framework.CheckSamePods(t, before, framework.WaitCloneSetReady(t, ctx, cs, 2))
 	}
 	install("helm install over the kustomize installation's data")
 
 	runHelm(t, ctx, bin, "uninstall", helmRelease, "--namespace", helmReleaseNamespace, "--wait", "--timeout", "2m")
 	for _, name := range []string{apiServiceName, betaAPIServiceName} {
-		if _, err := dynamicClient.Resource(apiServiceGVR).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := framework.DynamicClient.Resource(framework.APIServiceGVR).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("after helm uninstall, APIService %s: %v, want it gone", name, err)
 		}
 	}
 	for _, w := range []string{"inplace-apiserver", "inplace-controller"} {
-		if _, err := kube.AppsV1().Deployments(inplaceNamespace).Get(ctx, w, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := framework.Kube.AppsV1().Deployments(framework.InplaceNamespace).Get(ctx, w, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("after helm uninstall, Deployment %s: %v, want it gone", w, err)
 		}
 	}
-	if _, err := kube.CoreV1().Namespaces().Get(ctx, inplaceNamespace, metav1.GetOptions{}); err != nil {
-		t.Errorf("after helm uninstall, Namespace %s: %v, want it kept", inplaceNamespace, err)
+	if _, err := framework.Kube.CoreV1().Namespaces().Get(ctx, framework.InplaceNamespace, metav1.GetOptions{}); err != nil {
+		t.Errorf("after helm uninstall, Namespace %s: %v, want it kept", framework.InplaceNamespace, err)
 	}
-	claims, err := kube.CoreV1().PersistentVolumeClaims(inplaceNamespace).List(ctx, metav1.ListOptions{})
+	claims, err := framework.Kube.CoreV1().PersistentVolumeClaims(framework.InplaceNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil || len(claims.Items) == 0 {
 		t.Errorf("after helm uninstall, the etcd data's claims: %v, %v; want them kept", claims, err)
 	}
 	// With inplace gone the Pods stay: nothing may delete them (the garbage collector cannot
 	// resolve an owner whose API is not served). Read now, and again after the reinstall (same
 	// names, UIDs and restart counts: nothing touched them in between).
-	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + cs.Name})
+	pods, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + cs.Name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +278,7 @@ func TestHelmInstallUninstall(t *testing.T) {
 
 	install("helm install after helm uninstall")
 	for name, p := range before {
-		now, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		now, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Errorf("Pod %s: %v", name, err)
 			continue
