@@ -100,7 +100,7 @@ test-e2e-in-cluster: build deps kube-binaries
 # once installed: the programs in their containers (apiserver restart on shared etcd, controller
 # failover, daemon killed mid-recreate), rights, manifests. The rest of the suite, the same API,
 # runs in test-e2e. E2E_HA_TESTS=. runs all of it against this installation.
-E2E_HA_TESTS := TestHA|TestInplacePrograms|TestRestartKeepsObjects|TestCloneSetControllerKilledMidRollout|TestCRRDaemonKilledMidRecreate|TestRBAC|TestDeploy
+E2E_HA_TESTS := TestHA|TestHelm|TestInplacePrograms|TestRestartKeepsObjects|TestCloneSetControllerKilledMidRollout|TestCRRDaemonKilledMidRecreate|TestRBAC|TestDeploy
 test-e2e-ha: build deps kube-binaries
 	INPLACE_E2E_IN_CLUSTER=ha INPLACE_REPO_ROOT=$(CURDIR) $(GO) test $(GO_TEST_FLAGS) -timeout 30m -v -run '$(E2E_HA_TESTS)' ./test/e2e/... 2>&1 | tee _output/e2e-ha.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; \
 		exit $${PIPESTATUS[0]}

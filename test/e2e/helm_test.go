@@ -243,7 +243,7 @@ func TestHelmInstallUninstall(t *testing.T) {
 	install("helm install over the kustomize installation's data")
 
 	runHelm(t, ctx, bin, "uninstall", helmRelease, "--namespace", helmReleaseNamespace, "--wait", "--timeout", "2m")
-	for _, name := range []string{apiServiceName, betaAPIServiceName} {
+	for _, name := range []string{framework.APIServiceName, framework.BetaAPIServiceName} {
 		if _, err := framework.DynamicClient.Resource(framework.APIServiceGVR).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("after helm uninstall, APIService %s: %v, want it gone", name, err)
 		}
