@@ -51,14 +51,19 @@ func helmBin(t *testing.T) string {
 // runHelm runs helm against the local cluster and returns its output.
 func runHelm(t *testing.T, ctx context.Context, bin string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	helmCtx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := exec.CommandContext(helmCtx, bin, args...)
 	cmd.Dir = framework.Repo
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+framework.Kubeconfig, "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		// One line per t.Log: make's e2e targets keep only the lines that name a _test.go file.
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			t.Logf("helm %s: %s", args[0], l)
+		}
+		framework.LogInstallation(t, ctx)
+		t.Fatalf("helm %s: %v", strings.Join(args, " "), err)
 	}
 	if args[0] != "template" {
 		t.Logf("helm %s:\n%s", strings.Join(args, " "), out)

@@ -71,3 +71,28 @@ func KubectlCreateRaw(ctx context.Context, path, stdin, file string) RawResponse
 	}
 	return r
 }
+
+// LogInstallation logs the state of inplace's installation in the cluster (its workloads, Pods
+// and recent events): what a test that waited for it to come up prints when it did not.
+func LogInstallation(t *testing.T, ctx context.Context) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"get", "statefulsets,deployments,daemonsets,pods,pvc", "-n", InplaceNamespace, "-o", "wide"},
+		{"get", "apiservices", APIServiceName, BetaAPIServiceName},
+		{"get", "events", "-n", InplaceNamespace, "--sort-by=.lastTimestamp"},
+	} {
+		out, stderr, err := Kubectl(ctx, "", args...)
+		if err != nil {
+			t.Logf("kubectl %s: %v", strings.Join(args, " "), err)
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(out+stderr), "\n")
+		if len(lines) > 40 {
+			lines = lines[len(lines)-40:]
+		}
+		// One t.Log per line: make's e2e targets keep only the lines that name a _test.go file.
+		for _, l := range lines {
+			t.Logf("kubectl %s: %s", args[1], l)
+		}
+	}
+}
