@@ -41,10 +41,10 @@ func TestSidecarSetPatchPodMetadataDefaultsAllowed(t *testing.T) {
 	if errs := ValidatePatchPodMetadata(nil, patches, nil, "cm", path); len(errs) != 0 {
 		t.Errorf("no allow-list: %v", errs)
 	}
-	if errs := ValidatePatchPodMetadata(nil, patches, &PatchMetadataAllowList{}, "cm", path); len(errs) != 0 {
+	if errs := ValidatePatchPodMetadata(nil, patches, allowList(t), "cm", path); len(errs) != 0 {
 		t.Errorf("no rule: %v", errs)
 	}
-	other := &PatchMetadataAllowList{Rules: []PatchMetadataAllowRule{{AllowedAnnotationKeyExprs: []string{`^other/`}}}}
+	other := allowList(t, PatchMetadataAllowRule{AllowedAnnotationKeyExprs: []string{`^other/`}})
 	if errs := ValidatePatchPodMetadata(nil, patches, other, "cm", path); len(errs) != 1 {
 		t.Errorf("a rule that does not allow the key: errors %v, want one", errs)
 	}

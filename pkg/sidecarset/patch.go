@@ -156,6 +156,15 @@ const (
 // annotation keys a SidecarSet may patch into Pods.
 type PatchMetadataAllowList struct {
 	Rules []PatchMetadataAllowRule `json:"rules"`
+
+	// compiled holds each rule's selector and expressions as ParsePatchMetadataAllowList
+	// compiled them once, for every write that ValidatePatchPodMetadata checks.
+	compiled []compiledAllowRule
+}
+
+type compiledAllowRule struct {
+	selector labels.Selector // nil: every SidecarSet
+	exprs    []*regexp.Regexp
 }
 
 // PatchMetadataAllowRule allows annotation keys matching any of AllowedAnnotationKeyExprs
@@ -179,16 +188,22 @@ func ParsePatchMetadataAllowList(data map[string]string) (*PatchMetadataAllowLis
 		return nil, fmt.Errorf("key %s is not a patch-metadata allow-list: %w", PatchMetadataAllowListKey, err)
 	}
 	for i, rule := range allow.Rules {
+		var c compiledAllowRule
 		if rule.Selector != nil {
-			if _, err := metav1.LabelSelectorAsSelector(rule.Selector); err != nil {
+			selector, err := metav1.LabelSelectorAsSelector(rule.Selector)
+			if err != nil {
 				return nil, fmt.Errorf("key %s, rules[%d].selector: %w", PatchMetadataAllowListKey, i, err)
 			}
+			c.selector = selector
 		}
 		for _, expr := range rule.AllowedAnnotationKeyExprs {
-			if _, err := regexp.Compile(expr); err != nil {
+			re, err := regexp.Compile(expr)
+			if err != nil {
 				return nil, fmt.Errorf("key %s, rules[%d].allowedAnnotationKeyExprs: %w", PatchMetadataAllowListKey, i, err)
 			}
+			c.exprs = append(c.exprs, re)
 		}
+		allow.compiled = append(allow.compiled, c)
 	}
 	return allow, nil
 }
@@ -208,17 +223,9 @@ func ValidatePatchPodMetadata(setLabels map[string]string, patches []map[string]
 	defaultsAllowed := features.Enabled(features.SidecarSetPatchPodMetadataDefaultsAllowed)
 	var exprs []*regexp.Regexp
 	if allow != nil {
-		for _, rule := range allow.Rules {
-			if rule.Selector != nil {
-				selector, err := metav1.LabelSelectorAsSelector(rule.Selector)
-				if err != nil || !selector.Matches(labels.Set(setLabels)) {
-					continue
-				}
-			}
-			for _, expr := range rule.AllowedAnnotationKeyExprs {
-				if re, err := regexp.Compile(expr); err == nil {
-					exprs = append(exprs, re)
-				}
+		for _, rule := range allow.compiled {
+			if rule.selector == nil || rule.selector.Matches(labels.Set(setLabels)) {
+				exprs = append(exprs, rule.exprs...)
 			}
 		}
 	}

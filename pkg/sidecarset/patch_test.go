@@ -1,6 +1,7 @@
 package sidecarset
 
 import (
+	"encoding/json"
 	"maps"
 	"strings"
 	"testing"
@@ -78,12 +79,27 @@ func TestPatchPodMetadata(t *testing.T) {
 	}
 }
 
+// allowList is the allow-list of these rules as ParsePatchMetadataAllowList reads it from the
+// ConfigMap.
+func allowList(t *testing.T, rules ...PatchMetadataAllowRule) *PatchMetadataAllowList {
+	t.Helper()
+	data, err := json.Marshal(PatchMetadataAllowList{Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow, err := ParsePatchMetadataAllowList(map[string]string{PatchMetadataAllowListKey: string(data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return allow
+}
+
 func TestValidatePatchPodMetadata(t *testing.T) {
 	setLabels := map[string]string{"team": "mesh"}
 	patches := []map[string]string{{"mesh.io/inject": "x"}, {"mesh.io/a": "1", "other/b": "2"}}
 	path := field.NewPath("spec", "patchPodMetadata")
 	rules := func(rules ...PatchMetadataAllowRule) *PatchMetadataAllowList {
-		return &PatchMetadataAllowList{Rules: rules}
+		return allowList(t, rules...)
 	}
 	cases := []struct {
 		name  string
