@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -35,6 +36,9 @@ const (
 	helmReleaseNamespace = "default"
 )
 
+// helmHome holds helm's cache, configuration and data (no repositories: the chart is local).
+var helmHome = filepath.Join(os.TempDir(), "inplace-e2e-helm")
+
 // helmBin builds helm (hack/helm.sh, cached by version) and returns its path.
 func helmBin(t *testing.T) string {
 	t.Helper()
@@ -48,18 +52,24 @@ func helmBin(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
-// runHelm runs helm against the local cluster and returns its output.
+// helmCommand runs helm against the local cluster and returns its output (stdout and stderr).
+func helmCommand(ctx context.Context, bin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = framework.Repo
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+framework.Kubeconfig, "HELM_CACHE_HOME="+helmHome, "HELM_CONFIG_HOME="+helmHome, "HELM_DATA_HOME="+helmHome)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// runHelm runs helm and fails the test, with the installation's state, when helm fails.
 func runHelm(t *testing.T, ctx context.Context, bin string, args ...string) string {
 	t.Helper()
-	helmCtx, cancel := context.WithTimeout(ctx, 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(helmCtx, bin, args...)
-	cmd.Dir = framework.Repo
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+framework.Kubeconfig, "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
+	out, err := helmCommand(ctx, bin, args...)
 	if err != nil {
 		// One line per t.Log: make's e2e targets keep only the lines that name a _test.go file.
-		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 			t.Logf("helm %s: %s", args[0], l)
 		}
 		framework.LogInstallation(t, ctx)
@@ -68,7 +78,7 @@ func runHelm(t *testing.T, ctx context.Context, bin string, args ...string) stri
 	if args[0] != "template" {
 		t.Logf("helm %s:\n%s", strings.Join(args, " "), out)
 	}
-	return string(out)
+	return out
 }
 
 // helmValuesOfInstallation writes the chart's values that reproduce the running installation:
@@ -234,7 +244,7 @@ func TestHelmInstallUninstall(t *testing.T) {
 	}
 
 	install := func(what string) {
-		runHelm(t, ctx, bin, "install", helmRelease, "charts/inplace", "--namespace", helmReleaseNamespace, "-f", values, "--wait", "--timeout", "3m")
+		runHelm(t, ctx, bin, "install", helmRelease, "charts/inplace", "--namespace", helmReleaseNamespace, "-f", values, "--wait", "--timeout", "5m")
 		waitInplaceServes(t, ctx, what)
 		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
 		if err != nil {
@@ -281,6 +291,21 @@ func TestHelmInstallUninstall(t *testing.T) {
 		}
 	}
 
+	// The uninstalled release's Pods stop within their grace periods. A StatefulSet creates a
+	// member only once the old Pod of its name is gone, so an install at once waits for them too;
+	// waiting here keeps the install's own --wait for what it starts (on a loaded machine the old
+	// etcd members took 40 s and more to be deleted).
+	framework.Poll(t, ctx, 3*time.Minute, "the uninstalled release's Pods to be gone", func(ctx context.Context) (bool, error) {
+		left, err := framework.Kube.CoreV1().Pods(framework.InplaceNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/part-of=inplace"})
+		if err != nil {
+			return false, err
+		}
+		var names []string
+		for _, p := range left.Items {
+			names = append(names, p.Name)
+		}
+		return len(names) == 0, fmt.Errorf("still there: %v", names)
+	})
 	install("helm install after helm uninstall")
 	for name, p := range before {
 		now, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
@@ -294,4 +319,90 @@ func TestHelmInstallUninstall(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHelmUpgrade: `helm upgrade` to a new image rolls inplace's programs while a client writes
+// CloneSets through kube-apiserver: the two inplace-apiservers are replaced one at a time, each
+// stopping one serving until its endpoint has left the Service, so no write fails and every
+// acknowledged write is stored. The new image is the running one under a new tag (a new reference
+// in the Pod templates, as a release's upgrade is); the tests after this one run on it.
+func TestHelmUpgrade(t *testing.T) {
+	requireHA(t)
+	ctx := framework.Context(t)
+	bin := helmBin(t)
+	if _, err := helmCommand(ctx, bin, "status", helmRelease, "--namespace", helmReleaseNamespace); err != nil {
+		t.Fatalf("needs the release %s that TestHelmInstallUninstall installs (run them together): %v", helmRelease, err)
+	}
+	old := workloadImages(t, ctx)
+	ref := old["deployment/inplace-apiserver"]
+	repository, tag := splitImage(t, ref)
+	next := tag + "-next"
+	_, nodes := framework.RegistryNodes(t)
+	for _, n := range nodes {
+		out, err := exec.CommandContext(ctx, "ctr", "--address", strings.TrimPrefix(n.Endpoint, "unix://"), "-n", "k8s.io",
+			"images", "tag", "--force", ref, repository+":"+next).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tagging %s as %s:%s on node %s: %v\n%s", ref, repository, next, n.Name, err, out)
+		}
+	}
+	before, err := framework.Kube.CoreV1().Pods(framework.InplaceNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=inplace-apiserver"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ns := framework.NewNamespace(t, ctx, "helm-upgrade")
+	writer := startAckedWriter(t, ctx, ns)
+	avail := recordAvailability(ctx)
+	defer avail.stop()
+	// Some writes before the upgrade starts: the writer is known to work.
+	framework.Poll(t, ctx, time.Minute, "the writer's first writes", func(context.Context) (bool, error) {
+		return writer.acksSince(time.Time{}) >= 5, nil
+	})
+	started := time.Now()
+	runHelm(t, ctx, bin, "upgrade", helmRelease, "charts/inplace", "--namespace", helmReleaseNamespace,
+		"--reuse-values", "--set", "image.tag="+next, "--wait", "--timeout", "3m")
+	took := time.Since(started)
+	for _, p := range before.Items {
+		framework.Poll(t, ctx, time.Minute, "the replaced inplace-apiserver Pod "+p.Name+" to go", func(ctx context.Context) (bool, error) {
+			_, err := framework.Kube.CoreV1().Pods(framework.InplaceNamespace).Get(ctx, p.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), err
+		})
+	}
+	// A few writes after the last old replica is gone: the new ones serve them.
+	gone := time.Now()
+	framework.Poll(t, ctx, time.Minute, "writes after the upgrade", func(context.Context) (bool, error) {
+		return writer.acksSince(gone) >= 5, nil
+	})
+	avail.stop()
+	writer.stopAndCheck(t, ctx)
+	for w, image := range workloadImages(t, ctx) {
+		if want := repository + ":" + next; image != want {
+			t.Errorf("after helm upgrade, %s runs %s, want %s", w, image, want)
+		}
+	}
+	_, errs := writer.snapshot()
+	t.Logf("helm upgrade %s -> %s: %.1fs; APIService not Available for at most %.1fs (%d of %d samples); %d writes acknowledged, %d failed",
+		tag, next, took.Seconds(), avail.longest.Seconds(), avail.down, avail.samples, writer.acksSince(time.Time{}), len(errs))
+	for _, e := range errs {
+		t.Errorf("a write failed during helm upgrade (%s): %v", e.class, e.err)
+	}
+}
+
+// workloadImages returns the image of each of inplace's workloads, by kind/name.
+func workloadImages(t *testing.T, ctx context.Context) map[string]string {
+	t.Helper()
+	images := map[string]string{}
+	for _, name := range []string{"inplace-apiserver", "inplace-controller"} {
+		d, err := framework.Kube.AppsV1().Deployments(framework.InplaceNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("Deployment %s: %v", name, err)
+		}
+		images["deployment/"+name] = d.Spec.Template.Spec.Containers[0].Image
+	}
+	d, err := framework.Kube.AppsV1().DaemonSets(framework.InplaceNamespace).Get(ctx, "inplace-daemon", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("DaemonSet inplace-daemon: %v", err)
+	}
+	images["daemonset/inplace-daemon"] = d.Spec.Template.Spec.Containers[0].Image
+	return images
 }
