@@ -37,7 +37,13 @@
 # It prints each time, its ratio to the Deployment's and to the floor's, how
 # many Pods have a UID and an IP that none of the N Pods had before, and how
 # busy the node's CPUs were meanwhile (everything counts: the cluster, this
-# script's kubectl calls, and whatever else runs on the machine).
+# script's kubectl calls, and whatever else runs on the machine). Then, per
+# way, what the rollout cost the control plane: the CPU seconds of each of its
+# processes (kube-apiserver, etcd, kube-controller-manager, kube-scheduler and
+# the three inplace programs, from /proc/PID/stat), their sum and its ratio to
+# the floor's, the inplace programs' CPU milliseconds per Pod, and the requests
+# each inplace program sent to kube-apiserver per Pod, by verb and resource
+# (their metric inplace_kube_requests_total).
 #
 #   bash hack/bench-rollout.sh [N]          # N: number of Pods (default 20, or $BENCH_PODS)
 #   BENCH_ROUNDS=2 BENCH_SHAPES=b bash hack/bench-rollout.sh 20
@@ -340,7 +346,7 @@ declare -A TIMES UIDS IPS CPU
 # run_way SHAPE WAY ROUND: one measured rollout; its time, changed UIDs and
 # IPs, and CPU busy percentage are appended to TIMES, UIDS, IPS and CPU [SHAPE/WAY].
 run_way() {
-  local shape="$1" way="$2" round="$3" g resource before after t0 t1 t c0 c1
+  local shape="$1" way="$2" round="$3" g resource before after t0 t1 t c0 c1 p0 p1 r0 r1
   g="$shape-$way-r$round"
   resource="$(workload_resource "$way")"
   if [[ "$way" == floor ]]; then floor_yaml "$g" "$shape"; else workload_yaml "$g" "$shape" "$way"; fi |
@@ -350,6 +356,8 @@ run_way() {
   before="$(pod_ids "$g")"
   trace_start "$g" "$way"
 
+  r0="$(inplace_requests)"
+  p0="$(proc_cpu)"
   c0="$(cpu_ticks)"
   t0="$(now)"
   trace_mark "$g" t0 "$t0"
@@ -363,6 +371,8 @@ run_way() {
   bench_poll "$TIMEOUT" "$g: rolling out v2" all_on "bench=$g" "$N" "$IMAGE_NEW" "$resource"
   t1="$(now)"
   c1="$(cpu_ticks)"
+  p1="$(proc_cpu)"
+  r1="$(inplace_requests)"
   trace_mark "$g" t1 "$t1"
   trace_stop
 
@@ -372,6 +382,8 @@ run_way() {
   UIDS[$shape/$way]+="$(changed "$before" "$after" 1) "
   IPS[$shape/$way]+="$(changed "$before" "$after" 2) "
   CPU[$shape/$way]+="$(cpu_busy "$c0" "$c1") "
+  delta "$p0" "$p1" >> "$WORK/$shape-$way.cpu"
+  delta "$r0" "$r1" >> "$WORK/$shape-$way.requests"
   log "round $round shape $shape ${WAY_NAME[$way]}: ${t}s (Pod UIDs changed: $(changed "$before" "$after" 1)/$N, IPs changed: $(changed "$before" "$after" 2)/$N, CPU busy $(cpu_busy "$c0" "$c1")%)"
 
   # The next way starts on a quiet node.
@@ -410,6 +422,42 @@ for shape in "${shapes[@]}"; do
     printf '  %-38s %7ss  %8s  %8s  %9s  %9s  %5s  [%s]\n' "${WAY_NAME[$way]}" "$t" \
       "$([[ -n "$deploy" ]] && ratio "$t" "$deploy" || echo -)" "$([[ -n "$floor" ]] && ratio "$t" "$floor" || echo -)" \
       "$(counts "${UIDS[$shape/$way]}")" "$(counts "${IPS[$shape/$way]}")" "$(mean "${cs[@]}" | cut -d. -f1)" "${ts[*]}"
+  done
+done
+
+# What each rollout cost the control plane: CPU seconds per process (mean over the rounds), their
+# sum and its ratio to the floor's, the inplace programs' milliseconds per Pod, and the requests
+# each inplace program sent to kube-apiserver per Pod of the rollout.
+# cpu_row FILE FLOOR_ALL: the table's numbers for one way ("-" for the ratio without a floor).
+cpu_row() {
+  awk -v r="$ROUNDS" -v n="$N" -v names="${CONTROL_PLANE[*]}" -v floor="$2" '
+    { s[$1] += $2; all += $2; if ($1 ~ /^inplace-/) own += $2 }
+    END {
+      k = split(names, p, " ")
+      for (i = 1; i <= k; i++) printf " %10.2f", s[p[i]] / r
+      printf " %10.2f %7s %9.0fms\n", all / r, floor > 0 ? sprintf("%.2f", all / r / floor) : "-", 1000 * own / r / n
+    }' "$1"
+}
+for shape in "${shapes[@]}"; do
+  echo
+  echo "shape $shape: control plane CPU seconds per rollout of $N Pods (mean of $ROUNDS round(s), /proc/PID/stat)"
+  printf '  %-38s' way
+  for p in "${CONTROL_PLANE[@]}"; do printf ' %10s' "${p#kube-}"; done
+  printf ' %10s %7s %11s\n' all /floor inplace/Pod
+  floor_all=0
+  if [[ -s "$WORK/$shape-floor.cpu" ]]; then
+    floor_all="$(awk -v r="$ROUNDS" '{ all += $2 } END { printf "%.4f", all / r }' "$WORK/$shape-floor.cpu")"
+  fi
+  for way in "${ways[@]}"; do
+    [[ -s "$WORK/$shape-$way.cpu" ]] || continue
+    printf '  %-38s%s\n' "${WAY_NAME[$way]}" "$(cpu_row "$WORK/$shape-$way.cpu" "$floor_all")"
+  done
+  for way in "${ways[@]}"; do
+    [[ "$way" != floor && -s "$WORK/$shape-$way.requests" ]] || continue
+    echo "  ${WAY_NAME[$way]}: requests to kube-apiserver per Pod (inplace_kube_requests_total), by program, verb, resource"
+    awk -v r="$ROUNDS" -v n="$N" '{ c[$1 " " $2 " " $3] += $4 }
+      END { for (k in c) { split(k, f, " "); printf "    %-20s %-7s %-42s %6.2f\n", f[1], f[2], f[3], c[k] / r / n } }' \
+      "$WORK/$shape-$way.requests" | sort
   done
 done
 if [[ " ${ways[*]} " == *" asts "* && " ${ways[*]} " == *" sts "* ]]; then

@@ -139,3 +139,52 @@ counts() {
   uniq="$(tr ' ' '\n' <<< "$1" | sed '/^$/d' | sort -nu | paste -sd,)"
   if [[ "$uniq" == *,* ]]; then echo "$(tr ' ' ',' <<< "${1% }")/$N"; else echo "$uniq/$N"; fi
 }
+
+# The control plane's processes whose CPU time proc_cpu reports, as recorded in $PIDS (the inplace
+# programs run as host processes: the default local cluster).
+CONTROL_PLANE=(kube-apiserver etcd kube-controller-manager kube-scheduler inplace-apiserver inplace-controller inplace-daemon)
+
+# proc_cpu: "NAME SECONDS" for each process of CONTROL_PLANE that runs: its CPU time (user +
+# system) so far, from /proc/PID/stat.
+proc_cpu() {
+  local name pid stat hz
+  hz="$(getconf CLK_TCK)"
+  for name in "${CONTROL_PLANE[@]}"; do
+    pid="$(daemon_pid "$name")" || continue
+    stat="$(cat "/proc/$pid/stat" 2>/dev/null)" || continue
+    stat="${stat##*) }" # drop "pid (comm) ": utime and stime are then fields 12 and 13
+    awk -v n="$name" -v hz="$hz" '{ printf "%s %.2f\n", n, ($12 + $13) / hz }' <<< "$stat"
+  done
+}
+
+# http_get HOST:PORT PATH: the body of a plain HTTP GET (no curl needed).
+http_get() {
+  (
+    exec 3<>"/dev/tcp/${1%:*}/${1##*:}" || exit 1
+    printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$2" "${1%:*}" >&3
+    timeout 5 cat <&3
+  ) 2>/dev/null | sed '1,/^\r$/d'
+}
+
+# inplace_requests: "PROGRAM VERB RESOURCE COUNT" for what each inplace program has sent to
+# kube-apiserver so far (its inplace_kube_requests_total, status codes summed).
+inplace_requests() {
+  {
+    "$KUBECTL" --server="https://$NODE_IP:${INPLACE_APISERVER_PORT:-8443}" get --raw /metrics 2>/dev/null | sed 's/^/inplace-apiserver /'
+    http_get "${INPLACE_CONTROLLER_HEALTH:-127.0.0.1:10390}" /metrics | sed 's/^/inplace-controller /'
+    http_get "${INPLACE_DAEMON_HEALTH:-127.0.0.1:10391}" /metrics | sed 's/^/inplace-daemon /'
+  } | awk '$2 ~ /^inplace_kube_requests_total\{/ {
+      verb = $2; sub(/.*verb="/, "", verb); sub(/".*/, "", verb)
+      res = $2; sub(/.*resource="/, "", res); sub(/".*/, "", res)
+      if (res == "") res = "-"
+      n[$1 " " verb " " res] += $3
+    }
+    END { for (k in n) print k, n[k] }' | sort
+}
+
+# delta BEFORE AFTER: "KEY... VALUE" lines of AFTER minus BEFORE (same keys: all fields but the
+# last), the keys that grew only.
+delta() {
+  awk 'NR == FNR { v = $NF; $NF = ""; b[$0] = v; next }
+    { v = $NF; $NF = ""; d = v - b[$0]; if (d > 0) printf "%s%.2f\n", $0, d }' <(echo "$1") <(echo "$2")
+}

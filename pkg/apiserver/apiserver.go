@@ -180,6 +180,7 @@ func (c CompletedConfig) kubeClient() (kubernetes.Interface, error) {
 	// client-side throttling; every request here is a user's request waiting for its answer.
 	cc.QPS, cc.Burst = 100, 200
 	serving.PreferProtobuf(cc)
+	serving.CountRequests(cc)
 	kube, err := kubernetes.NewForConfig(cc)
 	if err != nil {
 		return nil, fmt.Errorf("creating the core client: %w", err)

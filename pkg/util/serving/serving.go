@@ -34,7 +34,8 @@ import (
 	inplacescheme "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/scheme"
 )
 
-// RESTConfig loads the client configuration: kubeconfig, or the in-cluster one when empty.
+// RESTConfig loads the client configuration: kubeconfig, or the in-cluster one when empty. Its
+// clients count their requests (CountRequests).
 func RESTConfig(kubeconfig string, qps float32, burst int, userAgent string) (*rest.Config, error) {
 	var config *rest.Config
 	var err error
@@ -49,6 +50,7 @@ func RESTConfig(kubeconfig string, qps float32, burst int, userAgent string) (*r
 	config.QPS, config.Burst = qps, burst
 	config.UserAgent = userAgent
 	PreferProtobuf(config)
+	CountRequests(config)
 	return config, nil
 }
 
