@@ -434,16 +434,17 @@ cpu_row() {
     { s[$1] += $2; all += $2; if ($1 ~ /^inplace-/) own += $2 }
     END {
       k = split(names, p, " ")
-      for (i = 1; i <= k; i++) printf " %10.2f", s[p[i]] / r
-      printf " %10.2f %7s %9.0fms\n", all / r, floor > 0 ? sprintf("%.2f", all / r / floor) : "-", 1000 * own / r / n
+      for (i = 1; i <= k; i++) printf " %12.2f", s[p[i]] / r
+      printf " %8.2f %7s %9.0fms\n", all / r, (floor > 0 ? sprintf("%.2f", all / r / floor) : "-"), 1000 * own / r / n
     }' "$1"
 }
 for shape in "${shapes[@]}"; do
   echo
-  echo "shape $shape: control plane CPU seconds per rollout of $N Pods (mean of $ROUNDS round(s), /proc/PID/stat)"
+  echo "shape $shape: control plane CPU seconds per rollout of $N Pods (mean of $ROUNDS round(s), /proc/PID/stat;"
+  echo "  kube-cm: kube-controller-manager; inplace/Pod: the three inplace programs' CPU ms per Pod)"
   printf '  %-38s' way
-  for p in "${CONTROL_PLANE[@]}"; do printf ' %10s' "${p#kube-}"; done
-  printf ' %10s %7s %11s\n' all /floor inplace/Pod
+  for p in kube-api etcd kube-cm kube-sched inplace-api inplace-ctrl inplace-dmn; do printf ' %12s' "$p"; done
+  printf ' %8s %7s %11s\n' all /floor inplace/Pod
   floor_all=0
   if [[ -s "$WORK/$shape-floor.cpu" ]]; then
     floor_all="$(awk -v r="$ROUNDS" '{ all += $2 } END { printf "%.4f", all / r }' "$WORK/$shape-floor.cpu")"
