@@ -61,6 +61,18 @@ func waitPullJobCompleted(t *testing.T, ctx context.Context, ns, name string) *v
 	return waitPullJob(t, ctx, ns, name, "completed", func(s v1alpha1.ImagePullJobStatus) bool { return s.CompletionTime != nil })
 }
 
+// startImagePull begins a test of pulling the local registry's image at path (remote/app:v1): the
+// test's context, a namespace of its own, the nodes, and the image's reference, removed from
+// every node.
+func startImagePull(t *testing.T, namespace, path string) (context.Context, string, []framework.LocalNode, string) {
+	t.Helper()
+	reg, nodes := framework.RegistryNodes(t)
+	ctx := framework.Context(t)
+	image := reg + "/" + path
+	removeFromNodes(t, ctx, nodes, image)
+	return ctx, framework.NewNamespace(t, ctx, namespace), nodes, image
+}
+
 // nodeImageTag is what node's NodeImage reports for image (its spec's tag and status), failing
 // the test when the spec lacks it.
 func nodeImageTag(t *testing.T, ctx context.Context, node, image string) (v1alpha1.ImageTagSpec, *v1alpha1.ImageTagStatus) {
@@ -145,16 +157,12 @@ func TestImagePullNodeImages(t *testing.T) {
 // Succeeded on every node, and each node's containerd has the image afterwards, with the id its
 // NodeImage reports; node 1's inplace-daemon counts the pull on /metrics.
 func TestImagePullJobPullsOnEveryNode(t *testing.T) {
-	reg, nodes := framework.RegistryNodes(t)
-	ctx := framework.Context(t)
-	image := reg + "/remote/app:v1"
-	removeFromNodes(t, ctx, nodes, image)
+	ctx, ns, nodes, image := startImagePull(t, "imagepull", "remote/app:v1")
 	for _, n := range nodes {
 		if img := framework.CRIImage(t, ctx, n, image); img != nil {
 			t.Fatalf("node %s has %s before the job", n.Name, image)
 		}
 	}
-	ns := framework.NewNamespace(t, ctx, "imagepull")
 	daemon := framework.ProgramAddress(t, "inplace-daemon") // node 1's
 	const pulled = `inplace_daemon_imagepuller_pulls_total{result="succeeded"}`
 	pulledBefore := framework.MetricValue(t, ctx, daemon, pulled)
@@ -169,17 +177,33 @@ func TestImagePullJobPullsOnEveryNode(t *testing.T) {
 	if n := framework.MetricValue(t, ctx, daemon, pulled); n != pulledBefore+1 {
 		t.Errorf("node 1's inplace-daemon: %s %v, was %v: want one pull more", pulled, n, pulledBefore)
 	}
+	expectPulledOnNodes(t, ctx, nodes, image, "the job", func(n framework.LocalNode, spec v1alpha1.ImageTagSpec, st *v1alpha1.ImageTagStatus) {
+		if st.Version != spec.Version || st.Progress != 100 || st.StartTime == nil || st.CompletionTime == nil {
+			t.Errorf("node %s: NodeImage status %+v (spec version %d): want the version's, 100%%, with start and completion times",
+				n.Name, st, spec.Version)
+		}
+	})
+}
+
+// expectPulledOnNodes: after the job every node's containerd has the image, and the node's
+// NodeImage reports its tag Succeeded with that image's id; more (if not nil) checks the rest of
+// each such node's tag.
+func expectPulledOnNodes(t *testing.T, ctx context.Context, nodes []framework.LocalNode, image, job string,
+	more func(n framework.LocalNode, spec v1alpha1.ImageTagSpec, st *v1alpha1.ImageTagStatus)) {
+	t.Helper()
 	for _, n := range nodes {
 		img := framework.CRIImage(t, ctx, n, image)
 		if img == nil {
-			t.Errorf("node %s: containerd has no %s after the job", n.Name, image)
+			t.Errorf("node %s: containerd has no %s after %s", n.Name, image, job)
 			continue
 		}
 		spec, st := nodeImageTag(t, ctx, n.Name, image)
-		if st == nil || st.Phase != v1alpha1.ImagePhaseSucceeded || st.Version != spec.Version || st.Progress != 100 ||
-			!strings.HasSuffix(st.ImageID, "@"+img.Id) || st.StartTime == nil || st.CompletionTime == nil {
-			t.Errorf("node %s: NodeImage status %+v (spec version %d): want Succeeded for the version, image id ...@%s",
-				n.Name, st, spec.Version, img.Id)
+		if st == nil || st.Phase != v1alpha1.ImagePhaseSucceeded || !strings.HasSuffix(st.ImageID, "@"+img.Id) {
+			t.Errorf("node %s: NodeImage status %+v, want Succeeded with image id ...@%s", n.Name, st, img.Id)
+			continue
+		}
+		if more != nil {
+			more(n, spec, st)
 		}
 	}
 }
@@ -424,16 +448,7 @@ func TestImagePullJobPullSecrets(t *testing.T) {
 		t.Errorf("job right-password: status %+v, want desired = succeeded = %d", s, want)
 	}
 	name, _, _ := imagepull.SplitImage(image)
-	for _, n := range nodes {
-		img := framework.CRIImage(t, ctx, n, image)
-		if img == nil {
-			t.Errorf("node %s: containerd has no %s after the job with the right password", n.Name, image)
-			continue
-		}
-		_, st := nodeImageTag(t, ctx, n.Name, image)
-		if st == nil || st.Phase != v1alpha1.ImagePhaseSucceeded || !strings.HasSuffix(st.ImageID, "@"+img.Id) {
-			t.Errorf("node %s: NodeImage status %+v, want Succeeded with image id ...@%s", n.Name, st, img.Id)
-		}
+	expectPulledOnNodes(t, ctx, nodes, image, "the job with the right password", func(n framework.LocalNode, _ v1alpha1.ImageTagSpec, _ *v1alpha1.ImageTagStatus) {
 		ni, err := framework.Inplace.AppsV1alpha1().NodeImages().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -441,7 +456,7 @@ func TestImagePullJobPullSecrets(t *testing.T) {
 		if refs := ni.Spec.Images[name].PullSecrets; !slices.Contains(refs, v1alpha1.ReferenceObject{Namespace: ns, Name: "registry-login"}) {
 			t.Errorf("node %s: NodeImage names pull secrets %v, want the job's %s/registry-login", n.Name, refs, ns)
 		}
-	}
+	})
 }
 
 // labelNode sets (value != "") or removes a label of a node, and removes it when the test ends.
@@ -582,11 +597,7 @@ func TestImagePullJobNeverCompletion(t *testing.T) {
 // TestImagePullJobsSameImage: two jobs pulling one image both own its tag on every node and both
 // succeed; deleting one leaves the tag to the other, deleting both removes it.
 func TestImagePullJobsSameImage(t *testing.T) {
-	reg, nodes := framework.RegistryNodes(t)
-	ctx := framework.Context(t)
-	image := reg + "/remote/app:v1"
-	removeFromNodes(t, ctx, nodes, image)
-	ns := framework.NewNamespace(t, ctx, "imagepull-two")
+	ctx, ns, nodes, image := startImagePull(t, "imagepull-two", "remote/app:v1")
 	want := int32(len(nodes))
 	never := func(j *v1alpha1.ImagePullJob) {
 		j.Spec.CompletionPolicy = v1alpha1.CompletionPolicy{Type: v1alpha1.Never}
