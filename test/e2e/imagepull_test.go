@@ -63,13 +63,15 @@ func waitPullJobCompleted(t *testing.T, ctx context.Context, ns, name string) *v
 
 // startImagePull begins a test of pulling the local registry's image at path (remote/app:v1): the
 // test's context, a namespace of its own, the nodes, and the image's reference, removed from
-// every node.
+// every node and asked for by no earlier test's job (whose namespace may still be going away: its
+// job would own the image's tag with the test's).
 func startImagePull(t *testing.T, namespace, path string) (context.Context, string, []framework.LocalNode, string) {
 	t.Helper()
 	reg, nodes := framework.RegistryNodes(t)
 	ctx := framework.Context(t)
 	image := reg + "/" + path
 	removeFromNodes(t, ctx, nodes, image)
+	waitNoJobPulls(t, ctx, nodes, image)
 	return ctx, framework.NewNamespace(t, ctx, namespace), nodes, image
 }
 
