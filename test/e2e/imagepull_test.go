@@ -396,18 +396,34 @@ func privateRegistryAuth(t *testing.T) (string, string) {
 	return user, password
 }
 
+// startPrivatePull begins a test of the registry's private/app:v1, which asks basic auth (see
+// startImagePull), with a Secret registry-login in the namespace that holds a wrong password;
+// correctSecret puts the right one in it.
+func startPrivatePull(t *testing.T, namespace string) (ctx context.Context, ns string, nodes []framework.LocalNode, image string, correctSecret func()) {
+	t.Helper()
+	user, password := privateRegistryAuth(t)
+	ctx, ns, nodes, image = startImagePull(t, namespace, "private/app:v1")
+	registry, _, _ := strings.Cut(image, "/")
+	secrets := framework.Kube.CoreV1().Secrets(ns)
+	secret, err := secrets.Create(ctx, dockerConfigSecret(ns, "registry-login", registry, user, "wrong-"+password), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating Secret registry-login: %v", err)
+	}
+	return ctx, ns, nodes, image, func() {
+		t.Helper()
+		secret.Data = dockerConfigSecret(ns, "registry-login", registry, user, password).Data
+		if _, err := secrets.Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("putting the right password in Secret registry-login: %v", err)
+		}
+	}
+}
+
 // TestImagePullJobPullSecrets: an image of a repository that asks basic auth fails on every node
 // without a pull secret and with a Secret of a wrong password (the registry's 401 in each
 // NodeImage), and once that same Secret holds the right password the next job pulls it on every
 // node: the daemon reads the Secret when it pulls.
 func TestImagePullJobPullSecrets(t *testing.T) {
-	reg, nodes := framework.RegistryNodes(t)
-	user, password := privateRegistryAuth(t)
-	ctx := framework.Context(t)
-	image := reg + "/private/app:v1"
-	removeFromNodes(t, ctx, nodes, image)
-	waitNoJobPulls(t, ctx, nodes, image)
-	ns := framework.NewNamespace(t, ctx, "imagepull-secret")
+	ctx, ns, nodes, image, correctSecret := startPrivatePull(t, "imagepull-secret")
 	want := int32(len(nodes))
 	once := func(j *v1alpha1.ImagePullJob) { j.Spec.PullPolicy.BackoffLimit = ptr.To[int32](0) }
 	withSecret := func(j *v1alpha1.ImagePullJob) { j.Spec.PullSecrets = []string{"registry-login"} }
@@ -433,18 +449,8 @@ func TestImagePullJobPullSecrets(t *testing.T) {
 	}
 
 	failsUnauthorized(createPullJob(t, ctx, pullJob(ns, "anonymous", image, once)))
-
-	secret, err := framework.Kube.CoreV1().Secrets(ns).Create(ctx, dockerConfigSecret(ns, "registry-login", reg, user, "wrong-"+password), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	failsUnauthorized(createPullJob(t, ctx, pullJob(ns, "wrong-password", image, once, withSecret)))
-
-	right := dockerConfigSecret(ns, "registry-login", reg, user, password)
-	secret.Data = right.Data
-	if _, err := framework.Kube.CoreV1().Secrets(ns).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	correctSecret()
 	job := createPullJob(t, ctx, pullJob(ns, "right-password", image, once, withSecret))
 	if s := job.Status; s.Desired != want || s.Succeeded != want || s.Failed != 0 {
 		t.Errorf("job right-password: status %+v, want desired = succeeded = %d", s, want)
@@ -534,20 +540,10 @@ func waitTagGone(t *testing.T, ctx context.Context, node, image string) {
 // labelled later pulls. The failed node is not retried (OpenKruise neither: a tag's version is
 // pulled once). Deleting the job takes its tag off every NodeImage.
 func TestImagePullJobNeverCompletion(t *testing.T) {
-	reg, nodes := framework.RegistryNodes(t)
 	node2 := framework.SecondNode(t)
-	user, password := privateRegistryAuth(t)
-	ctx := framework.Context(t)
-	image := reg + "/private/app:v1"
-	removeFromNodes(t, ctx, nodes, image)
-	waitNoJobPulls(t, ctx, nodes, image)
-	ns := framework.NewNamespace(t, ctx, "imagepull-never")
+	ctx, ns, nodes, image, correctSecret := startPrivatePull(t, "imagepull-never")
 	key := "e2e.inplace.dev/pull-" + ns
 	labelNode(t, ctx, nodes[0].Name, key, "yes")
-	secret, err := framework.Kube.CoreV1().Secrets(ns).Create(ctx, dockerConfigSecret(ns, "registry-login", reg, user, "wrong-"+password), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	job := pullJob(ns, "never", image, func(j *v1alpha1.ImagePullJob) {
 		j.Spec.CompletionPolicy = v1alpha1.CompletionPolicy{Type: v1alpha1.Never}
@@ -570,10 +566,7 @@ func TestImagePullJobNeverCompletion(t *testing.T) {
 	}
 
 	// The Secret is corrected, and a node comes to match: it joins the job and pulls with it.
-	secret.Data = dockerConfigSecret(ns, "registry-login", reg, user, password).Data
-	if _, err := framework.Kube.CoreV1().Secrets(ns).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	correctSecret()
 	labelNode(t, ctx, node2, key, "yes")
 	j = waitPullJob(t, ctx, ns, "never", "the new node succeeded", func(s v1alpha1.ImagePullJobStatus) bool {
 		return s.Desired == 2 && s.Succeeded == 1

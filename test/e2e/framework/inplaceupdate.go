@@ -320,6 +320,18 @@ func ConditionHistory(records []PodRecord, ct corev1.PodConditionType) []corev1.
 	return h
 }
 
+// History is DescribeRecords of the records, logged as well when the test ends failed: what the
+// Pod went through is what explains a failure.
+func History(t *testing.T, records []PodRecord, containers ...string) string {
+	history := DescribeRecords(records, containers...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("history of the Pod:\n%s", history)
+		}
+	})
+	return history
+}
+
 // DescribeRecords prints the history of the Pod, one line per version, for failure messages.
 func DescribeRecords(records []PodRecord, containers ...string) string {
 	var b strings.Builder
