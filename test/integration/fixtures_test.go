@@ -193,6 +193,26 @@ func expectInvalid(t *testing.T, err error, fields ...string) {
 	}
 }
 
+// updateClient is the part of a generated typed client the generic helpers use.
+type updateClient[T any] interface {
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+}
+
+// createAndRead creates obj and returns it as read back: what the server stored of it.
+func createAndRead[T metav1.Object](t *testing.T, ctx context.Context, c updateClient[T], obj T) T {
+	t.Helper()
+	if _, err := c.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	got, err := c.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	return got
+}
+
 // invalidCase is a change that makes a valid object invalid, and the fields the server's 422
 // must name.
 type invalidCase[T any] struct {

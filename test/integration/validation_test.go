@@ -29,40 +29,35 @@ type objOps struct {
 	get    func(ctx context.Context, s *framework.Server, objName string) error
 }
 
-func createCloneSet(mutate func(*appsv1alpha1.CloneSet)) objOps {
+// createOps are the objOps of a kind: newObj named, changed by mutate, created through client.
+func createOps[T any](client func(*framework.Server) updateClient[T], newObj func(string) T, mutate func(T)) objOps {
 	return objOps{create: func(ctx context.Context, s *framework.Server, name string) error {
-		cs := newCloneSet(name)
-		mutate(cs)
-		_, err := s.Client.AppsV1alpha1().CloneSets("default").Create(ctx, cs, metav1.CreateOptions{})
+		obj := newObj(name)
+		mutate(obj)
+		_, err := client(s).Create(ctx, obj, metav1.CreateOptions{})
 		return err
 	}, get: func(ctx context.Context, s *framework.Server, name string) error {
-		_, err := s.Client.AppsV1alpha1().CloneSets("default").Get(ctx, name, metav1.GetOptions{})
+		_, err := client(s).Get(ctx, name, metav1.GetOptions{})
 		return err
 	}}
+}
+
+func createCloneSet(mutate func(*appsv1alpha1.CloneSet)) objOps {
+	return createOps(func(s *framework.Server) updateClient[*appsv1alpha1.CloneSet] {
+		return s.Client.AppsV1alpha1().CloneSets("default")
+	}, newCloneSet, mutate)
 }
 
 func createSidecarSet(mutate func(*appsv1alpha1.SidecarSet)) objOps {
-	return objOps{create: func(ctx context.Context, s *framework.Server, name string) error {
-		ss := newSidecarSet(name)
-		mutate(ss)
-		_, err := s.Client.AppsV1alpha1().SidecarSets().Create(ctx, ss, metav1.CreateOptions{})
-		return err
-	}, get: func(ctx context.Context, s *framework.Server, name string) error {
-		_, err := s.Client.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
-		return err
-	}}
+	return createOps(func(s *framework.Server) updateClient[*appsv1alpha1.SidecarSet] {
+		return s.Client.AppsV1alpha1().SidecarSets()
+	}, newSidecarSet, mutate)
 }
 
 func createCRR(mutate func(*appsv1alpha1.ContainerRecreateRequest)) objOps {
-	return objOps{create: func(ctx context.Context, s *framework.Server, name string) error {
-		crr := newCRR(name)
-		mutate(crr)
-		_, err := s.Client.AppsV1alpha1().ContainerRecreateRequests("default").Create(ctx, crr, metav1.CreateOptions{})
-		return err
-	}, get: func(ctx context.Context, s *framework.Server, name string) error {
-		_, err := s.Client.AppsV1alpha1().ContainerRecreateRequests("default").Get(ctx, name, metav1.GetOptions{})
-		return err
-	}}
+	return createOps(func(s *framework.Server) updateClient[*appsv1alpha1.ContainerRecreateRequest] {
+		return s.Client.AppsV1alpha1().ContainerRecreateRequests("default")
+	}, newCRR, mutate)
 }
 
 func invalid(name, field string, ops objOps) invalidCreate {
@@ -299,13 +294,6 @@ func TestValidationOnUpdate(t *testing.T) {
 		_, err = crrs.UpdateStatus(ctx, crr, metav1.UpdateOptions{})
 		expectInvalid(t, err, "status.phase")
 	})
-}
-
-// updateClient is the part of a generated typed client that expectUpdateRefused uses.
-type updateClient[T any] interface {
-	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
-	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
-	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
 }
 
 // expectUpdateRefused creates obj, expects the update that change makes of it refused with 422
