@@ -376,9 +376,15 @@ func getJSON(t *testing.T, s *framework.Server, path string) map[string]any {
 
 func dynamicClient(t *testing.T, s *framework.Server) dynamic.Interface {
 	t.Helper()
-	c, err := dynamic.NewForConfig(s.Config)
+	return clientOf(t, s, dynamic.NewForConfig)
+}
+
+// clientOf is the client that newForConfig makes for the server's configuration.
+func clientOf[C any](t *testing.T, s *framework.Server, newForConfig func(*rest.Config) (C, error)) C {
+	t.Helper()
+	c, err := newForConfig(s.Config)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("a client for the server: %v", err)
 	}
 	return c
 }
