@@ -61,6 +61,20 @@ func waitPullJobCompleted(t *testing.T, ctx context.Context, ns, name string) *v
 	return waitPullJob(t, ctx, ns, name, "completed", func(s v1alpha1.ImagePullJobStatus) bool { return s.CompletionTime != nil })
 }
 
+// startImagePull begins a test of pulling the local registry's image at path (remote/app:v1): the
+// test's context, a namespace of its own, the nodes, and the image's reference, removed from
+// every node and asked for by no earlier test's job (whose namespace may still be going away: its
+// job would own the image's tag with the test's).
+func startImagePull(t *testing.T, namespace, path string) (context.Context, string, []framework.LocalNode, string) {
+	t.Helper()
+	reg, nodes := framework.RegistryNodes(t)
+	ctx := framework.Context(t)
+	image := reg + "/" + path
+	removeFromNodes(t, ctx, nodes, image)
+	waitNoJobPulls(t, ctx, nodes, image)
+	return ctx, framework.NewNamespace(t, ctx, namespace), nodes, image
+}
+
 // nodeImageTag is what node's NodeImage reports for image (its spec's tag and status), failing
 // the test when the spec lacks it.
 func nodeImageTag(t *testing.T, ctx context.Context, node, image string) (v1alpha1.ImageTagSpec, *v1alpha1.ImageTagStatus) {
@@ -145,16 +159,12 @@ func TestImagePullNodeImages(t *testing.T) {
 // Succeeded on every node, and each node's containerd has the image afterwards, with the id its
 // NodeImage reports; node 1's inplace-daemon counts the pull on /metrics.
 func TestImagePullJobPullsOnEveryNode(t *testing.T) {
-	reg, nodes := framework.RegistryNodes(t)
-	ctx := framework.Context(t)
-	image := reg + "/remote/app:v1"
-	removeFromNodes(t, ctx, nodes, image)
+	ctx, ns, nodes, image := startImagePull(t, "imagepull", "remote/app:v1")
 	for _, n := range nodes {
 		if img := framework.CRIImage(t, ctx, n, image); img != nil {
 			t.Fatalf("node %s has %s before the job", n.Name, image)
 		}
 	}
-	ns := framework.NewNamespace(t, ctx, "imagepull")
 	daemon := framework.ProgramAddress(t, "inplace-daemon") // node 1's
 	const pulled = `inplace_daemon_imagepuller_pulls_total{result="succeeded"}`
 	pulledBefore := framework.MetricValue(t, ctx, daemon, pulled)
@@ -169,17 +179,33 @@ func TestImagePullJobPullsOnEveryNode(t *testing.T) {
 	if n := framework.MetricValue(t, ctx, daemon, pulled); n != pulledBefore+1 {
 		t.Errorf("node 1's inplace-daemon: %s %v, was %v: want one pull more", pulled, n, pulledBefore)
 	}
+	expectPulledOnNodes(t, ctx, nodes, image, "the job", func(n framework.LocalNode, spec v1alpha1.ImageTagSpec, st *v1alpha1.ImageTagStatus) {
+		if st.Version != spec.Version || st.Progress != 100 || st.StartTime == nil || st.CompletionTime == nil {
+			t.Errorf("node %s: NodeImage status %+v (spec version %d): want the version's, 100%%, with start and completion times",
+				n.Name, st, spec.Version)
+		}
+	})
+}
+
+// expectPulledOnNodes: after the job every node's containerd has the image, and the node's
+// NodeImage reports its tag Succeeded with that image's id; more (if not nil) checks the rest of
+// each such node's tag.
+func expectPulledOnNodes(t *testing.T, ctx context.Context, nodes []framework.LocalNode, image, job string,
+	more func(n framework.LocalNode, spec v1alpha1.ImageTagSpec, st *v1alpha1.ImageTagStatus)) {
+	t.Helper()
 	for _, n := range nodes {
 		img := framework.CRIImage(t, ctx, n, image)
 		if img == nil {
-			t.Errorf("node %s: containerd has no %s after the job", n.Name, image)
+			t.Errorf("node %s: containerd has no %s after %s", n.Name, image, job)
 			continue
 		}
 		spec, st := nodeImageTag(t, ctx, n.Name, image)
-		if st == nil || st.Phase != v1alpha1.ImagePhaseSucceeded || st.Version != spec.Version || st.Progress != 100 ||
-			!strings.HasSuffix(st.ImageID, "@"+img.Id) || st.StartTime == nil || st.CompletionTime == nil {
-			t.Errorf("node %s: NodeImage status %+v (spec version %d): want Succeeded for the version, image id ...@%s",
-				n.Name, st, spec.Version, img.Id)
+		if st == nil || st.Phase != v1alpha1.ImagePhaseSucceeded || !strings.HasSuffix(st.ImageID, "@"+img.Id) {
+			t.Errorf("node %s: NodeImage status %+v, want Succeeded with image id ...@%s", n.Name, st, img.Id)
+			continue
+		}
+		if more != nil {
+			more(n, spec, st)
 		}
 	}
 }
@@ -370,18 +396,34 @@ func privateRegistryAuth(t *testing.T) (string, string) {
 	return user, password
 }
 
+// startPrivatePull begins a test of the registry's private/app:v1, which asks basic auth (see
+// startImagePull), with a Secret registry-login in the namespace that holds a wrong password;
+// correctSecret puts the right one in it.
+func startPrivatePull(t *testing.T, namespace string) (ctx context.Context, ns string, nodes []framework.LocalNode, image string, correctSecret func()) {
+	t.Helper()
+	user, password := privateRegistryAuth(t)
+	ctx, ns, nodes, image = startImagePull(t, namespace, "private/app:v1")
+	registry, _, _ := strings.Cut(image, "/")
+	secrets := framework.Kube.CoreV1().Secrets(ns)
+	secret, err := secrets.Create(ctx, dockerConfigSecret(ns, "registry-login", registry, user, "wrong-"+password), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating Secret registry-login: %v", err)
+	}
+	return ctx, ns, nodes, image, func() {
+		t.Helper()
+		secret.Data = dockerConfigSecret(ns, "registry-login", registry, user, password).Data
+		if _, err := secrets.Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("putting the right password in Secret registry-login: %v", err)
+		}
+	}
+}
+
 // TestImagePullJobPullSecrets: an image of a repository that asks basic auth fails on every node
 // without a pull secret and with a Secret of a wrong password (the registry's 401 in each
 // NodeImage), and once that same Secret holds the right password the next job pulls it on every
 // node: the daemon reads the Secret when it pulls.
 func TestImagePullJobPullSecrets(t *testing.T) {
-	reg, nodes := framework.RegistryNodes(t)
-	user, password := privateRegistryAuth(t)
-	ctx := framework.Context(t)
-	image := reg + "/private/app:v1"
-	removeFromNodes(t, ctx, nodes, image)
-	waitNoJobPulls(t, ctx, nodes, image)
-	ns := framework.NewNamespace(t, ctx, "imagepull-secret")
+	ctx, ns, nodes, image, correctSecret := startPrivatePull(t, "imagepull-secret")
 	want := int32(len(nodes))
 	once := func(j *v1alpha1.ImagePullJob) { j.Spec.PullPolicy.BackoffLimit = ptr.To[int32](0) }
 	withSecret := func(j *v1alpha1.ImagePullJob) { j.Spec.PullSecrets = []string{"registry-login"} }
@@ -407,33 +449,14 @@ func TestImagePullJobPullSecrets(t *testing.T) {
 	}
 
 	failsUnauthorized(createPullJob(t, ctx, pullJob(ns, "anonymous", image, once)))
-
-	secret, err := framework.Kube.CoreV1().Secrets(ns).Create(ctx, dockerConfigSecret(ns, "registry-login", reg, user, "wrong-"+password), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	failsUnauthorized(createPullJob(t, ctx, pullJob(ns, "wrong-password", image, once, withSecret)))
-
-	right := dockerConfigSecret(ns, "registry-login", reg, user, password)
-	secret.Data = right.Data
-	if _, err := framework.Kube.CoreV1().Secrets(ns).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	correctSecret()
 	job := createPullJob(t, ctx, pullJob(ns, "right-password", image, once, withSecret))
 	if s := job.Status; s.Desired != want || s.Succeeded != want || s.Failed != 0 {
 		t.Errorf("job right-password: status %+v, want desired = succeeded = %d", s, want)
 	}
 	name, _, _ := imagepull.SplitImage(image)
-	for _, n := range nodes {
-		img := framework.CRIImage(t, ctx, n, image)
-		if img == nil {
-			t.Errorf("node %s: containerd has no %s after the job with the right password", n.Name, image)
-			continue
-		}
-		_, st := nodeImageTag(t, ctx, n.Name, image)
-		if st == nil || st.Phase != v1alpha1.ImagePhaseSucceeded || !strings.HasSuffix(st.ImageID, "@"+img.Id) {
-			t.Errorf("node %s: NodeImage status %+v, want Succeeded with image id ...@%s", n.Name, st, img.Id)
-		}
+	expectPulledOnNodes(t, ctx, nodes, image, "the job with the right password", func(n framework.LocalNode, _ v1alpha1.ImageTagSpec, _ *v1alpha1.ImageTagStatus) {
 		ni, err := framework.Inplace.AppsV1alpha1().NodeImages().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -441,7 +464,7 @@ func TestImagePullJobPullSecrets(t *testing.T) {
 		if refs := ni.Spec.Images[name].PullSecrets; !slices.Contains(refs, v1alpha1.ReferenceObject{Namespace: ns, Name: "registry-login"}) {
 			t.Errorf("node %s: NodeImage names pull secrets %v, want the job's %s/registry-login", n.Name, refs, ns)
 		}
-	}
+	})
 }
 
 // labelNode sets (value != "") or removes a label of a node, and removes it when the test ends.
@@ -517,20 +540,10 @@ func waitTagGone(t *testing.T, ctx context.Context, node, image string) {
 // labelled later pulls. The failed node is not retried (OpenKruise neither: a tag's version is
 // pulled once). Deleting the job takes its tag off every NodeImage.
 func TestImagePullJobNeverCompletion(t *testing.T) {
-	reg, nodes := framework.RegistryNodes(t)
 	node2 := framework.SecondNode(t)
-	user, password := privateRegistryAuth(t)
-	ctx := framework.Context(t)
-	image := reg + "/private/app:v1"
-	removeFromNodes(t, ctx, nodes, image)
-	waitNoJobPulls(t, ctx, nodes, image)
-	ns := framework.NewNamespace(t, ctx, "imagepull-never")
+	ctx, ns, nodes, image, correctSecret := startPrivatePull(t, "imagepull-never")
 	key := "e2e.inplace.dev/pull-" + ns
 	labelNode(t, ctx, nodes[0].Name, key, "yes")
-	secret, err := framework.Kube.CoreV1().Secrets(ns).Create(ctx, dockerConfigSecret(ns, "registry-login", reg, user, "wrong-"+password), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	job := pullJob(ns, "never", image, func(j *v1alpha1.ImagePullJob) {
 		j.Spec.CompletionPolicy = v1alpha1.CompletionPolicy{Type: v1alpha1.Never}
@@ -553,10 +566,7 @@ func TestImagePullJobNeverCompletion(t *testing.T) {
 	}
 
 	// The Secret is corrected, and a node comes to match: it joins the job and pulls with it.
-	secret.Data = dockerConfigSecret(ns, "registry-login", reg, user, password).Data
-	if _, err := framework.Kube.CoreV1().Secrets(ns).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	correctSecret()
 	labelNode(t, ctx, node2, key, "yes")
 	j = waitPullJob(t, ctx, ns, "never", "the new node succeeded", func(s v1alpha1.ImagePullJobStatus) bool {
 		return s.Desired == 2 && s.Succeeded == 1
@@ -582,11 +592,7 @@ func TestImagePullJobNeverCompletion(t *testing.T) {
 // TestImagePullJobsSameImage: two jobs pulling one image both own its tag on every node and both
 // succeed; deleting one leaves the tag to the other, deleting both removes it.
 func TestImagePullJobsSameImage(t *testing.T) {
-	reg, nodes := framework.RegistryNodes(t)
-	ctx := framework.Context(t)
-	image := reg + "/remote/app:v1"
-	removeFromNodes(t, ctx, nodes, image)
-	ns := framework.NewNamespace(t, ctx, "imagepull-two")
+	ctx, ns, nodes, image := startImagePull(t, "imagepull-two", "remote/app:v1")
 	want := int32(len(nodes))
 	never := func(j *v1alpha1.ImagePullJob) {
 		j.Spec.CompletionPolicy = v1alpha1.CompletionPolicy{Type: v1alpha1.Never}

@@ -53,7 +53,7 @@ func TestInPlaceUpdateImage(t *testing.T) {
 
 	pod := framework.WaitUpdateCompleted(t, ctx, ns, "target", framework.UpdateTimeout)
 	records := rec.UpTo(t, ctx, pod.ResourceVersion)
-	history := framework.DescribeRecords(records, "main", "side")
+	history := framework.History(t, records, "main", "side")
 
 	if pod.UID != before.UID || pod.Status.PodIP != before.Status.PodIP || pod.Status.PodIP == "" {
 		t.Errorf("Pod UID %s IP %s after the update, was UID %s IP %s: not the same Pod", pod.UID, pod.Status.PodIP, before.UID, before.Status.PodIP)
@@ -123,9 +123,6 @@ func TestInPlaceUpdateImage(t *testing.T) {
 		t.Errorf("kubectl logs -c main shows v1: %q", out)
 	}
 	framework.WaitLog(t, ctx, ns, "target", "main", "app version v1", "--previous")
-	if t.Failed() {
-		t.Logf("history of the Pod:\n%s", history)
-	}
 }
 
 // TestInPlaceUpdateLaunchPriority: with container launch priorities (KRUISE_CONTAINER_PRIORITY
@@ -154,7 +151,7 @@ func TestInPlaceUpdateLaunchPriority(t *testing.T) {
 
 	pod := framework.WaitUpdateCompleted(t, ctx, ns, "target", framework.UpdateTimeout)
 	records := rec.UpTo(t, ctx, pod.ResourceVersion)
-	history := framework.DescribeRecords(records, "c1", "c2")
+	history := framework.History(t, records, "c1", "c2")
 
 	st := framework.StateOf(t, pod)
 	if got := framework.BatchContainers(st); !slices.EqualFunc(got, [][]string{{"c1"}, {"c2"}}, slices.Equal) {
@@ -199,9 +196,6 @@ func TestInPlaceUpdateLaunchPriority(t *testing.T) {
 		t.Logf("c1 changed at +%.3fs, ready on v2 at +%.3fs, c2 changed at +%.3fs",
 			records[i1].At.Sub(records[0].At).Seconds(), records[iReady].At.Sub(records[0].At).Seconds(), records[i2].At.Sub(records[0].At).Seconds())
 	}
-	if t.Failed() {
-		t.Logf("history of the Pod:\n%s", history)
-	}
 }
 
 // TestInPlaceUpdateLaunchPriorityBadImage: with apps.kruise.io/container-launch-priority:
@@ -228,17 +222,14 @@ func TestInPlaceUpdateLaunchPriorityBadImage(t *testing.T) {
 	}
 
 	// c1 crashes again and again (the kubelet's back-off is capped at 1 s on this node).
-	var pod *corev1.Pod
-	framework.Poll(t, ctx, 90*time.Second, "c1 on "+framework.AppImageBad+" to have crashed twice", func(ctx context.Context) (bool, error) {
-		var err error
-		if pod, err = framework.Kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{}); err != nil {
-			return false, err
+	pod := framework.WaitPod(t, ctx, 90*time.Second, "c1 on "+framework.AppImageBad+" to have crashed twice", ns, "target", func(pod *corev1.Pod) error {
+		if s := framework.FindStatus(pod, "c1"); s == nil || s.Image != framework.AppImageBad || s.RestartCount < 3 {
+			return fmt.Errorf("c1 status %+v", s)
 		}
-		s := framework.FindStatus(pod, "c1")
-		return s != nil && s.Image == framework.AppImageBad && s.RestartCount >= 3, fmt.Errorf("c1 status %+v", s)
+		return nil
 	})
 	records := rec.UpTo(t, ctx, pod.ResourceVersion)
-	history := framework.DescribeRecords(records, "c1", "c2")
+	framework.History(t, records, "c1", "c2")
 
 	c2 := framework.ContainerStatus(t, pod, "c2")
 	if framework.SpecImage(pod, "c2") != framework.AppImageV1 || c2.ContainerID != c2Before.ContainerID || c2.RestartCount != 0 || c2.Image != framework.AppImageV1 {
@@ -257,9 +248,6 @@ func TestInPlaceUpdateLaunchPriorityBadImage(t *testing.T) {
 	}
 	if got := framework.ConditionStatus(pod, pub.InPlaceUpdateReady); got != corev1.ConditionFalse {
 		t.Errorf("InPlaceUpdateReady %s while c1 crash-loops, want False", got)
-	}
-	if t.Failed() {
-		t.Logf("history of the Pod:\n%s", history)
 	}
 }
 
@@ -289,7 +277,7 @@ func TestInPlaceUpdateEnvFromMetadata(t *testing.T) {
 
 	pod := framework.WaitUpdateCompleted(t, ctx, ns, "target", framework.UpdateTimeout)
 	records := rec.UpTo(t, ctx, pod.ResourceVersion)
-	history := framework.DescribeRecords(records, "main", "side")
+	framework.History(t, records, "main", "side")
 
 	if pod.Labels["color"] != "blue" {
 		t.Errorf("label color %q, want blue", pod.Labels["color"])
@@ -336,9 +324,6 @@ func TestInPlaceUpdateEnvFromMetadata(t *testing.T) {
 	if out := framework.PodLog(t, ctx, ns, "target", "main", "--previous"); !strings.Contains(out, "color=red") {
 		t.Errorf("kubectl logs -c main --previous: %q, want the instance before the update (color=red)", out)
 	}
-	if t.Failed() {
-		t.Logf("history of the Pod:\n%s", history)
-	}
 }
 
 // TestInPlaceUpdateResources: cpu requests/limits of a Burstable Pod whose cpu resizePolicy is
@@ -383,7 +368,7 @@ func TestInPlaceUpdateResources(t *testing.T) {
 	})
 	pod = framework.WaitUpdateCompleted(t, ctx, ns, "target", framework.UpdateTimeout)
 	records := rec.UpTo(t, ctx, pod.ResourceVersion)
-	history := framework.DescribeRecords(records, "main")
+	framework.History(t, records, "main")
 
 	s := framework.ContainerStatus(t, pod, "main")
 	if s.RestartCount != 0 || s.ContainerID != mainBefore.ContainerID {
@@ -406,9 +391,6 @@ func TestInPlaceUpdateResources(t *testing.T) {
 		if h := framework.ConditionHistory(records, ct); slices.Contains(h, corev1.ConditionFalse) {
 			t.Errorf("%s went %v during a resize without restart; it must stay True", ct, h)
 		}
-	}
-	if t.Failed() {
-		t.Logf("history of the Pod:\n%s", history)
 	}
 }
 
@@ -479,6 +461,7 @@ func TestInPlaceUpdateGracePeriod(t *testing.T) {
 
 	pod = framework.WaitUpdateCompleted(t, ctx, ns, "target", framework.UpdateTimeout)
 	records := rec.UpTo(t, ctx, pod.ResourceVersion)
+	framework.History(t, records, "main")
 	for _, r := range records {
 		// The watch delivers a version after it was written: one that reached us before the end
 		// was written before it.
@@ -493,9 +476,6 @@ func TestInPlaceUpdateGracePeriod(t *testing.T) {
 	if st := framework.StateOf(t, pod); !slices.EqualFunc(framework.BatchContainers(st), [][]string{{"main"}}, slices.Equal) ||
 		st.ContainerBatchesRecord[0].Timestamp.Time.Before(end) {
 		t.Errorf("state %s: want one batch [main] started at or after %v", pod.Annotations[pub.InPlaceUpdateStateKey], end)
-	}
-	if t.Failed() {
-		t.Logf("history of the Pod:\n%s", framework.DescribeRecords(records, "main"))
 	}
 }
 

@@ -31,18 +31,7 @@ func TestRBAC(t *testing.T) {
 
 	nobody := saClient(t, ctx, ns, "nobody", "")
 	t.Run("no rights", func(t *testing.T) {
-		_, err := nobody.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("by-nobody"), metav1.CreateOptions{})
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("create CloneSet without rights: %v, want 403 Forbidden", err)
-		}
-		_, err = nobody.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("POST pods/target/inplaceupdate without rights: %v, want 403 Forbidden", err)
-		}
-		_, err = nobody.AppsV1alpha1().Pods(ns).Recreate(ctx, "target", &v1alpha1.ContainerRecreateRequest{}, metav1.CreateOptions{})
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("POST pods/target/recreate without rights: %v, want 403 Forbidden", err)
-		}
+		expectWritesForbidden(t, ctx, nobody, ns, "nobody", "without rights")
 	})
 
 	editor := saClient(t, ctx, ns, "editor", "inplace:edit")
@@ -66,14 +55,7 @@ func TestRBAC(t *testing.T) {
 	t.Run("one namespace only", func(t *testing.T) {
 		other := framework.NewNamespace(t, ctx, "rbac-other")
 		framework.RunPod(t, ctx, other, "target")
-		_, err := editor.AppsV1alpha1().Pods(other).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("POST pods/target/inplaceupdate in %s by the editor of %s: %v, want 403 Forbidden", other, ns, err)
-		}
-		_, err = editor.AppsV1alpha1().Pods(other).Recreate(ctx, "target", &v1alpha1.ContainerRecreateRequest{}, metav1.CreateOptions{})
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("POST pods/target/recreate in %s by the editor of %s: %v, want 403 Forbidden", other, ns, err)
-		}
+		expectWritesForbidden(t, ctx, editor, other, "editor", "by the editor of "+ns)
 		set, err := framework.Inplace.AppsV1alpha1().SidecarSets().Create(ctx, testSidecarSet("e2e-"+ns+"-inject"), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -125,14 +107,7 @@ func TestRBAC(t *testing.T) {
 			_, err := viewer.AppsV1alpha1().CloneSets(ns).List(ctx, metav1.ListOptions{})
 			return err == nil, err
 		})
-		_, err := viewer.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("by-viewer"), metav1.CreateOptions{})
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("create CloneSet with view: %v, want 403 Forbidden", err)
-		}
-		_, err = viewer.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("POST pods/target/inplaceupdate with view: %v, want 403 Forbidden", err)
-		}
+		expectWritesForbidden(t, ctx, viewer, ns, "viewer", "with view")
 	})
 
 	// kube-apiserver authorizes before it proxies; inplace-apiserver authorizes again itself,
@@ -178,6 +153,35 @@ func reachedSubresource(err error) (bool, error) {
 		return true, nil
 	default:
 		return false, err
+	}
+}
+
+// expectWritesForbidden: the client (who, as the CloneSet's name says; how: with which rights)
+// gets 403 on creating a CloneSet in ns and on POST pods/target/inplaceupdate and
+// pods/target/recreate there.
+func expectWritesForbidden(t *testing.T, ctx context.Context, c clientset.Interface, ns, who, how string) {
+	t.Helper()
+	writes := []struct {
+		what string
+		do   func() error
+	}{
+		{"create CloneSet", func() error {
+			_, err := c.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("by-"+who), metav1.CreateOptions{})
+			return err
+		}},
+		{"POST pods/target/inplaceupdate", func() error {
+			_, err := c.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "target", testInPlaceUpdate(), metav1.CreateOptions{})
+			return err
+		}},
+		{"POST pods/target/recreate", func() error {
+			_, err := c.AppsV1alpha1().Pods(ns).Recreate(ctx, "target", &v1alpha1.ContainerRecreateRequest{}, metav1.CreateOptions{})
+			return err
+		}},
+	}
+	for _, w := range writes {
+		if err := w.do(); !apierrors.IsForbidden(err) {
+			t.Errorf("%s in %s %s: %v, want 403 Forbidden", w.what, ns, how, err)
+		}
 	}
 }
 

@@ -25,62 +25,28 @@ func TestRestartKeepsObjects(t *testing.T) {
 	ns := framework.NewNamespace(t, ctx, "restart")
 	framework.RunPod(t, ctx, ns, "target")
 
-	type object struct {
-		kind, name string
-		uid        types.UID
-		spec       any
-		get        func(context.Context) (types.UID, any, error)
-	}
-	var objects []*object
-	created := func(kind, name string, uid types.UID, spec any, get func(context.Context) (types.UID, any, error)) {
-		objects = append(objects, &object{kind: kind, name: name, uid: uid, spec: spec, get: get})
-	}
+	var objects []*restartObject
 	createAll := func(suffix string) {
 		t.Helper()
-		cs, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("cs-"+suffix), metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("creating CloneSet: %v", err)
-		}
-		created("CloneSet", cs.Name, cs.UID, cs.Spec, func(ctx context.Context) (types.UID, any, error) {
-			o, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
-			if err != nil {
-				return "", nil, err
-			}
-			return o.UID, o.Spec, nil
-		})
+		apps := framework.Inplace.AppsV1alpha1()
+		cs, err := apps.CloneSets(ns).Create(ctx, testCloneSet("cs-"+suffix), metav1.CreateOptions{})
+		objects = append(objects, track(t, "CloneSet", cs, err, apps.CloneSets(ns).Get, func(o *v1alpha1.CloneSet) any { return o.Spec }))
 
-		ss, err := framework.Inplace.AppsV1alpha1().SidecarSets().Create(ctx, testSidecarSet("e2e-"+ns+"-"+suffix), metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("creating SidecarSet: %v", err)
-		}
+		ss, err := apps.SidecarSets().Create(ctx, testSidecarSet("e2e-"+ns+"-"+suffix), metav1.CreateOptions{})
+		objects = append(objects, track(t, "SidecarSet", ss, err, apps.SidecarSets().Get, func(o *v1alpha1.SidecarSet) any { return o.Spec }))
 		t.Cleanup(func() {
-			_ = framework.Inplace.AppsV1alpha1().SidecarSets().Delete(context.Background(), ss.Name, metav1.DeleteOptions{})
-		})
-		created("SidecarSet", ss.Name, ss.UID, ss.Spec, func(ctx context.Context) (types.UID, any, error) {
-			o, err := framework.Inplace.AppsV1alpha1().SidecarSets().Get(ctx, ss.Name, metav1.GetOptions{})
-			if err != nil {
-				return "", nil, err
-			}
-			return o.UID, o.Spec, nil
+			_ = apps.SidecarSets().Delete(context.Background(), ss.Name, metav1.DeleteOptions{})
 		})
 
-		crr, err := framework.Inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, &v1alpha1.ContainerRecreateRequest{
+		crr, err := apps.ContainerRecreateRequests(ns).Create(ctx, &v1alpha1.ContainerRecreateRequest{
 			ObjectMeta: metav1.ObjectMeta{Name: "crr-" + suffix},
 			Spec: v1alpha1.ContainerRecreateRequestSpec{
 				PodName:    "target",
 				Containers: []v1alpha1.ContainerRecreateRequestContainer{{Name: "main"}},
 			},
 		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("creating ContainerRecreateRequest: %v", err)
-		}
-		created("ContainerRecreateRequest", crr.Name, crr.UID, crr.Spec, func(ctx context.Context) (types.UID, any, error) {
-			o, err := framework.Inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Get(ctx, crr.Name, metav1.GetOptions{})
-			if err != nil {
-				return "", nil, err
-			}
-			return o.UID, o.Spec, nil
-		})
+		objects = append(objects, track(t, "ContainerRecreateRequest", crr, err, apps.ContainerRecreateRequests(ns).Get,
+			func(o *v1alpha1.ContainerRecreateRequest) any { return o.Spec }))
 	}
 
 	createAll("before-term")
@@ -119,6 +85,31 @@ func TestRestartKeepsObjects(t *testing.T) {
 	if _, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Create(ctx, testCloneSet("cs-after"), metav1.CreateOptions{}); err != nil {
 		t.Errorf("creating a CloneSet after the restarts: %v", err)
 	}
+}
+
+// restartObject is an object TestRestartKeepsObjects wrote: what it was, and how to read it again.
+type restartObject struct {
+	kind, name string
+	uid        types.UID
+	spec       any
+	get        func(context.Context) (types.UID, any, error)
+}
+
+// track is the restartObject of obj, just created (err: what the create answered, fatal if not
+// nil), read again with get; spec is the part of it that must survive.
+func track[T metav1.Object](t *testing.T, kind string, obj T, err error, get func(context.Context, string, metav1.GetOptions) (T, error), spec func(T) any) *restartObject {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("creating %s: %v", kind, err)
+	}
+	name := obj.GetName()
+	return &restartObject{kind: kind, name: name, uid: obj.GetUID(), spec: spec(obj), get: func(ctx context.Context) (types.UID, any, error) {
+		o, err := get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", nil, err
+		}
+		return o.GetUID(), spec(o), nil
+	}}
 }
 
 func testSidecarSet(name string) *v1alpha1.SidecarSet {

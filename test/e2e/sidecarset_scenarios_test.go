@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -43,20 +41,7 @@ func ssKubectlCreatePod(t *testing.T, ctx context.Context, ns, name, manifest st
 // ssPostRaw is `kubectl create --raw PATH -f FILE` with the JSON of body in a temporary file.
 func ssPostRaw(t *testing.T, ctx context.Context, path string, body any) framework.RawResponse {
 	t.Helper()
-	data, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Not t.TempDir(): kubectl -f splits its argument at commas.
-	dir, err := os.MkdirTemp("", "inplace-e2e-inject-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	file := filepath.Join(dir, "pod.json")
-	if err := os.WriteFile(file, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := framework.JSONFile(t, "pod.json", body)
 	r := framework.KubectlCreateRaw(ctx, path, "", file)
 	if r.Code == 0 {
 		t.Fatalf("kubectl create --raw %s: no response status in its log: %v\n%s", path, r.Err, r.ErrMsg)

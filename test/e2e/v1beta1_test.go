@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
@@ -60,19 +59,10 @@ func TestSidecarSetV1beta1InjectAndUpgrade(t *testing.T) {
 	u := &framework.SidecarUpgrade{Ns: ns, Set: ns, Cs: cs, Before: before}
 	framework.WaitSidecarSetStatus(t, ctx, ns, 2, 2, 2, 2)
 
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := sets.Get(ctx, set.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	framework.Modify(t, ctx, sets, set.Name, func(cur *v1beta1.SidecarSet) {
 		cur.Spec.Containers[0].Image = framework.AppImageV2
 		cur.Spec.CustomVersion = "v2"
-		_, err = sets.Update(ctx, cur, metav1.UpdateOptions{})
-		return err
 	})
-	if err != nil {
-		t.Fatalf("changing the sidecar image at v1beta1: %v", err)
-	}
 	after := framework.WaitSidecarsOn(t, ctx, u, framework.AppImageV2, 2)
 	framework.CheckSidecarsUpgraded(t, before, after, framework.AppImageV2, 1)
 	framework.Poll(t, ctx, framework.RolloutTimeout, "the v1beta1 SidecarSet's status to count 2 updated Pods", func(ctx context.Context) (bool, error) {
@@ -93,11 +83,7 @@ func TestSidecarSetV1beta1InjectAndUpgrade(t *testing.T) {
 // TestImagePullJobV1beta1Pulls: an ImagePullJob written at v1beta1 pulls its image on every node,
 // and its status is read at v1beta1.
 func TestImagePullJobV1beta1Pulls(t *testing.T) {
-	reg, nodes := framework.RegistryNodes(t)
-	ctx := framework.Context(t)
-	image := reg + "/remote/app:v2"
-	removeFromNodes(t, ctx, nodes, image)
-	ns := framework.NewNamespace(t, ctx, "imagepull-beta")
+	ctx, ns, nodes, image := startImagePull(t, "imagepull-beta", "remote/app:v2")
 	job := &v1beta1.ImagePullJob{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "beta"},
 		Spec: v1beta1.ImagePullJobSpec{Image: image, ImagePullJobTemplate: v1beta1.ImagePullJobTemplate{
@@ -119,11 +105,7 @@ func TestImagePullJobV1beta1Pulls(t *testing.T) {
 		s := got.Status
 		return s.CompletionTime != nil && s.Desired == want && s.Succeeded == want && s.Failed == 0, fmt.Errorf("status %+v", s)
 	})
-	for _, n := range nodes {
-		if img := framework.CRIImage(t, ctx, n, image); img == nil {
-			t.Errorf("node %s: containerd has no %s after the v1beta1 job", n.Name, image)
-		}
-	}
+	expectPulledOnNodes(t, ctx, nodes, image, "the v1beta1 job", nil)
 }
 
 // newCloneSetV1beta1 creates, at v1beta1, a CloneSet "web" of n Pods on framework.AppImageV1 with the update
@@ -152,23 +134,10 @@ func newCloneSetV1beta1(t *testing.T, ctx context.Context, ns string, n int32, s
 // setImageV1beta1 changes the CloneSet's image at v1beta1 and returns the generation written.
 func setImageV1beta1(t *testing.T, ctx context.Context, ns, image string) int64 {
 	t.Helper()
-	var generation int64
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := framework.Inplace.AppsV1beta1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	out := framework.Modify(t, ctx, framework.Inplace.AppsV1beta1().CloneSets(ns), "web", func(cur *v1beta1.CloneSet) {
 		cur.Spec.Template.Spec.Containers[0].Image = image
-		out, err := framework.Inplace.AppsV1beta1().CloneSets(ns).Update(ctx, cur, metav1.UpdateOptions{})
-		if err == nil {
-			generation = out.Generation
-		}
-		return err
 	})
-	if err != nil {
-		t.Fatalf("changing the image at v1beta1: %v", err)
-	}
-	return generation
+	return out.Generation
 }
 
 // TestCloneSetV1beta1InPlaceRollout: a CloneSet written at v1beta1 with rollingUpdate.podUpdatePolicy

@@ -129,9 +129,5 @@ func TestKubectlAdvancedWorkloads(t *testing.T) {
 // kruiseClient is OpenKruise's own typed clientset (kruise-api), unchanged, on the server.
 func kruiseClient(t *testing.T, s *framework.Server) kruiseclient.Interface {
 	t.Helper()
-	kc, err := kruiseclient.NewForConfig(s.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kc
+	return clientOf(t, s, kruiseclient.NewForConfig)
 }

@@ -7,7 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/test/integration/framework"
 )
@@ -65,17 +64,7 @@ func TestDaemonSetVersions(t *testing.T) {
 	}
 
 	// Written at v1alpha1 (the deprecated Surging), read at v1beta1 without a scaleStrategy.
-	old := &appsv1alpha1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "old"},
-		Spec: appsv1alpha1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: podTemplate(labels),
-			UpdateStrategy: appsv1alpha1.DaemonSetUpdateStrategy{RollingUpdate: &appsv1alpha1.RollingUpdateDaemonSet{
-				Type: appsv1alpha1.DeprecatedSurgingRollingUpdateType,
-			}},
-		},
-	}
-	if _, err := alpha.Create(ctx, old, metav1.CreateOptions{}); err != nil {
+	if _, err := alpha.Create(ctx, newSurgingDaemonSet("old"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating a v1alpha1 DaemonSet: %v", err)
 	}
 	if b, err = beta.Get(ctx, "old", metav1.GetOptions{}); err != nil || b.Spec.ScaleStrategy != nil ||

@@ -22,13 +22,7 @@ func TestDefaults(t *testing.T) {
 		c := s.Client.AppsV1alpha1().CloneSets("default")
 		minimal := newCloneSet("minimal")
 		minimal.Spec.Replicas = nil
-		if _, err := c.Create(ctx, minimal, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create: %v", err)
-		}
-		got, err := c.Get(ctx, "minimal", metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("get: %v", err)
-		}
+		got := createAndRead(t, ctx, c, minimal)
 		spec := got.Spec
 		expectPtr(t, "spec.replicas", spec.Replicas, 1)
 		expectPtr(t, "spec.revisionHistoryLimit", spec.RevisionHistoryLimit, 10)
@@ -68,13 +62,7 @@ func TestDefaults(t *testing.T) {
 		c := s.Client.AppsV1alpha1().CloneSets("default")
 		cs := newCloneSet("inplace")
 		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-		if _, err := c.Create(ctx, cs, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create: %v", err)
-		}
-		got, err := c.Get(ctx, "inplace", metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("get: %v", err)
-		}
+		got := createAndRead(t, ctx, c, cs)
 		us := got.Spec.UpdateStrategy
 		if us.Type != appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType {
 			t.Errorf("spec.updateStrategy.type: want InPlaceIfPossible, got %q", us.Type)
@@ -111,13 +99,7 @@ func TestDefaults(t *testing.T) {
 
 	t.Run("SidecarSet", func(t *testing.T) {
 		c := s.Client.AppsV1alpha1().SidecarSets()
-		if _, err := c.Create(ctx, newSidecarSet("minimal"), metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create: %v", err)
-		}
-		got, err := c.Get(ctx, "minimal", metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("get: %v", err)
-		}
+		got := createAndRead(t, ctx, c, newSidecarSet("minimal"))
 		us := got.Spec.UpdateStrategy
 		if us.Type != appsv1alpha1.RollingUpdateSidecarSetStrategyType {
 			t.Errorf("spec.updateStrategy.type: want RollingUpdate, got %q", us.Type)
@@ -163,13 +145,7 @@ func TestDefaults(t *testing.T) {
 		c := s.Client.AppsV1alpha1().SidecarSets()
 		ss := newSidecarSet("init")
 		ss.Spec.InitContainers = []appsv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "init", Image: "inplace.local/app:v1"}}}
-		if _, err := c.Create(ctx, ss, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create: %v", err)
-		}
-		got, err := c.Get(ctx, "init", metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("get: %v", err)
-		}
+		got := createAndRead(t, ctx, c, ss)
 		if p := got.Spec.InitContainers[0].PodInjectPolicy; p != appsv1alpha1.AfterAppContainerType {
 			t.Errorf("initContainers[0].podInjectPolicy: want AfterAppContainer, got %q", p)
 		}
@@ -181,13 +157,7 @@ func TestDefaults(t *testing.T) {
 		if crr.Spec.Strategy != nil {
 			t.Fatal("the fixture sets a strategy")
 		}
-		if _, err := c.Create(ctx, crr, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create: %v", err)
-		}
-		got, err := c.Get(ctx, "minimal", metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("get: %v", err)
-		}
+		got := createAndRead(t, ctx, c, crr)
 		if got.Spec.Strategy == nil || got.Spec.Strategy.FailurePolicy != appsv1alpha1.ContainerRecreateRequestFailurePolicyFail {
 			t.Errorf("spec.strategy.failurePolicy: want Fail, got %+v", got.Spec.Strategy)
 		}

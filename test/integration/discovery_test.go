@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -362,27 +361,13 @@ func TestSidecarSetInject(t *testing.T) {
 	if _, err := apps.SidecarSets().Create(ctx, newSidecarSet("agent"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default", Labels: map[string]string{"app": "agent"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "inplace.local/app:v1"}}},
-	}
-	injected, err := apps.SidecarSets().Inject(ctx, "agent", pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("inject: %v", err)
-	}
-	var names []string
-	for _, c := range injected.Spec.Containers {
-		names = append(names, c.Name)
-	}
-	if strings.Join(names, ",") != "sidecar,main" {
-		t.Errorf("containers %v, want the sidecar before main (BeforeAppContainer, the default)", names)
-	}
+	pod, injected := injectAgent(t, ctx, apps, "")
 	if injected.Annotations["kruise.io/sidecarset-injected-list"] != "agent" || injected.Annotations["kruise.io/sidecarset-hash"] == "" {
 		t.Errorf("annotations %v, want OpenKruise's injected list and hash", injected.Annotations)
 	}
 	other := pod.DeepCopy()
 	other.Labels = map[string]string{"app": "another"}
-	_, err = apps.SidecarSets().Inject(ctx, "agent", other, metav1.CreateOptions{})
+	_, err := apps.SidecarSets().Inject(ctx, "agent", other, metav1.CreateOptions{})
 	if statusCode(err) != 422 || !strings.Contains(err.Error(), "not injected") {
 		t.Errorf("inject into a Pod the SidecarSet does not select: %v, want 422 saying why", err)
 	}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	appsclient "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/typed/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/test/integration/framework"
 )
 
@@ -83,6 +84,22 @@ func newCloneSet(name string) *appsv1alpha1.CloneSet {
 			Replicas: ptr.To[int32](2),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: podTemplate(labels),
+		},
+	}
+}
+
+// newSurgingDaemonSet is a v1alpha1 Advanced DaemonSet with the deprecated rolling update type
+// Surging (OpenKruise defaults it to Standard) and nothing else but what is required.
+func newSurgingDaemonSet(name string) *appsv1alpha1.DaemonSet {
+	labels := map[string]string{"app": name}
+	return &appsv1alpha1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1alpha1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: podTemplate(labels),
+			UpdateStrategy: appsv1alpha1.DaemonSetUpdateStrategy{RollingUpdate: &appsv1alpha1.RollingUpdateDaemonSet{
+				Type: appsv1alpha1.DeprecatedSurgingRollingUpdateType,
+			}},
 		},
 	}
 }
@@ -174,6 +191,72 @@ func expectInvalid(t *testing.T, err error, fields ...string) {
 			t.Fatalf("want a cause on field %q; the causes are on %q (%v)", f, got, err)
 		}
 	}
+}
+
+// updateClient is the part of a generated typed client the generic helpers use.
+type updateClient[T any] interface {
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+}
+
+// createAndRead creates obj and returns it as read back: what the server stored of it.
+func createAndRead[T metav1.Object](t *testing.T, ctx context.Context, c updateClient[T], obj T) T {
+	t.Helper()
+	if _, err := c.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	got, err := c.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	return got
+}
+
+// invalidCase is a change that makes a valid object invalid, and the fields the server's 422
+// must name.
+type invalidCase[T any] struct {
+	name   string
+	mutate func(T)
+	fields []string
+}
+
+// expectInvalidCreates creates, in a subtest KIND/NAME for each case, the valid object fresh()
+// changed by the case, and expects the 422 to name the case's fields.
+func expectInvalidCreates[T any](t *testing.T, ctx context.Context, kind string, fresh func() T,
+	create func(context.Context, T, metav1.CreateOptions) (T, error), cases []invalidCase[T]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(kind+"/"+tc.name, func(t *testing.T) {
+			obj := fresh()
+			tc.mutate(obj)
+			_, err := create(ctx, obj, metav1.CreateOptions{})
+			expectInvalid(t, err, tc.fields...)
+		})
+	}
+}
+
+// injectAgent asks SidecarSet agent (newSidecarSet("agent"), created before) to inject a Pod it
+// selects, expects the Pod back with the sidecar before main (BeforeAppContainer, the default),
+// and returns the Pod it asked about and the answer; how says over what (" over protobuf").
+func injectAgent(t *testing.T, ctx context.Context, apps appsclient.AppsV1alpha1Interface, how string) (pod, injected *corev1.Pod) {
+	t.Helper()
+	pod = &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default", Labels: map[string]string{"app": "agent"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "inplace.local/app:v1"}}},
+	}
+	injected, err := apps.SidecarSets().Inject(ctx, "agent", pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("inject%s: %v", how, err)
+	}
+	var names []string
+	for _, c := range injected.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	if !slices.Equal(names, []string{"sidecar", "main"}) {
+		t.Errorf("inject%s: containers %v, want the sidecar before main", how, names)
+	}
+	return pod, injected
 }
 
 // expectNotFound fails unless err is a 404 NotFound.
@@ -293,9 +376,15 @@ func getJSON(t *testing.T, s *framework.Server, path string) map[string]any {
 
 func dynamicClient(t *testing.T, s *framework.Server) dynamic.Interface {
 	t.Helper()
-	c, err := dynamic.NewForConfig(s.Config)
+	return clientOf(t, s, dynamic.NewForConfig)
+}
+
+// clientOf is the client that newForConfig makes for the server's configuration.
+func clientOf[C any](t *testing.T, s *framework.Server, newForConfig func(*rest.Config) (C, error)) C {
+	t.Helper()
+	c, err := newForConfig(s.Config)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("a client for the server: %v", err)
 	}
 	return c
 }

@@ -263,11 +263,7 @@ func TestImagePullValidation(t *testing.T) {
 	apps := s.Client.AppsV1alpha1()
 
 	jobs := apps.ImagePullJobs("default")
-	for _, tc := range []struct {
-		name   string
-		mutate func(j *appsv1alpha1.ImagePullJob)
-		fields []string
-	}{
+	expectInvalidCreates(t, ctx, "ImagePullJob", func() *appsv1alpha1.ImagePullJob { return newImagePullJob("bad") }, jobs.Create, []invalidCase[*appsv1alpha1.ImagePullJob]{
 		{"bad image", func(j *appsv1alpha1.ImagePullJob) { j.Spec.Image = "Not A/Reference" }, []string{"spec.image"}},
 		{"no image", func(j *appsv1alpha1.ImagePullJob) { j.Spec.Image = "" }, []string{"spec.image"}},
 		{"names and labels", func(j *appsv1alpha1.ImagePullJob) { j.Spec.Selector.MatchLabels = map[string]string{"a": "b"} },
@@ -293,14 +289,7 @@ func TestImagePullValidation(t *testing.T) {
 			j.Spec.PullPolicy = &appsv1alpha1.PullPolicy{BackoffLimit: ptr.To[int32](-1), TimeoutSeconds: ptr.To[int32](-5)}
 		}, []string{"spec.pullPolicy.backoffLimit", "spec.pullPolicy.timeoutSeconds"}},
 		{"imagePullPolicy", func(j *appsv1alpha1.ImagePullJob) { j.Spec.ImagePullPolicy = "Never" }, []string{"spec.imagePullPolicy"}},
-	} {
-		t.Run("ImagePullJob/"+tc.name, func(t *testing.T) {
-			j := newImagePullJob("bad")
-			tc.mutate(j)
-			_, err := jobs.Create(ctx, j, metav1.CreateOptions{})
-			expectInvalid(t, err, tc.fields...)
-		})
-	}
+	})
 	j, err := jobs.Create(ctx, newImagePullJob("good"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -332,11 +321,7 @@ func TestImagePullValidation(t *testing.T) {
 	}
 
 	nodes := apps.NodeImages()
-	for _, tc := range []struct {
-		name   string
-		mutate func(n *appsv1alpha1.NodeImage)
-		fields []string
-	}{
+	expectInvalidCreates(t, ctx, "NodeImage", func() *appsv1alpha1.NodeImage { return newNodeImage("node-bad") }, nodes.Create, []invalidCase[*appsv1alpha1.NodeImage]{
 		{"duplicate tag", func(n *appsv1alpha1.NodeImage) {
 			img := n.Spec.Images["inplace.local/app"]
 			img.Tags = append(img.Tags, img.Tags[0])
@@ -350,14 +335,7 @@ func TestImagePullValidation(t *testing.T) {
 			n.Spec.Images["nginx:1.27"] = n.Spec.Images["inplace.local/app"]
 		}, []string{"spec.images[nginx:1.27]"}},
 		{"bad node name", func(n *appsv1alpha1.NodeImage) { n.Name = "Node_1" }, []string{"metadata.name"}},
-	} {
-		t.Run("NodeImage/"+tc.name, func(t *testing.T) {
-			n := newNodeImage("node-bad")
-			tc.mutate(n)
-			_, err := nodes.Create(ctx, n, metav1.CreateOptions{})
-			expectInvalid(t, err, tc.fields...)
-		})
-	}
+	})
 	n, err := nodes.Create(ctx, newNodeImage("node-good"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -66,17 +65,7 @@ func TestProtobufOnTheWire(t *testing.T) {
 	}
 
 	// The inject subresource takes and returns a core Pod, in protobuf too.
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default", Labels: map[string]string{"app": "agent"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "inplace.local/app:v1"}}},
-	}
-	injected, err := apps.SidecarSets().Inject(ctx, "agent", pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("inject over protobuf: %v", err)
-	}
-	if len(injected.Spec.Containers) != 2 || injected.Spec.Containers[0].Name != "sidecar" {
-		t.Errorf("inject over protobuf returned containers %v, want the sidecar before main", injected.Spec.Containers)
-	}
+	injectAgent(t, ctx, apps, " over protobuf")
 }
 
 // TestProtobufAndKubectl checks that what a protobuf client wrote is what kubectl (JSON) reads,

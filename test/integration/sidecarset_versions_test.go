@@ -218,13 +218,9 @@ func TestSidecarSetKubectl(t *testing.T) {
 	t.Parallel()
 	s := framework.StartServer(t)
 	k := newKubectl(t, kubectlBinary(t), s)
-	beta := k.writeFile("beta.yaml", `apiVersion: apps.kruise.io/v1beta1
-kind: SidecarSet
-metadata:
-  name: logs
-spec:
-  customVersion: v1
-  selector:
+	// What both manifests' specs say, the same at both versions but for the image.
+	selectorsAndLogger := func(image string) string {
+		return `  selector:
     matchLabels:
       app: web
   namespaceSelector:
@@ -232,8 +228,15 @@ spec:
       kubernetes.io/metadata.name: default
   containers:
   - name: logger
-    image: inplace.local/app:v1
-`)
+    image: ` + image + "\n"
+	}
+	beta := k.writeFile("beta.yaml", `apiVersion: apps.kruise.io/v1beta1
+kind: SidecarSet
+metadata:
+  name: logs
+spec:
+  customVersion: v1
+`+selectorsAndLogger("inplace.local/app:v1"))
 	k.mustRun("apply", "--server-side", "-f", beta)
 	if v := k.mustRun("get", "sidecarsets", "logs", "-o", "yaml"); !strings.Contains(v, "apiVersion: apps.kruise.io/v1beta1") || !strings.Contains(v, "customVersion: v1") {
 		t.Errorf("kubectl get sidecarsets -o yaml:\n%s\nwant apps.kruise.io/v1beta1 with customVersion", v)
@@ -245,16 +248,7 @@ metadata:
   labels:
     apps.kruise.io/sidecarset-custom-version: v1
 spec:
-  selector:
-    matchLabels:
-      app: web
-  namespaceSelector:
-    matchLabels:
-      kubernetes.io/metadata.name: default
-  containers:
-  - name: logger
-    image: inplace.local/app:v2
-`)
+`+selectorsAndLogger("inplace.local/app:v2"))
 	k.mustRun("apply", "--server-side", "-f", alpha)
 	got := k.mustRun("get", "sidecarsets.v1beta1.apps.kruise.io", "logs", "-o", "jsonpath={.spec.customVersion} {.spec.containers[0].image}")
 	if got != "v1 inplace.local/app:v2" {

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,40 +29,35 @@ type objOps struct {
 	get    func(ctx context.Context, s *framework.Server, objName string) error
 }
 
-func createCloneSet(mutate func(*appsv1alpha1.CloneSet)) objOps {
+// createOps are the objOps of a kind: newObj named, changed by mutate, created through client.
+func createOps[T any](client func(*framework.Server) updateClient[T], newObj func(string) T, mutate func(T)) objOps {
 	return objOps{create: func(ctx context.Context, s *framework.Server, name string) error {
-		cs := newCloneSet(name)
-		mutate(cs)
-		_, err := s.Client.AppsV1alpha1().CloneSets("default").Create(ctx, cs, metav1.CreateOptions{})
+		obj := newObj(name)
+		mutate(obj)
+		_, err := client(s).Create(ctx, obj, metav1.CreateOptions{})
 		return err
 	}, get: func(ctx context.Context, s *framework.Server, name string) error {
-		_, err := s.Client.AppsV1alpha1().CloneSets("default").Get(ctx, name, metav1.GetOptions{})
+		_, err := client(s).Get(ctx, name, metav1.GetOptions{})
 		return err
 	}}
+}
+
+func createCloneSet(mutate func(*appsv1alpha1.CloneSet)) objOps {
+	return createOps(func(s *framework.Server) updateClient[*appsv1alpha1.CloneSet] {
+		return s.Client.AppsV1alpha1().CloneSets("default")
+	}, newCloneSet, mutate)
 }
 
 func createSidecarSet(mutate func(*appsv1alpha1.SidecarSet)) objOps {
-	return objOps{create: func(ctx context.Context, s *framework.Server, name string) error {
-		ss := newSidecarSet(name)
-		mutate(ss)
-		_, err := s.Client.AppsV1alpha1().SidecarSets().Create(ctx, ss, metav1.CreateOptions{})
-		return err
-	}, get: func(ctx context.Context, s *framework.Server, name string) error {
-		_, err := s.Client.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
-		return err
-	}}
+	return createOps(func(s *framework.Server) updateClient[*appsv1alpha1.SidecarSet] {
+		return s.Client.AppsV1alpha1().SidecarSets()
+	}, newSidecarSet, mutate)
 }
 
 func createCRR(mutate func(*appsv1alpha1.ContainerRecreateRequest)) objOps {
-	return objOps{create: func(ctx context.Context, s *framework.Server, name string) error {
-		crr := newCRR(name)
-		mutate(crr)
-		_, err := s.Client.AppsV1alpha1().ContainerRecreateRequests("default").Create(ctx, crr, metav1.CreateOptions{})
-		return err
-	}, get: func(ctx context.Context, s *framework.Server, name string) error {
-		_, err := s.Client.AppsV1alpha1().ContainerRecreateRequests("default").Get(ctx, name, metav1.GetOptions{})
-		return err
-	}}
+	return createOps(func(s *framework.Server) updateClient[*appsv1alpha1.ContainerRecreateRequest] {
+		return s.Client.AppsV1alpha1().ContainerRecreateRequests("default")
+	}, newCRR, mutate)
 }
 
 func invalid(name, field string, ops objOps) invalidCreate {
@@ -199,22 +195,12 @@ func TestValidationOnUpdate(t *testing.T) {
 	t.Parallel()
 	s := framework.StartServer(t)
 
+	cloneSetSpec := func(o *appsv1alpha1.CloneSet) any { return o.Spec }
 	t.Run("cloneset selector change", func(t *testing.T) {
-		ctx := testContext(t)
-		c := s.Client.AppsV1alpha1().CloneSets("default")
-		created, err := c.Create(ctx, newCloneSet("sel"), metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		changed := created.DeepCopy()
-		changed.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sel", "tier": "x"}}
-		changed.Spec.Template.Labels = map[string]string{"app": "sel", "tier": "x"}
-		_, err = c.Update(ctx, changed, metav1.UpdateOptions{})
-		expectInvalid(t, err, "spec.selector")
-		expectUnchanged(t, created, func() (metav1.Object, any, error) {
-			got, err := c.Get(ctx, "sel", metav1.GetOptions{})
-			return got, specOrNil(got, func(o *appsv1alpha1.CloneSet) any { return o.Spec }), err
-		}, created.Spec)
+		expectUpdateRefused(t, s.Client.AppsV1alpha1().CloneSets("default"), newCloneSet("sel"), cloneSetSpec, func(c *appsv1alpha1.CloneSet) {
+			c.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sel", "tier": "x"}}
+			c.Spec.Template.Labels = map[string]string{"app": "sel", "tier": "x"}
+		}, "spec.selector")
 	})
 
 	t.Run("cloneset InPlaceOnly template change beyond images", func(t *testing.T) {
@@ -239,29 +225,13 @@ func TestValidationOnUpdate(t *testing.T) {
 	})
 
 	t.Run("cloneset invalid spec on update", func(t *testing.T) {
-		ctx := testContext(t)
-		c := s.Client.AppsV1alpha1().CloneSets("default")
-		created, err := c.Create(ctx, newCloneSet("upd"), metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		changed := created.DeepCopy()
-		changed.Spec.Template.Spec.Containers[0].Image = ""
-		_, err = c.Update(ctx, changed, metav1.UpdateOptions{})
-		expectInvalid(t, err, "spec.template.spec.containers[0].image")
-		expectUnchanged(t, created, func() (metav1.Object, any, error) {
-			got, err := c.Get(ctx, "upd", metav1.GetOptions{})
-			return got, specOrNil(got, func(o *appsv1alpha1.CloneSet) any { return o.Spec }), err
-		}, created.Spec)
+		expectUpdateRefused(t, s.Client.AppsV1alpha1().CloneSets("default"), newCloneSet("upd"), cloneSetSpec, func(c *appsv1alpha1.CloneSet) {
+			c.Spec.Template.Spec.Containers[0].Image = ""
+		}, "spec.template.spec.containers[0].image")
 	})
 
 	t.Run("crr spec change", func(t *testing.T) {
-		ctx := testContext(t)
-		c := s.Client.AppsV1alpha1().ContainerRecreateRequests("default")
-		created, err := c.Create(ctx, newCRR("frozen"), metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		crrSpec := func(o *appsv1alpha1.ContainerRecreateRequest) any { return o.Spec }
 		for name, mutate := range map[string]func(*appsv1alpha1.ContainerRecreateRequest){
 			"podName":    func(c *appsv1alpha1.ContainerRecreateRequest) { c.Spec.PodName = "another-pod" },
 			"containers": func(c *appsv1alpha1.ContainerRecreateRequest) { c.Spec.Containers[0].Name = "other" },
@@ -270,15 +240,10 @@ func TestValidationOnUpdate(t *testing.T) {
 				c.Spec.Strategy.FailurePolicy = appsv1alpha1.ContainerRecreateRequestFailurePolicyIgnore
 			},
 		} {
-			changed := created.DeepCopy()
-			mutate(changed)
-			_, err = c.Update(ctx, changed, metav1.UpdateOptions{})
-			t.Run(name, func(t *testing.T) { expectInvalid(t, err, "spec") })
+			t.Run(name, func(t *testing.T) {
+				expectUpdateRefused(t, s.Client.AppsV1alpha1().ContainerRecreateRequests("default"), newCRR("frozen-"+strings.ToLower(name)), crrSpec, mutate, "spec")
+			})
 		}
-		expectUnchanged(t, created, func() (metav1.Object, any, error) {
-			got, err := c.Get(ctx, "frozen", metav1.GetOptions{})
-			return got, specOrNil(got, func(o *appsv1alpha1.ContainerRecreateRequest) any { return o.Spec }), err
-		}, created.Spec)
 	})
 
 	t.Run("crr pod labels are immutable", func(t *testing.T) {
@@ -297,21 +262,10 @@ func TestValidationOnUpdate(t *testing.T) {
 	})
 
 	t.Run("sidecarset upgrade type change", func(t *testing.T) {
-		ctx := testContext(t)
-		c := s.Client.AppsV1alpha1().SidecarSets()
-		created, err := c.Create(ctx, newSidecarSet("cold"), metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		changed := created.DeepCopy()
-		changed.Spec.Containers[0].UpgradeStrategy = appsv1alpha1.SidecarContainerUpgradeStrategy{
-			UpgradeType: appsv1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "inplace.local/app:empty"}
-		_, err = c.Update(ctx, changed, metav1.UpdateOptions{})
-		expectInvalid(t, err, "spec.containers[0].upgradeStrategy.upgradeType")
-		expectUnchanged(t, created, func() (metav1.Object, any, error) {
-			got, err := c.Get(ctx, "cold", metav1.GetOptions{})
-			return got, specOrNil(got, func(o *appsv1alpha1.SidecarSet) any { return o.Spec }), err
-		}, created.Spec)
+		expectUpdateRefused(t, s.Client.AppsV1alpha1().SidecarSets(), newSidecarSet("cold"), func(o *appsv1alpha1.SidecarSet) any { return o.Spec }, func(ss *appsv1alpha1.SidecarSet) {
+			ss.Spec.Containers[0].UpgradeStrategy = appsv1alpha1.SidecarContainerUpgradeStrategy{
+				UpgradeType: appsv1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "inplace.local/app:empty"}
+		}, "spec.containers[0].upgradeStrategy.upgradeType")
 	})
 
 	t.Run("status validation", func(t *testing.T) {
@@ -342,18 +296,24 @@ func TestValidationOnUpdate(t *testing.T) {
 	})
 }
 
-func specOrNil[T interface{ comparable }](obj T, spec func(T) any) any {
-	var zero T
-	if obj == zero {
-		return nil
-	}
-	return spec(obj)
-}
-
-// expectUnchanged re-reads an object after a refused update and checks it is as created.
-func expectUnchanged(t *testing.T, created metav1.Object, get func() (metav1.Object, any, error), wantSpec any) {
+// expectUpdateRefused creates obj, expects the update that change makes of it refused with 422
+// naming fields, and re-reads the object to check the refusal stored nothing: the same
+// resourceVersion, generation and spec as created.
+func expectUpdateRefused[T interface {
+	metav1.Object
+	DeepCopy() T
+}](t *testing.T, c updateClient[T], obj T, spec func(T) any, change func(T), fields ...string) {
 	t.Helper()
-	got, spec, err := get()
+	ctx := testContext(t)
+	created, err := c.Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := created.DeepCopy()
+	change(changed)
+	_, err = c.Update(ctx, changed, metav1.UpdateOptions{})
+	expectInvalid(t, err, fields...)
+	got, err := c.Get(ctx, created.GetName(), metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get after the refused update: %v", err)
 	}
@@ -361,7 +321,7 @@ func expectUnchanged(t *testing.T, created metav1.Object, get func() (metav1.Obj
 		t.Errorf("the refused update was stored: resourceVersion %s -> %s, generation %d -> %d",
 			created.GetResourceVersion(), got.GetResourceVersion(), created.GetGeneration(), got.GetGeneration())
 	}
-	if !equality.Semantic.DeepEqual(spec, wantSpec) {
-		t.Errorf("the spec changed after a refused update:\n got %+v\nwant %+v", spec, wantSpec)
+	if !equality.Semantic.DeepEqual(spec(got), spec(created)) {
+		t.Errorf("the spec changed after a refused update:\n got %+v\nwant %+v", spec(got), spec(created))
 	}
 }

@@ -196,18 +196,7 @@ func TestStatefulSetApplyAcrossVersions(t *testing.T) {
 // raw object uses OpenKruise's JSON names.
 func TestDaemonSetDefaults(t *testing.T) {
 	s, ctx := parallelServer(t)
-	labels := map[string]string{"app": "agent"}
-	ds := &appsv1alpha1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "agent"},
-		Spec: appsv1alpha1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: podTemplate(labels),
-			UpdateStrategy: appsv1alpha1.DaemonSetUpdateStrategy{RollingUpdate: &appsv1alpha1.RollingUpdateDaemonSet{
-				Type: appsv1alpha1.DeprecatedSurgingRollingUpdateType,
-			}},
-		},
-	}
-	got, err := s.Client.AppsV1alpha1().DaemonSets("default").Create(ctx, ds, metav1.CreateOptions{})
+	got, err := s.Client.AppsV1alpha1().DaemonSets("default").Create(ctx, newSurgingDaemonSet("agent"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating a DaemonSet: %v", err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
@@ -124,20 +123,7 @@ func CheckSamePods(t *testing.T, before, after map[string]*corev1.Pod) {
 // UpdateCloneSet changes the CloneSet's spec (retrying on conflicts) and returns the result.
 func UpdateCloneSet(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, change func(*v1alpha1.CloneSet)) *v1alpha1.CloneSet {
 	t.Helper()
-	var out *v1alpha1.CloneSet
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := Inplace.AppsV1alpha1().CloneSets(cs.Namespace).Get(ctx, cs.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(cur)
-		out, err = Inplace.AppsV1alpha1().CloneSets(cs.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("updating CloneSet %s/%s: %v", cs.Namespace, cs.Name, err)
-	}
-	return out
+	return Modify(t, ctx, Inplace.AppsV1alpha1().CloneSets(cs.Namespace), cs.Name, change)
 }
 
 // PodRevision is the Pod's controller-revision-hash label.

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -84,18 +83,7 @@ func WaitDaemonSet(t *testing.T, ctx context.Context, ns string, desired, update
 
 func UpdateDaemonSet(t *testing.T, ctx context.Context, ns string, mutate func(*v1alpha1.DaemonSet)) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		ds, err := Inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(ds)
-		_, err = Inplace.AppsV1alpha1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("updating DaemonSet agent: %v", err)
-	}
+	Modify(t, ctx, Inplace.AppsV1alpha1().DaemonSets(ns), "agent", mutate)
 }
 
 // ExpectOnePodPerNode checks that the Pods run on distinct nodes, one on each of the cluster's.

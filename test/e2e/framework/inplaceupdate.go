@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -95,18 +93,12 @@ func CreateSettledPod(t *testing.T, ctx context.Context, pod *corev1.Pod) *corev
 // the readiness gate, InPlaceUpdateReady True; it returns the Pod.
 func WaitPodSettled(t *testing.T, ctx context.Context, namespace, name string) *corev1.Pod {
 	t.Helper()
-	var pod *corev1.Pod
-	Poll(t, ctx, PodTimeout, "Pod "+namespace+"/"+name+" running and ready", func(ctx context.Context) (bool, error) {
-		var err error
-		if pod, err = Kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
-			return false, err
-		}
+	return WaitPod(t, ctx, PodTimeout, "Pod "+namespace+"/"+name+" running and ready", namespace, name, func(pod *corev1.Pod) error {
 		if why := notSettled(pod); why != "" {
-			return false, fmt.Errorf("%s", why)
+			return fmt.Errorf("%s", why)
 		}
-		return true, nil
+		return nil
 	})
-	return pod
 }
 
 // notSettled says why the Pod is not running and ready (empty when it is).
@@ -153,24 +145,10 @@ func PostInPlaceUpdate(t *testing.T, ctx context.Context, namespace, name string
 // bodyFile writes the InPlaceUpdate body of the spec to a file of the test and returns its path.
 func bodyFile(t *testing.T, spec v1alpha1.InPlaceUpdateSpec) string {
 	t.Helper()
-	body, err := json.Marshal(&v1alpha1.InPlaceUpdate{
+	return JSONFile(t, "inplaceupdate.json", &v1alpha1.InPlaceUpdate{
 		TypeMeta: metav1.TypeMeta{APIVersion: GroupVersion, Kind: "InPlaceUpdate"},
 		Spec:     spec,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Not t.TempDir(): kubectl -f splits its argument at commas, which subtest names may have.
-	dir, err := os.MkdirTemp("", "inplace-e2e-body-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	file := filepath.Join(dir, "inplaceupdate.json")
-	if err := os.WriteFile(file, body, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return file
 }
 
 // PostInPlaceUpdateFile is PostInPlaceUpdate with the body in a file (relative to the
@@ -258,28 +236,22 @@ func StartInPlaceUpdateFile(t *testing.T, ctx context.Context, namespace, name, 
 // and every container is ready; it returns the Pod.
 func WaitUpdateCompleted(t *testing.T, ctx context.Context, namespace, name string, timeout time.Duration) *corev1.Pod {
 	t.Helper()
-	var pod *corev1.Pod
-	Poll(t, ctx, timeout, "the in-place update of Pod "+namespace+"/"+name+" to complete", func(ctx context.Context) (bool, error) {
-		var err error
-		if pod, err = Kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
-			return false, err
-		}
+	return WaitPod(t, ctx, timeout, "the in-place update of Pod "+namespace+"/"+name+" to complete", namespace, name, func(pod *corev1.Pod) error {
 		st := StateOf(t, pod)
 		switch {
 		case st == nil:
-			return false, fmt.Errorf("no state annotation")
+			return fmt.Errorf("no state annotation")
 		case st.CompletedTimestamp == nil:
-			return false, fmt.Errorf("state not completed: %s", pod.Annotations[pub.InPlaceUpdateStateKey])
+			return fmt.Errorf("state not completed: %s", pod.Annotations[pub.InPlaceUpdateStateKey])
 		}
 		if _, ok := pod.Annotations[pub.InPlaceUpdateGraceKey]; ok {
-			return false, fmt.Errorf("grace annotation still there")
+			return fmt.Errorf("grace annotation still there")
 		}
 		if why := notSettled(pod); why != "" {
-			return false, fmt.Errorf("completed but %s", why)
+			return fmt.Errorf("completed but %s", why)
 		}
-		return true, nil
+		return nil
 	})
-	return pod
 }
 
 // PodRecord is one version of a Pod seen by a PodRecorder.
@@ -346,6 +318,18 @@ func ConditionHistory(records []PodRecord, ct corev1.PodConditionType) []corev1.
 		}
 	}
 	return h
+}
+
+// History is DescribeRecords of the records, logged as well when the test ends failed: what the
+// Pod went through is what explains a failure.
+func History(t *testing.T, records []PodRecord, containers ...string) string {
+	history := DescribeRecords(records, containers...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("history of the Pod:\n%s", history)
+		}
+	})
+	return history
 }
 
 // DescribeRecords prints the history of the Pod, one line per version, for failure messages.

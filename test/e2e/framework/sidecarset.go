@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/sidecarset"
@@ -216,20 +215,7 @@ func NewSidecarUpgrade(t *testing.T, ctx context.Context, prefix string, n int32
 // conflicts: inplace-controller writes the SidecarSet's status at any moment.
 func UpdateSidecarSet(t *testing.T, ctx context.Context, name string, change func(*v1alpha1.SidecarSet)) *v1alpha1.SidecarSet {
 	t.Helper()
-	var updated *v1alpha1.SidecarSet
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := Inplace.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(cur)
-		updated, err = Inplace.AppsV1alpha1().SidecarSets().Update(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("updating SidecarSet %s: %v", name, err)
-	}
-	return updated
+	return Modify(t, ctx, Inplace.AppsV1alpha1().SidecarSets(), name, change)
 }
 
 func SidecarImage(image string) func(*v1alpha1.SidecarSet) {

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -109,20 +108,7 @@ func WaitStatefulSet(t *testing.T, ctx context.Context, set *v1beta1.StatefulSet
 
 func UpdateAdvancedStatefulSet(t *testing.T, ctx context.Context, set *v1beta1.StatefulSet, mutate func(*v1beta1.StatefulSet)) *v1beta1.StatefulSet {
 	t.Helper()
-	var out *v1beta1.StatefulSet
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := Inplace.AppsV1beta1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(cur)
-		out, err = Inplace.AppsV1beta1().StatefulSets(set.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("updating StatefulSet %s: %v", set.Name, err)
-	}
-	return out
+	return Modify(t, ctx, Inplace.AppsV1beta1().StatefulSets(set.Namespace), set.Name, mutate)
 }
 
 // ClaimUIDs are the UIDs of the namespace's claims by name.
