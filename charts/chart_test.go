@@ -9,9 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +20,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/inplace-dev/inplace/test/manifests"
 )
 
 const chart = "charts/inplace"
@@ -114,20 +113,11 @@ func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 	return decode(t, run(t, kubectl(t), "kustomize", dir))
 }
 
-func decode(t *testing.T, manifests string) []*unstructured.Unstructured {
+func decode(t *testing.T, data string) []*unstructured.Unstructured {
 	t.Helper()
-	var objects []*unstructured.Unstructured
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(manifests), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("decoding manifests: %v\n%s", err, manifests)
-		}
-		if len(obj.Object) > 0 {
-			objects = append(objects, obj)
-		}
+	objects, err := manifests.Decode(data)
+	if err != nil {
+		t.Fatalf("decoding manifests: %v\n%s", err, data)
 	}
 	return objects
 }
@@ -279,19 +269,6 @@ func TestChartLint(t *testing.T) {
 	}
 }
 
-// number reads an integer field of a decoded manifest (JSON numbers decode as float64, YAML's as
-// int64); 0 when absent.
-func number(obj map[string]any, path ...string) int64 {
-	v, _, _ := unstructured.NestedFieldNoCopy(obj, path...)
-	switch n := v.(type) {
-	case int64:
-		return n
-	case float64:
-		return int64(n)
-	}
-	return 0
-}
-
 // containerOf returns the first container of a workload's Pod template.
 func containerOf(t *testing.T, obj *unstructured.Unstructured) map[string]any {
 	t.Helper()
@@ -337,7 +314,7 @@ func TestChartValues(t *testing.T) {
 		}
 	}
 	ctrl := objects["Deployment inplace-system/inplace-controller"]
-	if r := number(ctrl.Object, "spec", "replicas"); r != 3 {
+	if r := manifests.Int(ctrl.Object, "spec", "replicas"); r != 3 {
 		t.Errorf("inplace-controller replicas %d, want manager.replicas 3", r)
 	}
 	if m, _, _ := unstructured.NestedString(containerOf(t, ctrl), "resources", "limits", "memory"); m != "2Gi" {
@@ -375,7 +352,7 @@ func TestChartExternalEtcd(t *testing.T) {
 		}
 	}
 	d := objects["Deployment inplace-system/inplace-apiserver"]
-	if r := number(d.Object, "spec", "replicas"); r != 2 {
+	if r := manifests.Int(d.Object, "spec", "replicas"); r != 2 {
 		t.Errorf("inplace-apiserver replicas %d, want 2 on an external etcd", r)
 	}
 	c := containerOf(t, d)

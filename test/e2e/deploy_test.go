@@ -2,17 +2,15 @@ package e2e
 
 import (
 	"context"
-	"errors"
-	"io"
 	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/inplace-dev/inplace/test/e2e/framework"
+	"github.com/inplace-dev/inplace/test/manifests"
 )
 
 // TestDeployManifests: the kustomize base artifacts/deploy renders with kubectl's kustomize,
@@ -126,7 +124,7 @@ func TestDeployHAOverlay(t *testing.T) {
 		}
 	}
 	if sts := objects["StatefulSet inplace-etcd"]; sts != nil {
-		replicas := number(sts.Object, "spec", "replicas")
+		replicas := manifests.Int(sts.Object, "spec", "replicas")
 		policy, _, _ := unstructured.NestedString(sts.Object, "spec", "podManagementPolicy")
 		claims, _, _ := unstructured.NestedSlice(sts.Object, "spec", "volumeClaimTemplates")
 		if replicas != 3 || policy != "Parallel" || len(claims) != 1 {
@@ -141,7 +139,7 @@ func TestDeployHAOverlay(t *testing.T) {
 		}
 	}
 	if d := objects["Deployment inplace-apiserver"]; d != nil {
-		replicas := number(d.Object, "spec", "replicas")
+		replicas := manifests.Int(d.Object, "spec", "replicas")
 		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 		args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
 		volumes, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
@@ -167,35 +165,13 @@ func TestDeployHAOverlay(t *testing.T) {
 	dryRunApply(t, ctx, rendered)
 }
 
-// number reads an integer field of a decoded manifest (JSON numbers decode as float64, YAML's as
-// int64); 0 when absent.
-func number(obj map[string]any, path ...string) int64 {
-	v, _, _ := unstructured.NestedFieldNoCopy(obj, path...)
-	switch n := v.(type) {
-	case int64:
-		return n
-	case float64:
-		return int64(n)
-	}
-	return 0
-}
-
 // renderManifests renders a kustomization with kubectl's kustomize and decodes its objects.
 func renderManifests(t *testing.T, ctx context.Context, dir string) (string, []*unstructured.Unstructured) {
 	t.Helper()
 	rendered := framework.MustKubectl(t, ctx, "", "kustomize", dir)
-	var objects []*unstructured.Unstructured
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(rendered), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("decoding the manifests of %s: %v", dir, err)
-		}
-		if obj.Object != nil {
-			objects = append(objects, obj)
-		}
+	objects, err := manifests.Decode(rendered)
+	if err != nil {
+		t.Fatalf("the manifests of %s: %v", dir, err)
 	}
 	return rendered, objects
 }

@@ -3,9 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,11 +15,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 
 	"github.com/inplace-dev/inplace/test/e2e/framework"
+	"github.com/inplace-dev/inplace/test/manifests"
 )
 
 // The Helm chart (charts/inplace) on the real cluster, in place of the installation hack/deploy.sh
@@ -167,18 +165,9 @@ func splitImage(t *testing.T, ref string) (string, string) {
 func helmObjects(t *testing.T, ctx context.Context, bin, values string) []*unstructured.Unstructured {
 	t.Helper()
 	out := runHelm(t, ctx, bin, "template", helmRelease, "charts/inplace", "--namespace", helmReleaseNamespace, "-f", values)
-	var objects []*unstructured.Unstructured
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("decoding helm template's output: %v", err)
-		}
-		if len(obj.Object) > 0 {
-			objects = append(objects, obj)
-		}
+	objects, err := manifests.Decode(out)
+	if err != nil {
+		t.Fatalf("helm template's output: %v", err)
 	}
 	return objects
 }
