@@ -190,7 +190,11 @@ func (m *Migrator) checkKruiseManager(ctx context.Context) error {
 	if !running {
 		return nil
 	}
-	if !m.Opts.ScaleDownKruise || m.Opts.DryRun {
+	if m.Opts.ScaleDownKruise && m.Opts.DryRun {
+		m.printf("would scale Deployment %s/kruise-manager (%d replicas) to 0", m.Opts.KruiseNamespace, deploy.Status.Replicas)
+		return nil
+	}
+	if !m.Opts.ScaleDownKruise {
 		return fmt.Errorf("kruise-manager (Deployment %s/kruise-manager) still runs %d replicas (%d ready): OpenKruise's controllers would act on the objects during the migration; "+
 			"scale it to 0 first (kubectl -n %s scale deployment/kruise-manager --replicas=0), or pass --scale-down-kruise",
 			m.Opts.KruiseNamespace, deploy.Status.Replicas, deploy.Status.ReadyReplicas, m.Opts.KruiseNamespace)

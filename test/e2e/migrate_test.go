@@ -160,8 +160,8 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 	writeAPIServices(t, apiservices, saved)
 
 	// --dry-run prints the plan and changes nothing.
-	out := mustKubectlInplace(t, ctx, "migrate", "--backup", backup, "--apiservices", apiservices, "--dry-run")
-	for _, want := range []string{"plan", cloneSetCRD, "kruise-mutating-webhook-configuration", "2 pods"} {
+	out := mustKubectlInplace(t, ctx, "migrate", "--backup", backup, "--apiservices", apiservices, "--dry-run", "--scale-down-kruise")
+	for _, want := range []string{"plan", "would scale Deployment kruise-system/kruise-manager", cloneSetCRD, "kruise-mutating-webhook-configuration", "2 pods"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("dry run: no %q in\n%s", want, out)
 		}
