@@ -28,6 +28,7 @@ func NewCommand(f Factory, streams genericiooptions.IOStreams) *cobra.Command {
   scale     set replicas, and delete chosen Pods (CloneSet podsToDelete)
   update    update one Pod in place (pods/NAME/inplaceupdate)
   recreate  recreate containers of one Pod (pods/NAME/recreate: a ContainerRecreateRequest)
+  migrate   move a cluster from OpenKruise to inplace without touching a Pod
 
 Installed on the PATH as kubectl-inplace, it runs as "kubectl inplace".`,
 		Example: `  kubectl inplace rollout status clone/sample --timeout 5m
@@ -49,6 +50,7 @@ Installed on the PATH as kubectl-inplace, it runs as "kubectl inplace".`,
 		NewCmdScale(f, streams),
 		NewCmdUpdate(f, streams),
 		NewCmdRecreate(f, streams),
+		NewCmdMigrate(f, streams),
 		NewCmdCompletion(streams),
 	)
 	return cmd

@@ -1,7 +1,6 @@
 package history
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -104,7 +103,7 @@ func Manage(ctx context.Context, client appsv1client.ControllerRevisionsGetter, 
 	}
 	var equal []*appsv1.ControllerRevision
 	for _, r := range revisions {
-		if bytes.Equal(r.Data.Raw, data) {
+		if EqualData(r.Data.Raw, data) {
 			equal = append(equal, r)
 		}
 	}
@@ -162,7 +161,7 @@ func Create(ctx context.Context, client appsv1client.ControllerRevisionsGetter, 
 		if err != nil {
 			return nil, fmt.Errorf("reading revision %s: %w", rev.Name, err)
 		}
-		if metav1.IsControlledBy(existing, owner) && bytes.Equal(existing.Data.Raw, rev.Data.Raw) {
+		if metav1.IsControlledBy(existing, owner) && EqualData(existing.Data.Raw, rev.Data.Raw) {
 			return existing, nil
 		}
 		*collisionCount++

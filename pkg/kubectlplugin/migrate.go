@@ -1,0 +1,76 @@
+package kubectlplugin
+
+import (
+	"errors"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/inplace-dev/inplace/pkg/migrate"
+)
+
+// RESTConfig is the client configuration of kubectl's flags: migrate works on CRDs and foreign
+// objects with the dynamic client.
+func (f *configFactory) RESTConfig() (*rest.Config, error) { return f.flags.ToRESTConfig() }
+
+// NewCmdMigrate is `kubectl inplace migrate`.
+func NewCmdMigrate(f Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := migrate.Options{KruiseNamespace: "kruise-system", Timeout: 5 * time.Minute, Out: streams.Out}
+	cmd := &cobra.Command{
+		Use:   "migrate --backup FILE [--apiservices FILE] [--dry-run]",
+		Short: "Move a cluster from OpenKruise to inplace without touching a Pod",
+		Long: `Move every apps.kruise.io object from OpenKruise's CustomResourceDefinitions to inplace's
+aggregated API, keeping every Pod, PVC and ControllerRevision:
+
+  1. backup       save every apps.kruise.io object to --backup FILE (a YAML List: the way back)
+  2. webhooks     delete OpenKruise's webhook configurations (kruise-*)
+  3. orphan       remove the apps.kruise.io ownerReferences of Pods, PVCs, ControllerRevisions
+  4. crds         delete the apps.kruise.io CRDs and wait until they are gone
+  5. apiservices  register inplace's APIServices (--apiservices FILE) and wait until Available
+  6. recreate     create every object again through inplace, same names
+  7. adopt        give the Pods, PVCs and revisions their owners back (the new UIDs)
+  8. verify       every Pod has the same UID, images and restart counts
+
+It refuses to start while kruise-manager runs (or scales it down with --scale-down-kruise), while
+a rollout is in flight, or with objects of a kind inplace does not serve. Progress is recorded in
+FILE.state.json: after a failure, run the same command again and it carries on. Run inplace's
+controller only after the migration (see docs/migration.md).`,
+		Example: `  kubectl inplace migrate --backup kruise-backup.yaml --apiservices apiservices.yaml --dry-run
+  kubectl -n kruise-system scale deployment/kruise-manager --replicas=0
+  kubectl inplace migrate --backup kruise-backup.yaml --apiservices apiservices.yaml`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Backup == "" {
+				return errors.New("--backup FILE is required: the objects are saved there (the way back)")
+			}
+			rc, ok := f.(interface{ RESTConfig() (*rest.Config, error) })
+			if !ok {
+				return errors.New("migrate needs a client configuration")
+			}
+			config, err := rc.RESTConfig()
+			if err != nil {
+				return err
+			}
+			dyn, err := dynamic.NewForConfig(config)
+			if err != nil {
+				return err
+			}
+			kube, err := kubernetes.NewForConfig(config)
+			if err != nil {
+				return err
+			}
+			m := &migrate.Migrator{Dynamic: dyn, Kube: kube, Opts: o}
+			return m.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&o.Backup, "backup", "", "File to save the apps.kruise.io objects to (and the progress to FILE.state.json).")
+	cmd.Flags().StringVar(&o.APIServices, "apiservices", "", "inplace's APIService manifests, registered once the CRDs are gone (default: wait for them to be registered).")
+	cmd.Flags().StringVar(&o.KruiseNamespace, "kruise-namespace", o.KruiseNamespace, "The namespace of kruise-manager.")
+	cmd.Flags().BoolVar(&o.ScaleDownKruise, "scale-down-kruise", false, "Scale kruise-manager to 0 instead of refusing while it runs.")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Print the plan; change nothing.")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long each wait (CRDs gone, APIServices Available) may take.")
+	return cmd
+}

@@ -1,0 +1,129 @@
+package migrate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+func obj(kind string, fields map[string]any) unstructured.Unstructured {
+	o := map[string]any{"apiVersion": "apps.kruise.io/v1alpha1", "kind": kind, "metadata": map[string]any{"name": "web", "namespace": "ns", "generation": int64(3)}}
+	for k, v := range fields {
+		o[k] = v
+	}
+	return unstructured.Unstructured{Object: o}
+}
+
+func TestInFlight(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    unstructured.Unstructured
+		want string // substring; "" = not in flight
+	}{
+		{"rolled out", obj("CloneSet", map[string]any{"spec": map[string]any{"replicas": int64(2)}, "status": map[string]any{"observedGeneration": int64(3), "updatedReplicas": int64(2)}}), ""},
+		{"rollout in flight", obj("CloneSet", map[string]any{"spec": map[string]any{"replicas": int64(2)}, "status": map[string]any{"observedGeneration": int64(3), "updatedReplicas": int64(1)}}), "rollout is in flight"},
+		{"not observed", obj("StatefulSet", map[string]any{"spec": map[string]any{"replicas": int64(2)}, "status": map[string]any{"observedGeneration": int64(2), "updatedReplicas": int64(2)}}), "not caught up"},
+		{"replicas default 1", obj("StatefulSet", map[string]any{"status": map[string]any{"updatedReplicas": int64(1)}}), ""},
+		{"daemonset rolling", obj("DaemonSet", map[string]any{"status": map[string]any{"desiredNumberScheduled": int64(2), "updatedNumberScheduled": int64(1)}}), "rollout is in flight"},
+		{"recreate running", obj("ContainerRecreateRequest", map[string]any{"status": map[string]any{"phase": "Recreating"}}), "under way"},
+		{"recreate done", obj("ContainerRecreateRequest", map[string]any{"status": map[string]any{"phase": "Completed"}}), ""},
+		{"sidecarset", obj("SidecarSet", nil), ""},
+	} {
+		got := inFlight(c.o)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: inFlight = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestCleanForCreate(t *testing.T) {
+	o := obj("CloneSet", map[string]any{"spec": map[string]any{"replicas": int64(2)}, "status": map[string]any{"replicas": int64(2)}})
+	o.SetUID("old")
+	o.SetResourceVersion("42")
+	o.SetFinalizers([]string{"apps.kruise.io/x"})
+	o.SetLabels(map[string]string{"app": "web"})
+	o.SetOwnerReferences([]metav1.OwnerReference{
+		{APIVersion: "apps.kruise.io/v1alpha1", Kind: "UnitedDeployment", Name: "ud", UID: "u1", Controller: ptr.To(true)},
+		{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: "r", UID: "r1"},
+	})
+	c := cleanForCreate(o)
+	if c.GetUID() != "" || c.GetResourceVersion() != "" || c.GetGeneration() != 0 || len(c.GetFinalizers()) != 0 || c.Object["status"] != nil {
+		t.Errorf("server fields, finalizers or status kept: %v", c.Object)
+	}
+	if refs := c.GetOwnerReferences(); len(refs) != 1 || refs[0].Kind != "Rollout" {
+		t.Errorf("owners %v, want only the Rollout", refs)
+	}
+	if c.GetLabels()["app"] != "web" || c.Object["spec"] == nil {
+		t.Errorf("labels or spec lost: %v", c.Object)
+	}
+	if o.GetUID() != "old" {
+		t.Error("the original was changed")
+	}
+}
+
+func TestMergeDependents(t *testing.T) {
+	ref := func(uid string) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{Kind: "CloneSet", Name: "web", UID: types.UID("cs-" + uid)}}
+	}
+	have := []Dependent{{Name: "a", UID: "a", Refs: ref("1")}}
+	got := mergeDependents(have, []Dependent{{Name: "a", UID: "a", Refs: ref("1")}, {Name: "b", UID: "b", Refs: ref("1")}})
+	if len(got) != 2 || got[1].Name != "b" {
+		t.Errorf("merged %v, want a and b once each", got)
+	}
+}
+
+func TestBackupRoundTripAndState(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "backup.yaml")
+	if err := saveBackup(path, []unstructured.Unstructured{obj("CloneSet", map[string]any{"spec": map[string]any{"replicas": int64(2)}})}); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := LoadBackup(path)
+	if err != nil || len(objs) != 1 || objs[0].GetName() != "web" || objs[0].GetKind() != "CloneSet" {
+		t.Fatalf("LoadBackup = %v, %v", objs, err)
+	}
+	// The backup is a List that loadManifests (and kubectl apply -f) unpack.
+	items, err := loadManifests(path)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("loadManifests = %v, %v", items, err)
+	}
+	s, resume, err := loadState(StatePath(path))
+	if err != nil || resume {
+		t.Fatalf("no state yet: resume %v, %v", resume, err)
+	}
+	s.Done[StepOrphan] = true
+	s.Dependents = []Dependent{{Resource: "pods", Namespace: "ns", Name: "web-a", UID: "p1", Refs: []metav1.OwnerReference{{Kind: "CloneSet", Name: "web", UID: "old"}}}}
+	if err := saveState(StatePath(path), s); err != nil {
+		t.Fatal(err)
+	}
+	s2, resume, err := loadState(StatePath(path))
+	if err != nil || !resume || !s2.Done[StepOrphan] || len(s2.Dependents) != 1 || s2.Dependents[0].Refs[0].UID != "old" {
+		t.Fatalf("state after reload: %+v resume %v err %v", s2, resume, err)
+	}
+	if _, err := os.Stat(StatePath(path) + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("temporary file left: %v", err)
+	}
+}
+
+func TestLoadAPIServices(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.yaml")
+	doc := "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata:\n  name: v1alpha1.apps.kruise.io\nspec:\n  service: {namespace: inplace-system, name: inplace-apiserver}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadAPIServices(path); err == nil || !strings.Contains(err.Error(), "not an APIService") {
+		t.Errorf("a ConfigMap among APIServices: err %v", err)
+	}
+	if err := os.WriteFile(path, []byte(strings.SplitN(doc, "---", 2)[0]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := loadAPIServices(path); err != nil || len(s) != 1 || s[0].GetName() != "v1alpha1.apps.kruise.io" {
+		t.Errorf("loadAPIServices = %v, %v", s, err)
+	}
+}
