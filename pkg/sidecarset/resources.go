@@ -12,6 +12,15 @@ import (
 	"github.com/inplace-dev/inplace/pkg/resourceexpr"
 )
 
+// PodError is an injection that fails because of the Pod itself: a resourcesPolicy that finds
+// no target container in it, or whose expression gives no valid resource for its containers.
+// OpenKruise refuses such a Pod and so does inplace (other injection failures are admitted as the
+// Pod came, with a warning): the Pod would run without the sidecar resources its owner asked for.
+type PodError struct{ Err error }
+
+func (e *PodError) Error() string { return e.Err.Error() }
+func (e *PodError) Unwrap() error { return e.Err }
+
 // sidecarNames are the names of the containers and init containers of the SidecarSets injected
 // into a Pod: they are never targets of a resourcesPolicy (OpenKruise excludes them too).
 func sidecarNames(sidecarSets []*appsv1alpha1.SidecarSet) sets.Set[string] {
@@ -47,18 +56,18 @@ func applyResourcesPolicy(c *appsv1alpha1.SidecarContainer, pod *corev1.Pod, sid
 	}
 	targets, err := policyTargets(p, pod, sidecars)
 	if err != nil {
-		return err
+		return &PodError{Err: err}
 	}
 	limits, requests := aggregate(targets, p.TargetContainersMode)
 	var out corev1.ResourceRequirements
 	if l := p.ResourcesExpr.Limits; l != nil {
 		if out.Limits, err = evalResources(limits, l.CPU, l.Memory, "limits"); err != nil {
-			return err
+			return &PodError{Err: err}
 		}
 	}
 	if r := p.ResourcesExpr.Requests; r != nil {
 		if out.Requests, err = evalResources(requests, r.CPU, r.Memory, "requests"); err != nil {
-			return err
+			return &PodError{Err: err}
 		}
 	}
 	c.Resources = out
