@@ -1,4 +1,4 @@
-// Package resourceexpr is the expression language of a SidecarSet container's
+// The expression language of a SidecarSet container's
 // resourcesPolicy.resourcesExpr (OpenKruise v1.9): it computes one resource of a sidecar (cpu or
 // memory, limits or requests) from the aggregated resource of the Pod's target containers.
 //
@@ -10,11 +10,12 @@
 // quantity are errors; adding or comparing a number with a quantity takes the number in the
 // resource's unit (cores, bytes).
 //
-// Unlike OpenKruise, which parses with goyacc and evaluates in float64 milli-units, an Expr is
+// Unlike OpenKruise, which parses with goyacc and evaluates in float64 milli-units, a ResourceExpr is
 // checked once when parsed (syntax, names, arity and types, each error with the column where it
 // is) and evaluated with exact rational arithmetic, rounded once at the end: cpu down to the
 // millicore, memory down to the byte. A negative result is an error, as in OpenKruise.
-package resourceexpr
+
+package sidecarset
 
 import (
 	"fmt"
@@ -26,50 +27,50 @@ import (
 // Limits of what Parse takes, so that no expression costs the webhook more than a few
 // microseconds or its stack more than a few frames.
 const (
-	// MaxLength is the longest expression, in bytes.
-	MaxLength = 1024
-	// maxDepth is the deepest nesting of parentheses, calls and unary minus.
-	maxDepth = 64
-	// maxExponent bounds the exponent of a number literal (1e18 is plenty for cores or bytes).
-	maxExponent = 30
+	// MaxResourceExprLength is the longest expression, in bytes.
+	MaxResourceExprLength = 1024
+	// exprMaxDepth is the deepest nesting of parentheses, calls and unary minus.
+	exprMaxDepth = 64
+	// exprMaxExponent bounds the exponent of a number literal (1e18 is plenty for cores or bytes).
+	exprMaxExponent = 30
 )
 
-// Variable is the resource an expression computes, and the name of its only variable.
-type Variable string
+// ResourceVariable is the resource an expression computes, and the name of its only variable.
+type ResourceVariable string
 
 const (
-	CPU    Variable = "cpu"
-	Memory Variable = "memory"
+	ExprCPU    ResourceVariable = "cpu"
+	ExprMemory ResourceVariable = "memory"
 )
 
 // Error is a parse or type error at a position of the expression.
-type Error struct {
+type ResourceExprError struct {
 	// Pos is the byte offset of the error in the expression (0-based).
 	Pos int
 	Msg string
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("at column %d: %s", e.Pos+1, e.Msg) }
+func (e *ResourceExprError) Error() string { return fmt.Sprintf("at column %d: %s", e.Pos+1, e.Msg) }
 
 // Expr is a parsed, type-checked expression.
-type Expr struct {
+type ResourceExpr struct {
 	src      string
-	variable Variable
-	root     node
+	variable ResourceVariable
+	root     exprNode
 }
 
 // String is the expression as written.
-func (e *Expr) String() string { return e.src }
+func (e *ResourceExpr) String() string { return e.src }
 
 // Parse parses src as an expression of variable v.
-func Parse(src string, v Variable) (*Expr, error) {
-	if v != CPU && v != Memory {
+func ParseResourceExpr(src string, v ResourceVariable) (*ResourceExpr, error) {
+	if v != ExprCPU && v != ExprMemory {
 		return nil, fmt.Errorf("unknown resource %q: want cpu or memory", v)
 	}
-	if len(src) > MaxLength {
-		return nil, &Error{Pos: MaxLength, Msg: fmt.Sprintf("expression longer than %d bytes", MaxLength)}
+	if len(src) > MaxResourceExprLength {
+		return nil, &ResourceExprError{Pos: MaxResourceExprLength, Msg: fmt.Sprintf("expression longer than %d bytes", MaxResourceExprLength)}
 	}
-	p := &parser{lex: lexer{src: src}, variable: v}
+	p := &exprParser{lex: exprLexer{src: src}, variable: v}
 	p.next()
 	root, err := p.expr(0)
 	if err == nil {
@@ -81,13 +82,13 @@ func Parse(src string, v Variable) (*Expr, error) {
 	if p.tok.kind != tokEOF {
 		return nil, p.unexpected("an operator or the end")
 	}
-	return &Expr{src: src, variable: v, root: root}, nil
+	return &ResourceExpr{src: src, variable: v, root: root}, nil
 }
 
 // Eval computes the expression with its variable set to value, as a quantity of the expression's
 // resource: cpu rounded down to the millicore, memory down to the byte.
-func (e *Expr) Eval(value resource.Quantity) (resource.Quantity, error) {
-	r, err := e.root.eval(quantityRat(value))
+func (e *ResourceExpr) Eval(value resource.Quantity) (resource.Quantity, error) {
+	r, err := e.root.eval(exprQuantityRat(value))
 	if err != nil {
 		return resource.Quantity{}, err
 	}
@@ -95,7 +96,7 @@ func (e *Expr) Eval(value resource.Quantity) (resource.Quantity, error) {
 		return resource.Quantity{}, fmt.Errorf("%s is negative (%s)", e.src, r.FloatString(3))
 	}
 	switch e.variable {
-	case CPU:
+	case ExprCPU:
 		milli := new(big.Int).Quo(new(big.Int).Mul(r.Num(), big.NewInt(1000)), r.Denom())
 		if !milli.IsInt64() {
 			return resource.Quantity{}, fmt.Errorf("%s is out of range", e.src)
@@ -110,8 +111,8 @@ func (e *Expr) Eval(value resource.Quantity) (resource.Quantity, error) {
 	}
 }
 
-// quantityRat is q's exact value in its base unit (cores, bytes).
-func quantityRat(q resource.Quantity) *big.Rat {
+// exprQuantityRat is q's exact value in its base unit (cores, bytes).
+func exprQuantityRat(q resource.Quantity) *big.Rat {
 	d := q.AsDec()
 	r := new(big.Rat).SetInt(d.UnscaledBig())
 	scale := int64(d.Scale())
@@ -129,61 +130,61 @@ func quantityRat(q resource.Quantity) *big.Rat {
 	return r.Mul(r, pow)
 }
 
-// valueType is what the type rules of the language tell apart.
-type valueType int
+// exprType is what the type rules of the language tell apart.
+type exprType int
 
 const (
-	number valueType = iota
-	quantity
+	typeNumber exprType = iota
+	typeQuantity
 )
 
-func (t valueType) String() string {
-	if t == quantity {
+func (t exprType) String() string {
+	if t == typeQuantity {
 		return "a quantity"
 	}
-	return "a number"
+	return "a typeNumber"
 }
 
-// node is a checked expression tree node; values are rationals in the resource's base unit.
-type node interface {
+// exprNode is a checked expression tree node; values are rationals in the resource's base unit.
+type exprNode interface {
 	eval(variable *big.Rat) (*big.Rat, error)
-	typ() valueType
+	typ() exprType
 }
 
-type literal struct {
+type exprLiteral struct {
 	v *big.Rat
-	t valueType
+	t exprType
 }
 
-func (l *literal) eval(*big.Rat) (*big.Rat, error) { return l.v, nil }
-func (l *literal) typ() valueType                  { return l.t }
+func (l *exprLiteral) eval(*big.Rat) (*big.Rat, error) { return l.v, nil }
+func (l *exprLiteral) typ() exprType                   { return l.t }
 
-type variableRef struct{}
+type exprVariable struct{}
 
-func (variableRef) eval(v *big.Rat) (*big.Rat, error) { return v, nil }
-func (variableRef) typ() valueType                    { return quantity }
+func (exprVariable) eval(v *big.Rat) (*big.Rat, error) { return v, nil }
+func (exprVariable) typ() exprType                     { return typeQuantity }
 
-type negate struct{ x node }
+type exprNegate struct{ x exprNode }
 
-func (n *negate) eval(v *big.Rat) (*big.Rat, error) {
+func (n *exprNegate) eval(v *big.Rat) (*big.Rat, error) {
 	x, err := n.x.eval(v)
 	if err != nil {
 		return nil, err
 	}
 	return new(big.Rat).Neg(x), nil
 }
-func (n *negate) typ() valueType { return n.x.typ() }
+func (n *exprNegate) typ() exprType { return n.x.typ() }
 
-type binary struct {
+type exprBinary struct {
 	op   byte // + - * / and 'M' (max), 'm' (min)
 	pos  int
-	l, r node
-	t    valueType
+	l, r exprNode
+	t    exprType
 }
 
-func (b *binary) typ() valueType { return b.t }
+func (b *exprBinary) typ() exprType { return b.t }
 
-func (b *binary) eval(v *big.Rat) (*big.Rat, error) {
+func (b *exprBinary) eval(v *big.Rat) (*big.Rat, error) {
 	l, err := b.l.eval(v)
 	if err != nil {
 		return nil, err
@@ -202,7 +203,7 @@ func (b *binary) eval(v *big.Rat) (*big.Rat, error) {
 		return out.Mul(l, r), nil
 	case '/':
 		if r.Sign() == 0 {
-			return nil, &Error{Pos: b.pos, Msg: "division by zero"}
+			return nil, &ResourceExprError{Pos: b.pos, Msg: "division by zero"}
 		}
 		return out.Quo(l, r), nil
 	case 'M':
@@ -219,19 +220,19 @@ func (b *binary) eval(v *big.Rat) (*big.Rat, error) {
 }
 
 // combine is the type of l op r, or an error that says why the operation has no meaning.
-func combine(op byte, l, r valueType) (valueType, string) {
+func combineTypes(op byte, l, r exprType) (exprType, string) {
 	switch op {
 	case '*':
-		if l == quantity && r == quantity {
+		if l == typeQuantity && r == typeQuantity {
 			return 0, "multiplication of two quantities"
 		}
 	case '/':
-		if r == quantity {
+		if r == typeQuantity {
 			return 0, "division by a quantity"
 		}
 	}
-	if l == quantity || r == quantity {
-		return quantity, ""
+	if l == typeQuantity || r == typeQuantity {
+		return typeQuantity, ""
 	}
-	return number, ""
+	return typeNumber, ""
 }

@@ -1,4 +1,4 @@
-package resourceexpr
+package sidecarset
 
 import (
 	"errors"
@@ -7,11 +7,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// FuzzParse feeds arbitrary text to the parser, as a SidecarSet's author can. Whatever the input,
-// Parse must not panic and must either refuse it with an *Error inside the text or give an Expr
+// FuzzParseResourceExpr feeds arbitrary text to the parser, as a SidecarSet's author can. Whatever the input,
+// ParseResourceExpr must not panic and must either refuse it with a *ResourceExprError inside the text or give a ResourceExpr
 // that evaluates without panicking; and an accepted expression in parentheses must be accepted
 // too, with the same value (or the same refusal at evaluation) — the grammar's own consistency.
-func FuzzParse(f *testing.F) {
+func FuzzParseResourceExpr(f *testing.F) {
 	for _, seed := range []string{
 		"2 + 3", "(2 + 3) * 4", "50%", "100% * 2", "cpu * 50%", "max(10, 20)", "min(cpu, 100m)",
 		"40m + 20m", "100Mi - 50Mi", "2 * 40m", "100m / 2", "max(cpu*50%, 50m)",
@@ -24,30 +24,30 @@ func FuzzParse(f *testing.F) {
 	}
 	values := []resource.Quantity{resource.MustParse("0"), resource.MustParse("250m"), resource.MustParse("3Gi")}
 	f.Fuzz(func(t *testing.T, src string, cpu bool) {
-		v := Memory
+		v := ExprMemory
 		if cpu {
-			v = CPU
+			v = ExprCPU
 		}
-		e, err := Parse(src, v)
+		e, err := ParseResourceExpr(src, v)
 		if err != nil {
-			var perr *Error
+			var perr *ResourceExprError
 			if !errors.As(err, &perr) {
-				t.Fatalf("Parse(%q): %v is not an *Error", src, err)
+				t.Fatalf("ParseResourceExpr(%q): %v is not a *ResourceExprError", src, err)
 			}
 			if perr.Pos < 0 || perr.Pos > len(src) {
-				t.Fatalf("Parse(%q): position %d outside the text", src, perr.Pos)
+				t.Fatalf("ParseResourceExpr(%q): position %d outside the text", src, perr.Pos)
 			}
 			return
 		}
-		if len(src)+2 > MaxLength {
+		if len(src)+2 > MaxResourceExprLength {
 			return
 		}
-		wrapped, err := Parse("("+src+")", v)
+		wrapped, err := ParseResourceExpr("("+src+")", v)
 		if err != nil {
 			// Only the nesting limit can refuse one more pair of parentheses.
-			var perr *Error
+			var perr *ResourceExprError
 			if !errors.As(err, &perr) || perr.Msg != "nested deeper than 64" {
-				t.Fatalf("Parse(%q) accepted but Parse((%q)) refused: %v", src, src, err)
+				t.Fatalf("ParseResourceExpr(%q) accepted but ParseResourceExpr((%q)) refused: %v", src, src, err)
 			}
 			return
 		}
