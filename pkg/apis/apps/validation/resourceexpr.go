@@ -14,8 +14,11 @@
 // checked once when parsed (syntax, names, arity and types, each error with the column where it
 // is) and evaluated with exact rational arithmetic, rounded once at the end: cpu down to the
 // millicore, memory down to the byte. A negative result is an error, as in OpenKruise.
+//
+// It lives with validation, which refuses what does not parse; package sidecarset evaluates it at
+// injection.
 
-package sidecarset
+package validation
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package sidecarset
+package validation
 
 import (
 	"errors"
