@@ -84,6 +84,7 @@ func Inject(pod *corev1.Pod, sidecarSets []*appsv1alpha1.SidecarSet, now metav1.
 	if err != nil {
 		return nil, err
 	}
+	b.sidecars = sidecarNames(ordered)
 	for _, s := range ordered {
 		if err := b.add(s, now); err != nil {
 			return nil, err
@@ -135,7 +136,10 @@ type builder struct {
 	hashesWithoutImage map[string]pub.SidecarSetUpgradeSpec
 	hotUpgradeWorking  map[string]string
 	names              sets.Set[string]
-	injected           []string
+	// sidecars are the container names of all the SidecarSets being injected: never the targets
+	// of a resourcesPolicy.
+	sidecars sets.Set[string]
+	injected []string
 }
 
 func newBuilder(pod *corev1.Pod) (*builder, error) {
@@ -177,6 +181,9 @@ func (b *builder) add(s *appsv1alpha1.SidecarSet, now metav1.Time) error {
 		if native {
 			sidecarList.Insert(c.Name)
 		}
+		if err := applyResourcesPolicy(c, b.pod, b.sidecars); err != nil {
+			return fmt.Errorf("sidecarset %s: init container %s: %w", s.Name, c.Name, err)
+		}
 		b.prepare(c, volumes)
 		injecting = true
 		if native && c.UpgradeStrategy.UpgradeType == appsv1alpha1.SidecarContainerHotUpgrade {
@@ -190,6 +197,9 @@ func (b *builder) add(s *appsv1alpha1.SidecarSet, now metav1.Time) error {
 	for i := range s.Spec.Containers {
 		c := &s.Spec.Containers[i]
 		sidecarList.Insert(c.Name)
+		if err := applyResourcesPolicy(c, b.pod, b.sidecars); err != nil {
+			return fmt.Errorf("sidecarset %s: container %s: %w", s.Name, c.Name, err)
+		}
 		b.prepare(c, volumes)
 		injecting = true
 		if c.UpgradeStrategy.UpgradeType == appsv1alpha1.SidecarContainerHotUpgrade {

@@ -13,6 +13,7 @@ const (
 	resultUnchanged = "unchanged" // nothing of inplace's to add
 	resultFailed    = "failed"    // admitted as it came, with a warning (the webhook fails open)
 	resultIgnored   = "ignored"   // not a Pod CREATE
+	resultRefused   = "refused"   // denied: the Pod itself cannot be injected (sidecarset.PodError)
 )
 
 // duration is the time the Pod webhook takes to answer kube-apiserver, which waits for it on every

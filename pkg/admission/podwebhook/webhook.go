@@ -12,6 +12,7 @@ package podwebhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -74,8 +75,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Admit answers one request: allowed always; for a Pod CREATE that inplace mutates (see package
-// podcreate), with the JSON patch that does it.
+// Admit answers one request: allowed, except a Pod that cannot be injected because of what it
+// is (sidecarset.PodError); for a Pod CREATE that inplace mutates (see package podcreate), with
+// the JSON patch that does it.
 func (h *Handler) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	start := time.Now()
 	allowed := &admissionv1.AdmissionResponse{Allowed: true}
@@ -85,6 +87,15 @@ func (h *Handler) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) 
 	}
 	patch, warnings, err := h.mutate(ctx, req)
 	allowed.Warnings = warnings
+	if podErr := (*sidecarset.PodError)(nil); errors.As(err, &podErr) {
+		// The Pod asks for what cannot be (as OpenKruise, refuse it rather than run it without its
+		// sidecars): its creator reads why.
+		observe(resultRefused, start)
+		return &admissionv1.AdmissionResponse{Allowed: false, Warnings: warnings, Result: &metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusBadRequest, Reason: metav1.StatusReasonBadRequest,
+			Message: "inplace: " + err.Error(),
+		}}
+	}
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Pod admitted as it came", "namespace", req.Namespace, "name", req.Name)
 		allowed.Warnings = append(allowed.Warnings, "inplace: the Pod was created without its SidecarSets, readiness gate and launch order: "+err.Error())

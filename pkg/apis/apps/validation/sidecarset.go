@@ -71,9 +71,11 @@ func validateSidecarSetSpec(spec *apps.SidecarSetSpec, fldPath *field.Path) fiel
 	allErrs = append(allErrs, validateContainerLists(sidecarContainers(spec.InitContainers), sidecarContainers(spec.Containers), volumes, fldPath)...)
 	for i := range spec.InitContainers {
 		allErrs = append(allErrs, validateSidecarContainer(&spec.InitContainers[i], fldPath.Child("initContainers").Index(i))...)
+		allErrs = append(allErrs, validateResourcesPolicy(&spec.InitContainers[i], true, fldPath.Child("initContainers").Index(i))...)
 	}
 	for i := range spec.Containers {
 		allErrs = append(allErrs, validateSidecarContainer(&spec.Containers[i], fldPath.Child("containers").Index(i))...)
+		allErrs = append(allErrs, validateResourcesPolicy(&spec.Containers[i], false, fldPath.Child("containers").Index(i))...)
 	}
 
 	allErrs = append(allErrs, validateSidecarSetUpdateStrategy(spec, fldPath.Child("updateStrategy"))...)

@@ -2,6 +2,7 @@ package sidecarset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -95,6 +96,9 @@ func (r *InjectREST) Create(ctx context.Context, name string, obj runtime.Object
 		warning.AddWarning(ctx, "", w)
 	}
 	res, err := podcreate.Mutate(pod, sets, metav1.NewTime(r.now()))
+	if podErr := (*sidecars.PodError)(nil); errors.As(err, &podErr) {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("injecting SidecarSet %s: %v", name, err))
+	}
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("injecting SidecarSet %s: %w", name, err))
 	}
