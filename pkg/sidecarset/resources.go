@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
+	"github.com/inplace-dev/inplace/pkg/resourceexpr"
 )
 
 // PodError is an injection that fails because of the Pod itself: a resourcesPolicy that finds
@@ -145,13 +145,13 @@ func evalResources(agg corev1.ResourceList, cpuExpr, memoryExpr, kind string) (c
 	for _, r := range []struct {
 		name corev1.ResourceName
 		expr string
-		v    validation.ResourceVariable
-	}{{corev1.ResourceCPU, cpuExpr, validation.ExprCPU}, {corev1.ResourceMemory, memoryExpr, validation.ExprMemory}} {
+		v    resourceexpr.Variable
+	}{{corev1.ResourceCPU, cpuExpr, resourceexpr.ExprCPU}, {corev1.ResourceMemory, memoryExpr, resourceexpr.ExprMemory}} {
 		value, ok := agg[r.name]
 		if r.expr == "" || !ok {
 			continue
 		}
-		e, err := validation.ParseResourceExpr(r.expr, r.v)
+		e, err := resourceexpr.Parse(r.expr, r.v)
 		if err != nil {
 			return nil, fmt.Errorf("resourcesPolicy.resourcesExpr.%s.%s %q: %w", kind, r.name, r.expr, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/resourceexpr"
 )
 
 var targetContainersModes = []apps.TargetContainersModeType{apps.TargetContainersModeSum, apps.TargetContainersModeMax}
@@ -48,23 +49,23 @@ func validateResourcesPolicy(c *apps.SidecarContainer, initContainer bool, fldPa
 		return append(allErrs, field.Required(exprPath, "at least one of limits or requests must be configured"))
 	}
 	if limits != nil {
-		allErrs = append(allErrs, validateResourceExpr(limits.CPU, ExprCPU, exprPath.Child("limits", "cpu"))...)
-		allErrs = append(allErrs, validateResourceExpr(limits.Memory, ExprMemory, exprPath.Child("limits", "memory"))...)
+		allErrs = append(allErrs, validateResourceExpr(limits.CPU, resourceexpr.ExprCPU, exprPath.Child("limits", "cpu"))...)
+		allErrs = append(allErrs, validateResourceExpr(limits.Memory, resourceexpr.ExprMemory, exprPath.Child("limits", "memory"))...)
 	}
 	if requests != nil {
-		allErrs = append(allErrs, validateResourceExpr(requests.CPU, ExprCPU, exprPath.Child("requests", "cpu"))...)
-		allErrs = append(allErrs, validateResourceExpr(requests.Memory, ExprMemory, exprPath.Child("requests", "memory"))...)
+		allErrs = append(allErrs, validateResourceExpr(requests.CPU, resourceexpr.ExprCPU, exprPath.Child("requests", "cpu"))...)
+		allErrs = append(allErrs, validateResourceExpr(requests.Memory, resourceexpr.ExprMemory, exprPath.Child("requests", "memory"))...)
 	}
 	return allErrs
 }
 
 // validateResourceExpr parses an expression; an empty one leaves the resource unset. The error
 // names the column of what is wrong.
-func validateResourceExpr(expr string, v ResourceVariable, fldPath *field.Path) field.ErrorList {
+func validateResourceExpr(expr string, v resourceexpr.Variable, fldPath *field.Path) field.ErrorList {
 	if expr == "" {
 		return nil
 	}
-	if _, err := ParseResourceExpr(expr, v); err != nil {
+	if _, err := resourceexpr.Parse(expr, v); err != nil {
 		return field.ErrorList{field.Invalid(fldPath, expr, err.Error())}
 	}
 	return nil

@@ -1,4 +1,4 @@
-// The expression language of a SidecarSet container's
+// Package resourceexpr is the expression language of a SidecarSet container's
 // resourcesPolicy.resourcesExpr (OpenKruise v1.9): it computes one resource of a sidecar (cpu or
 // memory, limits or requests) from the aggregated resource of the Pod's target containers.
 //
@@ -10,15 +10,13 @@
 // quantity are errors; adding or comparing a number with a quantity takes the number in the
 // resource's unit (cores, bytes).
 //
-// Unlike OpenKruise, which parses with goyacc and evaluates in float64 milli-units, a ResourceExpr is
+// Unlike OpenKruise, which parses with goyacc and evaluates in float64 milli-units, an Expr is
 // checked once when parsed (syntax, names, arity and types, each error with the column where it
 // is) and evaluated with exact rational arithmetic, rounded once at the end: cpu down to the
 // millicore, memory down to the byte. A negative result is an error, as in OpenKruise.
 //
-// It lives with validation, which refuses what does not parse; package sidecarset evaluates it at
-// injection.
-
-package validation
+// SidecarSet validation refuses what does not parse; package sidecarset evaluates it at injection.
+package resourceexpr
 
 import (
 	"fmt"
@@ -30,48 +28,48 @@ import (
 // Limits of what Parse takes, so that no expression costs the webhook more than a few
 // microseconds or its stack more than a few frames.
 const (
-	// MaxResourceExprLength is the longest expression, in bytes.
-	MaxResourceExprLength = 1024
+	// MaxLength is the longest expression, in bytes.
+	MaxLength = 1024
 	// exprMaxDepth is the deepest nesting of parentheses, calls and unary minus.
 	exprMaxDepth = 64
 	// exprMaxExponent bounds the exponent of a number literal (1e18 is plenty for cores or bytes).
 	exprMaxExponent = 30
 )
 
-// ResourceVariable is the resource an expression computes, and the name of its only variable.
-type ResourceVariable string
+// Variable is the resource an expression computes, and the name of its only variable.
+type Variable string
 
 const (
-	ExprCPU    ResourceVariable = "cpu"
-	ExprMemory ResourceVariable = "memory"
+	ExprCPU    Variable = "cpu"
+	ExprMemory Variable = "memory"
 )
 
 // Error is a parse or type error at a position of the expression.
-type ResourceExprError struct {
+type Error struct {
 	// Pos is the byte offset of the error in the expression (0-based).
 	Pos int
 	Msg string
 }
 
-func (e *ResourceExprError) Error() string { return fmt.Sprintf("at column %d: %s", e.Pos+1, e.Msg) }
+func (e *Error) Error() string { return fmt.Sprintf("at column %d: %s", e.Pos+1, e.Msg) }
 
 // Expr is a parsed, type-checked expression.
-type ResourceExpr struct {
+type Expr struct {
 	src      string
-	variable ResourceVariable
+	variable Variable
 	root     exprNode
 }
 
 // String is the expression as written.
-func (e *ResourceExpr) String() string { return e.src }
+func (e *Expr) String() string { return e.src }
 
 // Parse parses src as an expression of variable v.
-func ParseResourceExpr(src string, v ResourceVariable) (*ResourceExpr, error) {
+func Parse(src string, v Variable) (*Expr, error) {
 	if v != ExprCPU && v != ExprMemory {
 		return nil, fmt.Errorf("unknown resource %q: want cpu or memory", v)
 	}
-	if len(src) > MaxResourceExprLength {
-		return nil, &ResourceExprError{Pos: MaxResourceExprLength, Msg: fmt.Sprintf("expression longer than %d bytes", MaxResourceExprLength)}
+	if len(src) > MaxLength {
+		return nil, &Error{Pos: MaxLength, Msg: fmt.Sprintf("expression longer than %d bytes", MaxLength)}
 	}
 	p := &exprParser{lex: exprLexer{src: src}, variable: v}
 	p.next()
@@ -85,12 +83,12 @@ func ParseResourceExpr(src string, v ResourceVariable) (*ResourceExpr, error) {
 	if p.tok.kind != tokEOF {
 		return nil, p.unexpected("an operator or the end")
 	}
-	return &ResourceExpr{src: src, variable: v, root: root}, nil
+	return &Expr{src: src, variable: v, root: root}, nil
 }
 
 // Eval computes the expression with its variable set to value, as a quantity of the expression's
 // resource: cpu rounded down to the millicore, memory down to the byte.
-func (e *ResourceExpr) Eval(value resource.Quantity) (resource.Quantity, error) {
+func (e *Expr) Eval(value resource.Quantity) (resource.Quantity, error) {
 	r, err := e.root.eval(exprQuantityRat(value))
 	if err != nil {
 		return resource.Quantity{}, err
@@ -206,7 +204,7 @@ func (b *exprBinary) eval(v *big.Rat) (*big.Rat, error) {
 		return out.Mul(l, r), nil
 	case '/':
 		if r.Sign() == 0 {
-			return nil, &ResourceExprError{Pos: b.pos, Msg: "division by zero"}
+			return nil, &Error{Pos: b.pos, Msg: "division by zero"}
 		}
 		return out.Quo(l, r), nil
 	case 'M':

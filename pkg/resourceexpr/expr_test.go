@@ -1,4 +1,4 @@
-package validation
+package resourceexpr
 
 import (
 	"errors"
@@ -8,9 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-func evalExpr(t *testing.T, src string, v ResourceVariable, value string) (resource.Quantity, error) {
+func evalExpr(t *testing.T, src string, v Variable, value string) (resource.Quantity, error) {
 	t.Helper()
-	e, err := ParseResourceExpr(src, v)
+	e, err := Parse(src, v)
 	if err != nil {
 		return resource.Quantity{}, err
 	}
@@ -19,10 +19,10 @@ func evalExpr(t *testing.T, src string, v ResourceVariable, value string) (resou
 
 // The results OpenKruise's calculator and its SidecarSet e2e specs expect, with the variable
 // bound to the aggregated resource of the target containers.
-func TestResourceExprEval(t *testing.T) {
+func TestEval(t *testing.T) {
 	for _, tc := range []struct {
 		src   string
-		v     ResourceVariable
+		v     Variable
 		value string
 		want  string
 	}{
@@ -74,7 +74,7 @@ func TestResourceExprEval(t *testing.T) {
 	}
 }
 
-func TestResourceExprFormat(t *testing.T) {
+func TestFormat(t *testing.T) {
 	got, err := evalExpr(t, "memory*50%", ExprMemory, "512Mi")
 	if err != nil || got.String() != "256Mi" {
 		t.Errorf("memory*50%% of 512Mi = %s, %v; want 256Mi", got.String(), err)
@@ -86,10 +86,10 @@ func TestResourceExprFormat(t *testing.T) {
 }
 
 // Every refused expression says where: the column is the first byte of what is wrong.
-func TestResourceExprParseErrors(t *testing.T) {
+func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		src  string
-		v    ResourceVariable
+		v    Variable
 		col  int
 		want string
 	}{
@@ -98,7 +98,7 @@ func TestResourceExprParseErrors(t *testing.T) {
 		{"cpu * 2m", ExprCPU, 5, "multiplication of two quantities"},
 		{"2 / cpu", ExprCPU, 3, "division by a quantity"},
 		{"10 / 0", ExprCPU, 4, "division by zero"},
-		{"cpu / (1 - 1) + 1", ExprCPU, 5, ""}, // not constant-folded: refused at evaluation (TestResourceExprEvalErrors)
+		{"cpu / (1 - 1) + 1", ExprCPU, 5, ""}, // not constant-folded: refused at evaluation (TestEvalErrors)
 		{"memory * 2", ExprCPU, 1, `unknown variable "memory"`},
 		{"cpu + 1", ExprMemory, 1, `unknown variable "cpu"`},
 		{"undefined_var", ExprCPU, 1, "unknown variable"},
@@ -119,25 +119,25 @@ func TestResourceExprParseErrors(t *testing.T) {
 		{"+cpu", ExprCPU, 1, "expected a typeNumber"},
 		{strings.Repeat("(", 100) + "1" + strings.Repeat(")", 100), ExprCPU, 66, "nested deeper than 64"},
 	} {
-		_, err := ParseResourceExpr(tc.src, tc.v)
+		_, err := Parse(tc.src, tc.v)
 		if tc.want == "" {
 			if err != nil {
-				t.Errorf("ParseResourceExpr(%q): %v, want it accepted", tc.src, err)
+				t.Errorf("Parse(%q): %v, want it accepted", tc.src, err)
 			}
 			continue
 		}
-		var perr *ResourceExprError
+		var perr *Error
 		if !errors.As(err, &perr) {
-			t.Errorf("ParseResourceExpr(%q) = %v, want a *ResourceExprError", tc.src, err)
+			t.Errorf("Parse(%q) = %v, want a *Error", tc.src, err)
 			continue
 		}
 		if perr.Pos+1 != tc.col || !strings.Contains(perr.Msg, tc.want) {
-			t.Errorf("ParseResourceExpr(%q) = %q, want column %d and %q", tc.src, err, tc.col, tc.want)
+			t.Errorf("Parse(%q) = %q, want column %d and %q", tc.src, err, tc.col, tc.want)
 		}
 	}
 }
 
-func TestResourceExprEvalErrors(t *testing.T) {
+func TestEvalErrors(t *testing.T) {
 	for _, tc := range []struct {
 		src, value, want string
 	}{
@@ -153,14 +153,14 @@ func TestResourceExprEvalErrors(t *testing.T) {
 	}
 }
 
-func TestResourceExprLimits(t *testing.T) {
-	if _, err := ParseResourceExpr(strings.Repeat("1+", MaxResourceExprLength/2)+"1", ExprCPU); err == nil {
-		t.Errorf("an expression longer than %d bytes was accepted", MaxResourceExprLength)
+func TestLimits(t *testing.T) {
+	if _, err := Parse(strings.Repeat("1+", MaxLength/2)+"1", ExprCPU); err == nil {
+		t.Errorf("an expression longer than %d bytes was accepted", MaxLength)
 	}
-	if _, err := ParseResourceExpr(strings.Repeat("1+", 100)+"1", ExprCPU); err != nil {
+	if _, err := Parse(strings.Repeat("1+", 100)+"1", ExprCPU); err != nil {
 		t.Errorf("a long flat sum: %v", err)
 	}
-	if _, err := ParseResourceExpr("1", "gpu"); err == nil {
+	if _, err := Parse("1", "gpu"); err == nil {
 		t.Error("an expression of gpu was accepted")
 	}
 }

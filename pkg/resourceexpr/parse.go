@@ -1,4 +1,4 @@
-package validation
+package resourceexpr
 
 import (
 	"fmt"
@@ -68,7 +68,7 @@ func (l *exprLexer) scan() (exprToken, error) {
 		}
 		return exprToken{kind: tokIdent, pos: start, text: l.src[start:l.pos]}, nil
 	default:
-		return exprToken{}, &ResourceExprError{Pos: start, Msg: fmt.Sprintf("unexpected character %q", l.src[start:start+exprRuneLen(l.src[start:])])}
+		return exprToken{}, &Error{Pos: start, Msg: fmt.Sprintf("unexpected character %q", l.src[start:start+exprRuneLen(l.src[start:])])}
 	}
 }
 
@@ -97,7 +97,7 @@ func (l *exprLexer) scanNumber() (exprToken, error) {
 		}
 	}
 	if digits == 0 {
-		return exprToken{}, &ResourceExprError{Pos: start, Msg: "a typeNumber needs at least one digit"}
+		return exprToken{}, &Error{Pos: start, Msg: "a typeNumber needs at least one digit"}
 	}
 	mantissa := l.src[start:l.pos]
 	exponent := 0
@@ -115,7 +115,7 @@ func (l *exprLexer) scanNumber() (exprToken, error) {
 			}
 			e, err := strconv.Atoi(l.src[l.pos+1 : j])
 			if err != nil || e > exprMaxExponent || e < -exprMaxExponent {
-				return exprToken{}, &ResourceExprError{Pos: l.pos, Msg: fmt.Sprintf("exponent %s out of range [-%d, %d]", l.src[l.pos+1:j], exprMaxExponent, exprMaxExponent)}
+				return exprToken{}, &Error{Pos: l.pos, Msg: fmt.Sprintf("exponent %s out of range [-%d, %d]", l.src[l.pos+1:j], exprMaxExponent, exprMaxExponent)}
 			}
 			exponent = e
 			l.pos = j
@@ -123,7 +123,7 @@ func (l *exprLexer) scanNumber() (exprToken, error) {
 	}
 	val, ok := new(big.Rat).SetString(mantissa)
 	if !ok {
-		return exprToken{}, &ResourceExprError{Pos: start, Msg: fmt.Sprintf("invalid typeNumber %q", mantissa)}
+		return exprToken{}, &Error{Pos: start, Msg: fmt.Sprintf("invalid typeNumber %q", mantissa)}
 	}
 	if exponent != 0 {
 		pow := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(exprAbs(exponent))), nil))
@@ -145,11 +145,11 @@ func (l *exprLexer) scanNumber() (exprToken, error) {
 		}
 		suffix := l.src[suffixStart:l.pos]
 		if exponent != 0 {
-			return exprToken{}, &ResourceExprError{Pos: suffixStart, Msg: fmt.Sprintf("a typeQuantity cannot have both an exponent and the suffix %q", suffix)}
+			return exprToken{}, &Error{Pos: suffixStart, Msg: fmt.Sprintf("a typeQuantity cannot have both an exponent and the suffix %q", suffix)}
 		}
 		q, err := resource.ParseQuantity(mantissa + suffix)
 		if err != nil || !exprQuantitySuffixes[suffix] {
-			return exprToken{}, &ResourceExprError{Pos: suffixStart, Msg: fmt.Sprintf("unknown typeQuantity suffix %q (want one of m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei)", suffix)}
+			return exprToken{}, &Error{Pos: suffixStart, Msg: fmt.Sprintf("unknown typeQuantity suffix %q (want one of m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei)", suffix)}
 		}
 		return exprToken{kind: tokQuantity, pos: start, text: l.src[start:l.pos], val: exprQuantityRat(q)}, nil
 	default:
@@ -179,7 +179,7 @@ type exprParser struct {
 	lex      exprLexer
 	tok      exprToken
 	err      error
-	variable ResourceVariable
+	variable Variable
 }
 
 func (p *exprParser) next() {
@@ -198,12 +198,12 @@ func (p *exprParser) unexpected(want string) error {
 	if p.err != nil {
 		return p.err
 	}
-	return &ResourceExprError{Pos: p.tok.pos, Msg: fmt.Sprintf("expected %s, found %s", want, p.tok.describe())}
+	return &Error{Pos: p.tok.pos, Msg: fmt.Sprintf("expected %s, found %s", want, p.tok.describe())}
 }
 
 func (p *exprParser) expr(depth int) (exprNode, error) {
 	if depth > exprMaxDepth {
-		return nil, &ResourceExprError{Pos: p.tok.pos, Msg: fmt.Sprintf("nested deeper than %d", exprMaxDepth)}
+		return nil, &Error{Pos: p.tok.pos, Msg: fmt.Sprintf("nested deeper than %d", exprMaxDepth)}
 	}
 	left, err := p.term(depth)
 	if err != nil {
@@ -245,7 +245,7 @@ func (p *exprParser) term(depth int) (exprNode, error) {
 func (p *exprParser) unary(depth int) (exprNode, error) {
 	if p.isOp("-") {
 		if depth > exprMaxDepth {
-			return nil, &ResourceExprError{Pos: p.tok.pos, Msg: fmt.Sprintf("nested deeper than %d", exprMaxDepth)}
+			return nil, &Error{Pos: p.tok.pos, Msg: fmt.Sprintf("nested deeper than %d", exprMaxDepth)}
 		}
 		p.next()
 		x, err := p.unary(depth + 1)
@@ -287,7 +287,7 @@ func (p *exprParser) primary(depth int) (exprNode, error) {
 			return p.call(t, name, depth)
 		}
 		if name != string(p.variable) {
-			return nil, &ResourceExprError{Pos: t.pos, Msg: fmt.Sprintf("unknown variable %q: a %s expression can use only %s", t.text, p.variable, p.variable)}
+			return nil, &Error{Pos: t.pos, Msg: fmt.Sprintf("unknown variable %q: a %s expression can use only %s", t.text, p.variable, p.variable)}
 		}
 		return exprVariable{}, nil
 	default:
@@ -303,7 +303,7 @@ func (p *exprParser) call(name exprToken, fn string, depth int) (exprNode, error
 	case "min":
 		op = 'm'
 	default:
-		return nil, &ResourceExprError{Pos: name.pos, Msg: fmt.Sprintf("unknown function %q: want max or min", name.text)}
+		return nil, &Error{Pos: name.pos, Msg: fmt.Sprintf("unknown function %q: want max or min", name.text)}
 	}
 	p.next() // (
 	var args []exprNode
@@ -323,7 +323,7 @@ func (p *exprParser) call(name exprToken, fn string, depth int) (exprNode, error
 		return nil, p.unexpected(`"," or ")"`)
 	}
 	if len(args) != 2 {
-		return nil, &ResourceExprError{Pos: name.pos, Msg: fmt.Sprintf("%s takes exactly 2 arguments, got %d", fn, len(args))}
+		return nil, &Error{Pos: name.pos, Msg: fmt.Sprintf("%s takes exactly 2 arguments, got %d", fn, len(args))}
 	}
 	p.next() // )
 	return makeExprBinary(op, name.pos, args[0], args[1])
@@ -332,12 +332,12 @@ func (p *exprParser) call(name exprToken, fn string, depth int) (exprNode, error
 func makeExprBinary(op byte, pos int, l, r exprNode) (exprNode, error) {
 	t, msg := combineTypes(op, l.typ(), r.typ())
 	if msg != "" {
-		return nil, &ResourceExprError{Pos: pos, Msg: fmt.Sprintf("%s (%s %c %s)", msg, l.typ(), op, r.typ())}
+		return nil, &Error{Pos: pos, Msg: fmt.Sprintf("%s (%s %c %s)", msg, l.typ(), op, r.typ())}
 	}
 	// A constant divisor of zero is an error now, not at every Pod's injection.
 	if op == '/' {
 		if lit, ok := r.(*exprLiteral); ok && lit.v.Sign() == 0 {
-			return nil, &ResourceExprError{Pos: pos, Msg: "division by zero"}
+			return nil, &Error{Pos: pos, Msg: "division by zero"}
 		}
 	}
 	return &exprBinary{op: op, pos: pos, l: l, r: r, t: t}, nil

@@ -1,4 +1,4 @@
-package validation
+package resourceexpr
 
 import (
 	"errors"
@@ -7,11 +7,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// FuzzParseResourceExpr feeds arbitrary text to the parser, as a SidecarSet's author can. Whatever the input,
-// ParseResourceExpr must not panic and must either refuse it with a *ResourceExprError inside the text or give a ResourceExpr
+// FuzzParse feeds arbitrary text to the parser, as a SidecarSet's author can. Whatever the input,
+// Parse must not panic and must either refuse it with a *Error inside the text or give an Expr
 // that evaluates without panicking; and an accepted expression in parentheses must be accepted
 // too, with the same value (or the same refusal at evaluation) — the grammar's own consistency.
-func FuzzParseResourceExpr(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, seed := range []string{
 		"2 + 3", "(2 + 3) * 4", "50%", "100% * 2", "cpu * 50%", "max(10, 20)", "min(cpu, 100m)",
 		"40m + 20m", "100Mi - 50Mi", "2 * 40m", "100m / 2", "max(cpu*50%, 50m)",
@@ -28,26 +28,26 @@ func FuzzParseResourceExpr(f *testing.F) {
 		if cpu {
 			v = ExprCPU
 		}
-		e, err := ParseResourceExpr(src, v)
+		e, err := Parse(src, v)
 		if err != nil {
-			var perr *ResourceExprError
+			var perr *Error
 			if !errors.As(err, &perr) {
-				t.Fatalf("ParseResourceExpr(%q): %v is not a *ResourceExprError", src, err)
+				t.Fatalf("Parse(%q): %v is not a *Error", src, err)
 			}
 			if perr.Pos < 0 || perr.Pos > len(src) {
-				t.Fatalf("ParseResourceExpr(%q): position %d outside the text", src, perr.Pos)
+				t.Fatalf("Parse(%q): position %d outside the text", src, perr.Pos)
 			}
 			return
 		}
-		if len(src)+2 > MaxResourceExprLength {
+		if len(src)+2 > MaxLength {
 			return
 		}
-		wrapped, err := ParseResourceExpr("("+src+")", v)
+		wrapped, err := Parse("("+src+")", v)
 		if err != nil {
 			// Only the nesting limit can refuse one more pair of parentheses.
-			var perr *ResourceExprError
+			var perr *Error
 			if !errors.As(err, &perr) || perr.Msg != "nested deeper than 64" {
-				t.Fatalf("ParseResourceExpr(%q) accepted but ParseResourceExpr((%q)) refused: %v", src, src, err)
+				t.Fatalf("Parse(%q) accepted but Parse((%q)) refused: %v", src, src, err)
 			}
 			return
 		}
