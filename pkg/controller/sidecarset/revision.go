@@ -17,9 +17,9 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
+	"github.com/inplace-dev/inplace/pkg/workload/history"
 )
 
 // defaultRevisionHistoryLimit is how many ControllerRevisions a SidecarSet keeps by default.

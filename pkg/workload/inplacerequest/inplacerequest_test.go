@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
-	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/workload/history"
 )
 
 func revision(t *testing.T, name, image string) *appsv1.ControllerRevision {

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
-	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
 )
 
 func readyCondition(pod *corev1.Pod) *corev1.PodCondition {

@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/workload/history"
 )
 
 // Owner is a workload claiming objects.

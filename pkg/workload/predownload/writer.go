@@ -16,10 +16,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/util/reconcile"
+	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 )
 
 // Event reasons, on the workload.

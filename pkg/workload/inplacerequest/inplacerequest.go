@@ -14,8 +14,8 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
+	"github.com/inplace-dev/inplace/pkg/workload/history"
 )
 
 // Options are what the workload adds to the change itself.

@@ -40,8 +40,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
+	"github.com/inplace-dev/inplace/pkg/workload/history"
 )
 
 // OpenKruise's fixed settings of a pre-download job.

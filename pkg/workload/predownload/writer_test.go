@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 )
 
 type writerFixture struct {

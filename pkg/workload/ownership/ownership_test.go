@@ -309,7 +309,7 @@ func TestClaimPodsThroughTheControllerIndex(t *testing.T) {
 // 1,000 workloads x 10 Pods (hack/bench-scale.sh's shape): the controller index against every Pod
 // of the namespace, decided one by one (what ClaimPods did before the index).
 //
-//	go test -run '^$' -bench ClaimPodsCandidates ./pkg/controller/ownership
+//	go test -run '^$' -bench ClaimPodsCandidates ./pkg/workload/ownership
 func BenchmarkClaimPodsCandidates(b *testing.B) {
 	inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0).Core().V1().Pods().Informer()
 	index, err := NewIndex[*corev1.Pod](inf)

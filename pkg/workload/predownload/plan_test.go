@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/workload/history"
 )
 
 // template is the test workload's Pod template: containers name=image, in order.
