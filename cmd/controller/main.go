@@ -22,8 +22,8 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/daemonset"
 	"github.com/inplace-dev/inplace/pkg/controller/imagelistpulljob"
 	"github.com/inplace-dev/inplace/pkg/controller/imagepulljob"
-	"github.com/inplace-dev/inplace/pkg/controller/inplaceupdate"
-	"github.com/inplace-dev/inplace/pkg/controller/launchpriority"
+	"github.com/inplace-dev/inplace/pkg/controller/inplaceprogress"
+	"github.com/inplace-dev/inplace/pkg/controller/launchrelease"
 	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	"github.com/inplace-dev/inplace/pkg/controller/nodeimage"
 	"github.com/inplace-dev/inplace/pkg/controller/sidecarset"
@@ -47,8 +47,8 @@ var controllers = []reconcile.Init[*manager.Context]{
 		}
 		return c, err
 	}},
-	{Name: inplaceupdate.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
-		return inplaceupdate.New(cc.KubeClient, cc.KubeInformers.Core().V1().Pods(), cc.Recorder)
+	{Name: inplaceprogress.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
+		return inplaceprogress.New(cc.KubeClient, cc.KubeInformers.Core().V1().Pods(), cc.Recorder)
 	}},
 	{Name: containerrecreaterequest.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
 		return containerrecreaterequest.New(cc.KubeClient, cc.InplaceClient,
@@ -104,8 +104,8 @@ var controllers = []reconcile.Init[*manager.Context]{
 		apps := cc.InplaceInformers.Apps().V1alpha1()
 		return imagelistpulljob.New(cc.InplaceClient, apps.ImageListPullJobs(), apps.ImagePullJobs(), cc.Recorder, clock.RealClock{})
 	}},
-	{Name: launchpriority.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
-		return launchpriority.New(cc.KubeClient, cc.KubeInformers.Core().V1().Pods(), cc.Recorder)
+	{Name: launchrelease.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
+		return launchrelease.New(cc.KubeClient, cc.KubeInformers.Core().V1().Pods(), cc.Recorder)
 	}},
 }
 

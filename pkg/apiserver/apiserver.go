@@ -37,7 +37,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/registry/apps/sidecarset"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/statefulset"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
-	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
 
@@ -198,14 +198,14 @@ func Namespace() string {
 
 // revisionLister lists a SidecarSet's ControllerRevisions in inplace's namespace ($POD_NAMESPACE,
 // default inplace-system, as OpenKruise keeps them in its own); nil in standalone mode.
-func revisionLister(kube kubernetes.Interface) sidecars.RevisionLister {
+func revisionLister(kube kubernetes.Interface) sidecarcontrol.RevisionLister {
 	if kube == nil {
 		return nil
 	}
 	namespace := Namespace()
 	return func(ctx context.Context, setName string) ([]appsv1.ControllerRevision, error) {
 		list, err := kube.AppsV1().ControllerRevisions(namespace).List(ctx, metav1.ListOptions{
-			LabelSelector: labels.Set{sidecars.RevisionSetLabel: setName}.String()})
+			LabelSelector: labels.Set{sidecarcontrol.RevisionSetLabel: setName}.String()})
 		if err != nil {
 			return nil, err
 		}
@@ -216,7 +216,7 @@ func revisionLister(kube kubernetes.Interface) sidecars.RevisionLister {
 // storage maps every version of apps.kruise.io, and in it every resource and subresource path, to
 // its storage. A kind served in two versions has one store: the server converts each request's
 // version to the internal one, so both versions read and write the same objects.
-func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecars.RevisionLister) (map[string]map[string]rest.Storage, error) {
+func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecarcontrol.RevisionLister) (map[string]map[string]rest.Storage, error) {
 	optsGetter := c.generic.RESTOptionsGetter
 	cloneSets, err := strategy.NewStorage(Scheme, optsGetter, cloneset.Kind)
 	if err != nil {

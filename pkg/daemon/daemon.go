@@ -26,7 +26,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/daemon/containermeta"
-	"github.com/inplace-dev/inplace/pkg/daemon/containerrecreate"
+	"github.com/inplace-dev/inplace/pkg/daemon/containerrecreator"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
 	"github.com/inplace-dev/inplace/pkg/daemon/imagepuller"
 	"github.com/inplace-dev/inplace/pkg/daemon/inplaceready"
@@ -75,12 +75,12 @@ func Controllers() []reconcile.Init[*Context] {
 			cfg.PollInterval = cc.Options.InPlaceReadyPollInterval
 			return inplaceready.New(cc.KubeInformers.Core().V1().Pods(), cc.KubeClient, cc.Runtime, cfg)
 		}},
-		{Name: containerrecreate.Name, New: func(cc *Context) (reconcile.Runner, error) {
-			cfg := containerrecreate.DefaultConfig()
+		{Name: containerrecreator.Name, New: func(cc *Context) (reconcile.Runner, error) {
+			cfg := containerrecreator.DefaultConfig()
 			cfg.Workers = cc.Options.CRRWorkers
 			cfg.MaxStopGracePeriod = cc.Options.MaxStopGracePeriod
 			cfg.Clock = cc.Clock
-			return containerrecreate.New(cc.NodeCRRInformers.Apps().V1alpha1().ContainerRecreateRequests(),
+			return containerrecreator.New(cc.NodeCRRInformers.Apps().V1alpha1().ContainerRecreateRequests(),
 				cc.KubeInformers.Core().V1().Pods(), cc.KubeClient, cc.InplaceClient, cc.Runtime, cc.Recorder, cfg)
 		}},
 		{Name: imagepuller.Name, New: func(cc *Context) (reconcile.Runner, error) {

@@ -17,9 +17,9 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
-	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
+	"github.com/inplace-dev/inplace/pkg/workload/history"
 )
 
 // testFactory hands the commands fake (or httptest-backed) clients.

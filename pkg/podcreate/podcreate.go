@@ -3,7 +3,7 @@
 //
 //  1. a Pod controlled by one of inplace's workloads (an apps.kruise.io owner) gets the
 //     InPlaceUpdateReady readiness gate, so that an in-place update can take it out of service;
-//  2. the SidecarSets that select it are injected (package sidecarset);
+//  2. the SidecarSets that select it are injected (package sidecarcontrol);
 //  3. when it asks for ordered container launch, its containers get their launch barriers
 //     (package launchpriority) — after injection, so that injected sidecars take part.
 //
@@ -19,7 +19,7 @@ import (
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/launchpriority"
-	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 )
 
 // Result is a mutated copy of a Pod being created.
@@ -34,7 +34,7 @@ type Result struct {
 }
 
 // Mutate returns the Pod as inplace creates it. sidecarSets are those that match the Pod (see
-// sidecarset.Matching); now stamps their hash annotations. An error (a SidecarSet that cannot be
+// sidecarcontrol.Matching); now stamps their hash annotations. An error (a SidecarSet that cannot be
 // injected) leaves the Pod as given.
 func Mutate(pod *corev1.Pod, sidecarSets []*appsv1alpha1.SidecarSet, now metav1.Time) (*Result, error) {
 	out := pod.DeepCopy()
@@ -44,7 +44,7 @@ func Mutate(pod *corev1.Pod, sidecarSets []*appsv1alpha1.SidecarSet, now metav1.
 		res.Changed = true
 	}
 	if len(sidecarSets) > 0 {
-		injected, err := sidecarset.Inject(out, sidecarSets, now)
+		injected, err := sidecarcontrol.Inject(out, sidecarSets, now)
 		if err != nil {
 			return nil, err
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
-	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 
 	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
@@ -25,14 +25,14 @@ import (
 // annotations only when such a rule allows them, as with OpenKruise.
 func allowPatchPodMetadata(t *testing.T, ctx context.Context, selector *metav1.LabelSelector, exprs ...string) {
 	t.Helper()
-	rules, err := json.Marshal(sidecarset.PatchMetadataAllowList{Rules: []sidecarset.PatchMetadataAllowRule{
+	rules, err := json.Marshal(sidecarcontrol.PatchMetadataAllowList{Rules: []sidecarcontrol.PatchMetadataAllowRule{
 		{Selector: selector, AllowedAnnotationKeyExprs: exprs}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: framework.InplaceNamespace, Name: sidecarset.ConfigurationName},
-		Data:       map[string]string{sidecarset.PatchMetadataAllowListKey: string(rules)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: framework.InplaceNamespace, Name: sidecarcontrol.ConfigurationName},
+		Data:       map[string]string{sidecarcontrol.PatchMetadataAllowListKey: string(rules)},
 	}
 	configMaps := framework.Kube.CoreV1().ConfigMaps(framework.InplaceNamespace)
 	_, err = configMaps.Create(ctx, cm, metav1.CreateOptions{})
@@ -43,7 +43,7 @@ func allowPatchPodMetadata(t *testing.T, ctx context.Context, selector *metav1.L
 		t.Fatalf("writing the patch-metadata allow-list: %v", err)
 	}
 	t.Cleanup(func() {
-		_ = configMaps.Delete(context.Background(), sidecarset.ConfigurationName, metav1.DeleteOptions{})
+		_ = configMaps.Delete(context.Background(), sidecarcontrol.ConfigurationName, metav1.DeleteOptions{})
 	})
 }
 

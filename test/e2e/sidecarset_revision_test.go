@@ -18,7 +18,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
@@ -38,7 +38,7 @@ func TestSidecarSetInjectionRevision(t *testing.T) {
 	}})
 	rev := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{Name: app + "-rec", Labels: map[string]string{
-			sidecarset.RevisionSetLabel: app, v1alpha1.SidecarSetCustomVersionLabel: "stable"}},
+			sidecarcontrol.RevisionSetLabel: app, v1alpha1.SidecarSetCustomVersionLabel: "stable"}},
 		Revision: 1,
 		Data:     runtime.RawExtension{Raw: data},
 	}
@@ -88,7 +88,7 @@ func TestSidecarSetInjectionRevision(t *testing.T) {
 // (lowest .revision) first.
 func sidecarSetRevisions(t *testing.T, ctx context.Context, name string) []appsv1.ControllerRevision {
 	t.Helper()
-	list, err := framework.Kube.AppsV1().ControllerRevisions("inplace-system").List(ctx, metav1.ListOptions{LabelSelector: sidecarset.RevisionSetLabel + "=" + name})
+	list, err := framework.Kube.AppsV1().ControllerRevisions("inplace-system").List(ctx, metav1.ListOptions{LabelSelector: sidecarcontrol.RevisionSetLabel + "=" + name})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
@@ -110,10 +110,10 @@ func TestSidecarSetDocsManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	setHash, setHashWithoutImage := set.Annotations[v1alpha1.SidecarSetHashAnnotation], set.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation]
-	if want, _ := sidecarset.Hash(set); setHash == "" || setHash != want {
+	if want, _ := sidecarcontrol.Hash(set); setHash == "" || setHash != want {
 		t.Errorf("SidecarSet annotation %s=%q, want OpenKruise's hash %q", v1alpha1.SidecarSetHashAnnotation, setHash, want)
 	}
-	if want, _ := sidecarset.HashWithoutImage(set); setHashWithoutImage == "" || setHashWithoutImage != want {
+	if want, _ := sidecarcontrol.HashWithoutImage(set); setHashWithoutImage == "" || setHashWithoutImage != want {
 		t.Errorf("SidecarSet annotation %s=%q, want %q", v1alpha1.SidecarSetHashWithoutImageAnnotation, setHashWithoutImage, want)
 	}
 

@@ -12,7 +12,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
@@ -39,8 +39,8 @@ func TestSidecarSetAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sets.Delete(context.Background(), first.Name, metav1.DeleteOptions{}) })
-	hash, _ := sidecarset.Hash(first)
-	withoutImage, _ := sidecarset.HashWithoutImage(first)
+	hash, _ := sidecarcontrol.Hash(first)
+	withoutImage, _ := sidecarcontrol.HashWithoutImage(first)
 	if first.Annotations[v1alpha1.SidecarSetHashAnnotation] != hash || first.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] != withoutImage {
 		t.Fatalf("annotations %v, want hash %s and hash without image %s", first.Annotations, hash, withoutImage)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
@@ -92,7 +92,7 @@ func TestSidecarSetColdUpgrade(t *testing.T) {
 	}
 	// As in OpenKruise, the Pods stay in service: only the kubelet's readiness moves.
 	if len(leftService) > 0 {
-		t.Errorf("pods %v were taken out of service (InPlaceUpdateReady False) by a sidecar upgrade without %s", leftService, sidecarset.LeaveServiceAnnotation)
+		t.Errorf("pods %v were taken out of service (InPlaceUpdateReady False) by a sidecar upgrade without %s", leftService, sidecarcontrol.LeaveServiceAnnotation)
 	}
 }
 
@@ -386,7 +386,7 @@ func TestSidecarSetHotUpgrade(t *testing.T) {
 func TestSidecarSetUpgradeLeavesService(t *testing.T) {
 	ctx := framework.Context(t)
 	u := framework.NewSidecarUpgrade(t, ctx, "ss-leave", 2, func(s *v1alpha1.SidecarSet) {
-		s.Annotations = map[string]string{sidecarset.LeaveServiceAnnotation: "true"}
+		s.Annotations = map[string]string{sidecarcontrol.LeaveServiceAnnotation: "true"}
 	})
 	rec := framework.RecordPods(t, ctx, u.Ns)
 	framework.UpdateSidecarSet(t, ctx, u.Set, framework.SidecarImage(framework.AppImageV2))

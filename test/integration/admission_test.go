@@ -6,7 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 	"github.com/inplace-dev/inplace/test/integration/framework"
 )
 
@@ -40,11 +40,11 @@ func TestStandaloneSidecarSetHash(t *testing.T) {
 // expectHashes checks s's hash annotations are the hashes of its containers, and returns them.
 func expectHashes(t *testing.T, s *appsv1alpha1.SidecarSet) (string, string) {
 	t.Helper()
-	wantHash, err := sidecarset.Hash(s)
+	wantHash, err := sidecarcontrol.Hash(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantWithoutImage, err := sidecarset.HashWithoutImage(s)
+	wantWithoutImage, err := sidecarcontrol.HashWithoutImage(s)
 	if err != nil {
 		t.Fatal(err)
 	}

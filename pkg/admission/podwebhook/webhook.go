@@ -27,7 +27,7 @@ import (
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/podcreate"
-	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 )
 
 // Path is where inplace-apiserver serves the webhook.
@@ -42,7 +42,7 @@ type Handler struct {
 	// NamespaceLabels returns the labels of a namespace, for SidecarSets' namespaceSelector.
 	NamespaceLabels func(ctx context.Context, namespace string) (map[string]string, error)
 	// Revisions lists a SidecarSet's ControllerRevisions (injectionStrategy.revision).
-	Revisions sidecarset.RevisionLister
+	Revisions sidecarcontrol.RevisionLister
 	// Random draws in [0, 1) (injectionStrategy.revision.policy Partial with a partition).
 	Random func() float64
 	Now    func() time.Time
@@ -87,7 +87,7 @@ func (h *Handler) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) 
 	}
 	patch, warnings, err := h.mutate(ctx, req)
 	allowed.Warnings = warnings
-	if podErr := (*sidecarset.PodError)(nil); errors.As(err, &podErr) {
+	if podErr := (*sidecarcontrol.PodError)(nil); errors.As(err, &podErr) {
 		// The Pod asks for what cannot be (as OpenKruise, refuse it rather than run it without its
 		// sidecars): its creator reads why.
 		observe(resultRefused, start)
@@ -126,7 +126,7 @@ func (h *Handler) mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 	if err != nil {
 		return nil, nil, err
 	}
-	matched, revisionWarnings := sidecarset.AtRevisions(ctx, matched, labels.Set(pod.Labels), h.Revisions, h.Random)
+	matched, revisionWarnings := sidecarcontrol.AtRevisions(ctx, matched, labels.Set(pod.Labels), h.Revisions, h.Random)
 	res, err := podcreate.Mutate(pod, matched, metav1.NewTime(h.Now()))
 	if err != nil {
 		return nil, nil, err
@@ -155,7 +155,7 @@ func (h *Handler) matching(ctx context.Context, pod *corev1.Pod) ([]*appsv1alpha
 	if err != nil {
 		return nil, fmt.Errorf("reading namespace %s: %w", pod.Namespace, err)
 	}
-	return sidecarset.Matching(pod, nsLabels, all), nil
+	return sidecarcontrol.Matching(pod, nsLabels, all), nil
 }
 
 // replacePatch is a JSON patch that sets the Pod's spec, labels and annotations (and its name, when

@@ -26,8 +26,8 @@ import (
 	"k8s.io/klog/v2"
 	netutils "k8s.io/utils/net"
 
-	inplaceadmission "github.com/inplace-dev/inplace/pkg/admission"
-	admissioninitializer "github.com/inplace-dev/inplace/pkg/admission/initializer"
+	"github.com/inplace-dev/inplace/pkg/admission/appsinitializer"
+	"github.com/inplace-dev/inplace/pkg/admission/builtin"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apiserver"
 	"github.com/inplace-dev/inplace/pkg/etcd"
@@ -168,8 +168,8 @@ func (o *Options) Complete() error {
 	}
 	if o.Mode != ModeStandalone {
 		// inplace's own admission plugins run in the server's chain, after the generic ones.
-		inplaceadmission.Register(o.Recommended.Admission.Plugins)
-		o.Recommended.Admission.RecommendedPluginOrder = append(o.Recommended.Admission.RecommendedPluginOrder, inplaceadmission.Names()...)
+		builtin.Register(o.Recommended.Admission.Plugins)
+		o.Recommended.Admission.RecommendedPluginOrder = append(o.Recommended.Admission.RecommendedPluginOrder, builtin.Names()...)
 		o.Recommended.ExtraAdmissionInitializers = o.admissionInitializers
 		return nil
 	}
@@ -199,7 +199,7 @@ func (o *Options) admissionInitializers(c *genericapiserver.RecommendedConfig) (
 		return nil, fmt.Errorf("creating the loopback client of the admission plugins: %w", err)
 	}
 	o.inplaceInformers = inplaceinformers.NewSharedInformerFactory(client, 10*time.Minute)
-	return []admission.PluginInitializer{admissioninitializer.New(client, o.inplaceInformers, apiserver.Namespace())}, nil
+	return []admission.PluginInitializer{appsinitializer.New(client, o.inplaceInformers, apiserver.Namespace())}, nil
 }
 
 // standaloneAdmission gives a standalone server the admission chain of inplace's plugins that
@@ -210,7 +210,7 @@ func (o *Options) standaloneAdmission(c *genericapiserver.RecommendedConfig) err
 	if err != nil {
 		return err
 	}
-	c.AdmissionControl, err = inplaceadmission.Standalone(admission.PluginInitializers(initializers), o.standaloneDisabledPlugins)
+	c.AdmissionControl, err = builtin.Standalone(admission.PluginInitializers(initializers), o.standaloneDisabledPlugins)
 	return err
 }
 

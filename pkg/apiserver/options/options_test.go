@@ -15,7 +15,7 @@ import (
 	genericfeatures "k8s.io/apiserver/pkg/features"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
-	inplaceadmission "github.com/inplace-dev/inplace/pkg/admission"
+	"github.com/inplace-dev/inplace/pkg/admission/builtin"
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/features"
 )
@@ -157,10 +157,10 @@ func TestCompleteAggregated(t *testing.T) {
 		t.Fatal("aggregated mode lost authentication, authorization or admission")
 	}
 	order := o.Recommended.Admission.RecommendedPluginOrder
-	if !slices.Contains(order, "NamespaceLifecycle") || !slices.Equal(order[len(order)-len(inplaceadmission.Names()):], inplaceadmission.Names()) {
-		t.Errorf("plugin order %v, want the generic plugins then %v", order, inplaceadmission.Names())
+	if !slices.Contains(order, "NamespaceLifecycle") || !slices.Equal(order[len(order)-len(builtin.Names()):], builtin.Names()) {
+		t.Errorf("plugin order %v, want the generic plugins then %v", order, builtin.Names())
 	}
-	for _, name := range inplaceadmission.Names() {
+	for _, name := range builtin.Names() {
 		if !slices.Contains(o.Recommended.Admission.Plugins.Registered(), name) {
 			t.Errorf("plugin %s not registered", name)
 		}

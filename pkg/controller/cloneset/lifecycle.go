@@ -11,12 +11,12 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
-	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
+	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
 
-// A CloneSet's lifecycle hooks (spec.lifecycle) are OpenKruise's; pkg/controller/lifecycle holds
+// A CloneSet's lifecycle hooks (spec.lifecycle) are OpenKruise's; pkg/workload/lifecycle holds
 // their states and rules. What is the CloneSet's: when its Pods move (refreshLifecycles, and the
 // scaling and update steps), and that each move is expected and, with hooks, reported as an Event.
 

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/predownload"
+	"github.com/inplace-dev/inplace/pkg/workload/predownload"
 )
 
 // preDownloadFixture is the rollout's fixture with image pre-download on or off.

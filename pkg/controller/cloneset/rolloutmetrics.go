@@ -2,8 +2,8 @@ package cloneset
 
 import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/rolloutmetrics"
 	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/workload/rolloutmetrics"
 )
 
 // newRollouts is the gauge of --rollout-metrics: for each CloneSet, how many Pods it wants and how

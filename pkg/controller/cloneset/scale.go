@@ -22,12 +22,12 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/availability"
-	"github.com/inplace-dev/inplace/pkg/controller/history"
-	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
-	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/updatesort"
+	"github.com/inplace-dev/inplace/pkg/workload/availability"
+	"github.com/inplace-dev/inplace/pkg/workload/history"
+	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
 
 // podTemplateHashLabel is the label kube's Deployments give Pods; OpenKruise sets it too.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/features"
+	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
 )
 
 // podsAt builds n ready Pods at a revision named prefix-0 ... prefix-(n-1), the later the newer.

@@ -9,9 +9,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/availability"
-	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/updatesort"
+	"github.com/inplace-dev/inplace/pkg/workload/availability"
+	"github.com/inplace-dev/inplace/pkg/workload/history"
 )
 
 // partition is updateStrategy.partition as a number of Pods, as OpenKruise counts it: a percentage

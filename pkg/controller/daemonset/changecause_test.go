@@ -7,7 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/inplace-dev/inplace/pkg/controller/history"
+	"github.com/inplace-dev/inplace/pkg/workload/history"
 )
 
 // TestRevisionChangeCause: the revision created for the workload's template carries its

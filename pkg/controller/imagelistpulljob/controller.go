@@ -6,7 +6,7 @@
 //  2. once completed, it deletes the list job ttlSecondsAfterFinished later and does nothing else
 //     (its children go with it, through their controller reference);
 //  3. otherwise it creates and deletes children as imagepull.Children says, remembering what it
-//     did until the informer shows it (pkg/controller/expectations), so a slow cache never makes
+//     did until the informer shows it (pkg/workload/expectations), so a slow cache never makes
 //     it create an image's child twice;
 //  4. it writes the status through the status subresource when it changed.
 package imagelistpulljob
@@ -21,11 +21,11 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/util/reconcile"
+	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 )
 
 // Name is the controller's name in logs, events and metrics.

@@ -15,8 +15,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	"github.com/inplace-dev/inplace/pkg/imagepull"
+	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 )
 
 // sync takes the next step of one list job and says when to look again if its TTL, not an event,

@@ -20,8 +20,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/expectations"
 	"github.com/inplace-dev/inplace/pkg/imagepull"
+	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 )
 
 // tagWritten is the "revision" a NodeImage is expected at once the job wrote its tag into it.

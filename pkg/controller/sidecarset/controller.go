@@ -1,5 +1,5 @@
 // Package sidecarset is inplace-controller's SidecarSet controller. Injection happens when a Pod is
-// created (the Pod webhook, package github.com/inplace-dev/inplace/pkg/sidecarset); from then on
+// created (the Pod webhook, package github.com/inplace-dev/inplace/pkg/sidecarcontrol); from then on
 // the sidecars belong to their SidecarSet, and this controller
 //
 //   - records each SidecarSet's revisions as ControllerRevisions in inplace's namespace (which
@@ -14,7 +14,7 @@
 //     SidecarSetUpgradable=False condition;
 //   - drives hot upgrades (a pair of containers per sidecar) one step at a time.
 //
-// The decisions are pure functions of pkg/sidecarset (upgrade.go); this package reads, writes and
+// The decisions are pure functions of pkg/sidecarcontrol (upgrade.go); this package reads, writes and
 // records events. All progress of an upgrade lives in the Pods (kruise.io/sidecarset-hash,
 // kruise.io/sidecarset-inplace-update-state), so a restarted controller carries on.
 package sidecarset
@@ -42,7 +42,7 @@ import (
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
-	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
@@ -197,7 +197,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	var pods []*corev1.Pod
 	for _, p := range all {
-		if sidecars.IsMatched(p, c.namespaceLabels(p.Namespace), set) {
+		if sidecarcontrol.IsMatched(p, c.namespaceLabels(p.Namespace), set) {
 			pods = append(pods, p)
 		}
 	}
@@ -218,7 +218,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 
 // updateStatus writes the SidecarSet's status when it changed, and returns it.
 func (c *Controller) updateStatus(ctx context.Context, set *v1alpha1.SidecarSet, pods []*corev1.Pod) (v1alpha1.SidecarSetStatus, error) {
-	status := sidecars.ComputeStatus(set, pods)
+	status := sidecarcontrol.ComputeStatus(set, pods)
 	status.LatestRevision, status.CollisionCount = set.Status.LatestRevision, set.Status.CollisionCount
 	current, err := c.sets.Get(set.Name)
 	if err != nil {

@@ -17,9 +17,9 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/controller/history"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
-	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
+	"github.com/inplace-dev/inplace/pkg/workload/history"
 )
 
 // defaultRevisionHistoryLimit is how many ControllerRevisions a SidecarSet keeps by default.
@@ -33,7 +33,7 @@ const defaultRevisionHistoryLimit = 10
 // beyond revisionHistoryLimit is deleted, except revisions Pods record or
 // injectionStrategy.revision names. It returns the latest revision's name and the collision count.
 func (c *Controller) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet, pods []*corev1.Pod) (string, *int32, error) {
-	selector := labels.SelectorFromSet(labels.Set{sidecars.RevisionSetLabel: set.Name})
+	selector := labels.SelectorFromSet(labels.Set{sidecarcontrol.RevisionSetLabel: set.Name})
 	listed, err := c.revisions.ControllerRevisions(c.revisionNamespace).List(selector)
 	if err != nil {
 		return "", nil, err
@@ -45,7 +45,7 @@ func (c *Controller) syncRevisions(ctx context.Context, set *v1alpha1.SidecarSet
 	if set.Status.CollisionCount != nil {
 		collisionCount = *set.Status.CollisionCount
 	}
-	data, err := sidecars.RevisionData(set)
+	data, err := sidecarcontrol.RevisionData(set)
 	if err != nil {
 		return "", nil, err
 	}
@@ -102,7 +102,7 @@ func (c *Controller) createRevision(ctx context.Context, set *v1alpha1.SidecarSe
 	if revLabels == nil {
 		revLabels = map[string]string{}
 	}
-	revLabels[sidecars.RevisionSetLabel] = set.Name
+	revLabels[sidecarcontrol.RevisionSetLabel] = set.Name
 	for {
 		r := &appsv1.ControllerRevision{
 			ObjectMeta: metav1.ObjectMeta{
@@ -152,7 +152,7 @@ func (c *Controller) truncateHistory(ctx context.Context, set *v1alpha1.SidecarS
 			active.Insert(hashes[set.Name].ControllerRevision)
 		}
 	}
-	if sidecars.WantsRevision(set) {
+	if sidecarcontrol.WantsRevision(set) {
 		if named := set.Spec.InjectionStrategy.Revision.RevisionName; named != nil {
 			active.Insert(*named)
 		}
@@ -160,7 +160,7 @@ func (c *Controller) truncateHistory(ctx context.Context, set *v1alpha1.SidecarS
 		for _, r := range revisions {
 			values = append(values, *r)
 		}
-		if r, err := sidecars.PickRevision(set, values); err == nil {
+		if r, err := sidecarcontrol.PickRevision(set, values); err == nil {
 			active.Insert(r.Name)
 		}
 	}

@@ -30,7 +30,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
-	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 )
 
 const revisionNS = "inplace-system"
@@ -75,7 +75,7 @@ func injectedPods(t *testing.T, n int) []*corev1.Pod {
 				Labels: map[string]string{"app": "web"}, ResourceVersion: "10"},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "app:v1"}}},
 		}
-		res, err := sidecars.Inject(pod, []*v1alpha1.SidecarSet{logSet("agent:v1", nil)}, metav1.Now())
+		res, err := sidecarcontrol.Inject(pod, []*v1alpha1.SidecarSet{logSet("agent:v1", nil)}, metav1.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +223,7 @@ func TestSyncRevisionsAndStatus(t *testing.T) {
 		t.Fatalf("%d revisions, want 1", len(revs))
 	}
 	r := revs[0]
-	if !strings.HasPrefix(r.Name, "logs-") || r.Revision != 1 || r.Labels[sidecars.RevisionSetLabel] != "logs" ||
+	if !strings.HasPrefix(r.Name, "logs-") || r.Revision != 1 || r.Labels[sidecarcontrol.RevisionSetLabel] != "logs" ||
 		len(r.OwnerReferences) != 1 || r.OwnerReferences[0].UID != "set-uid" {
 		t.Errorf("revision %s: number %d, labels %v, owners %v", r.Name, r.Revision, r.Labels, r.OwnerReferences)
 	}
@@ -291,7 +291,7 @@ func TestSyncUpgrades(t *testing.T) {
 			if len(f.upgrades) != tc.want {
 				t.Fatalf("%d Pods upgraded, want %d", len(f.upgrades), tc.want)
 			}
-			hash, err := sidecars.CurrentHash(set)
+			hash, err := sidecarcontrol.CurrentHash(set)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -386,7 +386,7 @@ func TestSyncEventsOnSidecarSet(t *testing.T) {
 	// with the set's hash (as pods/inplaceupdate and the kubelet leave them).
 	f.cacheSet(t)
 	for _, p := range pods {
-		res, err := sidecars.Inject(&corev1.Pod{ObjectMeta: *p.ObjectMeta.DeepCopy(), Spec: corev1.PodSpec{
+		res, err := sidecarcontrol.Inject(&corev1.Pod{ObjectMeta: *p.ObjectMeta.DeepCopy(), Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "main", Image: "app:v1"}}}}, []*v1alpha1.SidecarSet{set}, metav1.Now())
 		if err != nil {
 			t.Fatal(err)

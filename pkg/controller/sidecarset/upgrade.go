@@ -20,7 +20,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
-	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 )
 
 // cacheLagRetry is how soon a SidecarSet is looked at again while the Pod cache has not caught up
@@ -44,7 +44,7 @@ func (c *Controller) upgrade(ctx context.Context, set *v1alpha1.SidecarSet, pods
 	if reset, requeue, err := c.resetHotUpgrades(ctx, set, pods); reset || err != nil {
 		return requeue, err
 	}
-	plan, err := sidecars.NextUpgrades(set, pods)
+	plan, err := sidecarcontrol.NextUpgrades(set, pods)
 	if err != nil {
 		return 0, err
 	}
@@ -122,11 +122,11 @@ func (c *Controller) upgradePods(ctx context.Context, set *v1alpha1.SidecarSet, 
 // upgradePod asks pods/inplaceupdate to upgrade the Pod's sidecars of the SidecarSet to its current
 // hash, and returns the Pod's resourceVersion after it.
 func (c *Controller) upgradePod(ctx context.Context, set *v1alpha1.SidecarSet, pod *corev1.Pod) (string, error) {
-	hash, err := sidecars.CurrentHash(set)
+	hash, err := sidecarcontrol.CurrentHash(set)
 	if err != nil {
 		return "", err
 	}
-	change, err := sidecars.Upgrade(pod, set)
+	change, err := sidecarcontrol.Upgrade(pod, set)
 	if err != nil {
 		return "", err
 	}
@@ -147,13 +147,13 @@ func (c *Controller) upgradePod(ctx context.Context, set *v1alpha1.SidecarSet, p
 // returns the answer (its resourceVersion is the Pod's after the write) and the images set, as
 // "container=image, ...".
 func (c *Controller) postUpgrade(ctx context.Context, set *v1alpha1.SidecarSet, pod *corev1.Pod, hash, controllerRevision string,
-	change sidecars.UpgradeChange) (*v1alpha1.InPlaceUpdate, string, error) {
+	change sidecarcontrol.UpgradeChange) (*v1alpha1.InPlaceUpdate, string, error) {
 	body := &v1alpha1.InPlaceUpdate{Spec: v1alpha1.InPlaceUpdateSpec{
 		Revision: hash,
 		SidecarSet: &v1alpha1.InPlaceUpdateSidecarSet{
 			Name:               set.Name,
 			ControllerRevision: controllerRevision,
-			LeaveService:       sidecars.LeavesService(set),
+			LeaveService:       sidecarcontrol.LeavesService(set),
 		},
 	}}
 	var what []string
@@ -178,10 +178,10 @@ func (c *Controller) resetHotUpgrades(ctx context.Context, set *v1alpha1.Sidecar
 	took := false
 	var requeue time.Duration
 	for _, pod := range pods {
-		if !sidecars.HotUpgradeResetDue(pod, set) {
+		if !sidecarcontrol.HotUpgradeResetDue(pod, set) {
 			continue
 		}
-		change := sidecars.HotUpgradeReset(pod, set)
+		change := sidecarcontrol.HotUpgradeReset(pod, set)
 		if change.IsEmpty() {
 			continue
 		}
@@ -213,7 +213,7 @@ func (c *Controller) resetHotUpgrades(ctx context.Context, set *v1alpha1.Sidecar
 
 // setUpgradable writes the Pod's SidecarSetUpgradable condition for this SidecarSet when it changes.
 func (c *Controller) setUpgradable(ctx context.Context, pod *corev1.Pod, set *v1alpha1.SidecarSet, upgradable bool) (bool, error) {
-	cond, changed := sidecars.UpgradableCondition(pod, set, upgradable, metav1.NewTime(c.now()))
+	cond, changed := sidecarcontrol.UpgradableCondition(pod, set, upgradable, metav1.NewTime(c.now()))
 	if !changed {
 		return false, nil
 	}

@@ -11,13 +11,13 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
-	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
-	"github.com/inplace-dev/inplace/pkg/controller/ownership"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
+	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
 
 // An Advanced StatefulSet's lifecycle hooks (spec.lifecycle: preDelete, inPlaceUpdate, preNormal)
-// are OpenKruise's; pkg/controller/lifecycle holds their states and rules. What is the
+// are OpenKruise's; pkg/workload/lifecycle holds their states and rules. What is the
 // StatefulSet's: when its Pods move (refreshLifecycles; deletePod for preDelete; applyStep for
 // inPlaceUpdate), and that each move is expected and, with hooks, reported as an Event. A Pod not
 // in state Normal is not available (availability.Available), so it holds OrderedReady and takes

@@ -16,11 +16,11 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
-	"github.com/inplace-dev/inplace/pkg/controller/availability"
-	"github.com/inplace-dev/inplace/pkg/controller/expectations"
-	"github.com/inplace-dev/inplace/pkg/controller/history"
-	"github.com/inplace-dev/inplace/pkg/controller/lifecycle"
-	"github.com/inplace-dev/inplace/pkg/controller/ownership"
+	"github.com/inplace-dev/inplace/pkg/workload/availability"
+	"github.com/inplace-dev/inplace/pkg/workload/expectations"
+	"github.com/inplace-dev/inplace/pkg/workload/history"
+	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
 
 // sync brings one StatefulSet a step closer to its spec: revisions first, then (once the cache

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 )
 
 // SidecarHash is one entry of a Pod's kruise.io/sidecarset-hash (or -without-image) annotation, in
@@ -154,8 +154,8 @@ func ExpectUntouched(t *testing.T, pod *corev1.Pod, why string, containers ...st
 		t.Errorf("%s: pod %s/%s has init containers %v, want none", why, pod.Namespace, pod.Name, ContainerNames(pod.Spec.InitContainers))
 	}
 	for _, c := range pod.Spec.Containers {
-		if _, ok := EnvValue(&c, sidecarset.InjectedEnvName); ok {
-			t.Errorf("%s: container %s of pod %s has %s", why, c.Name, pod.Name, sidecarset.InjectedEnvName)
+		if _, ok := EnvValue(&c, sidecarcontrol.InjectedEnvName); ok {
+			t.Errorf("%s: container %s of pod %s has %s", why, c.Name, pod.Name, sidecarcontrol.InjectedEnvName)
 		}
 	}
 	for _, key := range []string{v1alpha1.SidecarSetListAnnotation, v1alpha1.SidecarSetHashAnnotation, v1alpha1.SidecarSetHashWithoutImageAnnotation} {

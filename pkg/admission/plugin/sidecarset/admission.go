@@ -1,6 +1,6 @@
 // Package sidecarset is the built-in admission plugin of SidecarSets. On CREATE and UPDATE it
 // writes the annotations kruise.io/sidecarset-hash and kruise.io/sidecarset-hash-without-image
-// (pkg/sidecarset.Hash, OpenKruise's values: a Pod is upgraded in place only when its injected
+// (pkg/sidecarcontrol.Hash, OpenKruise's values: a Pod is upgraded in place only when its injected
 // hash-without-image equals the SidecarSet's), and refuses a SidecarSet that clashes with another
 // one that may select the same Pods (same container or init container name, same volume name with
 // other content, an annotation both patch), as OpenKruise's SidecarSet webhook does — so a clash is
@@ -17,12 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/inplace-dev/inplace/pkg/admission/initializer"
+	"github.com/inplace-dev/inplace/pkg/admission/appsinitializer"
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 )
 
 // PluginName is the plugin's name in --enable-admission-plugins and --disable-admission-plugins.
@@ -40,9 +40,9 @@ type Plugin struct {
 }
 
 var (
-	_ admission.MutationInterface             = &Plugin{}
-	_ admission.ValidationInterface           = &Plugin{}
-	_ initializer.WantsInplaceInformerFactory = &Plugin{}
+	_ admission.MutationInterface                 = &Plugin{}
+	_ admission.ValidationInterface               = &Plugin{}
+	_ appsinitializer.WantsInplaceInformerFactory = &Plugin{}
 )
 
 // New returns the plugin; it acts on CREATE and UPDATE.
@@ -91,11 +91,11 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 	if err != nil {
 		return err
 	}
-	hash, err := sidecarset.Hash(wire)
+	hash, err := sidecarcontrol.Hash(wire)
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("hashing the SidecarSet's containers: %w", err))
 	}
-	withoutImage, err := sidecarset.HashWithoutImage(wire)
+	withoutImage, err := sidecarcontrol.HashWithoutImage(wire)
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("hashing the SidecarSet's containers: %w", err))
 	}
@@ -133,7 +133,7 @@ func Clashes(s *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet) field.ErrorL
 		if other.Name == s.Name {
 			continue
 		}
-		for _, why := range sidecarset.Conflicts(s, other) {
+		for _, why := range sidecarcontrol.Conflicts(s, other) {
 			errs = append(errs, field.Forbidden(field.NewPath("spec"), fmt.Sprintf("may select the same Pods as SidecarSet %s: %s", other.Name, why)))
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
-	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 )
 
 func sidecarSet(name, app, container, image string) *apps.SidecarSet {
@@ -63,8 +63,8 @@ func TestHashAnnotations(t *testing.T) {
 	if err := o.GetObjectConvertor().Convert(s, wire, nil); err != nil {
 		t.Fatal(err)
 	}
-	hash, _ := sidecarset.Hash(wire)
-	withoutImage, _ := sidecarset.HashWithoutImage(wire)
+	hash, _ := sidecarcontrol.Hash(wire)
+	withoutImage, _ := sidecarcontrol.HashWithoutImage(wire)
 	if s.Annotations[v1alpha1.SidecarSetHashAnnotation] != hash || s.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] != withoutImage {
 		t.Fatalf("annotations %v, want hash %s and without image %s", s.Annotations, hash, withoutImage)
 	}

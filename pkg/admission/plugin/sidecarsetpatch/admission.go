@@ -4,7 +4,7 @@
 // selector, the Pod annotation keys (regular expressions) a SidecarSet may patch into the Pods it
 // injects. Without an allow-list, or without a rule for the SidecarSet, nothing may be patched,
 // unless the feature gate SidecarSetPatchPodMetadataDefaultsAllowed is on (off by default): the
-// behaviour of OpenKruise v1.9's SidecarSet webhook (pkg/sidecarset.ValidatePatchPodMetadata).
+// behaviour of OpenKruise v1.9's SidecarSet webhook (pkg/sidecarcontrol.ValidatePatchPodMetadata).
 //
 // Unlike OpenKruise, an UPDATE is checked only when it changes spec.patchPodMetadata or the
 // labels (which choose the rules): an allow-list narrowed later does not block unrelated writes
@@ -28,9 +28,9 @@ import (
 	genericinitializer "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/inplace-dev/inplace/pkg/admission/initializer"
+	"github.com/inplace-dev/inplace/pkg/admission/appsinitializer"
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
-	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 )
 
 // PluginName is the plugin's name in --enable-admission-plugins and --disable-admission-plugins.
@@ -51,7 +51,7 @@ type Plugin struct {
 var (
 	_ admission.ValidationInterface                 = &Plugin{}
 	_ genericinitializer.WantsExternalKubeClientSet = &Plugin{}
-	_ initializer.WantsInplaceNamespace             = &Plugin{}
+	_ appsinitializer.WantsInplaceNamespace         = &Plugin{}
 	_ admission.InitializationValidator             = &Plugin{}
 )
 
@@ -91,7 +91,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		apiequality.Semantic.DeepEqual(old.Labels, set.Labels) {
 		return nil
 	}
-	source := fmt.Sprintf("key %s of ConfigMap %s/%s", sidecarset.PatchMetadataAllowListKey, p.namespace, sidecarset.ConfigurationName)
+	source := fmt.Sprintf("key %s of ConfigMap %s/%s", sidecarcontrol.PatchMetadataAllowListKey, p.namespace, sidecarcontrol.ConfigurationName)
 	path := field.NewPath("spec", "patchPodMetadata")
 	allow, err := p.allowList(ctx)
 	if err != nil {
@@ -102,20 +102,20 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	for i, patch := range set.Spec.PatchPodMetadata {
 		patches[i] = patch.Annotations
 	}
-	if errs := sidecarset.ValidatePatchPodMetadata(set.Labels, patches, allow, source, path); len(errs) > 0 {
+	if errs := sidecarcontrol.ValidatePatchPodMetadata(set.Labels, patches, allow, source, path); len(errs) > 0 {
 		return apierrors.NewInvalid(apps.Kind("SidecarSet"), set.Name, errs)
 	}
 	return nil
 }
 
 // allowList reads the allow-list: nil when the ConfigMap or its key is absent.
-func (p *Plugin) allowList(ctx context.Context) (*sidecarset.PatchMetadataAllowList, error) {
-	cm, err := p.kube.CoreV1().ConfigMaps(p.namespace).Get(ctx, sidecarset.ConfigurationName, metav1.GetOptions{})
+func (p *Plugin) allowList(ctx context.Context) (*sidecarcontrol.PatchMetadataAllowList, error) {
+	cm, err := p.kube.CoreV1().ConfigMaps(p.namespace).Get(ctx, sidecarcontrol.ConfigurationName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading it: %w", err)
 	}
-	return sidecarset.ParsePatchMetadataAllowList(cm.Data)
+	return sidecarcontrol.ParsePatchMetadataAllowList(cm.Data)
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/features"
-	"github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 )
 
 func sidecarSet(labels map[string]string, annotationKeys ...string) *apps.SidecarSet {
@@ -50,8 +50,8 @@ func plugin(t *testing.T, objects ...runtime.Object) *Plugin {
 
 func allowList(value string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "inplace-system", Name: sidecarset.ConfigurationName},
-		Data:       map[string]string{sidecarset.PatchMetadataAllowListKey: value},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "inplace-system", Name: sidecarcontrol.ConfigurationName},
+		Data:       map[string]string{sidecarcontrol.PatchMetadataAllowListKey: value},
 	}
 }
 

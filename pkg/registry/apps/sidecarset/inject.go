@@ -20,7 +20,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/podcreate"
-	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 )
 
 // InjectREST is POST sidecarsets/NAME/inject: it takes a core Pod and answers the Pod as it would
@@ -32,7 +32,7 @@ type InjectREST struct {
 	namespaces corev1client.NamespacesGetter
 	// revisions lists the SidecarSet's ControllerRevisions (injectionStrategy.revision); nil in
 	// standalone mode.
-	revisions sidecars.RevisionLister
+	revisions sidecarcontrol.RevisionLister
 	convertor runtime.ObjectConvertor
 	now       func() time.Time
 	random    func() float64
@@ -87,16 +87,16 @@ func (r *InjectREST) Create(ctx context.Context, name string, obj runtime.Object
 	if err != nil {
 		return nil, err
 	}
-	if ok, why := sidecars.Matches(pod, nsLabels, set); !ok {
+	if ok, why := sidecarcontrol.Matches(pod, nsLabels, set); !ok {
 		return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), pod.Name,
 			field.ErrorList{field.Invalid(field.NewPath("metadata"), pod.Name, "not injected: "+why)})
 	}
-	sets, warnings := sidecars.AtRevisions(ctx, []*v1alpha1.SidecarSet{set}, labels.Set(pod.Labels), r.revisions, r.random)
+	sets, warnings := sidecarcontrol.AtRevisions(ctx, []*v1alpha1.SidecarSet{set}, labels.Set(pod.Labels), r.revisions, r.random)
 	for _, w := range warnings {
 		warning.AddWarning(ctx, "", w)
 	}
 	res, err := podcreate.Mutate(pod, sets, metav1.NewTime(r.now()))
-	if podErr := (*sidecars.PodError)(nil); errors.As(err, &podErr) {
+	if podErr := (*sidecarcontrol.PodError)(nil); errors.As(err, &podErr) {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("injecting SidecarSet %s: %v", name, err))
 	}
 	if err != nil {

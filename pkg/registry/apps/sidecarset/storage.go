@@ -14,7 +14,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/table"
-	sidecars "github.com/inplace-dev/inplace/pkg/sidecarset"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 )
 
 // Storage holds the REST storage of sidecarsets and its subresources.
@@ -27,7 +27,7 @@ type Storage struct {
 // namespaces reads the labels of a Pod's namespace for inject, revisions the SidecarSet's
 // ControllerRevisions; both nil in standalone mode.
 func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, namespaces corev1client.NamespacesGetter,
-	revisions sidecars.RevisionLister) (Storage, error) {
+	revisions sidecarcontrol.RevisionLister) (Storage, error) {
 	s, err := strategy.NewStorage(scheme, optsGetter, Kind)
 	if err != nil {
 		return Storage{}, err

@@ -1,0 +1,55 @@
+package inplacerequest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/workload/history"
+)
+
+func revision(t *testing.T, name, image string) *appsv1.ControllerRevision {
+	t.Helper()
+	data, err := history.TemplateData(&corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: runtime.RawExtension{Raw: data}}
+}
+
+func TestDecideAndBody(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{appsv1.ControllerRevisionHashLabelKey: "r1", "pod-template-hash": "r1"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "app:v1"}}},
+	}
+	revisions := map[string]*appsv1.ControllerRevision{"r1": revision(t, "r1", "app:v1")}
+	spec, reason, err := Decide(pod, revisions, revision(t, "r2", "app:v2"))
+	if err != nil || spec == nil || reason != "" {
+		t.Fatalf("image change: %v %q %v, want an in-place spec", spec, reason, err)
+	}
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	body := Body(pod, spec, "r2", Options{GracePeriodSeconds: 5, RevisionLabels: []string{"pod-template-hash"}, Now: now})
+	if body.Spec.Revision != "r2" || body.Spec.GracePeriodSeconds != 5 || len(body.Spec.Containers) != 1 || body.Spec.Containers[0].Image != "app:v2" ||
+		body.Spec.Metadata.Labels["pod-template-hash"] != "r2" || body.Spec.Metadata.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateUpdating) {
+		t.Errorf("body %+v %+v", body.Spec, body.Spec.Metadata)
+	}
+	if body.Spec.CompletionLabels != nil {
+		t.Errorf("no state after the update asked for, completion labels %v", body.Spec.CompletionLabels)
+	}
+	if b := Body(pod, spec, "r2", Options{Now: now, StateAfterUpdate: pub.LifecycleStateNormal}); b.Spec.CompletionLabels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) {
+		t.Errorf("StateAfterUpdate Normal: completion labels %v", b.Spec.CompletionLabels)
+	}
+	if b := Body(pod, spec, "r2", Options{NoLifecycle: true, StateAfterUpdate: pub.LifecycleStateNormal}); b.Spec.Metadata != nil || b.Spec.CompletionLabels != nil {
+		t.Errorf("NoLifecycle body has metadata %+v, completion labels %v", b.Spec.Metadata, b.Spec.CompletionLabels)
+	}
+	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = "gone"
+	if spec, reason, err := Decide(pod, revisions, revision(t, "r2", "app:v2")); spec != nil || !strings.Contains(reason, "unknown") || err != nil {
+		t.Errorf("unknown revision: %v %q %v, want a reason", spec, reason, err)
+	}
+}
