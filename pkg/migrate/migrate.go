@@ -893,7 +893,7 @@ func (m *Migrator) verify(ctx context.Context) error {
 		}
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("Pods changed:\n  %s", strings.Join(problems, "\n  "))
+		return fmt.Errorf("the migrated Pods changed:\n  %s", strings.Join(problems, "\n  "))
 	}
 	m.printf("  %d Pods unchanged", len(m.state.Pods))
 	return nil
