@@ -1,0 +1,101 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+)
+
+// deleteCRDs deletes the apps.kruise.io CRDs, which deletes their objects, and waits until they
+// are gone and kube-apiserver's autoregistration has let go of the group's APIServices. Before,
+// it orphans again (a dependent created since) and drops the objects' finalizers (the controllers
+// that would remove them are stopped; the objects are in the backup).
+func (m *Migrator) deleteCRDs(ctx context.Context) error {
+	if err := m.orphan(ctx); err != nil {
+		return err
+	}
+	for _, k := range m.state.Kinds {
+		if err := m.dropFinalizers(ctx, k); err != nil {
+			return err
+		}
+		if err := m.Dynamic.Resource(crdGVR).Delete(ctx, k.CRD, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting CustomResourceDefinition %s: %w", k.CRD, err)
+		}
+		m.printf("  deleted CustomResourceDefinition %s", k.CRD)
+	}
+	if err := m.poll(ctx, "the apps.kruise.io CustomResourceDefinitions gone", func(ctx context.Context) (bool, error) {
+		for _, k := range m.state.Kinds {
+			if _, err := m.Dynamic.Resource(crdGVR).Get(ctx, k.CRD, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return false, fmt.Errorf("%s still there (%v)", k.CRD, err)
+			}
+		}
+		return true, nil
+	}); err != nil {
+		return err
+	}
+	return m.poll(ctx, "kube-apiserver's CRD APIServices of apps.kruise.io gone", func(ctx context.Context) (bool, error) {
+		for _, v := range m.versions() {
+			if local, err := m.localAPIService(ctx, v+"."+Group); err != nil || local {
+				return false, fmt.Errorf("APIService %s.%s still local (%v)", v, Group, err)
+			}
+		}
+		return true, nil
+	})
+}
+
+func (m *Migrator) versions() []string {
+	vs := map[string]bool{}
+	for _, k := range m.state.Kinds {
+		vs[k.Version] = true
+	}
+	vs["v1alpha1"], vs["v1beta1"] = true, true
+	var out []string
+	for v := range vs {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// localAPIService tells whether the APIService exists and is served by kube-apiserver itself (no
+// spec.service: a CRD's autoregistered one).
+func (m *Migrator) localAPIService(ctx context.Context, name string) (bool, error) {
+	s, err := m.Dynamic.Resource(apiServiceGVR).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	svc, _, _ := unstructured.NestedMap(s.Object, "spec", "service")
+	return svc == nil, nil
+}
+
+func (m *Migrator) dropFinalizers(ctx context.Context, k Kind) error {
+	list, err := m.Dynamic.Resource(k.gvr()).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", k.CRD, err)
+	}
+	for _, o := range list.Items {
+		if len(o.GetFinalizers()) == 0 {
+			continue
+		}
+		var client dynamic.ResourceInterface = m.Dynamic.Resource(k.gvr())
+		if k.Namespaced {
+			client = m.Dynamic.Resource(k.gvr()).Namespace(o.GetNamespace())
+		}
+		if _, err := client.Patch(ctx, o.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing the finalizers of %s %s/%s: %w", k.Kind, o.GetNamespace(), o.GetName(), err)
+		}
+	}
+	return nil
+}
