@@ -90,12 +90,12 @@ test-integration: build
 # spent inside the e2e run's timeout.
 test-e2e: build deps kube-binaries
 	hack/build-kube.sh kwok
-	INPLACE_REPO_ROOT=$(CURDIR) $(GO) test $(GO_TEST_FLAGS) -timeout 40m -v ./test/e2e/... 2>&1 | tee _output/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; \
+	INPLACE_REPO_ROOT=$(CURDIR) $(GO) test $(GO_TEST_FLAGS) -timeout 40m -v ./test/e2e/... 2>&1 | tee _output/e2e.log | awk -f hack/e2e-filter.awk ; \
 		exit $${PIPESTATUS[0]}
 
 # The same e2e suite with inplace installed in the cluster from artifacts/deploy (hack/deploy.sh).
 test-e2e-in-cluster: build deps kube-binaries
-	INPLACE_E2E_IN_CLUSTER=1 INPLACE_REPO_ROOT=$(CURDIR) $(GO) test $(GO_TEST_FLAGS) -timeout 40m -v ./test/e2e/... 2>&1 | tee _output/e2e-in-cluster.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; \
+	INPLACE_E2E_IN_CLUSTER=1 INPLACE_REPO_ROOT=$(CURDIR) $(GO) test $(GO_TEST_FLAGS) -timeout 40m -v ./test/e2e/... 2>&1 | tee _output/e2e-in-cluster.log | awk -f hack/e2e-filter.awk ; \
 		exit $${PIPESTATUS[0]}
 
 # inplace installed from artifacts/deploy/ha (hack/deploy.sh --base artifacts/deploy/ha): its
@@ -106,7 +106,7 @@ test-e2e-in-cluster: build deps kube-binaries
 # runs in test-e2e. E2E_HA_TESTS=. runs all of it against this installation.
 E2E_HA_TESTS := TestHA|TestHelm|TestInplacePrograms|TestRestartKeepsObjects|TestCloneSetControllerKilledMidRollout|TestCRRDaemonKilledMidRecreate|TestRBAC|TestDeploy
 test-e2e-ha: build deps kube-binaries
-	INPLACE_E2E_IN_CLUSTER=ha INPLACE_REPO_ROOT=$(CURDIR) $(GO) test $(GO_TEST_FLAGS) -timeout 30m -v -run '$(E2E_HA_TESTS)' ./test/e2e/... 2>&1 | tee _output/e2e-ha.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; \
+	INPLACE_E2E_IN_CLUSTER=ha INPLACE_REPO_ROOT=$(CURDIR) $(GO) test $(GO_TEST_FLAGS) -timeout 30m -v -run '$(E2E_HA_TESTS)' ./test/e2e/... 2>&1 | tee _output/e2e-ha.log | awk -f hack/e2e-filter.awk ; \
 		exit $${PIPESTATUS[0]}
 
 ## verify: gofmt, go vet, generated code up to date, docs not stale (hack/checkdocs)

@@ -222,8 +222,9 @@ func (m *Migrator) backup(ctx context.Context) error {
 		return fmt.Errorf("listing Pods: %w", err)
 	}
 	m.state.Pods = nil
+	set := m.migrating()
 	for _, p := range pods.Items {
-		if !hasKruiseOwner(p.OwnerReferences) {
+		if !set.ownsAny(p.OwnerReferences) {
 			continue
 		}
 		s := PodSnapshot{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Images: map[string]string{}, Restarts: map[string]int32{}}

@@ -1,14 +1,19 @@
 package migrate
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/utils/ptr"
 )
 
@@ -125,5 +130,53 @@ func TestLoadAPIServices(t *testing.T) {
 	}
 	if s, err := loadAPIServices(path); err != nil || len(s) != 1 || s[0].GetName() != "v1alpha1.apps.kruise.io" {
 		t.Errorf("loadAPIServices = %v, %v", s, err)
+	}
+}
+
+// TestOrphanOnlyMigratingOwners: the orphan step takes the references to the objects being
+// migrated and nothing else: a reference to an apps.kruise.io owner that is gone (the garbage
+// collector is about to delete its Pod) and a Pod's other owners stay as they are.
+func TestOrphanOnlyMigratingOwners(t *testing.T) {
+	migrated := obj("CloneSet", nil)
+	migrated.SetUID("cs-1")
+	kruise := func(uid string) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "web", UID: types.UID(uid), Controller: ptr.To(true)}
+	}
+	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keep", UID: "cm-1"}
+	pod := func(name string, refs ...metav1.OwnerReference) *unstructured.Unstructured {
+		p := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod"}}
+		p.SetNamespace("ns")
+		p.SetName(name)
+		p.SetUID(types.UID("uid-" + name))
+		p.SetOwnerReferences(refs)
+		return p
+	}
+	scheme := runtime.NewScheme()
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
+		dependentGVRs["pods"]: "PodList", dependentGVRs["persistentvolumeclaims"]: "PersistentVolumeClaimList",
+		dependentGVRs["controllerrevisions"]: "ControllerRevisionList",
+	}, pod("mine", kruise("cs-1"), other), pod("dangling", kruise("gone")), pod("plain", other))
+
+	m := &Migrator{Dynamic: client, Opts: Options{Backup: filepath.Join(t.TempDir(), "backup.yaml"), Out: &strings.Builder{}},
+		state: &State{Done: map[string]bool{}}, objs: []unstructured.Unstructured{migrated}}
+	if err := m.orphan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.state.Dependents) != 1 || m.state.Dependents[0].Name != "mine" || len(m.state.Dependents[0].Refs) != 1 || m.state.Dependents[0].Refs[0].UID != "cs-1" {
+		t.Fatalf("recorded dependents %+v, want only Pod mine with its reference to cs-1", m.state.Dependents)
+	}
+	want := map[string][]types.UID{"mine": {"cm-1"}, "dangling": {"gone"}, "plain": {"cm-1"}}
+	for name, uids := range want {
+		got, err := client.Resource(dependentGVRs["pods"]).Namespace("ns").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var have []types.UID
+		for _, r := range got.GetOwnerReferences() {
+			have = append(have, r.UID)
+		}
+		if !reflect.DeepEqual(have, uids) {
+			t.Errorf("Pod %s owners %v after orphan, want %v", name, have, uids)
+		}
 	}
 }

@@ -12,9 +12,28 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-func hasKruiseOwner(refs []metav1.OwnerReference) bool {
+// migrating holds the UIDs of the apps.kruise.io objects being migrated. Only references to them
+// are orphaned and given back: an apps.kruise.io reference to anything else (an owner already
+// deleted, whose dependents the garbage collector is about to delete, or an object that is not
+// stored in the CRDs being migrated) is left as it is, so a migration never rescues a Pod from
+// its owner's cascading deletion nor takes Pods that are not its own.
+type migrating map[types.UID]bool
+
+func (m *Migrator) migrating() migrating {
+	set := migrating{}
+	for _, o := range m.objs {
+		set[o.GetUID()] = true
+	}
+	return set
+}
+
+func (set migrating) owns(r metav1.OwnerReference) bool {
+	return isKruiseRef(r) && set[r.UID]
+}
+
+func (set migrating) ownsAny(refs []metav1.OwnerReference) bool {
 	for _, r := range refs {
-		if isKruiseRef(r) {
+		if set.owns(r) {
 			return true
 		}
 	}
@@ -26,8 +45,9 @@ func isKruiseRef(r metav1.OwnerReference) bool {
 	return err == nil && gv.Group == Group
 }
 
-// findDependents lists the Pods, PVCs and ControllerRevisions with apps.kruise.io owners.
+// findDependents lists the Pods, PVCs and ControllerRevisions owned by the objects being migrated.
 func (m *Migrator) findDependents(ctx context.Context) ([]Dependent, error) {
+	set := m.migrating()
 	var deps []Dependent
 	for _, res := range dependentOrder {
 		list, err := m.Dynamic.Resource(dependentGVRs[res]).List(ctx, metav1.ListOptions{})
@@ -37,7 +57,7 @@ func (m *Migrator) findDependents(ctx context.Context) ([]Dependent, error) {
 		for _, o := range list.Items {
 			var refs []metav1.OwnerReference
 			for _, r := range o.GetOwnerReferences() {
-				if isKruiseRef(r) {
+				if set.owns(r) {
 					refs = append(refs, r)
 				}
 			}
@@ -65,11 +85,12 @@ func (m *Migrator) orphan(ctx context.Context) error {
 	if err := saveState(StatePath(m.Opts.Backup), m.state); err != nil {
 		return err
 	}
+	set := m.migrating()
 	for _, d := range deps {
 		if err := m.setOwners(ctx, d, func(refs []metav1.OwnerReference) []metav1.OwnerReference {
 			var kept []metav1.OwnerReference
 			for _, r := range refs {
-				if !isKruiseRef(r) {
+				if !set.owns(r) {
 					kept = append(kept, r)
 				}
 			}

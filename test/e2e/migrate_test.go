@@ -163,7 +163,8 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 	out := mustKubectlInplace(t, ctx, "migrate", "--backup", backup, "--apiservices", apiservices, "--dry-run", "--scale-down-kruise")
 	for _, want := range []string{"plan", "would scale Deployment kruise-system/kruise-manager", cloneSetCRD, "kruise-mutating-webhook-configuration", "2 pods"} {
 		if !strings.Contains(out, want) {
-			t.Fatalf("dry run: no %q in\n%s", want, out)
+			framework.LogLines(t, "dry run", out)
+			t.Fatalf("dry run: no %q in its output (logged above)", want)
 		}
 	}
 	if _, err := framework.DynamicClient.Resource(crdGVR).Get(ctx, cloneSetCRD, metav1.GetOptions{}); err != nil {

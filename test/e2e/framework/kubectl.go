@@ -72,6 +72,15 @@ func KubectlCreateRaw(ctx context.Context, path, stdin, file string) RawResponse
 	return r
 }
 
+// LogLines logs text one t.Log per line, each prefixed: make's e2e targets keep only the lines
+// that name a _test.go file, so a multi-line message in one t.Fatalf reaches CI as its first line.
+func LogLines(t *testing.T, prefix, text string) {
+	t.Helper()
+	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		t.Logf("%s: %s", prefix, l)
+	}
+}
+
 // LogInstallation logs the state of inplace's installation in the cluster (its workloads, Pods
 // and recent events): what a test that waited for it to come up prints when it did not.
 func LogInstallation(t *testing.T, ctx context.Context) {
@@ -90,9 +99,6 @@ func LogInstallation(t *testing.T, ctx context.Context) {
 		if len(lines) > 40 {
 			lines = lines[len(lines)-40:]
 		}
-		// One t.Log per line: make's e2e targets keep only the lines that name a _test.go file.
-		for _, l := range lines {
-			t.Logf("kubectl %s: %s", args[1], l)
-		}
+		LogLines(t, "kubectl "+args[1], strings.Join(lines, "\n"))
 	}
 }
