@@ -66,6 +66,13 @@
 #                               watch event of its Pods / its workload, one line each,
 #                               prefixed with the Unix time it arrived) and GROUP.times
 #                               (t0, the floor's waves, t1)
+#   BENCH_PROFILE=              a directory: keep there, per measured workload rollout GROUP,
+#                               CPU profiles (pprof) of inplace-apiserver, inplace-controller,
+#                               inplace-daemon and kube-apiserver over BENCH_PROFILE_SECONDS
+#                               from the clock's start. The controller and the daemon are
+#                               (re)started with --profiling for it. Read one with
+#                               `go tool pprof -top -cum GROUP.apiserver.pprof`.
+#   BENCH_PROFILE_SECONDS=20    how long each profile runs (cover the rollout)
 #
 # The cluster is left as found (see hack/lib/bench.sh); everything lives in a
 # namespace of its own, deleted at the end.
@@ -119,7 +126,22 @@ declare -A SHAPE_NAME=(
   [b]="fat: app + 2 sidecars ready 5 s after start ($PROBE probes)"
 )
 
+PROFILE="${BENCH_PROFILE:-}"
+PROFILE_SECONDS="${BENCH_PROFILE_SECONDS:-20}"
+if [[ -n "$PROFILE" ]]; then
+  mkdir -p "$PROFILE"
+  PROFILE="$(cd "$PROFILE" && pwd)"
+  # The hooks read these when they start the programs (hack/local-up.d).
+  export INPLACE_CONTROLLER_ARGS="${INPLACE_CONTROLLER_ARGS:-} --profiling"
+  export INPLACE_DAEMON_FLAGS="${INPLACE_DAEMON_FLAGS:-} --profiling"
+fi
+
 bench_start bench-rollout
+if [[ -n "$PROFILE" && "${STARTED_CLUSTER:-}" != true ]]; then
+  log "restarting inplace-controller and inplace-daemon with --profiling"
+  hack/local-up.d/20-inplace-controller.sh >&2
+  hack/local-up.d/30-inplace-daemon.sh >&2
+fi
 
 # --- manifests -----------------------------------------------------------------
 
@@ -311,6 +333,26 @@ trace_listed() {
 # trace_mark GROUP WHAT TIME: a line "WHAT TIME" in GROUP.times.
 trace_mark() { [[ -z "$TRACE" ]] || echo "$2 $3" >> "$TRACE/$1.times"; }
 
+# --- profiles (BENCH_PROFILE) ---------------------------------------------------
+
+# profile_start GROUP: CPU profiles of the inplace programs and kube-apiserver, in the
+# background, for PROFILE_SECONDS; profile_wait waits for them.
+PROFILE_PIDS=()
+profile_start() {
+  [[ -n "$PROFILE" ]] || return 0
+  local g="$1" q="debug/pprof/profile?seconds=$PROFILE_SECONDS"
+  curl -sf -o "$PROFILE/$g.controller.pprof" "http://127.0.0.1:10390/$q" & PROFILE_PIDS+=($!)
+  curl -sf -o "$PROFILE/$g.daemon.pprof" "http://127.0.0.1:10391/$q" & PROFILE_PIDS+=($!)
+  "$KUBECTL" --server=https://10.77.0.1:8443 get --raw "/$q" > "$PROFILE/$g.apiserver.pprof" & PROFILE_PIDS+=($!)
+  "$KUBECTL" get --raw "/$q" > "$PROFILE/$g.kube-apiserver.pprof" & PROFILE_PIDS+=($!)
+}
+profile_wait() {
+  ((${#PROFILE_PIDS[@]} > 0)) || return 0
+  wait "${PROFILE_PIDS[@]}" || log "a profile failed (is --profiling on?); see $PROFILE"
+  PROFILE_PIDS=()
+  log "profiles of $1 in $PROFILE"
+}
+
 trace_stop() {
   local p
   for p in "${trace_pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -361,6 +403,7 @@ run_way() {
   c0="$(cpu_ticks)"
   t0="$(now)"
   trace_mark "$g" t0 "$t0"
+  [[ "$way" == floor ]] || profile_start "$g"
   if [[ "$way" == floor ]]; then
     roll_floor "$g"
   else
@@ -375,6 +418,7 @@ run_way() {
   r1="$(inplace_requests)"
   trace_mark "$g" t1 "$t1"
   trace_stop
+  profile_wait "$g"
 
   t="$(elapsed "$t0" "$t1")"
   after="$(pod_ids "$g")"

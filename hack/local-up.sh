@@ -91,6 +91,17 @@ for p in "${ports[@]}"; do
   fi
 done
 
+# The kubelet taints its node with disk-pressure (and evicts Pods) when the filesystem of its
+# state has less than evictionHard's 1% free (step 4): on a machine whose disk is nearly full the
+# tests would then fail waiting for Pods that are never scheduled. Say so now instead.
+mkdir -p "$STATE"
+read -r fs_size fs_avail < <(df -Pk "$STATE" | awk 'NR == 2 { print $2, $4 }')
+fs_need=$((fs_size / 100 + 2 * 1024 * 1024)) # the kubelet's 1%, and 2 GiB for the images and Pods
+if ((fs_avail < fs_need)); then
+  die "the filesystem of $STATE has $((fs_avail / 1024)) MiB free; the local cluster needs $((fs_need / 1024)) MiB" \
+    "(its kubelets evict Pods and taint their nodes disk-pressure below 1% free): free some disk space"
+fi
+
 mkdir -p "$PIDS" "$STATE/markers" "$STATE/containerd" "$STATE/cni/net.d" "$STATE/cni/ipam" "$STATE/pod-logs"
 rm -rf "$LOGS.prev"
 [[ -d "$LOGS" ]] && mv "$LOGS" "$LOGS.prev"
