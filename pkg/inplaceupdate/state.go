@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/lru"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 )
@@ -140,6 +141,32 @@ func GetState(pod *corev1.Pod) (*pub.InPlaceUpdateState, bool, error) {
 	return st.public(), true, nil
 }
 
+// completions remembers, per value of the state annotation, whether it decodes and whether it
+// says completed. IsInProgress and IsCompleted run on every event of every Pod in the controller's
+// and the daemon's informers, and the annotation changes a few times per update while the Pod's
+// status changes many more: decoding its JSON on each event was the largest single CPU cost of
+// inplace-daemon during a rollout (hack/bench-rollout.sh with BENCH_PROFILE). The key is the
+// annotation's text, so an entry can never be stale; the size only bounds the memory.
+var completions = lru.New(4096)
+
+type completion struct{ valid, completed bool }
+
+// stateCompletion reads the state annotation's completion: whether the Pod has the annotation,
+// whether it decodes, and whether it says the update completed.
+func stateCompletion(pod *corev1.Pod) (has bool, c completion) {
+	raw, ok := annotation(pod, pub.InPlaceUpdateStateKey, pub.InPlaceUpdateStateKeyOld)
+	if !ok {
+		return false, completion{}
+	}
+	if v, ok := completions.Get(raw); ok {
+		return true, v.(completion)
+	}
+	st, _, err := readState(pod)
+	c = completion{valid: err == nil, completed: err == nil && st.completed()}
+	completions.Add(raw, c)
+	return true, c
+}
+
 // IsInProgress is true while an in-place update of the Pod is under way: a grace period runs, or
 // the state annotation is there and the update is not completed yet. A state annotation that does
 // not decode counts as no update (the next update overwrites it).
@@ -147,8 +174,8 @@ func IsInProgress(pod *corev1.Pod) bool {
 	if _, ok := annotation(pod, pub.InPlaceUpdateGraceKey, pub.InPlaceUpdateGraceKeyOld); ok {
 		return true
 	}
-	st, ok, err := readState(pod)
-	return ok && err == nil && !st.completed()
+	has, c := stateCompletion(pod)
+	return has && c.valid && !c.completed
 }
 
 // InGracePeriod is true while an in-place update waits out its grace period (the grace annotation
@@ -163,8 +190,8 @@ func IsCompleted(pod *corev1.Pod) bool {
 	if _, ok := annotation(pod, pub.InPlaceUpdateGraceKey, pub.InPlaceUpdateGraceKeyOld); ok {
 		return false
 	}
-	st, ok, err := readState(pod)
-	return ok && err == nil && st.completed()
+	has, c := stateCompletion(pod)
+	return has && c.valid && c.completed
 }
 
 // EnvRestartContainers are the containers the daemon must restart, now, for them to see new

@@ -87,14 +87,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 // container the status reports created from its spec image (the kubelet's container hash),
 // which is what the engine then checks (inplaceupdate.RunsCurrentSpec).
 func reportNow(pod *corev1.Pod, set *pub.RuntimeContainerMetaSet) bool {
-	if inplaceupdate.InGracePeriod(pod) {
+	// IsInProgress first: it does not decode the state again on every event of the Pod.
+	if inplaceupdate.InGracePeriod(pod) || !inplaceupdate.IsInProgress(pod) {
 		return true
 	}
 	st, ok, err := inplaceupdate.GetState(pod)
-	if err != nil || !ok || st == nil {
-		return true
-	}
-	if !inplaceupdate.IsInProgress(pod) || st.UpdateEnvFromMetadata {
+	if err != nil || !ok || st == nil || st.UpdateEnvFromMetadata {
 		return true
 	}
 	return len(inplaceupdate.UnconfirmedImages(pod)) > 0 && inplaceupdate.RunsCurrentSpec(pod, set)
