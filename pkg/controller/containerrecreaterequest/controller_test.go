@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -20,12 +19,13 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
 )
 
-var testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+var testNow = controllertest.Now
 
 type fixture struct {
 	kube     *kubefake.Clientset
@@ -40,12 +40,8 @@ type fixture struct {
 // informer caches (the informers are never started).
 func newFixture(t *testing.T, crr *v1alpha1.ContainerRecreateRequest, pods ...*corev1.Pod) *fixture {
 	t.Helper()
-	var kubeObjs []runtime.Object
-	for _, p := range pods {
-		kubeObjs = append(kubeObjs, p)
-	}
 	f := &fixture{
-		kube:     kubefake.NewClientset(kubeObjs...),
+		kube:     kubefake.NewClientset(controllertest.RuntimeObjects(pods)...),
 		client:   inplacefake.NewClientset(crr),
 		clock:    clocktesting.NewFakeClock(testNow),
 		recorder: record.NewFakeRecorder(20),
@@ -59,13 +55,9 @@ func newFixture(t *testing.T, crr *v1alpha1.ContainerRecreateRequest, pods ...*c
 	f.c = c
 	f.pods = kinf.Core().V1().Pods().Informer().GetIndexer()
 	for _, p := range pods {
-		if err := kinf.Core().V1().Pods().Informer().GetIndexer().Add(p); err != nil {
-			t.Fatal(err)
-		}
+		controllertest.Add(t, f.pods, p)
 	}
-	if err := iinf.Apps().V1alpha1().ContainerRecreateRequests().Informer().GetIndexer().Add(crr); err != nil {
-		t.Fatal(err)
-	}
+	controllertest.Add(t, iinf.Apps().V1alpha1().ContainerRecreateRequests().Informer().GetIndexer(), crr)
 	return f
 }
 
@@ -96,15 +88,7 @@ func (f *fixture) get(t *testing.T, crr *v1alpha1.ContainerRecreateRequest) *v1a
 }
 
 func (f *fixture) events() string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return strings.Join(out, "\n")
-		}
-	}
+	return controllertest.Events(f.recorder)
 }
 
 func pod() *corev1.Pod {

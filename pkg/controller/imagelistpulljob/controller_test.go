@@ -18,11 +18,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 )
 
-var testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+var testNow = controllertest.Now
 
 type fixture struct {
 	client   *inplacefake.Clientset
@@ -78,19 +79,8 @@ func (f *fixture) reload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var listObjs, jobObjs []any
-	for i := range lists.Items {
-		listObjs = append(listObjs, &lists.Items[i])
-	}
-	for i := range jobs.Items {
-		jobObjs = append(jobObjs, &jobs.Items[i])
-	}
-	if err := f.listIdx.Replace(listObjs, ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.jobIdx.Replace(jobObjs, ""); err != nil {
-		t.Fatal(err)
-	}
+	controllertest.Replace(t, f.listIdx, lists.Items)
+	controllertest.Replace(t, f.jobIdx, jobs.Items)
 }
 
 func (f *fixture) sync(t *testing.T, lj *v1alpha1.ImageListPullJob) time.Duration {
@@ -126,15 +116,7 @@ func (f *fixture) listJob(t *testing.T) (*v1alpha1.ImageListPullJob, error) {
 }
 
 func (f *fixture) events() string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return strings.Join(out, "\n")
-		}
-	}
+	return controllertest.Events(f.recorder)
 }
 
 func listPullJob(images ...string) *v1alpha1.ImageListPullJob {

@@ -21,11 +21,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 )
 
-var testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+var testNow = controllertest.Now
 
 type fixture struct {
 	client   *inplacefake.Clientset
@@ -39,11 +40,7 @@ type fixture struct {
 // informer caches (the informers are never started).
 func newFixture(t *testing.T, nodes []*corev1.Node, objs ...runtime.Object) *fixture {
 	t.Helper()
-	var kubeObjs []runtime.Object
-	for _, n := range nodes {
-		kubeObjs = append(kubeObjs, n)
-	}
-	kube := kubefake.NewClientset(kubeObjs...)
+	kube := kubefake.NewClientset(controllertest.RuntimeObjects(nodes)...)
 	f := &fixture{
 		client:   inplacefake.NewClientset(objs...),
 		clock:    clocktesting.NewFakeClock(testNow),
@@ -60,9 +57,7 @@ func newFixture(t *testing.T, nodes []*corev1.Node, objs ...runtime.Object) *fix
 	f.c = c
 	f.jobIdx = apps.ImagePullJobs().Informer().GetIndexer()
 	for _, n := range nodes {
-		if err := core.Nodes().Informer().GetIndexer().Add(n); err != nil {
-			t.Fatal(err)
-		}
+		controllertest.Add(t, core.Nodes().Informer().GetIndexer(), n)
 	}
 	f.reload(t)
 	return f
@@ -81,19 +76,8 @@ func (f *fixture) reload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var niObjs, jobObjs []any
-	for i := range nis.Items {
-		niObjs = append(niObjs, &nis.Items[i])
-	}
-	for i := range jobs.Items {
-		jobObjs = append(jobObjs, &jobs.Items[i])
-	}
-	if err := f.c.niIndex.Replace(niObjs, ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.jobIdx.Replace(jobObjs, ""); err != nil {
-		t.Fatal(err)
-	}
+	controllertest.Replace(t, f.c.niIndex, nis.Items)
+	controllertest.Replace(t, f.jobIdx, jobs.Items)
 }
 
 func (f *fixture) sync(t *testing.T, job *v1alpha1.ImagePullJob) time.Duration {
@@ -161,15 +145,7 @@ func (f *fixture) report(t *testing.T, node string, phase v1alpha1.ImagePullPhas
 }
 
 func (f *fixture) events() string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return strings.Join(out, "\n")
-		}
-	}
+	return controllertest.Events(f.recorder)
 }
 
 func node(name string) *corev1.Node {

@@ -19,11 +19,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 )
 
-var testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+var testNow = controllertest.Now
 
 type fixture struct {
 	client   *inplacefake.Clientset
@@ -37,11 +38,7 @@ type fixture struct {
 // informer caches (the informers are never started).
 func newFixture(t *testing.T, nodes []*corev1.Node, objs ...runtime.Object) *fixture {
 	t.Helper()
-	var kubeObjs []runtime.Object
-	for _, n := range nodes {
-		kubeObjs = append(kubeObjs, n)
-	}
-	kube := kubefake.NewClientset(kubeObjs...)
+	kube := kubefake.NewClientset(controllertest.RuntimeObjects(nodes)...)
 	f := &fixture{
 		client:   inplacefake.NewClientset(objs...),
 		clock:    clocktesting.NewFakeClock(testNow),
@@ -57,24 +54,17 @@ func newFixture(t *testing.T, nodes []*corev1.Node, objs ...runtime.Object) *fix
 	f.c = c
 	f.nodes = kinf.Core().V1().Nodes().Informer().GetIndexer()
 	for _, n := range nodes {
-		mustAdd(t, f.nodes, n)
+		controllertest.Add(t, f.nodes, n)
 	}
 	for _, o := range objs {
 		switch o := o.(type) {
 		case *v1alpha1.NodeImage:
-			mustAdd(t, c.niIndex, o)
+			controllertest.Add(t, c.niIndex, o)
 		case *v1alpha1.ImagePullJob:
-			mustAdd(t, apps.ImagePullJobs().Informer().GetIndexer(), o)
+			controllertest.Add(t, apps.ImagePullJobs().Informer().GetIndexer(), o)
 		}
 	}
 	return f
-}
-
-func mustAdd(t *testing.T, idx cache.Indexer, obj any) {
-	t.Helper()
-	if err := idx.Add(obj); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // sync runs one sync of a node's key, then reloads the NodeImage cache from the client, as the
@@ -89,13 +79,7 @@ func (f *fixture) sync(t *testing.T, name string) time.Duration {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var objs []any
-	for i := range list.Items {
-		objs = append(objs, &list.Items[i])
-	}
-	if err := f.c.niIndex.Replace(objs, ""); err != nil {
-		t.Fatal(err)
-	}
+	controllertest.Replace(t, f.c.niIndex, list.Items)
 	return requeue
 }
 
@@ -112,15 +96,7 @@ func (f *fixture) nodeImage(t *testing.T, name string) (*v1alpha1.NodeImage, boo
 }
 
 func (f *fixture) events() string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return strings.Join(out, "\n")
-		}
-	}
+	return controllertest.Events(f.recorder)
 }
 
 func node(name string, ready bool) *corev1.Node {
