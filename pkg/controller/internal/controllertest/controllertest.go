@@ -4,13 +4,18 @@
 package controllertest
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 )
 
 // Now is where the tests' fake clocks start.
@@ -58,4 +63,39 @@ func RuntimeObjects[T runtime.Object](objs []T) []runtime.Object {
 		out[i] = o
 	}
 	return out
+}
+
+// Indexer is a namespaced cache holding objs, for a lister the test builds itself.
+func Indexer(t testing.TB, objs ...any) cache.Indexer {
+	t.Helper()
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	Add(t, idx, objs...)
+	return idx
+}
+
+// CompareMetrics fails t unless the collector's metric name is exactly want (text exposition
+// format).
+func CompareMetrics(t testing.TB, c metrics.StableCollector, want, name string) {
+	t.Helper()
+	if err := testutil.CustomCollectAndCompare(c, strings.NewReader(want), name); err != nil {
+		t.Error(err)
+	}
+}
+
+// CheckCreatedRevision fails t unless the actions of a fake clientset created exactly one
+// ControllerRevision and its annotations are exactly want.
+func CheckCreatedRevision(t testing.TB, actions []k8stesting.Action, want map[string]string) {
+	t.Helper()
+	var created []*appsv1.ControllerRevision
+	for _, a := range actions {
+		if c, ok := a.(k8stesting.CreateAction); ok && a.GetResource().Resource == "controllerrevisions" {
+			created = append(created, c.GetObject().(*appsv1.ControllerRevision))
+		}
+	}
+	if len(created) != 1 || !maps.Equal(created[0].Annotations, want) {
+		for _, r := range created {
+			t.Logf("created revision %s: annotations %v", r.Name, r.Annotations)
+		}
+		t.Errorf("created %d revisions, want one annotated %v", len(created), want)
+	}
 }
