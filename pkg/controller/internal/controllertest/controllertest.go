@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -98,4 +99,26 @@ func CheckCreatedRevision(t testing.TB, actions []k8stesting.Action, want map[st
 		}
 		t.Errorf("created %d revisions, want one annotated %v", len(created), want)
 	}
+}
+
+// Acted are the names of the objects of resource a fake clientset's actions acted on with verb,
+// each with its patch (empty for a create or delete). A created object's name is its name or its
+// generateName.
+func Acted(actions []k8stesting.Action, verb, resource string) map[string]string {
+	out := map[string]string{}
+	for _, a := range actions {
+		if a.GetVerb() != verb || a.GetResource().Resource != resource {
+			continue
+		}
+		switch a := a.(type) {
+		case k8stesting.PatchAction:
+			out[a.GetName()] = string(a.GetPatch())
+		case k8stesting.DeleteAction:
+			out[a.GetName()] = ""
+		case k8stesting.CreateAction:
+			obj := a.GetObject().(metav1.Object)
+			out[obj.GetName()+obj.GetGenerateName()] = ""
+		}
+	}
+	return out
 }
