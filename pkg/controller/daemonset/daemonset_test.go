@@ -13,6 +13,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
 )
 
@@ -47,14 +48,7 @@ func daemonPod(ds *v1alpha1.DaemonSet, nodeName, revision string, ready bool) *c
 	p := newPod(ds, &ds.Spec.Template, revision, nodeName)
 	p.Name = ds.Name + "-" + nodeName + "-" + revision
 	p.Spec.NodeName = nodeName
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
-		{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
-		{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue},
-	}}
+	p.Status = controllertest.RunningStatus(ready, now.Add(-time.Hour))
 	return p
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	"github.com/inplace-dev/inplace/pkg/features"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
@@ -52,14 +53,7 @@ func testSet(replicas int32, policy appsv1.PodManagementPolicyType) *v1beta1.Sta
 func readyPod(set *v1beta1.StatefulSet, ordinal int, revision string, ready bool) *corev1.Pod {
 	p := newPod(set, &set.Spec.Template, revision, ordinal)
 	p.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateNormal)
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
-		{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
-		{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue},
-	}}
+	p.Status = controllertest.RunningStatus(ready, now.Add(-time.Hour))
 	return p
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
@@ -17,6 +18,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 )
 
 // Now is where the tests' fake clocks start.
@@ -121,4 +124,17 @@ func Acted(actions []k8stesting.Action, verb, resource string) map[string]string
 		}
 	}
 	return out
+}
+
+// RunningStatus is the status of a running Pod of a workload: Ready (or not) since readySince,
+// and InPlaceUpdateReady.
+func RunningStatus(ready bool, readySince time.Time) corev1.PodStatus {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	return corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(readySince)},
+		{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue},
+	}}
 }
