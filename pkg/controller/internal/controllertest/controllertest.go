@@ -13,13 +13,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
+	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 )
 
 // Now is where the tests' fake clocks start.
@@ -138,3 +143,30 @@ func RunningStatus(ready bool, readySince time.Time) corev1.PodStatus {
 		{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue},
 	}}
 }
+
+// Fakes are what a controller under test runs on: fake clients, their informer factories (never
+// started: a test fills the caches itself), a fake clock at Now and an Event recorder.
+type Fakes struct {
+	Kube             *kubefake.Clientset
+	Inplace          *inplacefake.Clientset
+	KubeInformers    kubeinformers.SharedInformerFactory
+	InplaceInformers inplaceinformers.SharedInformerFactory
+	Clock            *clocktesting.FakeClock
+	Recorder         *record.FakeRecorder
+}
+
+// NewFakes is Fakes whose kube client holds kubeObjs and whose inplace client holds objs.
+func NewFakes(kubeObjs []runtime.Object, objs ...runtime.Object) Fakes {
+	f := Fakes{
+		Kube:     kubefake.NewClientset(kubeObjs...),
+		Inplace:  inplacefake.NewClientset(objs...),
+		Clock:    clocktesting.NewFakeClock(Now),
+		Recorder: record.NewFakeRecorder(100),
+	}
+	f.KubeInformers = kubeinformers.NewSharedInformerFactory(f.Kube, 0)
+	f.InplaceInformers = inplaceinformers.NewSharedInformerFactory(f.Inplace, 0)
+	return f
+}
+
+// Events drains what the recorder caught so far, one Event a line.
+func (f Fakes) Events() string { return Events(f.Recorder) }
