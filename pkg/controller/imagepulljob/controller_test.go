@@ -308,44 +308,31 @@ func TestEventsMapToJobs(t *testing.T) {
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "ns", Labels: map[string]string{"app": "web"}},
 		Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-	f.c.enqueuePodChange(nil, pod)
-	if got := drain(); len(got) != 1 || got[0] != "ns/by-pods" {
-		t.Errorf("Pod added enqueued %v, want [ns/by-pods]", got)
+	changed := func(change func(*corev1.Pod)) *corev1.Pod {
+		p := pod.DeepCopy()
+		change(p)
+		return p
 	}
-	// A label the selector does not look at: the job targets the node through the Pod either way.
-	relabelled := pod.DeepCopy()
-	relabelled.Labels["lifecycle.apps.kruise.io/state"] = "Updating"
-	f.c.enqueuePodChange(pod, relabelled)
-	if got := drain(); len(got) != 0 {
-		t.Errorf("a label change that keeps the Pod selected enqueued %v", got)
-	}
-	moved := pod.DeepCopy()
-	moved.Spec.NodeName = "node-b"
-	f.c.enqueuePodChange(pod, moved)
-	if got := drain(); len(got) != 1 || got[0] != "ns/by-pods" {
-		t.Errorf("Pod on another node enqueued %v, want [ns/by-pods]", got)
-	}
-	unselected := pod.DeepCopy()
-	unselected.Labels["app"] = "db"
-	f.c.enqueuePodChange(pod, unselected)
-	if got := drain(); len(got) != 1 || got[0] != "ns/by-pods" {
-		t.Errorf("Pod leaving the selector enqueued %v, want [ns/by-pods]", got)
-	}
-	f.c.enqueuePodChange(pod, nil)
-	if got := drain(); len(got) != 1 || got[0] != "ns/by-pods" {
-		t.Errorf("Pod deleted enqueued %v, want [ns/by-pods]", got)
-	}
-	pending := pod.DeepCopy()
-	pending.Spec.NodeName = ""
-	f.c.enqueuePodChange(nil, pending)
-	if got := drain(); len(got) != 0 {
-		t.Errorf("a Pod not placed yet enqueued %v", got)
-	}
-	other := pod.DeepCopy()
-	other.Namespace = "other"
-	f.c.enqueuePodChange(nil, other)
-	if got := drain(); len(got) != 0 {
-		t.Errorf("Pod of another namespace enqueued %v", got)
+	bySelector := []string{"ns/by-pods"}
+	for _, tc := range []struct {
+		what     string
+		old, new *corev1.Pod
+		want     []string
+	}{
+		{"Pod added", nil, pod, bySelector},
+		// A label the selector does not look at: the job targets the node through the Pod either way.
+		{"a label change that keeps the Pod selected", pod,
+			changed(func(p *corev1.Pod) { p.Labels["lifecycle.apps.kruise.io/state"] = "Updating" }), nil},
+		{"Pod on another node", pod, changed(func(p *corev1.Pod) { p.Spec.NodeName = "node-b" }), bySelector},
+		{"Pod leaving the selector", pod, changed(func(p *corev1.Pod) { p.Labels["app"] = "db" }), bySelector},
+		{"Pod deleted", pod, nil, bySelector},
+		{"a Pod not placed yet", nil, changed(func(p *corev1.Pod) { p.Spec.NodeName = "" }), nil},
+		{"Pod of another namespace", nil, changed(func(p *corev1.Pod) { p.Namespace = "other" }), nil},
+	} {
+		f.c.enqueuePodChange(tc.old, tc.new)
+		if got := drain(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s enqueued %v, want %v", tc.what, got, tc.want)
+		}
 	}
 }
 

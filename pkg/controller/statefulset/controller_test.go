@@ -227,11 +227,11 @@ func TestRestoreClaimsOfPendingPods(t *testing.T) {
 func TestOrderedUpdateWaitsOnItsHookedPod(t *testing.T) {
 	set := withHooks(testSet(2, "OrderedReady"))
 	waiting := inState(readyPod(set, 1, "old", true), pub.LifecycleStatePreparingUpdate, false)
-	if got, _ := candidatesOf(set, []*corev1.Pod{readyPod(set, 0, "old", true), waiting}, "new", now); !slices.Equal(names(got), []string{"db-1"}) {
-		t.Errorf("candidates %v, want db-1 (in PreparingUpdate, its own step)", names(got))
+	if got, _ := candidatesOf(set, []*corev1.Pod{readyPod(set, 0, "old", true), waiting}, "new", now); !slices.Equal(controllertest.Names(got), []string{"db-1"}) {
+		t.Errorf("candidates %v, want db-1 (in PreparingUpdate, its own step)", controllertest.Names(got))
 	}
 	updated := inState(readyPod(set, 1, "new", true), pub.LifecycleStateUpdated, false)
 	if got, _ := candidatesOf(set, []*corev1.Pod{readyPod(set, 0, "old", true), updated}, "new", now); len(got) != 0 {
-		t.Errorf("candidates %v, want none while db-1 is Updated, not Normal", names(got))
+		t.Errorf("candidates %v, want none while db-1 is Updated, not Normal", controllertest.Names(got))
 	}
 }

@@ -170,3 +170,12 @@ func NewFakes(kubeObjs []runtime.Object, objs ...runtime.Object) Fakes {
 
 // Events drains what the recorder caught so far, one Event a line.
 func (f Fakes) Events() string { return Events(f.Recorder) }
+
+// Names are the objects' names, in their order.
+func Names[T metav1.Object](objs []T) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetName())
+	}
+	return out
+}
