@@ -111,6 +111,26 @@ func startHARollout(t *testing.T, ctx context.Context, prefix string) *haRollout
 	return r
 }
 
+// startWatchedHARollout is startHARollout with the APIService's availability recorded from then
+// on, until finishWatched or the end of the test.
+func startWatchedHARollout(t *testing.T, ctx context.Context, prefix string) (*haRollout, *availabilityRecorder) {
+	t.Helper()
+	r := startHARollout(t, ctx, prefix)
+	avail := recordAvailability(ctx)
+	t.Cleanup(avail.stop)
+	return r, avail
+}
+
+// finishWatched is finish, then stops recording the availability; it returns the writes that
+// failed during the rollout (and were retried).
+func (r *haRollout) finishWatched(t *testing.T, ctx context.Context, avail *availabilityRecorder) []writeError {
+	t.Helper()
+	r.finish(t, ctx)
+	avail.stop()
+	_, errs := r.writer.snapshot()
+	return errs
+}
+
 // finish waits for the rollout, the sidecar upgrade and the CRR to complete and checks them and
 // the writes.
 func (r *haRollout) finish(t *testing.T, ctx context.Context) {
@@ -526,18 +546,14 @@ func waitEtcdMembersBack(t *testing.T, ctx context.Context, since time.Time, kil
 func TestHAApiserverReplicaKilled(t *testing.T) {
 	requireHA(t)
 	ctx := framework.Context(t)
-	r := startHARollout(t, ctx, "ha-apiserver")
-	avail := recordAvailability(ctx)
-	defer avail.stop()
+	r, avail := startWatchedHARollout(t, ctx, "ha-apiserver")
 
 	victim := framework.CurrentProgram(t, "inplace-apiserver")
 	killed := time.Now()
 	victim.Stop(t, ctx, syscall.SIGKILL, 10*time.Second)
 	framework.WaitContainerRestarted(t, ctx, victim.Pod)
 	back := time.Since(killed)
-	r.finish(t, ctx)
-	avail.stop()
-	_, errs := r.writer.snapshot()
+	errs := r.finishWatched(t, ctx, avail)
 	t.Logf("%s killed: Ready again after %.1fs; APIService not Available for at most %.1fs (%d of %d samples); %d failed write attempts",
 		victim.Pod.Name, back.Seconds(), avail.longest.Seconds(), avail.down, avail.samples, len(errs))
 	if avail.longest > 10*time.Second {
@@ -553,9 +569,7 @@ func TestHAApiserverReplicaKilled(t *testing.T) {
 func TestHAApiserverRollingUpdate(t *testing.T) {
 	requireHA(t)
 	ctx := framework.Context(t)
-	r := startHARollout(t, ctx, "ha-apiserver-roll")
-	avail := recordAvailability(ctx)
-	defer avail.stop()
+	r, avail := startWatchedHARollout(t, ctx, "ha-apiserver-roll")
 
 	before := framework.CurrentProgram(t, "inplace-apiserver")
 	started := time.Now()
@@ -566,9 +580,7 @@ func TestHAApiserverRollingUpdate(t *testing.T) {
 		_, err := framework.Kube.CoreV1().Pods(framework.InplaceNamespace).Get(ctx, before.Pod.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})
-	r.finish(t, ctx)
-	avail.stop()
-	_, errs := r.writer.snapshot()
+	errs := r.finishWatched(t, ctx, avail)
 	t.Logf("rolling update of inplace-apiserver: %.1fs; APIService not Available for at most %.1fs (%d of %d samples); %d failed write attempts",
 		took.Seconds(), avail.longest.Seconds(), avail.down, avail.samples, len(errs))
 	for _, e := range errs {
@@ -582,18 +594,14 @@ func TestHAApiserverRollingUpdate(t *testing.T) {
 func TestHAEtcdMemberKilled(t *testing.T) {
 	requireHA(t)
 	ctx := framework.Context(t)
-	r := startHARollout(t, ctx, "ha-etcd-one")
-	avail := recordAvailability(ctx)
-	defer avail.stop()
+	r, avail := startWatchedHARollout(t, ctx, "ha-etcd-one")
 
 	members := etcdMembers(t, ctx)
 	victim := members[slices.IndexFunc(members, func(m etcdMember) bool { return m.leader })]
 	killed := time.Now()
 	victim.Stop(t, ctx, syscall.SIGKILL, 10*time.Second)
 	back := waitEtcdMembersBack(t, ctx, killed, victim)
-	r.finish(t, ctx)
-	avail.stop()
-	_, errs := r.writer.snapshot()
+	errs := r.finishWatched(t, ctx, avail)
 	t.Logf("etcd leader %s killed: Ready again after %.1fs; APIService not Available for at most %.1fs; %d failed write attempts",
 		victim.Pod.Name, back.Seconds(), avail.longest.Seconds(), len(errs))
 	checkRetriedErrors(t, errs, "500", "503", "timeout")

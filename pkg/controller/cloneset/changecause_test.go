@@ -1,12 +1,9 @@
 package cloneset
 
 import (
-	"maps"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
-	k8stesting "k8s.io/client-go/testing"
-
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
 )
 
@@ -18,18 +15,7 @@ func TestRevisionChangeCause(t *testing.T) {
 	set.Annotations = map[string]string{history.ChangeCauseAnnotation: "set image main=app:v2", "team": "web"}
 	f := newFixture(t, set)
 	f.sync(t)
-	var created []*appsv1.ControllerRevision
-	for _, a := range f.kube.Actions() {
-		if c, ok := a.(k8stesting.CreateAction); ok && a.GetResource().Resource == "controllerrevisions" {
-			created = append(created, c.GetObject().(*appsv1.ControllerRevision))
-		}
-	}
 	// Its change-cause, and the hash of its (no) volumeClaimTemplates; not the CloneSet's others.
 	want := map[string]string{history.ChangeCauseAnnotation: "set image main=app:v2", vctHashAnnotation: ""}
-	if len(created) != 1 || !maps.Equal(created[0].Annotations, want) {
-		for _, r := range created {
-			t.Logf("created revision %s: annotations %v", r.Name, r.Annotations)
-		}
-		t.Errorf("created %d revisions, want one annotated %v", len(created), want)
-	}
+	controllertest.CheckCreatedRevision(t, f.kube.Actions(), want)
 }

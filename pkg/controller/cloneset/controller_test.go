@@ -676,7 +676,7 @@ func TestScaleUpInTerminatingNamespace(t *testing.T) {
 	if n := len(actionsOf[k8stesting.CreateAction](f, "create", "pods")); n != 1 {
 		t.Errorf("%d creations tried, want 1 (then stop)", n)
 	}
-	for _, e := range events(f) {
+	for _, e := range strings.Split(events(f), "\n") {
 		if strings.Contains(e, "FailedCreate") {
 			t.Errorf("event %q", e)
 		}

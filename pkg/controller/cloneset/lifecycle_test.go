@@ -106,7 +106,7 @@ func TestLifecycleWithoutHooksSendsNoEvent(t *testing.T) {
 			t.Errorf("pod %s state %q, want Normal", name, got)
 		}
 	}
-	if ev := strings.Join(events(f), "\n"); strings.Contains(ev, "PodLifecycle") {
+	if ev := events(f); strings.Contains(ev, "PodLifecycle") {
 		t.Errorf("events %q: want no PodLifecycle event without hooks", ev)
 	}
 }
@@ -143,7 +143,7 @@ func TestInPlaceUpdateHook(t *testing.T) {
 	if got := patchedKruisePodReady(podPatches(t, f, "status")[held]); got != "False" {
 		t.Errorf("KruisePodReady of %s set to %q, want False", held, got)
 	}
-	if ev := strings.Join(events(f), "\n"); !strings.Contains(ev, "PodLifecyclePreparingUpdate") {
+	if ev := events(f); !strings.Contains(ev, "PodLifecyclePreparingUpdate") {
 		t.Errorf("events %q: want PodLifecyclePreparingUpdate", ev)
 	}
 

@@ -233,7 +233,7 @@ func TestScaleUpCreatesClaimsBeforePods(t *testing.T) {
 			t.Errorf("pvc %s created at action %d, pod %s at %d: want the pvc first", want, claimAt, p.Name, podAt)
 		}
 	}
-	evs := strings.Join(events(f), "\n")
+	evs := events(f)
 	if !strings.Contains(evs, "SuccessfulCreate created pvc data-web-") {
 		t.Errorf("no pvc creation event in\n%s", evs)
 	}
@@ -257,7 +257,7 @@ func TestReplacementReusesFreeClaim(t *testing.T) {
 	if n := len(deletedClaims(f)); n != 0 {
 		t.Errorf("deleted %d pvcs, want none", n)
 	}
-	if evs := strings.Join(events(f), "\n"); !strings.Contains(evs, "reuses the PVCs of instance id gone1") {
+	if evs := events(f); !strings.Contains(evs, "reuses the PVCs of instance id gone1") {
 		t.Errorf("no reuse in the events:\n%s", evs)
 	}
 }
@@ -289,7 +289,7 @@ func TestScaleDownDeletesClaims(t *testing.T) {
 	if got := deletedClaims(f); !slices.Equal(got, []string{"data-web-b"}) {
 		t.Errorf("deleted pvcs %v, want [data-web-b]", got)
 	}
-	if evs := strings.Join(events(f), "\n"); !strings.Contains(evs, "SuccessfulDelete deleted pvc data-web-b") {
+	if evs := events(f); !strings.Contains(evs, "SuccessfulDelete deleted pvc data-web-b") {
 		t.Errorf("no pvc deletion event in\n%s", evs)
 	}
 	// Until the cache shows the PVC deleted too, the next sync does nothing.

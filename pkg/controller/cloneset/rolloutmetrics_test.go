@@ -1,28 +1,23 @@
 package cloneset
 
 import (
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
 )
 
 // TestRolloutMetrics: with --rollout-metrics each CloneSet in the cache has its Pods by state.
 func TestRolloutMetrics(t *testing.T) {
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	if err := idx.Add(&v1alpha1.CloneSet{
+	idx := controllertest.Indexer(t, &v1alpha1.CloneSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
 		Spec:       v1alpha1.CloneSetSpec{Replicas: ptr.To[int32](5)},
 		Status:     v1alpha1.CloneSetStatus{UpdatedReplicas: 3, UpdatedReadyReplicas: 2, ReadyReplicas: 4, AvailableReplicas: 4},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	c := newRollouts() // not the registered one: the test's registry takes its own
 	c.Read(listers.NewCloneSetLister(idx).List)
 	want := `
@@ -34,7 +29,5 @@ inplace_controller_cloneset_pods{cloneset="web",namespace="shop",state="ready"} 
 inplace_controller_cloneset_pods{cloneset="web",namespace="shop",state="updated"} 3
 inplace_controller_cloneset_pods{cloneset="web",namespace="shop",state="updated_ready"} 2
 `
-	if err := testutil.CustomCollectAndCompare(c, strings.NewReader(want), "inplace_controller_cloneset_pods"); err != nil {
-		t.Error(err)
-	}
+	controllertest.CompareMetrics(t, c, want, "inplace_controller_cloneset_pods")
 }

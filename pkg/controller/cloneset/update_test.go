@@ -21,6 +21,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	"github.com/inplace-dev/inplace/pkg/features"
 )
 
@@ -101,17 +102,9 @@ func inPlaceUpdates(f *fixture) map[string]*v1alpha1.InPlaceUpdate {
 	return out
 }
 
-func events(f *fixture) []string {
-	var out []string
-	ch := f.c.recorder.(*record.FakeRecorder).Events
-	for {
-		select {
-		case e := <-ch:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+// events drains the Events recorded so far, one a line.
+func events(f *fixture) string {
+	return controllertest.Events(f.c.recorder.(*record.FakeRecorder))
 }
 
 func condition(st v1alpha1.CloneSetStatus, t v1alpha1.CloneSetConditionType) *v1alpha1.CloneSetCondition {
@@ -282,7 +275,7 @@ func TestUpdateInPlaceImage(t *testing.T) {
 	if !apiequality.Semantic.DeepEqual(got.Spec, want) {
 		t.Errorf("request\n got %+v\nwant %+v", got.Spec, want)
 	}
-	ev := strings.Join(events(f), "\n")
+	ev := events(f)
 	if !strings.Contains(ev, "SuccessfulUpdatePodInPlace") {
 		t.Errorf("events %q: want SuccessfulUpdatePodInPlace", ev)
 	}
@@ -298,7 +291,7 @@ func TestUpdateInPlaceIfPossibleRecreates(t *testing.T) {
 	if d := deletedPods(f); !slices.Equal(d, []string{"web-0"}) {
 		t.Errorf("deleted %v, want [web-0]", d)
 	}
-	ev := strings.Join(events(f), "\n")
+	ev := events(f)
 	if !strings.Contains(ev, "recreating: spec.containers[0].env") {
 		t.Errorf("events %q: want the recreate reason", ev)
 	}
@@ -320,7 +313,7 @@ func TestUpdateInPlaceOnlyRefuses(t *testing.T) {
 	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != reasonCannotUpdateInPlace || !strings.Contains(c.Message, "spec.containers[0].env") {
 		t.Fatalf("FailedUpdate %+v: want True with the env reason", c)
 	}
-	ev := strings.Join(events(f), "\n")
+	ev := events(f)
 	if !strings.Contains(ev, "FailedUpdatePodInPlaceOnly") {
 		t.Errorf("events %q: want FailedUpdatePodInPlaceOnly", ev)
 	}
@@ -531,7 +524,7 @@ func TestUpdateVolumeClaimTemplatesChanged(t *testing.T) {
 				if !slices.Equal(deleted, []string{"web-0"}) || len(updated) != 0 {
 					t.Errorf("deleted %v, updated in place %v: want web-0 recreated", deleted, updated)
 				}
-				if ev := strings.Join(events(f), "\n"); !strings.Contains(ev, "volumeClaimTemplates changed") {
+				if ev := events(f); !strings.Contains(ev, "volumeClaimTemplates changed") {
 					t.Errorf("events %q: want the reason", ev)
 				}
 				return

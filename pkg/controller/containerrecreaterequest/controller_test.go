@@ -8,64 +8,41 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	kubeinformers "k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics/testutil"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
-	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
 )
 
-var testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+var testNow = controllertest.Now
 
 type fixture struct {
-	kube     *kubefake.Clientset
-	client   *inplacefake.Clientset
-	clock    *clocktesting.FakeClock
-	recorder *record.FakeRecorder
-	pods     cache.Indexer
-	c        *Controller
+	controllertest.Fakes
+	pods cache.Indexer
+	c    *Controller
 }
 
 // newFixture builds the controller on fake clients; objects go to both the clients and the
 // informer caches (the informers are never started).
 func newFixture(t *testing.T, crr *v1alpha1.ContainerRecreateRequest, pods ...*corev1.Pod) *fixture {
 	t.Helper()
-	var kubeObjs []runtime.Object
-	for _, p := range pods {
-		kubeObjs = append(kubeObjs, p)
-	}
-	f := &fixture{
-		kube:     kubefake.NewClientset(kubeObjs...),
-		client:   inplacefake.NewClientset(crr),
-		clock:    clocktesting.NewFakeClock(testNow),
-		recorder: record.NewFakeRecorder(20),
-	}
-	kinf := kubeinformers.NewSharedInformerFactory(f.kube, 0)
-	iinf := inplaceinformers.NewSharedInformerFactory(f.client, 0)
-	c, err := New(f.kube, f.client, iinf.Apps().V1alpha1().ContainerRecreateRequests(), kinf.Core().V1().Pods(), f.recorder, f.clock, 0)
+	f := &fixture{Fakes: controllertest.NewFakes(controllertest.RuntimeObjects(pods), crr)}
+	kinf, iinf := f.KubeInformers, f.InplaceInformers
+	c, err := New(f.Kube, f.Inplace, iinf.Apps().V1alpha1().ContainerRecreateRequests(), kinf.Core().V1().Pods(), f.Recorder, f.Clock, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.c = c
 	f.pods = kinf.Core().V1().Pods().Informer().GetIndexer()
 	for _, p := range pods {
-		if err := kinf.Core().V1().Pods().Informer().GetIndexer().Add(p); err != nil {
-			t.Fatal(err)
-		}
+		controllertest.Add(t, f.pods, p)
 	}
-	if err := iinf.Apps().V1alpha1().ContainerRecreateRequests().Informer().GetIndexer().Add(crr); err != nil {
-		t.Fatal(err)
-	}
+	controllertest.Add(t, iinf.Apps().V1alpha1().ContainerRecreateRequests().Informer().GetIndexer(), crr)
 	return f
 }
 
@@ -78,7 +55,7 @@ func (f *fixture) sync(t *testing.T, crr *v1alpha1.ContainerRecreateRequest) tim
 		t.Fatalf("sync: %v", err)
 	}
 	idx := f.c.crrIndex
-	if got, err := f.client.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Get(context.Background(), crr.Name, metav1.GetOptions{}); err == nil {
+	if got, err := f.Inplace.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Get(context.Background(), crr.Name, metav1.GetOptions{}); err == nil {
 		_ = idx.Update(got)
 	} else {
 		_ = idx.Delete(crr)
@@ -88,23 +65,11 @@ func (f *fixture) sync(t *testing.T, crr *v1alpha1.ContainerRecreateRequest) tim
 
 func (f *fixture) get(t *testing.T, crr *v1alpha1.ContainerRecreateRequest) *v1alpha1.ContainerRecreateRequest {
 	t.Helper()
-	got, err := f.client.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Get(context.Background(), crr.Name, metav1.GetOptions{})
+	got, err := f.Inplace.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Get(context.Background(), crr.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return got
-}
-
-func (f *fixture) events() string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return strings.Join(out, "\n")
-		}
-	}
 }
 
 func pod() *corev1.Pod {
@@ -179,7 +144,7 @@ func TestCompletesWhenTheDaemonIsDone(t *testing.T) {
 			if len(got.Status.ContainerRecreateStates) != 2 {
 				t.Errorf("states %v: the daemon's states must stay", got.Status.ContainerRecreateStates)
 			}
-			if ev := f.events(); !strings.Contains(ev, tc.event) {
+			if ev := f.Events(); !strings.Contains(ev, tc.event) {
 				t.Errorf("events %q, want %q", ev, tc.event)
 			}
 		})
@@ -255,7 +220,7 @@ func TestDeadlines(t *testing.T) {
 		if got := f.get(t, crr); got.Status.Phase == v1alpha1.ContainerRecreateRequestCompleted {
 			t.Fatal("completed before the deadline")
 		}
-		f.clock.Step(5 * time.Second)
+		f.Clock.Step(5 * time.Second)
 		f.sync(t, crr)
 		got := f.get(t, crr)
 		if got.Status.Message != msgDeadlineExceeded || got.Status.Phase != v1alpha1.ContainerRecreateRequestCompleted {
@@ -268,7 +233,7 @@ func TestDeadlines(t *testing.T) {
 		if requeue := f.sync(t, crr); requeue != DefaultResponseTimeout {
 			t.Fatalf("requeue %v, want the response timeout", requeue)
 		}
-		f.clock.Step(DefaultResponseTimeout)
+		f.Clock.Step(DefaultResponseTimeout)
 		f.sync(t, crr)
 		got := f.get(t, crr)
 		if got.Status.Phase != v1alpha1.ContainerRecreateRequestCompleted || !strings.Contains(got.Status.Message, `no inplace-daemon on node "node-a"`) {
@@ -287,9 +252,9 @@ func TestTTLAfterFinished(t *testing.T) {
 	if requeue := f.sync(t, done); requeue != 30*time.Second {
 		t.Fatalf("requeue %v, want the 30s TTL", requeue)
 	}
-	f.clock.Step(30 * time.Second)
+	f.Clock.Step(30 * time.Second)
 	f.sync(t, done)
-	if _, err := f.client.AppsV1alpha1().ContainerRecreateRequests("ns").Get(context.Background(), "restart", metav1.GetOptions{}); err == nil {
+	if _, err := f.Inplace.AppsV1alpha1().ContainerRecreateRequests("ns").Get(context.Background(), "restart", metav1.GetOptions{}); err == nil {
 		t.Error("request still there after its TTL")
 	}
 }
@@ -310,7 +275,7 @@ func TestUnreadyGrace(t *testing.T) {
 	if got.Annotations[v1alpha1.ContainerRecreateRequestUnreadyAcquiredKey] == "" || len(got.Finalizers) != 1 || got.Finalizers[0] != unreadyFinalizer {
 		t.Fatalf("annotations %v finalizers %v, want the unready-acquired annotation and finalizer", got.Annotations, got.Finalizers)
 	}
-	p, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), "web", metav1.GetOptions{})
+	p, err := f.Kube.CoreV1().Pods("ns").Get(context.Background(), "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +284,7 @@ func TestUnreadyGrace(t *testing.T) {
 		t.Fatalf("KruisePodReady %+v, want False held by the request", c)
 	}
 	// The patch that held the Pod named its resourceVersion: a concurrent holder is not lost.
-	for _, a := range f.kube.Actions() {
+	for _, a := range f.Kube.Actions() {
 		if pa, ok := a.(k8stesting.PatchAction); ok && pa.GetSubresource() == "status" && !strings.Contains(string(pa.GetPatch()), `"resourceVersion":"7"`) {
 			t.Errorf("pod status patch %s without the resourceVersion precondition", pa.GetPatch())
 		}
@@ -327,7 +292,7 @@ func TestUnreadyGrace(t *testing.T) {
 
 	// The daemon is done: completed, the Pod released, the finalizer gone.
 	got.Status = request(states(v1alpha1.ContainerRecreateRequestSucceeded, v1alpha1.ContainerRecreateRequestSucceeded)).Status
-	if _, err := f.client.AppsV1alpha1().ContainerRecreateRequests("ns").UpdateStatus(context.Background(), got, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.Inplace.AppsV1alpha1().ContainerRecreateRequests("ns").UpdateStatus(context.Background(), got, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	_ = f.c.crrIndex.Update(f.get(t, crr))
@@ -340,11 +305,11 @@ func TestUnreadyGrace(t *testing.T) {
 	if len(got.Finalizers) != 0 {
 		t.Errorf("finalizers %v after completion", got.Finalizers)
 	}
-	p, _ = f.kube.CoreV1().Pods("ns").Get(context.Background(), "web", metav1.GetOptions{})
+	p, _ = f.Kube.CoreV1().Pods("ns").Get(context.Background(), "web", metav1.GetOptions{})
 	if c := podreadiness.Condition(p); c == nil || c.Status != corev1.ConditionTrue {
 		t.Errorf("KruisePodReady %+v after completion, want True", c)
 	}
-	if ev := f.events(); !strings.Contains(ev, ReasonPodNotReady) || !strings.Contains(ev, ReasonPodReadyReleased) {
+	if ev := f.Events(); !strings.Contains(ev, ReasonPodNotReady) || !strings.Contains(ev, ReasonPodReadyReleased) {
 		t.Errorf("events %q", ev)
 	}
 }

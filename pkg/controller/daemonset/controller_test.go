@@ -13,13 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
@@ -46,11 +46,7 @@ func newFixture(t *testing.T, ds *v1alpha1.DaemonSet, objs ...runtime.Object) *f
 	}
 	c.now = func() time.Time { return now }
 	f.c = c
-	add := func(inf cache.SharedIndexInformer, obj any) {
-		if err := inf.GetIndexer().Add(obj); err != nil {
-			t.Fatal(err)
-		}
-	}
+	add := func(inf cache.SharedIndexInformer, obj any) { controllertest.Add(t, inf.GetIndexer(), obj) }
 	add(setInf.Informer(), ds)
 	for _, o := range objs {
 		switch o := o.(type) {
@@ -74,21 +70,7 @@ func (f *fixture) sync(t *testing.T, ds *v1alpha1.DaemonSet) {
 
 // actions are the names acted on with verb in resource, with the patch if any.
 func (f *fixture) actions(verb, resource string) map[string]string {
-	out := map[string]string{}
-	for _, a := range f.kube.Actions() {
-		if a.GetVerb() != verb || a.GetResource().Resource != resource {
-			continue
-		}
-		switch a := a.(type) {
-		case k8stesting.PatchAction:
-			out[a.GetName()] = string(a.GetPatch())
-		case k8stesting.DeleteAction:
-			out[a.GetName()] = ""
-		case k8stesting.CreateAction:
-			out[a.GetObject().(metav1.Object).GetName()+a.GetObject().(metav1.Object).GetGenerateName()] = ""
-		}
-	}
-	return out
+	return controllertest.Acted(f.kube.Actions(), verb, resource)
 }
 
 func orphanPod(ds *v1alpha1.DaemonSet, nodeName string) *corev1.Pod {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
 )
 
@@ -47,14 +48,7 @@ func daemonPod(ds *v1alpha1.DaemonSet, nodeName, revision string, ready bool) *c
 	p := newPod(ds, &ds.Spec.Template, revision, nodeName)
 	p.Name = ds.Name + "-" + nodeName + "-" + revision
 	p.Spec.NodeName = nodeName
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
-		{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
-		{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue},
-	}}
+	p.Status = controllertest.RunningStatus(ready, now.Add(-time.Hour))
 	return p
 }
 
@@ -162,14 +156,6 @@ func TestPlanUpdate(t *testing.T) {
 	})
 }
 
-func podNames(pods []*corev1.Pod) []string {
-	var out []string
-	for _, p := range pods {
-		out = append(out, p.Name)
-	}
-	return out
-}
-
 func TestPlanManage(t *testing.T) {
 	ds := testDaemonSet(func(d *v1alpha1.DaemonSet) { d.Spec.Template.Spec.NodeSelector = map[string]string{"role": "edge"} })
 	nodes := []*corev1.Node{node("a", map[string]string{"role": "edge"}), node("b", map[string]string{"role": "core"}), node("c", map[string]string{"role": "edge"})}
@@ -180,19 +166,19 @@ func TestPlanManage(t *testing.T) {
 	misplaced := daemonPod(ds, "b", "old", true)
 
 	plan := planManage(ds, nodeStates(ds, nodes, []*corev1.Pod{old, surge, misplaced}), "new", now)
-	if !slices.Equal(plan.create, []string{"c"}) || !slices.Equal(podNames(plan.delete), []string{misplaced.Name}) {
-		t.Errorf("surge not ready: create %v delete %v; want create c, delete only the Pod of node b", plan.create, podNames(plan.delete))
+	if !slices.Equal(plan.create, []string{"c"}) || !slices.Equal(controllertest.Names(plan.delete), []string{misplaced.Name}) {
+		t.Errorf("surge not ready: create %v delete %v; want create c, delete only the Pod of node b", plan.create, controllertest.Names(plan.delete))
 	}
 	unready := old.DeepCopy()
 	unready.Status.Conditions[0].Status = corev1.ConditionFalse
 	plan = planManage(ds, nodeStates(ds, nodes, []*corev1.Pod{unready, surge}), "new", now)
-	if !slices.Equal(podNames(plan.delete), []string{old.Name}) {
-		t.Errorf("surge not ready, old Pod not ready either: delete %v, want the old Pod (as kube's DaemonSet)", podNames(plan.delete))
+	if !slices.Equal(controllertest.Names(plan.delete), []string{old.Name}) {
+		t.Errorf("surge not ready, old Pod not ready either: delete %v, want the old Pod (as kube's DaemonSet)", controllertest.Names(plan.delete))
 	}
 	surge.Status.Conditions[0].Status = corev1.ConditionTrue
 	plan = planManage(ds, nodeStates(ds, nodes, []*corev1.Pod{old, surge}), "new", now)
-	if !slices.Equal(podNames(plan.delete), []string{old.Name}) {
-		t.Errorf("surge available: delete %v, want the old Pod", podNames(plan.delete))
+	if !slices.Equal(controllertest.Names(plan.delete), []string{old.Name}) {
+		t.Errorf("surge available: delete %v, want the old Pod", controllertest.Names(plan.delete))
 	}
 	ds.Spec.BurstReplicas = ptr.To(intstr.FromInt32(1))
 	nodes = append(nodes, node("d", map[string]string{"role": "edge"}))
@@ -235,8 +221,8 @@ func TestPlanManagePreDelete(t *testing.T) {
 	heldA, releasedB, heldC := preparing("a", true), preparing("b", false), preparing("c", true)
 	plan := planManage(ds, nodeStates(ds, nodes, []*corev1.Pod{heldA, releasedB, heldC}), "r", now)
 	// A held Pod waits; a released one goes; a node waits for its Pod in PreparingDelete to go.
-	if len(plan.create) != 0 || !slices.Equal(podNames(plan.delete), []string{releasedB.Name}) {
-		t.Errorf("create %v delete %v; want only the released Pod of b deleted", plan.create, podNames(plan.delete))
+	if len(plan.create) != 0 || !slices.Equal(controllertest.Names(plan.delete), []string{releasedB.Name}) {
+		t.Errorf("create %v delete %v; want only the released Pod of b deleted", plan.create, controllertest.Names(plan.delete))
 	}
 	if !slices.ContainsFunc(newPod(ds, &ds.Spec.Template, "r", "a").Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool {
 		return g.ConditionType == pub.KruisePodReadyConditionType

@@ -1,28 +1,23 @@
 package daemonset
 
 import (
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
 )
 
 // TestRolloutMetrics: with --rollout-metrics each Advanced DaemonSet in the cache has its Pods by
 // state.
 func TestRolloutMetrics(t *testing.T) {
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	if err := idx.Add(&v1alpha1.DaemonSet{
+	idx := controllertest.Indexer(t, &v1alpha1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "agent"},
 		Status: v1alpha1.DaemonSetStatus{DesiredNumberScheduled: 5, CurrentNumberScheduled: 4, NumberMisscheduled: 1,
 			UpdatedNumberScheduled: 3, NumberReady: 4, NumberAvailable: 2},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	c := newRollouts() // not the registered one: the test's registry takes its own
 	c.Read(listers.NewDaemonSetLister(idx).List)
 	want := `
@@ -35,7 +30,5 @@ inplace_controller_daemonset_pods{daemonset="agent",namespace="kube-system",stat
 inplace_controller_daemonset_pods{daemonset="agent",namespace="kube-system",state="scheduled"} 4
 inplace_controller_daemonset_pods{daemonset="agent",namespace="kube-system",state="updated"} 3
 `
-	if err := testutil.CustomCollectAndCompare(c, strings.NewReader(want), "inplace_controller_daemonset_pods"); err != nil {
-		t.Error(err)
-	}
+	controllertest.CompareMetrics(t, c, want, "inplace_controller_daemonset_pods")
 }

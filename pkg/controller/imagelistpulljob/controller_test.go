@@ -13,49 +13,39 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
-	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 )
 
-var testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+var testNow = controllertest.Now
 
 type fixture struct {
-	client   *inplacefake.Clientset
-	clock    *clocktesting.FakeClock
-	recorder *record.FakeRecorder
-	listIdx  cache.Indexer
-	jobIdx   cache.Indexer
-	c        *Controller
+	controllertest.Fakes
+	listIdx cache.Indexer
+	jobIdx  cache.Indexer
+	c       *Controller
 }
 
 // newFixture builds the controller on a fake client that generates names (as the server does for
 // generateName); objects go to both the client and the informer caches (never started).
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
-	f := &fixture{
-		client:   inplacefake.NewClientset(objs...),
-		clock:    clocktesting.NewFakeClock(testNow),
-		recorder: record.NewFakeRecorder(50),
-	}
+	f := &fixture{Fakes: controllertest.NewFakes(nil, objs...)}
 	generated := 0
-	f.client.PrependReactor("create", "imagepulljobs", func(action k8stesting.Action) (bool, runtime.Object, error) {
+	f.Inplace.PrependReactor("create", "imagepulljobs", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		job := action.(k8stesting.CreateAction).GetObject().(*v1alpha1.ImagePullJob)
 		if job.Name == "" {
 			generated++
 			job.Name = fmt.Sprintf("%s%d", job.GenerateName, generated)
 			job.UID = types.UID("uid-" + job.Name)
-			job.CreationTimestamp = metav1.NewTime(f.clock.Now())
+			job.CreationTimestamp = metav1.NewTime(f.Clock.Now())
 		}
 		return false, nil, nil // the tracker stores it
 	})
-	iinf := inplaceinformers.NewSharedInformerFactory(f.client, 0)
-	apps := iinf.Apps().V1alpha1()
-	c, err := New(f.client, apps.ImageListPullJobs(), apps.ImagePullJobs(), f.recorder, f.clock)
+	apps := f.InplaceInformers.Apps().V1alpha1()
+	c, err := New(f.Inplace, apps.ImageListPullJobs(), apps.ImagePullJobs(), f.Recorder, f.Clock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,27 +60,16 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 func (f *fixture) reload(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	lists, err := f.client.AppsV1alpha1().ImageListPullJobs("").List(ctx, metav1.ListOptions{})
+	lists, err := f.Inplace.AppsV1alpha1().ImageListPullJobs("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := f.client.AppsV1alpha1().ImagePullJobs("").List(ctx, metav1.ListOptions{})
+	jobs, err := f.Inplace.AppsV1alpha1().ImagePullJobs("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var listObjs, jobObjs []any
-	for i := range lists.Items {
-		listObjs = append(listObjs, &lists.Items[i])
-	}
-	for i := range jobs.Items {
-		jobObjs = append(jobObjs, &jobs.Items[i])
-	}
-	if err := f.listIdx.Replace(listObjs, ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.jobIdx.Replace(jobObjs, ""); err != nil {
-		t.Fatal(err)
-	}
+	controllertest.Replace(t, f.listIdx, lists.Items)
+	controllertest.Replace(t, f.jobIdx, jobs.Items)
 }
 
 func (f *fixture) sync(t *testing.T, lj *v1alpha1.ImageListPullJob) time.Duration {
@@ -106,7 +85,7 @@ func (f *fixture) sync(t *testing.T, lj *v1alpha1.ImageListPullJob) time.Duratio
 // children are the list job's ImagePullJobs by image.
 func (f *fixture) children(t *testing.T) map[string][]*v1alpha1.ImagePullJob {
 	t.Helper()
-	jobs, err := f.client.AppsV1alpha1().ImagePullJobs("ns").List(context.Background(), metav1.ListOptions{})
+	jobs, err := f.Inplace.AppsV1alpha1().ImagePullJobs("ns").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,19 +101,7 @@ func (f *fixture) children(t *testing.T) map[string][]*v1alpha1.ImagePullJob {
 
 func (f *fixture) listJob(t *testing.T) (*v1alpha1.ImageListPullJob, error) {
 	t.Helper()
-	return f.client.AppsV1alpha1().ImageListPullJobs("ns").Get(context.Background(), "warm-all", metav1.GetOptions{})
-}
-
-func (f *fixture) events() string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return strings.Join(out, "\n")
-		}
-	}
+	return f.Inplace.AppsV1alpha1().ImageListPullJobs("ns").Get(context.Background(), "warm-all", metav1.GetOptions{})
 }
 
 func listPullJob(images ...string) *v1alpha1.ImageListPullJob {
@@ -155,7 +122,7 @@ func TestChildPerImage(t *testing.T) {
 	if len(children) != 2 || len(children["nginx:1.25"]) != 1 || len(children["redis:7"]) != 1 {
 		t.Fatalf("children = %v, want one per image", children)
 	}
-	if ev := f.events(); strings.Count(ev, "Normal "+ReasonCreatedJob) != 2 {
+	if ev := f.Events(); strings.Count(ev, "Normal "+ReasonCreatedJob) != 2 {
 		t.Errorf("events = %q, want two %s", ev, ReasonCreatedJob)
 	}
 	got, err := f.listJob(t)
@@ -176,7 +143,7 @@ func TestChildPerImage(t *testing.T) {
 	nginx := f.children(t)["nginx:1.25"][0].Name
 	got, _ = f.listJob(t)
 	got.Spec.Images = []string{"nginx:1.25"}
-	if _, err := f.client.AppsV1alpha1().ImageListPullJobs("ns").Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.Inplace.AppsV1alpha1().ImageListPullJobs("ns").Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.reload(t)
@@ -185,7 +152,7 @@ func TestChildPerImage(t *testing.T) {
 	if len(children) != 1 || len(children["nginx:1.25"]) != 1 || children["nginx:1.25"][0].Name != nginx {
 		t.Fatalf("children = %v, want only the original nginx child %s", children, nginx)
 	}
-	if ev := f.events(); !strings.Contains(ev, "Normal "+ReasonDeletedJob) {
+	if ev := f.Events(); !strings.Contains(ev, "Normal "+ReasonDeletedJob) {
 		t.Errorf("events = %q, want %s", ev, ReasonDeletedJob)
 	}
 }
@@ -215,11 +182,11 @@ func TestCompletesAndExpires(t *testing.T) {
 	f := newFixture(t, lj)
 	f.sync(t, lj)
 	// Both children complete: every node succeeded.
-	done := metav1.NewTime(f.clock.Now())
+	done := metav1.NewTime(f.Clock.Now())
 	for _, jobs := range f.children(t) {
 		j := jobs[0]
 		j.Status = v1alpha1.ImagePullJobStatus{StartTime: &done, CompletionTime: &done, Desired: 2, Succeeded: 2}
-		if _, err := f.client.AppsV1alpha1().ImagePullJobs("ns").UpdateStatus(context.Background(), j, metav1.UpdateOptions{}); err != nil {
+		if _, err := f.Inplace.AppsV1alpha1().ImagePullJobs("ns").UpdateStatus(context.Background(), j, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -231,10 +198,10 @@ func TestCompletesAndExpires(t *testing.T) {
 	if got.Status.CompletionTime == nil || got.Status.Succeeded != 2 || got.Status.Completed != 2 {
 		t.Fatalf("status = %+v, want completed with 2 succeeded", got.Status)
 	}
-	if ev := f.events(); !strings.Contains(ev, "Normal "+ReasonCompleted) {
+	if ev := f.Events(); !strings.Contains(ev, "Normal "+ReasonCompleted) {
 		t.Errorf("events = %q, want %s", ev, ReasonCompleted)
 	}
-	f.clock.Step(60 * time.Second)
+	f.Clock.Step(60 * time.Second)
 	f.sync(t, lj)
 	if _, err := f.listJob(t); err == nil {
 		t.Error("list job not deleted after its TTL")

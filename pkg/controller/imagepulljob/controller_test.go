@@ -13,56 +13,36 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	kubeinformers "k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
-	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 )
 
-var testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+var testNow = controllertest.Now
 
 type fixture struct {
-	client   *inplacefake.Clientset
-	clock    *clocktesting.FakeClock
-	recorder *record.FakeRecorder
-	jobIdx   cache.Indexer
-	c        *Controller
+	controllertest.Fakes
+	jobIdx cache.Indexer
+	c      *Controller
 }
 
 // newFixture builds the controller on fake clients; objects go to both the clients and the
 // informer caches (the informers are never started).
 func newFixture(t *testing.T, nodes []*corev1.Node, objs ...runtime.Object) *fixture {
 	t.Helper()
-	var kubeObjs []runtime.Object
-	for _, n := range nodes {
-		kubeObjs = append(kubeObjs, n)
-	}
-	kube := kubefake.NewClientset(kubeObjs...)
-	f := &fixture{
-		client:   inplacefake.NewClientset(objs...),
-		clock:    clocktesting.NewFakeClock(testNow),
-		recorder: record.NewFakeRecorder(50),
-	}
-	kinf := kubeinformers.NewSharedInformerFactory(kube, 0)
-	iinf := inplaceinformers.NewSharedInformerFactory(f.client, 0)
-	apps := iinf.Apps().V1alpha1()
-	core := kinf.Core().V1()
-	c, err := New(f.client, apps.ImagePullJobs(), apps.NodeImages(), core.Nodes(), core.Pods(), f.recorder, f.clock)
+	f := &fixture{Fakes: controllertest.NewFakes(controllertest.RuntimeObjects(nodes), objs...)}
+	apps := f.InplaceInformers.Apps().V1alpha1()
+	core := f.KubeInformers.Core().V1()
+	c, err := New(f.Inplace, apps.ImagePullJobs(), apps.NodeImages(), core.Nodes(), core.Pods(), f.Recorder, f.Clock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.c = c
 	f.jobIdx = apps.ImagePullJobs().Informer().GetIndexer()
 	for _, n := range nodes {
-		if err := core.Nodes().Informer().GetIndexer().Add(n); err != nil {
-			t.Fatal(err)
-		}
+		controllertest.Add(t, core.Nodes().Informer().GetIndexer(), n)
 	}
 	f.reload(t)
 	return f
@@ -73,27 +53,16 @@ func newFixture(t *testing.T, nodes []*corev1.Node, objs ...runtime.Object) *fix
 func (f *fixture) reload(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	nis, err := f.client.AppsV1alpha1().NodeImages().List(ctx, metav1.ListOptions{})
+	nis, err := f.Inplace.AppsV1alpha1().NodeImages().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := f.client.AppsV1alpha1().ImagePullJobs("").List(ctx, metav1.ListOptions{})
+	jobs, err := f.Inplace.AppsV1alpha1().ImagePullJobs("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var niObjs, jobObjs []any
-	for i := range nis.Items {
-		niObjs = append(niObjs, &nis.Items[i])
-	}
-	for i := range jobs.Items {
-		jobObjs = append(jobObjs, &jobs.Items[i])
-	}
-	if err := f.c.niIndex.Replace(niObjs, ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.jobIdx.Replace(jobObjs, ""); err != nil {
-		t.Fatal(err)
-	}
+	controllertest.Replace(t, f.c.niIndex, nis.Items)
+	controllertest.Replace(t, f.jobIdx, jobs.Items)
 }
 
 func (f *fixture) sync(t *testing.T, job *v1alpha1.ImagePullJob) time.Duration {
@@ -108,7 +77,7 @@ func (f *fixture) sync(t *testing.T, job *v1alpha1.ImagePullJob) time.Duration {
 
 func (f *fixture) job(t *testing.T, job *v1alpha1.ImagePullJob) (*v1alpha1.ImagePullJob, bool) {
 	t.Helper()
-	got, err := f.client.AppsV1alpha1().ImagePullJobs(job.Namespace).Get(context.Background(), job.Name, metav1.GetOptions{})
+	got, err := f.Inplace.AppsV1alpha1().ImagePullJobs(job.Namespace).Get(context.Background(), job.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, false
 	}
@@ -120,7 +89,7 @@ func (f *fixture) job(t *testing.T, job *v1alpha1.ImagePullJob) (*v1alpha1.Image
 
 func (f *fixture) nodeImage(t *testing.T, name string) *v1alpha1.NodeImage {
 	t.Helper()
-	ni, err := f.client.AppsV1alpha1().NodeImages().Get(context.Background(), name, metav1.GetOptions{})
+	ni, err := f.Inplace.AppsV1alpha1().NodeImages().Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +114,7 @@ func (f *fixture) tags(t *testing.T, node string) map[string][]string {
 func (f *fixture) report(t *testing.T, node string, phase v1alpha1.ImagePullPhase) {
 	t.Helper()
 	ni := f.nodeImage(t, node)
-	done := metav1.NewTime(f.clock.Now())
+	done := metav1.NewTime(f.Clock.Now())
 	ni.Status.ImageStatuses = map[string]v1alpha1.ImageStatus{}
 	for name, image := range ni.Spec.Images {
 		var tags []v1alpha1.ImageTagStatus
@@ -154,22 +123,10 @@ func (f *fixture) report(t *testing.T, node string, phase v1alpha1.ImagePullPhas
 		}
 		ni.Status.ImageStatuses[name] = v1alpha1.ImageStatus{Tags: tags}
 	}
-	if _, err := f.client.AppsV1alpha1().NodeImages().UpdateStatus(context.Background(), ni, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.Inplace.AppsV1alpha1().NodeImages().UpdateStatus(context.Background(), ni, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.reload(t)
-}
-
-func (f *fixture) events() string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return strings.Join(out, "\n")
-		}
-	}
 }
 
 func node(name string) *corev1.Node {
@@ -207,7 +164,7 @@ func TestJobOverTwoNodes(t *testing.T) {
 	if got.Status.Desired != 2 || got.Status.StartTime == nil {
 		t.Errorf("status = %+v, want desired 2 (nodes with a NodeImage) and a start time", got.Status)
 	}
-	if ev := f.events(); !strings.Contains(ev, "Normal "+ReasonPullStarted) || !strings.Contains(ev, "node-a") {
+	if ev := f.Events(); !strings.Contains(ev, "Normal "+ReasonPullStarted) || !strings.Contains(ev, "node-a") {
 		t.Errorf("events = %q, want %s on node-a", ev, ReasonPullStarted)
 	}
 
@@ -220,9 +177,9 @@ func TestJobOverTwoNodes(t *testing.T) {
 		t.Errorf("active = %d, want 1", got.Status.Active)
 	}
 	// Nothing changed: nothing is written, the status least of all.
-	f.client.ClearActions()
+	f.Inplace.ClearActions()
 	f.sync(t, job)
-	for _, a := range f.client.Actions() {
+	for _, a := range f.Inplace.Actions() {
 		if a.GetVerb() == "update" {
 			t.Errorf("unchanged job synced with a write: %v", a)
 		}
@@ -248,25 +205,25 @@ func TestJobOverTwoNodes(t *testing.T) {
 	if requeue != 60*time.Second {
 		t.Errorf("requeue = %v, want the 60s TTL", requeue)
 	}
-	if ev := f.events(); !strings.Contains(ev, "Normal "+ReasonCompleted) {
+	if ev := f.Events(); !strings.Contains(ev, "Normal "+ReasonCompleted) {
 		t.Errorf("events = %q, want %s", ev, ReasonCompleted)
 	}
 	// A completed job's status is final and not written again.
-	f.client.ClearActions()
+	f.Inplace.ClearActions()
 	f.sync(t, job)
-	for _, a := range f.client.Actions() {
+	for _, a := range f.Inplace.Actions() {
 		if a.GetVerb() == "update" {
 			t.Errorf("completed job synced with a write: %v", a)
 		}
 	}
 
 	// TTL passed: the job deletes itself, then its tags leave the NodeImages.
-	f.clock.Step(60 * time.Second)
+	f.Clock.Step(60 * time.Second)
 	f.sync(t, job)
 	if _, ok := f.job(t, job); ok {
 		t.Fatal("job not deleted after its TTL")
 	}
-	if ev := f.events(); !strings.Contains(ev, "Normal "+ReasonTTLExpired) {
+	if ev := f.Events(); !strings.Contains(ev, "Normal "+ReasonTTLExpired) {
 		t.Errorf("events = %q, want %s", ev, ReasonTTLExpired)
 	}
 	f.sync(t, job)
@@ -287,11 +244,11 @@ func TestStaleCacheDoesNotExceedParallelism(t *testing.T) {
 	}
 	// No reload: the NodeImage cache still shows node-a without the tag. The job must wait for
 	// it, not write node-a again (a conflict against the server) or start another node.
-	f.client.ClearActions()
+	f.Inplace.ClearActions()
 	if _, err := f.c.sync(context.Background(), cache.MetaObjectToName(job)); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range f.client.Actions() {
+	for _, a := range f.Inplace.Actions() {
 		if a.GetVerb() == "update" && a.GetResource().Resource == "nodeimages" {
 			t.Errorf("NodeImage written from a stale cache: %v", a)
 		}
@@ -310,13 +267,13 @@ func TestDeadlineFailsTheRest(t *testing.T) {
 		t.Errorf("requeue = %v, want the 30s deadline", requeue)
 	}
 	f.report(t, "node-a", v1alpha1.ImagePhaseFailed)
-	f.clock.Step(30 * time.Second)
+	f.Clock.Step(30 * time.Second)
 	f.sync(t, job)
 	got, _ := f.job(t, job)
 	if got.Status.CompletionTime == nil || got.Status.Failed != 2 {
 		t.Errorf("status = %+v, want completed with 2 failed", got.Status)
 	}
-	if ev := f.events(); !strings.Contains(ev, "Warning "+ReasonDeadlineExceeded) {
+	if ev := f.Events(); !strings.Contains(ev, "Warning "+ReasonDeadlineExceeded) {
 		t.Errorf("events = %q, want %s", ev, ReasonDeadlineExceeded)
 	}
 }
@@ -351,44 +308,31 @@ func TestEventsMapToJobs(t *testing.T) {
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "ns", Labels: map[string]string{"app": "web"}},
 		Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-	f.c.enqueuePodChange(nil, pod)
-	if got := drain(); len(got) != 1 || got[0] != "ns/by-pods" {
-		t.Errorf("Pod added enqueued %v, want [ns/by-pods]", got)
+	changed := func(change func(*corev1.Pod)) *corev1.Pod {
+		p := pod.DeepCopy()
+		change(p)
+		return p
 	}
-	// A label the selector does not look at: the job targets the node through the Pod either way.
-	relabelled := pod.DeepCopy()
-	relabelled.Labels["lifecycle.apps.kruise.io/state"] = "Updating"
-	f.c.enqueuePodChange(pod, relabelled)
-	if got := drain(); len(got) != 0 {
-		t.Errorf("a label change that keeps the Pod selected enqueued %v", got)
-	}
-	moved := pod.DeepCopy()
-	moved.Spec.NodeName = "node-b"
-	f.c.enqueuePodChange(pod, moved)
-	if got := drain(); len(got) != 1 || got[0] != "ns/by-pods" {
-		t.Errorf("Pod on another node enqueued %v, want [ns/by-pods]", got)
-	}
-	unselected := pod.DeepCopy()
-	unselected.Labels["app"] = "db"
-	f.c.enqueuePodChange(pod, unselected)
-	if got := drain(); len(got) != 1 || got[0] != "ns/by-pods" {
-		t.Errorf("Pod leaving the selector enqueued %v, want [ns/by-pods]", got)
-	}
-	f.c.enqueuePodChange(pod, nil)
-	if got := drain(); len(got) != 1 || got[0] != "ns/by-pods" {
-		t.Errorf("Pod deleted enqueued %v, want [ns/by-pods]", got)
-	}
-	pending := pod.DeepCopy()
-	pending.Spec.NodeName = ""
-	f.c.enqueuePodChange(nil, pending)
-	if got := drain(); len(got) != 0 {
-		t.Errorf("a Pod not placed yet enqueued %v", got)
-	}
-	other := pod.DeepCopy()
-	other.Namespace = "other"
-	f.c.enqueuePodChange(nil, other)
-	if got := drain(); len(got) != 0 {
-		t.Errorf("Pod of another namespace enqueued %v", got)
+	bySelector := []string{"ns/by-pods"}
+	for _, tc := range []struct {
+		what     string
+		old, new *corev1.Pod
+		want     []string
+	}{
+		{"Pod added", nil, pod, bySelector},
+		// A label the selector does not look at: the job targets the node through the Pod either way.
+		{"a label change that keeps the Pod selected", pod,
+			changed(func(p *corev1.Pod) { p.Labels["lifecycle.apps.kruise.io/state"] = "Updating" }), nil},
+		{"Pod on another node", pod, changed(func(p *corev1.Pod) { p.Spec.NodeName = "node-b" }), bySelector},
+		{"Pod leaving the selector", pod, changed(func(p *corev1.Pod) { p.Labels["app"] = "db" }), bySelector},
+		{"Pod deleted", pod, nil, bySelector},
+		{"a Pod not placed yet", nil, changed(func(p *corev1.Pod) { p.Spec.NodeName = "" }), nil},
+		{"Pod of another namespace", nil, changed(func(p *corev1.Pod) { p.Namespace = "other" }), nil},
+	} {
+		f.c.enqueuePodChange(tc.old, tc.new)
+		if got := drain(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s enqueued %v, want %v", tc.what, got, tc.want)
+		}
 	}
 }
 

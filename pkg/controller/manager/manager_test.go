@@ -84,13 +84,8 @@ func TestRunControllers(t *testing.T) {
 		t.Error("an informer a controller registered was not started and synced")
 	}
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("runControllers after the context ended: %v, want nil", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("runControllers did not return within 30s of the context ending")
+	if err := returned(t, done, "runControllers did not return within 30s of the context ending"); err != nil {
+		t.Errorf("runControllers after the context ended: %v, want nil", err)
 	}
 }
 
@@ -160,13 +155,8 @@ func TestLeaderElection(t *testing.T) {
 	kube.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("apiserver unavailable")
 	})
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "lost the leader election lease lease-ns/lease-name") {
-			t.Errorf("err %v, want the lease lost", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("still leading 30s after renewals started failing")
+	if err := returned(t, done, "still leading 30s after renewals started failing"); err == nil || !strings.Contains(err.Error(), "lost the leader election lease lease-ns/lease-name") {
+		t.Errorf("err %v, want the lease lost", err)
 	}
 	// The controllers' context is canceled as leadership ends; they stop on their own goroutine.
 	select {
@@ -194,13 +184,8 @@ func TestLeaderElectionCancel(t *testing.T) {
 		t.Fatal("did not lead within 30s")
 	}
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("err %v after the context ended, want nil", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("did not return within 30s of the context ending")
+	if err := returned(t, done, "did not return within 30s of the context ending"); err != nil {
+		t.Errorf("err %v after the context ended, want nil", err)
 	}
 	lease, err := kube.CoordinationV1().Leases("lease-ns").Get(t.Context(), "lease-name", metav1.GetOptions{})
 	if err != nil {
@@ -320,13 +305,8 @@ func TestLeaderElectionFailedStart(t *testing.T) {
 			return errors.New("creating controller probe: stop here")
 		})
 	}()
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "stop here") {
-			t.Fatalf("returned %v, want the controllers' error", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("still running 30s after the controllers failed")
+	if err := returned(t, done, "still running 30s after the controllers failed"); err == nil || !strings.Contains(err.Error(), "stop here") {
+		t.Fatalf("returned %v, want the controllers' error", err)
 	}
 	lease, err := kube.CoordinationV1().Leases("lease-ns").Get(t.Context(), "lease-name", metav1.GetOptions{})
 	if err != nil {
@@ -334,5 +314,18 @@ func TestLeaderElectionFailedStart(t *testing.T) {
 	}
 	if id := lease.Spec.HolderIdentity; id != nil && *id != "" {
 		t.Errorf("the Lease is still held by %s", *id)
+	}
+}
+
+// returned waits for what runs on done to return and gives its error; if it has not returned
+// within 30s, the test fails with still (what it is still doing) and stops.
+func returned(t *testing.T, done <-chan error, still string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal(still)
+		return nil
 	}
 }

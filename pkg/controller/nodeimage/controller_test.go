@@ -11,70 +11,46 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	kubeinformers "k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
-	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 )
 
-var testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+var testNow = controllertest.Now
 
 type fixture struct {
-	client   *inplacefake.Clientset
-	clock    *clocktesting.FakeClock
-	recorder *record.FakeRecorder
-	nodes    cache.Indexer
-	c        *Controller
+	controllertest.Fakes
+	nodes cache.Indexer
+	c     *Controller
 }
 
 // newFixture builds the controller on fake clients; objects go to both the clients and the
 // informer caches (the informers are never started).
 func newFixture(t *testing.T, nodes []*corev1.Node, objs ...runtime.Object) *fixture {
 	t.Helper()
-	var kubeObjs []runtime.Object
-	for _, n := range nodes {
-		kubeObjs = append(kubeObjs, n)
-	}
-	kube := kubefake.NewClientset(kubeObjs...)
-	f := &fixture{
-		client:   inplacefake.NewClientset(objs...),
-		clock:    clocktesting.NewFakeClock(testNow),
-		recorder: record.NewFakeRecorder(50),
-	}
-	kinf := kubeinformers.NewSharedInformerFactory(kube, 0)
-	iinf := inplaceinformers.NewSharedInformerFactory(f.client, 0)
-	apps := iinf.Apps().V1alpha1()
-	c, err := New(f.client, kinf.Core().V1().Nodes(), apps.NodeImages(), apps.ImagePullJobs(), f.recorder, f.clock)
+	f := &fixture{Fakes: controllertest.NewFakes(controllertest.RuntimeObjects(nodes), objs...)}
+	kinf := f.KubeInformers
+	apps := f.InplaceInformers.Apps().V1alpha1()
+	c, err := New(f.Inplace, kinf.Core().V1().Nodes(), apps.NodeImages(), apps.ImagePullJobs(), f.Recorder, f.Clock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.c = c
 	f.nodes = kinf.Core().V1().Nodes().Informer().GetIndexer()
 	for _, n := range nodes {
-		mustAdd(t, f.nodes, n)
+		controllertest.Add(t, f.nodes, n)
 	}
 	for _, o := range objs {
 		switch o := o.(type) {
 		case *v1alpha1.NodeImage:
-			mustAdd(t, c.niIndex, o)
+			controllertest.Add(t, c.niIndex, o)
 		case *v1alpha1.ImagePullJob:
-			mustAdd(t, apps.ImagePullJobs().Informer().GetIndexer(), o)
+			controllertest.Add(t, apps.ImagePullJobs().Informer().GetIndexer(), o)
 		}
 	}
 	return f
-}
-
-func mustAdd(t *testing.T, idx cache.Indexer, obj any) {
-	t.Helper()
-	if err := idx.Add(obj); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // sync runs one sync of a node's key, then reloads the NodeImage cache from the client, as the
@@ -85,23 +61,17 @@ func (f *fixture) sync(t *testing.T, name string) time.Duration {
 	if err != nil {
 		t.Fatalf("sync %s: %v", name, err)
 	}
-	list, err := f.client.AppsV1alpha1().NodeImages().List(context.Background(), metav1.ListOptions{})
+	list, err := f.Inplace.AppsV1alpha1().NodeImages().List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var objs []any
-	for i := range list.Items {
-		objs = append(objs, &list.Items[i])
-	}
-	if err := f.c.niIndex.Replace(objs, ""); err != nil {
-		t.Fatal(err)
-	}
+	controllertest.Replace(t, f.c.niIndex, list.Items)
 	return requeue
 }
 
 func (f *fixture) nodeImage(t *testing.T, name string) (*v1alpha1.NodeImage, bool) {
 	t.Helper()
-	ni, err := f.client.AppsV1alpha1().NodeImages().Get(context.Background(), name, metav1.GetOptions{})
+	ni, err := f.Inplace.AppsV1alpha1().NodeImages().Get(context.Background(), name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, false
 	}
@@ -109,18 +79,6 @@ func (f *fixture) nodeImage(t *testing.T, name string) (*v1alpha1.NodeImage, boo
 		t.Fatal(err)
 	}
 	return ni, true
-}
-
-func (f *fixture) events() string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return strings.Join(out, "\n")
-		}
-	}
 }
 
 func node(name string, ready bool) *corev1.Node {
@@ -160,7 +118,7 @@ func TestNodeGetsNodeImageWhenReady(t *testing.T) {
 	if ni.Labels["zone"] != "a" {
 		t.Errorf("NodeImage labels = %v, want the node's", ni.Labels)
 	}
-	if ev := f.events(); !strings.Contains(ev, "Normal "+ReasonCreated) {
+	if ev := f.Events(); !strings.Contains(ev, "Normal "+ReasonCreated) {
 		t.Errorf("events = %q, want %s", ev, ReasonCreated)
 	}
 
@@ -188,7 +146,7 @@ func TestDeletedNodeLosesNodeImage(t *testing.T) {
 	if _, ok := f.nodeImage(t, "fake"); !ok {
 		t.Error("fake NodeImage deleted")
 	}
-	if ev := f.events(); !strings.Contains(ev, "Normal "+ReasonDeleted) {
+	if ev := f.Events(); !strings.Contains(ev, "Normal "+ReasonDeleted) {
 		t.Errorf("events = %q, want %s", ev, ReasonDeleted)
 	}
 }
@@ -221,11 +179,11 @@ func TestGCDropsTagsOfDeletedJobsAndPastTTL(t *testing.T) {
 	if requeue != 30*time.Second {
 		t.Errorf("requeue = %v, want 30s (the TTL left of 2.0)", requeue)
 	}
-	if ev := f.events(); !strings.Contains(ev, "Normal "+ReasonCollected) {
+	if ev := f.Events(); !strings.Contains(ev, "Normal "+ReasonCollected) {
 		t.Errorf("events = %q, want %s", ev, ReasonCollected)
 	}
 
-	f.clock.Step(30 * time.Second)
+	f.Clock.Step(30 * time.Second)
 	if requeue := f.sync(t, "node-a"); requeue != 0 {
 		t.Errorf("requeue = %v with no tag left", requeue)
 	}

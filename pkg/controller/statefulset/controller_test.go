@@ -21,6 +21,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 )
@@ -48,11 +49,7 @@ func newFixture(t *testing.T, set *v1beta1.StatefulSet, objs ...runtime.Object) 
 	c.now = func() time.Time { return now }
 	f.c = c
 	f.pods = podInf.Informer().GetIndexer()
-	add := func(inf cache.SharedIndexInformer, obj any) {
-		if err := inf.GetIndexer().Add(obj); err != nil {
-			t.Fatal(err)
-		}
-	}
+	add := func(inf cache.SharedIndexInformer, obj any) { controllertest.Add(t, inf.GetIndexer(), obj) }
 	add(setInf.Informer(), set)
 	for _, o := range objs {
 		if p, ok := o.(*corev1.Pod); ok {
@@ -71,21 +68,7 @@ func (f *fixture) sync(t *testing.T, set *v1beta1.StatefulSet) {
 
 // podActions are the names of the Pods acted on with verb.
 func (f *fixture) podActions(verb string) map[string]string {
-	out := map[string]string{}
-	for _, a := range f.kube.Actions() {
-		if a.GetVerb() != verb || a.GetResource().Resource != "pods" {
-			continue
-		}
-		switch a := a.(type) {
-		case k8stesting.PatchAction:
-			out[a.GetName()] = string(a.GetPatch())
-		case k8stesting.DeleteAction:
-			out[a.GetName()] = ""
-		case k8stesting.CreateAction:
-			out[a.GetObject().(*corev1.Pod).Name] = ""
-		}
-	}
-	return out
+	return controllertest.Acted(f.kube.Actions(), verb, "pods")
 }
 
 func orphan(p *corev1.Pod) *corev1.Pod {
@@ -244,11 +227,11 @@ func TestRestoreClaimsOfPendingPods(t *testing.T) {
 func TestOrderedUpdateWaitsOnItsHookedPod(t *testing.T) {
 	set := withHooks(testSet(2, "OrderedReady"))
 	waiting := inState(readyPod(set, 1, "old", true), pub.LifecycleStatePreparingUpdate, false)
-	if got, _ := candidatesOf(set, []*corev1.Pod{readyPod(set, 0, "old", true), waiting}, "new", now); !slices.Equal(names(got), []string{"db-1"}) {
-		t.Errorf("candidates %v, want db-1 (in PreparingUpdate, its own step)", names(got))
+	if got, _ := candidatesOf(set, []*corev1.Pod{readyPod(set, 0, "old", true), waiting}, "new", now); !slices.Equal(controllertest.Names(got), []string{"db-1"}) {
+		t.Errorf("candidates %v, want db-1 (in PreparingUpdate, its own step)", controllertest.Names(got))
 	}
 	updated := inState(readyPod(set, 1, "new", true), pub.LifecycleStateUpdated, false)
 	if got, _ := candidatesOf(set, []*corev1.Pod{readyPod(set, 0, "old", true), updated}, "new", now); len(got) != 0 {
-		t.Errorf("candidates %v, want none while db-1 is Updated, not Normal", names(got))
+		t.Errorf("candidates %v, want none while db-1 is Updated, not Normal", controllertest.Names(got))
 	}
 }

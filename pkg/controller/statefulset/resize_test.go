@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	"github.com/inplace-dev/inplace/pkg/features"
 )
 
@@ -101,7 +102,7 @@ func TestClaimStatesAndStatus(t *testing.T) {
 		t.Errorf("volumeClaims %+v, want %+v", vc, want)
 	}
 	plan := planUpdateClaims(set, pods, "new", now, states)
-	if got := names(plan.candidates); !slices.Equal(got, []string{"db-0"}) || plan.budget != -1 {
+	if got := controllertest.Names(plan.candidates); !slices.Equal(got, []string{"db-0"}) || plan.budget != -1 {
 		t.Errorf("candidates %v budget %d, want [db-0] and both Pods unavailable (budget -1)", got, plan.budget)
 	}
 
@@ -142,7 +143,7 @@ func TestClaimStatesOff(t *testing.T) {
 		t.Errorf("OnDelete: claim states %v (%v), want none", states, err)
 	}
 	if plan := planUpdateClaims(set, pods, "new", now, nil); len(plan.candidates) != 0 {
-		t.Errorf("candidates %v, want none", names(plan.candidates))
+		t.Errorf("candidates %v, want none", controllertest.Names(plan.candidates))
 	}
 }
 

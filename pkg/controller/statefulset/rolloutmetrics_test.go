@@ -1,29 +1,24 @@
 package statefulset
 
 import (
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1beta1"
 )
 
 // TestRolloutMetrics: with --rollout-metrics each Advanced StatefulSet in the cache has its Pods
 // by state.
 func TestRolloutMetrics(t *testing.T) {
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	if err := idx.Add(&v1beta1.StatefulSet{
+	idx := controllertest.Indexer(t, &v1beta1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db"},
 		Spec:       v1beta1.StatefulSetSpec{Replicas: ptr.To[int32](3)},
 		Status:     v1beta1.StatefulSetStatus{UpdatedReplicas: 2, UpdatedReadyReplicas: 1, ReadyReplicas: 3, AvailableReplicas: 2},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	c := newRollouts() // not the registered one: the test's registry takes its own
 	c.Read(listers.NewStatefulSetLister(idx).List)
 	want := `
@@ -35,7 +30,5 @@ inplace_controller_statefulset_pods{namespace="shop",state="ready",statefulset="
 inplace_controller_statefulset_pods{namespace="shop",state="updated",statefulset="db"} 2
 inplace_controller_statefulset_pods{namespace="shop",state="updated_ready",statefulset="db"} 1
 `
-	if err := testutil.CustomCollectAndCompare(c, strings.NewReader(want), "inplace_controller_statefulset_pods"); err != nil {
-		t.Error(err)
-	}
+	controllertest.CompareMetrics(t, c, want, "inplace_controller_statefulset_pods")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	"github.com/inplace-dev/inplace/pkg/features"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
@@ -52,23 +53,8 @@ func testSet(replicas int32, policy appsv1.PodManagementPolicyType) *v1beta1.Sta
 func readyPod(set *v1beta1.StatefulSet, ordinal int, revision string, ready bool) *corev1.Pod {
 	p := newPod(set, &set.Spec.Template, revision, ordinal)
 	p.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateNormal)
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
-		{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
-		{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue},
-	}}
+	p.Status = controllertest.RunningStatus(ready, now.Add(-time.Hour))
 	return p
-}
-
-func names(pods []*corev1.Pod) []string {
-	var out []string
-	for _, p := range pods {
-		out = append(out, p.Name)
-	}
-	return out
 }
 
 func TestWantedOrdinals(t *testing.T) {
@@ -158,7 +144,7 @@ func TestPlanScale(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			set := testSet(tc.replicas, tc.policy)
 			plan := planScale(set, tc.pods(set), now)
-			deleted := names(slices.Concat(plan.recreate, plan.condemned))
+			deleted := controllertest.Names(slices.Concat(plan.recreate, plan.condemned))
 			if !slices.Equal(plan.create, tc.wantCreate) || !slices.Equal(deleted, tc.wantDelete) {
 				t.Errorf("create %v delete %v; want create %v delete %v", plan.create, deleted, tc.wantCreate, tc.wantDelete)
 			}
@@ -185,8 +171,8 @@ func TestUpdateCandidates(t *testing.T) {
 		set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 		set.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](1)
 		got, budget := candidatesOf(set, pods(set, true, true, true, true), "new", now)
-		if !slices.Equal(names(got), []string{"db-3", "db-2", "db-1"}) || budget != 2 {
-			t.Errorf("candidates %v budget %d; want db-3 db-2 db-1, 2", names(got), budget)
+		if !slices.Equal(controllertest.Names(got), []string{"db-3", "db-2", "db-1"}) || budget != 2 {
+			t.Errorf("candidates %v budget %d; want db-3 db-2 db-1, 2", controllertest.Names(got), budget)
 		}
 	})
 	t.Run("an unavailable Pod takes the budget", func(t *testing.T) {
@@ -196,8 +182,8 @@ func TestUpdateCandidates(t *testing.T) {
 		ps[3].Labels[appsv1.ControllerRevisionHashLabelKey] = "new"
 		ps[3].Status.Conditions[1].Status = corev1.ConditionFalse // being updated in place
 		got, budget := candidatesOf(set, ps, "new", now)
-		if !slices.Equal(names(got), []string{"db-2", "db-1", "db-0"}) || budget != 1 {
-			t.Errorf("candidates %v budget %d; want db-2 db-1 db-0, 1", names(got), budget)
+		if !slices.Equal(controllertest.Names(got), []string{"db-2", "db-1", "db-0"}) || budget != 1 {
+			t.Errorf("candidates %v budget %d; want db-2 db-1 db-0, 1", controllertest.Names(got), budget)
 		}
 	})
 	t.Run("partition counts positions from ordinals.start", func(t *testing.T) {
@@ -210,8 +196,8 @@ func TestUpdateCandidates(t *testing.T) {
 		for o := 5; o < 8; o++ {
 			ps = append(ps, readyPod(set, o, "old", true))
 		}
-		if got, _ := candidatesOf(set, ps, "new", now); !slices.Equal(names(got), []string{"db-7"}) {
-			t.Errorf("candidates %v, want db-7 only (positions 0 and 1 kept)", names(got))
+		if got, _ := candidatesOf(set, ps, "new", now); !slices.Equal(controllertest.Names(got), []string{"db-7"}) {
+			t.Errorf("candidates %v, want db-7 only (positions 0 and 1 kept)", controllertest.Names(got))
 		}
 	})
 	t.Run("maxUnavailable percentage rounds down, at least 1", func(t *testing.T) {
@@ -224,21 +210,21 @@ func TestUpdateCandidates(t *testing.T) {
 	t.Run("ordered: nothing while a Pod is unavailable, else the highest", func(t *testing.T) {
 		set := testSet(3, appsv1.OrderedReadyPodManagement)
 		if got, _ := candidatesOf(set, pods(set, true, false, true), "new", now); len(got) != 0 {
-			t.Errorf("candidates %v with db-1 not ready", names(got))
+			t.Errorf("candidates %v with db-1 not ready", controllertest.Names(got))
 		}
-		if got, budget := candidatesOf(set, pods(set, true, true, true), "new", now); !slices.Equal(names(got), []string{"db-2"}) || budget != 1 {
-			t.Errorf("candidates %v budget %d; want db-2, 1", names(got), budget)
+		if got, budget := candidatesOf(set, pods(set, true, true, true), "new", now); !slices.Equal(controllertest.Names(got), []string{"db-2"}) || budget != 1 {
+			t.Errorf("candidates %v budget %d; want db-2, 1", controllertest.Names(got), budget)
 		}
 	})
 	t.Run("paused and OnDelete move nothing", func(t *testing.T) {
 		set := testSet(2, appsv1.ParallelPodManagement)
 		set.Spec.UpdateStrategy.RollingUpdate.Paused = true
 		if got, _ := candidatesOf(set, pods(set, true, true), "new", now); len(got) != 0 {
-			t.Errorf("paused: %v", names(got))
+			t.Errorf("paused: %v", controllertest.Names(got))
 		}
 		set.Spec.UpdateStrategy = v1beta1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
 		if got, _ := candidatesOf(set, pods(set, true, true), "new", now); len(got) != 0 {
-			t.Errorf("OnDelete: %v", names(got))
+			t.Errorf("OnDelete: %v", controllertest.Names(got))
 		}
 	})
 }
@@ -340,7 +326,7 @@ func TestPlanScaleMaxUnavailable(t *testing.T) {
 			set := testSet(5, appsv1.ParallelPodManagement)
 			set.Spec.ScaleStrategy = &v1beta1.StatefulSetScaleStrategy{MaxUnavailable: &tc.maxUnavailable}
 			plan := planScale(set, tc.pods(set), now)
-			deleted := names(slices.Concat(plan.recreate, plan.condemned))
+			deleted := controllertest.Names(slices.Concat(plan.recreate, plan.condemned))
 			if !slices.Equal(plan.create, tc.wantCreate) || !slices.Equal(deleted, tc.wantDelete) {
 				t.Errorf("create %v delete %v; want create %v delete %v", plan.create, deleted, tc.wantCreate, tc.wantDelete)
 			}
@@ -379,7 +365,7 @@ func TestOrderedReadyWaitsForAvailable(t *testing.T) {
 		recent.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-10 * time.Second))
 		plan := planScale(set, []*corev1.Pod{readyPod(set, 0, "r", true), readyPod(set, 1, "r", true), recent}, now)
 		if len(plan.condemned) != 0 {
-			t.Errorf("deleted %v while db-2 is ready but not yet available", names(plan.condemned))
+			t.Errorf("deleted %v while db-2 is ready but not yet available", controllertest.Names(plan.condemned))
 		}
 	})
 }
@@ -418,8 +404,8 @@ func TestPlanUpdateSpecifiedDelete(t *testing.T) {
 	label(ps[0])
 	label(ps[3])
 	label(ps[4])
-	if plan := planUpdate(set, ps, "new", now); !slices.Equal(names(plan.specified), []string{"db-4", "db-3"}) || plan.budget != 0 {
-		t.Errorf("specified %v budget %d; want db-4 db-3 (highest first, maxUnavailable 2), 0", names(plan.specified), plan.budget)
+	if plan := planUpdate(set, ps, "new", now); !slices.Equal(controllertest.Names(plan.specified), []string{"db-4", "db-3"}) || plan.budget != 0 {
+		t.Errorf("specified %v budget %d; want db-4 db-3 (highest first, maxUnavailable 2), 0", controllertest.Names(plan.specified), plan.budget)
 	}
 
 	t.Run("an unavailable Pod goes whatever the budget", func(t *testing.T) {
@@ -428,8 +414,8 @@ func TestPlanUpdateSpecifiedDelete(t *testing.T) {
 		ps[2].Status.Conditions[0].Status = corev1.ConditionFalse
 		label(ps[2])
 		label(ps[4])
-		if plan := planUpdate(set, ps, "new", now); !slices.Equal(names(plan.specified), []string{"db-2"}) {
-			t.Errorf("specified %v, want db-2 only (db-4 is available and 2 Pods are not)", names(plan.specified))
+		if plan := planUpdate(set, ps, "new", now); !slices.Equal(controllertest.Names(plan.specified), []string{"db-2"}) {
+			t.Errorf("specified %v, want db-2 only (db-4 is available and 2 Pods are not)", controllertest.Names(plan.specified))
 		}
 	})
 	t.Run("the partition does not hold it", func(t *testing.T) {
@@ -437,8 +423,8 @@ func TestPlanUpdateSpecifiedDelete(t *testing.T) {
 		set.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](5)
 		ps := fresh()
 		label(ps[1])
-		if plan := planUpdate(set, ps, "new", now); !slices.Equal(names(plan.specified), []string{"db-1"}) {
-			t.Errorf("specified %v, want db-1", names(plan.specified))
+		if plan := planUpdate(set, ps, "new", now); !slices.Equal(controllertest.Names(plan.specified), []string{"db-1"}) {
+			t.Errorf("specified %v, want db-1", controllertest.Names(plan.specified))
 		}
 	})
 	t.Run("it takes the update's budget and is no candidate", func(t *testing.T) {
@@ -448,8 +434,8 @@ func TestPlanUpdateSpecifiedDelete(t *testing.T) {
 		}
 		label(ps[4])
 		plan := planUpdate(set, ps, "new", now)
-		if !slices.Equal(names(plan.specified), []string{"db-4"}) || !slices.Equal(names(plan.candidates), []string{"db-3", "db-2", "db-1", "db-0"}) || plan.budget != 1 {
-			t.Errorf("specified %v candidates %v budget %d; want db-4, db-3..db-0, 1", names(plan.specified), names(plan.candidates), plan.budget)
+		if !slices.Equal(controllertest.Names(plan.specified), []string{"db-4"}) || !slices.Equal(controllertest.Names(plan.candidates), []string{"db-3", "db-2", "db-1", "db-0"}) || plan.budget != 1 {
+			t.Errorf("specified %v candidates %v budget %d; want db-4, db-3..db-0, 1", controllertest.Names(plan.specified), controllertest.Names(plan.candidates), plan.budget)
 		}
 	})
 	t.Run("paused and OnDelete delete nothing", func(t *testing.T) {
@@ -461,7 +447,7 @@ func TestPlanUpdateSpecifiedDelete(t *testing.T) {
 		onDelete.Spec.UpdateStrategy.Type = appsv1.OnDeleteStatefulSetStrategyType
 		for _, s := range []*v1beta1.StatefulSet{paused, onDelete} {
 			if plan := planUpdate(s, ps, "new", now); len(plan.specified) != 0 {
-				t.Errorf("specified %v", names(plan.specified))
+				t.Errorf("specified %v", controllertest.Names(plan.specified))
 			}
 		}
 	})
@@ -513,8 +499,8 @@ func TestPlanScalePreDelete(t *testing.T) {
 	t.Run("a wanted Pod released in PreparingDelete is created again", func(t *testing.T) {
 		set := withHooks(testSet(1, appsv1.ParallelPodManagement))
 		plan := planScale(set, []*corev1.Pod{inState(readyPod(set, 0, "r", true), pub.LifecycleStatePreparingDelete, false)}, now)
-		if !slices.Equal(names(plan.released), []string{"db-0"}) {
-			t.Errorf("released %v, want db-0", names(plan.released))
+		if !slices.Equal(controllertest.Names(plan.released), []string{"db-0"}) {
+			t.Errorf("released %v, want db-0", controllertest.Names(plan.released))
 		}
 	})
 	t.Run("scale-down passes a held Pod with Parallel, waits on it with OrderedReady", func(t *testing.T) {
@@ -523,26 +509,26 @@ func TestPlanScalePreDelete(t *testing.T) {
 				inState(readyPod(set, 2, "r", true), pub.LifecycleStatePreparingDelete, true)}
 		}
 		set := withHooks(testSet(1, appsv1.ParallelPodManagement))
-		if plan := planScale(set, pods(set), now); !slices.Equal(names(plan.condemned), []string{"db-1"}) {
-			t.Errorf("parallel: condemned %v, want db-1", names(plan.condemned))
+		if plan := planScale(set, pods(set), now); !slices.Equal(controllertest.Names(plan.condemned), []string{"db-1"}) {
+			t.Errorf("parallel: condemned %v, want db-1", controllertest.Names(plan.condemned))
 		}
 		set = withHooks(testSet(1, appsv1.OrderedReadyPodManagement))
 		if plan := planScale(set, pods(set), now); len(plan.condemned) != 0 {
-			t.Errorf("ordered: condemned %v, want none while db-2 waits", names(plan.condemned))
+			t.Errorf("ordered: condemned %v, want none while db-2 waits", controllertest.Names(plan.condemned))
 		}
 	})
 	t.Run("ordered scale-down deletes a released Pod, ready but not Normal", func(t *testing.T) {
 		set := withHooks(testSet(1, appsv1.OrderedReadyPodManagement))
 		pods := []*corev1.Pod{readyPod(set, 0, "r", true), inState(readyPod(set, 1, "r", true), pub.LifecycleStatePreparingDelete, false)}
-		if plan := planScale(set, pods, now); !slices.Equal(names(plan.condemned), []string{"db-1"}) {
-			t.Errorf("condemned %v, want db-1", names(plan.condemned))
+		if plan := planScale(set, pods, now); !slices.Equal(controllertest.Names(plan.condemned), []string{"db-1"}) {
+			t.Errorf("condemned %v, want db-1", controllertest.Names(plan.condemned))
 		}
 	})
 	t.Run("a Pod in PreparingDelete is no update candidate", func(t *testing.T) {
 		set := withHooks(testSet(2, appsv1.ParallelPodManagement))
 		pods := []*corev1.Pod{readyPod(set, 0, "old", true), inState(readyPod(set, 1, "old", true), pub.LifecycleStatePreparingDelete, false)}
-		if got, _ := candidatesOf(set, pods, "new", now); !slices.Equal(names(got), []string{"db-0"}) {
-			t.Errorf("candidates %v, want db-0", names(got))
+		if got, _ := candidatesOf(set, pods, "new", now); !slices.Equal(controllertest.Names(got), []string{"db-0"}) {
+			t.Errorf("candidates %v, want db-0", controllertest.Names(got))
 		}
 	})
 }

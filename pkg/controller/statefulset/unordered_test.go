@@ -12,6 +12,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	"github.com/inplace-dev/inplace/pkg/features"
 )
 
@@ -39,13 +40,13 @@ func preparingUpdate(set *v1beta1.StatefulSet, ordinal int) *corev1.Pod {
 func TestUnorderedPartitionCountsPods(t *testing.T) {
 	set := unorderedSet()
 	ps := []*corev1.Pod{readyPod(set, 0, "old", true), readyPod(set, 1, "old", true), readyPod(set, 2, "old", true), readyPod(set, 3, "new", true)}
-	if got, _ := candidatesOf(set, ps, "new", now); !slices.Equal(names(got), []string{"db-0"}) {
-		t.Errorf("candidates %v, want db-0", names(got))
+	if got, _ := candidatesOf(set, ps, "new", now); !slices.Equal(controllertest.Names(got), []string{"db-0"}) {
+		t.Errorf("candidates %v, want db-0", controllertest.Names(got))
 	}
 	// Partition 2 of 4 reached: none more, even below position 2.
 	ps[2].Labels[appsv1.ControllerRevisionHashLabelKey] = "new"
 	if got, _ := candidatesOf(set, ps, "new", now); len(got) != 0 {
-		t.Errorf("candidates %v, want none", names(got))
+		t.Errorf("candidates %v, want none", controllertest.Names(got))
 	}
 	// db-3 updated while db-0 and db-1 are missing: the partition keeps 2 Pods old, positions
 	// apart, so db-0's creation takes the update revision only once 2 others are old.
@@ -79,20 +80,20 @@ func TestPreparingUpdateAsUpdateUnordered(t *testing.T) {
 		t.Error("gate off: db-0 created at the current revision, want the update revision (db-1 and db-3 keep the partition)")
 	}
 	ps := append([]*corev1.Pod{readyPod(set, 0, "old", true)}, others...)
-	if got, _ := candidatesOf(set, ps, "new", now); !slices.Equal(names(got), []string{"db-0"}) {
-		t.Errorf("gate off: candidates %v, want db-0", names(got))
+	if got, _ := candidatesOf(set, ps, "new", now); !slices.Equal(controllertest.Names(got), []string{"db-0"}) {
+		t.Errorf("gate off: candidates %v, want db-0", controllertest.Names(got))
 	}
 
 	featuregatetesting.SetFeatureGateDuringTest(t, features.DefaultFeatureGate, features.PreparingUpdateAsUpdate, true)
 	if !currentRevisionNeeded(set, others, 0, 0, 2, "new") {
 		t.Error("gate on: db-0 created at the update revision, want the current one (db-3 counts as updated)")
 	}
-	if got, _ := candidatesOf(set, ps, "new", now); !slices.Equal(names(got), []string{"db-3"}) {
-		t.Errorf("gate on: candidates %v, want the held db-3 only", names(got))
+	if got, _ := candidatesOf(set, ps, "new", now); !slices.Equal(controllertest.Names(got), []string{"db-3"}) {
+		t.Errorf("gate on: candidates %v, want the held db-3 only", controllertest.Names(got))
 	}
 	// Partition 1: room for one more beside db-2 and the held db-3.
 	set.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](1)
-	if got, _ := candidatesOf(set, ps, "new", now); !slices.Equal(names(got), []string{"db-3", "db-0"}) {
-		t.Errorf("gate on, partition 1: candidates %v, want db-3 then db-0", names(got))
+	if got, _ := candidatesOf(set, ps, "new", now); !slices.Equal(controllertest.Names(got), []string{"db-3", "db-0"}) {
+		t.Errorf("gate on, partition 1: candidates %v, want db-3 then db-0", controllertest.Names(got))
 	}
 }

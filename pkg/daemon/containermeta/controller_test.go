@@ -24,6 +24,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime/fakecri"
+	"github.com/inplace-dev/inplace/pkg/daemon/internal/daemontest"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
 
@@ -161,15 +162,7 @@ func (h *harness) stopped() []string {
 }
 
 func (h *harness) events() []string {
-	var events []string
-	for {
-		select {
-		case e := <-h.recorder.Events:
-			events = append(events, e)
-		default:
-			return events
-		}
-	}
+	return daemontest.Events(h.recorder)
 }
 
 // running adds a running instance of a container of newPod with the given env.
@@ -356,6 +349,13 @@ func TestUnreadableEnvIsRetried(t *testing.T) {
 // beginUpdate starts an in-place update setting label version=v2, through the engine.
 func beginUpdate(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
+	return beginStep(t, pod).Pod
+}
+
+// beginStep is the engine's first step of an in-place update setting label version=v2, which
+// restarts app and app2 (their env reads the label).
+func beginStep(t *testing.T, pod *corev1.Pod) *inplaceupdate.Step {
+	t.Helper()
 	spec, err := inplaceupdate.SpecFromRequest(pod, &apps.InPlaceUpdate{Spec: apps.InPlaceUpdateSpec{
 		Revision: "r2", Metadata: &apps.InPlaceUpdateMetadata{Labels: map[string]string{"version": "v2"}}}})
 	if err != nil {
@@ -368,7 +368,7 @@ func beginUpdate(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 	if got := inplaceupdate.EnvRestartContainers(step.Pod); !reflect.DeepEqual(got, []string{"app", "app2"}) {
 		t.Fatalf("EnvRestartContainers = %v, want [app app2]", got)
 	}
-	return step.Pod
+	return step
 }
 
 // noDelay is DefaultConfig without EnvRestartDelay, for tests of what is stopped rather than when.
@@ -599,18 +599,7 @@ func TestIDSetExpires(t *testing.T) {
 func TestRunWithInformer(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.startPod()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	h.factory.Start(ctx.Done())
-	go func() {
-		defer close(done)
-		h.c.Run(ctx, 2)
-	}()
-	defer func() {
-		cancel()
-		<-done
-		h.factory.Shutdown()
-	}()
+	ctx := daemontest.RunWithInformers(t, h.factory, func(ctx context.Context) { h.c.Run(ctx, 2) })
 
 	if _, err := h.client.CoreV1().Pods("default").Create(ctx, newPod(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

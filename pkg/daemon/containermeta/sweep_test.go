@@ -218,18 +218,7 @@ func TestHandEditThenTemplateChange(t *testing.T) {
 		t.Fatalf("a hand edit alone restarted %v", got)
 	}
 
-	spec, err := inplaceupdate.SpecFromRequest(pod, &apps.InPlaceUpdate{Spec: apps.InPlaceUpdateSpec{
-		Revision: "r2", Metadata: &apps.InPlaceUpdateMetadata{Labels: map[string]string{"version": "v2"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	step, err := inplaceupdate.Begin(pod, spec, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := inplaceupdate.EnvRestartContainers(step.Pod); !reflect.DeepEqual(got, []string{"app", "app2"}) {
-		t.Fatalf("EnvRestartContainers = %v", got)
-	}
+	step := beginStep(t, pod)
 	next := step.Pod.DeepCopy()
 	inplaceupdate.SetConditions(&next.Status, step.Conditions...)
 	pod = h.write(next)
@@ -246,7 +235,7 @@ func TestHandEditThenTemplateChange(t *testing.T) {
 	pod = h.write(pod)
 	h.sync(pod)
 	pod = h.refresh(pod)
-	step, err = inplaceupdate.Progress(pod, t0.Add(time.Minute))
+	step, err := inplaceupdate.Progress(pod, t0.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

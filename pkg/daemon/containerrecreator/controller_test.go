@@ -35,6 +35,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/containerrecreate"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime/fakecri"
+	"github.com/inplace-dev/inplace/pkg/daemon/internal/daemontest"
 	"github.com/inplace-dev/inplace/pkg/daemon/skewclock"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
@@ -336,6 +337,14 @@ func (h *harness) sync() time.Duration {
 	return after
 }
 
+// wantStopped fails the test unless the containers stopped so far are exactly want, in order.
+func (h *harness) wantStopped(want ...string) {
+	h.t.Helper()
+	if got := h.stopped(); !slices.Equal(got, want) {
+		h.t.Errorf("stopped %v, want %v", got, want)
+	}
+}
+
 func (h *harness) stopped() []string {
 	ids, _ := h.cri.Stopped()
 	return ids
@@ -364,15 +373,7 @@ func (h *harness) waitDone(name string) *v1alpha1.ContainerRecreateRequest {
 }
 
 func (h *harness) events() []string {
-	var events []string
-	for {
-		select {
-		case e := <-h.recorder.Events:
-			events = append(events, e)
-		default:
-			return events
-		}
-	}
+	return daemontest.Events(h.recorder)
 }
 
 func states(r *v1alpha1.ContainerRecreateRequest) []v1alpha1.ContainerRecreateRequestContainerRecreateState {
@@ -459,9 +460,8 @@ func TestEndedDuringPreStop(t *testing.T) {
 				t.Fatal(completeErr)
 			}
 			h.sync() // a later sync does not go on either
-			if got := h.stopped(); !reflect.DeepEqual(got, []string{"app-0"}) {
-				t.Errorf("stopped %v, want app-0 only: the request ended before sidecar's turn", got)
-			}
+			// app-0 only: the request ended before sidecar's turn.
+			h.wantStopped("app-0")
 			wantStates(t, h.crr("r"), st("app", recreating, true), st("sidecar", pending, false))
 		})
 	}
@@ -515,9 +515,7 @@ func TestOrderedOneAfterTheOther(t *testing.T) {
 
 	r := h.waitDone("r")
 	wantStates(t, r, st("app", succeeded, true), st("sidecar", succeeded, true))
-	if got := h.stopped(); !reflect.DeepEqual(got, []string{"app-0", "sidecar-0"}) {
-		t.Errorf("stopped %v, want [app-0 sidecar-0]", got)
-	}
+	h.wantStopped("app-0", "sidecar-0")
 	if msg := hookErr.Load(); msg != nil {
 		t.Error(msg)
 	}
@@ -546,9 +544,7 @@ func TestRequestsBackToBack(t *testing.T) {
 	wantStates(t, h.waitDone("a"), st("app", succeeded, true))
 	wantStates(t, h.waitDone("b"), st("sidecar", succeeded, true))
 	wantStates(t, h.waitDone("c"), st("app", succeeded, false))
-	if got := h.stopped(); !reflect.DeepEqual(got, []string{"app-0", "sidecar-0"}) {
-		t.Errorf("stopped %v, want [app-0 sidecar-0]", got)
-	}
+	h.wantStopped("app-0", "sidecar-0")
 	if msg := hookErr.Load(); msg != nil {
 		t.Error(msg)
 	}
@@ -578,20 +574,15 @@ func TestOthersMarkedPending(t *testing.T) {
 	if a, b := h.crr("a"), h.crr("b"); a.Status.Phase != recreating || b.Status.Phase != pending || len(states(b)) != 0 {
 		t.Errorf("a %q, b %q %v; want a Recreating, b Pending without states", a.Status.Phase, b.Status.Phase, states(b))
 	}
-	if got := h.stopped(); !reflect.DeepEqual(got, []string{"app-0"}) {
-		t.Errorf("stopped %v, want [app-0]", got)
-	}
+	h.wantStopped("app-0")
 	// The cache may not show the write yet: the next sync does not stop again.
 	h.sync()
-	if got := h.stopped(); !reflect.DeepEqual(got, []string{"app-0"}) {
-		t.Errorf("stopped %v after a second sync, want [app-0]", got)
-	}
+	h.wantStopped("app-0")
 	h.restart("app", true)
 	h.sync()
 	wantStates(t, h.crr("a"), st("app", succeeded, true))
-	if got := h.stopped(); !reflect.DeepEqual(got, []string{"app-0", "sidecar-0"}) {
-		t.Errorf("stopped %v, want [app-0 sidecar-0]: b goes on in the same sync", got)
-	}
+	// b goes on in the same sync.
+	h.wantStopped("app-0", "sidecar-0")
 }
 
 // TestCoalescing: a request naming an instance that was replaced already succeeds without a
@@ -607,9 +598,7 @@ func TestCoalescing(t *testing.T) {
 			h.sync()
 			if !force {
 				wantStates(t, h.crr("r"), st("app", succeeded, false))
-				if got := h.stopped(); len(got) != 0 {
-					t.Errorf("stopped %v, want nothing", got)
-				}
+				h.wantStopped()
 				return
 			}
 			wantStates(t, h.crr("r"), st("app", recreating, true))
@@ -620,9 +609,7 @@ func TestCoalescing(t *testing.T) {
 			h.restart("app", true)
 			h.sync()
 			wantStates(t, h.crr("r"), st("app", succeeded, true))
-			if got := h.stopped(); !reflect.DeepEqual(got, []string{"app-1"}) {
-				t.Errorf("stopped %v, want [app-1] once", got)
-			}
+			h.wantStopped("app-1") // not stopped again
 		})
 	}
 }
@@ -653,9 +640,7 @@ func TestFailurePolicy(t *testing.T) {
 				if done, msg := containerrecreate.Done(r); !done || !strings.Contains(msg, "boom") {
 					t.Errorf("Done = %v %q", done, msg)
 				}
-				if got := h.stopped(); len(got) != 0 {
-					t.Errorf("stopped %v, want nothing", got)
-				}
+				h.wantStopped()
 				return
 			}
 			if got := h.stopped(); !reflect.DeepEqual(got, []string{"sidecar-0"}) {
@@ -719,9 +704,7 @@ func TestRestartedDaemon(t *testing.T) {
 		h.start(0)
 		h.sync()
 		h.sync()
-		if got := h.stopped(); !reflect.DeepEqual(got, []string{"app-0"}) {
-			t.Errorf("stopped %v, want [app-0] once", got)
-		}
+		h.wantStopped("app-0") // once, over two syncs
 	})
 }
 

@@ -58,15 +58,23 @@ func connect(t *testing.T, endpoint string, candidates []string) criruntime.Runt
 	return rt
 }
 
-func TestConnectProbesInOrder(t *testing.T) {
-	dir := shortDir(t)
-	missing := filepath.Join(dir, "missing.sock")
-	regular := filepath.Join(dir, "regular.sock")
+// deadCandidates are three socket paths in dir that no runtime answers on: one missing, one a
+// regular file, one a socket nobody listens on.
+func deadCandidates(t *testing.T, dir string) (missing, regular, stale string) {
+	t.Helper()
+	missing = filepath.Join(dir, "missing.sock")
+	regular = filepath.Join(dir, "regular.sock")
 	if err := os.WriteFile(regular, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stale := filepath.Join(dir, "stale.sock")
+	stale = filepath.Join(dir, "stale.sock")
 	staleSocket(t, stale)
+	return missing, regular, stale
+}
+
+func TestConnectProbesInOrder(t *testing.T) {
+	dir := shortDir(t)
+	missing, regular, stale := deadCandidates(t, dir)
 	first := serve(t, filepath.Join(dir, "crio.sock"), "cri-o")
 	second := serve(t, filepath.Join(dir, "containerd.sock"), "containerd")
 
@@ -87,13 +95,7 @@ func TestConnectProbesInOrder(t *testing.T) {
 
 func TestConnectNoneAnswers(t *testing.T) {
 	dir := shortDir(t)
-	missing := filepath.Join(dir, "missing.sock")
-	regular := filepath.Join(dir, "regular.sock")
-	if err := os.WriteFile(regular, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	stale := filepath.Join(dir, "stale.sock")
-	staleSocket(t, stale)
+	missing, regular, stale := deadCandidates(t, dir)
 
 	start := time.Now()
 	_, err := criruntime.Connect(context.Background(), "", []string{missing, regular, stale})

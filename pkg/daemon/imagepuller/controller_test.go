@@ -358,6 +358,13 @@ func newBlocker(ref string) *blocker {
 	return &blocker{ref: ref, release: make(chan struct{}), entered: make(chan string, 100), cancelled: make(chan string, 100)}
 }
 
+// block makes the runtime hold every pull of ref until the blocker releases it.
+func (f *fixture) block(ref string) *blocker {
+	b := newBlocker(ref)
+	f.cri.SetPullHook(b.hook)
+	return b
+}
+
 // waitEntered waits until the runtime holds a pull of the reference.
 func (b *blocker) waitEntered(t *testing.T) {
 	t.Helper()
@@ -399,8 +406,7 @@ func TestTimeout(t *testing.T) {
 	app := reg + "/slow"
 	f := newFixture(t)
 	f.cri.AddRemoteImage(app+":v1", "sha256:1111")
-	b := newBlocker(app + ":v1")
-	f.cri.SetPullHook(b.hook)
+	b := f.block(app + ":v1")
 	f.run(nodeImage(map[string][]v1alpha1.ImageTagSpec{app: {tag("v1", 1, backoffLimit(1),
 		func(t *v1alpha1.ImageTagSpec) { t.PullPolicy.TimeoutSeconds = ptr.To[int32](5) })}}), Config{})
 
@@ -441,8 +447,7 @@ func TestCancelOnRemoval(t *testing.T) {
 	app := reg + "/slow"
 	f := newFixture(t)
 	f.cri.AddRemoteImage(reg+"/other:v1", "sha256:2222")
-	b := newBlocker(app + ":v1")
-	f.cri.SetPullHook(b.hook)
+	b := f.block(app + ":v1")
 	f.run(nodeImage(map[string][]v1alpha1.ImageTagSpec{app: {tag("v1", 1)}, reg + "/other": {tag("v1", 1)}}), Config{})
 
 	f.waitFor("pulling", 0, phaseIs(app, "v1", 1, v1alpha1.ImagePhasePulling))
@@ -462,8 +467,7 @@ func TestCancelOnRemoval(t *testing.T) {
 func TestStopCancelsPulls(t *testing.T) {
 	app := reg + "/slow"
 	f := newFixture(t)
-	b := newBlocker(app + ":v1")
-	f.cri.SetPullHook(b.hook)
+	b := f.block(app + ":v1")
 	f.run(nodeImage(map[string][]v1alpha1.ImageTagSpec{app: {tag("v1", 1)}}), Config{})
 	f.waitFor("pulling", 0, phaseIs(app, "v1", 1, v1alpha1.ImagePhasePulling))
 	b.waitEntered(t)
@@ -500,8 +504,7 @@ func TestCountsAndWorkerLimit(t *testing.T) {
 	f.waitFor("all succeeded", 0, func(ni *v1alpha1.NodeImage) bool { return ni.Status.Succeeded == 3 })
 
 	// Every phase at once: present (Succeeded), missing (Failed), held (Pulling).
-	held := newBlocker(app + ":held")
-	f.cri.SetPullHook(held.hook)
+	f.block(app + ":held")
 	f.cri.AddImage(reg+"/present:v1", "sha256:cccc")
 	f.updateSpec(func(s *v1alpha1.NodeImageSpec) {
 		*s = nodeImage(map[string][]v1alpha1.ImageTagSpec{

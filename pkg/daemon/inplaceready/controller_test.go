@@ -17,6 +17,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime/fakecri"
+	"github.com/inplace-dev/inplace/pkg/daemon/internal/daemontest"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
 
@@ -235,18 +236,7 @@ func TestLeavesUnprovableUpdatesAlone(t *testing.T) {
 func TestRunPollsTheRuntime(t *testing.T) {
 	pod := runningPod()
 	h := newHarness(t, Config{PollInterval: 20 * time.Millisecond, PollFor: time.Minute}, pod)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	h.factory.Start(ctx.Done())
-	go func() {
-		defer close(done)
-		h.c.Run(ctx, 2)
-	}()
-	defer func() {
-		cancel()
-		<-done
-		h.factory.Shutdown()
-	}()
+	ctx := daemontest.RunWithInformers(t, h.factory, func(ctx context.Context) { h.c.Run(ctx, 2) })
 
 	if _, err := h.client.CoreV1().Pods("default").Update(ctx, begin(t, pod, "app:v2"), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
 
@@ -181,29 +182,14 @@ func TestRevisionIndex(t *testing.T) {
 	revisions := []*appsv1.ControllerRevision{revision("owned", "ns", "web", w.UID), revision("unselected", "ns", "db", w.UID),
 		revision("orphan", "ns", "web", ""), revision("someone-elses", "ns", "web", "other-uid"),
 		revision("elsewhere-orphan", "other", "web", ""), revision("elsewhere-owned", "other", "web", w.UID)}
-	objs := make([]runtime.Object, len(revisions))
-	for i, r := range revisions {
-		objs[i] = r
-	}
-	client := fake.NewClientset(objs...)
+	client := fake.NewClientset(runtimeObjects(revisions)...)
 	inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0).Apps().V1().ControllerRevisions().Informer()
 	index, err := NewIndex[*appsv1.ControllerRevision](inf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range revisions {
-		if err := inf.GetIndexer().Add(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	names := func(rs []*appsv1.ControllerRevision) []string {
-		var out []string
-		for _, r := range rs {
-			out = append(out, r.Name)
-		}
-		slices.Sort(out)
-		return out
-	}
+	addToCache(t, inf, revisions)
+	names := sortedNames[*appsv1.ControllerRevision]
 	if owned, err := index.owned(w); err != nil || !slices.Equal(names(owned), []string{"owned", "unselected"}) {
 		t.Errorf("owned %v (%v), want owned and unselected", names(owned), err)
 	}
@@ -248,11 +234,7 @@ func TestClaimPodsThroughTheControllerIndex(t *testing.T) {
 	elsewhereOwned.Namespace = "other"
 	pods := []*corev1.Pod{pod("owned", "web", w.UID), pod("orphan", "web", ""), pod("stray", "db", w.UID),
 		pod("someone-elses", "web", "other-uid"), elsewhereOrphan, elsewhereOwned}
-	objs := make([]runtime.Object, len(pods))
-	for i, p := range pods {
-		objs[i] = p
-	}
-	client := fake.NewClientset(objs...)
+	client := fake.NewClientset(runtimeObjects(pods)...)
 	inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0).Core().V1().Pods().Informer()
 	index, err := NewIndex[*corev1.Pod](inf)
 	if err != nil {
@@ -261,19 +243,8 @@ func TestClaimPodsThroughTheControllerIndex(t *testing.T) {
 	if again, err := NewIndex[*corev1.Pod](inf); err != nil || again.indexer != index.indexer {
 		t.Fatalf("a second NewIndex on the same informer: %v", err)
 	}
-	for _, p := range pods {
-		if err := inf.GetIndexer().Add(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	names := func(ps []*corev1.Pod) []string {
-		var out []string
-		for _, p := range ps {
-			out = append(out, p.Name)
-		}
-		slices.Sort(out)
-		return out
-	}
+	addToCache(t, inf, pods)
+	names := sortedNames[*corev1.Pod]
 	candidates, err := index.candidates(w)
 	if err != nil || !slices.Equal(names(candidates), []string{"orphan", "owned", "stray"}) {
 		t.Errorf("candidates %v (%v), want owned, stray and the namespace's orphan", names(candidates), err)
@@ -349,4 +320,33 @@ func BenchmarkClaimPodsCandidates(b *testing.B) {
 			}
 		})
 	}
+}
+
+// runtimeObjects is objs as the fake clientset takes them.
+func runtimeObjects[T runtime.Object](objs []T) []runtime.Object {
+	out := make([]runtime.Object, len(objs))
+	for i, o := range objs {
+		out[i] = o
+	}
+	return out
+}
+
+// addToCache puts objs in the informer's cache, as if it had listed them.
+func addToCache[T any](t *testing.T, inf cache.SharedIndexInformer, objs []T) {
+	t.Helper()
+	for _, o := range objs {
+		if err := inf.GetIndexer().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// sortedNames is the objects' names in order, for comparing sets.
+func sortedNames[T metav1.Object](objs []T) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetName())
+	}
+	slices.Sort(out)
+	return out
 }

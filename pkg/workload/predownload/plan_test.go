@@ -119,17 +119,52 @@ func TestDecideJob(t *testing.T) {
 	}
 }
 
+// decideCase is one row of TestDecide and TestDecideDaemonSet: a change to the base rollout, the
+// jobs that exist, and the plan Decide must make of them.
+type decideCase struct {
+	name    string
+	change  func(*Rollout)
+	jobs    []*v1alpha1.ImagePullJob
+	create  []string // names
+	images  []string // of the jobs to create
+	deleted []string
+	mark    string
+	why     string // in Plan.Why
+}
+
+// decide applies tc's change to base's rollout, runs Decide, checks the jobs to create and
+// delete, the mark and the reason against tc, and returns the plan for the caller's own checks.
+func decide(t *testing.T, base func(*testing.T) Rollout, tc decideCase) Plan {
+	t.Helper()
+	r := base(t)
+	if tc.change != nil {
+		tc.change(&r)
+	}
+	plan, err := Decide(r, tc.jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var images []string
+	for _, j := range plan.Create {
+		images = append(images, j.Spec.Image)
+	}
+	if got := names(plan.Create); !slices.Equal(got, tc.create) || !slices.Equal(images, tc.images) {
+		t.Errorf("create %v %v, want %v %v", got, images, tc.create, tc.images)
+	}
+	if got := names(plan.Delete); !slices.Equal(got, tc.deleted) {
+		t.Errorf("delete %v, want %v", got, tc.deleted)
+	}
+	if plan.Mark != tc.mark {
+		t.Errorf("mark %q, want %q", plan.Mark, tc.mark)
+	}
+	if !strings.Contains(plan.Why, tc.why) {
+		t.Errorf("why %q, want it to say %q", plan.Why, tc.why)
+	}
+	return plan
+}
+
 func TestDecide(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		change  func(*Rollout)
-		jobs    []*v1alpha1.ImagePullJob
-		create  []string // names
-		images  []string // of the jobs to create
-		deleted []string
-		mark    string
-		why     string // in Plan.Why
-	}{
+	for _, tc := range []decideCase{
 		{name: "image changed", create: []string{"web-new-main"}, images: []string{"app:v2"}, mark: v1alpha1.ImagePreDownloadCreatedKey},
 		{name: "two images changed, one kept", change: func(r *Rollout) {
 			r.Current = revision(t, "old", template("main=app:v1", "side=log:v1", "keep=k:1"))
@@ -199,31 +234,7 @@ func TestDecide(t *testing.T) {
 			deleted: []string{"web-old-main"}, mark: v1alpha1.ImagePreDownloadCreatedKey},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := rollout(t)
-			if tc.change != nil {
-				tc.change(&r)
-			}
-			plan, err := Decide(r, tc.jobs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var images []string
-			for _, j := range plan.Create {
-				images = append(images, j.Spec.Image)
-			}
-			if got := names(plan.Create); !slices.Equal(got, tc.create) || !slices.Equal(images, tc.images) {
-				t.Errorf("create %v %v, want %v %v", got, images, tc.create, tc.images)
-			}
-			if got := names(plan.Delete); !slices.Equal(got, tc.deleted) {
-				t.Errorf("delete %v, want %v", got, tc.deleted)
-			}
-			if plan.Mark != tc.mark {
-				t.Errorf("mark %q, want %q", plan.Mark, tc.mark)
-			}
-			if !strings.Contains(plan.Why, tc.why) {
-				t.Errorf("why %q, want it to say %q", plan.Why, tc.why)
-			}
-			if len(plan.Problems) != 0 {
+			if plan := decide(t, rollout, tc); len(plan.Problems) != 0 {
 				t.Errorf("problems %q", plan.Problems)
 			}
 		})
@@ -250,16 +261,7 @@ func daemonSetRollout(t *testing.T) Rollout {
 
 // A DaemonSet follows OpenKruise's DaemonSet rules, not the CloneSet's.
 func TestDecideDaemonSet(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		change  func(*Rollout)
-		jobs    []*v1alpha1.ImagePullJob
-		create  []string
-		images  []string
-		deleted []string
-		mark    string
-		why     string
-	}{
+	for _, tc := range []decideCase{
 		{name: "image changed on 2 nodes (a CloneSet needs more than 3 Pods)",
 			create: []string{"web-new-main"}, images: []string{"app:v2"}, mark: v1alpha1.ImagePreDownloadCreatedKey},
 		{name: "a change that cannot go in place is pre-downloaded too", change: func(r *Rollout) {
@@ -287,27 +289,7 @@ func TestDecideDaemonSet(t *testing.T) {
 			jobs: []*v1alpha1.ImagePullJob{job("web-new-main", "new")}, deleted: []string{"web-new-main"}, why: "no rollout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := daemonSetRollout(t)
-			if tc.change != nil {
-				tc.change(&r)
-			}
-			plan, err := Decide(r, tc.jobs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var images []string
-			for _, j := range plan.Create {
-				images = append(images, j.Spec.Image)
-			}
-			if got := names(plan.Create); !slices.Equal(got, tc.create) || !slices.Equal(images, tc.images) {
-				t.Errorf("create %v %v, want %v %v", got, images, tc.create, tc.images)
-			}
-			if got := names(plan.Delete); !slices.Equal(got, tc.deleted) {
-				t.Errorf("delete %v, want %v", got, tc.deleted)
-			}
-			if plan.Mark != tc.mark || !strings.Contains(plan.Why, tc.why) {
-				t.Errorf("mark %q why %q, want %q %q", plan.Mark, plan.Why, tc.mark, tc.why)
-			}
+			plan := decide(t, daemonSetRollout, tc)
 			for _, j := range plan.Create {
 				if ref := metav1.GetControllerOf(j); ref == nil || ref.Kind != "DaemonSet" || ref.UID != "web-uid" {
 					t.Errorf("job %s controller %+v, want the DaemonSet", j.Name, ref)
