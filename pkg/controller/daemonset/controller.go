@@ -70,25 +70,19 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		queue:    reconcile.NewQueue(Name),
 	}
 	c.exp = expectations.New(func() time.Time { return c.now() })
-	c.router = &ownership.Router[*v1alpha1.DaemonSet]{
-		Kind: v1alpha1.SchemeGroupVersion.WithKind("DaemonSet"),
-		Get: func(namespace, name string) (*v1alpha1.DaemonSet, error) {
-			return c.sets.DaemonSets(namespace).Get(name)
+	c.router = ownership.NewRouter(v1alpha1.SchemeGroupVersion.WithKind("DaemonSet"),
+		func(namespace string) ownership.NamespaceLister[*v1alpha1.DaemonSet] {
+			return c.sets.DaemonSets(namespace)
 		},
-		List: func(namespace string) ([]*v1alpha1.DaemonSet, error) {
-			return c.sets.DaemonSets(namespace).List(labels.Everything())
-		},
-		Selector: func(set *v1alpha1.DaemonSet) *metav1.LabelSelector { return set.Spec.Selector },
-		Queue:    c.queue,
-	}
+		func(ds *v1alpha1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }, c.queue)
 	owned, err := ownership.NewIndexes(podInf.Informer(), revInf.Informer())
 	if err != nil {
 		return nil, err
 	}
 	c.owned = owned
 	if err := reconcile.Watch(setInf.Informer(), "daemonsets", reconcile.Handlers[*v1alpha1.DaemonSet]{
-		Add:    c.enqueueSet,
-		Update: func(_, set *v1alpha1.DaemonSet) { c.enqueueSet(set) },
+		Add:    c.router.Enqueue,
+		Update: func(_, set *v1alpha1.DaemonSet) { c.router.Enqueue(set) },
 		Delete: func(set *v1alpha1.DaemonSet) { c.exp.Forget(cache.MetaObjectToName(set).String()) },
 	}); err != nil {
 		return nil, err
@@ -116,10 +110,6 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		return nil, err
 	}
 	return c, nil
-}
-
-func (c *Controller) enqueueSet(set *v1alpha1.DaemonSet) {
-	c.queue.Add(cache.MetaObjectToName(set))
 }
 
 func (c *Controller) enqueueAll() {

@@ -13,7 +13,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
@@ -80,25 +79,19 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		queue:    reconcile.NewQueue(Name),
 	}
 	c.exp = expectations.New(func() time.Time { return c.now() })
-	c.router = &ownership.Router[*v1beta1.StatefulSet]{
-		Kind: v1beta1.SchemeGroupVersion.WithKind("StatefulSet"),
-		Get: func(namespace, name string) (*v1beta1.StatefulSet, error) {
-			return c.sets.StatefulSets(namespace).Get(name)
+	c.router = ownership.NewRouter(v1beta1.SchemeGroupVersion.WithKind("StatefulSet"),
+		func(namespace string) ownership.NamespaceLister[*v1beta1.StatefulSet] {
+			return c.sets.StatefulSets(namespace)
 		},
-		List: func(namespace string) ([]*v1beta1.StatefulSet, error) {
-			return c.sets.StatefulSets(namespace).List(labels.Everything())
-		},
-		Selector: func(set *v1beta1.StatefulSet) *metav1.LabelSelector { return set.Spec.Selector },
-		Queue:    c.queue,
-	}
+		func(set *v1beta1.StatefulSet) *metav1.LabelSelector { return set.Spec.Selector }, c.queue)
 	owned, err := ownership.NewIndexes(podInf.Informer(), revInf.Informer())
 	if err != nil {
 		return nil, err
 	}
 	c.owned = owned
 	if err := reconcile.Watch(setInf.Informer(), "statefulsets", reconcile.Handlers[*v1beta1.StatefulSet]{
-		Add:    c.enqueueSet,
-		Update: func(_, set *v1beta1.StatefulSet) { c.enqueueSet(set) },
+		Add:    c.router.Enqueue,
+		Update: func(_, set *v1beta1.StatefulSet) { c.router.Enqueue(set) },
 		Delete: func(set *v1beta1.StatefulSet) { c.exp.Forget(cache.MetaObjectToName(set).String()) },
 	}); err != nil {
 		return nil, err
@@ -118,10 +111,6 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		return nil, err
 	}
 	return c, nil
-}
-
-func (c *Controller) enqueueSet(set *v1beta1.StatefulSet) {
-	c.queue.Add(cache.MetaObjectToName(set))
 }
 
 // Run reconciles until ctx ends.
