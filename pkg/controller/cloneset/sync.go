@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/workload/ownership"
@@ -34,10 +35,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if err != nil {
 		return 0, err
 	}
-	selector, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
-	if err != nil || selector.Empty() {
-		// Validation forbids it; nothing to act on until the spec changes.
-		c.recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonInvalidSelector, "invalid selector: %v", err)
+	selector, ok := ownership.PodSelector(c.recorder, cs, cs.Spec.Selector)
+	if !ok {
 		return 0, nil
 	}
 	// Expectations first, then the Pods, as the ReplicaSet controller does: a Pod whose creation
@@ -113,12 +112,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		return 0, upd.err
 	}
 	// A Pod becoming available, or the progress deadline passing, is not an event.
-	for _, w := range []time.Duration{wait, preWait} {
-		if w > 0 && (requeue == 0 || w < requeue) {
-			requeue = w
-		}
-	}
-	return requeue, nil
+	return reconcile.Soonest(requeue, wait, preWait), nil
 }
 
 // Reasons of the FailedUpdate condition.

@@ -21,6 +21,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 	"github.com/inplace-dev/inplace/pkg/workload/availability"
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
@@ -52,9 +53,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if err != nil {
 		return 0, err
 	}
-	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-	if err != nil || selector.Empty() {
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, ownership.ReasonInvalidSelector, "invalid selector: %v", err)
+	selector, ok := ownership.PodSelector(c.recorder, ds, ds.Spec.Selector)
+	if !ok {
 		return 0, nil
 	}
 	pods, revisions, err := c.claim(ctx, ds, selector)
@@ -84,9 +84,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			if !acted && actErr == nil {
 				actErr = c.rollingUpdate(ctx, ds, states, revs, revisions)
 			}
-			if preWait > 0 && (requeue == 0 || preWait < requeue) {
-				requeue = preWait
-			}
+			requeue = reconcile.Soonest(requeue, preWait)
 			actErr = errors.Join(readyErr, preErr, actErr)
 		} else {
 			requeue = left
@@ -102,10 +100,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if actErr != nil {
 		return 0, actErr
 	}
-	if wait > 0 && (requeue == 0 || wait < requeue) {
-		requeue = wait
-	}
-	return requeue, nil
+	return reconcile.Soonest(requeue, wait), nil
 }
 
 // claim returns the DaemonSet's Pods and its revisions, oldest first. Like kube's DaemonSet, it
@@ -280,9 +275,8 @@ func planManage(ds *v1alpha1.DaemonSet, states []*nodeState, updateRevision stri
 					plan.delete = append(plan.delete, keep)
 					continue
 				}
-				if _, left := availability.Available(newest, ds.Spec.MinReadySeconds, now); left > 0 && (plan.wait == 0 || left < plan.wait) {
-					plan.wait = left
-				}
+				_, left := availability.Available(newest, ds.Spec.MinReadySeconds, now)
+				plan.wait = reconcile.Soonest(plan.wait, left)
 				continue
 			}
 			for _, p := range alive {
@@ -394,9 +388,7 @@ func calculateStatus(ds *v1alpha1.DaemonSet, states []*nodeState, revs history.R
 		if ok {
 			st.NumberAvailable++
 		}
-		if left > 0 && (wait == 0 || left < wait) {
-			wait = left
-		}
+		wait = reconcile.Soonest(wait, left)
 		if p.Labels[appsv1.ControllerRevisionHashLabelKey] == revs.Update.Name {
 			st.UpdatedNumberScheduled++
 		}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 	"github.com/inplace-dev/inplace/pkg/workload/availability"
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
@@ -35,9 +36,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if err != nil {
 		return 0, err
 	}
-	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
-	if err != nil || selector.Empty() {
-		c.recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonInvalidSelector, "invalid selector: %v", err)
+	selector, ok := ownership.PodSelector(c.recorder, set, set.Spec.Selector)
+	if !ok {
 		return 0, nil
 	}
 	// Expectations before the Pods, as in the CloneSet controller: a Pod that settles an
@@ -92,10 +92,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if actErr != nil {
 		return 0, actErr
 	}
-	if wait > 0 && (requeue == 0 || wait < requeue) {
-		requeue = wait
-	}
-	return requeue, nil
+	return reconcile.Soonest(requeue, wait), nil
 }
 
 // claim returns the set's Pods, lowest ordinal first, and its revisions, oldest first. Like
@@ -167,8 +164,8 @@ func calculateStatus(set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.
 		rev := p.Labels[appsv1.ControllerRevisionHashLabelKey]
 		ready := availability.Ready(p)
 		available, left := availability.Available(p, minReady, now)
-		if left > 0 && p.DeletionTimestamp == nil && (wait == 0 || left < wait) {
-			wait = left
+		if p.DeletionTimestamp == nil {
+			wait = reconcile.Soonest(wait, left)
 		}
 		if ready {
 			st.ReadyReplicas++
