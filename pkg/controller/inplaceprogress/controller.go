@@ -61,12 +61,10 @@ func New(kube kubernetes.Interface, pods coreinformers.PodInformer, recorder rec
 		now:      time.Now,
 		queue:    reconcile.NewQueue(Name),
 	}
-	if err := reconcile.Watch(pods.Informer(), "pods", reconcile.Handlers[*corev1.Pod]{
-		Add:    c.enqueue,
-		Update: func(_, pod *corev1.Pod) { c.enqueue(pod) },
-		// A deleted Pod's last write is of no more use.
-		Delete: func(pod *corev1.Pod) { c.written.Delete(pod.UID) },
-	}); err != nil {
+	handlers := reconcile.EnqueueIf(c.queue, needsWork)
+	// A deleted Pod's last write is of no more use.
+	handlers.Delete = func(pod *corev1.Pod) { c.written.Delete(pod.UID) }
+	if err := reconcile.Watch(pods.Informer(), "pods", handlers); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -90,13 +88,6 @@ func needsWork(pod *corev1.Pod) bool {
 		}
 	}
 	return true
-}
-
-// enqueue enqueues a Pod this controller acts on.
-func (c *Controller) enqueue(pod *corev1.Pod) {
-	if needsWork(pod) {
-		c.queue.Add(cache.MetaObjectToName(pod))
-	}
 }
 
 // Run reconciles until ctx ends.
