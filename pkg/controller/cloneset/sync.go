@@ -87,11 +87,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		}
 	}
 
-	status, wait := calculateStatus(cs, active, revs, c.now())
+	status, wait := calculateStatus(cs, active, revs, c.clock.Now())
 	if scaleErr != nil {
-		setCondition(status, v1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, "ScaleFailed", scaleErr.Error(), c.now())
+		setCondition(status, v1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, "ScaleFailed", scaleErr.Error(), c.clock.Now())
 	} else if cs.DeletionTimestamp == nil {
-		setCondition(status, v1alpha1.CloneSetConditionFailedScale, corev1.ConditionFalse, "", "", c.now())
+		setCondition(status, v1alpha1.CloneSetConditionFailedScale, corev1.ConditionFalse, "", "", c.clock.Now())
 	}
 	c.setUpdateCondition(cs, status, upd)
 	if err := c.updateStatus(ctx, cs, status); err != nil {
@@ -141,13 +141,13 @@ func (c *Controller) setUpdateCondition(cs *v1alpha1.CloneSet, status *v1alpha1.
 			message += fmt.Sprintf(" (and %d more pods)", n)
 		}
 	default:
-		setCondition(status, v1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionFalse, "", "", c.now())
+		setCondition(status, v1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionFalse, "", "", c.clock.Now())
 		return
 	}
 	if reason == reasonCannotUpdateInPlace && !hasCondition(&cs.Status, v1alpha1.CloneSetConditionFailedUpdate, reason, message) {
 		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonFailedUpdatePodInPlaceOnly, "%s", message)
 	}
-	setCondition(status, v1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionTrue, reason, message, c.now())
+	setCondition(status, v1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionTrue, reason, message, c.clock.Now())
 }
 
 // hasCondition tells whether the status has the condition True with that reason and message.

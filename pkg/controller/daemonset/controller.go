@@ -22,6 +22,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
@@ -49,7 +50,7 @@ type Controller struct {
 	router   *ownership.Router[*v1alpha1.DaemonSet]
 	recorder record.EventRecorder
 	exp      *expectations.Expectations
-	now      func() time.Time
+	clock    clock.PassiveClock
 	// predl pre-downloads the images of a rollout (EnableImagePreDownload); nil when off.
 	predl *predownload.Writer
 }
@@ -66,10 +67,10 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		synced: []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced,
 			nodeInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		recorder: recorder,
-		now:      time.Now,
+		clock:    clock.RealClock{},
 		queue:    reconcile.NewQueue(Name),
 	}
-	c.exp = expectations.New(func() time.Time { return c.now() })
+	c.exp = expectations.New(func() time.Time { return c.clock.Now() })
 	c.router = ownership.NewRouter(v1alpha1.SchemeGroupVersion.WithKind("DaemonSet"),
 		func(namespace string) ownership.NamespaceLister[*v1alpha1.DaemonSet] {
 			return c.sets.DaemonSets(namespace)

@@ -90,7 +90,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			requeue = left
 		}
 	}
-	status, wait := calculateStatus(ds, states, revs, c.now())
+	status, wait := calculateStatus(ds, states, revs, c.clock.Now())
 	if err := c.updateStatus(ctx, ds, status); err != nil {
 		return 0, errors.Join(actErr, err)
 	}
@@ -121,7 +121,7 @@ func (c *Controller) syncKruisePodReady(ctx context.Context, pods []*corev1.Pod)
 	var errs []error
 	for _, p := range pods {
 		if p.DeletionTimestamp == nil && podreadiness.HasGate(p) {
-			if _, err := lifecycle.SyncKruisePodReady(ctx, c.kube.CoreV1(), p, lifecycle.State(p), c.now()); err != nil {
+			if _, err := lifecycle.SyncKruisePodReady(ctx, c.kube.CoreV1(), p, lifecycle.State(p), c.clock.Now()); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -295,7 +295,7 @@ func planManage(ds *v1alpha1.DaemonSet, states []*nodeState, updateRevision stri
 // manage carries out planManage and says whether it did anything, and when to look again for a
 // surge Pod about to become available.
 func (c *Controller) manage(ctx context.Context, ds *v1alpha1.DaemonSet, states []*nodeState, revs history.Revisions) (bool, time.Duration, error) {
-	plan := planManage(ds, states, revs.Update.Name, c.now())
+	plan := planManage(ds, states, revs.Update.Name, c.clock.Now())
 	if len(plan.create) == 0 && len(plan.delete) == 0 {
 		return false, plan.wait, nil
 	}
@@ -337,7 +337,7 @@ func (c *Controller) createPod(ctx context.Context, ds *v1alpha1.DaemonSet, rev 
 func (c *Controller) deletePod(ctx context.Context, ds *v1alpha1.DaemonSet, pod *corev1.Pod, why string) error {
 	key := cache.MetaObjectToName(ds).String()
 	if lifecycle.Hooked(lifecycle.PreDeleteHook(ds.Spec.Lifecycle), pod) {
-		moved, err := lifecycle.Move(ctx, c.kube.CoreV1(), pod, pub.LifecycleStatePreparingDelete, nil, c.now())
+		moved, err := lifecycle.Move(ctx, c.kube.CoreV1(), pod, pub.LifecycleStatePreparingDelete, nil, c.clock.Now())
 		if moved {
 			c.exp.ExpectLifecycle(key, pod.Name, string(pub.LifecycleStatePreparingDelete))
 			klog.FromContext(ctx).Info("Daemon Pod held by the preDelete hook", "daemonset", klog.KObj(ds), "pod", klog.KObj(pod), "why", why)

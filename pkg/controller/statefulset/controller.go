@@ -18,6 +18,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
@@ -58,7 +59,7 @@ type Controller struct {
 	router   *ownership.Router[*v1beta1.StatefulSet]
 	recorder record.EventRecorder
 	exp      *expectations.Expectations
-	now      func() time.Time
+	clock    clock.PassiveClock
 }
 
 // New builds the controller on the StatefulSet (v1beta1), Pod, PersistentVolumeClaim and
@@ -75,10 +76,10 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		synced: []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced,
 			claimInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		recorder: recorder,
-		now:      time.Now,
+		clock:    clock.RealClock{},
 		queue:    reconcile.NewQueue(Name),
 	}
-	c.exp = expectations.New(func() time.Time { return c.now() })
+	c.exp = expectations.New(func() time.Time { return c.clock.Now() })
 	c.router = ownership.NewRouter(v1beta1.SchemeGroupVersion.WithKind("StatefulSet"),
 		func(namespace string) ownership.NamespaceLister[*v1beta1.StatefulSet] {
 			return c.sets.StatefulSets(namespace)

@@ -76,7 +76,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			requeue = left
 		}
 	}
-	status, wait := calculateStatus(set, pods, revs, c.now())
+	status, wait := calculateStatus(set, pods, revs, c.clock.Now())
 	// Counted whatever StatefulSetAutoResizePVCGate says, as OpenKruise does.
 	claims, err := c.volumeClaimStatus(set, pods)
 	if err != nil {
