@@ -79,6 +79,7 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		clock:    clock.RealClock{},
 		queue:    reconcile.NewQueue(Name),
 	}
+	// Through c.clock at each call: a test sets its fake clock after New.
 	c.exp = expectations.New(func() time.Time { return c.clock.Now() })
 	c.router = ownership.NewRouter(v1beta1.SchemeGroupVersion.WithKind("StatefulSet"),
 		func(namespace string) ownership.NamespaceLister[*v1beta1.StatefulSet] {
