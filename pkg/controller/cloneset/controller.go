@@ -85,11 +85,7 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		return nil, err
 	}
 	c.owned = owned
-	if err := reconcile.Watch(setInf.Informer(), "clonesets", reconcile.Handlers[*v1alpha1.CloneSet]{
-		Add:    c.router.Enqueue,
-		Update: func(_, cs *v1alpha1.CloneSet) { c.router.Enqueue(cs) },
-		Delete: c.deleteSet,
-	}); err != nil {
+	if err := reconcile.Watch(setInf.Informer(), "clonesets", c.router.WorkloadHandlers(c.deleteSet)); err != nil {
 		return nil, err
 	}
 	// A Pod seen terminating settles its deletion, whatever the event (seen first when the

@@ -11,7 +11,6 @@ import (
 	"maps"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,11 +81,9 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		return nil, err
 	}
 	c.owned = owned
-	if err := reconcile.Watch(setInf.Informer(), "daemonsets", reconcile.Handlers[*v1alpha1.DaemonSet]{
-		Add:    c.router.Enqueue,
-		Update: func(_, set *v1alpha1.DaemonSet) { c.router.Enqueue(set) },
-		Delete: func(set *v1alpha1.DaemonSet) { c.exp.Forget(cache.MetaObjectToName(set).String()) },
-	}); err != nil {
+	if err := reconcile.Watch(setInf.Informer(), "daemonsets", c.router.WorkloadHandlers(func(set *v1alpha1.DaemonSet) {
+		c.exp.Forget(cache.MetaObjectToName(set).String())
+	})); err != nil {
 		return nil, err
 	}
 	observe := func(key string, pod *corev1.Pod, deleted bool) {
@@ -107,8 +104,7 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 	}); err != nil {
 		return nil, err
 	}
-	if err := reconcile.Watch(revInf.Informer(), "controllerrevisions",
-		reconcile.OnChange(func(rev *appsv1.ControllerRevision) { c.router.EnqueueOwner(rev) })); err != nil {
+	if err := reconcile.Watch(revInf.Informer(), "controllerrevisions", c.router.RevisionHandlers()); err != nil {
 		return nil, err
 	}
 	return c, nil

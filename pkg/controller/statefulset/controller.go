@@ -10,7 +10,6 @@ import (
 	"context"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -91,11 +90,9 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		return nil, err
 	}
 	c.owned = owned
-	if err := reconcile.Watch(setInf.Informer(), "statefulsets", reconcile.Handlers[*v1beta1.StatefulSet]{
-		Add:    c.router.Enqueue,
-		Update: func(_, set *v1beta1.StatefulSet) { c.router.Enqueue(set) },
-		Delete: func(set *v1beta1.StatefulSet) { c.exp.Forget(cache.MetaObjectToName(set).String()) },
-	}); err != nil {
+	if err := reconcile.Watch(setInf.Informer(), "statefulsets", c.router.WorkloadHandlers(func(set *v1beta1.StatefulSet) {
+		c.exp.Forget(cache.MetaObjectToName(set).String())
+	})); err != nil {
 		return nil, err
 	}
 	// The expectations settle against the cache in sync; a Pod gone is also noted here (the cache
@@ -108,8 +105,7 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 	if err := reconcile.Watch(podInf.Informer(), "pods", c.router.PodHandlers(observe)); err != nil {
 		return nil, err
 	}
-	if err := reconcile.Watch(revInf.Informer(), "controllerrevisions",
-		reconcile.OnChange(func(rev *appsv1.ControllerRevision) { c.router.EnqueueOwner(rev) })); err != nil {
+	if err := reconcile.Watch(revInf.Informer(), "controllerrevisions", c.router.RevisionHandlers()); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -1,6 +1,7 @@
 package ownership
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -50,6 +51,18 @@ func NewRouter[W metav1.Object](kind schema.GroupVersionKind, namespaced func(na
 // Enqueue enqueues a workload (its own events).
 func (r *Router[W]) Enqueue(w W) {
 	r.Queue.Add(cache.MetaObjectToName(w))
+}
+
+// WorkloadHandlers enqueue a workload added or updated; deleted is called for one deleted, to
+// forget what the controller keeps of it.
+func (r *Router[W]) WorkloadHandlers(deleted func(W)) reconcile.Handlers[W] {
+	return reconcile.Handlers[W]{Add: r.Enqueue, Update: func(_, w W) { r.Enqueue(w) }, Delete: deleted}
+}
+
+// RevisionHandlers enqueue, on every event of a ControllerRevision, the workload that controls it
+// or, for an orphan, those that may adopt it.
+func (r *Router[W]) RevisionHandlers() reconcile.Handlers[*appsv1.ControllerRevision] {
+	return reconcile.OnChange(func(rev *appsv1.ControllerRevision) { r.EnqueueOwner(rev) })
 }
 
 // Owner returns the workload a controllerRef points at, if the cache has it with that UID.
