@@ -20,7 +20,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
-	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
 
@@ -163,16 +162,12 @@ func hasCondition(st *v1alpha1.CloneSetStatus, t v1alpha1.CloneSetConditionType,
 // podState is what the expectations of a CloneSet in namespace see of the informers' caches: Pods
 // by name, and its PVCs under their claimKey names.
 func (c *Controller) podState(namespace string) expectations.Lookup {
+	pods := expectations.PodLookup(c.pods.Pods(namespace).Get)
 	return func(name string) expectations.Cached {
 		if claim, ok := isClaimKey(name); ok {
 			return c.claimState(namespace, claim)
 		}
-		pod, err := c.pods.Pods(namespace).Get(name)
-		if err != nil {
-			return expectations.Cached{}
-		}
-		return expectations.Cached{Exists: true, Terminating: pod.DeletionTimestamp != nil,
-			Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey], Lifecycle: string(lifecycle.State(pod))}
+		return pods(name)
 	}
 }
 

@@ -143,8 +143,7 @@ func podState(owned []*corev1.Pod) expectations.Lookup {
 	}
 	return func(name string) expectations.Cached {
 		if pod, ok := byName[name]; ok {
-			return expectations.Cached{Exists: true, Terminating: pod.DeletionTimestamp != nil,
-				Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey], Lifecycle: string(lifecycle.State(pod))}
+			return expectations.PodCached(pod)
 		}
 		for _, p := range owned {
 			if creationKey(p) == name {

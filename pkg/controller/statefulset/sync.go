@@ -20,7 +20,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/workload/availability"
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
-	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
 
@@ -121,14 +120,7 @@ func (c *Controller) claim(ctx context.Context, set *v1beta1.StatefulSet, select
 
 // podState is what the expectations of a StatefulSet in namespace see of the Pod cache.
 func (c *Controller) podState(namespace string) expectations.Lookup {
-	return func(name string) expectations.Cached {
-		pod, err := c.pods.Pods(namespace).Get(name)
-		if err != nil {
-			return expectations.Cached{}
-		}
-		return expectations.Cached{Exists: true, Terminating: pod.DeletionTimestamp != nil,
-			Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey], Lifecycle: string(lifecycle.State(pod))}
-	}
+	return expectations.PodLookup(c.pods.Pods(namespace).Get)
 }
 
 // manageRevisions finds or creates the revision of the set's template (the update revision) and
