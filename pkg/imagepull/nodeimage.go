@@ -33,6 +33,18 @@ var imagePullJobKind = v1alpha1.SchemeGroupVersion.WithKind("ImagePullJob")
 // so that the package stays deterministic under test. A nil Jitter means no jitter.
 type Jitter func(n int32) int32
 
+// TagOwners are the owner references of every tag of a NodeImage, in order (the controllers
+// index NodeImages by them).
+func TagOwners(ni *v1alpha1.NodeImage) []corev1.ObjectReference {
+	var refs []corev1.ObjectReference
+	for _, image := range ni.Spec.Images {
+		for _, t := range image.Tags {
+			refs = append(refs, t.OwnerReferences...)
+		}
+	}
+	return refs
+}
+
 // OwnerRef is the reference to job that a NodeImage tag carries (OpenKruise's getOwnerRef).
 func OwnerRef(job *v1alpha1.ImagePullJob) corev1.ObjectReference {
 	return corev1.ObjectReference{

@@ -10,13 +10,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
@@ -51,7 +51,7 @@ type Controller struct {
 	router   *ownership.Router[*v1alpha1.CloneSet]
 	recorder record.EventRecorder
 	exp      *expectations.Expectations
-	now      func() time.Time
+	clock    clock.PassiveClock
 	// predl pre-downloads the images of in-place rollouts; nil when that is off.
 	predl *predownload.Writer
 }
@@ -70,36 +70,42 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		synced: []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced,
 			pvcInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		recorder: recorder,
-		now:      time.Now,
+		clock:    clock.RealClock{},
 		queue:    reconcile.NewQueue(Name),
 	}
-	c.exp = expectations.New(func() time.Time { return c.now() })
-	c.router = &ownership.Router[*v1alpha1.CloneSet]{
-		Kind: v1alpha1.SchemeGroupVersion.WithKind("CloneSet"),
-		Get:  func(namespace, name string) (*v1alpha1.CloneSet, error) { return c.sets.CloneSets(namespace).Get(name) },
-		List: func(namespace string) ([]*v1alpha1.CloneSet, error) {
-			return c.sets.CloneSets(namespace).List(labels.Everything())
+	// Through c.clock at each call: a test sets its fake clock after New.
+	c.exp = expectations.New(func() time.Time { return c.clock.Now() })
+	c.router = ownership.NewRouter(v1alpha1.SchemeGroupVersion.WithKind("CloneSet"),
+		func(namespace string) ownership.NamespaceLister[*v1alpha1.CloneSet] {
+			return c.sets.CloneSets(namespace)
 		},
-		Selector: func(cs *v1alpha1.CloneSet) *metav1.LabelSelector { return cs.Spec.Selector },
-		Queue:    c.queue,
-	}
+		func(cs *v1alpha1.CloneSet) *metav1.LabelSelector { return cs.Spec.Selector }, c.queue)
 	owned, err := ownership.NewIndexes(podInf.Informer(), revInf.Informer())
 	if err != nil {
 		return nil, err
 	}
 	c.owned = owned
-	if err := reconcile.Watch(setInf.Informer(), "clonesets", reconcile.Handlers[*v1alpha1.CloneSet]{
-		Add:    c.enqueueSet,
-		Update: func(_, cs *v1alpha1.CloneSet) { c.enqueueSet(cs) },
-		Delete: c.deleteSet,
-	}); err != nil {
+	if err := reconcile.Watch(setInf.Informer(), "clonesets", c.router.WorkloadHandlers(c.deleteSet)); err != nil {
 		return nil, err
 	}
-	if err := reconcile.Watch(podInf.Informer(), "pods", reconcile.Handlers[*corev1.Pod]{
-		Add:    c.addPod,
-		Update: c.updatePod,
-		Delete: c.deletePod,
-	}); err != nil {
+	// A Pod seen terminating settles its deletion, whatever the event (seen first when the
+	// controller restarts); one seen otherwise settles its creation.
+	observe := func(key string, pod *corev1.Pod, deleted bool) {
+		if deleted || pod.DeletionTimestamp != nil {
+			c.exp.DeletionObserved(key, pod.Name)
+		} else {
+			c.exp.CreationObserved(key, pod.Name)
+		}
+	}
+	pods := c.router.PodHandlers(observe)
+	route := pods.Update
+	pods.Update = func(old, pod *corev1.Pod) {
+		// A resync: nothing changed.
+		if old.ResourceVersion != pod.ResourceVersion {
+			route(old, pod)
+		}
+	}
+	if err := reconcile.Watch(podInf.Informer(), "pods", pods); err != nil {
 		return nil, err
 	}
 	if err := reconcile.Watch(pvcInf.Informer(), "persistentvolumeclaims", reconcile.Handlers[*corev1.PersistentVolumeClaim]{
@@ -118,61 +124,12 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 	return c, nil
 }
 
-func (c *Controller) enqueueSet(cs *v1alpha1.CloneSet) {
-	c.queue.Add(cache.MetaObjectToName(cs))
-}
-
 func (c *Controller) deleteSet(cs *v1alpha1.CloneSet) {
 	c.exp.Forget(cache.MetaObjectToName(cs).String())
 	if c.predl != nil {
 		c.predl.Forget(cache.MetaObjectToName(cs).String())
 	}
 	c.queue.Add(cache.MetaObjectToName(cs))
-}
-
-func (c *Controller) addPod(pod *corev1.Pod) {
-	if pod.DeletionTimestamp != nil {
-		// Seen for the first time already terminating (a restart): a deletion.
-		c.deletePod(pod)
-		return
-	}
-	if ref := metav1.GetControllerOf(pod); ref != nil {
-		if cs, ok := c.router.Owner(pod.Namespace, ref); ok {
-			key := cache.MetaObjectToName(cs)
-			c.exp.CreationObserved(key.String(), pod.Name)
-			c.queue.Add(key)
-		}
-		return
-	}
-	c.router.EnqueueAdopters(pod)
-}
-
-func (c *Controller) updatePod(oldPod, pod *corev1.Pod) {
-	if oldPod.ResourceVersion == pod.ResourceVersion {
-		return
-	}
-	oldRef, ref := metav1.GetControllerOf(oldPod), metav1.GetControllerOf(pod)
-	if oldRef != nil && (ref == nil || oldRef.UID != ref.UID) {
-		c.router.EnqueueRef(oldPod.Namespace, oldRef)
-	}
-	if ref != nil {
-		if cs, ok := c.router.Owner(pod.Namespace, ref); ok {
-			key := cache.MetaObjectToName(cs)
-			if pod.DeletionTimestamp != nil {
-				c.exp.DeletionObserved(key.String(), pod.Name)
-			}
-			c.queue.Add(key)
-		}
-		return
-	}
-	c.router.EnqueueAdopters(pod)
-}
-
-func (c *Controller) deletePod(pod *corev1.Pod) {
-	if key, ok := c.router.OwnerKey(pod.Namespace, metav1.GetControllerOf(pod)); ok {
-		c.exp.DeletionObserved(key.String(), pod.Name)
-		c.queue.Add(key)
-	}
 }
 
 // Run reconciles until ctx ends.

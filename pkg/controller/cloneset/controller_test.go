@@ -23,6 +23,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -79,7 +80,7 @@ func newFixtureWith(t *testing.T, preDownload bool, cs *v1alpha1.CloneSet, kubeO
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.now = func() time.Time { return testNow }
+	c.clock = clocktesting.NewFakePassiveClock(testNow)
 	f.c = c
 	f.addToCache(cs)
 	for _, o := range kubeObjs {
@@ -265,7 +266,7 @@ func TestExpectationsPreventDoubleCreation(t *testing.T) {
 	// A timed-out expectation no longer blocks: with an empty cache again, the controller acts.
 	f2 := newFixture(t, newCloneSet(2))
 	f2.sync(t)
-	f2.c.now = func() time.Time { return testNow.Add(expectations.Timeout + time.Second) }
+	f2.c.clock = clocktesting.NewFakePassiveClock(testNow.Add(expectations.Timeout + time.Second))
 	f2.sync(t)
 	if n := len(createdPods(f2)); n != 4 {
 		t.Fatalf("created %d pods after the expectations timed out, want 4", n)

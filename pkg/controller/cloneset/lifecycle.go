@@ -36,7 +36,7 @@ func (c *Controller) refreshLifecycles(ctx context.Context, cs *v1alpha1.CloneSe
 			continue
 		}
 		if podreadiness.HasGate(pod) {
-			ok, err := lifecycle.SyncKruisePodReady(ctx, c.kube.CoreV1(), pod, lifecycle.State(pod), c.now())
+			ok, err := lifecycle.SyncKruisePodReady(ctx, c.kube.CoreV1(), pod, lifecycle.State(pod), c.clock.Now())
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -52,7 +52,7 @@ func (c *Controller) refreshLifecycles(ctx context.Context, cs *v1alpha1.CloneSe
 // setLifecycle moves a Pod to a lifecycle state (see lifecycle.Move), expected and, with hooks,
 // reported as an Event.
 func (c *Controller) setLifecycle(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod, state pub.LifecycleStateType, addHook *pub.LifecycleHook) error {
-	moved, err := lifecycle.Move(ctx, c.kube.CoreV1(), pod, state, addHook, c.now())
+	moved, err := lifecycle.Move(ctx, c.kube.CoreV1(), pod, state, addHook, c.clock.Now())
 	if moved {
 		c.exp.ExpectLifecycle(cache.MetaObjectToName(cs).String(), pod.Name, string(state))
 		klog.FromContext(ctx).V(2).Info("Pod lifecycle state", "cloneset", klog.KObj(cs), "pod", klog.KObj(pod),

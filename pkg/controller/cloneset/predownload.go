@@ -21,7 +21,7 @@ import (
 // (package predownload): it watches the ImagePullJobs the CloneSets control, whose creation and
 // deletion settle the pre-download expectations and bring their CloneSet back. Call it before Run.
 func (c *Controller) EnableImagePreDownload(revisions appsv1client.ControllerRevisionsGetter, jobs informers.ImagePullJobInformer) error {
-	w, err := predownload.NewWriter(c.inplace, revisions, jobs, c.recorder, expectations.New(func() time.Time { return c.now() }))
+	w, err := predownload.NewWriter(c.inplace, revisions, jobs, c.recorder, expectations.New(func() time.Time { return c.clock.Now() }))
 	if err != nil {
 		return err
 	}

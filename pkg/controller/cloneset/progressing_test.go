@@ -9,6 +9,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
@@ -366,7 +367,7 @@ func TestSyncProgressDeadline(t *testing.T) {
 	// Eleven seconds later, with the status as written: the deadline has passed.
 	cs.Status = lastStatus(t, f)
 	f = newFixture(t, cs, ownedPod(cs, "web-a", rev, running()), ownedPod(cs, "web-b", rev, ready(testNow.Add(-time.Hour))))
-	f.c.now = func() time.Time { return testNow.Add(11 * time.Second) }
+	f.c.clock = clocktesting.NewFakePassiveClock(testNow.Add(11 * time.Second))
 	if requeue := f.sync(t); requeue != 0 {
 		t.Errorf("requeue after %v, want none", requeue)
 	}

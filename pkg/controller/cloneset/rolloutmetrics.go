@@ -22,14 +22,7 @@ var rollouts = newRollouts()
 func ExposeRollouts(sets listers.CloneSetLister) { rollouts.Expose(sets.List) }
 
 func rolloutCounts(cs *v1alpha1.CloneSet) []rolloutmetrics.Count {
-	desired := int32(1)
-	if cs.Spec.Replicas != nil {
-		desired = *cs.Spec.Replicas
-	}
 	st := cs.Status
-	return []rolloutmetrics.Count{
-		{State: "desired", Pods: desired}, {State: "updated", Pods: st.UpdatedReplicas},
-		{State: "updated_ready", Pods: st.UpdatedReadyReplicas}, {State: "ready", Pods: st.ReadyReplicas},
-		{State: "available", Pods: st.AvailableReplicas},
-	}
+	return rolloutmetrics.Replicas{Desired: cs.Spec.Replicas, Updated: st.UpdatedReplicas, UpdatedReady: st.UpdatedReadyReplicas,
+		Ready: st.ReadyReplicas, Available: st.AvailableReplicas}.Counts()
 }

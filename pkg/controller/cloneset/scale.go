@@ -53,7 +53,7 @@ const scalingExcludePreparingDeleteLabel = "apps.kruise.io/cloneset-scaling-excl
 //
 // Deletions honour the preDelete hook: a Pod it holds moves to PreparingDelete instead.
 func (c *Controller) scale(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs history.Revisions) (bool, error) {
-	plan, err := planScale(cs, pods, revs.Update.Name, revs.Current.Name, c.now())
+	plan, err := planScale(cs, pods, revs.Update.Name, revs.Current.Name, c.clock.Now())
 	if err != nil {
 		return false, err
 	}
@@ -448,7 +448,7 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revi
 		names := make([]string, batch)
 		for i := range pods {
 			pods[i] = newPod(cs, template, revision.Name, ids[created+i])
-			pods[i].Annotations[pub.LifecycleTimestampKey] = pub.LifecycleTimestamp(c.now())
+			pods[i].Annotations[pub.LifecycleTimestampKey] = pub.LifecycleTimestamp(c.clock.Now())
 			names[i] = pods[i].Name
 		}
 		c.exp.ExpectCreations(key, names...)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/updatesort"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 	"github.com/inplace-dev/inplace/pkg/workload/availability"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
 )
@@ -34,9 +35,7 @@ func calculateStatus(cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs history.Rev
 	for _, pod := range pods {
 		ready := availability.Ready(pod)
 		available, left := availability.Available(pod, cs.Spec.MinReadySeconds, now)
-		if left > 0 && (wait == 0 || left < wait) {
-			wait = left
-		}
+		wait = reconcile.Soonest(wait, left)
 		// As OpenKruise counts: by the revision label, which pods/inplaceupdate writes when an
 		// update begins; such a Pod is not ready (InPlaceUpdateReady False) until it is done.
 		updated := pod.Labels[appsv1.ControllerRevisionHashLabelKey] == revs.Update.Name
@@ -68,10 +67,7 @@ func calculateStatus(cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs history.Rev
 	st.CollisionCount = ptr.To(revs.CollisionCount)
 	st.LabelSelector = metav1.FormatLabelSelector(cs.Spec.Selector)
 	// Last: the Progressing condition reads the counters and revisions above.
-	if d := setProgressingCondition(cs, st, now); d > 0 && (wait == 0 || d < wait) {
-		wait = d
-	}
-	return st, wait
+	return st, reconcile.Soonest(wait, setProgressingCondition(cs, st, now))
 }
 
 // setCondition sets a condition of the status, keeping its transition time when its status does

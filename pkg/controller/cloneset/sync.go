@@ -18,8 +18,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
-	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
 
@@ -34,10 +34,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if err != nil {
 		return 0, err
 	}
-	selector, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
-	if err != nil || selector.Empty() {
-		// Validation forbids it; nothing to act on until the spec changes.
-		c.recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonInvalidSelector, "invalid selector: %v", err)
+	selector, ok := ownership.PodSelector(c.recorder, cs, cs.Spec.Selector)
+	if !ok {
 		return 0, nil
 	}
 	// Expectations first, then the Pods, as the ReplicaSet controller does: a Pod whose creation
@@ -88,11 +86,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		}
 	}
 
-	status, wait := calculateStatus(cs, active, revs, c.now())
+	status, wait := calculateStatus(cs, active, revs, c.clock.Now())
 	if scaleErr != nil {
-		setCondition(status, v1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, "ScaleFailed", scaleErr.Error(), c.now())
+		setCondition(status, v1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, "ScaleFailed", scaleErr.Error(), c.clock.Now())
 	} else if cs.DeletionTimestamp == nil {
-		setCondition(status, v1alpha1.CloneSetConditionFailedScale, corev1.ConditionFalse, "", "", c.now())
+		setCondition(status, v1alpha1.CloneSetConditionFailedScale, corev1.ConditionFalse, "", "", c.clock.Now())
 	}
 	c.setUpdateCondition(cs, status, upd)
 	if err := c.updateStatus(ctx, cs, status); err != nil {
@@ -113,12 +111,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		return 0, upd.err
 	}
 	// A Pod becoming available, or the progress deadline passing, is not an event.
-	for _, w := range []time.Duration{wait, preWait} {
-		if w > 0 && (requeue == 0 || w < requeue) {
-			requeue = w
-		}
-	}
-	return requeue, nil
+	return reconcile.Soonest(requeue, wait, preWait), nil
 }
 
 // Reasons of the FailedUpdate condition.
@@ -147,13 +140,13 @@ func (c *Controller) setUpdateCondition(cs *v1alpha1.CloneSet, status *v1alpha1.
 			message += fmt.Sprintf(" (and %d more pods)", n)
 		}
 	default:
-		setCondition(status, v1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionFalse, "", "", c.now())
+		setCondition(status, v1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionFalse, "", "", c.clock.Now())
 		return
 	}
 	if reason == reasonCannotUpdateInPlace && !hasCondition(&cs.Status, v1alpha1.CloneSetConditionFailedUpdate, reason, message) {
 		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonFailedUpdatePodInPlaceOnly, "%s", message)
 	}
-	setCondition(status, v1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionTrue, reason, message, c.now())
+	setCondition(status, v1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionTrue, reason, message, c.clock.Now())
 }
 
 // hasCondition tells whether the status has the condition True with that reason and message.
@@ -169,16 +162,12 @@ func hasCondition(st *v1alpha1.CloneSetStatus, t v1alpha1.CloneSetConditionType,
 // podState is what the expectations of a CloneSet in namespace see of the informers' caches: Pods
 // by name, and its PVCs under their claimKey names.
 func (c *Controller) podState(namespace string) expectations.Lookup {
+	pods := expectations.PodLookup(c.pods.Pods(namespace).Get)
 	return func(name string) expectations.Cached {
 		if claim, ok := isClaimKey(name); ok {
 			return c.claimState(namespace, claim)
 		}
-		pod, err := c.pods.Pods(namespace).Get(name)
-		if err != nil {
-			return expectations.Cached{}
-		}
-		return expectations.Cached{Exists: true, Terminating: pod.DeletionTimestamp != nil,
-			Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey], Lifecycle: string(lifecycle.State(pod))}
+		return pods(name)
 	}
 }
 

@@ -75,7 +75,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, p
 		logger.V(4).Info("Rolling update paused")
 		return res
 	}
-	now := c.now()
+	now := c.clock.Now()
 	toUpdate, maxUnavailable, err := updateBudget(cs, pods, revs.Update.Name)
 	if err != nil {
 		res.err = err
@@ -363,7 +363,7 @@ func (c *Controller) markSpecifiedDelete(ctx context.Context, pod *corev1.Pod) e
 // no sync counts the Pod as available (or asks again) before the informer shows it updating.
 func (c *Controller) updateInPlace(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string) error {
 	key := cache.MetaObjectToName(cs).String()
-	body := inPlaceUpdateBody(cs, pod, spec, updateRevision, c.now())
+	body := inPlaceUpdateBody(cs, pod, spec, updateRevision, c.clock.Now())
 	c.exp.ExpectUpdate(key, pod.Name, updateRevision)
 	_, err := c.inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/containerrecreate"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
 // unreadyFinalizer keeps a request that holds its Pod out of service until the hold is released
@@ -136,19 +137,14 @@ func (c *Controller) ending(crr *v1alpha1.ContainerRecreateRequest, pod *corev1.
 
 // nextDeadline is how soon the request must be looked at again for a deadline of its own (0: none).
 func (c *Controller) nextDeadline(crr *v1alpha1.ContainerRecreateRequest, age time.Duration) time.Duration {
-	var next time.Duration
-	soonest := func(d time.Duration) {
-		if d > 0 && (next == 0 || d < next) {
-			next = d
-		}
-	}
+	var active, response time.Duration // 0: no such deadline
 	if d := crr.Spec.ActiveDeadlineSeconds; d != nil {
-		soonest(time.Duration(*d)*time.Second - age)
+		active = time.Duration(*d)*time.Second - age
 	}
 	if crr.Status.Phase == "" {
-		soonest(c.responseTimeout - age)
+		response = c.responseTimeout - age
 	}
-	return next
+	return reconcile.Soonest(active, response)
 }
 
 // complete ends the request: phase Completed, completionTime and message (the container states

@@ -11,7 +11,6 @@ import (
 	"maps"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +21,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
@@ -49,7 +49,7 @@ type Controller struct {
 	router   *ownership.Router[*v1alpha1.DaemonSet]
 	recorder record.EventRecorder
 	exp      *expectations.Expectations
-	now      func() time.Time
+	clock    clock.PassiveClock
 	// predl pre-downloads the images of a rollout (EnableImagePreDownload); nil when off.
 	predl *predownload.Writer
 }
@@ -66,31 +66,24 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		synced: []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced,
 			nodeInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		recorder: recorder,
-		now:      time.Now,
+		clock:    clock.RealClock{},
 		queue:    reconcile.NewQueue(Name),
 	}
-	c.exp = expectations.New(func() time.Time { return c.now() })
-	c.router = &ownership.Router[*v1alpha1.DaemonSet]{
-		Kind: v1alpha1.SchemeGroupVersion.WithKind("DaemonSet"),
-		Get: func(namespace, name string) (*v1alpha1.DaemonSet, error) {
-			return c.sets.DaemonSets(namespace).Get(name)
+	// Through c.clock at each call: a test sets its fake clock after New.
+	c.exp = expectations.New(func() time.Time { return c.clock.Now() })
+	c.router = ownership.NewRouter(v1alpha1.SchemeGroupVersion.WithKind("DaemonSet"),
+		func(namespace string) ownership.NamespaceLister[*v1alpha1.DaemonSet] {
+			return c.sets.DaemonSets(namespace)
 		},
-		List: func(namespace string) ([]*v1alpha1.DaemonSet, error) {
-			return c.sets.DaemonSets(namespace).List(labels.Everything())
-		},
-		Selector: func(set *v1alpha1.DaemonSet) *metav1.LabelSelector { return set.Spec.Selector },
-		Queue:    c.queue,
-	}
+		func(ds *v1alpha1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }, c.queue)
 	owned, err := ownership.NewIndexes(podInf.Informer(), revInf.Informer())
 	if err != nil {
 		return nil, err
 	}
 	c.owned = owned
-	if err := reconcile.Watch(setInf.Informer(), "daemonsets", reconcile.Handlers[*v1alpha1.DaemonSet]{
-		Add:    c.enqueueSet,
-		Update: func(_, set *v1alpha1.DaemonSet) { c.enqueueSet(set) },
-		Delete: func(set *v1alpha1.DaemonSet) { c.exp.Forget(cache.MetaObjectToName(set).String()) },
-	}); err != nil {
+	if err := reconcile.Watch(setInf.Informer(), "daemonsets", c.router.WorkloadHandlers(func(set *v1alpha1.DaemonSet) {
+		c.exp.Forget(cache.MetaObjectToName(set).String())
+	})); err != nil {
 		return nil, err
 	}
 	observe := func(key string, pod *corev1.Pod, deleted bool) {
@@ -111,15 +104,10 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 	}); err != nil {
 		return nil, err
 	}
-	if err := reconcile.Watch(revInf.Informer(), "controllerrevisions",
-		reconcile.OnChange(func(rev *appsv1.ControllerRevision) { c.router.EnqueueOwner(rev) })); err != nil {
+	if err := reconcile.Watch(revInf.Informer(), "controllerrevisions", c.router.RevisionHandlers()); err != nil {
 		return nil, err
 	}
 	return c, nil
-}
-
-func (c *Controller) enqueueSet(set *v1alpha1.DaemonSet) {
-	c.queue.Add(cache.MetaObjectToName(set))
 }
 
 func (c *Controller) enqueueAll() {

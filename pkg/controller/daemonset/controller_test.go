@@ -15,6 +15,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -44,7 +45,7 @@ func newFixture(t *testing.T, ds *v1alpha1.DaemonSet, objs ...runtime.Object) *f
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.now = func() time.Time { return now }
+	c.clock = clocktesting.NewFakePassiveClock(now)
 	f.c = c
 	add := func(inf cache.SharedIndexInformer, obj any) { controllertest.Add(t, inf.GetIndexer(), obj) }
 	add(setInf.Informer(), ds)
@@ -164,7 +165,7 @@ func TestSyncRequeuesUntilTheSurgePodIsAvailable(t *testing.T) {
 	if requeue != 3*time.Second {
 		t.Errorf("requeue after %v, want 3s: when the surge Pod becomes available", requeue)
 	}
-	f.c.now = func() time.Time { return now.Add(requeue) }
+	f.c.clock = clocktesting.NewFakePassiveClock(now.Add(requeue))
 	if _, err := f.c.sync(context.Background(), cache.MetaObjectToName(ds)); err != nil {
 		t.Fatalf("sync: %v", err)
 	}

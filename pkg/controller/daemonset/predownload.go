@@ -22,7 +22,7 @@ import (
 // DaemonSet rules). The jobs' creation and deletion settle its expectations and bring their
 // DaemonSet back. Call it before the informers start.
 func (c *Controller) EnableImagePreDownload(revisions appsv1client.ControllerRevisionsGetter, jobs informers.ImagePullJobInformer) error {
-	w, err := predownload.NewWriter(c.inplace, revisions, jobs, c.recorder, expectations.New(func() time.Time { return c.now() }))
+	w, err := predownload.NewWriter(c.inplace, revisions, jobs, c.recorder, expectations.New(func() time.Time { return c.clock.Now() }))
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 	"github.com/inplace-dev/inplace/pkg/workload/availability"
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
@@ -52,9 +53,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if err != nil {
 		return 0, err
 	}
-	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-	if err != nil || selector.Empty() {
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, ownership.ReasonInvalidSelector, "invalid selector: %v", err)
+	selector, ok := ownership.PodSelector(c.recorder, ds, ds.Spec.Selector)
+	if !ok {
 		return 0, nil
 	}
 	pods, revisions, err := c.claim(ctx, ds, selector)
@@ -84,15 +84,13 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			if !acted && actErr == nil {
 				actErr = c.rollingUpdate(ctx, ds, states, revs, revisions)
 			}
-			if preWait > 0 && (requeue == 0 || preWait < requeue) {
-				requeue = preWait
-			}
+			requeue = reconcile.Soonest(requeue, preWait)
 			actErr = errors.Join(readyErr, preErr, actErr)
 		} else {
 			requeue = left
 		}
 	}
-	status, wait := calculateStatus(ds, states, revs, c.now())
+	status, wait := calculateStatus(ds, states, revs, c.clock.Now())
 	if err := c.updateStatus(ctx, ds, status); err != nil {
 		return 0, errors.Join(actErr, err)
 	}
@@ -102,10 +100,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if actErr != nil {
 		return 0, actErr
 	}
-	if wait > 0 && (requeue == 0 || wait < requeue) {
-		requeue = wait
-	}
-	return requeue, nil
+	return reconcile.Soonest(requeue, wait), nil
 }
 
 // claim returns the DaemonSet's Pods and its revisions, oldest first. Like kube's DaemonSet, it
@@ -126,7 +121,7 @@ func (c *Controller) syncKruisePodReady(ctx context.Context, pods []*corev1.Pod)
 	var errs []error
 	for _, p := range pods {
 		if p.DeletionTimestamp == nil && podreadiness.HasGate(p) {
-			if _, err := lifecycle.SyncKruisePodReady(ctx, c.kube.CoreV1(), p, lifecycle.State(p), c.now()); err != nil {
+			if _, err := lifecycle.SyncKruisePodReady(ctx, c.kube.CoreV1(), p, lifecycle.State(p), c.clock.Now()); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -148,8 +143,7 @@ func podState(owned []*corev1.Pod) expectations.Lookup {
 	}
 	return func(name string) expectations.Cached {
 		if pod, ok := byName[name]; ok {
-			return expectations.Cached{Exists: true, Terminating: pod.DeletionTimestamp != nil,
-				Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey], Lifecycle: string(lifecycle.State(pod))}
+			return expectations.PodCached(pod)
 		}
 		for _, p := range owned {
 			if creationKey(p) == name {
@@ -280,9 +274,8 @@ func planManage(ds *v1alpha1.DaemonSet, states []*nodeState, updateRevision stri
 					plan.delete = append(plan.delete, keep)
 					continue
 				}
-				if _, left := availability.Available(newest, ds.Spec.MinReadySeconds, now); left > 0 && (plan.wait == 0 || left < plan.wait) {
-					plan.wait = left
-				}
+				_, left := availability.Available(newest, ds.Spec.MinReadySeconds, now)
+				plan.wait = reconcile.Soonest(plan.wait, left)
 				continue
 			}
 			for _, p := range alive {
@@ -301,7 +294,7 @@ func planManage(ds *v1alpha1.DaemonSet, states []*nodeState, updateRevision stri
 // manage carries out planManage and says whether it did anything, and when to look again for a
 // surge Pod about to become available.
 func (c *Controller) manage(ctx context.Context, ds *v1alpha1.DaemonSet, states []*nodeState, revs history.Revisions) (bool, time.Duration, error) {
-	plan := planManage(ds, states, revs.Update.Name, c.now())
+	plan := planManage(ds, states, revs.Update.Name, c.clock.Now())
 	if len(plan.create) == 0 && len(plan.delete) == 0 {
 		return false, plan.wait, nil
 	}
@@ -343,7 +336,7 @@ func (c *Controller) createPod(ctx context.Context, ds *v1alpha1.DaemonSet, rev 
 func (c *Controller) deletePod(ctx context.Context, ds *v1alpha1.DaemonSet, pod *corev1.Pod, why string) error {
 	key := cache.MetaObjectToName(ds).String()
 	if lifecycle.Hooked(lifecycle.PreDeleteHook(ds.Spec.Lifecycle), pod) {
-		moved, err := lifecycle.Move(ctx, c.kube.CoreV1(), pod, pub.LifecycleStatePreparingDelete, nil, c.now())
+		moved, err := lifecycle.Move(ctx, c.kube.CoreV1(), pod, pub.LifecycleStatePreparingDelete, nil, c.clock.Now())
 		if moved {
 			c.exp.ExpectLifecycle(key, pod.Name, string(pub.LifecycleStatePreparingDelete))
 			klog.FromContext(ctx).Info("Daemon Pod held by the preDelete hook", "daemonset", klog.KObj(ds), "pod", klog.KObj(pod), "why", why)
@@ -394,9 +387,7 @@ func calculateStatus(ds *v1alpha1.DaemonSet, states []*nodeState, revs history.R
 		if ok {
 			st.NumberAvailable++
 		}
-		if left > 0 && (wait == 0 || left < wait) {
-			wait = left
-		}
+		wait = reconcile.Soonest(wait, left)
 		if p.Labels[appsv1.ControllerRevisionHashLabelKey] == revs.Update.Name {
 			st.UpdatedNumberScheduled++
 		}

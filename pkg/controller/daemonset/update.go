@@ -125,7 +125,7 @@ func scaled(v *intstr.IntOrString, desired int) int {
 
 // rollingUpdate carries out planUpdate.
 func (c *Controller) rollingUpdate(ctx context.Context, ds *v1alpha1.DaemonSet, states []*nodeState, revs history.Revisions, revisions []*appsv1.ControllerRevision) error {
-	plan := planUpdate(ds, states, revs.Update.Name, c.now())
+	plan := planUpdate(ds, states, revs.Update.Name, c.clock.Now())
 	byName := map[string]*appsv1.ControllerRevision{}
 	for _, r := range revisions {
 		byName[r.Name] = r
@@ -156,7 +156,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *v1alpha1.DaemonSet, 
 
 func (c *Controller) updateInPlace(ctx context.Context, ds *v1alpha1.DaemonSet, pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, revision string) error {
 	key := cache.MetaObjectToName(ds).String()
-	body := inplacerequest.Body(pod, spec, revision, inplacerequest.Options{Now: c.now(), NoLifecycle: true})
+	body := inplacerequest.Body(pod, spec, revision, inplacerequest.Options{Now: c.clock.Now(), NoLifecycle: true})
 	c.exp.ExpectUpdate(key, pod.Name, revision)
 	if _, err := c.inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{}); err != nil {
 		c.exp.UpdateObserved(key, pod.Name)

@@ -196,13 +196,9 @@ func ownerJobs(obj any) ([]string, error) {
 		return nil, nil
 	}
 	var keys []string
-	for _, image := range ni.Spec.Images {
-		for _, t := range image.Tags {
-			for _, r := range t.OwnerReferences {
-				if r.Kind == "ImagePullJob" {
-					keys = append(keys, r.Namespace+"/"+r.Name)
-				}
-			}
+	for _, r := range imagepull.TagOwners(ni) {
+		if r.Kind == "ImagePullJob" {
+			keys = append(keys, r.Namespace+"/"+r.Name)
 		}
 	}
 	return keys, nil

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
@@ -43,7 +44,7 @@ type Controller struct {
 	synced   cache.InformerSynced
 	queue    reconcile.Queue
 	recorder record.EventRecorder
-	now      func() time.Time
+	clock    clock.PassiveClock
 	// written is the resourceVersion of this controller's last write to each Pod (by UID), until
 	// the informer has caught up with it. A step writes twice (the Pod, then its conditions) and
 	// the first write's event comes back while the second is on its way: a sync from that cache
@@ -58,15 +59,13 @@ func New(kube kubernetes.Interface, pods coreinformers.PodInformer, recorder rec
 		pods:     pods.Lister(),
 		synced:   pods.Informer().HasSynced,
 		recorder: recorder,
-		now:      time.Now,
+		clock:    clock.RealClock{},
 		queue:    reconcile.NewQueue(Name),
 	}
-	if err := reconcile.Watch(pods.Informer(), "pods", reconcile.Handlers[*corev1.Pod]{
-		Add:    c.enqueue,
-		Update: func(_, pod *corev1.Pod) { c.enqueue(pod) },
-		// A deleted Pod's last write is of no more use.
-		Delete: func(pod *corev1.Pod) { c.written.Delete(pod.UID) },
-	}); err != nil {
+	handlers := reconcile.EnqueueIf(c.queue, needsWork)
+	// A deleted Pod's last write is of no more use.
+	handlers.Delete = func(pod *corev1.Pod) { c.written.Delete(pod.UID) }
+	if err := reconcile.Watch(pods.Informer(), "pods", handlers); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -92,13 +91,6 @@ func needsWork(pod *corev1.Pod) bool {
 	return true
 }
 
-// enqueue enqueues a Pod this controller acts on.
-func (c *Controller) enqueue(pod *corev1.Pod) {
-	if needsWork(pod) {
-		c.queue.Add(cache.MetaObjectToName(pod))
-	}
-}
-
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	reconcile.Run(ctx, Name, workers, c.queue, c.sync, c.synced)
@@ -122,7 +114,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		// The event of our own last write is on its way and will queue the Pod again.
 		return 0, nil
 	}
-	now := c.now()
+	now := c.clock.Now()
 	written, step, err := podwriter.ApplyTo(ctx, c.kube.CoreV1().Pods(pod.Namespace), pod, func(p *corev1.Pod) (*inplaceupdate.Step, error) {
 		return inplaceupdate.Progress(p, now)
 	})

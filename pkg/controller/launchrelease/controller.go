@@ -61,10 +61,7 @@ func New(kube kubernetes.Interface, pods coreinformers.PodInformer, recorder rec
 		recorder: recorder,
 		queue:    reconcile.NewQueue(Name),
 	}
-	if err := reconcile.Watch(pods.Informer(), "pods", reconcile.Handlers[*corev1.Pod]{
-		Add:    c.enqueue,
-		Update: func(_, pod *corev1.Pod) { c.enqueue(pod) },
-	}); err != nil {
+	if err := reconcile.Watch(pods.Informer(), "pods", reconcile.EnqueueIf(c.queue, needsWork)); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -73,13 +70,6 @@ func New(kube kubernetes.Interface, pods coreinformers.PodInformer, recorder rec
 // needsWork tells the Pods still launching in order.
 func needsWork(pod *corev1.Pod) bool {
 	return pod.DeletionTimestamp == nil && !launchpriority.Completed(pod) && launchpriority.HasBarrier(pod)
-}
-
-// enqueue enqueues a Pod still launching in order.
-func (c *Controller) enqueue(pod *corev1.Pod) {
-	if needsWork(pod) {
-		c.queue.Add(cache.MetaObjectToName(pod))
-	}
 }
 
 // Run reconciles until ctx ends.

@@ -33,6 +33,7 @@ import (
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/imagepull"
 	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
@@ -100,12 +101,8 @@ func ownerUIDs(obj any) ([]string, error) {
 		return nil, nil
 	}
 	var uids []string
-	for _, image := range ni.Spec.Images {
-		for _, t := range image.Tags {
-			for _, r := range t.OwnerReferences {
-				uids = append(uids, string(r.UID))
-			}
-		}
+	for _, r := range imagepull.TagOwners(ni) {
+		uids = append(uids, string(r.UID))
 	}
 	return uids, nil
 }

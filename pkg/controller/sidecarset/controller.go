@@ -37,6 +37,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
@@ -75,7 +76,7 @@ type Controller struct {
 	synced            []cache.InformerSynced
 	queue             reconcile.Queue
 	recorder          record.EventRecorder
-	now               func() time.Time
+	clock             clock.PassiveClock
 	expectations      expectations
 	// upgrading are the SidecarSets with Pods to upgrade seen since their last SidecarUpgraded.
 	upgradingMu sync.Mutex
@@ -102,7 +103,7 @@ func New(kube kubernetes.Interface, client clientset.Interface, sets appsinforme
 		synced: []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced,
 			namespaces.Informer().HasSynced, revisions.Informer().HasSynced},
 		recorder:  recorder,
-		now:       time.Now,
+		clock:     clock.RealClock{},
 		upgrading: utilsets.New[string](),
 		queue:     reconcile.NewQueue(Name),
 	}

@@ -213,7 +213,7 @@ func (c *Controller) resetHotUpgrades(ctx context.Context, set *v1alpha1.Sidecar
 
 // setUpgradable writes the Pod's SidecarSetUpgradable condition for this SidecarSet when it changes.
 func (c *Controller) setUpgradable(ctx context.Context, pod *corev1.Pod, set *v1alpha1.SidecarSet, upgradable bool) (bool, error) {
-	cond, changed := sidecarcontrol.UpgradableCondition(pod, set, upgradable, metav1.NewTime(c.now()))
+	cond, changed := sidecarcontrol.UpgradableCondition(pod, set, upgradable, metav1.NewTime(c.clock.Now()))
 	if !changed {
 		return false, nil
 	}

@@ -10,15 +10,14 @@ import (
 	"context"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
@@ -59,7 +58,7 @@ type Controller struct {
 	router   *ownership.Router[*v1beta1.StatefulSet]
 	recorder record.EventRecorder
 	exp      *expectations.Expectations
-	now      func() time.Time
+	clock    clock.PassiveClock
 }
 
 // New builds the controller on the StatefulSet (v1beta1), Pod, PersistentVolumeClaim and
@@ -76,31 +75,24 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 		synced: []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced,
 			claimInf.Informer().HasSynced, revInf.Informer().HasSynced},
 		recorder: recorder,
-		now:      time.Now,
+		clock:    clock.RealClock{},
 		queue:    reconcile.NewQueue(Name),
 	}
-	c.exp = expectations.New(func() time.Time { return c.now() })
-	c.router = &ownership.Router[*v1beta1.StatefulSet]{
-		Kind: v1beta1.SchemeGroupVersion.WithKind("StatefulSet"),
-		Get: func(namespace, name string) (*v1beta1.StatefulSet, error) {
-			return c.sets.StatefulSets(namespace).Get(name)
+	// Through c.clock at each call: a test sets its fake clock after New.
+	c.exp = expectations.New(func() time.Time { return c.clock.Now() })
+	c.router = ownership.NewRouter(v1beta1.SchemeGroupVersion.WithKind("StatefulSet"),
+		func(namespace string) ownership.NamespaceLister[*v1beta1.StatefulSet] {
+			return c.sets.StatefulSets(namespace)
 		},
-		List: func(namespace string) ([]*v1beta1.StatefulSet, error) {
-			return c.sets.StatefulSets(namespace).List(labels.Everything())
-		},
-		Selector: func(set *v1beta1.StatefulSet) *metav1.LabelSelector { return set.Spec.Selector },
-		Queue:    c.queue,
-	}
+		func(set *v1beta1.StatefulSet) *metav1.LabelSelector { return set.Spec.Selector }, c.queue)
 	owned, err := ownership.NewIndexes(podInf.Informer(), revInf.Informer())
 	if err != nil {
 		return nil, err
 	}
 	c.owned = owned
-	if err := reconcile.Watch(setInf.Informer(), "statefulsets", reconcile.Handlers[*v1beta1.StatefulSet]{
-		Add:    c.enqueueSet,
-		Update: func(_, set *v1beta1.StatefulSet) { c.enqueueSet(set) },
-		Delete: func(set *v1beta1.StatefulSet) { c.exp.Forget(cache.MetaObjectToName(set).String()) },
-	}); err != nil {
+	if err := reconcile.Watch(setInf.Informer(), "statefulsets", c.router.WorkloadHandlers(func(set *v1beta1.StatefulSet) {
+		c.exp.Forget(cache.MetaObjectToName(set).String())
+	})); err != nil {
 		return nil, err
 	}
 	// The expectations settle against the cache in sync; a Pod gone is also noted here (the cache
@@ -113,15 +105,10 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 	if err := reconcile.Watch(podInf.Informer(), "pods", c.router.PodHandlers(observe)); err != nil {
 		return nil, err
 	}
-	if err := reconcile.Watch(revInf.Informer(), "controllerrevisions",
-		reconcile.OnChange(func(rev *appsv1.ControllerRevision) { c.router.EnqueueOwner(rev) })); err != nil {
+	if err := reconcile.Watch(revInf.Informer(), "controllerrevisions", c.router.RevisionHandlers()); err != nil {
 		return nil, err
 	}
 	return c, nil
-}
-
-func (c *Controller) enqueueSet(set *v1beta1.StatefulSet) {
-	c.queue.Add(cache.MetaObjectToName(set))
 }
 
 // Run reconciles until ctx ends.

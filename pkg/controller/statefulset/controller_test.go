@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -46,7 +46,7 @@ func newFixture(t *testing.T, set *v1beta1.StatefulSet, objs ...runtime.Object) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.now = func() time.Time { return now }
+	c.clock = clocktesting.NewFakePassiveClock(now)
 	f.c = c
 	f.pods = podInf.Informer().GetIndexer()
 	add := func(inf cache.SharedIndexInformer, obj any) { controllertest.Add(t, inf.GetIndexer(), obj) }

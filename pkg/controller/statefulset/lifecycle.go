@@ -43,7 +43,7 @@ func (c *Controller) refreshLifecycles(ctx context.Context, set *v1beta1.Statefu
 			continue
 		}
 		if podreadiness.HasGate(pod) {
-			_, err := lifecycle.SyncKruisePodReady(ctx, c.kube.CoreV1(), pod, lifecycle.State(pod), c.now())
+			_, err := lifecycle.SyncKruisePodReady(ctx, c.kube.CoreV1(), pod, lifecycle.State(pod), c.clock.Now())
 			errs = append(errs, err)
 		}
 	}
@@ -57,7 +57,7 @@ func (c *Controller) refreshLifecycles(ctx context.Context, set *v1beta1.Statefu
 // lifecycle.Move); the move is expected and, with hooks, reported as an Event (without hooks the
 // Pods pass through the states by themselves, and an Event for each would tell nobody anything).
 func (c *Controller) setLifecycle(ctx context.Context, set *v1beta1.StatefulSet, pod *corev1.Pod, state pub.LifecycleStateType, rearm *pub.LifecycleHook) (bool, error) {
-	moved, err := lifecycle.Move(ctx, c.kube.CoreV1(), pod, state, rearm, c.now())
+	moved, err := lifecycle.Move(ctx, c.kube.CoreV1(), pod, state, rearm, c.clock.Now())
 	if moved {
 		c.exp.ExpectLifecycle(cache.MetaObjectToName(set).String(), pod.Name, string(state))
 		klog.FromContext(ctx).V(2).Info("Pod lifecycle state", "statefulset", klog.KObj(set), "pod", klog.KObj(pod),

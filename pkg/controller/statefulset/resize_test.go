@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
@@ -68,7 +68,7 @@ func resizeController(t *testing.T, claims []*corev1.PersistentVolumeClaim, clas
 	}
 	kube.ClearActions()
 	return &Controller{kube: kube, claims: corelisters.NewPersistentVolumeClaimLister(claimIdx),
-		classes: storagelisters.NewStorageClassLister(classIdx), recorder: record.NewFakeRecorder(10), now: func() time.Time { return now }}, kube
+		classes: storagelisters.NewStorageClassLister(classIdx), recorder: record.NewFakeRecorder(10), clock: clocktesting.NewFakePassiveClock(now)}, kube
 }
 
 func expandable(name string, allow bool) *storagev1.StorageClass {

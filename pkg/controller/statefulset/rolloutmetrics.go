@@ -21,14 +21,7 @@ var rollouts = newRollouts()
 func ExposeRollouts(sets listers.StatefulSetLister) { rollouts.Expose(sets.List) }
 
 func rolloutCounts(set *v1beta1.StatefulSet) []rolloutmetrics.Count {
-	desired := int32(1)
-	if set.Spec.Replicas != nil {
-		desired = *set.Spec.Replicas
-	}
 	st := set.Status
-	return []rolloutmetrics.Count{
-		{State: "desired", Pods: desired}, {State: "updated", Pods: st.UpdatedReplicas},
-		{State: "updated_ready", Pods: st.UpdatedReadyReplicas}, {State: "ready", Pods: st.ReadyReplicas},
-		{State: "available", Pods: st.AvailableReplicas},
-	}
+	return rolloutmetrics.Replicas{Desired: set.Spec.Replicas, Updated: st.UpdatedReplicas, UpdatedReady: st.UpdatedReadyReplicas,
+		Ready: st.ReadyReplicas, Available: st.AvailableReplicas}.Counts()
 }

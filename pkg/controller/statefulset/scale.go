@@ -152,7 +152,7 @@ func partitionOf(set *v1beta1.StatefulSet) int {
 
 // scale carries out planScale and says whether it did anything.
 func (c *Controller) scale(ctx context.Context, set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.Revisions) (bool, error) {
-	plan := planScale(set, pods, c.now())
+	plan := planScale(set, pods, c.clock.Now())
 	if len(plan.create)+len(plan.recreate)+len(plan.released)+len(plan.condemned) == 0 {
 		return false, nil
 	}

@@ -16,10 +16,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 	"github.com/inplace-dev/inplace/pkg/workload/availability"
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
-	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
 
@@ -35,9 +35,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if err != nil {
 		return 0, err
 	}
-	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
-	if err != nil || selector.Empty() {
-		c.recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonInvalidSelector, "invalid selector: %v", err)
+	selector, ok := ownership.PodSelector(c.recorder, set, set.Spec.Selector)
+	if !ok {
 		return 0, nil
 	}
 	// Expectations before the Pods, as in the CloneSet controller: a Pod that settles an
@@ -76,7 +75,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			requeue = left
 		}
 	}
-	status, wait := calculateStatus(set, pods, revs, c.now())
+	status, wait := calculateStatus(set, pods, revs, c.clock.Now())
 	// Counted whatever StatefulSetAutoResizePVCGate says, as OpenKruise does.
 	claims, err := c.volumeClaimStatus(set, pods)
 	if err != nil {
@@ -92,10 +91,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if actErr != nil {
 		return 0, actErr
 	}
-	if wait > 0 && (requeue == 0 || wait < requeue) {
-		requeue = wait
-	}
-	return requeue, nil
+	return reconcile.Soonest(requeue, wait), nil
 }
 
 // claim returns the set's Pods, lowest ordinal first, and its revisions, oldest first. Like
@@ -124,14 +120,7 @@ func (c *Controller) claim(ctx context.Context, set *v1beta1.StatefulSet, select
 
 // podState is what the expectations of a StatefulSet in namespace see of the Pod cache.
 func (c *Controller) podState(namespace string) expectations.Lookup {
-	return func(name string) expectations.Cached {
-		pod, err := c.pods.Pods(namespace).Get(name)
-		if err != nil {
-			return expectations.Cached{}
-		}
-		return expectations.Cached{Exists: true, Terminating: pod.DeletionTimestamp != nil,
-			Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey], Lifecycle: string(lifecycle.State(pod))}
-	}
+	return expectations.PodLookup(c.pods.Pods(namespace).Get)
 }
 
 // manageRevisions finds or creates the revision of the set's template (the update revision) and
@@ -167,8 +156,8 @@ func calculateStatus(set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.
 		rev := p.Labels[appsv1.ControllerRevisionHashLabelKey]
 		ready := availability.Ready(p)
 		available, left := availability.Available(p, minReady, now)
-		if left > 0 && p.DeletionTimestamp == nil && (wait == 0 || left < wait) {
-			wait = left
+		if p.DeletionTimestamp == nil {
+			wait = reconcile.Soonest(wait, left)
 		}
 		if ready {
 			st.ReadyReplicas++

@@ -239,7 +239,7 @@ func planStep(set *v1beta1.StatefulSet, pod *corev1.Pod, templates map[string]*a
 // rollingUpdate deletes the Pods labelled specified-delete that planUpdate picked, and moves the
 // candidates the budget allows to the update revision.
 func (c *Controller) rollingUpdate(ctx context.Context, set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.Revisions, revisions []*appsv1.ControllerRevision) error {
-	now := c.now()
+	now := c.clock.Now()
 	claims, err := c.claimStates(set, pods)
 	if err != nil {
 		return err
@@ -305,7 +305,7 @@ func (c *Controller) applyStep(ctx context.Context, set *v1beta1.StatefulSet, st
 	key := cache.MetaObjectToName(set).String()
 	// The request moves the Pod to Updating, and to Normal with the update's completion when no
 	// hook holds it; else refreshLifecycles moves it on once the update is done.
-	o := inplacerequest.Options{Now: c.now(), StateAfterUpdate: lifecycle.StateAfterUpdate(set.Spec.Lifecycle)}
+	o := inplacerequest.Options{Now: c.clock.Now(), StateAfterUpdate: lifecycle.StateAfterUpdate(set.Spec.Lifecycle)}
 	if s := set.Spec.UpdateStrategy.RollingUpdate.InPlaceUpdateStrategy; s != nil {
 		o.GracePeriodSeconds = s.GracePeriodSeconds
 	}

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -31,6 +32,23 @@ type Handlers[T any] struct {
 // OnChange calls f with the object of every add, update (the new object) and delete.
 func OnChange[T any](f func(obj T)) Handlers[T] {
 	return Handlers[T]{Add: f, Update: func(_, obj T) { f(obj) }, Delete: f}
+}
+
+// EnqueueIf enqueues, on every add and update, the objects wants selects: the handlers of a
+// controller that acts on some objects of a kind (the Pods with an update under way...).
+func EnqueueIf[T metav1.Object](queue Queue, wants func(obj T) bool) Handlers[T] {
+	return Handlers[T]{
+		Add: func(obj T) {
+			if wants(obj) {
+				queue.Add(cache.MetaObjectToName(obj))
+			}
+		},
+		Update: func(_, obj T) {
+			if wants(obj) {
+				queue.Add(cache.MetaObjectToName(obj))
+			}
+		},
+	}
 }
 
 // Watch adds h to informer; objects that are not a T are passed over. what names the objects in

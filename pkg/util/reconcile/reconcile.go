@@ -77,3 +77,15 @@ func ObjectOf[T any](obj any) (T, bool) {
 	t, ok := obj.(T)
 	return t, ok
 }
+
+// Soonest is the shortest of the positive delays (when to look at an object again, for the
+// first of the things it waits for), or 0 when none is: a sync's requeue, where 0 asks for none.
+func Soonest(delays ...time.Duration) time.Duration {
+	var soonest time.Duration
+	for _, d := range delays {
+		if d > 0 && (soonest == 0 || d < soonest) {
+			soonest = d
+		}
+	}
+	return soonest
+}

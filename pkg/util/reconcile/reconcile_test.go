@@ -79,3 +79,19 @@ func TestObjectOf(t *testing.T) {
 		t.Error("ObjectOf(empty tombstone) ok")
 	}
 }
+
+func TestSoonest(t *testing.T) {
+	for _, tc := range []struct {
+		delays []time.Duration
+		want   time.Duration
+	}{
+		{nil, 0},
+		{[]time.Duration{0, -time.Second}, 0},
+		{[]time.Duration{0, 3 * time.Second, time.Second}, time.Second},
+		{[]time.Duration{2 * time.Second, -time.Second, 0}, 2 * time.Second},
+	} {
+		if got := Soonest(tc.delays...); got != tc.want {
+			t.Errorf("Soonest(%v) = %v, want %v", tc.delays, got, tc.want)
+		}
+	}
+}

@@ -14,7 +14,11 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 )
 
 // Timeout is how long a controller waits for the informer to show what it expects before it stops
@@ -177,4 +181,23 @@ func (e *Expectations) Forget(key string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.pending, key)
+}
+
+// PodCached is what the expectations of a workload see of a Pod its cache shows: it exists, is
+// terminating or not, and has its revision (controller-revision-hash) and lifecycle state labels.
+func PodCached(pod *corev1.Pod) Cached {
+	return Cached{Exists: true, Terminating: pod.DeletionTimestamp != nil,
+		Revision: pod.Labels[appsv1.ControllerRevisionHashLabelKey], Lifecycle: pod.Labels[pub.LifecycleStateKey]}
+}
+
+// PodLookup looks Pods up by name with get (a Pod namespace lister's Get); a Pod get cannot
+// return does not exist.
+func PodLookup(get func(name string) (*corev1.Pod, error)) Lookup {
+	return func(name string) Cached {
+		pod, err := get(name)
+		if err != nil {
+			return Cached{}
+		}
+		return PodCached(pod)
+	}
 }

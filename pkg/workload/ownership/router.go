@@ -1,11 +1,14 @@
 package ownership
 
 import (
-	"github.com/inplace-dev/inplace/pkg/util/reconcile"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
 // Router takes the events of the objects a workload kind owns (Pods, ControllerRevisions,
@@ -21,6 +24,45 @@ type Router[W metav1.Object] struct {
 	// Selector is a workload's Pod selector.
 	Selector func(W) *metav1.LabelSelector
 	Queue    reconcile.Queue
+}
+
+// NamespaceLister reads one namespace's workloads from the cache: what a generated lister's
+// namespace method (CloneSets(namespace), ...) returns.
+type NamespaceLister[W any] interface {
+	Get(name string) (W, error)
+	List(selector labels.Selector) ([]W, error)
+}
+
+// NewRouter routes to the workloads of kind, read through namespaced (a generated lister's
+// namespace method, wrapped), whose Pods selector selects, onto queue.
+func NewRouter[W metav1.Object](kind schema.GroupVersionKind, namespaced func(namespace string) NamespaceLister[W],
+	selector func(W) *metav1.LabelSelector, queue reconcile.Queue) *Router[W] {
+	return &Router[W]{
+		Kind: kind,
+		Get:  func(namespace, name string) (W, error) { return namespaced(namespace).Get(name) },
+		List: func(namespace string) ([]W, error) {
+			return namespaced(namespace).List(labels.Everything())
+		},
+		Selector: selector,
+		Queue:    queue,
+	}
+}
+
+// Enqueue enqueues a workload (its own events).
+func (r *Router[W]) Enqueue(w W) {
+	r.Queue.Add(cache.MetaObjectToName(w))
+}
+
+// WorkloadHandlers enqueue a workload added or updated; deleted is called for one deleted, to
+// forget what the controller keeps of it.
+func (r *Router[W]) WorkloadHandlers(deleted func(W)) reconcile.Handlers[W] {
+	return reconcile.Handlers[W]{Add: r.Enqueue, Update: func(_, w W) { r.Enqueue(w) }, Delete: deleted}
+}
+
+// RevisionHandlers enqueue, on every event of a ControllerRevision, the workload that controls it
+// or, for an orphan, those that may adopt it.
+func (r *Router[W]) RevisionHandlers() reconcile.Handlers[*appsv1.ControllerRevision] {
+	return reconcile.OnChange(func(rev *appsv1.ControllerRevision) { r.EnqueueOwner(rev) })
 }
 
 // Owner returns the workload a controllerRef points at, if the cache has it with that UID.

@@ -75,3 +75,24 @@ func (c *Collector[T]) CollectWithStability(ch chan<- metrics.Metric) {
 		}
 	}
 }
+
+// Replicas are the counts of a workload sized in replicas (CloneSet, Advanced StatefulSet).
+type Replicas struct {
+	// Desired is spec.replicas: nil is its default, 1.
+	Desired                                 *int32
+	Updated, UpdatedReady, Ready, Available int32
+}
+
+// Counts are the states of a workload sized in replicas, as both such kinds expose them: a
+// rollout's progress is updated_ready / desired.
+func (r Replicas) Counts() []Count {
+	desired := int32(1)
+	if r.Desired != nil {
+		desired = *r.Desired
+	}
+	return []Count{
+		{State: "desired", Pods: desired}, {State: "updated", Pods: r.Updated},
+		{State: "updated_ready", Pods: r.UpdatedReady}, {State: "ready", Pods: r.Ready},
+		{State: "available", Pods: r.Available},
+	}
+}

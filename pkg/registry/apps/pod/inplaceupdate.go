@@ -18,6 +18,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate/podwriter"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 )
 
 // InPlaceUpdateREST is POST pods/NAME/inplaceupdate: it checks the InPlaceUpdate body against the
@@ -42,9 +43,9 @@ func (r *InPlaceUpdateREST) Create(ctx context.Context, name string, obj runtime
 	if r.pods == nil {
 		return nil, noCluster("pods/inplaceupdate", name)
 	}
-	req, ok := obj.(*apps.InPlaceUpdate)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected an InPlaceUpdate body, got %T", obj))
+	req, err := strategy.Body[*apps.InPlaceUpdate](obj, "an InPlaceUpdate body")
+	if err != nil {
+		return nil, err
 	}
 	namespace := genericapirequest.NamespaceValue(ctx)
 	if errs := validation.ValidateInPlaceUpdate(req); len(errs) > 0 {

@@ -15,6 +15,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 )
 
 // RecreateStorage is what pods/recreate creates ContainerRecreateRequests with: their store and
@@ -49,9 +50,9 @@ func (r *RecreateREST) Create(ctx context.Context, name string, obj runtime.Obje
 	if r.pods == nil {
 		return nil, noCluster("pods/recreate", name)
 	}
-	body, ok := obj.(*apps.ContainerRecreateRequest)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected a ContainerRecreateRequest body, got %T", obj))
+	body, err := strategy.Body[*apps.ContainerRecreateRequest](obj, "a ContainerRecreateRequest body")
+	if err != nil {
+		return nil, err
 	}
 	namespace := genericapirequest.NamespaceValue(ctx)
 	crr := body.DeepCopy()

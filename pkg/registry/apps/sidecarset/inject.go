@@ -20,6 +20,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/podcreate"
+	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 )
 
@@ -56,9 +57,9 @@ func (*InjectREST) Destroy() {}
 
 // Create answers the injected Pod.
 func (r *InjectREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected a Pod body, got %T", obj))
+	pod, err := strategy.Body[*corev1.Pod](obj, "a Pod body")
+	if err != nil {
+		return nil, err
 	}
 	if createValidation != nil {
 		if err := createValidation(ctx, pod); err != nil {

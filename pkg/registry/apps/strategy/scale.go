@@ -2,7 +2,6 @@ package strategy
 
 import (
 	"context"
-	"fmt"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -128,9 +127,9 @@ func (i *scaleUpdatedObjectInfo[T]) UpdatedObject(ctx context.Context, oldObj ru
 	if err != nil {
 		return nil, err
 	}
-	scale, ok := newObj.(*autoscalingv1.Scale)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected a Scale, got %T", newObj))
+	scale, err := Body[*autoscalingv1.Scale](newObj, "a Scale")
+	if err != nil {
+		return nil, err
 	}
 	if scale.Spec.Replicas < 0 {
 		errs := field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), scale.Spec.Replicas, "must be greater than or equal to 0")}
