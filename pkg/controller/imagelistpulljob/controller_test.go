@@ -19,8 +19,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 )
 
-var testNow = controllertest.Now
-
 type fixture struct {
 	controllertest.Fakes
 	listIdx cache.Indexer

@@ -20,8 +20,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 )
 
-var testNow = controllertest.Now
-
 type fixture struct {
 	controllertest.Fakes
 	jobIdx cache.Indexer
