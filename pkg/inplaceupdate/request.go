@@ -41,7 +41,8 @@ var reservedAnnotations = map[string]bool{
 //     revisions is unnamed, is in progress — answer 409 (an unfinished update of another named
 //     revision is superseded);
 //   - *InvalidRequestError: a container the Pod does not have (spec.containers[i].name), an init
-//     container (spec.containers[i].image / .resources), a resize that changes the Pod's QoS
+//     container (spec.containers[i].image / .resources; a SidecarSet's upgrade may change its
+//     native sidecars, see sidecar.go), a resize that changes the Pod's QoS
 //     class or removes or changes a resource that cannot be resized, a reserved label or
 //     annotation, or a request that changes nothing — answer 422.
 //
@@ -239,7 +240,8 @@ func SpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSpec, err
 
 // sidecarSpecFromRequest is SpecFromRequest for a SidecarSet's upgrade of its sidecars
 // (spec.sidecarSet set): the Pod must have been injected by that SidecarSet, every container must
-// be one of its sidecars (or of their hot-upgrade pairs) among the Pod's containers, and none may
+// be one of its sidecars (or of their hot-upgrade pairs) among the Pod's containers or native
+// sidecars (init containers with restartPolicy Always; see sidecar.go), and none may
 // be changing in another in-place update (409). An unfinished upgrade of the same SidecarSet to
 // another hash is superseded (a new image fixes one that does not start); the same request again
 // returns an empty spec, which Begin answers without change.
@@ -268,13 +270,14 @@ func sidecarSpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSp
 	for i := range in.Containers {
 		rc := &in.Containers[i]
 		p := specPath.Child("containers").Index(i)
-		c := findContainer(pod.Spec.Containers, rc.Name)
+		c, _ := sidecarContainer(pod, rc.Name)
 		switch {
 		case !sidecars[rc.Name]:
 			errs = append(errs, field.Invalid(p.Child("name"), rc.Name, fmt.Sprintf("not a sidecar container of SidecarSet %s in this pod (its sidecars: %s)",
 				in.SidecarSet.Name, strings.Join(entry.SidecarList, ", "))))
 		case c == nil && findContainer(pod.Spec.InitContainers, rc.Name) != nil:
-			errs = append(errs, field.Forbidden(p.Child("image"), fmt.Sprintf("%q is an init container: init containers cannot be updated in place", rc.Name)))
+			errs = append(errs, field.Forbidden(p.Child("image"), fmt.Sprintf(
+				"%q is a plain init container (no restartPolicy Always): it ran before the app containers and never runs again, so it cannot be upgraded in place; only native sidecars can", rc.Name)))
 		case c == nil:
 			errs = append(errs, field.NotFound(p.Child("name"), rc.Name))
 		case rc.Image != c.Image:

@@ -32,6 +32,16 @@ import (
 // restart does not cut the Pod's traffic (a log agent); a mesh proxy's restart does, and the Pod
 // should leave Endpoints first. Leaving service takes the InPlaceUpdateReady readiness gate, so
 // only Pods that have it (Pods of inplace's workloads) can.
+//
+// A SidecarSet's native sidecars (its spec.initContainers with restartPolicy Always, injected
+// into the Pod's spec.initContainers) are upgraded in place like its containers, which OpenKruise
+// does not do: kube-apiserver accepts a new image of a running Pod's init container, and the
+// kubelet restarts a native sidecar on it while the app containers keep running (as it restarts
+// a container). The upgrade sets spec.initContainers[i].image and reads
+// status.initContainerStatuses instead of spec.containers and status.containerStatuses
+// (sidecarContainer); nothing else differs. A plain init container is never upgraded: it ran to
+// completion before the app containers started and is not run again, so its new image would never
+// run. A workload's update never changes init containers.
 
 // ReasonStartSidecarSetUpgrade is the reason of InPlaceUpdateReady=False while a SidecarSet
 // upgrade that leaves service runs.
@@ -136,7 +146,7 @@ func SidecarSetUpgradePending(pod *corev1.Pod, name string) []string {
 	st := states[name]
 	var pending []string
 	for _, c := range st.currentBatch() {
-		if spec := findContainer(pod.Spec.Containers, c); spec != nil && !imageUpdated(spec, findStatus(pod, c), st.LastContainerStatuses[c]) {
+		if spec, status := sidecarContainer(pod, c); spec != nil && !imageUpdated(spec, status, st.LastContainerStatuses[c]) {
 			pending = append(pending, c)
 		}
 	}
@@ -287,10 +297,10 @@ func beginSidecar(pod *corev1.Pod, spec *UpdateSpec, now time.Time) (*Step, erro
 	}
 	names := sortedKeys(spec.ContainerImages)
 	for _, name := range names {
-		c := findContainer(newPod.Spec.Containers, name)
+		c, status := sidecarContainer(newPod, name)
 		c.Image = spec.ContainerImages[name]
 		imageID := ""
-		if status := findStatus(pod, name); status != nil {
+		if status != nil {
 			imageID = status.ImageID
 		}
 		setMap(&st.LastContainerStatuses, name, pub.InPlaceUpdateContainerStatus{ImageID: imageID})
@@ -371,15 +381,35 @@ func progressSidecars(pod *corev1.Pod, step *Step, now time.Time) (*Step, error)
 func sidecarWaiting(pod *corev1.Pod, st *state) []string {
 	var waiting []string
 	for _, name := range st.currentBatch() {
-		c := findContainer(pod.Spec.Containers, name)
+		c, status := sidecarContainer(pod, name)
 		if c == nil {
 			continue
 		}
-		if !imageUpdated(c, findStatus(pod, name), st.LastContainerStatuses[name]) {
+		if !imageUpdated(c, status, st.LastContainerStatuses[name]) {
 			waiting = append(waiting, fmt.Sprintf("container %s to run image %s", name, c.Image))
 		}
 	}
 	return waiting
+}
+
+// sidecarContainer finds a container that a SidecarSet upgrade may change, and its status (nil
+// while the kubelet reports none): one of spec.containers, or a native sidecar among
+// spec.initContainers, with its status among status.initContainerStatuses. A plain init container
+// is not one (see the top of this file).
+func sidecarContainer(pod *corev1.Pod, name string) (*corev1.Container, *corev1.ContainerStatus) {
+	if c := findContainer(pod.Spec.Containers, name); c != nil {
+		return c, findStatus(pod, name)
+	}
+	if c := findContainer(pod.Spec.InitContainers, name); c != nil && IsNativeSidecar(c) {
+		return c, findInitStatus(pod, name)
+	}
+	return nil, nil
+}
+
+// IsNativeSidecar reports whether an init container is a Kubernetes native sidecar
+// (restartPolicy Always): it keeps running beside the app containers.
+func IsNativeSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
 // sidecarUpgradeStartedSince is true when a SidecarSet upgrade that leaves service was written at

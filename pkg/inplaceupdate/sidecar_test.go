@@ -348,3 +348,110 @@ func TestSidecarSetUpgradePending(t *testing.T) {
 		t.Errorf("log runs log:v2: pending %v", got)
 	}
 }
+
+// nativePod is a running Pod with app container "main", and init containers "setup" (plain,
+// completed) and "proxy" (a native sidecar, restartPolicy Always, running and ready), both
+// injected by SidecarSet "mesh" at hash h1 (its sidecarList names the native sidecar only, as
+// injection writes it).
+func nativePod() *corev1.Pod {
+	pod := runningPod(ctr("main", "app:v1"))
+	always := corev1.ContainerRestartPolicyAlways
+	proxy := ctr("proxy", "proxy:v1")
+	proxy.RestartPolicy = &always
+	pod.Spec.InitContainers = []corev1.Container{ctr("setup", "setup:v1"), proxy}
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{
+		{Name: "setup", Image: "setup:v1", ImageID: imageIDOf("setup:v1"), ContainerID: "containerd://setup-1",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}},
+		{Name: "proxy", Image: "proxy:v1", ImageID: imageIDOf("proxy:v1"), ContainerID: "containerd://proxy-1", Ready: true,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+	}
+	hashes := map[string]pub.SidecarSetUpgradeSpec{"mesh": {Hash: "h1", SidecarSetName: "mesh", SidecarList: []string{"proxy"}}}
+	b, _ := json.Marshal(hashes)
+	pod.Annotations[pub.SidecarSetHashKey] = string(b)
+	return pod
+}
+
+// kubeletRestartInit is the kubelet restarting native sidecar name on its spec image.
+func kubeletRestartInit(pod *corev1.Pod, name string) {
+	s := findInitStatus(pod, name)
+	c := findContainer(pod.Spec.InitContainers, name)
+	s.Image, s.ImageID = c.Image, imageIDOf(c.Image)
+	s.ContainerID += "-restarted"
+	s.RestartCount++
+	s.Ready = true
+}
+
+// A SidecarSet upgrades its native sidecar in place: the new image goes into
+// spec.initContainers, the previous imageID comes from status.initContainerStatuses, and the
+// upgrade completes once the init container status shows the new image. The app container and
+// the plain init container are not touched.
+func TestSidecarSetUpgradesNativeSidecar(t *testing.T) {
+	pod := withGate(nativePod())
+	pod, step := begin(t, pod, sidecarRequest("mesh", "h2", "proxy=proxy:v2"), t0)
+	if got := findContainer(pod.Spec.InitContainers, "proxy").Image; got != "proxy:v2" {
+		t.Errorf("native sidecar image %s, want proxy:v2", got)
+	}
+	if findContainer(pod.Spec.InitContainers, "setup").Image != "setup:v1" || findContainer(pod.Spec.Containers, "main").Image != "app:v1" ||
+		len(pod.Spec.Containers) != 1 {
+		t.Errorf("other containers changed: init %v, containers %v", pod.Spec.InitContainers, pod.Spec.Containers)
+	}
+	if step.Done || len(step.Conditions) != 0 {
+		t.Errorf("step %+v: want an upgrade under way that keeps service", step)
+	}
+	st, done, ok := SidecarSetUpgradeState(pod, "mesh")
+	if !ok || done || st.Revision != "h2" || st.LastContainerStatuses["proxy"].ImageID != imageIDOf("proxy:v1") ||
+		len(st.ContainerBatchesRecord) != 1 || !slicesEqual(st.ContainerBatchesRecord[0].Containers, []string{"proxy"}) {
+		t.Fatalf("state %+v done=%v ok=%v: want proxy upgrading from the imageID of proxy:v1", st, done, ok)
+	}
+	if h, _ := SidecarSetHashes(pod, pub.SidecarSetHashKey); h["mesh"].Hash != "h2" {
+		t.Errorf("hash entry %+v, want h2", h["mesh"])
+	}
+	if got := SidecarSetUpgradePending(pod, "mesh"); !slicesEqual(got, []string{"proxy"}) {
+		t.Errorf("pending %v, want [proxy]", got)
+	}
+
+	pod, step = progress(t, pod, t0.Add(time.Second))
+	if _, done, _ := SidecarSetUpgradeState(pod, "mesh"); done {
+		t.Fatalf("completed before the kubelet restarted the native sidecar: %s", step.Message)
+	}
+	if !AnyInProgress(pod) {
+		t.Errorf("want the upgrade still in progress")
+	}
+	kubeletRestartInit(pod, "proxy")
+	if got := SidecarSetUpgradePending(pod, "mesh"); len(got) != 0 {
+		t.Errorf("the native sidecar runs proxy:v2: pending %v", got)
+	}
+	pod, step = progress(t, pod, t0.Add(2*time.Second))
+	if _, done, _ := SidecarSetUpgradeState(pod, "mesh"); !done {
+		t.Fatalf("not completed after the kubelet restarted the native sidecar: %s", step.Message)
+	}
+	if AnyInProgress(pod) {
+		t.Error("still in progress")
+	}
+}
+
+// Only native sidecars among the init containers: a plain one is refused even when named as a
+// sidecar, and a workload's request still may not change a native sidecar (init container).
+func TestSidecarSetUpgradeNativeSidecarRefusals(t *testing.T) {
+	pod := nativePod()
+	var invalid *InvalidRequestError
+	_, err := SpecFromRequest(pod, sidecarRequest("mesh", "h2", "setup=setup:v2"))
+	if !errors.As(err, &invalid) || invalid.Errs[0].Field != "spec.containers[0].name" {
+		t.Errorf("plain init container not in the sidecarList: want 422 at spec.containers[0].name, got %v", err)
+	}
+	listed := pod.DeepCopy()
+	b, _ := json.Marshal(map[string]pub.SidecarSetUpgradeSpec{"mesh": {Hash: "h1", SidecarSetName: "mesh", SidecarList: []string{"proxy", "setup"}}})
+	listed.Annotations[pub.SidecarSetHashKey] = string(b)
+	_, err = SpecFromRequest(listed, sidecarRequest("mesh", "h2", "setup=setup:v2"))
+	if !errors.As(err, &invalid) || invalid.Errs[0].Field != "spec.containers[0].image" || !strings.Contains(err.Error(), "plain init container") {
+		t.Errorf("plain init container in the sidecarList: want 422 at spec.containers[0].image, got %v", err)
+	}
+	_, err = SpecFromRequest(pod, workloadRequest("rev-2", "proxy=proxy:v2"))
+	if !errors.As(err, &invalid) || invalid.Errs[0].Field != "spec.containers[0].image" {
+		t.Errorf("a workload's request for a native sidecar: want 422 at spec.containers[0].image, got %v", err)
+	}
+	// Begin refuses what SpecFromRequest would: a workload spec naming an init container.
+	if _, err := Begin(pod, &UpdateSpec{Revision: "rev-2", ContainerImages: map[string]string{"proxy": "proxy:v2"}}, t0); err == nil {
+		t.Error("Begin of a workload update of a native sidecar: want an error")
+	}
+}

@@ -65,7 +65,13 @@ func Begin(pod *corev1.Pod, spec *UpdateSpec, now time.Time) (*Step, error) {
 		return nil, err
 	}
 	for name := range spec.containerNames() {
-		if findContainer(pod.Spec.Containers, name) == nil {
+		found := findContainer(pod.Spec.Containers, name) != nil
+		if spec.SidecarSet != nil {
+			// A SidecarSet's upgrade may change its native sidecars too (sidecar.go).
+			c, _ := sidecarContainer(pod, name)
+			found = c != nil
+		}
+		if !found {
 			return nil, fmt.Errorf("container %q of the update is not in pod %s/%s", name, pod.Namespace, pod.Name)
 		}
 	}
@@ -455,6 +461,16 @@ func findStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
 	for i := range pod.Status.ContainerStatuses {
 		if pod.Status.ContainerStatuses[i].Name == name {
 			return &pod.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// findInitStatus is the status of init container name (nil when the kubelet reports none).
+func findInitStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
+	for i := range pod.Status.InitContainerStatuses {
+		if pod.Status.InitContainerStatuses[i].Name == name {
+			return &pod.Status.InitContainerStatuses[i]
 		}
 	}
 	return nil

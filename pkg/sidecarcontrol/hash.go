@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
 
 // Hash is the SidecarSet's kruise.io/sidecarset-hash, computed as OpenKruise computes it
@@ -46,7 +46,7 @@ func hashContainers(containers, initContainers []appsv1alpha1.SidecarContainer) 
 	// encoding/json writes map keys sorted, so "containers" comes before "initContainers".
 	m := map[string]any{"containers": containers}
 	for i := range initContainers {
-		if isNativeSidecar(&initContainers[i].Container) {
+		if inplaceupdate.IsNativeSidecar(&initContainers[i].Container) {
 			// All init containers, not only the native sidecars, as OpenKruise does.
 			m["initContainers"] = initContainers
 			break
@@ -57,12 +57,6 @@ func hashContainers(containers, initContainers []appsv1alpha1.SidecarContainer) 
 		return "", err
 	}
 	return rand.SafeEncodeString(fmt.Sprintf("%x", sha256.Sum256(data))), nil
-}
-
-// isNativeSidecar reports whether an init container is a Kubernetes native sidecar
-// (restartPolicy: Always): it keeps running beside the app containers.
-func isNativeSidecar(c *corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
 // revisionOf is the SidecarSet's hash as a Pod records it: the kruise.io/sidecarset-hash (or

@@ -175,7 +175,9 @@ func containerReady(pod *corev1.Pod, name string) bool {
 			return s.Ready
 		}
 	}
-	return false
+	// A native sidecar's readiness is among the init containers'.
+	s := initStatus(pod, name)
+	return s != nil && s.Ready
 }
 
 // HotUpgradeResetDue tells whether the Pod's hot upgrade is ready for its second step

@@ -177,7 +177,7 @@ func (b *builder) add(s *appsv1alpha1.SidecarSet, now metav1.Time) error {
 
 	for i := range s.Spec.InitContainers {
 		c := &s.Spec.InitContainers[i]
-		native := isNativeSidecar(&c.Container)
+		native := inplaceupdate.IsNativeSidecar(&c.Container)
 		if native {
 			sidecarList.Insert(c.Name)
 		}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/resourceexpr"
 )
 
@@ -90,7 +91,7 @@ func policyTargets(p *appsv1alpha1.ResourcesPolicy, pod *corev1.Pod, sidecars se
 		}
 	}
 	for i := range pod.Spec.InitContainers {
-		if isNativeSidecar(&pod.Spec.InitContainers[i]) {
+		if inplaceupdate.IsNativeSidecar(&pod.Spec.InitContainers[i]) {
 			candidate(&pod.Spec.InitContainers[i])
 		}
 	}

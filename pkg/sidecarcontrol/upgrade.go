@@ -83,6 +83,41 @@ func podContainer(pod *corev1.Pod, name string) *corev1.Container {
 	return nil
 }
 
+// nativeSidecars are the SidecarSet's native sidecars (init containers with restartPolicy Always,
+// not hot-upgraded) that the Pod has as native sidecars: the init containers its upgrade changes
+// in place and whose readiness counts, beside its containers.
+func nativeSidecars(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) []*appsv1alpha1.SidecarContainer {
+	var out []*appsv1alpha1.SidecarContainer
+	for i := range set.Spec.InitContainers {
+		c := &set.Spec.InitContainers[i]
+		if !inplaceupdate.IsNativeSidecar(&c.Container) || isHotUpgrade(c) {
+			continue
+		}
+		if pc := podInitContainer(pod, c.Name); pc != nil && inplaceupdate.IsNativeSidecar(pc) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func podInitContainer(pod *corev1.Pod, name string) *corev1.Container {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	return nil
+}
+
+func initStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
+	for i := range pod.Status.InitContainerStatuses {
+		if pod.Status.InitContainerStatuses[i].Name == name {
+			return &pod.Status.InitContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
 // podHash is the Pod's entry of the SidecarSet in kruise.io/sidecarset-hash (or -without-image).
 func podHash(pod *corev1.Pod, set *appsv1alpha1.SidecarSet, key string) string {
 	hashes, err := inplaceupdate.SidecarSetHashes(pod, key)
@@ -107,19 +142,32 @@ func IsUpgradable(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
 }
 
 // IsConsistent is true when the Pod runs what its spec says for this SidecarSet: every container
-// has a status and no upgrade of the SidecarSet's sidecars is under way (OpenKruise's
-// IsPodStateConsistent: the imageIDs changed since the upgrade began).
+// and native sidecar of the SidecarSet has a status and no upgrade of the SidecarSet's sidecars is
+// under way (OpenKruise's IsPodStateConsistent: the imageIDs changed since the upgrade began).
 func IsConsistent(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
 	if len(pod.Spec.Containers) != len(pod.Status.ContainerStatuses) {
 		return false
+	}
+	for _, c := range nativeSidecars(pod, set) {
+		if initStatus(pod, c.Name) == nil {
+			return false
+		}
 	}
 	_, completed, ok := inplaceupdate.SidecarSetUpgradeState(pod, set.Name)
 	return !ok || completed
 }
 
 // IsReady is OpenKruise's readiness of a Pod for a SidecarSet: running, Ready, and each idle
-// container of a hot-upgrade pair runs the empty image.
+// container of a hot-upgrade pair runs the empty image; and, beyond OpenKruise, each native
+// sidecar of the SidecarSet is ready. The kubelet counts a native sidecar's readiness in the Pod's
+// Ready, but it writes the two in separate status fields: the Pod is not counted ready on a Ready
+// condition that has not caught up with a native sidecar just restarted on its new image.
 func IsReady(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
+	for _, c := range nativeSidecars(pod, set) {
+		if s := initStatus(pod, c.Name); s == nil || !s.Ready {
+			return false
+		}
+	}
 	working := HotUpgradeWorkingContainers(pod)
 	for i := range set.Spec.Containers {
 		c := &set.Spec.Containers[i]
@@ -294,8 +342,11 @@ func expandScatter(terms pub.UpdateScatterStrategy, pods []*corev1.Pod) pub.Upda
 	return out
 }
 
-// UpgradeImages are the images to set for the Pod's cold-upgrade sidecars of the SidecarSet:
-// container name to the SidecarSet's image, for those that differ.
+// UpgradeImages are the images to set for the Pod's cold-upgrade sidecars of the SidecarSet,
+// its native sidecars included (pods/inplaceupdate sets those in spec.initContainers): container
+// name to the SidecarSet's image, for those that differ. Plain init containers are left as they
+// are: they ran before the app containers and never run again (their image is in the hash, so a
+// change of it is recorded, as in OpenKruise, and changes nothing in the Pod).
 func UpgradeImages(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) map[string]string {
 	images := map[string]string{}
 	for i := range set.Spec.Containers {
@@ -304,6 +355,11 @@ func UpgradeImages(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) map[string]str
 			continue
 		}
 		if pc := podContainer(pod, c.Name); pc != nil && pc.Image != c.Image {
+			images[c.Name] = c.Image
+		}
+	}
+	for _, c := range nativeSidecars(pod, set) {
+		if pc := podInitContainer(pod, c.Name); pc.Image != c.Image {
 			images[c.Name] = c.Image
 		}
 	}

@@ -373,7 +373,8 @@ func TestSidecarSetTwoSidecarSetsAndNativeSidecar(t *testing.T) {
 	native := framework.ShContainer("native-sidecar", "echo native up; exec sleep 999d")
 	native.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 	setN := framework.ScopedSidecarSet(nameN, ns, nameN)
-	// A native sidecar cannot be upgraded in place (as in OpenKruise): NotUpdate.
+	// Injection only: nothing to upgrade (TestSidecarSetNativeSidecarUpgrade upgrades a native
+	// sidecar in place).
 	setN.Spec.UpdateStrategy.Type = v1alpha1.NotUpdateSidecarSetStrategyType
 	setN.Spec.InitContainers = []v1alpha1.SidecarContainer{
 		{Container: native},

@@ -532,3 +532,88 @@ func TestSyncPatchesPodMetadata(t *testing.T) {
 		}
 	}
 }
+
+// nativeLogSet is logSet with the native sidecar "shipper" (an init container with restartPolicy
+// Always) on image, beside the plain init container "setup" on setup:v1.
+func nativeLogSet(image string) *v1alpha1.SidecarSet {
+	return logSet("agent:v1", func(s *v1alpha1.SidecarSet) {
+		s.Spec.InitContainers = []v1alpha1.SidecarContainer{
+			{Container: corev1.Container{Name: "shipper", Image: image, RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}},
+			{Container: corev1.Container{Name: "setup", Image: "setup:v1"}},
+		}
+	})
+}
+
+// nativePods are n running, ready Pods injected with nativeLogSet(image): setup completed, the
+// native sidecar running and ready.
+func nativePods(t *testing.T, n int, image string) []*corev1.Pod {
+	t.Helper()
+	var pods []*corev1.Pod
+	for i := range n {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("web-%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i)),
+				Labels: map[string]string{"app": "web"}, ResourceVersion: "10"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "app:v1"}}},
+		}
+		res, err := sidecarcontrol.Inject(pod, []*v1alpha1.SidecarSet{nativeLogSet(image)}, metav1.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := res.Pod
+		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+		for _, c := range p.Spec.Containers {
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: true})
+		}
+		for _, c := range p.Spec.InitContainers {
+			p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, corev1.ContainerStatus{
+				Name: c.Name, Image: c.Image, Ready: c.Name == "shipper"})
+		}
+		pods = append(pods, p)
+	}
+	return pods
+}
+
+// A new image of a native sidecar is rolled out in place (OpenKruise refuses it): the controller
+// asks pods/inplaceupdate for the native sidecar's image only (not the plain init container's),
+// maxUnavailable at a time; once the Pods run it with the hash recorded, they count updated and
+// ready, and not ready while the native sidecar is not.
+func TestSyncUpgradesNativeSidecar(t *testing.T) {
+	set := nativeLogSet("shipper:v2")
+	set.Spec.InitContainers[1].Image = "setup:v2"
+	f := newFixture(t, set, nativePods(t, 2, "shipper:v1")...)
+	f.sync(t)
+	if len(f.upgrades) != 1 {
+		t.Fatalf("%d Pods upgraded, want 1 (maxUnavailable 1)", len(f.upgrades))
+	}
+	for name, bodies := range f.upgrades {
+		b := bodies[0]
+		if len(b.Spec.Containers) != 1 || b.Spec.Containers[0].Name != "shipper" || b.Spec.Containers[0].Image != "shipper:v2" {
+			t.Errorf("pod %s: request containers %+v, want shipper=shipper:v2 only", name, b.Spec.Containers)
+		}
+	}
+	if st := f.status(t); st.MatchedPods != 2 || st.UpdatedPods != 0 || st.ReadyPods != 2 {
+		t.Errorf("status %+v, want 2 matched and ready, none updated", st)
+	}
+
+	// The Pods as pods/inplaceupdate and the kubelet leave them: the native sidecar on shipper:v2
+	// (in spec and status), the set's hash recorded; web-1's native sidecar is not ready yet.
+	f.cacheSet(t)
+	for i, p := range nativePods(t, 2, "shipper:v1") {
+		u := p.DeepCopy()
+		res, err := sidecarcontrol.Inject(&corev1.Pod{ObjectMeta: *p.ObjectMeta.DeepCopy(), Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "main", Image: "app:v1"}}}}, []*v1alpha1.SidecarSet{set}, metav1.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Annotations = res.Pod.Annotations
+		u.Spec.InitContainers[1].Image = "shipper:v2" // setup (index 0) keeps setup:v1
+		u.Status.InitContainerStatuses[1].Image = "shipper:v2"
+		u.Status.InitContainerStatuses[1].Ready = i == 0
+		u.ResourceVersion = "100"
+		f.cache(u)
+	}
+	f.sync(t)
+	if st := f.status(t); st.MatchedPods != 2 || st.UpdatedPods != 2 || st.ReadyPods != 1 || st.UpdatedReadyPods != 1 {
+		t.Errorf("status %+v, want 2 updated, 1 ready (web-1's native sidecar is not)", st)
+	}
+}

@@ -239,11 +239,14 @@ func validateSidecarSetUpdateStrategy(spec *apps.SidecarSetSpec, fldPath *field.
 	if s.Type == apps.NotUpdateSidecarSetStrategyType {
 		return allErrs
 	}
-	// Native sidecars (init containers that keep running) cannot be upgraded in place.
-	for _, c := range spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+	// Native sidecars (init containers that keep running) are upgraded in place by a new image, as
+	// containers are (OpenKruise refuses RollingUpdate with one). A hot upgrade of one is not
+	// supported: its pair would be two native sidecars, which the upgrade does not flip.
+	for i, c := range spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways &&
+			c.UpgradeStrategy.UpgradeType == apps.SidecarContainerHotUpgrade {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("type"), s.Type, fmt.Sprintf(
-				"initContainer %q has restartPolicy Always, and such containers cannot be upgraded in place; use NotUpdate", c.Name)))
+				"initContainer %q (spec.initContainers[%d]) is a native sidecar with upgradeType HotUpgrade, which cannot be upgraded in place; use ColdUpgrade, or NotUpdate", c.Name, i)))
 		}
 	}
 	return allErrs

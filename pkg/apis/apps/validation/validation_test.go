@@ -423,6 +423,10 @@ func validSidecarSet() *apps.SidecarSet {
 
 func TestValidateSidecarSet(t *testing.T) {
 	expectErrors(t, ValidateSidecarSet(validSidecarSet()))
+	// A native sidecar is upgraded in place by RollingUpdate, as a container is.
+	native := validSidecarSet()
+	native.Spec.InitContainers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+	expectErrors(t, ValidateSidecarSet(native))
 
 	agent := "spec.containers[0]"
 	te := agent + ".transferEnv"
@@ -473,8 +477,10 @@ func TestValidateSidecarSet(t *testing.T) {
 		{"partition with selector", func(s *apps.SidecarSet) {
 			s.Spec.UpdateStrategy.Partition = intOrStr(intstr.FromInt32(2))
 		}, forbidden("spec.updateStrategy.partition")},
-		{"native sidecar with RollingUpdate", func(s *apps.SidecarSet) {
+		{"hot-upgrade native sidecar with RollingUpdate", func(s *apps.SidecarSet) {
 			s.Spec.InitContainers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+			s.Spec.InitContainers[0].UpgradeStrategy = apps.SidecarContainerUpgradeStrategy{
+				UpgradeType: apps.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "empty:v1"}
 		}, invalid("spec.updateStrategy.type")},
 		{"revision without name or version", func(s *apps.SidecarSet) {
 			s.Spec.InjectionStrategy.Revision.RevisionName = nil
