@@ -30,6 +30,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 )
 
@@ -68,6 +69,13 @@ func logSet(image string, mutate func(*v1alpha1.SidecarSet)) *v1alpha1.SidecarSe
 // injectedPods are n running, ready Pods injected with logSet("agent:v1").
 func injectedPods(t *testing.T, n int) []*corev1.Pod {
 	t.Helper()
+	return podsInjectedWith(t, n, logSet("agent:v1", nil))
+}
+
+// podsInjectedWith are n running Pods injected with set: every container ready, every init
+// container a native sidecar running and ready or a plain one completed.
+func podsInjectedWith(t *testing.T, n int, set *v1alpha1.SidecarSet) []*corev1.Pod {
+	t.Helper()
 	var pods []*corev1.Pod
 	for i := range n {
 		pod := &corev1.Pod{
@@ -75,7 +83,7 @@ func injectedPods(t *testing.T, n int) []*corev1.Pod {
 				Labels: map[string]string{"app": "web"}, ResourceVersion: "10"},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "app:v1"}}},
 		}
-		res, err := sidecarcontrol.Inject(pod, []*v1alpha1.SidecarSet{logSet("agent:v1", nil)}, metav1.Now())
+		res, err := sidecarcontrol.Inject(pod, []*v1alpha1.SidecarSet{set}, metav1.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,6 +91,10 @@ func injectedPods(t *testing.T, n int) []*corev1.Pod {
 		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
 		for _, c := range p.Spec.Containers {
 			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: true})
+		}
+		for i, c := range p.Spec.InitContainers {
+			p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, corev1.ContainerStatus{
+				Name: c.Name, Image: c.Image, Ready: inplaceupdate.IsNativeSidecar(&p.Spec.InitContainers[i])})
 		}
 		pods = append(pods, p)
 	}
@@ -548,29 +560,7 @@ func nativeLogSet(image string) *v1alpha1.SidecarSet {
 // native sidecar running and ready.
 func nativePods(t *testing.T, n int, image string) []*corev1.Pod {
 	t.Helper()
-	var pods []*corev1.Pod
-	for i := range n {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("web-%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i)),
-				Labels: map[string]string{"app": "web"}, ResourceVersion: "10"},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "app:v1"}}},
-		}
-		res, err := sidecarcontrol.Inject(pod, []*v1alpha1.SidecarSet{nativeLogSet(image)}, metav1.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := res.Pod
-		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-		for _, c := range p.Spec.Containers {
-			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: true})
-		}
-		for _, c := range p.Spec.InitContainers {
-			p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, corev1.ContainerStatus{
-				Name: c.Name, Image: c.Image, Ready: c.Name == "shipper"})
-		}
-		pods = append(pods, p)
-	}
-	return pods
+	return podsInjectedWith(t, n, nativeLogSet(image))
 }
 
 // A new image of a native sidecar is rolled out in place (OpenKruise refuses it): the controller
