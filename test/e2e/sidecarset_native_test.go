@@ -69,6 +69,15 @@ func TestSidecarSetNativeSidecarUpgrade(t *testing.T) {
 		case framework.SidecarHashes(t, p, v1alpha1.SidecarSetHashAnnotation)[name].Hash != hash:
 			return fmt.Errorf("hash entry %+v, want %s", framework.SidecarHashes(t, p, v1alpha1.SidecarSetHashAnnotation)[name], hash)
 		}
+		// The engine marks the upgrade completed after it sees the new container ready, a
+		// write that can land after the kubelet's status: wait for it too.
+		var states map[string]framework.UpdateState
+		if err := json.Unmarshal([]byte(p.Annotations[pub.SidecarSetInPlaceUpdateStateKey]), &states); err != nil {
+			return fmt.Errorf("annotation %s: %v", pub.SidecarSetInPlaceUpdateStateKey, err)
+		}
+		if states[name].CompletedTimestamp == nil {
+			return fmt.Errorf("upgrade state %+v not completed yet", states[name])
+		}
 		return nil
 	})
 	framework.WaitSidecarSetStatus(t, ctx, name, 1, 1, 1, 1)
