@@ -90,7 +90,7 @@ func SpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSpec, err
 		pend = pendingOf(st, grace)
 	}
 
-	spec := &UpdateSpec{Revision: in.Revision, GraceSeconds: in.GracePeriodSeconds}
+	spec := &UpdateSpec{Revision: in.Revision, GraceSeconds: in.GracePeriodSeconds, StayInService: in.StayInService}
 	var errs field.ErrorList
 	specPath := field.NewPath("spec")
 	resized := pod.Spec.DeepCopy()

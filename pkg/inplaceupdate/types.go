@@ -80,6 +80,9 @@ type UpdateSpec struct {
 	// CompletionLabels are set on the Pod by the write that records the update completed (see
 	// completeState).
 	CompletionLabels map[string]string `json:"completionLabels,omitempty"`
+	// StayInService keeps InPlaceUpdateReady as it is: the Pod stays in service while its
+	// containers change (see needsUnready).
+	StayInService bool `json:"stayInService,omitempty"`
 }
 
 // MetadataChange is a change of Pod labels and annotations.

@@ -30,8 +30,14 @@ func checkPodUpdatable(pod *corev1.Pod) error {
 // needsUnready is true when the update restarts a container, so that the Pod must leave service
 // first: an image change, an env-from-metadata restart, or a resize of a resource whose resize
 // policy is RestartContainer. A change of labels or annotations alone, or a resize that the
-// kubelet applies to the running containers, keeps the Pod in service.
+// kubelet applies to the running containers, keeps the Pod in service. So does an update asked
+// to stay in service (spec.stayInService: its containers serve no traffic, and the kubelet, which
+// replaces a container within one Pod sync, keeps a Pod Ready through the restart of a container
+// without a readiness probe).
 func needsUnready(pod *corev1.Pod, spec *UpdateSpec) bool {
+	if spec.StayInService {
+		return false
+	}
 	if len(spec.ContainerImages) > 0 || len(spec.EnvRestartContainers()) > 0 {
 		return true
 	}

@@ -859,3 +859,39 @@ func TestCompletionLabels(t *testing.T) {
 		checkCompleted(t, step.Pod, done)
 	})
 }
+
+// An update asked to stay in service never sets InPlaceUpdateReady False: the Pod's gate stays
+// True from the first step to the completion, which writes no condition either.
+func TestStayInService(t *testing.T) {
+	pod := withGate(runningPod(ctr("app", "app:v1"), ctr("logger", "logger:v1")))
+	spec := &UpdateSpec{Revision: "rev-2", ContainerImages: map[string]string{"logger": "logger:v2"}, StayInService: true}
+	step, err := Begin(pod, spec, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(step.Conditions) != 0 {
+		t.Fatalf("conditions %+v, want none: the update stays in service", step.Conditions)
+	}
+	if got := step.Pod.Spec.Containers[1].Image; got != "logger:v2" {
+		t.Fatalf("logger image %s, want logger:v2", got)
+	}
+	pod = write(t, pod, step)
+	status(pod, "logger").Image, status(pod, "logger").ImageID = "logger:v2", imageIDOf("logger:v2")
+	step, err = Progress(pod, t0.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !step.Done || len(step.Conditions) != 0 {
+		t.Fatalf("progress step done=%v conditions %+v, want done with no condition to write", step.Done, step.Conditions)
+	}
+
+	// Without it, the same update takes the Pod out of service first.
+	spec.StayInService = false
+	step, err = Begin(withGate(runningPod(ctr("app", "app:v1"), ctr("logger", "logger:v1"))), spec, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(step.Conditions, pub.InPlaceUpdateReady); c == nil || c.Status != corev1.ConditionFalse {
+		t.Fatalf("InPlaceUpdateReady %+v, want False", c)
+	}
+}

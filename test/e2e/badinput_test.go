@@ -109,6 +109,8 @@ func TestBadInputSubresources(t *testing.T) {
 		post("inplaceupdate: a reserved label", inplaceUpdate, `{"spec":{"metadata":{"labels":{"controller-revision-hash":"x"}}}}`, 422, "spec.metadata.labels"),
 		post("inplaceupdate: a label value that is not one", inplaceUpdate, `{"spec":{"metadata":{"labels":{"a":"has space"}}}}`, 422, "spec.metadata.labels"),
 		post("inplaceupdate: a negative grace period", inplaceUpdate, `{"spec":{"gracePeriodSeconds":-1,"containers":[{"name":"main","image":"inplace.local/app:v2"}]}}`, 422, "spec.gracePeriodSeconds"),
+		post("inplaceupdate: stay in service through a grace period", inplaceUpdate,
+			`{"spec":{"stayInService":true,"gracePeriodSeconds":5,"containers":[{"name":"main","image":"inplace.local/app:v2"}]}}`, 422, "spec.stayInService"),
 		post("inplaceupdate: a body in another namespace", inplaceUpdate,
 			`{"metadata":{"namespace":"kube-system"},"spec":{"containers":[{"name":"main","image":"inplace.local/app:v2"}]}}`, 400, "namespace"),
 		post("recreate: containers is a string", recreate, `{"spec":{"containers":"main"}}`, 400, "containers"),

@@ -383,7 +383,8 @@ func (c *Controller) updateInPlace(ctx context.Context, cs *v1alpha1.CloneSet, p
 // pod-template-hash label follows the revision.
 func inPlaceUpdateBody(cs *v1alpha1.CloneSet, pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string, now time.Time) *v1alpha1.InPlaceUpdate {
 	o := inplacerequest.Options{RevisionLabels: []string{podTemplateHashLabel}, Now: now,
-		StateAfterUpdate: lifecycle.StateAfterUpdate(cs.Spec.Lifecycle)}
+		StateAfterUpdate:        lifecycle.StateAfterUpdate(cs.Spec.Lifecycle),
+		StayInServiceContainers: pub.StayInServiceContainers(cs.Annotations)}
 	if s := cs.Spec.UpdateStrategy.InPlaceUpdateStrategy; s != nil {
 		o.GracePeriodSeconds = s.GracePeriodSeconds
 	}

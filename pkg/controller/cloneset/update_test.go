@@ -281,6 +281,23 @@ func TestUpdateInPlaceImage(t *testing.T) {
 	}
 }
 
+// The CloneSet's stay-in-service annotation, listing the only container the update changes, makes
+// the request stay in service, without the grace period.
+func TestUpdateInPlaceStaysInService(t *testing.T) {
+	r := newRollout(t, 1, v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, newImage)
+	r.cs.Spec.UpdateStrategy.InPlaceUpdateStrategy = &pub.InPlaceUpdateStrategy{GracePeriodSeconds: 7}
+	r.cs.Annotations = map[string]string{pub.StayInServiceContainersKey: "main"}
+	f := r.fixture(t)
+	f.sync(t)
+	got := inPlaceUpdates(f)["web-0"]
+	if got == nil {
+		t.Fatalf("no inplaceupdate request for web-0")
+	}
+	if !got.Spec.StayInService || got.Spec.GracePeriodSeconds != 0 {
+		t.Errorf("request stayInService %v, gracePeriodSeconds %d; want true, 0", got.Spec.StayInService, got.Spec.GracePeriodSeconds)
+	}
+}
+
 func TestUpdateInPlaceIfPossibleRecreates(t *testing.T) {
 	r := newRollout(t, 1, v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, newEnv)
 	f := r.fixture(t)

@@ -305,7 +305,8 @@ func (c *Controller) applyStep(ctx context.Context, set *v1beta1.StatefulSet, st
 	key := cache.MetaObjectToName(set).String()
 	// The request moves the Pod to Updating, and to Normal with the update's completion when no
 	// hook holds it; else refreshLifecycles moves it on once the update is done.
-	o := inplacerequest.Options{Now: c.clock.Now(), StateAfterUpdate: lifecycle.StateAfterUpdate(set.Spec.Lifecycle)}
+	o := inplacerequest.Options{Now: c.clock.Now(), StateAfterUpdate: lifecycle.StateAfterUpdate(set.Spec.Lifecycle),
+		StayInServiceContainers: pub.StayInServiceContainers(set.Annotations)}
 	if s := set.Spec.UpdateStrategy.RollingUpdate.InPlaceUpdateStrategy; s != nil {
 		o.GracePeriodSeconds = s.GracePeriodSeconds
 	}

@@ -3647,6 +3647,13 @@ func schema_pkg_apis_apps_v1alpha1_InPlaceUpdateSpec(ref common.ReferenceCallbac
 							},
 						},
 					},
+					"stayInService": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StayInService keeps the Pod in service while its containers change: InPlaceUpdateReady stays True (the kubelet's own readiness still counts), for a change of containers that do not serve the Pod's traffic (a log shipper, a metrics agent). Not with gracePeriodSeconds (the time a Pod spends out of service before it changes) nor for a SidecarSet upgrade (sidecarSet.leaveService decides there).",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},

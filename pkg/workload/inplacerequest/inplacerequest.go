@@ -6,6 +6,7 @@ package inplacerequest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -34,6 +35,11 @@ type Options struct {
 	// completes, written with the completion (spec.completionLabels) instead of by a patch of its
 	// own afterwards: Normal for a workload without an inPlaceUpdate hook.
 	StateAfterUpdate pub.LifecycleStateType
+	// StayInServiceContainers are the containers whose update keeps the Pod in service (the
+	// workload's pub.StayInServiceContainersKey annotation): a change of these alone is sent with
+	// spec.stayInService and without the grace period, whose only purpose is to drain traffic
+	// before a restart.
+	StayInServiceContainers []string
 }
 
 // Body is the request for spec: each changed container with its new image and resources, the
@@ -100,7 +106,23 @@ func Body(pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string
 	if len(md.Labels)+len(md.Annotations)+len(md.RemoveLabels)+len(md.RemoveAnnotations) > 0 {
 		body.Spec.Metadata = md
 	}
+	if staysInService(spec, o.StayInServiceContainers) {
+		body.Spec.StayInService, body.Spec.GracePeriodSeconds = true, 0
+	}
 	return body
+}
+
+// staysInService is true when spec changes some containers and every one of them (new image,
+// new resources, restarted for a changed env-from-metadata value) is in inService.
+func staysInService(spec *inplaceupdate.UpdateSpec, inService []string) bool {
+	changed := slices.Concat(slices.Collect(maps.Keys(spec.ContainerImages)),
+		slices.Collect(maps.Keys(spec.ContainerResources)), slices.Collect(maps.Keys(spec.ContainerRefMetadata)))
+	for _, n := range changed {
+		if !slices.Contains(inService, n) {
+			return false
+		}
+	}
+	return len(changed) > 0
 }
 
 // Decide compares the template of the Pod's revision (its controller-revision-hash label, looked

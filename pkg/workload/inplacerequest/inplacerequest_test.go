@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
 )
 
@@ -51,5 +52,37 @@ func TestDecideAndBody(t *testing.T) {
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = "gone"
 	if spec, reason, err := Decide(pod, revisions, revision(t, "r2", "app:v2")); spec != nil || !strings.Contains(reason, "unknown") || err != nil {
 		t.Errorf("unknown revision: %v %q %v, want a reason", spec, reason, err)
+	}
+}
+
+// A change of the stay-in-service containers alone is sent to stay in service, without the grace
+// period; a change that also touches another container is not.
+func TestBodyStaysInService(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "app:v1"}, {Name: "logger", Image: "log:v1"}}},
+	}
+	o := Options{GracePeriodSeconds: 5, NoLifecycle: true, StayInServiceContainers: []string{"logger"}}
+	for _, tc := range []struct {
+		name  string
+		spec  inplaceupdate.UpdateSpec
+		stays bool
+	}{
+		{"logger image", inplaceupdate.UpdateSpec{ContainerImages: map[string]string{"logger": "log:v2"}}, true},
+		{"logger env from metadata", inplaceupdate.UpdateSpec{ContainerRefMetadata: map[string]metav1.ObjectMeta{"logger": {Labels: map[string]string{"a": "b"}}}}, true},
+		{"logger and main images", inplaceupdate.UpdateSpec{ContainerImages: map[string]string{"logger": "log:v2", "main": "app:v2"}}, false},
+		{"main resources", inplaceupdate.UpdateSpec{ContainerImages: map[string]string{"logger": "log:v2"},
+			ContainerResources: map[string]corev1.ResourceRequirements{"main": {}}}, false},
+		{"labels only", inplaceupdate.UpdateSpec{Metadata: &inplaceupdate.MetadataChange{Labels: map[string]string{"a": "b"}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := Body(pod, &tc.spec, "r2", o)
+			if body.Spec.StayInService != tc.stays {
+				t.Errorf("stayInService %v, want %v", body.Spec.StayInService, tc.stays)
+			}
+			if want := map[bool]int32{true: 0, false: 5}[tc.stays]; body.Spec.GracePeriodSeconds != want {
+				t.Errorf("gracePeriodSeconds %d, want %d", body.Spec.GracePeriodSeconds, want)
+			}
+		})
 	}
 }

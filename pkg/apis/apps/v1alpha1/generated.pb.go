@@ -2707,6 +2707,14 @@ func (m *InPlaceUpdateSpec) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	i--
+	if m.StayInService {
+		dAtA[i] = 1
+	} else {
+		dAtA[i] = 0
+	}
+	i--
+	dAtA[i] = 0x38
 	if len(m.CompletionLabels) > 0 {
 		keysForCompletionLabels := make([]string, 0, len(m.CompletionLabels))
 		for k := range m.CompletionLabels {
@@ -5708,6 +5716,7 @@ func (m *InPlaceUpdateSpec) Size() (n int) {
 			n += mapEntrySize + 1 + sovGenerated(uint64(mapEntrySize))
 		}
 	}
+	n += 2
 	return n
 }
 
@@ -7137,6 +7146,7 @@ func (this *InPlaceUpdateSpec) String() string {
 		`GracePeriodSeconds:` + fmt.Sprintf("%v", this.GracePeriodSeconds) + `,`,
 		`SidecarSet:` + strings.Replace(this.SidecarSet.String(), "InPlaceUpdateSidecarSet", "InPlaceUpdateSidecarSet", 1) + `,`,
 		`CompletionLabels:` + mapStringForCompletionLabels + `,`,
+		`StayInService:` + fmt.Sprintf("%v", this.StayInService) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -15786,6 +15796,26 @@ func (m *InPlaceUpdateSpec) Unmarshal(dAtA []byte) error {
 			}
 			m.CompletionLabels[mapkey] = mapvalue
 			iNdEx = postIndex
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field StayInService", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.StayInService = bool(v != 0)
 		default:
 			iNdEx = preIndex
 			skippy, err := skipGenerated(dAtA[iNdEx:])

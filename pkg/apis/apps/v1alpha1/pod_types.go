@@ -40,6 +40,13 @@ type InPlaceUpdateSpec struct {
 	// time), say. Not for a SidecarSet upgrade.
 	// +optional
 	CompletionLabels map[string]string `json:"completionLabels,omitempty" protobuf:"bytes,6,rep,name=completionLabels"`
+	// StayInService keeps the Pod in service while its containers change: InPlaceUpdateReady
+	// stays True (the kubelet's own readiness still counts), for a change of containers that do
+	// not serve the Pod's traffic (a log shipper, a metrics agent). Not with gracePeriodSeconds
+	// (the time a Pod spends out of service before it changes) nor for a SidecarSet upgrade
+	// (sidecarSet.leaveService decides there).
+	// +optional
+	StayInService bool `json:"stayInService,omitempty" protobuf:"varint,7,opt,name=stayInService"`
 }
 
 // InPlaceUpdateSidecarSet names the SidecarSet whose sidecars an in-place update upgrades.

@@ -24,6 +24,7 @@ import (
 func ValidateCloneSet(cs *apps.CloneSet) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(&cs.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, metadataPath)
 	allErrs = append(allErrs, validateCloneSetV1beta1Strategy(cs.Annotations)...)
+	allErrs = append(allErrs, validateStayInServiceContainers(cs.Annotations, &cs.Spec.Template)...)
 	return append(allErrs, validateCloneSetSpec(&cs.Spec, specPath)...)
 }
 
@@ -57,6 +58,7 @@ func validateCloneSetV1beta1Strategy(annotations map[string]string) field.ErrorL
 func ValidateCloneSetUpdate(newObj, oldObj *apps.CloneSet) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMetaUpdate(&newObj.ObjectMeta, &oldObj.ObjectMeta, metadataPath)
 	allErrs = append(allErrs, validateCloneSetV1beta1Strategy(newObj.Annotations)...)
+	allErrs = append(allErrs, validateStayInServiceContainers(newObj.Annotations, &newObj.Spec.Template)...)
 	allErrs = append(allErrs, validateCloneSetSpec(&newObj.Spec, specPath)...)
 	if !apiequality.Semantic.DeepEqual(newObj.Spec.Selector, oldObj.Spec.Selector) {
 		allErrs = append(allErrs, field.Forbidden(specPath.Child("selector"),

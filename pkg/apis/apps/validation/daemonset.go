@@ -8,11 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 )
 
 // ValidateDaemonSet validates an Advanced DaemonSet on creation (OpenKruise's webhook's rules).
 func ValidateDaemonSet(ds *apps.DaemonSet) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(&ds.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, metadataPath)
+	allErrs = append(allErrs, refuseStayInServiceContainers(ds.Annotations)...)
 	return append(allErrs, validateDaemonSetSpec(&ds.Spec, specPath)...)
 }
 
@@ -20,6 +22,7 @@ func ValidateDaemonSet(ds *apps.DaemonSet) field.ErrorList {
 func ValidateDaemonSetUpdate(newObj, oldObj *apps.DaemonSet) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMetaUpdate(&newObj.ObjectMeta, &oldObj.ObjectMeta, metadataPath)
 	allErrs = append(allErrs, validateDaemonSetSpec(&newObj.Spec, specPath)...)
+	allErrs = append(allErrs, refuseStayInServiceContainers(newObj.Annotations)...)
 	if !apiequality.Semantic.DeepEqual(newObj.Spec.Selector, oldObj.Spec.Selector) {
 		allErrs = append(allErrs, field.Forbidden(specPath.Child("selector"),
 			"the selector of a DaemonSet cannot be changed after creation; create a new DaemonSet instead"))
@@ -105,4 +108,15 @@ func validateDaemonSetUpdateStrategy(s *apps.DaemonSetUpdateStrategy, fldPath *f
 
 func nonZero(v *intstr.IntOrString) bool {
 	return v != nil && scaledValue(v, 100) != 0
+}
+
+// refuseStayInServiceContainers refuses pub.StayInServiceContainersKey on an Advanced DaemonSet:
+// its Pods have no lifecycle state, so a Pod that stays Ready through its update would not count
+// against maxUnavailable and the update would reach every node at once.
+func refuseStayInServiceContainers(annotations map[string]string) field.ErrorList {
+	if _, ok := annotations[pub.StayInServiceContainersKey]; !ok {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(metadataPath.Child("annotations").Key(pub.StayInServiceContainersKey),
+		"only for CloneSets and Advanced StatefulSets: an Advanced DaemonSet counts a Pod unavailable by its readiness alone, so Pods that stay in service during an update would not be held to maxUnavailable")}
 }

@@ -48,6 +48,10 @@ func ValidateInPlaceUpdate(u *apps.InPlaceUpdate) field.ErrorList {
 	}
 	allErrs = append(allErrs, metav1validation.ValidateLabels(spec.CompletionLabels, specPath.Child("completionLabels"))...)
 	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(spec.GracePeriodSeconds), specPath.Child("gracePeriodSeconds"))...)
+	if spec.StayInService && spec.GracePeriodSeconds > 0 {
+		allErrs = append(allErrs, field.Invalid(specPath.Child("stayInService"), true,
+			"cannot be combined with gracePeriodSeconds: a grace period is the time the Pod spends out of service before its containers change"))
+	}
 	if spec.SidecarSet != nil {
 		allErrs = append(allErrs, validateSidecarSetUpgrade(spec)...)
 	}
@@ -96,6 +100,9 @@ func validateSidecarSetUpgrade(spec *apps.InPlaceUpdateSpec) field.ErrorList {
 	}
 	if len(spec.CompletionLabels) > 0 {
 		allErrs = append(allErrs, field.Forbidden(specPath.Child("completionLabels"), "a SidecarSet upgrade sets no labels"))
+	}
+	if spec.StayInService {
+		allErrs = append(allErrs, field.Forbidden(specPath.Child("stayInService"), "a SidecarSet upgrade stays in service unless spec.sidecarSet.leaveService is set"))
 	}
 	return allErrs
 }

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 )
 
 // validatePodTemplate checks a workload's Pod template. Its volumes were checked by the caller, which
@@ -253,4 +255,22 @@ func countSetPointers(v any) int {
 		}
 	}
 	return n
+}
+
+// validateStayInServiceContainers checks a workload's pub.StayInServiceContainersKey annotation:
+// every name is a container of its Pod template (a misspelt name would silently take the Pod out
+// of service on the next update of that container).
+func validateStayInServiceContainers(annotations map[string]string, t *corev1.PodTemplateSpec) field.ErrorList {
+	var allErrs field.ErrorList
+	names := sets.New[string]()
+	for i := range t.Spec.Containers {
+		names.Insert(t.Spec.Containers[i].Name)
+	}
+	for _, n := range pub.StayInServiceContainers(annotations) {
+		if !names.Has(n) {
+			allErrs = append(allErrs, field.Invalid(metadataPath.Child("annotations").Key(pub.StayInServiceContainersKey), annotations[pub.StayInServiceContainersKey],
+				fmt.Sprintf("%q is not a container of spec.template.spec.containers (%s); init containers are never updated by the workload", n, strings.Join(sets.List(names), ", "))))
+		}
+	}
+	return allErrs
 }

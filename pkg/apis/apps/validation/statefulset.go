@@ -26,6 +26,7 @@ const MaxStatefulSetMinReadySeconds = 300
 func ValidateStatefulSet(sts *apps.StatefulSet) field.ErrorList {
 	// Pods are named <set>-<ordinal> and take it as their hostname: a DNS label, as for apps/v1.
 	allErrs := apivalidation.ValidateObjectMeta(&sts.ObjectMeta, true, apivalidation.NameIsDNSLabel, metadataPath)
+	allErrs = append(allErrs, validateStayInServiceContainers(sts.Annotations, &sts.Spec.Template)...)
 	return append(allErrs, validateStatefulSetSpec(&sts.Spec, specPath)...)
 }
 
@@ -35,6 +36,7 @@ func ValidateStatefulSet(sts *apps.StatefulSet) field.ErrorList {
 func ValidateStatefulSetUpdate(newObj, oldObj *apps.StatefulSet) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMetaUpdate(&newObj.ObjectMeta, &oldObj.ObjectMeta, metadataPath)
 	allErrs = append(allErrs, validateStatefulSetSpec(&newObj.Spec, specPath)...)
+	allErrs = append(allErrs, validateStayInServiceContainers(newObj.Annotations, &newObj.Spec.Template)...)
 	immutable := []struct {
 		name     string
 		new, old any

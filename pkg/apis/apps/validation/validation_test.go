@@ -745,6 +745,9 @@ func TestValidateInPlaceUpdate(t *testing.T) {
 		{"removed annotation not a key", func(u *apps.InPlaceUpdate) { u.Spec.Metadata.RemoveAnnotations = []string{"bad key"} }, invalid("spec.metadata.removeAnnotations[0]")},
 		{"label removed twice", func(u *apps.InPlaceUpdate) { u.Spec.Metadata.RemoveLabels = []string{"tier", "tier"} }, duplicate("spec.metadata.removeLabels[1]")},
 		{"negative grace period", func(u *apps.InPlaceUpdate) { u.Spec.GracePeriodSeconds = -1 }, invalid("spec.gracePeriodSeconds")},
+		{"stay in service with a grace period", func(u *apps.InPlaceUpdate) {
+			u.Spec.StayInService, u.Spec.GracePeriodSeconds = true, 5
+		}, invalid("spec.stayInService")},
 		{"revision not a label value", func(u *apps.InPlaceUpdate) { u.Spec.Revision = "web/5d8f9c" }, invalid("spec.revision")},
 		{"bad completion label", func(u *apps.InPlaceUpdate) {
 			u.Spec.CompletionLabels = map[string]string{"lifecycle.apps.kruise.io/state": "not a value!"}
@@ -794,6 +797,7 @@ func TestValidateInPlaceUpdateSidecarSet(t *testing.T) {
 		{"no hash", func(u *apps.InPlaceUpdate) { u.Spec.Revision = "" }, required("spec.revision")},
 		{"a hash with a space", func(u *apps.InPlaceUpdate) { u.Spec.Revision = "h 2" }, invalid("spec.revision")},
 		{"completion labels", func(u *apps.InPlaceUpdate) { u.Spec.CompletionLabels = map[string]string{"a": "b"} }, forbidden("spec.completionLabels")},
+		{"stay in service", func(u *apps.InPlaceUpdate) { u.Spec.StayInService = true }, forbidden("spec.stayInService")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -826,5 +830,41 @@ func TestValidateIntOrPercent(t *testing.T) {
 		if got := scaledValue(&tc.v, tc.total); got != tc.want {
 			t.Errorf("scaledValue(%s, %d) = %d, want %d", tc.v.String(), tc.total, got, tc.want)
 		}
+	}
+}
+
+// The stay-in-service annotation names containers of the Pod template, on every workload that
+// updates in place, at creation and on update.
+func TestValidateStayInServiceContainers(t *testing.T) {
+	key := "metadata.annotations[" + pub.StayInServiceContainersKey + "]"
+	for _, tc := range []struct {
+		value string
+		want  []want
+	}{
+		{"", nil},
+		{"app", nil},
+		{" app , ", nil},
+		{"app,logger", []want{invalid(key)}},
+		{"init", []want{invalid(key)}},
+		{"logger,agent", []want{invalid(key), invalid(key)}},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			set := func(m *metav1.ObjectMeta) {
+				m.Annotations = map[string]string{pub.StayInServiceContainersKey: tc.value}
+			}
+			cs := validCloneSet()
+			set(&cs.ObjectMeta)
+			expectErrors(t, ValidateCloneSet(cs), tc.want...)
+			old := validCloneSet()
+			old.ResourceVersion, cs.ResourceVersion = "1", "1"
+			expectErrors(t, ValidateCloneSetUpdate(cs, old), tc.want...)
+			sts := validStatefulSet()
+			set(&sts.ObjectMeta)
+			sts.Spec.Template.Spec.Containers[0].Name = "app"
+			expectErrors(t, ValidateStatefulSet(sts), tc.want...)
+			ds := validDaemonSet()
+			set(&ds.ObjectMeta)
+			expectErrors(t, ValidateDaemonSet(ds), forbidden(key))
+		})
 	}
 }
