@@ -2,12 +2,14 @@ package migrate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,6 +26,9 @@ type Options struct {
 	APIServices string
 	// KruiseNamespace is where kruise-manager runs.
 	KruiseNamespace string
+	// InplaceNamespace is inplace's own namespace (inplace-controller's --namespace), where
+	// inplace keeps SidecarSets' ControllerRevisions; OpenKruise keeps them in KruiseNamespace.
+	InplaceNamespace string
 	// ScaleDownKruise scales kruise-manager to 0 instead of refusing while it runs.
 	ScaleDownKruise bool
 	// DryRun prints the plan and changes nothing.
@@ -74,6 +79,9 @@ func (m *Migrator) Run(ctx context.Context) error {
 	}
 	if m.Opts.KruiseNamespace == "" {
 		m.Opts.KruiseNamespace = "kruise-system"
+	}
+	if m.Opts.InplaceNamespace == "" {
+		m.Opts.InplaceNamespace = "inplace-system"
 	}
 	state, resume, err := loadState(StatePath(m.Opts.Backup))
 	if err != nil {
@@ -223,8 +231,9 @@ func (m *Migrator) backup(ctx context.Context) error {
 	}
 	m.state.Pods = nil
 	set := m.migrating()
+	sidecarSets := m.sidecarSetNames()
 	for _, p := range pods.Items {
-		if !set.ownsAny(p.OwnerReferences) {
+		if !set.ownsAny(p.OwnerReferences) && !injectedBy(&p, sidecarSets) {
 			continue
 		}
 		s := PodSnapshot{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Images: map[string]string{}, Restarts: map[string]int32{}}
@@ -239,3 +248,36 @@ func (m *Migrator) backup(ctx context.Context) error {
 	m.printf("  saved %d objects to %s; %d Pods to keep unchanged", len(m.objs), m.Opts.Backup, len(m.state.Pods))
 	return nil
 }
+
+// sidecarSetNames are the names of the SidecarSets being migrated.
+func (m *Migrator) sidecarSetNames() map[string]bool {
+	names := map[string]bool{}
+	for _, o := range m.objs {
+		if o.GetKind() == "SidecarSet" {
+			names[o.GetName()] = true
+		}
+	}
+	return names
+}
+
+// injectedBy tells whether one of the SidecarSets injected the Pod (its kruise.io/sidecarset-hash
+// annotation, a JSON object keyed by SidecarSet name, names it): the Pod is not owned by the
+// SidecarSet, but its sidecars are the SidecarSet's, so it is kept unchanged like an owned Pod.
+func injectedBy(p *corev1.Pod, sidecarSets map[string]bool) bool {
+	raw := p.Annotations[sidecarSetHashAnnotation]
+	if raw == "" || len(sidecarSets) == 0 {
+		return false
+	}
+	var hashes map[string]json.RawMessage
+	if json.Unmarshal([]byte(raw), &hashes) != nil {
+		return false
+	}
+	for name := range hashes {
+		if sidecarSets[name] {
+			return true
+		}
+	}
+	return false
+}
+
+const sidecarSetHashAnnotation = "kruise.io/sidecarset-hash"
