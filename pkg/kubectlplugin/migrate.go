@@ -2,6 +2,7 @@ package kubectlplugin
 
 import (
 	"errors"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,6 +63,8 @@ controller only after the migration (see docs/migration.md).`,
 			if err != nil {
 				return err
 			}
+			// For tests only: stop after a step's work as a crash would (see migrate.Options.CrashAfter).
+			o.CrashAfter = os.Getenv("INPLACE_MIGRATE_CRASH_AFTER")
 			m := &migrate.Migrator{Dynamic: dyn, Kube: kube, Opts: o}
 			return m.Run(cmd.Context())
 		},

@@ -35,7 +35,11 @@ type Options struct {
 	DryRun bool
 	// Timeout bounds each wait (CRDs gone, APIServices Available).
 	Timeout time.Duration
-	Out     io.Writer
+	// CrashAfter, for tests only, is a step after whose work the run stops with an error before
+	// recording the step done: the crash a re-run must recover from by doing the step again. The
+	// command sets it from $INPLACE_MIGRATE_CRASH_AFTER (test/e2e/migrate_test.go).
+	CrashAfter string
+	Out        io.Writer
 }
 
 // Migrator runs the migration.
@@ -119,6 +123,9 @@ func (m *Migrator) Run(ctx context.Context) error {
 		m.printf("step %d/%d %s", i+1, len(Steps), step)
 		if err := steps[step](ctx); err != nil {
 			return fmt.Errorf("step %s: %w (fix the cause and run the same command again: it carries on)", step, err)
+		}
+		if step == m.Opts.CrashAfter {
+			return fmt.Errorf("step %s: crashed on purpose after its work, before recording it done (CrashAfter, for tests)", step)
 		}
 		m.state.Done[step] = true
 		if err := saveState(StatePath(m.Opts.Backup), m.state); err != nil {

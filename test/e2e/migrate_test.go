@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/migrate"
 	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
@@ -224,9 +226,24 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 		t.Fatalf("migrate with kruise-manager running: err %v, want a refusal naming kruise-manager\nstdout: %s\nstderr: %s", err, out, stderr)
 	}
 
+	// Crash and resume: each run stops after the work of one step, before recording it done (as a
+	// crash would; INPLACE_MIGRATE_CRASH_AFTER, read by the command for tests only); the next run
+	// of the same command does that step again and stops after the next one; the last run ends the
+	// migration. No Pod changes on the way.
 	start := time.Now()
-	out = mustKubectlInplace(t, ctx, "migrate", "--backup", backup, "--apiservices", apiservices, "--scale-down-kruise")
-	t.Logf("migrate took %.1fs:\n%s", time.Since(start).Seconds(), out)
+	args := []string{"migrate", "--backup", backup, "--apiservices", apiservices, "--scale-down-kruise"}
+	for _, step := range migrate.Steps {
+		out, stderr, err := kubectlInplaceEnv(ctx, 3*time.Minute, []string{"INPLACE_MIGRATE_CRASH_AFTER=" + step}, args...)
+		if err == nil || !strings.Contains(stderr, "step "+step+": crashed on purpose") {
+			t.Fatalf("migrate crashing after step %s: err %v, want the crash\nstdout: %s\nstderr: %s", step, err, out, stderr)
+		}
+		t.Logf("migrate crashed after step %s:\n%s", step, out)
+		if now := snapshotPods(t, ctx, ns); !maps.Equal(now, before) {
+			t.Fatalf("after the crash after step %s: Pods %+v, were %+v", step, now, before)
+		}
+	}
+	out = mustKubectlInplace(t, ctx, args...)
+	t.Logf("migrate (%d crashes, then to the end) took %.1fs:\n%s", len(migrate.Steps), time.Since(start).Seconds(), out)
 	if want := fmt.Sprintf("%d Pods unchanged", len(before)); !strings.Contains(out, want) {
 		t.Errorf("migrate: no %q in its output (the injected Pod is kept like the owned ones)", want)
 	}
