@@ -150,6 +150,9 @@ func normalize(obj *unstructured.Unstructured) map[string]any {
 	o.SetLabels(labels)
 	annotations := o.GetAnnotations()
 	delete(annotations, "helm.sh/resource-policy")
+	// helm's ownership, which the chart renders on its APIServices (see TestChartStandby).
+	delete(annotations, "meta.helm.sh/release-name")
+	delete(annotations, "meta.helm.sh/release-namespace")
 	if len(annotations) == 0 {
 		annotations = nil
 	}
@@ -260,12 +263,76 @@ func TestChartLint(t *testing.T) {
 		{"etcd.mode=external", "etcd.external.endpoints={https://etcd.example:2379}", "etcd.external.tlsSecret=etcd-client"},
 		{"certificates.mode=certManager"},
 		{"certificates.mode=secret", "certificates.caBundle=Zm9v"},
+		{"standby=true"},
 	} {
 		args := []string{"lint", "--strict", chart}
 		for _, s := range set {
 			args = append(args, "--set", s)
 		}
 		t.Logf("%s", run(t, helm(t), args...))
+	}
+}
+
+// TestChartStandby: with standby=true (installed beside OpenKruise, before
+// `kubectl inplace migrate`) the chart renders everything but the APIServices, the Pod webhook and
+// inplace-daemon, and inplace-controller with 0 replicas; inplace-apiserver and its Service are
+// there (the migration's APIServices name them). The APIServices rendered alone with
+// standby=false (the migration's --apiservices file) name that Service and carry helm's ownership
+// annotations, so that `helm upgrade --set standby=false` takes over the ones the migration made.
+func TestChartStandby(t *testing.T) {
+	full := index(helmTemplate(t))
+	standby := index(helmTemplate(t, "standby=true"))
+	left := map[string]bool{
+		"APIService v1alpha1.apps.kruise.io":               true,
+		"APIService v1beta1.apps.kruise.io":                true,
+		"MutatingWebhookConfiguration inplace-pod-webhook": true,
+		"DaemonSet inplace-system/inplace-daemon":          true,
+	}
+	for name := range left {
+		if full[name] == nil {
+			t.Errorf("standby=false: no %s", name)
+		}
+	}
+	for name := range full {
+		if _, ok := standby[name]; ok == left[name] {
+			t.Errorf("standby=true: %s rendered %v, want %v", name, ok, !left[name])
+		}
+	}
+	for name := range standby {
+		if full[name] == nil {
+			t.Errorf("standby=true renders %s, which standby=false does not", name)
+		}
+	}
+	replicas := func(name string) string {
+		r, _, _ := unstructured.NestedFieldNoCopy(standby[name].Object, "spec", "replicas")
+		return fmt.Sprint(r)
+	}
+	if r := replicas("Deployment inplace-system/inplace-controller"); r != "0" {
+		t.Errorf("standby=true: inplace-controller replicas %s, want 0", r)
+	}
+	if r := replicas("Deployment inplace-system/inplace-apiserver"); r != "1" {
+		t.Errorf("standby=true: inplace-apiserver replicas %s, want 1 (running, as without standby)", r)
+	}
+
+	services := decode(t, run(t, helm(t), "template", "inplace", chart, "--namespace", "inplace-system",
+		"--set", "standby=false", "--show-only", "templates/apiservice.yaml"))
+	var names []string
+	for _, s := range services {
+		names = append(names, id(s))
+		if svc, _, _ := unstructured.NestedString(s.Object, "spec", "service", "name"); svc != "inplace-apiserver" || standby["Service inplace-system/"+svc] == nil {
+			t.Errorf("%s: service %q, want inplace-apiserver (rendered in standby)", id(s), svc)
+		}
+		a := s.GetAnnotations()
+		if a["meta.helm.sh/release-name"] != "inplace" || a["meta.helm.sh/release-namespace"] != "inplace-system" {
+			t.Errorf("%s: annotations %v, want helm's ownership of release inplace-system/inplace", id(s), a)
+		}
+		if s.GetLabels()["app.kubernetes.io/managed-by"] != "Helm" {
+			t.Errorf("%s: labels %v, want app.kubernetes.io/managed-by=Helm", id(s), s.GetLabels())
+		}
+	}
+	sort.Strings(names)
+	if !slices.Equal(names, []string{"APIService v1alpha1.apps.kruise.io", "APIService v1beta1.apps.kruise.io"}) {
+		t.Errorf("--show-only templates/apiservice.yaml: %v, want the two APIServices", names)
 	}
 }
 

@@ -2,6 +2,7 @@ package kubectlplugin
 
 import (
 	"errors"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,7 +20,7 @@ func (f *configFactory) RESTConfig() (*rest.Config, error) { return f.flags.ToRE
 
 // NewCmdMigrate is `kubectl inplace migrate`.
 func NewCmdMigrate(f Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := migrate.Options{KruiseNamespace: "kruise-system", Timeout: 5 * time.Minute, Out: streams.Out}
+	o := migrate.Options{KruiseNamespace: "kruise-system", InplaceNamespace: "inplace-system", Timeout: 5 * time.Minute, Out: streams.Out}
 	cmd := &cobra.Command{
 		Use:   "migrate --backup FILE [--apiservices FILE] [--dry-run]",
 		Short: "Move a cluster from OpenKruise to inplace without touching a Pod",
@@ -62,6 +63,8 @@ controller only after the migration (see docs/migration.md).`,
 			if err != nil {
 				return err
 			}
+			// For tests only: stop after a step's work as a crash would (see migrate.Options.CrashAfter).
+			o.CrashAfter = os.Getenv("INPLACE_MIGRATE_CRASH_AFTER")
 			m := &migrate.Migrator{Dynamic: dyn, Kube: kube, Opts: o}
 			return m.Run(cmd.Context())
 		},
@@ -69,6 +72,7 @@ controller only after the migration (see docs/migration.md).`,
 	cmd.Flags().StringVar(&o.Backup, "backup", "", "File to save the apps.kruise.io objects to (and the progress to FILE.state.json).")
 	cmd.Flags().StringVar(&o.APIServices, "apiservices", "", "inplace's APIService manifests, registered once the CRDs are gone (default: wait for them to be registered).")
 	cmd.Flags().StringVar(&o.KruiseNamespace, "kruise-namespace", o.KruiseNamespace, "The namespace of kruise-manager.")
+	cmd.Flags().StringVar(&o.InplaceNamespace, "inplace-namespace", o.InplaceNamespace, "inplace's namespace (inplace-controller's --namespace): SidecarSets' ControllerRevisions are moved there from --kruise-namespace.")
 	cmd.Flags().BoolVar(&o.ScaleDownKruise, "scale-down-kruise", false, "Scale kruise-manager to 0 instead of refusing while it runs.")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "Print the plan; change nothing.")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long each wait (CRDs gone, APIServices Available) may take.")

@@ -2,12 +2,14 @@ package migrate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,13 +26,20 @@ type Options struct {
 	APIServices string
 	// KruiseNamespace is where kruise-manager runs.
 	KruiseNamespace string
+	// InplaceNamespace is inplace's own namespace (inplace-controller's --namespace), where
+	// inplace keeps SidecarSets' ControllerRevisions; OpenKruise keeps them in KruiseNamespace.
+	InplaceNamespace string
 	// ScaleDownKruise scales kruise-manager to 0 instead of refusing while it runs.
 	ScaleDownKruise bool
 	// DryRun prints the plan and changes nothing.
 	DryRun bool
 	// Timeout bounds each wait (CRDs gone, APIServices Available).
 	Timeout time.Duration
-	Out     io.Writer
+	// CrashAfter, for tests only, is a step after whose work the run stops with an error before
+	// recording the step done: the crash a re-run must recover from by doing the step again. The
+	// command sets it from $INPLACE_MIGRATE_CRASH_AFTER (test/e2e/migrate_test.go).
+	CrashAfter string
+	Out        io.Writer
 }
 
 // Migrator runs the migration.
@@ -75,6 +84,9 @@ func (m *Migrator) Run(ctx context.Context) error {
 	if m.Opts.KruiseNamespace == "" {
 		m.Opts.KruiseNamespace = "kruise-system"
 	}
+	if m.Opts.InplaceNamespace == "" {
+		m.Opts.InplaceNamespace = "inplace-system"
+	}
 	state, resume, err := loadState(StatePath(m.Opts.Backup))
 	if err != nil {
 		return err
@@ -111,6 +123,9 @@ func (m *Migrator) Run(ctx context.Context) error {
 		m.printf("step %d/%d %s", i+1, len(Steps), step)
 		if err := steps[step](ctx); err != nil {
 			return fmt.Errorf("step %s: %w (fix the cause and run the same command again: it carries on)", step, err)
+		}
+		if step == m.Opts.CrashAfter {
+			return fmt.Errorf("step %s: crashed on purpose after its work, before recording it done (CrashAfter, for tests)", step)
 		}
 		m.state.Done[step] = true
 		if err := saveState(StatePath(m.Opts.Backup), m.state); err != nil {
@@ -223,8 +238,9 @@ func (m *Migrator) backup(ctx context.Context) error {
 	}
 	m.state.Pods = nil
 	set := m.migrating()
+	sidecarSets := m.sidecarSetNames()
 	for _, p := range pods.Items {
-		if !set.ownsAny(p.OwnerReferences) {
+		if !set.ownsAny(p.OwnerReferences) && !injectedBy(&p, sidecarSets) {
 			continue
 		}
 		s := PodSnapshot{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Images: map[string]string{}, Restarts: map[string]int32{}}
@@ -239,3 +255,36 @@ func (m *Migrator) backup(ctx context.Context) error {
 	m.printf("  saved %d objects to %s; %d Pods to keep unchanged", len(m.objs), m.Opts.Backup, len(m.state.Pods))
 	return nil
 }
+
+// sidecarSetNames are the names of the SidecarSets being migrated.
+func (m *Migrator) sidecarSetNames() map[string]bool {
+	names := map[string]bool{}
+	for _, o := range m.objs {
+		if o.GetKind() == "SidecarSet" {
+			names[o.GetName()] = true
+		}
+	}
+	return names
+}
+
+// injectedBy tells whether one of the SidecarSets injected the Pod (its kruise.io/sidecarset-hash
+// annotation, a JSON object keyed by SidecarSet name, names it): the Pod is not owned by the
+// SidecarSet, but its sidecars are the SidecarSet's, so it is kept unchanged like an owned Pod.
+func injectedBy(p *corev1.Pod, sidecarSets map[string]bool) bool {
+	raw := p.Annotations[sidecarSetHashAnnotation]
+	if raw == "" || len(sidecarSets) == 0 {
+		return false
+	}
+	var hashes map[string]json.RawMessage
+	if json.Unmarshal([]byte(raw), &hashes) != nil {
+		return false
+	}
+	for name := range hashes {
+		if sidecarSets[name] {
+			return true
+		}
+	}
+	return false
+}
+
+const sidecarSetHashAnnotation = "kruise.io/sidecarset-hash"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -79,7 +80,7 @@ func (m *Migrator) adopt(ctx context.Context) error {
 	for _, d := range m.state.Dependents {
 		var add []metav1.OwnerReference
 		for _, r := range d.Refs {
-			uid, ok := m.state.NewUIDs[objectKey(r.Kind, d.Namespace, r.Name)]
+			uid, ok := m.state.NewUIDs[m.ownerKey(r, d.Namespace)]
 			if !ok {
 				m.printf("  warning: %s %s/%s: its owner %s %s was not re-created; left without it", d.Resource, d.Namespace, d.Name, r.Kind, r.Name)
 				continue
@@ -88,6 +89,13 @@ func (m *Migrator) adopt(ctx context.Context) error {
 			add = append(add, r)
 		}
 		if len(add) == 0 {
+			continue
+		}
+		if d.Resource == "controllerrevisions" && ownedBy(add, "SidecarSet") && d.Namespace != m.Opts.InplaceNamespace {
+			if err := m.moveRevision(ctx, d, add); err != nil {
+				return err
+			}
+			adopted++
 			continue
 		}
 		if err := m.setOwners(ctx, d, func(refs []metav1.OwnerReference) []metav1.OwnerReference {
@@ -109,6 +117,65 @@ func (m *Migrator) adopt(ctx context.Context) error {
 		adopted++
 	}
 	m.printf("  gave %d dependents their owners back", adopted)
+	return nil
+}
+
+// ownerKey is the NewUIDs key of the dependent's owner r: a cluster-scoped owner (a SidecarSet,
+// whose revisions live in a namespace) is keyed without the dependent's namespace.
+func (m *Migrator) ownerKey(r metav1.OwnerReference, dependentNamespace string) string {
+	if k, ok := m.kindOf(r.Kind); ok && !k.Namespaced {
+		return objectKey(r.Kind, "", r.Name)
+	}
+	return objectKey(r.Kind, dependentNamespace, r.Name)
+}
+
+func ownedBy(refs []metav1.OwnerReference, kind string) bool {
+	for _, r := range refs {
+		if r.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// moveRevision moves a SidecarSet's ControllerRevision from OpenKruise's namespace to inplace's,
+// where inplace's SidecarSet controller looks for the SidecarSet's revisions: the same name, labels,
+// annotations, data and number (so a Pod's recorded controllerRevision still names it, and the
+// controller finds its current spec recorded instead of writing a new revision), owned by the
+// re-created SidecarSet. The copy is created before the original (tested by UID) is deleted: a
+// re-run after a crash finds the copy there, or the original gone.
+func (m *Migrator) moveRevision(ctx context.Context, d Dependent, owners []metav1.OwnerReference) error {
+	from := m.Kube.AppsV1().ControllerRevisions(d.Namespace)
+	old, err := from.Get(ctx, d.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil // moved by an earlier run
+	}
+	if err != nil {
+		return fmt.Errorf("reading ControllerRevision %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	if old.UID != d.UID {
+		m.printf("  warning: controllerrevisions %s/%s is another object now (UID %s, was %s): left alone", d.Namespace, d.Name, old.UID, d.UID)
+		return nil
+	}
+	refs := owners
+	for _, r := range old.OwnerReferences {
+		if !isKruiseRef(r) && !hasRef(refs, r) {
+			refs = append(refs, r)
+		}
+	}
+	moved := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: old.Name, Namespace: m.Opts.InplaceNamespace, Labels: old.Labels, Annotations: old.Annotations, OwnerReferences: refs},
+		Data:       old.Data,
+		Revision:   old.Revision,
+	}
+	if _, err := m.Kube.AppsV1().ControllerRevisions(m.Opts.InplaceNamespace).Create(ctx, moved, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("copying ControllerRevision %s/%s to %s: %w", d.Namespace, d.Name, m.Opts.InplaceNamespace, err)
+	}
+	err = from.Delete(ctx, d.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &d.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting ControllerRevision %s/%s (moved to %s): %w", d.Namespace, d.Name, m.Opts.InplaceNamespace, err)
+	}
+	m.printf("  moved ControllerRevision %s/%s of SidecarSet to %s", d.Namespace, d.Name, m.Opts.InplaceNamespace)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -46,23 +47,37 @@ func (m *Migrator) deleteWebhooks(ctx context.Context) error {
 		kind, name, _ := strings.Cut(n, "/")
 		var obj any
 		var del func() error
+		// The record carries its kind and apiVersion (kubectl apply takes it back as it is).
+		typeMeta := metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"}
 		if kind == "mutatingwebhookconfiguration" {
-			obj, err = adm.MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+			typeMeta.Kind = "MutatingWebhookConfiguration"
+			var w *admissionv1.MutatingWebhookConfiguration
+			w, err = adm.MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+			if err == nil {
+				w.TypeMeta, obj = typeMeta, w
+			}
 			del = func() error { return adm.MutatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{}) }
 		} else {
-			obj, err = adm.ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+			var w *admissionv1.ValidatingWebhookConfiguration
+			w, err = adm.ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+			if err == nil {
+				w.TypeMeta, obj = typeMeta, w
+			}
 			del = func() error { return adm.ValidatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{}) }
 		}
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", n, err)
 		}
-		raw, err := json.Marshal(obj)
-		if err != nil {
-			return err
-		}
-		m.state.Webhooks = append(m.state.Webhooks, raw)
-		if err := saveState(StatePath(m.Opts.Backup), m.state); err != nil {
-			return err
+		// A run that crashed between the record and the delete recorded it already.
+		if !webhookRecorded(m.state.Webhooks, typeMeta.Kind, name) {
+			raw, err := json.Marshal(obj)
+			if err != nil {
+				return err
+			}
+			m.state.Webhooks = append(m.state.Webhooks, raw)
+			if err := saveState(StatePath(m.Opts.Backup), m.state); err != nil {
+				return err
+			}
 		}
 		if err := del(); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting %s: %w", n, err)
@@ -70,4 +85,20 @@ func (m *Migrator) deleteWebhooks(ctx context.Context) error {
 		m.printf("  deleted %s", n)
 	}
 	return nil
+}
+
+// webhookRecorded tells whether the webhook configuration of that kind and name is recorded.
+func webhookRecorded(records []json.RawMessage, kind, name string) bool {
+	for _, raw := range records {
+		var r struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal(raw, &r) == nil && r.Kind == kind && r.Metadata.Name == name {
+			return true
+		}
+	}
+	return false
 }

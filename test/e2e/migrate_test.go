@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -24,6 +28,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/migrate"
 	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
@@ -34,33 +40,57 @@ import (
 // Deployment) to inplace, keeping every Pod.
 
 var (
-	crdGVR      = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	cloneSetGVR = schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1alpha1", Resource: "clonesets"}
+	crdGVR        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	cloneSetGVR   = schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1alpha1", Resource: "clonesets"}
+	sidecarSetGVR = schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1beta1", Resource: "sidecarsets"}
 )
 
-const cloneSetCRD = "clonesets.apps.kruise.io"
+const (
+	cloneSetCRD    = "clonesets.apps.kruise.io"
+	statefulSetCRD = "statefulsets.apps.kruise.io"
+	daemonSetCRD   = "daemonsets.apps.kruise.io"
+	sidecarSetCRD  = "sidecarsets.apps.kruise.io"
+)
 
-// kruiseCloneSetCRD is OpenKruise's CRD of CloneSets, reduced to its names, version and
-// subresources (its schema keeps every field).
-var kruiseCloneSetCRD = map[string]any{
-	"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-	"metadata": map[string]any{"name": cloneSetCRD},
-	"spec": map[string]any{
-		"group": "apps.kruise.io", "scope": "Namespaced",
-		"names": map[string]any{"kind": "CloneSet", "listKind": "CloneSetList", "plural": "clonesets", "singular": "cloneset", "shortNames": []any{"clone"}},
-		"versions": []any{map[string]any{
-			"name": "v1alpha1", "served": true, "storage": true,
-			"schema":       map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
-			"subresources": map[string]any{"status": map[string]any{}},
-		}},
-	},
+// kruiseCRD is one of OpenKruise's CRDs, reduced to its names, its storage version in OpenKruise
+// v1.9 and subresources (its schema keeps every field).
+func kruiseCRD(plural, kind, version string, namespaced bool, shortNames ...any) map[string]any {
+	scope := "Cluster"
+	if namespaced {
+		scope = "Namespaced"
+	}
+	return map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": plural + ".apps.kruise.io"},
+		"spec": map[string]any{
+			"group": "apps.kruise.io", "scope": scope,
+			"names": map[string]any{"kind": kind, "listKind": kind + "List", "plural": plural, "singular": strings.ToLower(kind), "shortNames": shortNames},
+			"versions": []any{map[string]any{
+				"name": version, "served": true, "storage": true,
+				"schema":       map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+				"subresources": map[string]any{"status": map[string]any{}},
+			}},
+		},
+	}
 }
 
-// kubeRevisionHash is kube's controller-history hash (fnv-32, safely encoded), which OpenKruise
-// names its revisions with.
-func kubeRevisionHash(data []byte) string {
+// kruiseCRDs are OpenKruise v1.9's CRDs of the kinds the test migrates.
+var kruiseCRDs = []map[string]any{
+	kruiseCRD("clonesets", "CloneSet", "v1alpha1", true, "clone"),
+	kruiseCRD("statefulsets", "StatefulSet", "v1beta1", true, "asts"),
+	kruiseCRD("daemonsets", "DaemonSet", "v1beta1", true, "ads"),
+	kruiseCRD("sidecarsets", "SidecarSet", "v1beta1", false),
+}
+
+// kubeRevisionHash is kube's controller-history hash (history.HashControllerRevision: fnv-32 of
+// the data and the collision count when there is one, safely encoded), which OpenKruise names its
+// revisions with.
+func kubeRevisionHash(data []byte, collisionCount *int32) string {
 	h := fnv.New32()
 	h.Write(data)
+	if collisionCount != nil {
+		h.Write([]byte(fmt.Sprint(*collisionCount)))
+	}
 	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
 }
 
@@ -111,10 +141,14 @@ func restoreInplaceAPIServices(t *testing.T, saved []*unstructured.Unstructured)
 		_ = adm.MutatingWebhookConfigurations().Delete(ctx, "kruise-mutating-webhook-configuration", metav1.DeleteOptions{})
 		_ = adm.ValidatingWebhookConfigurations().Delete(ctx, "kruise-validating-webhook-configuration", metav1.DeleteOptions{})
 		_ = framework.Kube.CoreV1().Namespaces().Delete(ctx, "kruise-system", metav1.DeleteOptions{})
-		_ = framework.DynamicClient.Resource(crdGVR).Delete(ctx, cloneSetCRD, metav1.DeleteOptions{})
+		for _, crd := range []string{cloneSetCRD, statefulSetCRD, daemonSetCRD, sidecarSetCRD} {
+			_ = framework.DynamicClient.Resource(crdGVR).Delete(ctx, crd, metav1.DeleteOptions{})
+		}
 		framework.Poll(t, ctx, 2*time.Minute, "inplace's APIServices back", func(ctx context.Context) (bool, error) {
-			if _, err := framework.DynamicClient.Resource(crdGVR).Get(ctx, cloneSetCRD, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				return false, fmt.Errorf("CRD still there (%v)", err)
+			for _, crd := range []string{cloneSetCRD, statefulSetCRD, daemonSetCRD, sidecarSetCRD} {
+				if _, err := framework.DynamicClient.Resource(crdGVR).Get(ctx, crd, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return false, fmt.Errorf("CRD %s still there (%v)", crd, err)
+				}
 			}
 			for _, s := range saved {
 				got, err := framework.DynamicClient.Resource(framework.APIServiceGVR).Get(ctx, s.GetName(), metav1.GetOptions{})
@@ -138,22 +172,33 @@ func restoreInplaceAPIServices(t *testing.T, saved []*unstructured.Unstructured)
 	})
 }
 
-// TestMigrateFromOpenKruise: the migration keeps both Pods (UID, containers, restart counts) and
-// OpenKruise's revision; afterwards inplace serves the CloneSet under its name, owns the Pods and
-// the revision, and rolls a new image out in place.
+// TestMigrateFromOpenKruise: one migration run carries a CloneSet, an Advanced StatefulSet, an
+// Advanced DaemonSet and a SidecarSet (with a Pod it injected) from OpenKruise's CRDs to inplace.
+// Every Pod keeps its UID, containers and restart counts, through the migration and while
+// inplace's controller runs afterwards; each controller takes OpenKruise's revision as current
+// (no new ControllerRevision); afterwards a CloneSet rollout and a SidecarSet image change go in
+// place.
 func TestMigrateFromOpenKruise(t *testing.T) {
 	ctx, ns := framework.Start(t, "migrate")
 	cs, _ := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	sts := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 1, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
+		s.Spec.VolumeClaimTemplates = nil
+		s.Spec.Template.Spec.Containers[0].VolumeMounts = nil
+	}))
+	framework.WaitStatefulSet(t, ctx, sts, 1, 1)
+	nodes, _ := framework.ReadyDaemonSet(t, ctx, ns)
+	sidecarSet := readySidecarSetPod(t, ctx, ns)
 
 	// inplace's controller is kept off until the migration is done (the standby of docs/migration.md).
 	framework.StartAgainAfter(t, "inplace-controller")
 	framework.TakeDown(t, ctx, "inplace-controller")
 
-	revName, saved := buildOpenKruiseState(t, ctx, ns, cs)
+	kruise, saved := buildOpenKruiseState(t, ctx, ns, sidecarSet)
 	before := snapshotPods(t, ctx, ns)
-	if len(before) != 2 {
-		t.Fatalf("%d Pods before the migration, want 2", len(before))
+	if want := 2 + 1 + int(nodes) + 1; len(before) != want {
+		t.Fatalf("%d Pods before the migration, want %d", len(before), want)
 	}
+	revsBefore := revisionNames(t, ctx, ns)
 	dir := t.TempDir()
 	backup := filepath.Join(dir, "kruise-backup.yaml")
 	apiservices := filepath.Join(dir, "apiservices.yaml")
@@ -161,7 +206,8 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 
 	// --dry-run prints the plan and changes nothing.
 	out := mustKubectlInplace(t, ctx, "migrate", "--backup", backup, "--apiservices", apiservices, "--dry-run", "--scale-down-kruise")
-	for _, want := range []string{"plan", "would scale Deployment kruise-system/kruise-manager", cloneSetCRD, "kruise-mutating-webhook-configuration", "2 pods"} {
+	for _, want := range []string{"plan", "would scale Deployment kruise-system/kruise-manager", cloneSetCRD, sidecarSetCRD, "kruise-mutating-webhook-configuration",
+		fmt.Sprintf("%d pods", 2+1+nodes)} {
 		if !strings.Contains(out, want) {
 			framework.LogLines(t, "dry run", out)
 			t.Fatalf("dry run: no %q in its output (logged above)", want)
@@ -180,14 +226,34 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 		t.Fatalf("migrate with kruise-manager running: err %v, want a refusal naming kruise-manager\nstdout: %s\nstderr: %s", err, out, stderr)
 	}
 
+	// Crash and resume: each run stops after the work of one step, before recording it done (as a
+	// crash would; INPLACE_MIGRATE_CRASH_AFTER, read by the command for tests only); the next run
+	// of the same command does that step again and stops after the next one; the last run ends the
+	// migration. No Pod changes on the way.
 	start := time.Now()
-	out = mustKubectlInplace(t, ctx, "migrate", "--backup", backup, "--apiservices", apiservices, "--scale-down-kruise")
-	t.Logf("migrate took %.1fs:\n%s", time.Since(start).Seconds(), out)
+	args := []string{"migrate", "--backup", backup, "--apiservices", apiservices, "--scale-down-kruise"}
+	for _, step := range migrate.Steps {
+		out, stderr, err := kubectlInplaceEnv(ctx, 3*time.Minute, []string{"INPLACE_MIGRATE_CRASH_AFTER=" + step}, args...)
+		if err == nil || !strings.Contains(stderr, "step "+step+": crashed on purpose") {
+			t.Fatalf("migrate crashing after step %s: err %v, want the crash\nstdout: %s\nstderr: %s", step, err, out, stderr)
+		}
+		t.Logf("migrate crashed after step %s:\n%s", step, out)
+		if now := snapshotPods(t, ctx, ns); !maps.Equal(now, before) {
+			t.Fatalf("after the crash after step %s: Pods %+v, were %+v", step, now, before)
+		}
+	}
+	out = mustKubectlInplace(t, ctx, args...)
+	t.Logf("migrate (%d crashes, then to the end) took %.1fs:\n%s", len(migrate.Steps), time.Since(start).Seconds(), out)
+	if want := fmt.Sprintf("%d Pods unchanged", len(before)); !strings.Contains(out, want) {
+		t.Errorf("migrate: no %q in its output (the injected Pod is kept like the owned ones)", want)
+	}
+	checkPodsKept(t, ctx, ns, before, revsBefore, kruise[sidecarSetCRD].revName, "after the migration, before inplace's controller runs", 0)
 
 	if err := framework.RunLocalUpHook(t, framework.ControllerHook); err != nil {
 		t.Fatal(err)
 	}
-	checkMigrated(t, ctx, ns, revName, before)
+	checkMigrated(t, ctx, ns, kruise, nodes)
+	checkPodsKept(t, ctx, ns, before, revsBefore, kruise[sidecarSetCRD].revName, "while inplace's controller runs", 10*time.Second)
 	checkBackup(t, backup)
 
 	// A rollout afterwards goes in place: the same Pods, the new image.
@@ -202,47 +268,69 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 	framework.UpdateCloneSet(t, ctx, got, framework.SetImage(framework.AppImageV2))
 	_, after := framework.WaitRolledOut(t, ctx, got, 2)
 	framework.CheckSamePods(t, beforePods, after)
+
+	// A SidecarSet image change upgrades the injected sidecar in place.
+	sidePod, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "side", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.UpdateSidecarSet(t, ctx, sidecarSet, framework.SidecarImage(framework.AppImageV2))
+	var upgraded *corev1.Pod
+	framework.Poll(t, ctx, framework.RolloutTimeout, "the migrated Pod's sidecar upgraded in place", func(ctx context.Context) (bool, error) {
+		upgraded, err = framework.Kube.CoreV1().Pods(ns).Get(ctx, "side", metav1.GetOptions{})
+		return err == nil && framework.SidecarRunning(upgraded, framework.AppImageV2), err
+	})
+	framework.CheckSidecarsUpgraded(t, map[string]*corev1.Pod{"side": sidePod}, map[string]*corev1.Pod{"side": upgraded}, framework.AppImageV2, 1)
+	framework.WaitSidecarSetStatus(t, ctx, sidecarSet, 1, 1, 1, 1)
 }
 
-// buildOpenKruiseState turns inplace's CloneSet into what OpenKruise leaves: the CloneSet in a
-// CRD (inplace's APIServices removed), its Pods and its revision owned by it, the revision named
-// and encoded as OpenKruise does, webhooks failing closed, kruise-manager's Deployment. It
-// returns the revision's name and inplace's APIServices as they were.
-func buildOpenKruiseState(t *testing.T, ctx context.Context, ns string, cs *v1alpha1.CloneSet) (string, []*unstructured.Unstructured) {
+// readySidecarSetPod creates a SidecarSet (named after the namespace) with the sidecar agent and a
+// Pod "side" it injects, and waits until the SidecarSet counts the Pod updated and ready.
+func readySidecarSetPod(t *testing.T, ctx context.Context, ns string) string {
 	t.Helper()
-	dyn := framework.DynamicClient
-	obj, err := dyn.Resource(cloneSetGVR).Namespace(ns).Get(ctx, cs.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	revs, err := framework.Kube.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
-	if err != nil || len(revs.Items) != 1 {
-		t.Fatalf("revisions: %v, %d", err, len(revs.Items))
-	}
-	inplaceRev := revs.Items[0]
-	pods, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Out of inplace: the Pods orphaned, inplace's revision and CloneSet deleted.
-	noOwners := mergePatch(t, map[string]any{"metadata": map[string]any{"ownerReferences": nil}})
-	for _, p := range pods.Items {
-		if _, err := framework.Kube.CoreV1().Pods(ns).Patch(ctx, p.Name, types.MergePatchType, noOwners, metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := framework.Kube.AppsV1().ControllerRevisions(ns).Delete(ctx, inplaceRev.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := dyn.Resource(cloneSetGVR).Namespace(ns).Delete(ctx, cs.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)}); err != nil {
-		t.Fatal(err)
-	}
-	framework.Poll(t, ctx, 30*time.Second, "inplace's CloneSet gone", func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(cloneSetGVR).Namespace(ns).Get(ctx, cs.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), err
+	set := framework.ScopedSidecarSet(ns, ns, "side")
+	set.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(corev1.Container{
+		Name: framework.UpgradeSidecar, Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever,
+	}, v1alpha1.AfterAppContainerType)}
+	framework.CreateSidecarSet(t, ctx, set)
+	pod := framework.LabeledPod(ns, "side", "side", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
+	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, pod, func(p *corev1.Pod) bool {
+		return framework.FindContainer(p.Spec.Containers, framework.UpgradeSidecar) != nil
 	})
+	framework.CreateCRRPod(t, ctx, pod)
+	framework.WaitSidecarSetStatus(t, ctx, ns, 1, 1, 1, 1)
+	return ns
+}
 
-	// inplace's APIServices out, OpenKruise's CRD in.
+// kruiseObject is one object as OpenKruise left it: its CRD's resource (at OpenKruise v1.9's
+// storage version), its revision's name and hash.
+type kruiseObject struct {
+	gvr     schema.GroupVersionResource
+	name    string
+	revName string
+	hash    string
+}
+
+// buildOpenKruiseState turns inplace's objects into what OpenKruise leaves: the objects in CRDs
+// (inplace's APIServices removed), their Pods and revisions owned by them, each revision named and
+// encoded as OpenKruise does and the Pods labelled with it, the SidecarSet's revision in
+// kruise-system and the injected Pod's annotations naming it, webhooks failing closed,
+// kruise-manager's Deployment. It returns the objects by CRD and inplace's APIServices as they were.
+func buildOpenKruiseState(t *testing.T, ctx context.Context, ns, sidecarSet string) (map[string]*kruiseObject, []*unstructured.Unstructured) {
+	t.Helper()
+	objs := map[string]*kruiseObject{
+		cloneSetCRD:    {gvr: cloneSetGVR, name: "web"},
+		statefulSetCRD: {gvr: schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1beta1", Resource: "statefulsets"}, name: "db"},
+		daemonSetCRD:   {gvr: schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1beta1", Resource: "daemonsets"}, name: "agent"},
+	}
+	workloads := map[string]*takenOut{}
+	for crd, o := range objs {
+		workloads[crd] = takeOut(t, ctx, ns, o)
+	}
+	sidecar := takeOutSidecarSet(t, ctx, sidecarSet)
+
+	// inplace's APIServices out, OpenKruise's CRDs in.
+	dyn := framework.DynamicClient
 	var saved []*unstructured.Unstructured
 	for _, name := range []string{framework.APIServiceName, framework.BetaAPIServiceName} {
 		s, err := dyn.Resource(framework.APIServiceGVR).Get(ctx, name, metav1.GetOptions{})
@@ -257,17 +345,195 @@ func buildOpenKruiseState(t *testing.T, ctx context.Context, ns string, cs *v1al
 			t.Fatal(err)
 		}
 	}
-	if _, err := dyn.Resource(crdGVR).Create(ctx, &unstructured.Unstructured{Object: kruiseCloneSetCRD}, metav1.CreateOptions{}); err != nil {
+	for _, crd := range kruiseCRDs {
+		if _, err := dyn.Resource(crdGVR).Create(ctx, &unstructured.Unstructured{Object: crd}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// kruise-system holds the SidecarSet's revisions.
+	if _, err := framework.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kruise-system"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-
-	// The CloneSet in the CRD, as inplace had stored it (spec defaulted as OpenKruise's webhook
-	// does), with OpenKruise's revision.
-	kruiseData := kruiseRevisionData(t, inplaceRev.Data.Raw)
-	revName := cs.Name + "-" + kubeRevisionHash(kruiseData)
-	if revName == inplaceRev.Name {
-		t.Fatalf("OpenKruise's revision name %s is inplace's: the test would not show that the revision is kept", revName)
+	for crd, o := range objs {
+		putBack(t, ctx, ns, o, workloads[crd])
 	}
+	objs[sidecarSetCRD] = putBackSidecarSet(t, ctx, ns, sidecar)
+	createKruiseControlPlane(t, ctx, ns)
+	return objs, saved
+}
+
+// takenOut is a workload read from inplace and deleted there (its Pods orphaned).
+type takenOut struct {
+	obj     *unstructured.Unstructured
+	rev     appsv1.ControllerRevision
+	podList []corev1.Pod
+}
+
+func takeOut(t *testing.T, ctx context.Context, ns string, o *kruiseObject) *takenOut {
+	t.Helper()
+	dyn := framework.DynamicClient
+	obj, err := dyn.Resource(o.gvr).Namespace(ns).Get(ctx, o.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &takenOut{obj: obj}
+	revs, err := framework.Kube.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var owned []appsv1.ControllerRevision
+	for _, r := range revs.Items {
+		if ref := metav1.GetControllerOf(&r); ref != nil && ref.UID == obj.GetUID() {
+			owned = append(owned, r)
+		}
+	}
+	if len(owned) != 1 {
+		t.Fatalf("%s %s: %d revisions, want 1", o.gvr.Resource, o.name, len(owned))
+	}
+	out.rev = owned[0]
+	pods, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noOwners := mergePatch(t, map[string]any{"metadata": map[string]any{"ownerReferences": nil}})
+	for _, p := range pods.Items {
+		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != obj.GetUID() {
+			continue
+		}
+		out.podList = append(out.podList, p)
+		if _, err := framework.Kube.CoreV1().Pods(ns).Patch(ctx, p.Name, types.MergePatchType, noOwners, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := framework.Kube.AppsV1().ControllerRevisions(ns).Delete(ctx, out.rev.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dyn.Resource(o.gvr).Namespace(ns).Delete(ctx, o.name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Poll(t, ctx, 30*time.Second, fmt.Sprintf("inplace's %s %s gone", o.gvr.Resource, o.name), func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(o.gvr).Namespace(ns).Get(ctx, o.name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+	return out
+}
+
+// putBack creates the workload in OpenKruise's CRD as inplace had stored it (spec defaulted as
+// OpenKruise's webhook does), with OpenKruise's revision: inplace's template data re-encoded as
+// OpenKruise v1.9 writes it, named <name>-<fnv32> (the Advanced StatefulSet, as kube's StatefulSet
+// controller, hashes with collision count 0), and the Pods' labels and the status naming it.
+func putBack(t *testing.T, ctx context.Context, ns string, o *kruiseObject, w *takenOut) {
+	t.Helper()
+	dyn := framework.DynamicClient
+	data := kruiseRevisionData(t, w.rev.Data.Raw)
+	var probe *int32
+	if o.gvr.Resource == "statefulsets" {
+		probe = ptr.To[int32](0)
+	}
+	o.hash = kubeRevisionHash(data, probe)
+	o.revName = o.name + "-" + o.hash
+	if o.revName == w.rev.Name {
+		t.Fatalf("OpenKruise's revision name %s is inplace's: the test would not show that the revision is kept", o.revName)
+	}
+	// The Pods' controller-revision-hash, the status's revision and the revision's own
+	// controller-revision-hash label name the revision; OpenKruise's DaemonSet (as kube's) writes
+	// the hash only (pkg/controller/daemonset: snapshot, updateDaemonSetStatus).
+	inplaceHash := strings.TrimPrefix(w.rev.Name, o.name+"-")
+	label := o.revName
+	if o.gvr.Resource == "daemonsets" {
+		label = o.hash
+	}
+	rename := func(v string) string {
+		switch v {
+		case w.rev.Name:
+			return label
+		case inplaceHash:
+			return o.hash
+		}
+		return v
+	}
+	fresh := w.obj.DeepCopy()
+	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "finalizers"} {
+		unstructured.RemoveNestedField(fresh.Object, "metadata", f)
+	}
+	status := fresh.Object["status"].(map[string]any)
+	delete(fresh.Object, "status")
+	var created *unstructured.Unstructured
+	var err error
+	framework.Poll(t, ctx, 60*time.Second, fmt.Sprintf("%s %s created in the CRD", o.gvr.Resource, o.name), func(ctx context.Context) (bool, error) {
+		created, err = dyn.Resource(o.gvr).Namespace(ns).Create(ctx, fresh, metav1.CreateOptions{})
+		return err == nil, err
+	})
+	for k, v := range status {
+		if s, ok := v.(string); ok {
+			status[k] = rename(s)
+		}
+	}
+	status["observedGeneration"] = created.GetGeneration()
+	created.Object["status"] = status
+	if created, err = dyn.Resource(o.gvr).Namespace(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ref := controllerRefTo(created)
+	revLabels := map[string]string{}
+	for k, v := range w.rev.Labels {
+		revLabels[k] = rename(v)
+	}
+	rev := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: o.revName, Labels: revLabels, Annotations: w.rev.Annotations, OwnerReferences: []metav1.OwnerReference{ref}},
+		Data:       w.rev.Data, Revision: w.rev.Revision,
+	}
+	rev.Data.Raw = data
+	if _, err := framework.Kube.AppsV1().ControllerRevisions(ns).Create(ctx, rev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range w.podList {
+		labels := map[string]any{}
+		for k, v := range p.Labels {
+			if r := rename(v); r != v {
+				labels[k] = r
+			}
+		}
+		if len(labels) == 0 {
+			t.Fatalf("Pod %s: no label names revision %s: %v", p.Name, w.rev.Name, p.Labels)
+		}
+		patch := mergePatch(t, map[string]any{"metadata": map[string]any{"ownerReferences": []metav1.OwnerReference{ref}, "labels": labels}})
+		if _, err := framework.Kube.CoreV1().Pods(ns).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// takeOutSidecarSet reads the SidecarSet from inplace (at v1beta1, OpenKruise v1.9's storage
+// version) and deletes it and its revisions there.
+func takeOutSidecarSet(t *testing.T, ctx context.Context, name string) *unstructured.Unstructured {
+	t.Helper()
+	obj, err := framework.DynamicClient.Resource(sidecarSetGVR).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.DynamicClient.Resource(sidecarSetGVR).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	revs := framework.Kube.AppsV1().ControllerRevisions(framework.InplaceNamespace)
+	if err := revs.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "kruise.io/sidecarset-name=" + name}); err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}
+
+// putBackSidecarSet creates the SidecarSet in OpenKruise's CRD, its revision as OpenKruise v1.9
+// records it (pkg/control/sidecarcontrol/history_control.go: in kruise-system, data
+// {"spec":{"$patch":"replace", containers, initContainers, volumes, imagePullSecrets,
+// patchPodMetadata}} re-encoded through a map (sorted keys, absent fields null), named
+// <name>-<fnv32 of the data and collision count 0>, labelled kruise.io/sidecarset-name, carrying
+// the SidecarSet's annotations), status.latestRevision naming it, and the injected Pod's
+// kruise.io/sidecarset-hash and -without-image annotations as OpenKruise's Pod webhook writes
+// them (the hash annotations of the SidecarSet are inplace's, equal to OpenKruise's:
+// pkg/sidecarcontrol TestHashEqualsOpenKruise).
+func putBackSidecarSet(t *testing.T, ctx context.Context, ns string, obj *unstructured.Unstructured) *kruiseObject {
+	t.Helper()
+	dyn := framework.DynamicClient
 	fresh := obj.DeepCopy()
 	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "finalizers"} {
 		unstructured.RemoveNestedField(fresh.Object, "metadata", f)
@@ -275,35 +541,52 @@ func buildOpenKruiseState(t *testing.T, ctx context.Context, ns string, cs *v1al
 	status := fresh.Object["status"].(map[string]any)
 	delete(fresh.Object, "status")
 	var created *unstructured.Unstructured
-	framework.Poll(t, ctx, 60*time.Second, "the CloneSet created in the CRD", func(ctx context.Context) (bool, error) {
-		created, err = dyn.Resource(cloneSetGVR).Namespace(ns).Create(ctx, fresh, metav1.CreateOptions{})
+	var err error
+	framework.Poll(t, ctx, 60*time.Second, "the SidecarSet created in the CRD", func(ctx context.Context) (bool, error) {
+		created, err = dyn.Resource(sidecarSetGVR).Create(ctx, fresh, metav1.CreateOptions{})
 		return err == nil, err
 	})
-	status["currentRevision"], status["updateRevision"], status["observedGeneration"] = revName, revName, created.GetGeneration()
+	spec := obj.Object["spec"].(map[string]any)
+	recorded := map[string]any{"$patch": "replace"}
+	for _, k := range []string{"volumes", "containers", "initContainers", "imagePullSecrets", "patchPodMetadata"} {
+		recorded[k] = spec[k]
+	}
+	data := mergePatch(t, map[string]any{"spec": recorded})
+	o := &kruiseObject{gvr: sidecarSetGVR, name: obj.GetName(), hash: kubeRevisionHash(data, ptr.To[int32](0))}
+	o.revName = o.name + "-" + o.hash
+	status["latestRevision"], status["observedGeneration"], status["collisionCount"] = o.revName, created.GetGeneration(), int64(0)
 	created.Object["status"] = status
-	if created, err = dyn.Resource(cloneSetGVR).Namespace(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	if created, err = dyn.Resource(sidecarSetGVR).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ref := controllerRefTo(created)
+	labels := map[string]string{"kruise.io/sidecarset-name": o.name}
+	for k, v := range obj.GetLabels() {
+		labels[k] = v
+	}
 	rev := &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{Name: revName, Labels: inplaceRev.Labels, Annotations: inplaceRev.Annotations, OwnerReferences: []metav1.OwnerReference{ref}},
-		Data:       inplaceRev.Data, Revision: inplaceRev.Revision,
+		ObjectMeta: metav1.ObjectMeta{Name: o.revName, Labels: labels, Annotations: obj.GetAnnotations(),
+			OwnerReferences: []metav1.OwnerReference{controllerRefTo(created)}},
+		Data:     runtime.RawExtension{Raw: data},
+		Revision: 1,
 	}
-	rev.Data.Raw = kruiseData
-	if _, err := framework.Kube.AppsV1().ControllerRevisions(ns).Create(ctx, rev, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.Kube.AppsV1().ControllerRevisions("kruise-system").Create(ctx, rev, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	podPatch := mergePatch(t, map[string]any{"metadata": map[string]any{
-		"ownerReferences": []metav1.OwnerReference{ref},
-		"labels":          map[string]any{"controller-revision-hash": revName, "pod-template-hash": revName},
-	}})
-	for _, p := range pods.Items {
-		if _, err := framework.Kube.CoreV1().Pods(ns).Patch(ctx, p.Name, types.MergePatchType, podPatch, metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
+	// OpenKruise's SidecarSetUpgradeSpec; controllerRevision is omitempty (not in -without-image).
+	now := metav1.Now().Rfc3339Copy().UTC().Format(time.RFC3339)
+	sidecars := []string{framework.UpgradeSidecar}
+	hashes := map[string]any{o.name: map[string]any{"updateTimestamp": now, "hash": obj.GetAnnotations()[v1alpha1.SidecarSetHashAnnotation],
+		"sidecarSetName": o.name, "sidecarList": sidecars, "controllerRevision": o.revName}}
+	withoutImage := map[string]any{o.name: map[string]any{"updateTimestamp": now, "hash": obj.GetAnnotations()[v1alpha1.SidecarSetHashWithoutImageAnnotation],
+		"sidecarSetName": o.name, "sidecarList": sidecars}}
+	patch := mergePatch(t, map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		v1alpha1.SidecarSetHashAnnotation:             string(mergePatch(t, hashes)),
+		v1alpha1.SidecarSetHashWithoutImageAnnotation: string(mergePatch(t, withoutImage)),
+	}}})
+	if _, err := framework.Kube.CoreV1().Pods(ns).Patch(ctx, "side", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	createKruiseControlPlane(t, ctx, ns)
-	return revName, saved
+	return o
 }
 
 // writeAPIServices writes inplace's APIService manifests (the installation's) for --apiservices.
@@ -328,14 +611,11 @@ func writeAPIServices(t *testing.T, path string, saved []*unstructured.Unstructu
 	}
 }
 
-// createKruiseControlPlane creates what OpenKruise runs beside its CRDs: kruise-manager's
-// Deployment (one replica, never scheduled) and its webhook configurations, failing closed on
+// createKruiseControlPlane creates what OpenKruise runs beside its CRDs (in kruise-system, which
+// exists): kruise-manager's Deployment (one replica, never scheduled) and its webhook configurations, failing closed on
 // a Service that does not answer, for the test's namespace only.
 func createKruiseControlPlane(t *testing.T, ctx context.Context, ns string) {
 	t.Helper()
-	if _, err := framework.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kruise-system"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	labels := map[string]string{"control-plane": "controller-manager"}
 	tmpl := framework.PodTemplate(labels, framework.Container("manager", framework.AppImageV1))
 	tmpl.Spec.NodeSelector = map[string]string{"inplace.test/nowhere": "true"}
@@ -404,18 +684,31 @@ func snapshotPods(t *testing.T, ctx context.Context, ns string) map[string]podSt
 	return out
 }
 
-// checkMigrated: inplace serves the CloneSet (a new UID), which controls its Pods and OpenKruise's
-// revision and takes that revision as current; the Pods stay as they were for 20 s.
-func checkMigrated(t *testing.T, ctx context.Context, ns, revName string, before map[string]podState) {
+// checkMigrated: inplace serves each object (a new UID) and its controller takes OpenKruise's
+// revision as current: the CloneSet's and StatefulSet's update and current revision, the
+// DaemonSet's hash, the SidecarSet's latest revision are OpenKruise's, every Pod counted updated
+// and ready; the revisions are controlled by the new objects.
+func checkMigrated(t *testing.T, ctx context.Context, ns string, kruise map[string]*kruiseObject, nodes int32) {
 	t.Helper()
+	revControlledBy := func(namespace, name string, owner metav1.Object) error {
+		rev, err := framework.Kube.AppsV1().ControllerRevisions(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !metav1.IsControlledBy(rev, owner) {
+			return fmt.Errorf("revision %s/%s owners %v, want %s", namespace, name, rev.OwnerReferences, owner.GetName())
+		}
+		return nil
+	}
+	cs := kruise[cloneSetCRD]
 	framework.Poll(t, ctx, 60*time.Second, "the CloneSet synced by inplace at OpenKruise's revision", func(ctx context.Context) (bool, error) {
-		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		st := got.Status
-		if st.ObservedGeneration != got.Generation || st.UpdateRevision != revName || st.CurrentRevision != revName || st.UpdatedReplicas != 2 || st.ReadyReplicas != 2 {
-			return false, fmt.Errorf("status %+v, want revision %s, 2 updated and ready", st, revName)
+		if st.ObservedGeneration != got.Generation || st.UpdateRevision != cs.revName || st.CurrentRevision != cs.revName || st.UpdatedReplicas != 2 || st.ReadyReplicas != 2 {
+			return false, fmt.Errorf("status %+v, want revision %s, 2 updated and ready", st, cs.revName)
 		}
 		pods, err := framework.CloneSetPods(ctx, got)
 		if err != nil {
@@ -424,16 +717,65 @@ func checkMigrated(t *testing.T, ctx context.Context, ns, revName string, before
 		if len(pods) != 2 {
 			return false, fmt.Errorf("the CloneSet controls %d Pods", len(pods))
 		}
-		rev, err := framework.Kube.AppsV1().ControllerRevisions(ns).Get(ctx, revName, metav1.GetOptions{})
+		return true, revControlledBy(ns, cs.revName, got)
+	})
+	sts := kruise[statefulSetCRD]
+	framework.Poll(t, ctx, 60*time.Second, "the Advanced StatefulSet synced by inplace at OpenKruise's revision", func(ctx context.Context) (bool, error) {
+		got, err := framework.Inplace.AppsV1beta1().StatefulSets(ns).Get(ctx, sts.name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		if !metav1.IsControlledBy(rev, got) {
-			return false, fmt.Errorf("revision %s owners %v", revName, rev.OwnerReferences)
+		st := got.Status
+		if st.ObservedGeneration != got.Generation || st.UpdateRevision != sts.revName || st.CurrentRevision != sts.revName || st.UpdatedReplicas != 1 || st.ReadyReplicas != 1 {
+			return false, fmt.Errorf("status %+v, want revision %s, 1 updated and ready", st, sts.revName)
 		}
-		return true, nil
+		return true, revControlledBy(ns, sts.revName, got)
 	})
-	framework.Consistently(t, ctx, 20*time.Second, time.Second, func(ctx context.Context) error {
+	ds := kruise[daemonSetCRD]
+	framework.Poll(t, ctx, 60*time.Second, "the Advanced DaemonSet synced by inplace at OpenKruise's revision", func(ctx context.Context) (bool, error) {
+		got, err := framework.Inplace.AppsV1alpha1().DaemonSets(ns).Get(ctx, ds.name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		st := got.Status
+		// inplace's daemonSetHash names the revision (<name>-<hash>); its Pods, labelled with
+		// OpenKruise's hash, count as at that revision.
+		if st.ObservedGeneration != got.Generation || st.DaemonSetHash != ds.revName || st.UpdatedNumberScheduled != nodes || st.NumberReady != nodes {
+			return false, fmt.Errorf("status %+v, want revision %s, %d updated and ready", st, ds.revName, nodes)
+		}
+		return true, revControlledBy(ns, ds.revName, got)
+	})
+	ss := kruise[sidecarSetCRD]
+	got := framework.WaitSidecarSetStatus(t, ctx, ss.name, 1, 1, 1, 1)
+	if got.Status.LatestRevision != ss.revName {
+		t.Errorf("SidecarSet %s: latestRevision %s, want OpenKruise's %s", ss.name, got.Status.LatestRevision, ss.revName)
+	}
+	if err := revControlledBy(framework.InplaceNamespace, ss.revName, got); err != nil {
+		t.Errorf("the SidecarSet's revision in inplace's namespace: %v", err)
+	}
+}
+
+// revisionNames are the names of the namespace's ControllerRevisions.
+func revisionNames(t *testing.T, ctx context.Context, ns string) []string {
+	t.Helper()
+	revs, err := framework.Kube.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range revs.Items {
+		names = append(names, r.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// checkPodsKept: for window (at least once), every Pod is as before (UID, images, restarts,
+// revision label), the namespace has the same revisions (none made by inplace), and the
+// SidecarSet has exactly OpenKruise's revision, in inplace's namespace.
+func checkPodsKept(t *testing.T, ctx context.Context, ns string, before map[string]podState, revs []string, sidecarRev, when string, window time.Duration) {
+	t.Helper()
+	check := func(ctx context.Context) error {
 		now := snapshotPods(t, ctx, ns)
 		for name, b := range before {
 			if a, ok := now[name]; !ok || a != b {
@@ -443,18 +785,37 @@ func checkMigrated(t *testing.T, ctx context.Context, ns, revName string, before
 		if len(now) != len(before) {
 			return fmt.Errorf("%d Pods, were %d", len(now), len(before))
 		}
-		revs, err := framework.Kube.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
+		if got := revisionNames(t, ctx, ns); !slices.Equal(got, revs) {
+			return fmt.Errorf("revisions %v, were %v: inplace made its own instead of keeping OpenKruise's", got, revs)
+		}
+		list, err := framework.Kube.AppsV1().ControllerRevisions(framework.InplaceNamespace).List(ctx, metav1.ListOptions{LabelSelector: "kruise.io/sidecarset-name=" + ns})
 		if err != nil {
 			return err
 		}
-		if len(revs.Items) != 1 {
-			return fmt.Errorf("%d revisions: inplace made its own instead of keeping %s", len(revs.Items), revName)
+		if len(list.Items) != 1 || list.Items[0].Name != sidecarRev {
+			var names []string
+			for _, r := range list.Items {
+				names = append(names, r.Name)
+			}
+			return fmt.Errorf("the SidecarSet's revisions in %s: %v, want only OpenKruise's %s", framework.InplaceNamespace, names, sidecarRev)
+		}
+		return nil
+	}
+	if window == 0 {
+		if err := check(ctx); err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		return
+	}
+	framework.Consistently(t, ctx, window, time.Second, func(ctx context.Context) error {
+		if err := check(ctx); err != nil {
+			return fmt.Errorf("%s: %w", when, err)
 		}
 		return nil
 	})
 }
 
-// checkBackup: the backup holds the CloneSet, as OpenKruise served it.
+// checkBackup: the backup holds the four objects, as OpenKruise served them.
 func checkBackup(t *testing.T, path string) {
 	t.Helper()
 	raw, err := os.ReadFile(path)
@@ -468,11 +829,16 @@ func checkBackup(t *testing.T, path string) {
 	if err := yaml.Unmarshal(raw, &list); err != nil {
 		t.Fatal(err)
 	}
-	if list.Kind != "List" || len(list.Items) != 1 {
-		t.Fatalf("backup: kind %s, %d items, want a List of the CloneSet", list.Kind, len(list.Items))
+	var kinds []string
+	for _, it := range list.Items {
+		u := unstructured.Unstructured{Object: it}
+		if u.Object["spec"] == nil {
+			t.Errorf("backup item %s %s has no spec", u.GetKind(), u.GetName())
+		}
+		kinds = append(kinds, u.GetKind()+"/"+u.GetName())
 	}
-	u := unstructured.Unstructured{Object: list.Items[0]}
-	if u.GetKind() != "CloneSet" || u.GetName() != "web" || u.Object["spec"] == nil {
-		t.Fatalf("backup item: %s %s", u.GetKind(), u.GetName())
+	sort.Strings(kinds)
+	if list.Kind != "List" || len(kinds) != 4 {
+		t.Fatalf("backup: kind %s, items %v, want a List of the four objects", list.Kind, kinds)
 	}
 }

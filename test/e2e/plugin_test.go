@@ -25,8 +25,13 @@ import (
 // kubectlInplace runs `kubectl inplace ARGS` (kubectl finds the plugin on PATH) and returns its
 // stdout, stderr and error.
 func kubectlInplace(ctx context.Context, timeout time.Duration, args ...string) (string, string, error) {
+	return kubectlInplaceEnv(ctx, timeout, nil, args...)
+}
+
+// kubectlInplaceEnv is kubectlInplace with more environment variables (NAME=value).
+func kubectlInplaceEnv(ctx context.Context, timeout time.Duration, env []string, args ...string) (string, string, error) {
 	path := "PATH=" + filepath.Join(framework.Repo, "_output/bin") + string(os.PathListSeparator) + os.Getenv("PATH")
-	return framework.KubectlWith(ctx, timeout, []string{path}, "", append([]string{"inplace"}, args...)...)
+	return framework.KubectlWith(ctx, timeout, append([]string{path}, env...), "", append([]string{"inplace"}, args...)...)
 }
 
 func mustKubectlInplace(t *testing.T, ctx context.Context, args ...string) string {

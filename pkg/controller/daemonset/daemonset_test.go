@@ -257,3 +257,27 @@ func TestPodStateReadsTheListedPods(t *testing.T) {
 		t.Errorf(`lookup("n2@r1") = %+v, want no Pod on n2`, got)
 	}
 }
+
+// TestWithRevisionNames: a Pod labelled as OpenKruise labels a DaemonSet's Pods (the hash only) is
+// read at the revision <daemonset>-<hash>; a Pod labelled with a revision name is left as it is;
+// the listed Pods (the cache's) are not changed.
+func TestWithRevisionNames(t *testing.T) {
+	ds := &v1alpha1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent"}}
+	pod := func(name, label string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{appsv1.ControllerRevisionHashLabelKey: label}}}
+	}
+	kruise, named, none := pod("a", "8687b559d8"), pod("b", "agent-5f6d8c"), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
+	got := withRevisionNames(ds, []*corev1.Pod{kruise, named, none})
+	want := []string{"agent-8687b559d8", "agent-5f6d8c", ""}
+	for i, p := range got {
+		if l := p.Labels[appsv1.ControllerRevisionHashLabelKey]; l != want[i] {
+			t.Errorf("pod %s: read at %q, want %q", p.Name, l, want[i])
+		}
+	}
+	if kruise.Labels[appsv1.ControllerRevisionHashLabelKey] != "8687b559d8" {
+		t.Errorf("the listed Pod was changed: %v", kruise.Labels)
+	}
+	if got[1] != named {
+		t.Errorf("a Pod labelled with a revision name was copied")
+	}
+}

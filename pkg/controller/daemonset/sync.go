@@ -61,6 +61,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if err != nil {
 		return 0, err
 	}
+	pods = withRevisionNames(ds, pods)
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
 		return 0, err
@@ -101,6 +102,33 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		return 0, actErr
 	}
 	return reconcile.Soonest(requeue, wait), nil
+}
+
+// withRevisionNames returns the Pods with the controller-revision-hash label as inplace reads it:
+// the name of the revision. OpenKruise's DaemonSet (as kube's) labels a Pod with the hash only
+// (its revision is named <daemonset>-<hash>); a Pod carried over from OpenKruise
+// (kubectl inplace migrate) is read as at that revision, not as at an unknown one (which would
+// roll every such Pod). Those Pods are copies: the cache is not written, nor is the Pod, whose
+// label changes with its next update.
+func withRevisionNames(ds *v1alpha1.DaemonSet, pods []*corev1.Pod) []*corev1.Pod {
+	prefix := history.RevisionName(ds.Name, "")
+	var out []*corev1.Pod
+	for i, p := range pods {
+		hash := p.Labels[appsv1.ControllerRevisionHashLabelKey]
+		if hash == "" || strings.HasPrefix(hash, prefix) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(pods)
+		}
+		c := p.DeepCopy()
+		c.Labels[appsv1.ControllerRevisionHashLabelKey] = history.RevisionName(ds.Name, hash)
+		out[i] = c
+	}
+	if out == nil {
+		return pods
+	}
+	return out
 }
 
 // claim returns the DaemonSet's Pods and its revisions, oldest first. Like kube's DaemonSet, it
