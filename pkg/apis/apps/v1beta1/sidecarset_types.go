@@ -13,6 +13,15 @@ import (
 // namespace is chosen only by spec.namespaceSelector (v1alpha1's spec.namespace is gone), and the
 // custom version is spec.customVersion (v1alpha1 has the label apps.kruise.io/sidecarset-custom-version).
 
+// The canary annotations of OpenKruise master (kruise apis/apps/v1beta1 SidecarSetCanaryAnnotation):
+// a SidecarSet annotated SidecarSetCanaryAnnotation "true" (exactly; case matters) and
+// SidecarSetBaseAnnotation NAME is the canary of SidecarSet NAME, and a Pod both select gets the
+// canary's sidecars instead of the base's. They are metadata, the same at v1alpha1 and v1beta1.
+const (
+	SidecarSetCanaryAnnotation = "apps.kruise.io/sidecarset-canary"
+	SidecarSetBaseAnnotation   = "apps.kruise.io/sidecarset-base"
+)
+
 // SidecarSetSpec is the desired state of a SidecarSet.
 type SidecarSetSpec struct {
 	// Selector is a label query over the Pods to inject into.
