@@ -8,11 +8,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 )
 
-// The SidecarSet at apps.kruise.io/v1beta1, its storage version: field names and JSON tags are
-// OpenKruise v1.9's (kruise apis/apps/v1beta1). It differs from v1alpha1 in two fields: the
-// namespace is chosen only by spec.namespaceSelector (v1alpha1's spec.namespace is gone), and the
-// custom version is spec.customVersion (v1alpha1 has the label apps.kruise.io/sidecarset-custom-version).
-
 // The canary annotations of OpenKruise master (kruise apis/apps/v1beta1 SidecarSetCanaryAnnotation):
 // a SidecarSet annotated SidecarSetCanaryAnnotation "true" (exactly; case matters) and
 // SidecarSetBaseAnnotation NAME is the canary of SidecarSet NAME, and a Pod both select gets the
@@ -21,6 +16,11 @@ const (
 	SidecarSetCanaryAnnotation = "apps.kruise.io/sidecarset-canary"
 	SidecarSetBaseAnnotation   = "apps.kruise.io/sidecarset-base"
 )
+
+// The SidecarSet at apps.kruise.io/v1beta1, its storage version: field names and JSON tags are
+// OpenKruise v1.9's (kruise apis/apps/v1beta1). It differs from v1alpha1 in two fields: the
+// namespace is chosen only by spec.namespaceSelector (v1alpha1's spec.namespace is gone), and the
+// custom version is spec.customVersion (v1alpha1 has the label apps.kruise.io/sidecarset-custom-version).
 
 // SidecarSetSpec is the desired state of a SidecarSet.
 type SidecarSetSpec struct {
