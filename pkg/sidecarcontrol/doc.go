@@ -10,7 +10,9 @@
 //  1. Matches(pod, namespaceLabels, sidecarSet) says whether a SidecarSet injects into a Pod
 //     (Pod active, SidecarSet not paused, spec.namespace, spec.namespaceSelector against the
 //     namespace's labels, spec.selector against the Pod's labels) and, if not, why, in words for a
-//     user; Matching filters a list with it and sorts the result by name.
+//     user; Matching filters a list with it, drops a base SidecarSet whose canary (IsCanary:
+//     annotations apps.kruise.io/sidecarset-canary "true" and apps.kruise.io/sidecarset-base)
+//     also matches, and sorts the result by name.
 //  2. The caller resolves each matched SidecarSet to the revision to inject
 //     (spec.injectionStrategy.revision names a ControllerRevision; that lookup is I/O and stays
 //     with the caller) and calls Inject(pod, sidecarSets, now). Inject returns an injected copy:

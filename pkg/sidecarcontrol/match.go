@@ -58,7 +58,8 @@ func Matches(pod *corev1.Pod, namespaceLabels map[string]string, sidecarSet *app
 }
 
 // Matching returns the SidecarSets of all that inject into pod (see Matches), sorted by name: the
-// order Inject applies them in.
+// order Inject applies them in. A base SidecarSet is left out when one of its canaries
+// (IsCanary) also matches the Pod: the Pod gets the canary's sidecars instead.
 func Matching(pod *corev1.Pod, namespaceLabels map[string]string, all []*appsv1alpha1.SidecarSet) []*appsv1alpha1.SidecarSet {
 	var matched []*appsv1alpha1.SidecarSet
 	for _, s := range all {
@@ -66,6 +67,7 @@ func Matching(pod *corev1.Pod, namespaceLabels map[string]string, all []*appsv1a
 			matched = append(matched, s)
 		}
 	}
+	matched = withoutCanaryBases(matched)
 	sortByName(matched)
 	return matched
 }

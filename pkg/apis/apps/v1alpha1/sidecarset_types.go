@@ -18,6 +18,14 @@ const (
 	SidecarSetListAnnotation = "kruise.io/sidecarset-injected-list"
 	// SidecarSetCustomVersionLabel labels a SidecarSet (and its revisions) with a user version.
 	SidecarSetCustomVersionLabel = "apps.kruise.io/sidecarset-custom-version"
+	// SidecarSetCanaryAnnotation, set to exactly "true" (case matters) together with
+	// SidecarSetBaseAnnotation, makes a SidecarSet the canary of the base SidecarSet that annotation
+	// names (OpenKruise master): a Pod both select gets the canary's sidecars and not the base's.
+	// Two levels only (a base cannot itself be a canary); the base cannot change once set; a canary
+	// only injects (its updateStrategy.type must be NotUpdate).
+	SidecarSetCanaryAnnotation = "apps.kruise.io/sidecarset-canary"
+	// SidecarSetBaseAnnotation names the base SidecarSet of a canary (see SidecarSetCanaryAnnotation).
+	SidecarSetBaseAnnotation = "apps.kruise.io/sidecarset-base"
 	// DefaultTargetContainersNameRegex is resourcesPolicy.targetContainersNameRegex when left
 	// empty: every container is a target.
 	DefaultTargetContainersNameRegex = ".*"

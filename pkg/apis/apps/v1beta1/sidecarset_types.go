@@ -8,6 +8,15 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 )
 
+// The canary annotations of OpenKruise master (kruise apis/apps/v1beta1 SidecarSetCanaryAnnotation):
+// a SidecarSet annotated SidecarSetCanaryAnnotation "true" (exactly; case matters) and
+// SidecarSetBaseAnnotation NAME is the canary of SidecarSet NAME, and a Pod both select gets the
+// canary's sidecars instead of the base's. They are metadata, the same at v1alpha1 and v1beta1.
+const (
+	SidecarSetCanaryAnnotation = "apps.kruise.io/sidecarset-canary"
+	SidecarSetBaseAnnotation   = "apps.kruise.io/sidecarset-base"
+)
+
 // The SidecarSet at apps.kruise.io/v1beta1, its storage version: field names and JSON tags are
 // OpenKruise v1.9's (kruise apis/apps/v1beta1). It differs from v1alpha1 in two fields: the
 // namespace is chosen only by spec.namespaceSelector (v1alpha1's spec.namespace is gone), and the

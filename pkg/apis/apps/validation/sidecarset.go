@@ -22,6 +22,7 @@ import (
 // DNS-1123 label, because it is also used in ControllerRevision names and Pod annotations.
 func ValidateSidecarSet(s *apps.SidecarSet) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(&s.ObjectMeta, false, apivalidation.NameIsDNSLabel, metadataPath)
+	allErrs = append(allErrs, validateSidecarSetCanary(s, nil)...)
 	return append(allErrs, validateSidecarSetSpec(&s.Spec, specPath)...)
 }
 
@@ -29,6 +30,7 @@ func ValidateSidecarSet(s *apps.SidecarSet) field.ErrorList {
 // already exists cannot change (its Pods run a hot-upgrade pair or a single container).
 func ValidateSidecarSetUpdate(newObj, oldObj *apps.SidecarSet) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMetaUpdate(&newObj.ObjectMeta, &oldObj.ObjectMeta, metadataPath)
+	allErrs = append(allErrs, validateSidecarSetCanary(newObj, oldObj)...)
 	allErrs = append(allErrs, validateSidecarSetSpec(&newObj.Spec, specPath)...)
 	oldTypes := map[string]apps.SidecarContainerUpgradeType{}
 	for _, c := range oldObj.Spec.Containers {
