@@ -258,10 +258,17 @@ func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecarcon
 	}
 	// pods/recreate creates ContainerRecreateRequests through the same admission chain and store
 	// as a direct create.
+	// A resize through pods/inplaceupdate recomputes resourcesPolicy sidecars from the SidecarSets
+	// the admission informers hold (aggregated mode only: standalone has no Pods).
+	var listSidecarSets func() ([]*v1alpha1.SidecarSet, error)
+	if c.inplace != nil {
+		lister := c.inplace.Apps().V1alpha1().SidecarSets().Lister()
+		listSidecarSets = func() ([]*v1alpha1.SidecarSet, error) { return lister.List(labels.Everything()) }
+	}
 	pods := pod.NewStorage(corePods, pod.RecreateStorage{
 		Store: crrs.Main.Store, Admission: c.generic.AdmissionControl,
 		ObjectInterfaces: admission.NewObjectInterfacesFromScheme(Scheme),
-	})
+	}, listSidecarSets)
 	v1alpha1Storage := map[string]rest.Storage{
 		"clonesets":                        cloneSets.Main,
 		"clonesets/status":                 cloneSets.Status,

@@ -150,6 +150,12 @@ func resizableOnly(res corev1.ResourceRequirements) corev1.ResourceRequirements 
 
 // mergeResources is cur with the requests and limits of req set over it, as a strategic merge
 // patch of the container's resources would.
+// MergeResources is cur with every quantity of req set over it: the resources a container has
+// after a resize request (which sets quantities and never removes one).
+func MergeResources(cur, req corev1.ResourceRequirements) corev1.ResourceRequirements {
+	return mergeResources(cur, req)
+}
+
 func mergeResources(cur, req corev1.ResourceRequirements) corev1.ResourceRequirements {
 	out := *cur.DeepCopy()
 	for name, q := range req.Requests {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/test/e2e/framework"
@@ -211,4 +212,57 @@ func TestSidecarSetResourcesPolicyRefusals(t *testing.T) {
 		}
 		return false, fmt.Errorf("dry run: %v", err)
 	})
+}
+
+// TestSidecarSetResourcesPolicyFollowsResize: an in-place resize of the app container
+// (pods/inplaceupdate, as a CloneSet sends it) also resizes the sidecar whose resourcesPolicy
+// targets it, in the same update, which OpenKruise does not do: the sidecar gets what a Pod
+// created now would get, and the kubelet applies both resizes without restarting either
+// container.
+func TestSidecarSetResourcesPolicyFollowsResize(t *testing.T) {
+	ctx, ns := framework.Start(t, "ss-follow")
+	name := "e2e-follow-" + utilrand.String(5)
+	set := framework.ScopedSidecarSet(name, ns, name)
+	proxy := framework.Sidecar(framework.Container("proxy", framework.AppImageV1), v1alpha1.AfterAppContainerType)
+	proxy.ResourcesPolicy = policyOf(v1alpha1.TargetContainersModeSum, "^main$", "cpu*50%", "200Mi", "cpu*50%", "100Mi")
+	set.Spec.Containers = []v1alpha1.SidecarContainer{proxy}
+	framework.CreateSidecarSet(t, ctx, set)
+	main := framework.Container("main", framework.AppImageV1)
+	main.Resources = resourcesOf("200m,256Mi,100m,128Mi")
+	framework.CreateInjectedPod(t, ctx, framework.LabeledPod(ns, "web", name, main), name)
+	before := framework.WaitPodSettled(t, ctx, ns, "web")
+	checkResources(t, "proxy at injection", framework.FindContainer(before.Spec.Containers, "proxy").Resources, "100m,200Mi,50m,100Mi")
+
+	answer, err := framework.Inplace.AppsV1alpha1().Pods(ns).InPlaceUpdate(ctx, "web", &v1alpha1.InPlaceUpdate{Spec: v1alpha1.InPlaceUpdateSpec{
+		Revision:   "bigger",
+		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Resources: ptr.To(resourcesOf("400m,,200m,"))}},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(answer.Spec.Containers) != 2 || answer.Spec.Containers[1].Name != "proxy" {
+		t.Errorf("answer's containers %+v, want main and the following proxy", answer.Spec.Containers)
+	}
+	after := framework.WaitPod(t, ctx, framework.UpdateTimeout, "both resizes applied", ns, "web", func(p *corev1.Pod) error {
+		for _, c := range []struct{ name, cpu string }{{"main", "400m"}, {"proxy", "200m"}} {
+			s := framework.FindStatus(p, c.name)
+			if s == nil || s.Resources == nil || s.Resources.Limits.Cpu().String() != c.cpu {
+				return fmt.Errorf("%s status resources %+v, want cpu limit %s", c.name, s, c.cpu)
+			}
+		}
+		if st := framework.StateOf(t, p); st == nil || st.CompletedTimestamp == nil {
+			return fmt.Errorf("update state %+v not completed", st)
+		}
+		return nil
+	})
+	checkResources(t, "main after the resize", framework.FindContainer(after.Spec.Containers, "main").Resources, "400m,256Mi,200m,128Mi")
+	checkResources(t, "proxy after the resize", framework.FindContainer(after.Spec.Containers, "proxy").Resources, "200m,200Mi,100m,100Mi")
+	if after.UID != before.UID {
+		t.Errorf("pod UID %s, was %s", after.UID, before.UID)
+	}
+	for _, c := range []string{"main", "proxy"} {
+		if s, was := framework.ContainerStatus(t, after, c), framework.ContainerStatus(t, before, c); s.ContainerID != was.ContainerID || s.RestartCount != 0 {
+			t.Errorf("%s: %s restarts %d, was %s: a cpu resize restarts nothing", c, s.ContainerID, s.RestartCount, was.ContainerID)
+		}
+	}
 }

@@ -4,21 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate/podwriter"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
+	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 )
 
 // InPlaceUpdateREST is POST pods/NAME/inplaceupdate: it checks the InPlaceUpdate body against the
@@ -28,6 +34,9 @@ import (
 type InPlaceUpdateREST struct {
 	pods corev1client.PodsGetter
 	now  func() time.Time
+	// sidecarSets lists the SidecarSets whose resourcesPolicy sidecars follow a resize of their
+	// targets (followingSidecars); nil leaves sidecars as they are.
+	sidecarSets func() ([]*v1alpha1.SidecarSet, error)
 }
 
 var _ rest.NamedCreater = &InPlaceUpdateREST{}
@@ -63,8 +72,10 @@ func (r *InPlaceUpdateREST) Create(ctx context.Context, name string, obj runtime
 	if options != nil && len(options.DryRun) > 0 {
 		write = podwriter.DryRun
 	}
+	effective := req
 	pod, step, err := write(ctx, r.pods.Pods(namespace), name, func(pod *corev1.Pod) (*inplaceupdate.Step, error) {
-		spec, err := inplaceupdate.SpecFromRequest(pod, req)
+		effective = r.followingSidecars(ctx, pod, req)
+		spec, err := inplaceupdate.SpecFromRequest(pod, effective)
 		if err != nil {
 			return nil, err
 		}
@@ -75,9 +86,48 @@ func (r *InPlaceUpdateREST) Create(ctx context.Context, name string, obj runtime
 	}
 	return &apps.InPlaceUpdate{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion},
-		Spec:       req.Spec,
+		Spec:       effective.Spec,
 		Status:     apps.InPlaceUpdateStatus{State: step.State, Message: step.Message},
 	}, nil
+}
+
+// followingSidecars is req plus the resize of every sidecar whose SidecarSet's resourcesPolicy
+// computes its resources from containers req resizes (sidecarcontrol.ResizedSidecars), so the
+// sidecar follows its app in the same update and is checked with it (QoS class, feasibility). A
+// sidecar req names itself is left as req says. A policy that cannot be evaluated for the resized
+// Pod leaves the sidecars as they are: the app's resize is what was asked for.
+func (r *InPlaceUpdateREST) followingSidecars(ctx context.Context, pod *corev1.Pod, req *apps.InPlaceUpdate) *apps.InPlaceUpdate {
+	if r.sidecarSets == nil || req.Spec.SidecarSet != nil {
+		return req
+	}
+	resized, named := pod.DeepCopy(), map[string]bool{}
+	for _, rc := range req.Spec.Containers {
+		named[rc.Name] = true
+		for i := range resized.Spec.Containers {
+			if c := &resized.Spec.Containers[i]; c.Name == rc.Name && rc.Resources != nil {
+				c.Resources = inplaceupdate.MergeResources(c.Resources, *rc.Resources)
+			}
+		}
+	}
+	if apiequality.Semantic.DeepEqual(resized.Spec.Containers, pod.Spec.Containers) {
+		return req
+	}
+	sets, err := r.sidecarSets()
+	if err == nil {
+		var follow map[string]corev1.ResourceRequirements
+		if follow, err = sidecarcontrol.ResizedSidecars(resized, sets); err == nil {
+			out := req.DeepCopy()
+			for _, name := range slices.Sorted(maps.Keys(follow)) {
+				if !named[name] {
+					res := follow[name]
+					out.Spec.Containers = append(out.Spec.Containers, apps.InPlaceUpdateContainer{Name: name, Resources: &res})
+				}
+			}
+			return out
+		}
+	}
+	klog.FromContext(ctx).Info("Sidecar resources not recomputed for a resize", "pod", klog.KObj(pod), "err", err)
+	return req
 }
 
 // requestError turns what the engine or the core API said into the status a client reads.

@@ -11,6 +11,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 )
 
 // Storage holds the pods resource of this group and its subresources.
@@ -21,11 +22,12 @@ type Storage struct {
 }
 
 // NewStorage returns the pods handle and its subresources. pods reaches the core Pods; it is nil in
-// standalone mode, where the subresources answer 503.
-func NewStorage(pods corev1client.PodsGetter, crrs RecreateStorage) Storage {
+// standalone mode, where the subresources answer 503. sidecarSets, when not nil, lists the
+// SidecarSets whose resourcesPolicy sidecars follow a resize of their app (InPlaceUpdateREST).
+func NewStorage(pods corev1client.PodsGetter, crrs RecreateStorage, sidecarSets func() ([]*v1alpha1.SidecarSet, error)) Storage {
 	return Storage{
 		Pod:           &REST{},
-		InPlaceUpdate: &InPlaceUpdateREST{pods: pods, now: time.Now},
+		InPlaceUpdate: &InPlaceUpdateREST{pods: pods, now: time.Now, sidecarSets: sidecarSets},
 		Recreate:      &RecreateREST{pods: pods, crrs: crrs},
 	}
 }
