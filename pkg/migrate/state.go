@@ -67,6 +67,9 @@ type PodSnapshot struct {
 
 // State is the migration's progress, written to BACKUP.state.json after every step.
 type State struct {
+	// Direction is DirectionToOpenKruise for the way back, "" for the migration to inplace: one
+	// state file (one --backup) records one of them.
+	Direction  string            `json:"direction,omitempty"`
 	Done       map[string]bool   `json:"done"`
 	Kinds      []Kind            `json:"kinds"`
 	Webhooks   []json.RawMessage `json:"webhooks,omitempty"`
