@@ -1,13 +1,19 @@
 package migrate
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 )
 
 // crdsYAML is two of OpenKruise's CRDs (reduced) and an object of another kind, as a chart's
@@ -150,6 +156,61 @@ func TestCheckDirection(t *testing.T) {
 		}
 		if err == nil && (m.state.Direction == DirectionToOpenKruise) != c.back {
 			t.Errorf("%s: direction %q recorded", c.name, m.state.Direction)
+		}
+	}
+}
+
+func apiService(name string, service bool) *unstructured.Unstructured {
+	s := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": map[string]any{"name": name}, "spec": map[string]any{}}}
+	if service {
+		s.Object["spec"] = map[string]any{"service": map[string]any{"namespace": "inplace-system", "name": "inplace-apiserver"}}
+	}
+	return s
+}
+
+// preflightBack refuses, each with its reason, what would lose something on the way back: a
+// rollout in flight under inplace, inplace-controller running (it would act on the orphaned
+// Pods), apps.kruise.io not served by inplace; and when nothing stands in the way it records only
+// the kinds that have objects (the CRDs install-crds waits for).
+func TestPreflightBack(t *testing.T) {
+	rolling := obj("CloneSet", map[string]any{"spec": map[string]any{"replicas": int64(2)}, "status": map[string]any{"observedGeneration": int64(3), "updatedReplicas": int64(1)}})
+	done := obj("CloneSet", map[string]any{"spec": map[string]any{"replicas": int64(2)}, "status": map[string]any{"observedGeneration": int64(3), "updatedReplicas": int64(2)}})
+	controller := func(replicas int32) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "inplace-controller", Namespace: "inplace-system"}, Spec: appsv1.DeploymentSpec{Replicas: &replicas}}
+	}
+	for _, c := range []struct {
+		name     string
+		obj      unstructured.Unstructured
+		inplace  bool // the APIServices are inplace's
+		replicas int32
+		want     []string // substrings of the refusal; none: no refusal
+	}{
+		{"nothing in the way", done, true, 0, nil},
+		{"rollout in flight", rolling, true, 0, []string{"CloneSet ns/web: a rollout is in flight"}},
+		{"controller running", done, true, 1, []string{"inplace-controller", "scale it to 0"}},
+		{"not inplace's", done, false, 0, []string{"APIService v1alpha1.apps.kruise.io is not inplace's", "APIService v1beta1.apps.kruise.io is not inplace's"}},
+	} {
+		dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), apiService("v1alpha1.apps.kruise.io", c.inplace), apiService("v1beta1.apps.kruise.io", c.inplace))
+		m := &Migrator{Dynamic: dyn, Kube: kubefake.NewSimpleClientset(controller(c.replicas)),
+			Opts:  Options{InplaceNamespace: "inplace-system", ToOpenKruise: true, Out: &strings.Builder{}},
+			state: &State{Done: map[string]bool{}, Kinds: append([]Kind(nil), kruiseStorageKinds...)}, objs: []unstructured.Unstructured{c.obj}}
+		err := m.preflightBack(context.Background())
+		if len(c.want) == 0 {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			} else if len(m.state.Kinds) != 1 || m.state.Kinds[0].Kind != "CloneSet" {
+				t.Errorf("%s: kinds %+v recorded, want only CloneSet (the one with objects)", c.name, m.state.Kinds)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s: not refused", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: refusal %q does not say %q", c.name, err, w)
+			}
 		}
 	}
 }
