@@ -100,6 +100,11 @@ func (m *Migrator) Run(ctx context.Context) error {
 	if err := m.checkDirection(); err != nil {
 		return err
 	}
+	if m.Opts.ToOpenKruise && resume && state.allDone(BackSteps) {
+		// kruise-manager runs again by now: nothing is left to do, nothing to refuse.
+		m.printf("the way back recorded in %s is done: nothing to do", StatePath(m.Opts.Backup))
+		return nil
+	}
 	if err := m.checkKruiseManager(ctx); err != nil {
 		return err
 	}

@@ -79,6 +79,15 @@ type State struct {
 	NewUIDs map[string]types.UID `json:"newUIDs,omitempty"`
 }
 
+func (s *State) allDone(steps []string) bool {
+	for _, step := range steps {
+		if !s.Done[step] {
+			return false
+		}
+	}
+	return true
+}
+
 // StatePath is where the progress of the migration with that backup file is kept.
 func StatePath(backup string) string { return backup + ".state.json" }
 

@@ -123,6 +123,16 @@ func migrateBack(t *testing.T, ctx context.Context, ns string, kruise map[string
 		t.Fatalf("after the way back: Pods %+v, were %+v", now, before)
 	}
 	checkBackInCRDs(t, ctx, ns, kruise, oldUIDs, nodes)
+
+	// Done is done: once kruise-manager runs again, the same command has nothing left to do
+	// (it does not refuse because of kruise-manager, nor change anything).
+	framework.MustKubectl(t, ctx, "", "-n", "kruise-system", "scale", "deployment/kruise-manager", "--replicas=1")
+	if out := mustKubectlInplace(t, ctx, args...); !strings.Contains(out, "is done: nothing to do") {
+		t.Errorf("the way back run again when done: %s", out)
+	}
+	if now := snapshotPods(t, ctx, ns); !maps.Equal(now, before) {
+		t.Fatalf("after the way back run again: Pods %+v, were %+v", now, before)
+	}
 }
 
 func namespaceOf(crd, ns string) string {
