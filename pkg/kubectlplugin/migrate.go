@@ -53,8 +53,9 @@ CRDs, keeping every Pod, PVC and ControllerRevision (--backup names a file of it
   7. adopt               give the dependents their owners back (the new UIDs)
   8. verify              every Pod has the same UID, images and restart counts
 
-It refuses while kruise-manager or inplace-controller runs and while a rollout is in flight; scale
-kruise-manager up when it is done.`,
+It refuses while kruise-manager or inplace-controller runs, while OpenKruise's webhook
+configurations exist and while a rollout is in flight: install only OpenKruise's CRDs, and the
+rest of its chart (kruise-manager, webhooks) when it is done.`,
 		Example: `  kubectl inplace migrate --backup kruise-backup.yaml --apiservices apiservices.yaml --dry-run
   kubectl -n kruise-system scale deployment/kruise-manager --replicas=0
   kubectl inplace migrate --backup kruise-backup.yaml --apiservices apiservices.yaml

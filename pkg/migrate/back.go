@@ -225,6 +225,9 @@ func (m *Migrator) preflightBack(ctx context.Context) error {
 		problems = append(problems, fmt.Sprintf("inplace-controller (Deployment %s/inplace-controller) still runs %d replicas: it would act on the orphaned Pods; scale it to 0 first (kubectl -n %s scale deployment/inplace-controller --replicas=0)",
 			m.Opts.InplaceNamespace, deploy.Status.Replicas, m.Opts.InplaceNamespace))
 	}
+	if err := m.kruiseQuiet(ctx); err != nil {
+		problems = append(problems, err.Error())
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("refusing to migrate back to OpenKruise:\n  %s", strings.Join(problems, "\n  "))
 	}
@@ -366,7 +369,7 @@ func (m *Migrator) installCRDs(ctx context.Context) error {
 			m.printf("  created CustomResourceDefinition %s", c.GetName())
 		}
 	}
-	return m.poll(ctx, "OpenKruise's CRDs installed and served (install OpenKruise's chart or CRDs, or pass --crds FILE)", func(ctx context.Context) (bool, error) {
+	err := m.poll(ctx, "OpenKruise's CRDs installed and served (install OpenKruise's CRDs, or pass --crds FILE)", func(ctx context.Context) (bool, error) {
 		for _, k := range m.state.Kinds {
 			crd, err := m.Dynamic.Resource(crdGVR).Get(ctx, k.CRD, metav1.GetOptions{})
 			if err != nil {
@@ -386,6 +389,39 @@ func (m *Migrator) installCRDs(ctx context.Context) error {
 		}
 		return true, nil
 	})
+	if err != nil {
+		return err
+	}
+	// Installed with the whole chart: kruise-manager and its webhooks must wait until the objects
+	// and their dependents are back together.
+	return m.kruiseQuiet(ctx)
+}
+
+// kruiseQuiet refuses while OpenKruise's webhook configurations exist (with kruise-manager
+// stopped they fail closed on the re-creation) or kruise-manager runs (its controllers would see
+// the re-created workloads without their Pods and create new ones).
+func (m *Migrator) kruiseQuiet(ctx context.Context) error {
+	hooks, err := m.kruiseWebhooks(ctx)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	if len(hooks) > 0 {
+		problems = append(problems, fmt.Sprintf("OpenKruise's webhook configurations %s exist: install only OpenKruise's CRDs now (delete these), the rest of its chart after the way back",
+			strings.Join(hooks, ", ")))
+	}
+	deploy, err := m.Kube.AppsV1().Deployments(m.Opts.KruiseNamespace).Get(ctx, "kruise-manager", metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading Deployment %s/kruise-manager: %w", m.Opts.KruiseNamespace, err)
+	}
+	if err == nil && (deploy.Status.Replicas > 0 || deploy.Spec.Replicas != nil && *deploy.Spec.Replicas > 0) {
+		problems = append(problems, fmt.Sprintf("kruise-manager (Deployment %s/kruise-manager) runs: its controllers would create Pods for the re-created workloads before they have theirs back; scale it to 0",
+			m.Opts.KruiseNamespace))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s", strings.Join(problems, "; "))
+	}
+	return nil
 }
 
 // servesVersion tells whether the CRD serves the version.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -170,7 +171,7 @@ func apiService(name string, service bool) *unstructured.Unstructured {
 
 // preflightBack refuses, each with its reason, what would lose something on the way back: a
 // rollout in flight under inplace, inplace-controller running (it would act on the orphaned
-// Pods), apps.kruise.io not served by inplace; and when nothing stands in the way it records only
+// Pods), OpenKruise's webhooks installed (failing closed), apps.kruise.io not served by inplace; and when nothing stands in the way it records only
 // the kinds that have objects (the CRDs install-crds waits for).
 func TestPreflightBack(t *testing.T) {
 	rolling := obj("CloneSet", map[string]any{"spec": map[string]any{"replicas": int64(2)}, "status": map[string]any{"observedGeneration": int64(3), "updatedReplicas": int64(1)}})
@@ -188,10 +189,15 @@ func TestPreflightBack(t *testing.T) {
 		{"nothing in the way", done, true, 0, nil},
 		{"rollout in flight", rolling, true, 0, []string{"CloneSet ns/web: a rollout is in flight"}},
 		{"controller running", done, true, 1, []string{"inplace-controller", "scale it to 0"}},
+		{"kruise webhooks", done, true, 0, []string{"OpenKruise's webhook configurations validatingwebhookconfiguration/kruise-validating-webhook-configuration exist"}},
 		{"not inplace's", done, false, 0, []string{"APIService v1alpha1.apps.kruise.io is not inplace's", "APIService v1beta1.apps.kruise.io is not inplace's"}},
 	} {
 		dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), apiService("v1alpha1.apps.kruise.io", c.inplace), apiService("v1beta1.apps.kruise.io", c.inplace))
-		m := &Migrator{Dynamic: dyn, Kube: kubefake.NewSimpleClientset(controller(c.replicas)),
+		kube := kubefake.NewSimpleClientset(controller(c.replicas))
+		if c.name == "kruise webhooks" {
+			kube = kubefake.NewSimpleClientset(controller(0), &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kruise-validating-webhook-configuration"}})
+		}
+		m := &Migrator{Dynamic: dyn, Kube: kube,
 			Opts:  Options{InplaceNamespace: "inplace-system", ToOpenKruise: true, Out: &strings.Builder{}},
 			state: &State{Done: map[string]bool{}, Kinds: append([]Kind(nil), kruiseStorageKinds...)}, objs: []unstructured.Unstructured{c.obj}}
 		err := m.preflightBack(context.Background())

@@ -96,7 +96,7 @@ func migrateBack(t *testing.T, ctx context.Context, ns string, kruise map[string
 			// No CRDs yet: the step waits for them, then fails saying what to do; the user
 			// installs them (OpenKruise's chart) and runs the command again.
 			out, stderr, err := kubectlInplace(ctx, time.Minute, append(args, "--timeout", "3s")...)
-			if err == nil || !strings.Contains(stderr, "install OpenKruise's chart or CRDs") {
+			if err == nil || !strings.Contains(stderr, "install OpenKruise's CRDs") {
 				t.Fatalf("the way back without CRDs: err %v, want it to wait for them\nstdout: %s\nstderr: %s", err, out, stderr)
 			}
 			for _, crd := range kruiseBackCRDs {
