@@ -4,7 +4,8 @@
 // kube-apiserver's CRD autoregistration holds), registers inplace's APIServices, re-creates every
 // object under the same name and gives the dependents back their owners (with the new UIDs).
 // Each step is idempotent, and the progress is recorded next to the backup so that a re-run
-// after a crash carries on. docs/migration.md is the operator's guide.
+// after a crash carries on. With Options.ToOpenKruise it goes the way back (back.go), through
+// the same step machinery. docs/migration.md is the operator's guide.
 package migrate
 
 import (
