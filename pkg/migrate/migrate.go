@@ -31,6 +31,11 @@ type Options struct {
 	InplaceNamespace string
 	// ScaleDownKruise scales kruise-manager to 0 instead of refusing while it runs.
 	ScaleDownKruise bool
+	// ToOpenKruise runs the way back (back.go): inplace's objects to OpenKruise's CRDs.
+	ToOpenKruise bool
+	// CRDs is a file of OpenKruise's CRD manifests the way back installs once inplace's
+	// APIServices are gone; empty: the operator installs them (the way back waits for them).
+	CRDs string
 	// DryRun prints the plan and changes nothing.
 	DryRun bool
 	// Timeout bounds each wait (CRDs gone, APIServices Available).
@@ -92,8 +97,19 @@ func (m *Migrator) Run(ctx context.Context) error {
 		return err
 	}
 	m.state, m.resume = state, resume
+	if err := m.checkDirection(); err != nil {
+		return err
+	}
+	if m.Opts.ToOpenKruise && resume && state.allDone(BackSteps) {
+		// kruise-manager runs again by now: nothing is left to do, nothing to refuse.
+		m.printf("the way back recorded in %s is done: nothing to do", StatePath(m.Opts.Backup))
+		return nil
+	}
 	if err := m.checkKruiseManager(ctx); err != nil {
 		return err
+	}
+	if m.Opts.ToOpenKruise {
+		return m.runBack(ctx)
 	}
 	if resume {
 		m.printf("resuming the migration recorded in %s", StatePath(m.Opts.Backup))
@@ -115,12 +131,21 @@ func (m *Migrator) Run(ctx context.Context) error {
 		StepBackup: m.backup, StepWebhooks: m.deleteWebhooks, StepOrphan: m.orphan, StepCRDs: m.deleteCRDs,
 		StepAPIServices: m.registerAPIServices, StepRecreate: m.recreate, StepAdopt: m.adopt, StepVerify: m.verify,
 	}
-	for i, step := range Steps {
+	if err := m.runSteps(ctx, Steps, steps); err != nil {
+		return err
+	}
+	m.printf("migrated: %d objects now served by inplace, %d Pods unchanged; keep %s (the way back)", len(m.objs), len(m.state.Pods), m.Opts.Backup)
+	return nil
+}
+
+// runSteps runs the steps not recorded done, in order, recording each one done after its work.
+func (m *Migrator) runSteps(ctx context.Context, order []string, steps map[string]func(context.Context) error) error {
+	for i, step := range order {
 		if m.state.Done[step] {
-			m.printf("step %d/%d %s: done before", i+1, len(Steps), step)
+			m.printf("step %d/%d %s: done before", i+1, len(order), step)
 			continue
 		}
-		m.printf("step %d/%d %s", i+1, len(Steps), step)
+		m.printf("step %d/%d %s", i+1, len(order), step)
 		if err := steps[step](ctx); err != nil {
 			return fmt.Errorf("step %s: %w (fix the cause and run the same command again: it carries on)", step, err)
 		}
@@ -132,7 +157,6 @@ func (m *Migrator) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	m.printf("migrated: %d objects now served by inplace, %d Pods unchanged; keep %s (the way back)", len(m.objs), len(m.state.Pods), m.Opts.Backup)
 	return nil
 }
 
@@ -147,19 +171,7 @@ func (m *Migrator) discover(ctx context.Context) error {
 		if g, _, _ := unstructured.NestedString(crd.Object, "spec", "group"); g != Group {
 			continue
 		}
-		k := Kind{CRD: crd.GetName()}
-		k.Kind, _, _ = unstructured.NestedString(crd.Object, "spec", "names", "kind")
-		k.Plural, _, _ = unstructured.NestedString(crd.Object, "spec", "names", "plural")
-		scope, _, _ := unstructured.NestedString(crd.Object, "spec", "scope")
-		k.Namespaced = scope == "Namespaced"
-		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-		for _, v := range versions {
-			vm, _ := v.(map[string]any)
-			if storage, _ := vm["storage"].(bool); storage {
-				k.Version, _ = vm["name"].(string)
-			}
-		}
-		m.state.Kinds = append(m.state.Kinds, k)
+		m.state.Kinds = append(m.state.Kinds, crdKind(crd))
 	}
 	sort.Slice(m.state.Kinds, func(i, j int) bool { return m.state.Kinds[i].CRD < m.state.Kinds[j].CRD })
 	m.objs = nil

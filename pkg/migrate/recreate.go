@@ -91,7 +91,7 @@ func (m *Migrator) adopt(ctx context.Context) error {
 		if len(add) == 0 {
 			continue
 		}
-		if d.Resource == "controllerrevisions" && ownedBy(add, "SidecarSet") && d.Namespace != m.Opts.InplaceNamespace {
+		if d.Resource == "controllerrevisions" && ownedBy(add, "SidecarSet") && d.Namespace != m.revisionNamespace() {
 			if err := m.moveRevision(ctx, d, add); err != nil {
 				return err
 			}
@@ -138,8 +138,17 @@ func ownedBy(refs []metav1.OwnerReference, kind string) bool {
 	return false
 }
 
-// moveRevision moves a SidecarSet's ControllerRevision from OpenKruise's namespace to inplace's,
-// where inplace's SidecarSet controller looks for the SidecarSet's revisions: the same name, labels,
+// revisionNamespace is where the SidecarSet controller of the side being migrated to keeps the
+// SidecarSets' ControllerRevisions.
+func (m *Migrator) revisionNamespace() string {
+	if m.Opts.ToOpenKruise {
+		return m.Opts.KruiseNamespace
+	}
+	return m.Opts.InplaceNamespace
+}
+
+// moveRevision moves a SidecarSet's ControllerRevision from OpenKruise's namespace to inplace's
+// (or back), where the SidecarSet controller looks for the SidecarSet's revisions: the same name, labels,
 // annotations, data and number (so a Pod's recorded controllerRevision still names it, and the
 // controller finds its current spec recorded instead of writing a new revision), owned by the
 // re-created SidecarSet. The copy is created before the original (tested by UID) is deleted: a
@@ -164,18 +173,18 @@ func (m *Migrator) moveRevision(ctx context.Context, d Dependent, owners []metav
 		}
 	}
 	moved := &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{Name: old.Name, Namespace: m.Opts.InplaceNamespace, Labels: old.Labels, Annotations: old.Annotations, OwnerReferences: refs},
+		ObjectMeta: metav1.ObjectMeta{Name: old.Name, Namespace: m.revisionNamespace(), Labels: old.Labels, Annotations: old.Annotations, OwnerReferences: refs},
 		Data:       old.Data,
 		Revision:   old.Revision,
 	}
-	if _, err := m.Kube.AppsV1().ControllerRevisions(m.Opts.InplaceNamespace).Create(ctx, moved, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("copying ControllerRevision %s/%s to %s: %w", d.Namespace, d.Name, m.Opts.InplaceNamespace, err)
+	if _, err := m.Kube.AppsV1().ControllerRevisions(m.revisionNamespace()).Create(ctx, moved, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("copying ControllerRevision %s/%s to %s: %w", d.Namespace, d.Name, m.revisionNamespace(), err)
 	}
 	err = from.Delete(ctx, d.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &d.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting ControllerRevision %s/%s (moved to %s): %w", d.Namespace, d.Name, m.Opts.InplaceNamespace, err)
+		return fmt.Errorf("deleting ControllerRevision %s/%s (moved to %s): %w", d.Namespace, d.Name, m.revisionNamespace(), err)
 	}
-	m.printf("  moved ControllerRevision %s/%s of SidecarSet to %s", d.Namespace, d.Name, m.Opts.InplaceNamespace)
+	m.printf("  moved ControllerRevision %s/%s of SidecarSet to %s", d.Namespace, d.Name, m.revisionNamespace())
 	return nil
 }
 

@@ -4,7 +4,8 @@
 // kube-apiserver's CRD autoregistration holds), registers inplace's APIServices, re-creates every
 // object under the same name and gives the dependents back their owners (with the new UIDs).
 // Each step is idempotent, and the progress is recorded next to the backup so that a re-run
-// after a crash carries on. docs/migration.md is the operator's guide.
+// after a crash carries on. With Options.ToOpenKruise it goes the way back (back.go), through
+// the same step machinery. docs/migration.md is the operator's guide.
 package migrate
 
 import (
@@ -67,6 +68,9 @@ type PodSnapshot struct {
 
 // State is the migration's progress, written to BACKUP.state.json after every step.
 type State struct {
+	// Direction is DirectionToOpenKruise for the way back, "" for the migration to inplace: one
+	// state file (one --backup) records one of them.
+	Direction  string            `json:"direction,omitempty"`
 	Done       map[string]bool   `json:"done"`
 	Kinds      []Kind            `json:"kinds"`
 	Webhooks   []json.RawMessage `json:"webhooks,omitempty"`
@@ -74,6 +78,15 @@ type State struct {
 	Pods       []PodSnapshot     `json:"pods,omitempty"`
 	// NewUIDs maps "kind/namespace/name" of a re-created object to its UID in inplace.
 	NewUIDs map[string]types.UID `json:"newUIDs,omitempty"`
+}
+
+func (s *State) allDone(steps []string) bool {
+	for _, step := range steps {
+		if !s.Done[step] {
+			return false
+		}
+	}
+	return true
 }
 
 // StatePath is where the progress of the migration with that backup file is kept.

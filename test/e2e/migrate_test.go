@@ -141,11 +141,11 @@ func restoreInplaceAPIServices(t *testing.T, saved []*unstructured.Unstructured)
 		_ = adm.MutatingWebhookConfigurations().Delete(ctx, "kruise-mutating-webhook-configuration", metav1.DeleteOptions{})
 		_ = adm.ValidatingWebhookConfigurations().Delete(ctx, "kruise-validating-webhook-configuration", metav1.DeleteOptions{})
 		_ = framework.Kube.CoreV1().Namespaces().Delete(ctx, "kruise-system", metav1.DeleteOptions{})
-		for _, crd := range []string{cloneSetCRD, statefulSetCRD, daemonSetCRD, sidecarSetCRD} {
+		for _, crd := range []string{cloneSetCRD, statefulSetCRD, daemonSetCRD, sidecarSetCRD, nodeImageCRD} {
 			_ = framework.DynamicClient.Resource(crdGVR).Delete(ctx, crd, metav1.DeleteOptions{})
 		}
 		framework.Poll(t, ctx, 2*time.Minute, "inplace's APIServices back", func(ctx context.Context) (bool, error) {
-			for _, crd := range []string{cloneSetCRD, statefulSetCRD, daemonSetCRD, sidecarSetCRD} {
+			for _, crd := range []string{cloneSetCRD, statefulSetCRD, daemonSetCRD, sidecarSetCRD, nodeImageCRD} {
 				if _, err := framework.DynamicClient.Resource(crdGVR).Get(ctx, crd, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 					return false, fmt.Errorf("CRD %s still there (%v)", crd, err)
 				}
@@ -282,6 +282,9 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 	})
 	framework.CheckSidecarsUpgraded(t, map[string]*corev1.Pod{"side": sidePod}, map[string]*corev1.Pod{"side": upgraded}, framework.AppImageV2, 1)
 	framework.WaitSidecarSetStatus(t, ctx, sidecarSet, 1, 1, 1, 1)
+
+	// And back to OpenKruise (migrate_back_test.go).
+	migrateBack(t, ctx, ns, kruise, nodes)
 }
 
 // readySidecarSetPod creates a SidecarSet (named after the namespace) with the sidecar agent and a
