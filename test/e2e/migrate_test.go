@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -248,6 +249,9 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 		t.Errorf("migrate: no %q in its output (the injected Pod is kept like the owned ones)", want)
 	}
 	checkPodsKept(t, ctx, ns, before, revsBefore, kruise[sidecarSetCRD].revName, "after the migration, before inplace's controller runs", 0)
+	// From here to the end of the way back (over a minute), every change of every Pod is recorded:
+	// the Pods no later step means to change must never change (untouchedSince, at the end).
+	migrated, watched := time.Now(), framework.RecordPods(t, ctx, ns)
 
 	if err := framework.RunLocalUpHook(t, framework.ControllerHook); err != nil {
 		t.Fatal(err)
@@ -285,6 +289,44 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 
 	// And back to OpenKruise (migrate_back_test.go).
 	migrateBack(t, ctx, ns, kruise, nodes)
+
+	// The Advanced StatefulSet's and DaemonSet's Pods were never touched from the migration's end to
+	// here, at any change the Pod watch delivered, for at least a minute.
+	untouched := maps.Clone(before)
+	for name := range beforePods {
+		delete(untouched, name)
+	}
+	delete(untouched, "side")
+	untouchedSince(t, ctx, ns, watched, untouched, migrated, time.Minute)
+}
+
+// untouchedSince checks that every Pod of want kept its state (UID, revision, images, restarts)
+// at every change rec recorded and, when less than window has passed since start, until it has.
+func untouchedSince(t *testing.T, ctx context.Context, ns string, rec *framework.PodEvents, want map[string]podState, start time.Time, window time.Duration) {
+	t.Helper()
+	rec.Replay(rec.UpTo(t, ctx, ns), func(ev framework.PodEvent, _ map[string]*corev1.Pod) {
+		w, ok := want[ev.Pod.Name]
+		if !ok {
+			return
+		}
+		if ev.Typ == watch.Deleted {
+			t.Errorf("pod %s deleted after the migration", ev.Pod.Name)
+		} else if got := podStateOf(ev.Pod); got != w {
+			t.Errorf("pod %s at resourceVersion %s: %+v, was %+v", ev.Pod.Name, ev.Pod.ResourceVersion, got, w)
+		}
+	})
+	if left := window - time.Since(start); left > 0 {
+		framework.Consistently(t, ctx, left, time.Second, func(ctx context.Context) error {
+			now := snapshotPods(t, ctx, ns)
+			for name, w := range want {
+				if now[name] != w {
+					return fmt.Errorf("pod %s: %+v, was %+v", name, now[name], w)
+				}
+			}
+			return nil
+		})
+	}
+	t.Logf("%d Pods untouched for %.0fs after the migration", len(want), time.Since(start).Seconds())
 }
 
 // readySidecarSetPod creates a SidecarSet (named after the namespace) with the sidecar agent and a
@@ -674,17 +716,21 @@ func snapshotPods(t *testing.T, ctx context.Context, ns string) map[string]podSt
 		t.Fatal(err)
 	}
 	out := map[string]podState{}
-	for _, p := range pods.Items {
-		s := podState{UID: p.UID, Revision: framework.PodRevision(&p)}
-		for _, c := range p.Spec.Containers {
-			s.Images += c.Name + "=" + c.Image + " "
-		}
-		for _, c := range p.Status.ContainerStatuses {
-			s.Restarts += c.RestartCount
-		}
-		out[p.Name] = s
+	for i := range pods.Items {
+		out[pods.Items[i].Name] = podStateOf(&pods.Items[i])
 	}
 	return out
+}
+
+func podStateOf(p *corev1.Pod) podState {
+	s := podState{UID: p.UID, Revision: framework.PodRevision(p)}
+	for _, c := range p.Spec.Containers {
+		s.Images += c.Name + "=" + c.Image + " "
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		s.Restarts += c.RestartCount
+	}
+	return s
 }
 
 // checkMigrated: inplace serves each object (a new UID) and its controller takes OpenKruise's

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/test/e2e/framework"
@@ -69,6 +71,24 @@ func TestSidecarSetCanaryBase(t *testing.T) {
 		}
 	}
 
+	// The base's preview (sidecarsets/BASE/inject) says so for a Pod its canary takes, and
+	// injects the base into the others, as the webhook does.
+	for _, tc := range []struct {
+		track string
+		code  int
+	}{{"canary", http.StatusUnprocessableEntity}, {"", http.StatusCreated}} {
+		preview := podOf("preview", tc.track)
+		preview.APIVersion, preview.Kind = "v1", "Pod"
+		body, err := json.Marshal(preview)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := framework.KubectlCreateRaw(ctx, "/apis/apps.kruise.io/v1alpha1/sidecarsets/"+baseName+"/inject", string(body), "-")
+		if r.Code != tc.code || (tc.code == http.StatusUnprocessableEntity && !strings.Contains(r.ErrMsg+r.Body, "canary SidecarSet "+canaryName)) {
+			t.Errorf("preview of SidecarSet %s for a Pod with track=%q: %d %s%s, want %d (naming the canary when refused)", baseName, tc.track, r.Code, r.ErrMsg, r.Body, tc.code)
+		}
+	}
+
 	// The base is updated although its canary has a container of the same name: they never
 	// inject into the same Pod, so they do not clash.
 	framework.UpdateSidecarSet(t, ctx, baseName, func(s *v1alpha1.SidecarSet) {
@@ -121,11 +141,15 @@ func TestSidecarSetCanaryBase(t *testing.T) {
 	other := newSet(label+"-other", framework.AppImageV1, nil)
 	other.Spec.Selector.MatchLabels["app"] = label + "-other"
 	framework.CreateSidecarSet(t, ctx, other)
-	second, err := sets.Get(ctx, second.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	second.Annotations[v1alpha1.SidecarSetBaseAnnotation] = other.Name
-	_, err = sets.Update(ctx, second, metav1.UpdateOptions{})
+	// The SidecarSet controller writes the new canary's status meanwhile: a 409 is sent again.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got, err := sets.Get(ctx, second.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		got.Annotations[v1alpha1.SidecarSetBaseAnnotation] = other.Name
+		_, err = sets.Update(ctx, got, metav1.UpdateOptions{})
+		return err
+	})
 	expect422("a canary changing its base", err, basePath, fmt.Sprintf("the base of a canary SidecarSet is immutable (was %q)", baseName))
 }

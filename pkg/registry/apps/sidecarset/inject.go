@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -92,6 +94,15 @@ func (r *InjectREST) Create(ctx context.Context, name string, obj runtime.Object
 		return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), pod.Name,
 			field.ErrorList{field.Invalid(field.NewPath("metadata"), pod.Name, "not injected: "+why)})
 	}
+	canary, err := r.canaryInstead(ctx, pod, set)
+	if err != nil {
+		return nil, err
+	}
+	if canary != "" {
+		return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), pod.Name,
+			field.ErrorList{field.Invalid(field.NewPath("metadata"), pod.Name, fmt.Sprintf(
+				"not injected: its canary SidecarSet %s selects this Pod too and injects instead (annotation %s)", canary, v1alpha1.SidecarSetBaseAnnotation))})
+	}
 	sets, warnings := sidecarcontrol.AtRevisions(ctx, []*v1alpha1.SidecarSet{set}, labels.Set(pod.Labels), r.revisions, r.random)
 	for _, w := range warnings {
 		warning.AddWarning(ctx, "", w)
@@ -144,4 +155,39 @@ func WithPodNamespace(ctx context.Context, namespace string) context.Context {
 func PodNamespaceFrom(ctx context.Context) string {
 	ns, _ := ctx.Value(podNamespaceKey{}).(string)
 	return ns
+}
+
+// canaryInstead names a canary SidecarSet of set that would inject into pod in its place, as the
+// Pod webhook decides (sidecarcontrol.Matching drops a base whose canary matches); "" when none.
+func (r *InjectREST) canaryInstead(ctx context.Context, pod *corev1.Pod, set *v1alpha1.SidecarSet) (string, error) {
+	lister, ok := r.sidecarSets.(rest.Lister)
+	if isCanary, _ := sidecarcontrol.IsCanary(set); isCanary || !ok {
+		return "", nil
+	}
+	obj, err := lister.List(ctx, &metainternalversion.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	for i := range obj.(*apps.SidecarSetList).Items {
+		c := &v1alpha1.SidecarSet{}
+		if err := r.convertor.Convert(&obj.(*apps.SidecarSetList).Items[i], c, nil); err != nil {
+			return "", apierrors.NewInternalError(fmt.Errorf("converting SidecarSet %s: %w", c.Name, err))
+		}
+		if isCanary, base := sidecarcontrol.IsCanary(c); !isCanary || base != set.Name {
+			continue
+		}
+		// The namespace's labels as the one with a namespaceSelector needs them.
+		withSelector := set
+		if c.Spec.NamespaceSelector != nil {
+			withSelector = c
+		}
+		nsLabels, err := r.namespaceLabels(ctx, pod.Namespace, withSelector)
+		if err != nil {
+			return "", err
+		}
+		if matched := sidecarcontrol.Matching(pod, nsLabels, []*v1alpha1.SidecarSet{set, c}); !slices.ContainsFunc(matched, func(m *v1alpha1.SidecarSet) bool { return m.Name == set.Name }) {
+			return c.Name, nil
+		}
+	}
+	return "", nil
 }
