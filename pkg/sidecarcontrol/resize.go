@@ -39,7 +39,7 @@ func ResizedSidecars(resized *corev1.Pod, sidecarSets []*appsv1alpha1.SidecarSet
 		}
 		for i := range s.Spec.Containers {
 			c := s.Spec.Containers[i].DeepCopy()
-			cur := findPodContainer(resized, c.Name)
+			cur := podContainer(resized, c.Name)
 			if c.ResourcesPolicy == nil || cur == nil {
 				continue
 			}
@@ -57,15 +57,6 @@ func ResizedSidecars(resized *corev1.Pod, sidecarSets []*appsv1alpha1.SidecarSet
 		}
 	}
 	return out, nil
-}
-
-func findPodContainer(pod *corev1.Pod, name string) *corev1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	return nil
 }
 
 // onlyChanged is the part of want that differs from cur: the quantities to send in a resize.
