@@ -97,7 +97,9 @@ func (r *InPlaceUpdateREST) Create(ctx context.Context, name string, obj runtime
 // sidecar req names itself is left as req says. A policy that cannot be evaluated for the resized
 // Pod leaves the sidecars as they are: the app's resize is what was asked for.
 func (r *InPlaceUpdateREST) followingSidecars(ctx context.Context, pod *corev1.Pod, req *apps.InPlaceUpdate) *apps.InPlaceUpdate {
-	if r.sidecarSets == nil || req.Spec.SidecarSet != nil {
+	resizes := slices.ContainsFunc(req.Spec.Containers, func(c apps.InPlaceUpdateContainer) bool { return c.Resources != nil })
+	if r.sidecarSets == nil || req.Spec.SidecarSet != nil || !resizes {
+		// No copy of the Pod on the way of every image update.
 		return req
 	}
 	resized, named := pod.DeepCopy(), map[string]bool{}

@@ -164,14 +164,16 @@ func (r *InjectREST) canaryInstead(ctx context.Context, pod *corev1.Pod, set *v1
 	if isCanary, _ := sidecarcontrol.IsCanary(set); isCanary || !ok {
 		return "", nil
 	}
-	obj, err := lister.List(ctx, &metainternalversion.ListOptions{})
+	// From the watch cache (resourceVersion 0), as the webhook reads its informer.
+	obj, err := lister.List(ctx, &metainternalversion.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		return "", err
 	}
-	for i := range obj.(*apps.SidecarSetList).Items {
+	list := obj.(*apps.SidecarSetList)
+	for i := range list.Items {
 		c := &v1alpha1.SidecarSet{}
-		if err := r.convertor.Convert(&obj.(*apps.SidecarSetList).Items[i], c, nil); err != nil {
-			return "", apierrors.NewInternalError(fmt.Errorf("converting SidecarSet %s: %w", c.Name, err))
+		if err := r.convertor.Convert(&list.Items[i], c, nil); err != nil {
+			return "", apierrors.NewInternalError(fmt.Errorf("converting SidecarSet %s: %w", list.Items[i].Name, err))
 		}
 		if isCanary, base := sidecarcontrol.IsCanary(c); !isCanary || base != set.Name {
 			continue
