@@ -69,9 +69,10 @@ func migrateBack(t *testing.T, ctx context.Context, ns string, kruise map[string
 		oldUIDs[crd] = got.GetUID()
 	}
 	before := snapshotPods(t, ctx, ns)
+	claims := snapshotClaims(t, ctx, ns)
 
 	out := mustKubectlInplace(t, ctx, "migrate", "--to-openkruise", "--backup", backup, "--crds", crds, "--dry-run")
-	for _, want := range []string{"plan of the way back", "install-crds: create the CRDs of " + crds, cloneSetCRD, sidecarSetCRD, fmt.Sprintf("%d pods", 2+1+nodes)} {
+	for _, want := range []string{"plan of the way back", "install-crds: create the CRDs of " + crds, cloneSetCRD, sidecarSetCRD, fmt.Sprintf("%d pods, 2 persistentvolumeclaims", 2+1+nodes)} {
 		if !strings.Contains(out, want) {
 			framework.LogLines(t, "dry run", out)
 			t.Fatalf("dry run of the way back: no %q in its output (logged above)", want)
@@ -113,6 +114,7 @@ func migrateBack(t *testing.T, ctx context.Context, ns string, kruise map[string
 		if now := snapshotPods(t, ctx, ns); !maps.Equal(now, before) {
 			t.Fatalf("after the crash after step %s: Pods %+v, were %+v", step, now, before)
 		}
+		checkClaimsKept(t, ctx, ns, claims, "the way back, after the crash after step "+step)
 	}
 	out = mustKubectlInplace(t, ctx, args...)
 	t.Logf("the way back (%d crashes, then to the end) took %.1fs:\n%s", len(migrate.BackSteps), time.Since(start).Seconds(), out)
@@ -123,6 +125,8 @@ func migrateBack(t *testing.T, ctx context.Context, ns string, kruise map[string
 		t.Fatalf("after the way back: Pods %+v, were %+v", now, before)
 	}
 	checkBackInCRDs(t, ctx, ns, kruise, oldUIDs, nodes)
+	checkClaimsKept(t, ctx, ns, claims, "after the way back")
+	checkClaimsOwned(t, ctx, ns, claims, cloneSetGVR, kruise[cloneSetCRD].name, "after the way back")
 
 	// Done is done: once kruise-manager runs again, the same command has nothing left to do
 	// (it does not refuse because of kruise-manager, nor change anything).

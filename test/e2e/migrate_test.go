@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -181,7 +182,9 @@ func restoreInplaceAPIServices(t *testing.T, saved []*unstructured.Unstructured)
 // place.
 func TestMigrateFromOpenKruise(t *testing.T) {
 	ctx, ns := framework.Start(t, "migrate")
-	cs, _ := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
+	// The CloneSet's Pods each have a PVC from its volumeClaimTemplates, owned by the CloneSet.
+	class := staticVolumes(t, ctx, 2)
+	cs, _ := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType}, withClaim(class))
 	sts := framework.CreateAdvancedStatefulSet(t, ctx, framework.NewAdvancedStatefulSet(ns, 1, appsv1.ParallelPodManagement, func(s *v1beta1.StatefulSet) {
 		s.Spec.VolumeClaimTemplates = nil
 		s.Spec.Template.Spec.Containers[0].VolumeMounts = nil
@@ -200,6 +203,10 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 		t.Fatalf("%d Pods before the migration, want %d", len(before), want)
 	}
 	revsBefore := revisionNames(t, ctx, ns)
+	claims := snapshotClaims(t, ctx, ns)
+	if len(claims) != 2 {
+		t.Fatalf("%d PVCs before the migration, want the CloneSet's 2", len(claims))
+	}
 	dir := t.TempDir()
 	backup := filepath.Join(dir, "kruise-backup.yaml")
 	apiservices := filepath.Join(dir, "apiservices.yaml")
@@ -208,7 +215,7 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 	// --dry-run prints the plan and changes nothing.
 	out := mustKubectlInplace(t, ctx, "migrate", "--backup", backup, "--apiservices", apiservices, "--dry-run", "--scale-down-kruise")
 	for _, want := range []string{"plan", "would scale Deployment kruise-system/kruise-manager", cloneSetCRD, sidecarSetCRD, "kruise-mutating-webhook-configuration",
-		fmt.Sprintf("%d pods", 2+1+nodes)} {
+		fmt.Sprintf("%d pods, 2 persistentvolumeclaims", 2+1+nodes)} {
 		if !strings.Contains(out, want) {
 			framework.LogLines(t, "dry run", out)
 			t.Fatalf("dry run: no %q in its output (logged above)", want)
@@ -242,6 +249,7 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 		if now := snapshotPods(t, ctx, ns); !maps.Equal(now, before) {
 			t.Fatalf("after the crash after step %s: Pods %+v, were %+v", step, now, before)
 		}
+		checkClaimsKept(t, ctx, ns, claims, "after the crash after step "+step)
 	}
 	out = mustKubectlInplace(t, ctx, args...)
 	t.Logf("migrate (%d crashes, then to the end) took %.1fs:\n%s", len(migrate.Steps), time.Since(start).Seconds(), out)
@@ -256,8 +264,10 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 	if err := framework.RunLocalUpHook(t, framework.ControllerHook); err != nil {
 		t.Fatal(err)
 	}
+	checkClaimsKept(t, ctx, ns, claims, "after the migration")
 	checkMigrated(t, ctx, ns, kruise, nodes)
 	checkPodsKept(t, ctx, ns, before, revsBefore, kruise[sidecarSetCRD].revName, "while inplace's controller runs", 10*time.Second)
+	checkClaimsOwned(t, ctx, ns, claims, cloneSetGVR, cs.Name, "after inplace's CloneSet controller ran")
 	checkBackup(t, backup)
 
 	// A rollout afterwards goes in place: the same Pods, the new image.
@@ -272,6 +282,7 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 	framework.UpdateCloneSet(t, ctx, got, framework.SetImage(framework.AppImageV2))
 	_, after := framework.WaitRolledOut(t, ctx, got, 2)
 	framework.CheckSamePods(t, beforePods, after)
+	checkClaimsKept(t, ctx, ns, claims, "after the in-place rollout")
 
 	// A SidecarSet image change upgrades the injected sidecar in place.
 	sidePod, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, "side", metav1.GetOptions{})
@@ -412,6 +423,7 @@ type takenOut struct {
 	obj     *unstructured.Unstructured
 	rev     appsv1.ControllerRevision
 	podList []corev1.Pod
+	claims  []string // the names of the PVCs it owned
 }
 
 func takeOut(t *testing.T, ctx context.Context, ns string, o *kruiseObject) *takenOut {
@@ -447,6 +459,19 @@ func takeOut(t *testing.T, ctx context.Context, ns string, o *kruiseObject) *tak
 		}
 		out.podList = append(out.podList, p)
 		if _, err := framework.Kube.CoreV1().Pods(ns).Patch(ctx, p.Name, types.MergePatchType, noOwners, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pvcs, err := framework.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range pvcs.Items {
+		if ref := metav1.GetControllerOf(&c); ref == nil || ref.UID != obj.GetUID() {
+			continue
+		}
+		out.claims = append(out.claims, c.Name)
+		if _, err := framework.Kube.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, c.Name, types.MergePatchType, noOwners, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -544,6 +569,12 @@ func putBack(t *testing.T, ctx context.Context, ns string, o *kruiseObject, w *t
 		}
 		patch := mergePatch(t, map[string]any{"metadata": map[string]any{"ownerReferences": []metav1.OwnerReference{ref}, "labels": labels}})
 		if _, err := framework.Kube.CoreV1().Pods(ns).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owned := mergePatch(t, map[string]any{"metadata": map[string]any{"ownerReferences": []metav1.OwnerReference{ref}}})
+	for _, name := range w.claims {
+		if _, err := framework.Kube.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, name, types.MergePatchType, owned, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -731,6 +762,74 @@ func podStateOf(p *corev1.Pod) podState {
 		s.Restarts += c.RestartCount
 	}
 	return s
+}
+
+// withClaim gives the CloneSet a volumeClaimTemplate "data" of the static class, mounted by its
+// container.
+func withClaim(class string) func(*v1alpha1.CloneSet) {
+	return func(cs *v1alpha1.CloneSet) {
+		cs.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
+			ObjectMeta: metav1.ObjectMeta{Name: "data"},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				StorageClassName: ptr.To(class),
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
+			},
+		}}
+		c := &cs.Spec.Template.Spec.Containers[0]
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "data", MountPath: "/data"})
+	}
+}
+
+// claimState is what neither way of the migration may change in a PVC: it is the same claim,
+// bound to the same volume.
+type claimState struct {
+	UID    types.UID
+	Volume string
+	Phase  corev1.PersistentVolumeClaimPhase
+}
+
+func snapshotClaims(t *testing.T, ctx context.Context, ns string) map[string]claimState {
+	t.Helper()
+	list, err := framework.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]claimState{}
+	for _, c := range list.Items {
+		out[c.Name] = claimState{UID: c.UID, Volume: c.Spec.VolumeName, Phase: c.Status.Phase}
+	}
+	return out
+}
+
+// checkClaimsKept: the namespace has the same PVCs, each the same claim bound to the same volume.
+func checkClaimsKept(t *testing.T, ctx context.Context, ns string, before map[string]claimState, when string) {
+	t.Helper()
+	if now := snapshotClaims(t, ctx, ns); !maps.Equal(now, before) {
+		t.Fatalf("%s: PVCs %+v, were %+v", when, now, before)
+	}
+}
+
+// checkClaimsOwned: each PVC of before is controlled by the object gvr/name serves now (its
+// current UID), and by nothing else.
+func checkClaimsOwned(t *testing.T, ctx context.Context, ns string, before map[string]claimState, gvr schema.GroupVersionResource, name, when string) {
+	t.Helper()
+	owner, err := framework.DynamicClient.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("%s: %s %s: %v", when, gvr.Resource, name, err)
+	}
+	framework.Poll(t, ctx, 30*time.Second, fmt.Sprintf("%s: the PVCs controlled by %s %s", when, gvr.Resource, name), func(ctx context.Context) (bool, error) {
+		for claim := range before {
+			c, err := framework.Kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if len(c.OwnerReferences) != 1 || !metav1.IsControlledBy(c, owner) {
+				return false, fmt.Errorf("PVC %s: owners %v, want only %s %s (uid %s)", claim, c.OwnerReferences, gvr.Resource, name, owner.GetUID())
+			}
+		}
+		return true, nil
+	})
 }
 
 // checkMigrated: inplace serves each object (a new UID) and its controller takes OpenKruise's
