@@ -52,13 +52,37 @@ func helmBin(t *testing.T) string {
 
 // helmCommand runs helm against the local cluster and returns its output (stdout and stderr).
 func helmCommand(ctx context.Context, bin string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
+	cmd, cancel := helmExec(ctx, bin, args...)
 	defer cancel()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// helmExec is helm with args against the local cluster, stopped after 6 minutes.
+func helmExec(ctx context.Context, bin string, args ...string) (*exec.Cmd, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = framework.Repo
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+framework.Kubeconfig, "HELM_CACHE_HOME="+helmHome, "HELM_CONFIG_HOME="+helmHome, "HELM_DATA_HOME="+helmHome)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return cmd, cancel
+}
+
+// helmTemplate renders the chart as `helm template` does and returns the manifests alone
+// (stdout; helm's warnings go to stderr and are logged).
+func helmTemplate(t *testing.T, ctx context.Context, bin string, args ...string) string {
+	t.Helper()
+	cmd, cancel := helmExec(ctx, bin, append([]string{"template"}, args...)...)
+	defer cancel()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || stderr.Len() > 0 {
+		t.Logf("helm template %s: %s", strings.Join(args, " "), stderr.String())
+	}
+	if err != nil {
+		t.Fatalf("helm template %s: %v", strings.Join(args, " "), err)
+	}
+	return string(out)
 }
 
 // runHelm runs helm and fails the test, with the installation's state, when helm fails.
@@ -232,8 +256,7 @@ func TestHelmInstallUninstall(t *testing.T) {
 		t.Fatalf("the APIServices are still Available after the kustomize installation was removed")
 	}
 
-	install := func(what string) {
-		runHelm(t, ctx, bin, "install", helmRelease, "charts/inplace", "--namespace", helmReleaseNamespace, "-f", values, "--wait", "--timeout", "5m")
+	serves := func(what string) {
 		waitInplaceServes(t, ctx, what)
 		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
 		if err != nil {
@@ -244,7 +267,8 @@ func TestHelmInstallUninstall(t *testing.T) {
 		}
 		framework.CheckSamePods(t, before, framework.WaitCloneSetReady(t, ctx, cs, 2))
 	}
-	install("helm install over the kustomize installation's data")
+	runHelm(t, ctx, bin, "install", helmRelease, "charts/inplace", "--namespace", helmReleaseNamespace, "-f", values, "--wait", "--timeout", "5m")
+	serves("helm install over the kustomize installation's data")
 
 	runHelm(t, ctx, bin, "uninstall", helmRelease, "--namespace", helmReleaseNamespace, "--wait", "--timeout", "2m")
 	for _, name := range []string{framework.APIServiceName, framework.BetaAPIServiceName} {
@@ -295,7 +319,11 @@ func TestHelmInstallUninstall(t *testing.T) {
 		}
 		return len(names) == 0, fmt.Errorf("still there: %v", names)
 	})
-	install("helm install after helm uninstall")
+	// Installed again the way a migration from OpenKruise installs it (docs/migration.md): in standby,
+	// then the APIServices from `helm template` (what `kubectl inplace migrate --apiservices`
+	// registers), then out of standby.
+	installStandbyThenTakeOver(t, ctx, bin, values)
+	serves("helm install --set standby=true after helm uninstall, then helm upgrade --set standby=false")
 	for name, p := range before {
 		now, err := framework.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -307,6 +335,73 @@ func TestHelmInstallUninstall(t *testing.T) {
 				t.Errorf("Pod %s: container %s restarted (%d -> %d)", name, s.Name, p.Status.ContainerStatuses[i].RestartCount, s.RestartCount)
 			}
 		}
+	}
+}
+
+// installStandbyThenTakeOver installs the chart with standby=true and checks that only
+// inplace-apiserver runs: no APIService, Pod webhook or inplace-daemon, no inplace-controller
+// replica. It registers the APIServices that `helm template --dry-run=server --show-only
+// templates/apiservice.yaml --set standby=false` renders (the migration's --apiservices file: the
+// installed CA, helm's ownership annotations) and waits until they are Available, then runs `helm
+// upgrade --reuse-values --set standby=false`, which must take those APIServices over and start
+// the rest.
+func installStandbyThenTakeOver(t *testing.T, ctx context.Context, bin, values string) {
+	t.Helper()
+	runHelm(t, ctx, bin, "install", helmRelease, "charts/inplace", "--namespace", helmReleaseNamespace, "-f", values,
+		"--set", "standby=true", "--wait", "--timeout", "5m")
+	for _, name := range []string{framework.APIServiceName, framework.BetaAPIServiceName} {
+		if _, err := framework.DynamicClient.Resource(framework.APIServiceGVR).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("standby: APIService %s: %v, want none (OpenKruise's CRDs hold it)", name, err)
+		}
+	}
+	if _, err := framework.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "inplace-pod-webhook", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("standby: the Pod webhook: %v, want none (OpenKruise's injects the Pods)", err)
+	}
+	if _, err := framework.Kube.AppsV1().DaemonSets(framework.InplaceNamespace).Get(ctx, "inplace-daemon", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("standby: DaemonSet inplace-daemon: %v, want none (kruise-daemon works)", err)
+	}
+	replicas := func(name string) int32 {
+		d, err := framework.Kube.AppsV1().Deployments(framework.InplaceNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("Deployment %s: %v", name, err)
+		}
+		return d.Status.ReadyReplicas
+	}
+	if n := replicas("inplace-controller"); n != 0 {
+		t.Errorf("standby: %d inplace-controller replicas ready, want 0", n)
+	}
+	if n := replicas("inplace-apiserver"); n == 0 {
+		t.Errorf("standby: no inplace-apiserver replica ready (helm --wait returned)")
+	}
+
+	manifest := helmTemplate(t, ctx, bin, helmRelease, "charts/inplace", "--namespace", helmReleaseNamespace, "-f", values,
+		"--set", "standby=false", "--dry-run=server", "--show-only", "templates/apiservice.yaml")
+	framework.MustKubectl(t, ctx, manifest, "create", "-f", "-")
+	waitInplaceServes(t, ctx, "standby, with the APIServices of helm template")
+
+	runHelm(t, ctx, bin, "upgrade", helmRelease, "charts/inplace", "--namespace", helmReleaseNamespace,
+		"--reuse-values", "--set", "standby=false", "--wait", "--timeout", "5m")
+	if n := replicas("inplace-controller"); n == 0 {
+		t.Errorf("out of standby: no inplace-controller replica ready")
+	}
+	if _, err := framework.Kube.AppsV1().DaemonSets(framework.InplaceNamespace).Get(ctx, "inplace-daemon", metav1.GetOptions{}); err != nil {
+		t.Errorf("out of standby: DaemonSet inplace-daemon: %v", err)
+	}
+	if _, err := framework.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "inplace-pod-webhook", metav1.GetOptions{}); err != nil {
+		t.Errorf("out of standby: the Pod webhook: %v", err)
+	}
+	for _, name := range []string{framework.APIServiceName, framework.BetaAPIServiceName} {
+		s, err := framework.DynamicClient.Resource(framework.APIServiceGVR).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("out of standby: APIService %s: %v", name, err)
+		}
+		if s.GetLabels()["app.kubernetes.io/managed-by"] != "Helm" || s.GetAnnotations()["meta.helm.sh/release-name"] != helmRelease {
+			t.Errorf("out of standby: APIService %s labels %v annotations %v, want the release's", name, s.GetLabels(), s.GetAnnotations())
+		}
+	}
+	// The release owns them now: helm's manifest lists them.
+	if out, err := helmCommand(ctx, bin, "get", "manifest", helmRelease, "--namespace", helmReleaseNamespace); err != nil || !strings.Contains(out, "name: "+framework.APIServiceName) {
+		t.Errorf("helm get manifest: no APIService %s (%v)", framework.APIServiceName, err)
 	}
 }
 
