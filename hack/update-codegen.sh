@@ -63,7 +63,7 @@ PATH="${GOBIN}:${PATH}" go-to-protobuf \
     --output-dir "${proto_tree}" \
     --proto-import "${gogo_dir}/protobuf" \
     --apimachinery-packages "$(printf -- '-%s,' "${proto_inputs[@]}" | sed 's/,$//')" \
-    --packages "${THIS_PKG}/pkg/apis/apps/pub,${THIS_PKG}/pkg/apis/apps/v1alpha1,${THIS_PKG}/pkg/apis/apps/v1beta1"
+    --packages "${THIS_PKG}/pkg/apis/apps/pub,${THIS_PKG}/pkg/apis/apps/v1alpha1,${THIS_PKG}/pkg/apis/apps/v1beta1,${THIS_PKG}/pkg/apis/policy/v1alpha1,${THIS_PKG}/pkg/apis/policy/v1beta1"
 
 kube::codegen::gen_helpers \
     --boilerplate "${BOILERPLATE}" \
@@ -108,6 +108,6 @@ kube::codegen::gen_client \
     "${ROOT}/pkg/apis"
 
 # applyconfiguration-gen names inplace's kinds after their Go package (models-schema printed them
-# so); the type converter asks for their OpenAPI model names (io.kruise.apps.*): rename them.
-{ grep -rl 'com\.github\.inplace-dev\.inplace\.pkg\.apis\.apps\.' "${ROOT}/pkg/generated/applyconfiguration" || true; } |
-    xargs -r sed -i 's/com\.github\.inplace-dev\.inplace\.pkg\.apis\.apps\./io.kruise.apps./g'
+# so); the type converter asks for their OpenAPI model names (io.kruise.<group>.*): rename them.
+{ grep -rlE 'com\.github\.inplace-dev\.inplace\.pkg\.apis\.(apps|policy)\.' "${ROOT}/pkg/generated/applyconfiguration" || true; } |
+    xargs -r sed -i -E 's/com\.github\.inplace-dev\.inplace\.pkg\.apis\.(apps|policy)\./io.kruise.\1./g'

@@ -26,6 +26,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/apis/policy"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/cloneset"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/containerrecreaterequest"
@@ -37,6 +38,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/registry/apps/sidecarset"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/statefulset"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
+	"github.com/inplace-dev/inplace/pkg/registry/policy/podunavailablebudget"
 	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 	"github.com/inplace-dev/inplace/pkg/util/serving"
 )
@@ -87,7 +89,7 @@ type Server struct {
 	GenericAPIServer *genericapiserver.GenericAPIServer
 }
 
-// New creates the server and installs the apps.kruise.io group.
+// New creates the server and installs the apps.kruise.io and policy.kruise.io groups.
 func (c CompletedConfig) New() (*Server, error) {
 	generic, err := c.generic.New("inplace-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
@@ -106,6 +108,13 @@ func (c CompletedConfig) New() (*Server, error) {
 	group.VersionedResourcesStorageMap = storage
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("installing the %s API group: %w", apps.GroupName, err)
+	}
+	policyGroup, err := podunavailablebudget.APIGroup(Scheme, Codecs, c.generic.RESTOptionsGetter)
+	if err != nil {
+		return nil, err
+	}
+	if err := generic.InstallAPIGroup(policyGroup); err != nil {
+		return nil, fmt.Errorf("installing the %s API group: %w", policy.GroupName, err)
 	}
 	// In aggregated mode admission (namespace lifecycle, webhooks) reads the cluster through
 	// these informers; nothing else starts them, and admission waits until they have synced.

@@ -13,6 +13,9 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/install"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	"github.com/inplace-dev/inplace/pkg/apis/policy"
+	policyinstall "github.com/inplace-dev/inplace/pkg/apis/policy/install"
+	policyv1beta1 "github.com/inplace-dev/inplace/pkg/apis/policy/v1beta1"
 )
 
 var (
@@ -24,6 +27,7 @@ var (
 
 func init() {
 	install.Install(Scheme)
+	policyinstall.Install(Scheme)
 	utilruntime.Must(addForeignKinds(Scheme))
 
 	// Kinds every API server must know, as in k8s.io/sample-apiserver.
@@ -54,7 +58,8 @@ func addForeignKinds(scheme *runtime.Scheme) error {
 	return nil
 }
 
-// StorageVersioner picks the version each kind of apps.kruise.io is stored at in etcd: v1beta1 for
+// StorageVersioner picks the version each kind is stored at in etcd: policy.kruise.io at v1beta1;
+// in apps.kruise.io v1beta1 for
 // the kinds OpenKruise v1.9 stores there (the Advanced StatefulSet and DaemonSet, the SidecarSet,
 // the ImagePullJob, the ImageListPullJob and the NodeImage), v1alpha1 for every other kind. Reads accept any version that was ever stored, so an object an earlier
 // release stored at v1alpha1 is read as it is and rewritten at v1beta1 on its next write.
@@ -74,6 +79,10 @@ type storageVersioner struct{}
 
 func (storageVersioner) KindForGroupVersionKinds(kinds []schema.GroupVersionKind) (schema.GroupVersionKind, bool) {
 	for _, k := range kinds {
+		if k.Group == policy.GroupName {
+			// PodUnavailableBudget: v1beta1, OpenKruise master's storage version.
+			return policyv1beta1.SchemeGroupVersion.WithKind(k.Kind), true
+		}
 		if k.Group != apps.GroupName {
 			continue
 		}

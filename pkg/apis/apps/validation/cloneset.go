@@ -190,7 +190,7 @@ func validateCloneSetScaleStrategy(s *apps.CloneSetScaleStrategy, fldPath *field
 		}
 		seen.Insert(name)
 	}
-	return append(allErrs, validateIntOrPercent(s.MaxUnavailable, fldPath.Child("maxUnavailable"))...)
+	return append(allErrs, ValidateIntOrPercent(s.MaxUnavailable, fldPath.Child("maxUnavailable"))...)
 }
 
 var cloneSetUpdateTypes = []apps.CloneSetUpdateStrategyType{
@@ -202,7 +202,7 @@ var cloneSetUpdateTypes = []apps.CloneSetUpdateStrategyType{
 
 func validateCloneSetUpdateStrategy(s *apps.CloneSetUpdateStrategy, replicas int, fldPath *field.Path) field.ErrorList {
 	allErrs := validateEnum(s.Type, cloneSetUpdateTypes, fldPath.Child("type"))
-	allErrs = append(allErrs, validateIntOrPercent(s.Partition, fldPath.Child("partition"))...)
+	allErrs = append(allErrs, ValidateIntOrPercent(s.Partition, fldPath.Child("partition"))...)
 	allErrs = append(allErrs, validateSurgeAndUnavailable(s, replicas, fldPath)...)
 	allErrs = append(allErrs, validatePriorityStrategy(s.PriorityStrategy, fldPath.Child("priorityStrategy"))...)
 	allErrs = append(allErrs, validateScatterStrategy(s.ScatterStrategy, fldPath.Child("scatterStrategy"))...)
@@ -217,8 +217,8 @@ func validateCloneSetUpdateStrategy(s *apps.CloneSetUpdateStrategy, replicas int
 // not both round to 0 (the update could never start), and InPlaceOnly never surges.
 func validateSurgeAndUnavailable(s *apps.CloneSetUpdateStrategy, replicas int, fldPath *field.Path) field.ErrorList {
 	muPath, msPath := fldPath.Child("maxUnavailable"), fldPath.Child("maxSurge")
-	allErrs := validateIntOrPercent(s.MaxUnavailable, muPath)
-	allErrs = append(allErrs, validateIntOrPercent(s.MaxSurge, msPath)...)
+	allErrs := ValidateIntOrPercent(s.MaxUnavailable, muPath)
+	allErrs = append(allErrs, ValidateIntOrPercent(s.MaxSurge, msPath)...)
 	if len(allErrs) > 0 {
 		return allErrs
 	}

@@ -59,7 +59,7 @@ func validateDaemonSetSpec(spec *apps.DaemonSetSpec, fldPath *field.Path) field.
 	allErrs = append(allErrs, errs...)
 	allErrs = append(allErrs, validatePodTemplate(&spec.Template, volumes, tmplPath)...)
 	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(spec.MinReadySeconds), fldPath.Child("minReadySeconds"))...)
-	allErrs = append(allErrs, validateIntOrPercent(spec.BurstReplicas, fldPath.Child("burstReplicas"))...)
+	allErrs = append(allErrs, ValidateIntOrPercent(spec.BurstReplicas, fldPath.Child("burstReplicas"))...)
 	allErrs = append(allErrs, validateOptionalNonNegative(spec.RevisionHistoryLimit, fldPath.Child("revisionHistoryLimit"))...)
 	allErrs = append(allErrs, validateLifecycle(spec.Lifecycle, fldPath.Child("lifecycle"))...)
 	if spec.Lifecycle != nil && spec.Lifecycle.InPlaceUpdate != nil {
@@ -81,7 +81,7 @@ func validateDaemonSetUpdateStrategy(s *apps.DaemonSetUpdateStrategy, fldPath *f
 	}
 	allErrs = append(allErrs, validateEnum(ru.Type, rollingUpdateTypes, ruPath.Child("rollingUpdateType"))...)
 	muPath, msPath := ruPath.Child("maxUnavailable"), ruPath.Child("maxSurge")
-	errs := append(validateIntOrPercent(ru.MaxUnavailable, muPath), validateIntOrPercent(ru.MaxSurge, msPath)...)
+	errs := append(ValidateIntOrPercent(ru.MaxUnavailable, muPath), ValidateIntOrPercent(ru.MaxSurge, msPath)...)
 	allErrs = append(allErrs, errs...)
 	if len(errs) == 0 {
 		// Judged on the values as written (a percentage counts as non-zero), as OpenKruise does:
@@ -103,7 +103,7 @@ func validateDaemonSetUpdateStrategy(s *apps.DaemonSetUpdateStrategy, fldPath *f
 	if ru.Selector != nil {
 		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(ru.Selector, metav1validation.LabelSelectorValidationOptions{}, ruPath.Child("selector"))...)
 	}
-	return append(allErrs, validateIntOrPercent(ru.Partition, ruPath.Child("partition"))...)
+	return append(allErrs, ValidateIntOrPercent(ru.Partition, ruPath.Child("partition"))...)
 }
 
 func nonZero(v *intstr.IntOrString) bool {

@@ -19,12 +19,12 @@ func validateRequiredSelector(sel *metav1.LabelSelector, fldPath *field.Path) fi
 	if sel == nil {
 		return field.ErrorList{field.Required(fldPath, "a label selector is required")}
 	}
-	return validateNonEmptySelector(sel, fldPath)
+	return ValidateNonEmptySelector(sel, fldPath)
 }
 
-// validateNonEmptySelector checks a selector is valid and selects something: OpenKruise refuses
-// empty selectors, which would match every Pod.
-func validateNonEmptySelector(sel *metav1.LabelSelector, fldPath *field.Path) field.ErrorList {
+// ValidateNonEmptySelector checks a selector is valid and selects something: OpenKruise refuses
+// empty selectors, which would match every Pod (policy.kruise.io's validation uses it too).
+func ValidateNonEmptySelector(sel *metav1.LabelSelector, fldPath *field.Path) field.ErrorList {
 	allErrs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, fldPath)
 	if len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
 		allErrs = append(allErrs, field.Invalid(fldPath, "{}",
@@ -58,8 +58,9 @@ func validateCounters(fldPath *field.Path, counters map[string]int32) field.Erro
 	return allErrs
 }
 
-// validateIntOrPercent checks a count or percentage: a non-negative integer, or "N%" with N <= 100.
-func validateIntOrPercent(v *intstr.IntOrString, fldPath *field.Path) field.ErrorList {
+// ValidateIntOrPercent checks a count or percentage: a non-negative integer, or "N%" with N <= 100
+// (policy.kruise.io's validation uses it too).
+func ValidateIntOrPercent(v *intstr.IntOrString, fldPath *field.Path) field.ErrorList {
 	if v == nil {
 		return nil
 	}

@@ -105,7 +105,7 @@ func validateSidecarSetNamespace(spec *apps.SidecarSetSpec, fldPath *field.Path)
 		return append(allErrs, field.Forbidden(fldPath.Child("namespaceSelector"),
 			"namespace and namespaceSelector are mutually exclusive; set only one of them"))
 	}
-	return append(allErrs, validateNonEmptySelector(spec.NamespaceSelector, fldPath.Child("namespaceSelector"))...)
+	return append(allErrs, ValidateNonEmptySelector(spec.NamespaceSelector, fldPath.Child("namespaceSelector"))...)
 }
 
 func sidecarContainers(in []apps.SidecarContainer) []corev1.Container {
@@ -227,10 +227,10 @@ func subscript(path, prefix string) (string, bool) {
 func validateSidecarSetUpdateStrategy(spec *apps.SidecarSetSpec, fldPath *field.Path) field.ErrorList {
 	s := &spec.UpdateStrategy
 	allErrs := validateEnum(s.Type, sidecarUpdateTypes, fldPath.Child("type"))
-	allErrs = append(allErrs, validateIntOrPercent(s.Partition, fldPath.Child("partition"))...)
-	allErrs = append(allErrs, validateIntOrPercent(s.MaxUnavailable, fldPath.Child("maxUnavailable"))...)
+	allErrs = append(allErrs, ValidateIntOrPercent(s.Partition, fldPath.Child("partition"))...)
+	allErrs = append(allErrs, ValidateIntOrPercent(s.MaxUnavailable, fldPath.Child("maxUnavailable"))...)
 	if s.Selector != nil {
-		allErrs = append(allErrs, validateNonEmptySelector(s.Selector, fldPath.Child("selector"))...)
+		allErrs = append(allErrs, ValidateNonEmptySelector(s.Selector, fldPath.Child("selector"))...)
 		if s.Partition != nil && (s.Partition.Type == intstr.String || s.Partition.IntVal != 0) {
 			allErrs = append(allErrs, field.Forbidden(fldPath.Child("partition"),
 				"partition and selector cannot be used together; use one of them to limit the upgrade"))

@@ -196,7 +196,7 @@ func validateStatefulSetUpdateStrategy(spec *apps.StatefulSetSpec, fldPath *fiel
 // validateStatefulSetMaxUnavailable applies OpenKruise's rules: at least 1 (a percentage rounds
 // up), and above 1 only with podManagementPolicy Parallel, since OrderedReady waits for each Pod.
 func validateStatefulSetMaxUnavailable(v *intstr.IntOrString, policy appsv1.PodManagementPolicyType, fldPath *field.Path) field.ErrorList {
-	if errs := validateIntOrPercent(v, fldPath); len(errs) > 0 {
+	if errs := ValidateIntOrPercent(v, fldPath); len(errs) > 0 {
 		return errs
 	}
 	if scaledValue(v, 1) < 1 {

@@ -21,7 +21,7 @@ func validatePriorityStrategy(s *pub.UpdatePriorityStrategy, fldPath *field.Path
 		if w.Weight < 0 || w.Weight > 100 {
 			allErrs = append(allErrs, field.Invalid(p.Child("weight"), w.Weight, "must be between 0 and 100"))
 		}
-		allErrs = append(allErrs, validateNonEmptySelector(&w.MatchSelector, p.Child("matchSelector"))...)
+		allErrs = append(allErrs, ValidateNonEmptySelector(&w.MatchSelector, p.Child("matchSelector"))...)
 	}
 	for i, o := range s.OrderPriority {
 		if o.OrderedKey == "" {

@@ -815,12 +815,12 @@ func TestValidateInPlaceUpdateSidecarSet(t *testing.T) {
 func TestValidateIntOrPercent(t *testing.T) {
 	p := field.NewPath("x")
 	for _, v := range []intstr.IntOrString{intstr.FromInt32(0), intstr.FromInt32(7), intstr.FromString("0%"), intstr.FromString("100%")} {
-		if errs := validateIntOrPercent(&v, p); len(errs) > 0 {
+		if errs := ValidateIntOrPercent(&v, p); len(errs) > 0 {
 			t.Errorf("%s: unexpected errors %v", v.String(), errs)
 		}
 	}
 	for _, v := range []intstr.IntOrString{intstr.FromInt32(-1), intstr.FromString("101%"), intstr.FromString("5"), intstr.FromString("-5%"), intstr.FromString("%")} {
-		expectErrors(t, validateIntOrPercent(&v, p), invalid("x"))
+		expectErrors(t, ValidateIntOrPercent(&v, p), invalid("x"))
 	}
 	for _, tc := range []struct {
 		v     intstr.IntOrString

@@ -24,6 +24,8 @@ import (
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/typed/apps/v1alpha1"
 	appsv1beta1 "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/typed/apps/v1beta1"
+	policyv1alpha1 "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/typed/policy/v1alpha1"
+	policyv1beta1 "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/typed/policy/v1beta1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
 	flowcontrol "k8s.io/client-go/util/flowcontrol"
@@ -33,13 +35,17 @@ type Interface interface {
 	Discovery() discovery.DiscoveryInterfaces
 	AppsV1alpha1() appsv1alpha1.AppsV1alpha1Interface
 	AppsV1beta1() appsv1beta1.AppsV1beta1Interface
+	PolicyV1alpha1() policyv1alpha1.PolicyV1alpha1Interface
+	PolicyV1beta1() policyv1beta1.PolicyV1beta1Interface
 }
 
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
-	appsV1alpha1 *appsv1alpha1.AppsV1alpha1Client
-	appsV1beta1  *appsv1beta1.AppsV1beta1Client
+	appsV1alpha1   *appsv1alpha1.AppsV1alpha1Client
+	appsV1beta1    *appsv1beta1.AppsV1beta1Client
+	policyV1alpha1 *policyv1alpha1.PolicyV1alpha1Client
+	policyV1beta1  *policyv1beta1.PolicyV1beta1Client
 }
 
 // AppsV1alpha1 retrieves the AppsV1alpha1Client
@@ -50,6 +56,16 @@ func (c *Clientset) AppsV1alpha1() appsv1alpha1.AppsV1alpha1Interface {
 // AppsV1beta1 retrieves the AppsV1beta1Client
 func (c *Clientset) AppsV1beta1() appsv1beta1.AppsV1beta1Interface {
 	return c.appsV1beta1
+}
+
+// PolicyV1alpha1 retrieves the PolicyV1alpha1Client
+func (c *Clientset) PolicyV1alpha1() policyv1alpha1.PolicyV1alpha1Interface {
+	return c.policyV1alpha1
+}
+
+// PolicyV1beta1 retrieves the PolicyV1beta1Client
+func (c *Clientset) PolicyV1beta1() policyv1beta1.PolicyV1beta1Interface {
+	return c.policyV1beta1
 }
 
 // Discovery retrieves the DiscoveryClient
@@ -104,6 +120,14 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.policyV1alpha1, err = policyv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	cs.policyV1beta1, err = policyv1beta1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 
 	cs.DiscoveryClient, err = discovery.NewDiscoveryClientForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
@@ -127,6 +151,8 @@ func New(c rest.Interface) *Clientset {
 	var cs Clientset
 	cs.appsV1alpha1 = appsv1alpha1.New(c)
 	cs.appsV1beta1 = appsv1beta1.New(c)
+	cs.policyV1alpha1 = policyv1alpha1.New(c)
+	cs.policyV1beta1 = policyv1beta1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)
 	return &cs

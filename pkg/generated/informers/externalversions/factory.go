@@ -27,6 +27,7 @@ import (
 	versioned "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	apps "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps"
 	internalinterfaces "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/internalinterfaces"
+	policy "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/policy"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -326,8 +327,13 @@ type SharedInformerFactory interface {
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
 	Apps() apps.Interface
+	Policy() policy.Interface
 }
 
 func (f *sharedInformerFactory) Apps() apps.Interface {
 	return apps.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) Policy() policy.Interface {
+	return policy.New(f, f.namespace, f.tweakListOptions)
 }

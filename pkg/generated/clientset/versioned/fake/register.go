@@ -21,6 +21,8 @@ package fake
 import (
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
+	policyv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/policy/v1alpha1"
+	policyv1beta1 "github.com/inplace-dev/inplace/pkg/apis/policy/v1beta1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -34,6 +36,8 @@ var codecs = serializer.NewCodecFactory(scheme)
 var localSchemeBuilder = runtime.SchemeBuilder{
 	appsv1alpha1.AddToScheme,
 	appsv1beta1.AddToScheme,
+	policyv1alpha1.AddToScheme,
+	policyv1beta1.AddToScheme,
 }
 
 // AddToScheme adds all types of this clientset into the given scheme. This allows composition
