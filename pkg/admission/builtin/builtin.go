@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/admission/plugin/containerrecreaterequest"
+	"github.com/inplace-dev/inplace/pkg/admission/plugin/deletionprotection"
 	"github.com/inplace-dev/inplace/pkg/admission/plugin/sidecarset"
 	"github.com/inplace-dev/inplace/pkg/admission/plugin/sidecarsetpatch"
 )
@@ -29,6 +30,7 @@ var plugins = []struct {
 	{containerrecreaterequest.PluginName, containerrecreaterequest.Register},
 	{sidecarset.PluginName, sidecarset.Register},
 	{sidecarsetpatch.PluginName, sidecarsetpatch.Register},
+	{deletionprotection.PluginName, deletionprotection.Register},
 }
 
 // Register registers every built-in plugin.
