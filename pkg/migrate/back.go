@@ -100,8 +100,9 @@ func (m *Migrator) runBack(ctx context.Context) error {
 	if err := m.runSteps(ctx, BackSteps, steps); err != nil {
 		return err
 	}
+	created, _ := m.carried()
 	m.printf("back to OpenKruise: %d objects in its CRDs, %d Pods unchanged; scale kruise-manager up now (kubectl -n %s scale deployment/kruise-manager --replicas=N)",
-		len(m.objs), len(m.state.Pods), m.Opts.KruiseNamespace)
+		created, len(m.state.Pods), m.Opts.KruiseNamespace)
 	return nil
 }
 
@@ -273,7 +274,8 @@ func (m *Migrator) planBack(ctx context.Context) error {
 	} else {
 		m.printf("  5. install-crds: wait until %s are installed (by you: OpenKruise's chart or CRDs) and served", strings.Join(crds, ", "))
 	}
-	m.printf("  6. recreate: create the %d objects in OpenKruise's CRDs (same names, spec, labels, annotations; status)", len(m.objs))
+	created, kept := m.carried()
+	m.printf("  6. recreate: create %d objects in OpenKruise's CRDs (same names, spec, labels, annotations; status); %d finished ContainerRecreateRequests stay in the backup only", created, kept)
 	m.printf("  7. adopt: give the %d dependents their owners back, with the new UIDs (SidecarSets' revisions to %s)", len(deps), m.Opts.KruiseNamespace)
 	m.printf("  8. verify: every owned Pod has the same UID, images and restart counts")
 	m.printf("  then: scale kruise-manager up")

@@ -134,7 +134,8 @@ func (m *Migrator) Run(ctx context.Context) error {
 	if err := m.runSteps(ctx, Steps, steps); err != nil {
 		return err
 	}
-	m.printf("migrated: %d objects now served by inplace, %d Pods unchanged; keep %s (the way back)", len(m.objs), len(m.state.Pods), m.Opts.Backup)
+	created, _ := m.carried()
+	m.printf("migrated: %d objects now served by inplace, %d Pods unchanged; keep %s (the way back)", created, len(m.state.Pods), m.Opts.Backup)
 	return nil
 }
 
@@ -233,7 +234,8 @@ func (m *Migrator) plan(ctx context.Context) error {
 	} else {
 		m.printf("  5. apiservices: wait until inplace's APIServices of %s are registered (by you) and Available", Group)
 	}
-	m.printf("  6. recreate: create the %d objects through inplace (same names, spec, labels, annotations; status where accepted)", len(m.objs))
+	created, kept := m.carried()
+	m.printf("  6. recreate: create %d objects through inplace (same names, spec, labels, annotations; status where accepted); %d finished ContainerRecreateRequests stay in the backup only", created, kept)
 	m.printf("  7. adopt: give the %d dependents their owners back, with the new UIDs", len(deps))
 	m.printf("  8. verify: every owned Pod has the same UID, images and restart counts")
 	return nil

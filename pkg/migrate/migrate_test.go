@@ -180,3 +180,37 @@ func TestOrphanOnlyMigratingOwners(t *testing.T) {
 		}
 	}
 }
+
+// TestRecreateKeepsFinishedRequestsInTheBackup: recreate creates the CloneSet and not the
+// finished ContainerRecreateRequest (created without status, it would run again), and says so.
+func TestRecreateKeepsFinishedRequestsInTheBackup(t *testing.T) {
+	cs := obj("CloneSet", nil)
+	cs.SetName("web")
+	crr := obj("ContainerRecreateRequest", map[string]any{"status": map[string]any{"phase": "Completed"}})
+	crr.SetName("restart")
+	kinds := []Kind{
+		{CRD: "clonesets.apps.kruise.io", Kind: "CloneSet", Plural: "clonesets", Version: "v1alpha1", Namespaced: true},
+		{CRD: "containerrecreaterequests.apps.kruise.io", Kind: "ContainerRecreateRequest", Plural: "containerrecreaterequests", Version: "v1alpha1", Namespaced: true},
+	}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		kinds[0].gvr(): "CloneSetList", kinds[1].gvr(): "ContainerRecreateRequestList",
+	})
+	out := &strings.Builder{}
+	m := &Migrator{Dynamic: client, Opts: Options{Backup: filepath.Join(t.TempDir(), "backup.yaml"), Out: out},
+		state: &State{Done: map[string]bool{}, Kinds: kinds, NewUIDs: map[string]types.UID{}}, objs: []unstructured.Unstructured{cs, crr}}
+	if err := m.recreate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Resource(kinds[0].gvr()).Namespace(cs.GetNamespace()).Get(context.Background(), "web", metav1.GetOptions{}); err != nil {
+		t.Errorf("the CloneSet was not re-created: %v", err)
+	}
+	if _, err := client.Resource(kinds[1].gvr()).Namespace(crr.GetNamespace()).Get(context.Background(), "restart", metav1.GetOptions{}); err == nil {
+		t.Errorf("the finished ContainerRecreateRequest was re-created")
+	}
+	if !strings.Contains(out.String(), "ContainerRecreateRequest "+crr.GetNamespace()+"/restart (finished") {
+		t.Errorf("output does not say the request stays in the backup:\n%s", out)
+	}
+	if created, kept := m.carried(); created != 1 || kept != 1 {
+		t.Errorf("carried() = %d, %d; want 1 created, 1 kept", created, kept)
+	}
+}

@@ -16,6 +16,10 @@ import (
 // labels, annotations and non-apps.kruise.io owners, then writes its status when inplace takes it.
 func (m *Migrator) recreate(ctx context.Context) error {
 	for _, o := range m.objs {
+		if finishedRequest(o) {
+			m.printf("  kept in %s only: %s %s/%s (finished; created again it would run again)", m.Opts.Backup, o.GetKind(), o.GetNamespace(), o.GetName())
+			continue
+		}
 		k, ok := m.kindOf(o.GetKind())
 		if !ok {
 			return fmt.Errorf("%s %s/%s: no CRD recorded for its kind", o.GetKind(), o.GetNamespace(), o.GetName())
@@ -47,6 +51,26 @@ func (m *Migrator) recreate(ctx context.Context) error {
 		m.printf("  re-created %s %s/%s (uid %s)", o.GetKind(), o.GetNamespace(), o.GetName(), created.GetUID())
 	}
 	return nil
+}
+
+// finishedRequest is true for a ContainerRecreateRequest (the preflight lets only Completed ones
+// through). It is not re-created: an object is created without its status, and a request without
+// status is new work to the daemon that serves it, which would recreate the containers again
+// before the status could be written. The backup keeps it.
+func finishedRequest(o unstructured.Unstructured) bool {
+	return o.GetKind() == "ContainerRecreateRequest"
+}
+
+// carried counts the objects recreate creates (the saved ones but the finished requests).
+func (m *Migrator) carried() (created, kept int) {
+	for _, o := range m.objs {
+		if finishedRequest(o) {
+			kept++
+		} else {
+			created++
+		}
+	}
+	return created, kept
 }
 
 func isEmpty(v any) bool {

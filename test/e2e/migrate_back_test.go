@@ -23,9 +23,7 @@ import (
 // migration and the rollouts made under inplace: the objects as inplace has them now go back into
 // OpenKruise's CRDs, every Pod kept.
 
-const nodeImageCRD = "nodeimages.apps.kruise.io"
-
-// kruiseBackCRDs are the CRDs the way back needs in this cluster: the test's four and NodeImage
+// kruiseBackCRDs are the CRDs the way back needs in this cluster: the test's and NodeImage
 // (inplace's controller made one per node, which go back too).
 var kruiseBackCRDs = append(append([]map[string]any(nil), kruiseCRDs...), kruiseCRD("nodeimages", "NodeImage", "v1beta1", false))
 

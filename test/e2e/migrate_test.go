@@ -17,6 +17,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,6 +53,8 @@ const (
 	statefulSetCRD = "statefulsets.apps.kruise.io"
 	daemonSetCRD   = "daemonsets.apps.kruise.io"
 	sidecarSetCRD  = "sidecarsets.apps.kruise.io"
+	crrCRD         = "containerrecreaterequests.apps.kruise.io"
+	pullJobCRD     = "imagepulljobs.apps.kruise.io"
 )
 
 // kruiseCRD is one of OpenKruise's CRDs, reduced to its names, its storage version in OpenKruise
@@ -82,6 +85,8 @@ var kruiseCRDs = []map[string]any{
 	kruiseCRD("statefulsets", "StatefulSet", "v1beta1", true, "asts"),
 	kruiseCRD("daemonsets", "DaemonSet", "v1beta1", true, "ads"),
 	kruiseCRD("sidecarsets", "SidecarSet", "v1beta1", false),
+	kruiseCRD("containerrecreaterequests", "ContainerRecreateRequest", "v1alpha1", true, "crr"),
+	kruiseCRD("imagepulljobs", "ImagePullJob", "v1beta1", true),
 }
 
 // kubeRevisionHash is kube's controller-history hash (history.HashControllerRevision: fnv-32 of
@@ -143,11 +148,16 @@ func restoreInplaceAPIServices(t *testing.T, saved []*unstructured.Unstructured)
 		_ = adm.MutatingWebhookConfigurations().Delete(ctx, "kruise-mutating-webhook-configuration", metav1.DeleteOptions{})
 		_ = adm.ValidatingWebhookConfigurations().Delete(ctx, "kruise-validating-webhook-configuration", metav1.DeleteOptions{})
 		_ = framework.Kube.CoreV1().Namespaces().Delete(ctx, "kruise-system", metav1.DeleteOptions{})
-		for _, crd := range []string{cloneSetCRD, statefulSetCRD, daemonSetCRD, sidecarSetCRD, nodeImageCRD} {
+		// Every CRD the test may have installed (the way back installs NodeImage's too).
+		var crds []string
+		for _, crd := range kruiseBackCRDs {
+			crds = append(crds, crd["metadata"].(map[string]any)["name"].(string))
+		}
+		for _, crd := range crds {
 			_ = framework.DynamicClient.Resource(crdGVR).Delete(ctx, crd, metav1.DeleteOptions{})
 		}
 		framework.Poll(t, ctx, 2*time.Minute, "inplace's APIServices back", func(ctx context.Context) (bool, error) {
-			for _, crd := range []string{cloneSetCRD, statefulSetCRD, daemonSetCRD, sidecarSetCRD, nodeImageCRD} {
+			for _, crd := range crds {
 				if _, err := framework.DynamicClient.Resource(crdGVR).Get(ctx, crd, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 					return false, fmt.Errorf("CRD %s still there (%v)", crd, err)
 				}
@@ -192,6 +202,12 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 	framework.WaitStatefulSet(t, ctx, sts, 1, 1)
 	nodes, _ := framework.ReadyDaemonSet(t, ctx, ns)
 	sidecarSet := readySidecarSetPod(t, ctx, ns)
+	// Finished work OpenKruise leaves behind: a Completed ContainerRecreateRequest (re-created with
+	// its status, it must not recreate the container again) and a completed ImagePullJob.
+	framework.CreateCRR(t, ctx, ns, framework.NewCRR("restart-db", "db-0", "main"))
+	framework.WaitCRRCompleted(t, ctx, ns, "restart-db", time.Minute)
+	reg, _ := framework.RegistryNodes(t)
+	createPullJob(t, ctx, pullJob(ns, "warm", reg+"/app:v1"))
 
 	// inplace's controller is kept off until the migration is done (the standby of docs/migration.md).
 	framework.StartAgainAfter(t, "inplace-controller")
@@ -240,12 +256,14 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 	// migration. No Pod changes on the way.
 	start := time.Now()
 	args := []string{"migrate", "--backup", backup, "--apiservices", apiservices, "--scale-down-kruise"}
+	var runs strings.Builder // what every run printed
 	for _, step := range migrate.Steps {
 		out, stderr, err := kubectlInplaceEnv(ctx, 3*time.Minute, []string{"INPLACE_MIGRATE_CRASH_AFTER=" + step}, args...)
 		if err == nil || !strings.Contains(stderr, "step "+step+": crashed on purpose") {
 			t.Fatalf("migrate crashing after step %s: err %v, want the crash\nstdout: %s\nstderr: %s", step, err, out, stderr)
 		}
 		t.Logf("migrate crashed after step %s:\n%s", step, out)
+		runs.WriteString(out)
 		if now := snapshotPods(t, ctx, ns); !maps.Equal(now, before) {
 			t.Fatalf("after the crash after step %s: Pods %+v, were %+v", step, now, before)
 		}
@@ -255,6 +273,9 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 	t.Logf("migrate (%d crashes, then to the end) took %.1fs:\n%s", len(migrate.Steps), time.Since(start).Seconds(), out)
 	if want := fmt.Sprintf("%d Pods unchanged", len(before)); !strings.Contains(out, want) {
 		t.Errorf("migrate: no %q in its output (the injected Pod is kept like the owned ones)", want)
+	}
+	if want := "ContainerRecreateRequest " + ns + "/restart-db (finished"; !strings.Contains(runs.String(), want) {
+		t.Errorf("migrate: no %q in the output of its runs", want)
 	}
 	checkPodsKept(t, ctx, ns, before, revsBefore, kruise[sidecarSetCRD].revName, "after the migration, before inplace's controller runs", 0)
 	// From here to the end of the way back (over a minute), every change of every Pod is recorded:
@@ -365,6 +386,7 @@ type kruiseObject struct {
 	name    string
 	revName string
 	hash    string
+	status  map[string]any // a finished object's status, as OpenKruise left it
 }
 
 // buildOpenKruiseState turns inplace's objects into what OpenKruise leaves: the objects in CRDs
@@ -384,6 +406,14 @@ func buildOpenKruiseState(t *testing.T, ctx context.Context, ns, sidecarSet stri
 		workloads[crd] = takeOut(t, ctx, ns, o)
 	}
 	sidecar := takeOutSidecarSet(t, ctx, sidecarSet)
+	finished := map[string]*kruiseObject{
+		crrCRD:     {gvr: schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1alpha1", Resource: "containerrecreaterequests"}, name: "restart-db"},
+		pullJobCRD: {gvr: schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1beta1", Resource: "imagepulljobs"}, name: "warm"},
+	}
+	finishedObjs := map[string]*unstructured.Unstructured{}
+	for crd, o := range finished {
+		finishedObjs[crd] = takeOutFinished(t, ctx, ns, o)
+	}
 
 	// inplace's APIServices out, OpenKruise's CRDs in.
 	dyn := framework.DynamicClient
@@ -414,6 +444,11 @@ func buildOpenKruiseState(t *testing.T, ctx context.Context, ns, sidecarSet stri
 		putBack(t, ctx, ns, o, workloads[crd])
 	}
 	objs[sidecarSetCRD] = putBackSidecarSet(t, ctx, ns, sidecar)
+	for crd, o := range finished {
+		putBackFinished(t, ctx, ns, o, finishedObjs[crd])
+	}
+	// The request stays in the backup only (pkg/migrate: finishedRequest); the job is carried.
+	objs[pullJobCRD] = finished[pullJobCRD]
 	createKruiseControlPlane(t, ctx, ns)
 	return objs, saved
 }
@@ -578,6 +613,48 @@ func putBack(t *testing.T, ctx context.Context, ns string, o *kruiseObject, w *t
 			t.Fatal(err)
 		}
 	}
+}
+
+// takeOutFinished reads a finished object (no dependents) from inplace and deletes it there.
+func takeOutFinished(t *testing.T, ctx context.Context, ns string, o *kruiseObject) *unstructured.Unstructured {
+	t.Helper()
+	res := framework.DynamicClient.Resource(o.gvr).Namespace(ns)
+	obj, err := res.Get(ctx, o.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Delete(ctx, o.name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Poll(t, ctx, 30*time.Second, fmt.Sprintf("inplace's %s %s gone", o.gvr.Resource, o.name), func(ctx context.Context) (bool, error) {
+		_, err := res.Get(ctx, o.name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+	return obj
+}
+
+// putBackFinished creates the object in OpenKruise's CRD with the spec and status inplace had, and
+// remembers that status in o to compare with what inplace serves after the migration.
+func putBackFinished(t *testing.T, ctx context.Context, ns string, o *kruiseObject, obj *unstructured.Unstructured) {
+	t.Helper()
+	res := framework.DynamicClient.Resource(o.gvr).Namespace(ns)
+	fresh := obj.DeepCopy()
+	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "finalizers"} {
+		unstructured.RemoveNestedField(fresh.Object, "metadata", f)
+	}
+	status := fresh.Object["status"].(map[string]any)
+	delete(fresh.Object, "status")
+	var created *unstructured.Unstructured
+	var err error
+	framework.Poll(t, ctx, 60*time.Second, fmt.Sprintf("%s %s created in the CRD", o.gvr.Resource, o.name), func(ctx context.Context) (bool, error) {
+		created, err = res.Create(ctx, fresh, metav1.CreateOptions{})
+		return err == nil, err
+	})
+	created.Object["status"] = status
+	if _, err := res.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o.status = status
 }
 
 // takeOutSidecarSet reads the SidecarSet from inplace (at v1beta1, OpenKruise v1.9's storage
@@ -893,6 +970,15 @@ func checkMigrated(t *testing.T, ctx context.Context, ns string, kruise map[stri
 		}
 		return true, revControlledBy(ns, ds.revName, got)
 	})
+	job := kruise[pullJobCRD]
+	if got, err := framework.DynamicClient.Resource(job.gvr).Namespace(ns).Get(ctx, job.name, metav1.GetOptions{}); err != nil {
+		t.Errorf("ImagePullJob %s served by inplace: %v", job.name, err)
+	} else if status := got.Object["status"]; !equality.Semantic.DeepEqual(status, job.status) {
+		t.Errorf("ImagePullJob %s: status %v, want OpenKruise's %v", job.name, status, job.status)
+	}
+	if _, err := framework.Inplace.AppsV1alpha1().ContainerRecreateRequests(ns).Get(ctx, "restart-db", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the finished ContainerRecreateRequest restart-db in inplace: %v, want it kept in the backup only", err)
+	}
 	ss := kruise[sidecarSetCRD]
 	got := framework.WaitSidecarSetStatus(t, ctx, ss.name, 1, 1, 1, 1)
 	if got.Status.LatestRevision != ss.revName {
@@ -963,7 +1049,7 @@ func checkPodsKept(t *testing.T, ctx context.Context, ns string, before map[stri
 	})
 }
 
-// checkBackup: the backup holds the four objects, as OpenKruise served them.
+// checkBackup: the backup holds the six objects, as OpenKruise served them.
 func checkBackup(t *testing.T, path string) {
 	t.Helper()
 	raw, err := os.ReadFile(path)
@@ -986,7 +1072,7 @@ func checkBackup(t *testing.T, path string) {
 		kinds = append(kinds, u.GetKind()+"/"+u.GetName())
 	}
 	sort.Strings(kinds)
-	if list.Kind != "List" || len(kinds) != 4 {
-		t.Fatalf("backup: kind %s, items %v, want a List of the four objects", list.Kind, kinds)
+	if list.Kind != "List" || len(kinds) != 6 {
+		t.Fatalf("backup: kind %s, items %v, want a List of the six objects", list.Kind, kinds)
 	}
 }
