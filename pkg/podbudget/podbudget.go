@@ -1,0 +1,173 @@
+// Package podbudget is the arithmetic of PodUnavailableBudgets (policy.kruise.io), as OpenKruise
+// v1.9 counts them (pkg/controller/podunavailablebudget, pkg/control/pubcontrol): which operations
+// a budget protects, which Pods it leaves out, how many of its Pods must stay available, how many
+// are, and the status that follows; and Charge, which takes one unit of the budget for a Pod about
+// to be disrupted. Pure logic over a budget and Pods: the controller, the Pod subresources and the
+// Pod webhook call it.
+package podbudget
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/policy"
+)
+
+const (
+	// DeletionTimeout is how long a Pod charged for a deletion or eviction (status.disruptedPods)
+	// counts as gone before the budget has seen it go; after it the entry is dropped.
+	DeletionTimeout = 20 * time.Second
+	// UpdateTimeout is how long a Pod charged for an in-place change (status.unavailablePods)
+	// counts as unavailable whatever its status says, covering the time the change takes to show
+	// in the Pod's status.
+	UpdateTimeout = 10 * time.Second
+	// MaxRecordedPods bounds status.disruptedPods plus status.unavailablePods, as OpenKruise does:
+	// past it a budget refuses further charges.
+	MaxRecordedPods = 2000
+)
+
+// defaultOperations are the operations a budget protects when it lists none.
+var defaultOperations = []policy.PubOperation{policy.PubDeleteOperation, policy.PubUpdateOperation, policy.PubEvictOperation}
+
+// Protects tells whether the budget checks op.
+func Protects(spec *policy.PodUnavailableBudgetSpec, op policy.PubOperation) bool {
+	ops := spec.ProtectOperations
+	if len(ops) == 0 {
+		ops = defaultOperations
+	}
+	return slices.Contains(ops, op)
+}
+
+// Ignored tells whether the budget leaves the Pod out: annotated pub.kruise.io/no-protect "true",
+// or selected by spec.ignoredPodSelector.
+func Ignored(spec *policy.PodUnavailableBudgetSpec, pod *corev1.Pod) (bool, error) {
+	if pod.Annotations[policy.PodPubNoProtectionAnnotation] == "true" {
+		return true, nil
+	}
+	if spec.IgnoredPodSelector == nil {
+		return false, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(spec.IgnoredPodSelector)
+	if err != nil {
+		return false, fmt.Errorf("spec.ignoredPodSelector: %w", err)
+	}
+	return sel.Matches(labels.Set(pod.Labels)), nil
+}
+
+// DesiredAvailable is how many of total Pods must stay available: total minus maxUnavailable
+// (a percentage rounded up), not below 0; or minAvailable (a percentage rounded up).
+func DesiredAvailable(spec *policy.PodUnavailableBudgetSpec, total int32) (int32, error) {
+	switch {
+	case spec.MaxUnavailable != nil:
+		maxUnavailable, err := intstr.GetScaledValueFromIntOrPercent(spec.MaxUnavailable, int(total), true)
+		if err != nil {
+			return 0, fmt.Errorf("spec.maxUnavailable: %w", err)
+		}
+		return max(total-int32(maxUnavailable), 0), nil
+	case spec.MinAvailable != nil:
+		minAvailable, err := intstr.GetScaledValueFromIntOrPercent(spec.MinAvailable, int(total), true)
+		if err != nil {
+			return 0, fmt.Errorf("spec.minAvailable: %w", err)
+		}
+		return int32(minAvailable), nil
+	}
+	return 0, nil
+}
+
+// Active is a Pod that is not terminating and has not ended.
+func Active(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+// Status is the budget's status for its Pods at now: the recorded Pods that still count (their
+// timeouts not passed, the Pods still there and active), the available Pods among the others
+// (available tells), and the number that may be made unavailable. recheck is when the next
+// recorded entry times out (nil when none is left): the status changes then without any event.
+func Status(pub *policy.PodUnavailableBudget, pods []*corev1.Pod, total, desired int32, now time.Time,
+	available func(*corev1.Pod) bool) (st policy.PodUnavailableBudgetStatus, recheck *time.Time) {
+	st = policy.PodUnavailableBudgetStatus{ObservedGeneration: pub.Generation, TotalReplicas: total, DesiredAvailable: desired}
+	keep := func(recorded map[string]metav1.Time, name string, timeout time.Duration) (metav1.Time, bool) {
+		at, ok := recorded[name]
+		if !ok {
+			return metav1.Time{}, false
+		}
+		until := at.Add(timeout)
+		if !until.After(now) {
+			return metav1.Time{}, false
+		}
+		if recheck == nil || until.Before(*recheck) {
+			recheck = &until
+		}
+		return at, true
+	}
+	for _, pod := range pods {
+		if !Active(pod) {
+			continue
+		}
+		disrupted, d := keep(pub.Status.DisruptedPods, pod.Name, DeletionTimeout)
+		if d {
+			st.DisruptedPods = setTime(st.DisruptedPods, pod.Name, disrupted)
+		}
+		unavailable, u := keep(pub.Status.UnavailablePods, pod.Name, UpdateTimeout)
+		if u {
+			st.UnavailablePods = setTime(st.UnavailablePods, pod.Name, unavailable)
+		}
+		if !d && !u && available(pod) {
+			st.CurrentAvailable++
+		}
+	}
+	st.UnavailableAllowed = max(st.CurrentAvailable-desired, 0)
+	return st, recheck
+}
+
+func setTime(m map[string]metav1.Time, name string, at metav1.Time) map[string]metav1.Time {
+	if m == nil {
+		m = map[string]metav1.Time{}
+	}
+	m[name] = at
+	return m
+}
+
+// ErrNoBudget is returned by Charge when the budget allows no more unavailable Pods.
+type ErrNoBudget struct {
+	Name    string
+	Status  policy.PodUnavailableBudgetStatus
+	Message string
+}
+
+func (e *ErrNoBudget) Error() string { return e.Message }
+
+// Charge takes one unit of the budget for pod, about to be disrupted by op at now: the status
+// the budget must be written with (compare-and-swap on its resourceVersion, so that two
+// concurrent charges cannot both take the last unit), or an *ErrNoBudget saying why not. A Pod
+// already recorded for op is not charged twice (the status comes back unchanged, charged false).
+func Charge(pub *policy.PodUnavailableBudget, pod string, op policy.PubOperation, now time.Time) (st policy.PodUnavailableBudgetStatus, charged bool, err error) {
+	st = *pub.Status.DeepCopy()
+	recorded := &st.UnavailablePods
+	if op == policy.PubDeleteOperation || op == policy.PubEvictOperation {
+		recorded = &st.DisruptedPods
+	}
+	if _, ok := (*recorded)[pod]; ok {
+		return st, false, nil
+	}
+	switch {
+	case pub.Status.ObservedGeneration < pub.Generation:
+		return st, false, &ErrNoBudget{Name: pub.Name, Status: st, Message: fmt.Sprintf(
+			"PodUnavailableBudget %s is being updated (generation %d not yet counted): try again", pub.Name, pub.Generation)}
+	case st.UnavailableAllowed <= 0:
+		return st, false, &ErrNoBudget{Name: pub.Name, Status: st, Message: fmt.Sprintf(
+			"PodUnavailableBudget %s allows no more unavailable Pods: %d available, %d must stay available", pub.Name, st.CurrentAvailable, st.DesiredAvailable)}
+	case len(st.DisruptedPods)+len(st.UnavailablePods) >= MaxRecordedPods:
+		return st, false, &ErrNoBudget{Name: pub.Name, Status: st, Message: fmt.Sprintf(
+			"PodUnavailableBudget %s records %d Pods being disrupted, its most: try again once they are done", pub.Name, MaxRecordedPods)}
+	}
+	st.UnavailableAllowed--
+	*recorded = setTime(*recorded, pod, metav1.NewTime(now))
+	return st, true, nil
+}

@@ -1,0 +1,137 @@
+package podbudget
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/pkg/apis/policy"
+)
+
+func TestDesiredAvailable(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		max, min  *intstr.IntOrString
+		total     int32
+		want      int32
+		wantError bool
+	}{
+		{"max count", ptr.To(intstr.FromInt32(1)), nil, 10, 9, false},
+		{"max percent rounds up", ptr.To(intstr.FromString("25%")), nil, 10, 7, false}, // 2.5 -> 3 unavailable
+		{"max above total", ptr.To(intstr.FromInt32(20)), nil, 10, 0, false},
+		{"min count", nil, ptr.To(intstr.FromInt32(4)), 10, 4, false},
+		{"min percent rounds up", nil, ptr.To(intstr.FromString("25%")), 10, 3, false},
+		{"max wins", ptr.To(intstr.FromInt32(2)), ptr.To(intstr.FromInt32(1)), 10, 8, false},
+		{"bad percent", ptr.To(intstr.FromString("x%")), nil, 10, 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := DesiredAvailable(&policy.PodUnavailableBudgetSpec{MaxUnavailable: c.max, MinAvailable: c.min}, c.total)
+			if (err != nil) != c.wantError || got != c.want {
+				t.Errorf("DesiredAvailable = %d, %v; want %d (error %v)", got, err, c.want, c.wantError)
+			}
+		})
+	}
+}
+
+func TestProtectsAndIgnored(t *testing.T) {
+	spec := &policy.PodUnavailableBudgetSpec{}
+	for op, want := range map[policy.PubOperation]bool{"DELETE": true, "UPDATE": true, "EVICT": true, "RESIZE": false} {
+		if Protects(spec, op) != want {
+			t.Errorf("default operations: Protects(%s) = %v", op, !want)
+		}
+	}
+	spec.ProtectOperations = []policy.PubOperation{"EVICT"}
+	if Protects(spec, "DELETE") || !Protects(spec, "EVICT") {
+		t.Errorf("protectOperations [EVICT]: DELETE %v, EVICT %v", Protects(spec, "DELETE"), Protects(spec, "EVICT"))
+	}
+	spec.IgnoredPodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "true"}}
+	for _, c := range []struct {
+		pod  corev1.Pod
+		want bool
+	}{
+		{corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"canary": "true"}}}, true},
+		{corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{policy.PodPubNoProtectionAnnotation: "true"}}}, true},
+		{corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}}, false},
+	} {
+		if got, err := Ignored(spec, &c.pod); err != nil || got != c.want {
+			t.Errorf("Ignored(%v) = %v, %v; want %v", c.pod.ObjectMeta, got, err, c.want)
+		}
+	}
+}
+
+func pod(name string, ready bool) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	if ready {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	}
+	return p
+}
+
+func ready(p *corev1.Pod) bool {
+	return len(p.Status.Conditions) > 0 && p.Status.Conditions[0].Status == corev1.ConditionTrue
+}
+
+// TestStatus: recorded Pods count as unavailable until their timeout, then are dropped (and the
+// earliest timeout is when to look again); terminating Pods and Pods gone drop out; allowed is
+// available minus desired, not below 0.
+func TestStatus(t *testing.T) {
+	now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	at := func(ago time.Duration) metav1.Time { return metav1.NewTime(now.Add(-ago)) }
+	terminating := pod("d", true)
+	terminating.DeletionTimestamp = &metav1.Time{Time: now}
+	pub := &policy.PodUnavailableBudget{ObjectMeta: metav1.ObjectMeta{Generation: 3}, Status: policy.PodUnavailableBudgetStatus{
+		DisruptedPods:   map[string]metav1.Time{"a": at(5 * time.Second), "gone": at(time.Second), "d": at(time.Second)},
+		UnavailablePods: map[string]metav1.Time{"b": at(2 * time.Second), "c": at(11 * time.Second)},
+	}}
+	pods := []*corev1.Pod{pod("a", true), pod("b", true), pod("c", true), terminating, pod("e", false), pod("f", true)}
+	st, recheck := Status(pub, pods, 6, 1, now, ready)
+	if len(st.DisruptedPods) != 1 || st.DisruptedPods["a"] != at(5*time.Second) {
+		t.Errorf("disruptedPods %v, want only a (gone and terminating dropped)", st.DisruptedPods)
+	}
+	if len(st.UnavailablePods) != 1 || st.UnavailablePods["b"] != at(2*time.Second) {
+		t.Errorf("unavailablePods %v, want only b (c timed out)", st.UnavailablePods)
+	}
+	// c (timed out, ready) and f count; a and b are recorded; d terminating; e not ready.
+	if st.CurrentAvailable != 2 || st.UnavailableAllowed != 1 || st.DesiredAvailable != 1 || st.TotalReplicas != 6 || st.ObservedGeneration != 3 {
+		t.Errorf("status %+v: want current 2, allowed 1, desired 1, total 6, generation 3", st)
+	}
+	if want := now.Add(UpdateTimeout - 2*time.Second); recheck == nil || !recheck.Equal(want) {
+		t.Errorf("recheck %v, want %v (b's timeout, the earliest)", recheck, want)
+	}
+	if st, _ := Status(pub, pods, 6, 5, now, ready); st.UnavailableAllowed != 0 {
+		t.Errorf("desired above available: allowed %d, want 0", st.UnavailableAllowed)
+	}
+}
+
+// TestCharge: a charge takes one unit and records the Pod where its operation belongs; the last
+// unit goes once; a Pod already recorded is not charged again; a budget not yet counted at its
+// generation refuses.
+func TestCharge(t *testing.T) {
+	now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	pub := &policy.PodUnavailableBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 1},
+		Status: policy.PodUnavailableBudgetStatus{ObservedGeneration: 1, UnavailableAllowed: 1, CurrentAvailable: 3, DesiredAvailable: 2}}
+	st, charged, err := Charge(pub, "p1", policy.PubUpdateOperation, now)
+	if err != nil || !charged || st.UnavailableAllowed != 0 || !st.UnavailablePods["p1"].Time.Equal(now) || len(st.DisruptedPods) != 0 {
+		t.Fatalf("first charge: %+v, %v, %v; want allowed 0 and p1 unavailable", st, charged, err)
+	}
+	pub.Status = st
+	if _, _, err := Charge(pub, "p2", policy.PubDeleteOperation, now); !errors.As(err, new(*ErrNoBudget)) {
+		t.Errorf("a charge past the budget: %v, want ErrNoBudget", err)
+	}
+	if st, charged, err := Charge(pub, "p1", policy.PubUpdateOperation, now); err != nil || charged || st.UnavailableAllowed != 0 {
+		t.Errorf("charging p1 again: %+v, %v, %v; want no change and no error", st, charged, err)
+	}
+	pub.Status.UnavailableAllowed = 1
+	if st, _, err := Charge(pub, "p3", policy.PubEvictOperation, now); err != nil || len(st.DisruptedPods) != 1 {
+		t.Errorf("an eviction: %+v, %v; want p3 in disruptedPods", st, err)
+	}
+	pub.Generation = 2
+	if _, _, err := Charge(pub, "p4", policy.PubUpdateOperation, now); !errors.As(err, new(*ErrNoBudget)) {
+		t.Errorf("a budget whose new generation is not counted: %v, want ErrNoBudget", err)
+	}
+}
