@@ -12,7 +12,6 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
 	"github.com/inplace-dev/inplace/pkg/workload/predownload"
 )
@@ -21,13 +20,14 @@ import (
 // (package predownload): it watches the ImagePullJobs the CloneSets control, whose creation and
 // deletion settle the pre-download expectations and bring their CloneSet back. Call it before Run.
 func (c *Controller) EnableImagePreDownload(revisions appsv1client.ControllerRevisionsGetter, jobs informers.ImagePullJobInformer) error {
-	w, err := predownload.NewWriter(c.inplace, revisions, jobs, c.recorder, expectations.New(func() time.Time { return c.clock.Now() }))
+	w, err := predownload.Enable(c.inplace, revisions, jobs, c.recorder, func() time.Time { return c.clock.Now() },
+		c.router.OwnerKey, c.queue.Add)
 	if err != nil {
 		return err
 	}
 	c.predl = w
 	c.synced = append(c.synced, jobs.Informer().HasSynced)
-	return w.Watch(c.router.OwnerKey, c.queue.Add)
+	return nil
 }
 
 // preDownload takes the CloneSet's next image pre-download step, from the status just computed:

@@ -11,7 +11,6 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
 	"github.com/inplace-dev/inplace/pkg/workload/predownload"
 )
@@ -22,13 +21,14 @@ import (
 // DaemonSet rules). The jobs' creation and deletion settle its expectations and bring their
 // DaemonSet back. Call it before the informers start.
 func (c *Controller) EnableImagePreDownload(revisions appsv1client.ControllerRevisionsGetter, jobs informers.ImagePullJobInformer) error {
-	w, err := predownload.NewWriter(c.inplace, revisions, jobs, c.recorder, expectations.New(func() time.Time { return c.clock.Now() }))
+	w, err := predownload.Enable(c.inplace, revisions, jobs, c.recorder, func() time.Time { return c.clock.Now() },
+		c.router.OwnerKey, c.queue.Add)
 	if err != nil {
 		return err
 	}
 	c.predl = w
 	c.synced = append(c.synced, jobs.Informer().HasSynced)
-	return w.Watch(c.router.OwnerKey, c.queue.Add)
+	return nil
 }
 
 // preDownload takes the DaemonSet's next image pre-download step. As OpenKruise, it reads the
