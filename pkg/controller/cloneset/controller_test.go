@@ -80,7 +80,7 @@ func newFixtureWith(t *testing.T, preDownload bool, cs *v1alpha1.CloneSet, kubeO
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.clock = clocktesting.NewFakePassiveClock(testNow)
+	c.Clock = clocktesting.NewFakePassiveClock(testNow)
 	f.c = c
 	f.addToCache(cs)
 	for _, o := range kubeObjs {
@@ -266,7 +266,7 @@ func TestExpectationsPreventDoubleCreation(t *testing.T) {
 	// A timed-out expectation no longer blocks: with an empty cache again, the controller acts.
 	f2 := newFixture(t, newCloneSet(2))
 	f2.sync(t)
-	f2.c.clock = clocktesting.NewFakePassiveClock(testNow.Add(expectations.Timeout + time.Second))
+	f2.c.Clock = clocktesting.NewFakePassiveClock(testNow.Add(expectations.Timeout + time.Second))
 	f2.sync(t)
 	if n := len(createdPods(f2)); n != 4 {
 		t.Fatalf("created %d pods after the expectations timed out, want 4", n)

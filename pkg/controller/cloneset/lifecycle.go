@@ -33,7 +33,7 @@ func (c *Controller) refreshLifecycles(ctx context.Context, cs *v1alpha1.CloneSe
 			continue
 		}
 		if podreadiness.HasGate(pod) {
-			ok, err := lifecycle.SyncKruisePodReady(ctx, c.kube.CoreV1(), pod, lifecycle.State(pod), c.clock.Now())
+			ok, err := lifecycle.SyncKruisePodReady(ctx, c.Kube.CoreV1(), pod, lifecycle.State(pod), c.Clock.Now())
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -49,7 +49,7 @@ func (c *Controller) refreshLifecycles(ctx context.Context, cs *v1alpha1.CloneSe
 // setLifecycle moves a Pod to a lifecycle state (see lifecycle.Mover), expected and, with hooks,
 // reported as an Event.
 func (c *Controller) setLifecycle(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod, state pub.LifecycleStateType, addHook *pub.LifecycleHook) error {
-	mover := lifecycle.Mover{Pods: c.kube.CoreV1(), Exp: c.exp, Recorder: c.recorder, Kind: Name}
-	_, err := mover.Move(ctx, cs, cs.Spec.Lifecycle, pod, state, addHook, c.clock.Now())
+	mover := lifecycle.Mover{Pods: c.Kube.CoreV1(), Exp: c.Exp, Recorder: c.Recorder, Kind: Name}
+	_, err := mover.Move(ctx, cs, cs.Spec.Lifecycle, pod, state, addHook, c.Clock.Now())
 	return err
 }

@@ -104,7 +104,7 @@ func TestPreDownloadDisabled(t *testing.T) {
 	if jobs := createdJobs(f); len(jobs) != 0 {
 		t.Errorf("%d ImagePullJobs created with pre-download off", len(jobs))
 	}
-	if f.c.predl != nil {
+	if f.c.Predl != nil {
 		t.Error("pre-download writer built with pre-download off")
 	}
 }
@@ -156,16 +156,16 @@ func TestPreDownloadJobEventRequeues(t *testing.T) {
 	f := r.preDownloadFixture(t, true)
 	job := &v1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns",
 		OwnerReferences: []metav1.OwnerReference{*controllerRef(r.cs)}}}
-	jobEvents := f.c.predl.Handler(f.c.router.OwnerKey, f.c.queue.Add)
+	jobEvents := f.c.Predl.Handler(f.c.Router.OwnerKey, f.c.Queue.Add)
 	jobEvents.OnAdd(job, false)
-	if n := f.c.queue.Len(); n != 1 {
+	if n := f.c.Queue.Len(); n != 1 {
 		t.Fatalf("queue length %d, want the CloneSet", n)
 	}
-	if key, _ := f.c.queue.Get(); key != (cache.ObjectName{Namespace: "ns", Name: "web"}) {
+	if key, _ := f.c.Queue.Get(); key != (cache.ObjectName{Namespace: "ns", Name: "web"}) {
 		t.Errorf("queued %v", key)
 	}
 	jobEvents.OnAdd(&v1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Name: "k", Namespace: "ns"}}, false)
-	if n := f.c.queue.Len(); n != 0 {
+	if n := f.c.Queue.Len(); n != 0 {
 		t.Errorf("a job of no CloneSet queued something")
 	}
 }

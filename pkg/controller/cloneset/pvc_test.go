@@ -296,7 +296,7 @@ func TestScaleDownDeletesClaims(t *testing.T) {
 	if err := f.kinf.Core().V1().Pods().Informer().GetIndexer().Delete(newer); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := f.c.exp.Satisfied("ns/web", f.c.podState("ns")); ok {
+	if ok, _ := f.c.Exp.Satisfied("ns/web", f.c.podState("ns")); ok {
 		t.Error("expectations satisfied while the cache still shows the deleted pvc")
 	}
 	pvcs := f.kinf.Core().V1().PersistentVolumeClaims().Informer().GetIndexer()
@@ -304,7 +304,7 @@ func TestScaleDownDeletesClaims(t *testing.T) {
 	if err := pvcs.Delete(obj); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := f.c.exp.Satisfied("ns/web", f.c.podState("ns")); !ok {
+	if ok, _ := f.c.Exp.Satisfied("ns/web", f.c.podState("ns")); !ok {
 		t.Error("expectations not satisfied once the cache shows the pod and the pvc gone")
 	}
 }

@@ -104,7 +104,7 @@ func inPlaceUpdates(f *fixture) map[string]*v1alpha1.InPlaceUpdate {
 
 // events drains the Events recorded so far, one a line.
 func events(f *fixture) string {
-	return controllertest.Events(f.c.recorder.(*record.FakeRecorder))
+	return controllertest.Events(f.c.Recorder.(*record.FakeRecorder))
 }
 
 func condition(st v1alpha1.CloneSetStatus, t v1alpha1.CloneSetConditionType) *v1alpha1.CloneSetCondition {

@@ -45,7 +45,7 @@ func newFixture(t *testing.T, ds *v1alpha1.DaemonSet, objs ...runtime.Object) *f
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.clock = clocktesting.NewFakePassiveClock(now)
+	c.Clock = clocktesting.NewFakePassiveClock(now)
 	f.c = c
 	add := func(inf cache.SharedIndexInformer, obj any) { controllertest.Add(t, inf.GetIndexer(), obj) }
 	add(setInf.Informer(), ds)
@@ -165,7 +165,7 @@ func TestSyncRequeuesUntilTheSurgePodIsAvailable(t *testing.T) {
 	if requeue != 3*time.Second {
 		t.Errorf("requeue after %v, want 3s: when the surge Pod becomes available", requeue)
 	}
-	f.c.clock = clocktesting.NewFakePassiveClock(now.Add(requeue))
+	f.c.Clock = clocktesting.NewFakePassiveClock(now.Add(requeue))
 	if _, err := f.c.sync(context.Background(), cache.MetaObjectToName(ds)); err != nil {
 		t.Fatalf("sync: %v", err)
 	}

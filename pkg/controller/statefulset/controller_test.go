@@ -46,7 +46,7 @@ func newFixture(t *testing.T, set *v1beta1.StatefulSet, objs ...runtime.Object) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.clock = clocktesting.NewFakePassiveClock(now)
+	c.Clock = clocktesting.NewFakePassiveClock(now)
 	f.c = c
 	f.pods = podInf.Informer().GetIndexer()
 	add := func(inf cache.SharedIndexInformer, obj any) { controllertest.Add(t, inf.GetIndexer(), obj) }

@@ -41,7 +41,7 @@ func (c *Controller) refreshLifecycles(ctx context.Context, set *v1beta1.Statefu
 			continue
 		}
 		if podreadiness.HasGate(pod) {
-			_, err := lifecycle.SyncKruisePodReady(ctx, c.kube.CoreV1(), pod, lifecycle.State(pod), c.clock.Now())
+			_, err := lifecycle.SyncKruisePodReady(ctx, c.Kube.CoreV1(), pod, lifecycle.State(pod), c.Clock.Now())
 			errs = append(errs, err)
 		}
 	}
@@ -54,8 +54,8 @@ func (c *Controller) refreshLifecycles(ctx context.Context, set *v1beta1.Statefu
 // setLifecycle moves a Pod to a lifecycle state, arming rearm again when not nil (see
 // lifecycle.Mover: the move is expected and, with hooks, reported as an Event).
 func (c *Controller) setLifecycle(ctx context.Context, set *v1beta1.StatefulSet, pod *corev1.Pod, state pub.LifecycleStateType, rearm *pub.LifecycleHook) (bool, error) {
-	mover := lifecycle.Mover{Pods: c.kube.CoreV1(), Exp: c.exp, Recorder: c.recorder, Kind: Name}
-	return mover.Move(ctx, set, set.Spec.Lifecycle, pod, state, rearm, c.clock.Now())
+	mover := lifecycle.Mover{Pods: c.Kube.CoreV1(), Exp: c.Exp, Recorder: c.Recorder, Kind: Name}
+	return mover.Move(ctx, set, set.Spec.Lifecycle, pod, state, rearm, c.Clock.Now())
 }
 
 // holdForInPlaceUpdate moves a Pod about to be updated in place through the inPlaceUpdate hook, as
