@@ -30,6 +30,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/statefulset"
 	"github.com/inplace-dev/inplace/pkg/features"
 	"github.com/inplace-dev/inplace/pkg/util/reconcile"
+	"github.com/inplace-dev/inplace/pkg/workload/rolloutmetrics"
 )
 
 // controllers are every controller inplace-controller runs.
@@ -37,7 +38,7 @@ var controllers = []reconcile.Init[*manager.Context]{
 	{Name: cloneset.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
 		sets := cc.InplaceInformers.Apps().V1alpha1().CloneSets()
 		if cc.RolloutMetrics {
-			cloneset.ExposeRollouts(sets.Lister())
+			rolloutmetrics.CloneSets.Expose(sets.Lister().List)
 		}
 		c, err := cloneset.New(cc.KubeClient, cc.InplaceClient, sets,
 			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().PersistentVolumeClaims(),
@@ -63,7 +64,7 @@ var controllers = []reconcile.Init[*manager.Context]{
 	{Name: statefulset.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
 		sets := cc.InplaceInformers.Apps().V1beta1().StatefulSets()
 		if cc.RolloutMetrics {
-			statefulset.ExposeRollouts(sets.Lister())
+			rolloutmetrics.StatefulSets.Expose(sets.Lister().List)
 		}
 		c, err := statefulset.New(cc.KubeClient, cc.InplaceClient, sets,
 			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().PersistentVolumeClaims(),
@@ -76,7 +77,7 @@ var controllers = []reconcile.Init[*manager.Context]{
 	{Name: daemonset.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
 		sets := cc.InplaceInformers.Apps().V1alpha1().DaemonSets()
 		if cc.RolloutMetrics {
-			daemonset.ExposeRollouts(sets.Lister())
+			rolloutmetrics.DaemonSets.Expose(sets.Lister().List)
 		}
 		c, err := daemonset.New(cc.KubeClient, cc.InplaceClient, sets,
 			cc.KubeInformers.Core().V1().Pods(), cc.KubeInformers.Core().V1().Nodes(),

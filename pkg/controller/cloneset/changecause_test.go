@@ -17,5 +17,5 @@ func TestRevisionChangeCause(t *testing.T) {
 	f.sync(t)
 	// Its change-cause, and the hash of its (no) volumeClaimTemplates; not the CloneSet's others.
 	want := map[string]string{history.ChangeCauseAnnotation: "set image main=app:v2", vctHashAnnotation: ""}
-	controllertest.CheckCreatedRevision(t, f.kube.Actions(), want)
+	controllertest.CheckCreatedRevision(t, f.Kube.Actions(), want)
 }

@@ -17,19 +17,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
-	kubeinformers "k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
-	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
 )
@@ -37,11 +33,8 @@ import (
 var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 type fixture struct {
-	c       *Controller
-	kube    *kubefake.Clientset
-	inplace *inplacefake.Clientset
-	kinf    kubeinformers.SharedInformerFactory
-	iinf    inplaceinformers.SharedInformerFactory
+	controllertest.Fakes
+	c *Controller
 }
 
 func newCloneSet(replicas int32) *v1alpha1.CloneSet {
@@ -69,57 +62,32 @@ func newFixture(t *testing.T, cs *v1alpha1.CloneSet, kubeObjs ...runtime.Object)
 // newFixtureWith is newFixture with image pre-download on or off.
 func newFixtureWith(t *testing.T, preDownload bool, cs *v1alpha1.CloneSet, kubeObjs ...runtime.Object) *fixture {
 	t.Helper()
-	f := &fixture{kube: kubefake.NewClientset(kubeObjs...), inplace: inplacefake.NewClientset(cs)}
-	f.kinf = kubeinformers.NewSharedInformerFactory(f.kube, 0)
-	f.iinf = inplaceinformers.NewSharedInformerFactory(f.inplace, 0)
-	c, err := New(f.kube, f.inplace, f.iinf.Apps().V1alpha1().CloneSets(), f.kinf.Core().V1().Pods(),
-		f.kinf.Core().V1().PersistentVolumeClaims(), f.kinf.Apps().V1().ControllerRevisions(), record.NewFakeRecorder(100))
+	f := &fixture{Fakes: controllertest.NewFakes(kubeObjs, cs)}
+	c, err := New(f.Kube, f.Inplace, f.InplaceInformers.Apps().V1alpha1().CloneSets(), f.KubeInformers.Core().V1().Pods(),
+		f.KubeInformers.Core().V1().PersistentVolumeClaims(), f.KubeInformers.Apps().V1().ControllerRevisions(), f.Recorder)
 	if err == nil && preDownload {
-		err = c.EnableImagePreDownload(f.kube.AppsV1(), f.iinf.Apps().V1alpha1().ImagePullJobs())
+		err = c.EnableImagePreDownload(f.Kube.AppsV1(), f.InplaceInformers.Apps().V1alpha1().ImagePullJobs())
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.clock = clocktesting.NewFakePassiveClock(testNow)
+	c.Clock = clocktesting.NewFakePassiveClock(testNow)
 	f.c = c
-	f.addToCache(cs)
+	f.Cache(cs)
 	for _, o := range kubeObjs {
-		f.addToCache(o)
+		f.Cache(o)
 	}
 	return f
 }
 
-func (f *fixture) addToCache(obj runtime.Object) {
-	var inf cache.SharedIndexInformer
-	switch obj.(type) {
-	case *v1alpha1.CloneSet:
-		inf = f.iinf.Apps().V1alpha1().CloneSets().Informer()
-	case *corev1.Pod:
-		inf = f.kinf.Core().V1().Pods().Informer()
-	case *appsv1.ControllerRevision:
-		inf = f.kinf.Apps().V1().ControllerRevisions().Informer()
-	case *corev1.PersistentVolumeClaim:
-		inf = f.kinf.Core().V1().PersistentVolumeClaims().Informer()
-	case *v1alpha1.ImagePullJob:
-		inf = f.iinf.Apps().V1alpha1().ImagePullJobs().Informer()
-	}
-	if err := inf.GetIndexer().Add(obj); err != nil {
-		panic(err)
-	}
-}
-
 func (f *fixture) sync(t *testing.T) time.Duration {
 	t.Helper()
-	d, err := f.c.sync(context.Background(), cache.ObjectName{Namespace: "ns", Name: "web"})
-	if err != nil {
-		t.Fatalf("sync: %v", err)
-	}
-	return d
+	return controllertest.Sync(t, f.c.sync, cache.ObjectName{Namespace: "ns", Name: "web"})
 }
 
 func actionsOf[T any](f *fixture, verb, resource string) []T {
 	var out []T
-	for _, a := range f.kube.Actions() {
+	for _, a := range f.Kube.Actions() {
 		if a.GetVerb() == verb && a.GetResource().Resource == resource && a.GetSubresource() == "" {
 			if x, ok := a.(T); ok {
 				out = append(out, x)
@@ -148,7 +116,7 @@ func deletedPods(f *fixture) []string {
 func lastStatus(t *testing.T, f *fixture) v1alpha1.CloneSetStatus {
 	t.Helper()
 	var st *v1alpha1.CloneSetStatus
-	for _, a := range f.inplace.Actions() {
+	for _, a := range f.Inplace.Actions() {
 		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
 			st = &a.(k8stesting.UpdateAction).GetObject().(*v1alpha1.CloneSet).Status
 		}
@@ -257,7 +225,7 @@ func TestExpectationsPreventDoubleCreation(t *testing.T) {
 	}
 	// The informer shows them: expectations are met, nothing more to create.
 	for _, p := range createdPods(f) {
-		f.addToCache(p)
+		f.Cache(p)
 	}
 	f.sync(t)
 	if n := len(createdPods(f)); n != 3 {
@@ -266,7 +234,7 @@ func TestExpectationsPreventDoubleCreation(t *testing.T) {
 	// A timed-out expectation no longer blocks: with an empty cache again, the controller acts.
 	f2 := newFixture(t, newCloneSet(2))
 	f2.sync(t)
-	f2.c.clock = clocktesting.NewFakePassiveClock(testNow.Add(expectations.Timeout + time.Second))
+	f2.c.Clock = clocktesting.NewFakePassiveClock(testNow.Add(expectations.Timeout + time.Second))
 	f2.sync(t)
 	if n := len(createdPods(f2)); n != 4 {
 		t.Fatalf("created %d pods after the expectations timed out, want 4", n)
@@ -310,8 +278,8 @@ func TestExpectationsAndPodListAgree(t *testing.T) {
 	if len(created) != 2 {
 		t.Fatalf("created %d pods, want 2", len(created))
 	}
-	f.addToCache(created[0])
-	f.c.pods = &arrivingPodLister{PodLister: f.c.pods, arrive: func() { f.addToCache(created[1]) }}
+	f.Cache(created[0])
+	f.c.pods = &arrivingPodLister{PodLister: f.c.pods, arrive: func() { f.Cache(created[1]) }}
 	f.sync(t)
 	if n := len(createdPods(f)); n != 2 {
 		t.Errorf("created %d pods, want still 2: the sync counted %s as created and as missing", n, created[1].Name)
@@ -493,7 +461,7 @@ func TestRevisionCollision(t *testing.T) {
 	taken := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
 		Data: runtime.RawExtension{Raw: []byte(`{"other":true}`)}}
 	f := newFixture(t, cs)
-	if _, err := f.kube.AppsV1().ControllerRevisions("ns").Create(context.Background(), taken, metav1.CreateOptions{}); err != nil {
+	if _, err := f.Kube.AppsV1().ControllerRevisions("ns").Create(context.Background(), taken, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.sync(t)
@@ -623,10 +591,10 @@ func TestStatus(t *testing.T) {
 	// Unchanged status is not written again.
 	cs2 := cs.DeepCopy()
 	cs2.Status = st
-	f.addToCache(cs2)
-	f.inplace.ClearActions()
+	f.Cache(cs2)
+	f.Inplace.ClearActions()
 	f.sync(t)
-	for _, a := range f.inplace.Actions() {
+	for _, a := range f.Inplace.Actions() {
 		if a.GetSubresource() == "status" {
 			t.Errorf("status written although unchanged")
 		}
@@ -657,7 +625,7 @@ func TestClaimPods(t *testing.T) {
 	if n := len(createdPods(f)); n != 0 {
 		t.Errorf("created %d pods, want 0", n)
 	}
-	pod, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), "orphan", metav1.GetOptions{})
+	pod, err := f.Kube.CoreV1().Pods("ns").Get(context.Background(), "orphan", metav1.GetOptions{})
 	if err != nil || !metav1.IsControlledBy(pod, cs) {
 		t.Errorf("orphan not adopted: %v", err)
 	}
@@ -668,7 +636,7 @@ func TestClaimPods(t *testing.T) {
 func TestScaleUpInTerminatingNamespace(t *testing.T) {
 	cs := newCloneSet(4)
 	f := newFixture(t, cs)
-	f.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	f.Kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		err := apierrors.NewForbidden(corev1.Resource("pods"), "x", fmt.Errorf("namespace ns is being terminated"))
 		err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
 		return true, nil, err

@@ -6,14 +6,11 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
 	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
-	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
 
 // A CloneSet's lifecycle hooks (spec.lifecycle) are OpenKruise's; pkg/workload/lifecycle holds
@@ -36,7 +33,7 @@ func (c *Controller) refreshLifecycles(ctx context.Context, cs *v1alpha1.CloneSe
 			continue
 		}
 		if podreadiness.HasGate(pod) {
-			ok, err := lifecycle.SyncKruisePodReady(ctx, c.kube.CoreV1(), pod, lifecycle.State(pod), c.clock.Now())
+			ok, err := lifecycle.SyncKruisePodReady(ctx, c.Kube.CoreV1(), pod, lifecycle.State(pod), c.Clock.Now())
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -49,21 +46,10 @@ func (c *Controller) refreshLifecycles(ctx context.Context, cs *v1alpha1.CloneSe
 	return changed, nil
 }
 
-// setLifecycle moves a Pod to a lifecycle state (see lifecycle.Move), expected and, with hooks,
+// setLifecycle moves a Pod to a lifecycle state (see lifecycle.Mover), expected and, with hooks,
 // reported as an Event.
 func (c *Controller) setLifecycle(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod, state pub.LifecycleStateType, addHook *pub.LifecycleHook) error {
-	moved, err := lifecycle.Move(ctx, c.kube.CoreV1(), pod, state, addHook, c.clock.Now())
-	if moved {
-		c.exp.ExpectLifecycle(cache.MetaObjectToName(cs).String(), pod.Name, string(state))
-		klog.FromContext(ctx).V(2).Info("Pod lifecycle state", "cloneset", klog.KObj(cs), "pod", klog.KObj(pod),
-			"from", lifecycle.State(pod), "to", state)
-		// Without hooks every Pod passes through the states by itself (PreparingNormal to Normal
-		// once scheduled, Updating to Normal once updated): an Event for each would double the
-		// requests of creating or updating a Pod and tell nobody anything. With hooks, the states
-		// are what users wait on.
-		if cs.Spec.Lifecycle != nil {
-			c.recorder.Eventf(cs, corev1.EventTypeNormal, ownership.ReasonPodLifecyclePrefix+string(state), "pod %s is %s", pod.Name, state)
-		}
-	}
+	mover := lifecycle.Mover{Pods: c.Kube.CoreV1(), Exp: c.Exp, Recorder: c.Recorder, Kind: Name}
+	_, err := mover.Move(ctx, cs, cs.Spec.Lifecycle, pod, state, addHook, c.Clock.Now())
 	return err
 }

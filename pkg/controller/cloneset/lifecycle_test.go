@@ -28,7 +28,7 @@ func holdHook(markNotReady bool) *pub.LifecycleHook {
 func podPatches(t *testing.T, f *fixture, subresource string) map[string][]map[string]any {
 	t.Helper()
 	out := map[string][]map[string]any{}
-	for _, a := range f.kube.Actions() {
+	for _, a := range f.Kube.Actions() {
 		if a.GetVerb() != "patch" || a.GetResource().Resource != "pods" || a.GetSubresource() != subresource {
 			continue
 		}
@@ -255,7 +255,7 @@ func TestTrimPodsToDelete(t *testing.T) {
 	f := newFixture(t, cs, a, b)
 	f.sync(t)
 	var patch string
-	for _, act := range f.inplace.Actions() {
+	for _, act := range f.Inplace.Actions() {
 		if act.GetVerb() == "patch" && act.GetResource().Resource == "clonesets" {
 			patch = string(act.(k8stesting.PatchAction).GetPatch())
 		}

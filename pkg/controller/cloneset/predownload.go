@@ -6,35 +6,19 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
 	"github.com/inplace-dev/inplace/pkg/workload/predownload"
 )
-
-// EnableImagePreDownload makes the CloneSets that update in place pre-download their new images
-// (package predownload): it watches the ImagePullJobs the CloneSets control, whose creation and
-// deletion settle the pre-download expectations and bring their CloneSet back. Call it before Run.
-func (c *Controller) EnableImagePreDownload(revisions appsv1client.ControllerRevisionsGetter, jobs informers.ImagePullJobInformer) error {
-	w, err := predownload.NewWriter(c.inplace, revisions, jobs, c.recorder, expectations.New(func() time.Time { return c.clock.Now() }))
-	if err != nil {
-		return err
-	}
-	c.predl = w
-	c.synced = append(c.synced, jobs.Informer().HasSynced)
-	return w.Watch(c.router.OwnerKey, c.queue.Add)
-}
 
 // preDownload takes the CloneSet's next image pre-download step, from the status just computed:
 // its rollout is over once the status names the update revision current. It says when to look
 // again if it waits for the cache.
 func (c *Controller) preDownload(ctx context.Context, cs *v1alpha1.CloneSet, status *v1alpha1.CloneSetStatus, revs history.Revisions) (time.Duration, error) {
-	if c.predl == nil || cs.DeletionTimestamp != nil {
+	if c.Predl == nil || cs.DeletionTimestamp != nil {
 		// A CloneSet being deleted takes its jobs with it (garbage collection).
 		return 0, nil
 	}
@@ -42,7 +26,7 @@ func (c *Controller) preDownload(ctx context.Context, cs *v1alpha1.CloneSet, sta
 	if status.CurrentRevision == revs.Update.Name {
 		current = revs.Update
 	}
-	return c.predl.Sync(ctx, cache.MetaObjectToName(cs).String(), preDownloadRollout(cs, status, current, revs))
+	return c.Predl.Sync(ctx, cache.MetaObjectToName(cs).String(), preDownloadRollout(cs, status, current, revs))
 }
 
 // preDownloadRollout is what package predownload reads of the CloneSet. Updated ready Pods count

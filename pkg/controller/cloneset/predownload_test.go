@@ -26,12 +26,12 @@ func (r *rollout) preDownloadFixture(t *testing.T, on bool, extra ...runtime.Obj
 		objs = append(objs, p)
 	}
 	f := newFixtureWith(t, on, r.cs, objs...)
-	f.inplace.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	f.Inplace.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return a.GetSubresource() == "inplaceupdate", a.(k8stesting.CreateAction).GetObject(), nil
 	})
 	for _, o := range extra {
-		f.addToCache(o)
-		if err := f.inplace.Tracker().Add(o); err != nil {
+		f.Cache(o)
+		if err := f.Inplace.Tracker().Add(o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -40,7 +40,7 @@ func (r *rollout) preDownloadFixture(t *testing.T, on bool, extra ...runtime.Obj
 
 func createdJobs(f *fixture) []*v1alpha1.ImagePullJob {
 	var out []*v1alpha1.ImagePullJob
-	for _, a := range f.inplace.Actions() {
+	for _, a := range f.Inplace.Actions() {
 		if a.GetVerb() == "create" && a.GetResource().Resource == "imagepulljobs" {
 			out = append(out, a.(k8stesting.CreateAction).GetObject().(*v1alpha1.ImagePullJob))
 		}
@@ -83,7 +83,7 @@ func TestPreDownloadCreatesJob(t *testing.T) {
 		t.Errorf("podSelector %+v, want app=web and %+v", sel, want)
 	}
 	var labelled bool
-	for _, a := range f.kube.Actions() {
+	for _, a := range f.Kube.Actions() {
 		if p, ok := a.(k8stesting.PatchAction); ok && a.GetResource().Resource == "controllerrevisions" && p.GetName() == r.new.Name {
 			labelled = strings.Contains(string(p.GetPatch()), v1alpha1.ImagePreDownloadCreatedKey)
 		}
@@ -104,7 +104,7 @@ func TestPreDownloadDisabled(t *testing.T) {
 	if jobs := createdJobs(f); len(jobs) != 0 {
 		t.Errorf("%d ImagePullJobs created with pre-download off", len(jobs))
 	}
-	if f.c.predl != nil {
+	if f.c.Predl != nil {
 		t.Error("pre-download writer built with pre-download off")
 	}
 }
@@ -142,7 +142,7 @@ func TestPreDownloadDeletesOnCompletion(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{*controllerRef(r.cs)}}}
 	f := r.preDownloadFixture(t, true, job)
 	f.sync(t)
-	if _, err := f.inplace.AppsV1alpha1().ImagePullJobs("ns").Get(context.Background(), job.Name, metav1.GetOptions{}); err == nil {
+	if _, err := f.Inplace.AppsV1alpha1().ImagePullJobs("ns").Get(context.Background(), job.Name, metav1.GetOptions{}); err == nil {
 		t.Error("the CloneSet's ImagePullJob survived the end of the rollout")
 	}
 	if st := lastStatus(t, f); st.CurrentRevision != r.new.Name {
@@ -156,16 +156,16 @@ func TestPreDownloadJobEventRequeues(t *testing.T) {
 	f := r.preDownloadFixture(t, true)
 	job := &v1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns",
 		OwnerReferences: []metav1.OwnerReference{*controllerRef(r.cs)}}}
-	jobEvents := f.c.predl.Handler(f.c.router.OwnerKey, f.c.queue.Add)
+	jobEvents := f.c.Predl.Handler(f.c.Router.OwnerKey, f.c.Queue.Add)
 	jobEvents.OnAdd(job, false)
-	if n := f.c.queue.Len(); n != 1 {
+	if n := f.c.Queue.Len(); n != 1 {
 		t.Fatalf("queue length %d, want the CloneSet", n)
 	}
-	if key, _ := f.c.queue.Get(); key != (cache.ObjectName{Namespace: "ns", Name: "web"}) {
+	if key, _ := f.c.Queue.Get(); key != (cache.ObjectName{Namespace: "ns", Name: "web"}) {
 		t.Errorf("queued %v", key)
 	}
 	jobEvents.OnAdd(&v1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Name: "k", Namespace: "ns"}}, false)
-	if n := f.c.queue.Len(); n != 0 {
+	if n := f.c.Queue.Len(); n != 0 {
 		t.Errorf("a job of no CloneSet queued something")
 	}
 }

@@ -367,7 +367,7 @@ func TestSyncProgressDeadline(t *testing.T) {
 	// Eleven seconds later, with the status as written: the deadline has passed.
 	cs.Status = lastStatus(t, f)
 	f = newFixture(t, cs, ownedPod(cs, "web-a", rev, running()), ownedPod(cs, "web-b", rev, ready(testNow.Add(-time.Hour))))
-	f.c.clock = clocktesting.NewFakePassiveClock(testNow.Add(11 * time.Second))
+	f.c.Clock = clocktesting.NewFakePassiveClock(testNow.Add(11 * time.Second))
 	if requeue := f.sync(t); requeue != 0 {
 		t.Errorf("requeue after %v, want none", requeue)
 	}

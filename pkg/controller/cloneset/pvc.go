@@ -251,22 +251,22 @@ func (c *Controller) deleteClaims(ctx context.Context, cs *v1alpha1.CloneSet, cl
 	key := cache.MetaObjectToName(cs).String()
 	var errs []error
 	for _, pvc := range claims {
-		c.exp.ExpectDeletions(key, claimKey(pvc.Name))
-		err := c.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Delete(ctx, pvc.Name, metav1.DeleteOptions{
+		c.Exp.ExpectDeletions(key, claimKey(pvc.Name))
+		err := c.Kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Delete(ctx, pvc.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &pvc.UID}})
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			// Gone already, or a different PVC of that name now: not ours to delete.
-			c.exp.DeletionObserved(key, claimKey(pvc.Name))
+			c.Exp.DeletionObserved(key, claimKey(pvc.Name))
 			continue
 		}
 		if err != nil {
-			c.exp.DeletionObserved(key, claimKey(pvc.Name))
+			c.Exp.DeletionObserved(key, claimKey(pvc.Name))
 			errs = append(errs, fmt.Errorf("deleting pvc %s: %w", pvc.Name, err))
-			c.recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "failed to delete pvc %s: %v", pvc.Name, err)
+			c.Recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "failed to delete pvc %s: %v", pvc.Name, err)
 			continue
 		}
 		klog.FromContext(ctx).V(2).Info("Deleted PVC", "cloneset", klog.KObj(cs), "pvc", klog.KObj(pvc), "why", why)
-		c.recorder.Eventf(cs, corev1.EventTypeNormal, ownership.ReasonSuccessfulDelete, "deleted pvc %s: %s", pvc.Name, why)
+		c.Recorder.Eventf(cs, corev1.EventTypeNormal, ownership.ReasonSuccessfulDelete, "deleted pvc %s: %s", pvc.Name, why)
 	}
 	return errors.Join(errs...)
 }
@@ -276,20 +276,20 @@ func (c *Controller) deleteClaims(ctx context.Context, cs *v1alpha1.CloneSet, cl
 // created (it would claim a PVC that is not its own, or one about to vanish).
 func (c *Controller) ensureClaims(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod) error {
 	for _, claim := range newClaims(cs, pod.Labels[v1alpha1.CloneSetInstanceID]) {
-		_, err := c.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Create(ctx, claim, metav1.CreateOptions{})
+		_, err := c.Kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Create(ctx, claim, metav1.CreateOptions{})
 		if err == nil {
 			klog.FromContext(ctx).V(2).Info("Created PVC", "cloneset", klog.KObj(cs), "pvc", klog.KObj(claim), "pod", klog.KObj(pod))
-			c.recorder.Eventf(cs, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "created pvc %s for pod %s", claim.Name, pod.Name)
+			c.Recorder.Eventf(cs, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "created pvc %s for pod %s", claim.Name, pod.Name)
 			continue
 		}
 		if !apierrors.IsAlreadyExists(err) {
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				return fmt.Errorf("creating pvc %s for pod %s: %w", claim.Name, pod.Name, err)
 			}
-			c.recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "failed to create pvc %s for pod %s: %v", claim.Name, pod.Name, err)
+			c.Recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "failed to create pvc %s for pod %s: %v", claim.Name, pod.Name, err)
 			return fmt.Errorf("creating pvc %s for pod %s: %w", claim.Name, pod.Name, err)
 		}
-		existing, err := c.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Get(ctx, claim.Name, metav1.GetOptions{})
+		existing, err := c.Kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Get(ctx, claim.Name, metav1.GetOptions{})
 		if err != nil {
 			return fmt.Errorf("reading the existing pvc %s for pod %s: %w", claim.Name, pod.Name, err)
 		}
@@ -301,7 +301,7 @@ func (c *Controller) ensureClaims(ctx context.Context, cs *v1alpha1.CloneSet, po
 			problem = "is being deleted"
 		}
 		if problem != "" {
-			c.recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "pvc %s for pod %s already exists and %s", claim.Name, pod.Name, problem)
+			c.Recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "pvc %s for pod %s already exists and %s", claim.Name, pod.Name, problem)
 			return fmt.Errorf("pvc %s for pod %s already exists and %s", claim.Name, pod.Name, problem)
 		}
 		klog.FromContext(ctx).V(2).Info("Reusing PVC", "cloneset", klog.KObj(cs), "pvc", klog.KObj(existing), "pod", klog.KObj(pod))
@@ -311,14 +311,14 @@ func (c *Controller) ensureClaims(ctx context.Context, cs *v1alpha1.CloneSet, po
 
 // enqueueClaimOwner enqueues the CloneSet controlling a PVC, and settles a deletion expected of it.
 func (c *Controller) enqueueClaimOwner(pvc *corev1.PersistentVolumeClaim, deleted bool) {
-	key, ok := c.router.OwnerKey(pvc.Namespace, metav1.GetControllerOf(pvc))
+	key, ok := c.Router.OwnerKey(pvc.Namespace, metav1.GetControllerOf(pvc))
 	if !ok {
 		return
 	}
 	if deleted || pvc.DeletionTimestamp != nil {
-		c.exp.DeletionObserved(key.String(), claimKey(pvc.Name))
+		c.Exp.DeletionObserved(key.String(), claimKey(pvc.Name))
 	}
-	c.queue.Add(key)
+	c.Queue.Add(key)
 }
 
 // claimState looks a PVC up in the cache, for the expectations.

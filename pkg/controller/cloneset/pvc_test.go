@@ -215,7 +215,7 @@ func TestScaleUpCreatesClaimsBeforePods(t *testing.T) {
 			t.Errorf("pod %s volume %+v, want claim %s", p.Name, p.Spec.Volumes[0], want)
 		}
 		claimAt, podAt := -1, -1
-		for i, a := range f.kube.Actions() {
+		for i, a := range f.Kube.Actions() {
 			if c, ok := a.(k8stesting.CreateAction); ok {
 				switch o := c.GetObject().(type) {
 				case *corev1.PersistentVolumeClaim:
@@ -293,18 +293,18 @@ func TestScaleDownDeletesClaims(t *testing.T) {
 		t.Errorf("no pvc deletion event in\n%s", evs)
 	}
 	// Until the cache shows the PVC deleted too, the next sync does nothing.
-	if err := f.kinf.Core().V1().Pods().Informer().GetIndexer().Delete(newer); err != nil {
+	if err := f.KubeInformers.Core().V1().Pods().Informer().GetIndexer().Delete(newer); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := f.c.exp.Satisfied("ns/web", f.c.podState("ns")); ok {
+	if ok, _ := f.c.Exp.Satisfied("ns/web", f.c.podState("ns")); ok {
 		t.Error("expectations satisfied while the cache still shows the deleted pvc")
 	}
-	pvcs := f.kinf.Core().V1().PersistentVolumeClaims().Informer().GetIndexer()
+	pvcs := f.KubeInformers.Core().V1().PersistentVolumeClaims().Informer().GetIndexer()
 	obj, _, _ := pvcs.GetByKey("ns/data-web-b")
 	if err := pvcs.Delete(obj); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := f.c.exp.Satisfied("ns/web", f.c.podState("ns")); !ok {
+	if ok, _ := f.c.Exp.Satisfied("ns/web", f.c.podState("ns")); !ok {
 		t.Error("expectations not satisfied once the cache shows the pod and the pvc gone")
 	}
 }

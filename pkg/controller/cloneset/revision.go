@@ -64,12 +64,12 @@ func (c *Controller) manageRevisions(ctx context.Context, cs *v1alpha1.CloneSet,
 	if err != nil {
 		return history.Revisions{CollisionCount: collisionCount}, err
 	}
-	return history.Manage(ctx, c.kube.AppsV1(), revisionOwner(cs), data, revisions, cs.Status.CurrentRevision, collisionCount)
+	return history.Manage(ctx, c.Kube.AppsV1(), revisionOwner(cs), data, revisions, cs.Status.CurrentRevision, collisionCount)
 }
 
 // truncateHistory deletes the oldest revisions beyond revisionHistoryLimit, never the current or
 // update revision nor one that a Pod is at (a CloneSet Pod's controller-revision-hash label is
 // its revision's name). revisions are sorted oldest first.
 func (c *Controller) truncateHistory(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, revisions []*appsv1.ControllerRevision, res history.Revisions) error {
-	return history.TruncateUnused(ctx, c.kube.AppsV1(), revisions, res, pods, history.Limit(cs.Spec.RevisionHistoryLimit))
+	return history.TruncateUnused(ctx, c.Kube.AppsV1(), revisions, res, pods, history.Limit(cs.Spec.RevisionHistoryLimit))
 }

@@ -53,7 +53,7 @@ const scalingExcludePreparingDeleteLabel = "apps.kruise.io/cloneset-scaling-excl
 //
 // Deletions honour the preDelete hook: a Pod it holds moves to PreparingDelete instead.
 func (c *Controller) scale(ctx context.Context, cs *v1alpha1.CloneSet, pods []*corev1.Pod, revs history.Revisions) (bool, error) {
-	plan, err := planScale(cs, pods, revs.Update.Name, revs.Current.Name, c.clock.Now())
+	plan, err := planScale(cs, pods, revs.Update.Name, revs.Current.Name, c.Clock.Now())
 	if err != nil {
 		return false, err
 	}
@@ -65,7 +65,7 @@ func (c *Controller) scale(ctx context.Context, cs *v1alpha1.CloneSet, pods []*c
 		return true, errors.Join(errs...)
 	}
 	if plan.scaleUpLimited {
-		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonScaleUpLimited,
+		c.Recorder.Eventf(cs, corev1.EventTypeWarning, ReasonScaleUpLimited,
 			"scaleUp is limited because of scaleStrategy.maxUnavailable, limit: %d", plan.createCurrent+plan.createUpdate)
 	}
 	if plan.scaleUp {
@@ -448,32 +448,32 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revi
 		names := make([]string, batch)
 		for i := range pods {
 			pods[i] = newPod(cs, template, revision.Name, ids[created+i])
-			pods[i].Annotations[pub.LifecycleTimestampKey] = pub.LifecycleTimestamp(c.clock.Now())
+			pods[i].Annotations[pub.LifecycleTimestampKey] = pub.LifecycleTimestamp(c.Clock.Now())
 			names[i] = pods[i].Name
 		}
-		c.exp.ExpectCreations(key, names...)
+		c.Exp.ExpectCreations(key, names...)
 		errs := make([]error, batch)
 		var wg sync.WaitGroup
 		for i, pod := range pods {
 			wg.Go(func() {
 				err := c.ensureClaims(ctx, cs, pod)
 				if err == nil {
-					_, err = c.kube.CoreV1().Pods(cs.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+					_, err = c.Kube.CoreV1().Pods(cs.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 					if err != nil {
 						err = fmt.Errorf("creating pod %s: %w", pod.Name, err)
 						if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-							c.recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "failed to create pod %s: %v", pod.Name, err)
+							c.Recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "failed to create pod %s: %v", pod.Name, err)
 						}
 					}
 				}
 				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 					// The namespace is going away with the CloneSet: nothing to create, nothing to report.
-					c.exp.CreationObserved(key, pod.Name)
+					c.Exp.CreationObserved(key, pod.Name)
 					nsTerminating.Store(true)
 					return
 				}
 				if err != nil {
-					c.exp.CreationObserved(key, pod.Name)
+					c.Exp.CreationObserved(key, pod.Name)
 					errs[i] = err
 					return
 				}
@@ -481,7 +481,7 @@ func (c *Controller) createPods(ctx context.Context, cs *v1alpha1.CloneSet, revi
 				if id := pod.Labels[v1alpha1.CloneSetInstanceID]; reused.Has(id) {
 					msg += fmt.Sprintf("; it reuses the PVCs of instance id %s", id)
 				}
-				c.recorder.Eventf(cs, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "%s", msg)
+				c.Recorder.Eventf(cs, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "%s", msg)
 			})
 		}
 		wg.Wait()
@@ -520,22 +520,22 @@ func (c *Controller) deletePods(ctx context.Context, cs *v1alpha1.CloneSet, pods
 	for i, p := range pods {
 		names[i] = p.Name
 	}
-	c.exp.ExpectDeletions(key, names...)
+	c.Exp.ExpectDeletions(key, names...)
 	delErrs := make([]error, len(pods))
 	deleted := make([]bool, len(pods))
 	var wg sync.WaitGroup
 	for i, pod := range pods {
 		wg.Go(func() {
-			err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+			err := c.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 				Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 			if err != nil && !apierrors.IsNotFound(err) {
-				c.exp.DeletionObserved(key, pod.Name)
+				c.Exp.DeletionObserved(key, pod.Name)
 				delErrs[i] = fmt.Errorf("deleting pod %s: %w", pod.Name, err)
-				c.recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "failed to delete pod %s: %v", pod.Name, err)
+				c.Recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "failed to delete pod %s: %v", pod.Name, err)
 				return
 			}
 			deleted[i] = true
-			c.recorder.Eventf(cs, corev1.EventTypeNormal, reason, "deleted pod %s: %s", pod.Name, why)
+			c.Recorder.Eventf(cs, corev1.EventTypeNormal, reason, "deleted pod %s: %s", pod.Name, why)
 		})
 	}
 	wg.Wait()

@@ -26,24 +26,16 @@ import (
 // sync reconciles one CloneSet: claim its Pods, settle its revisions, scale, write status, trim
 // history. It says when to look again if time, not an event, is what it waits for.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
-	cs, err := c.sets.CloneSets(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		c.exp.Forget(key.String())
-		return 0, nil
-	}
-	if err != nil {
+	cs, selector, ok, err := c.Load(key)
+	if !ok || err != nil {
 		return 0, err
-	}
-	selector, ok := ownership.PodSelector(c.recorder, cs, cs.Spec.Selector)
-	if !ok {
-		return 0, nil
 	}
 	// Expectations first, then the Pods, as the ReplicaSet controller does: a Pod whose creation
 	// settles an expectation is then in the list too. The other way round, a Pod created by the
 	// last sync could reach the cache between the two, settle its expectation and be missing from
 	// the list: the sync then created one Pod too many (seen in CI: a replacement Pod got a new
 	// instance id, leaving the PVCs of the old one unused).
-	satisfied, left := c.exp.Satisfied(key.String(), c.podState(cs.Namespace))
+	satisfied, left := c.Exp.Satisfied(key.String(), c.podState(cs.Namespace))
 	pods, revisions, err := c.claim(ctx, cs, selector)
 	if err != nil {
 		return 0, err
@@ -86,11 +78,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		}
 	}
 
-	status, wait := calculateStatus(cs, active, revs, c.clock.Now())
+	status, wait := calculateStatus(cs, active, revs, c.Clock.Now())
 	if scaleErr != nil {
-		setCondition(status, v1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, "ScaleFailed", scaleErr.Error(), c.clock.Now())
+		setCondition(status, v1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, "ScaleFailed", scaleErr.Error(), c.Clock.Now())
 	} else if cs.DeletionTimestamp == nil {
-		setCondition(status, v1alpha1.CloneSetConditionFailedScale, corev1.ConditionFalse, "", "", c.clock.Now())
+		setCondition(status, v1alpha1.CloneSetConditionFailedScale, corev1.ConditionFalse, "", "", c.Clock.Now())
 	}
 	c.setUpdateCondition(cs, status, upd)
 	if err := c.updateStatus(ctx, cs, status); err != nil {
@@ -140,13 +132,13 @@ func (c *Controller) setUpdateCondition(cs *v1alpha1.CloneSet, status *v1alpha1.
 			message += fmt.Sprintf(" (and %d more pods)", n)
 		}
 	default:
-		setCondition(status, v1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionFalse, "", "", c.clock.Now())
+		setCondition(status, v1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionFalse, "", "", c.Clock.Now())
 		return
 	}
 	if reason == reasonCannotUpdateInPlace && !hasCondition(&cs.Status, v1alpha1.CloneSetConditionFailedUpdate, reason, message) {
-		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonFailedUpdatePodInPlaceOnly, "%s", message)
+		c.Recorder.Eventf(cs, corev1.EventTypeWarning, ReasonFailedUpdatePodInPlaceOnly, "%s", message)
 	}
-	setCondition(status, v1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionTrue, reason, message, c.clock.Now())
+	setCondition(status, v1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionTrue, reason, message, c.Clock.Now())
 }
 
 // hasCondition tells whether the status has the condition True with that reason and message.
@@ -181,9 +173,9 @@ func (c *Controller) podState(namespace string) expectations.Lookup {
 func (c *Controller) claim(ctx context.Context, cs *v1alpha1.CloneSet, selector labels.Selector) ([]*corev1.Pod, []*appsv1.ControllerRevision, error) {
 	owner := ownership.Owner{Object: cs, Ref: controllerRef(cs), Wants: ownership.Selects(selector),
 		Fresh: func(ctx context.Context) (metav1.Object, error) {
-			return c.inplace.AppsV1alpha1().CloneSets(cs.Namespace).Get(ctx, cs.Name, metav1.GetOptions{})
+			return c.Inplace.AppsV1alpha1().CloneSets(cs.Namespace).Get(ctx, cs.Name, metav1.GetOptions{})
 		}}
-	return c.owned.Claim(ctx, owner, c.kube)
+	return c.Owned.Claim(ctx, owner, c.Kube)
 }
 
 // activePods are the Pods that count: not terminating, not finished.
@@ -203,7 +195,7 @@ func (c *Controller) updateStatus(ctx context.Context, cs *v1alpha1.CloneSet, st
 	}
 	cs = cs.DeepCopy()
 	cs.Status = *status
-	_, err := c.inplace.AppsV1alpha1().CloneSets(cs.Namespace).UpdateStatus(ctx, cs, metav1.UpdateOptions{})
+	_, err := c.Inplace.AppsV1alpha1().CloneSets(cs.Namespace).UpdateStatus(ctx, cs, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("updating the status of CloneSet %s/%s: %w", cs.Namespace, cs.Name, err)
 	}
@@ -241,7 +233,7 @@ func (c *Controller) trimPodsToDelete(ctx context.Context, cs *v1alpha1.CloneSet
 	if err != nil {
 		return err
 	}
-	_, err = c.inplace.AppsV1alpha1().CloneSets(cs.Namespace).Patch(ctx, cs.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err = c.Inplace.AppsV1alpha1().CloneSets(cs.Namespace).Patch(ctx, cs.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -75,7 +75,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, p
 		logger.V(4).Info("Rolling update paused")
 		return res
 	}
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	toUpdate, maxUnavailable, err := updateBudget(cs, pods, revs.Update.Name)
 	if err != nil {
 		res.err = err
@@ -352,7 +352,7 @@ func (c *Controller) applyUpdate(ctx context.Context, cs *v1alpha1.CloneSet, pod
 // UID, so a recreated Pod of the same name is not touched).
 func (c *Controller) markSpecifiedDelete(ctx context.Context, pod *corev1.Pod) error {
 	patch := fmt.Sprintf(`{"metadata":{"uid":%q,"labels":{%q:"true"}}}`, pod.UID, v1alpha1.SpecifiedDeleteKey)
-	_, err := c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	_, err := c.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("labelling pod %s %s: %w", pod.Name, v1alpha1.SpecifiedDeleteKey, err)
 	}
@@ -363,18 +363,18 @@ func (c *Controller) markSpecifiedDelete(ctx context.Context, pod *corev1.Pod) e
 // no sync counts the Pod as available (or asks again) before the informer shows it updating.
 func (c *Controller) updateInPlace(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string) error {
 	key := cache.MetaObjectToName(cs).String()
-	body := inPlaceUpdateBody(cs, pod, spec, updateRevision, c.clock.Now())
-	c.exp.ExpectUpdate(key, pod.Name, updateRevision)
-	_, err := c.inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{})
+	body := inPlaceUpdateBody(cs, pod, spec, updateRevision, c.Clock.Now())
+	c.Exp.ExpectUpdate(key, pod.Name, updateRevision)
+	_, err := c.Inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{})
 	if err != nil {
-		c.exp.UpdateObserved(key, pod.Name)
-		c.recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedUpdatePodInPlace,
+		c.Exp.UpdateObserved(key, pod.Name)
+		c.Recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedUpdatePodInPlace,
 			"failed to update pod %s in place to revision %s: %v", pod.Name, updateRevision, err)
 		return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
 	}
 	klog.FromContext(ctx).Info("Updating Pod in place", "cloneset", klog.KObj(cs), "pod", klog.KObj(pod),
 		"updateRevision", updateRevision, "spec", spec.String())
-	c.recorder.Eventf(cs, corev1.EventTypeNormal, ownership.ReasonSuccessfulUpdatePodInPlace,
+	c.Recorder.Eventf(cs, corev1.EventTypeNormal, ownership.ReasonSuccessfulUpdatePodInPlace,
 		"updating pod %s in place to revision %s", pod.Name, updateRevision)
 	return nil
 }

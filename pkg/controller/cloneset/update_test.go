@@ -81,7 +81,7 @@ func (r *rollout) fixture(t *testing.T, pods ...*corev1.Pod) *fixture {
 		objs = append(objs, p)
 	}
 	f := newFixture(t, r.cs, objs...)
-	f.inplace.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	f.Inplace.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "inplaceupdate" {
 			return false, nil, nil
 		}
@@ -93,7 +93,7 @@ func (r *rollout) fixture(t *testing.T, pods ...*corev1.Pod) *fixture {
 // inPlaceUpdates are the pods/inplaceupdate requests sent, by Pod name.
 func inPlaceUpdates(f *fixture) map[string]*v1alpha1.InPlaceUpdate {
 	out := map[string]*v1alpha1.InPlaceUpdate{}
-	for _, a := range f.inplace.Actions() {
+	for _, a := range f.Inplace.Actions() {
 		if a.GetVerb() == "create" && a.GetSubresource() == "inplaceupdate" {
 			ca := a.(k8stesting.CreateActionImpl)
 			out[ca.Name] = ca.GetObject().(*v1alpha1.InPlaceUpdate)
@@ -104,7 +104,7 @@ func inPlaceUpdates(f *fixture) map[string]*v1alpha1.InPlaceUpdate {
 
 // events drains the Events recorded so far, one a line.
 func events(f *fixture) string {
-	return controllertest.Events(f.c.recorder.(*record.FakeRecorder))
+	return controllertest.Events(f.c.Recorder.(*record.FakeRecorder))
 }
 
 func condition(st v1alpha1.CloneSetStatus, t v1alpha1.CloneSetConditionType) *v1alpha1.CloneSetCondition {
@@ -213,7 +213,7 @@ func TestUpdateMaxUnavailable(t *testing.T) {
 				}
 			}
 			// The cache does not show the updates yet: a second sync must not start more.
-			f.inplace.ClearActions()
+			f.Inplace.ClearActions()
 			f.sync(t)
 			if again := inPlaceUpdates(f); len(again) != 0 {
 				t.Errorf("second sync before the cache shows the updates sent %d more", len(again))
@@ -238,7 +238,7 @@ func TestUpdatePaused(t *testing.T) {
 			if d := deletedPods(f); len(d) != 0 {
 				t.Errorf("deleted %v while paused", d)
 			}
-			for _, a := range f.kube.Actions() {
+			for _, a := range f.Kube.Actions() {
 				if a.GetResource().Resource == "pods" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
 					t.Errorf("pod action %s %s while paused", a.GetVerb(), a.GetSubresource())
 				}

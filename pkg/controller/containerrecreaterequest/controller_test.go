@@ -50,10 +50,7 @@ func newFixture(t *testing.T, crr *v1alpha1.ContainerRecreateRequest, pods ...*c
 // informers would.
 func (f *fixture) sync(t *testing.T, crr *v1alpha1.ContainerRecreateRequest) time.Duration {
 	t.Helper()
-	requeue, err := f.c.sync(context.Background(), cache.MetaObjectToName(crr))
-	if err != nil {
-		t.Fatalf("sync: %v", err)
-	}
+	requeue := controllertest.Sync(t, f.c.sync, cache.MetaObjectToName(crr))
 	idx := f.c.crrIndex
 	if got, err := f.Inplace.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Get(context.Background(), crr.Name, metav1.GetOptions{}); err == nil {
 		_ = idx.Update(got)

@@ -16,5 +16,5 @@ func TestRevisionChangeCause(t *testing.T) {
 	f := newFixture(t, set)
 	f.sync(t, set)
 	want := map[string]string{history.ChangeCauseAnnotation: "set image main=app:v2"}
-	controllertest.CheckCreatedRevision(t, f.kube.Actions(), want)
+	controllertest.CheckCreatedRevision(t, f.Kube.Actions(), want)
 }

@@ -9,7 +9,6 @@ package daemonset
 import (
 	"context"
 	"maps"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -21,16 +20,14 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/util/reconcile"
-	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/ownership"
-	"github.com/inplace-dev/inplace/pkg/workload/predownload"
+	"github.com/inplace-dev/inplace/pkg/workload/scaffold"
 )
 
 // Name is the controller's name in logs, events and metrics.
@@ -38,62 +35,36 @@ const Name = "daemonset"
 
 // Controller reconciles Advanced DaemonSets.
 type Controller struct {
-	kube    kubernetes.Interface
-	inplace clientset.Interface
-	sets    listers.DaemonSetLister
-	owned   ownership.Indexes // the Pods and revisions by controller
-	nodes   corelisters.NodeLister
-	synced  []cache.InformerSynced
-	queue   reconcile.Queue
-	// router takes the events of the Pods and revisions to their DaemonSet.
-	router   *ownership.Router[*v1alpha1.DaemonSet]
-	recorder record.EventRecorder
-	exp      *expectations.Expectations
-	clock    clock.PassiveClock
-	// predl pre-downloads the images of a rollout (EnableImagePreDownload); nil when off.
-	predl *predownload.Writer
+	scaffold.Parts[*v1alpha1.DaemonSet]
+	sets  listers.DaemonSetLister
+	nodes corelisters.NodeLister
 }
 
 // New builds the controller on the DaemonSet, Pod, Node and ControllerRevision informers.
 func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informers.DaemonSetInformer,
 	podInf coreinformers.PodInformer, nodeInf coreinformers.NodeInformer,
 	revInf appsinformers.ControllerRevisionInformer, recorder record.EventRecorder) (*Controller, error) {
-	c := &Controller{
-		kube:    kube,
-		inplace: inplace,
-		sets:    setInf.Lister(),
-		nodes:   nodeInf.Lister(),
-		synced: []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced,
-			nodeInf.Informer().HasSynced, revInf.Informer().HasSynced},
-		recorder: recorder,
-		clock:    clock.RealClock{},
-		queue:    reconcile.NewQueue(Name),
-	}
-	// Through c.clock at each call: a test sets its fake clock after New.
-	c.exp = expectations.New(func() time.Time { return c.clock.Now() })
-	c.router = ownership.NewRouter(v1alpha1.SchemeGroupVersion.WithKind("DaemonSet"),
-		func(namespace string) ownership.NamespaceLister[*v1alpha1.DaemonSet] {
+	c := &Controller{sets: setInf.Lister(), nodes: nodeInf.Lister()}
+	if err := c.Init(scaffold.Config[*v1alpha1.DaemonSet]{
+		Name: Name, Kind: v1alpha1.SchemeGroupVersion.WithKind("DaemonSet"), Resource: "daemonsets",
+		Namespaced: func(namespace string) ownership.NamespaceLister[*v1alpha1.DaemonSet] {
 			return c.sets.DaemonSets(namespace)
 		},
-		func(ds *v1alpha1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }, c.queue)
-	owned, err := ownership.NewIndexes(podInf.Informer(), revInf.Informer())
-	if err != nil {
-		return nil, err
-	}
-	c.owned = owned
-	if err := reconcile.Watch(setInf.Informer(), "daemonsets", c.router.WorkloadHandlers(func(set *v1alpha1.DaemonSet) {
-		c.exp.Forget(cache.MetaObjectToName(set).String())
-	})); err != nil {
+		Selector: func(ds *v1alpha1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector },
+		Kube:     kube, Inplace: inplace, Recorder: recorder,
+		Workloads: setInf.Informer(), Pods: podInf.Informer(), Revisions: revInf.Informer(),
+		Others: []cache.SharedIndexInformer{nodeInf.Informer()},
+	}); err != nil {
 		return nil, err
 	}
 	observe := func(key string, pod *corev1.Pod, deleted bool) {
 		if deleted {
-			c.exp.DeletionObserved(key, pod.Name)
+			c.Exp.DeletionObserved(key, pod.Name)
 		} else {
-			c.exp.CreationObserved(key, creationKey(pod))
+			c.Exp.CreationObserved(key, creationKey(pod))
 		}
 	}
-	if err := reconcile.Watch(podInf.Informer(), "pods", c.router.PodHandlers(observe)); err != nil {
+	if err := reconcile.Watch(podInf.Informer(), "pods", c.Router.PodHandlers(observe)); err != nil {
 		return nil, err
 	}
 	// A node added, relabelled, tainted or removed may change where every DaemonSet runs.
@@ -104,7 +75,7 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 	}); err != nil {
 		return nil, err
 	}
-	if err := reconcile.Watch(revInf.Informer(), "controllerrevisions", c.router.RevisionHandlers()); err != nil {
+	if err := reconcile.Watch(revInf.Informer(), "controllerrevisions", c.Router.RevisionHandlers()); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -116,7 +87,7 @@ func (c *Controller) enqueueAll() {
 		return
 	}
 	for _, ds := range sets {
-		c.queue.Add(cache.MetaObjectToName(ds))
+		c.Queue.Add(cache.MetaObjectToName(ds))
 	}
 }
 
@@ -131,5 +102,5 @@ func (c *Controller) nodeChanged(o, n *corev1.Node) {
 
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	reconcile.Run(ctx, Name, workers, c.queue, c.sync, c.synced...)
+	reconcile.Run(ctx, Name, workers, c.Queue, c.sync, c.Synced...)
 }

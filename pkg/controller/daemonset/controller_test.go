@@ -11,41 +11,34 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	kubeinformers "k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
-	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
-	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
 )
 
 type fixture struct {
-	c    *Controller
-	kube *kubefake.Clientset
+	controllertest.Fakes
+	c *Controller
 }
 
 // newFixture builds the controller on fake clients; the objects go to both the clients and the
 // informer caches (the informers are never started).
 func newFixture(t *testing.T, ds *v1alpha1.DaemonSet, objs ...runtime.Object) *fixture {
 	t.Helper()
-	f := &fixture{kube: kubefake.NewClientset(objs...)}
-	inplace := inplacefake.NewClientset(ds)
-	kinf := kubeinformers.NewSharedInformerFactory(f.kube, 0)
-	iinf := inplaceinformers.NewSharedInformerFactory(inplace, 0)
-	setInf := iinf.Apps().V1alpha1().DaemonSets()
-	podInf, nodeInf, revInf := kinf.Core().V1().Pods(), kinf.Core().V1().Nodes(), kinf.Apps().V1().ControllerRevisions()
-	c, err := New(f.kube, inplace, setInf, podInf, nodeInf, revInf, record.NewFakeRecorder(100))
+	f := &fixture{Fakes: controllertest.NewFakes(objs, ds)}
+	setInf := f.InplaceInformers.Apps().V1alpha1().DaemonSets()
+	core := f.KubeInformers.Core().V1()
+	podInf, nodeInf, revInf := core.Pods(), core.Nodes(), f.KubeInformers.Apps().V1().ControllerRevisions()
+	c, err := New(f.Kube, f.Inplace, setInf, podInf, nodeInf, revInf, f.Recorder)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.clock = clocktesting.NewFakePassiveClock(now)
+	c.Clock = clocktesting.NewFakePassiveClock(now)
 	f.c = c
 	add := func(inf cache.SharedIndexInformer, obj any) { controllertest.Add(t, inf.GetIndexer(), obj) }
 	add(setInf.Informer(), ds)
@@ -64,14 +57,12 @@ func newFixture(t *testing.T, ds *v1alpha1.DaemonSet, objs ...runtime.Object) *f
 
 func (f *fixture) sync(t *testing.T, ds *v1alpha1.DaemonSet) {
 	t.Helper()
-	if _, err := f.c.sync(context.Background(), cache.MetaObjectToName(ds)); err != nil {
-		t.Fatalf("sync: %v", err)
-	}
+	controllertest.Sync(t, f.c.sync, cache.MetaObjectToName(ds))
 }
 
 // actions are the names acted on with verb in resource, with the patch if any.
 func (f *fixture) actions(verb, resource string) map[string]string {
-	return controllertest.Acted(f.kube.Actions(), verb, resource)
+	return controllertest.Acted(f.Kube.Actions(), verb, resource)
 }
 
 func orphanPod(ds *v1alpha1.DaemonSet, nodeName string) *corev1.Pod {
@@ -165,7 +156,7 @@ func TestSyncRequeuesUntilTheSurgePodIsAvailable(t *testing.T) {
 	if requeue != 3*time.Second {
 		t.Errorf("requeue after %v, want 3s: when the surge Pod becomes available", requeue)
 	}
-	f.c.clock = clocktesting.NewFakePassiveClock(now.Add(requeue))
+	f.c.Clock = clocktesting.NewFakePassiveClock(now.Add(requeue))
 	if _, err := f.c.sync(context.Background(), cache.MetaObjectToName(ds)); err != nil {
 		t.Fatalf("sync: %v", err)
 	}

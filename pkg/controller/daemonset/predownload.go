@@ -6,41 +6,23 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
 	"github.com/inplace-dev/inplace/pkg/workload/predownload"
 )
-
-// EnableImagePreDownload makes the DaemonSets pre-download the new images of a rollout onto the
-// nodes whose Pods still wait for it (OpenKruise's PreDownloadImageForDaemonSetUpdate): one
-// ImagePullJob per changed image, owned by the DaemonSet (package predownload, with OpenKruise's
-// DaemonSet rules). The jobs' creation and deletion settle its expectations and bring their
-// DaemonSet back. Call it before the informers start.
-func (c *Controller) EnableImagePreDownload(revisions appsv1client.ControllerRevisionsGetter, jobs informers.ImagePullJobInformer) error {
-	w, err := predownload.NewWriter(c.inplace, revisions, jobs, c.recorder, expectations.New(func() time.Time { return c.clock.Now() }))
-	if err != nil {
-		return err
-	}
-	c.predl = w
-	c.synced = append(c.synced, jobs.Informer().HasSynced)
-	return w.Watch(c.router.OwnerKey, c.queue.Add)
-}
 
 // preDownload takes the DaemonSet's next image pre-download step. As OpenKruise, it reads the
 // status of the last sync: the rollout is over once it shows every desired node's Pod at the
 // update revision, and partition and maxUnavailable scale to its desired nodes. It says when
 // to look again if it waits for the cache.
 func (c *Controller) preDownload(ctx context.Context, ds *v1alpha1.DaemonSet, revs history.Revisions, revisions []*appsv1.ControllerRevision) (time.Duration, error) {
-	if c.predl == nil || ds.DeletionTimestamp != nil {
+	if c.Predl == nil || ds.DeletionTimestamp != nil {
 		// A DaemonSet being deleted takes its jobs with it (garbage collection).
 		return 0, nil
 	}
-	return c.predl.Sync(ctx, cache.MetaObjectToName(ds).String(), preDownloadRollout(ds, revs, revisions))
+	return c.Predl.Sync(ctx, cache.MetaObjectToName(ds).String(), preDownloadRollout(ds, revs, revisions))
 }
 
 // preDownloadRollout is what package predownload reads of the DaemonSet.

@@ -45,17 +45,9 @@ type nodeState struct {
 // sync brings one DaemonSet a step closer to its spec: revisions, then (once the cache shows what
 // the last sync did) Pods per node, then the rolling update, then status and history.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
-	ds, err := c.sets.DaemonSets(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		c.exp.Forget(key.String())
-		return 0, nil
-	}
-	if err != nil {
+	ds, selector, ok, err := c.Load(key)
+	if !ok || err != nil {
 		return 0, err
-	}
-	selector, ok := ownership.PodSelector(c.recorder, ds, ds.Spec.Selector)
-	if !ok {
-		return 0, nil
 	}
 	pods, revisions, err := c.claim(ctx, ds, selector)
 	if err != nil {
@@ -75,7 +67,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	var requeue time.Duration
 	var actErr error
 	if ds.DeletionTimestamp == nil {
-		if ok, left := c.exp.Satisfied(key.String(), podState(pods)); ok {
+		if ok, left := c.Exp.Satisfied(key.String(), podState(pods)); ok {
 			var acted bool
 			readyErr := c.syncKruisePodReady(ctx, pods)
 			// Before the Pods are touched, as OpenKruise: the first batch of an update starts
@@ -91,17 +83,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			requeue = left
 		}
 	}
-	status, wait := calculateStatus(ds, states, revs, c.clock.Now())
-	if err := c.updateStatus(ctx, ds, status); err != nil {
-		return 0, errors.Join(actErr, err)
-	}
-	if err := history.TruncateUnused(ctx, c.kube.AppsV1(), revisions, revs, pods, history.Limit(ds.Spec.RevisionHistoryLimit)); err != nil {
-		return 0, errors.Join(actErr, err)
-	}
-	if actErr != nil {
-		return 0, actErr
-	}
-	return reconcile.Soonest(requeue, wait), nil
+	status, wait := calculateStatus(ds, states, revs, c.Clock.Now())
+	return c.Finish(ctx, actErr, func() error { return c.updateStatus(ctx, ds, status) },
+		revisions, revs, pods, history.Limit(ds.Spec.RevisionHistoryLimit), requeue, wait)
 }
 
 // withRevisionNames returns the Pods with the controller-revision-hash label as inplace reads it:
@@ -137,9 +121,9 @@ func withRevisionNames(ds *v1alpha1.DaemonSet, pods []*corev1.Pod) []*corev1.Pod
 func (c *Controller) claim(ctx context.Context, ds *v1alpha1.DaemonSet, selector labels.Selector) ([]*corev1.Pod, []*appsv1.ControllerRevision, error) {
 	owner := ownership.Owner{Object: ds, Ref: controllerRef(ds), Wants: ownership.Selects(selector),
 		Fresh: func(ctx context.Context) (metav1.Object, error) {
-			return c.inplace.AppsV1alpha1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+			return c.Inplace.AppsV1alpha1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
 		}}
-	return c.owned.Claim(ctx, owner, c.kube)
+	return c.Owned.Claim(ctx, owner, c.Kube)
 }
 
 // syncKruisePodReady keeps KruisePodReady, on the Pods with that readiness gate, as their
@@ -149,7 +133,7 @@ func (c *Controller) syncKruisePodReady(ctx context.Context, pods []*corev1.Pod)
 	var errs []error
 	for _, p := range pods {
 		if p.DeletionTimestamp == nil && podreadiness.HasGate(p) {
-			if _, err := lifecycle.SyncKruisePodReady(ctx, c.kube.CoreV1(), p, lifecycle.State(p), c.clock.Now()); err != nil {
+			if _, err := lifecycle.SyncKruisePodReady(ctx, c.Kube.CoreV1(), p, lifecycle.State(p), c.Clock.Now()); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -199,7 +183,7 @@ func (c *Controller) manageRevisions(ctx context.Context, ds *v1alpha1.DaemonSet
 	owner := history.Owner{Object: ds, Ref: controllerRef(ds), Labels: ds.Spec.Template.Labels}
 	// The current revision is not tracked in a DaemonSet's status: the update revision is the
 	// only one history.Manage needs to find or create.
-	return history.Manage(ctx, c.kube.AppsV1(), owner, data, revisions, "", collisionCount)
+	return history.Manage(ctx, c.Kube.AppsV1(), owner, data, revisions, "", collisionCount)
 }
 
 // nodeStates pairs every node (and every node name a Pod targets) with the DaemonSet's Pods, by
@@ -322,7 +306,7 @@ func planManage(ds *v1alpha1.DaemonSet, states []*nodeState, updateRevision stri
 // manage carries out planManage and says whether it did anything, and when to look again for a
 // surge Pod about to become available.
 func (c *Controller) manage(ctx context.Context, ds *v1alpha1.DaemonSet, states []*nodeState, revs history.Revisions) (bool, time.Duration, error) {
-	plan := planManage(ds, states, revs.Update.Name, c.clock.Now())
+	plan := planManage(ds, states, revs.Update.Name, c.Clock.Now())
 	if len(plan.create) == 0 && len(plan.delete) == 0 {
 		return false, plan.wait, nil
 	}
@@ -343,18 +327,18 @@ func (c *Controller) createPod(ctx context.Context, ds *v1alpha1.DaemonSet, rev 
 	}
 	pod := newPod(ds, template, rev.Name, node)
 	key := cache.MetaObjectToName(ds).String()
-	c.exp.ExpectCreations(key, creationKey(pod))
-	created, err := c.kube.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	c.Exp.ExpectCreations(key, creationKey(pod))
+	created, err := c.Kube.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
-		c.exp.CreationObserved(key, creationKey(pod))
+		c.Exp.CreationObserved(key, creationKey(pod))
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil
 		}
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "failed to create a pod for node %s: %v", node, err)
+		c.Recorder.Eventf(ds, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "failed to create a pod for node %s: %v", node, err)
 		return fmt.Errorf("creating the pod of node %s: %w", node, err)
 	}
 	klog.FromContext(ctx).Info("Created daemon Pod", "daemonset", klog.KObj(ds), "pod", klog.KObj(created), "node", node, "revision", rev.Name)
-	c.recorder.Eventf(ds, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "Created pod: %s on node %s", created.Name, node)
+	c.Recorder.Eventf(ds, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "Created pod: %s on node %s", created.Name, node)
 	return nil
 }
 
@@ -364,23 +348,23 @@ func (c *Controller) createPod(ctx context.Context, ds *v1alpha1.DaemonSet, rev 
 func (c *Controller) deletePod(ctx context.Context, ds *v1alpha1.DaemonSet, pod *corev1.Pod, why string) error {
 	key := cache.MetaObjectToName(ds).String()
 	if lifecycle.Hooked(lifecycle.PreDeleteHook(ds.Spec.Lifecycle), pod) {
-		moved, err := lifecycle.Move(ctx, c.kube.CoreV1(), pod, pub.LifecycleStatePreparingDelete, nil, c.clock.Now())
+		moved, err := lifecycle.Move(ctx, c.Kube.CoreV1(), pod, pub.LifecycleStatePreparingDelete, nil, c.Clock.Now())
 		if moved {
-			c.exp.ExpectLifecycle(key, pod.Name, string(pub.LifecycleStatePreparingDelete))
+			c.Exp.ExpectLifecycle(key, pod.Name, string(pub.LifecycleStatePreparingDelete))
 			klog.FromContext(ctx).Info("Daemon Pod held by the preDelete hook", "daemonset", klog.KObj(ds), "pod", klog.KObj(pod), "why", why)
-			c.recorder.Eventf(ds, corev1.EventTypeNormal, ownership.ReasonPodLifecyclePrefix+string(pub.LifecycleStatePreparingDelete), "pod %s is %s", pod.Name, pub.LifecycleStatePreparingDelete)
+			c.Recorder.Eventf(ds, corev1.EventTypeNormal, ownership.ReasonPodLifecyclePrefix+string(pub.LifecycleStatePreparingDelete), "pod %s is %s", pod.Name, pub.LifecycleStatePreparingDelete)
 		}
 		return err
 	}
-	c.exp.ExpectDeletions(key, pod.Name)
-	err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	c.Exp.ExpectDeletions(key, pod.Name)
+	err := c.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
-		c.exp.DeletionObserved(key, pod.Name)
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "failed to delete pod %s: %v", pod.Name, err)
+		c.Exp.DeletionObserved(key, pod.Name)
+		c.Recorder.Eventf(ds, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "failed to delete pod %s: %v", pod.Name, err)
 		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 	}
 	klog.FromContext(ctx).Info("Deleted daemon Pod", "daemonset", klog.KObj(ds), "pod", klog.KObj(pod), "node", nodeOf(pod), "why", why)
-	c.recorder.Eventf(ds, corev1.EventTypeNormal, ownership.ReasonSuccessfulDelete, "Deleted pod: %s (%s)", pod.Name, why)
+	c.Recorder.Eventf(ds, corev1.EventTypeNormal, ownership.ReasonSuccessfulDelete, "Deleted pod: %s (%s)", pod.Name, why)
 	return nil
 }
 
@@ -430,7 +414,7 @@ func (c *Controller) updateStatus(ctx context.Context, ds *v1alpha1.DaemonSet, s
 	}
 	fresh := ds.DeepCopy()
 	fresh.Status = *status
-	if _, err := c.inplace.AppsV1alpha1().DaemonSets(ds.Namespace).UpdateStatus(ctx, fresh, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.Inplace.AppsV1alpha1().DaemonSets(ds.Namespace).UpdateStatus(ctx, fresh, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("updating the status of DaemonSet %s/%s: %w", ds.Namespace, ds.Name, err)
 	}
 	return nil

@@ -125,7 +125,7 @@ func scaled(v *intstr.IntOrString, desired int) int {
 
 // rollingUpdate carries out planUpdate.
 func (c *Controller) rollingUpdate(ctx context.Context, ds *v1alpha1.DaemonSet, states []*nodeState, revs history.Revisions, revisions []*appsv1.ControllerRevision) error {
-	plan := planUpdate(ds, states, revs.Update.Name, c.clock.Now())
+	plan := planUpdate(ds, states, revs.Update.Name, c.Clock.Now())
 	byName := map[string]*appsv1.ControllerRevision{}
 	for _, r := range revisions {
 		byName[r.Name] = r
@@ -156,14 +156,14 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *v1alpha1.DaemonSet, 
 
 func (c *Controller) updateInPlace(ctx context.Context, ds *v1alpha1.DaemonSet, pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, revision string) error {
 	key := cache.MetaObjectToName(ds).String()
-	body := inplacerequest.Body(pod, spec, revision, inplacerequest.Options{Now: c.clock.Now(), NoLifecycle: true})
-	c.exp.ExpectUpdate(key, pod.Name, revision)
-	if _, err := c.inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{}); err != nil {
-		c.exp.UpdateObserved(key, pod.Name)
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, ownership.ReasonFailedUpdatePodInPlace, "failed to update pod %s in place to revision %s: %v", pod.Name, revision, err)
+	body := inplacerequest.Body(pod, spec, revision, inplacerequest.Options{Now: c.Clock.Now(), NoLifecycle: true})
+	c.Exp.ExpectUpdate(key, pod.Name, revision)
+	if _, err := c.Inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{}); err != nil {
+		c.Exp.UpdateObserved(key, pod.Name)
+		c.Recorder.Eventf(ds, corev1.EventTypeWarning, ownership.ReasonFailedUpdatePodInPlace, "failed to update pod %s in place to revision %s: %v", pod.Name, revision, err)
 		return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
 	}
 	klog.FromContext(ctx).Info("Updating daemon Pod in place", "daemonset", klog.KObj(ds), "pod", klog.KObj(pod), "node", nodeOf(pod), "updateRevision", revision)
-	c.recorder.Eventf(ds, corev1.EventTypeNormal, ownership.ReasonSuccessfulUpdatePodInPlace, "updating pod %s in place to revision %s", pod.Name, revision)
+	c.Recorder.Eventf(ds, corev1.EventTypeNormal, ownership.ReasonSuccessfulUpdatePodInPlace, "updating pod %s in place to revision %s", pod.Name, revision)
 	return nil
 }

@@ -71,11 +71,7 @@ func New(client clientset.Interface, listJobs appsinformers.ImageListPullJobInfo
 	})); err != nil {
 		return nil, err
 	}
-	if err := reconcile.Watch(jobs.Informer(), "imagepulljobs", reconcile.Handlers[*v1alpha1.ImagePullJob]{
-		Add:    c.enqueueOwner,
-		Update: func(old, job *v1alpha1.ImagePullJob) { c.enqueueOwner(old); c.enqueueOwner(job) },
-		Delete: c.enqueueOwner,
-	}); err != nil {
+	if err := reconcile.Watch(jobs.Informer(), "imagepulljobs", reconcile.OnEither(c.enqueueOwner)); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -72,10 +72,7 @@ func (f *fixture) reload(t *testing.T) {
 
 func (f *fixture) sync(t *testing.T, lj *v1alpha1.ImageListPullJob) time.Duration {
 	t.Helper()
-	requeue, err := f.c.sync(context.Background(), cache.MetaObjectToName(lj))
-	if err != nil {
-		t.Fatalf("sync: %v", err)
-	}
+	requeue := controllertest.Sync(t, f.c.sync, cache.MetaObjectToName(lj))
 	f.reload(t)
 	return requeue
 }

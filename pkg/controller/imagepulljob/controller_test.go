@@ -65,10 +65,7 @@ func (f *fixture) reload(t *testing.T) {
 
 func (f *fixture) sync(t *testing.T, job *v1alpha1.ImagePullJob) time.Duration {
 	t.Helper()
-	requeue, err := f.c.sync(context.Background(), cache.MetaObjectToName(job))
-	if err != nil {
-		t.Fatalf("sync: %v", err)
-	}
+	requeue := controllertest.Sync(t, f.c.sync, cache.MetaObjectToName(job))
 	f.reload(t)
 	return requeue
 }

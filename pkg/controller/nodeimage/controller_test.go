@@ -57,10 +57,7 @@ func newFixture(t *testing.T, nodes []*corev1.Node, objs ...runtime.Object) *fix
 // informer would.
 func (f *fixture) sync(t *testing.T, name string) time.Duration {
 	t.Helper()
-	requeue, err := f.c.sync(context.Background(), cache.ObjectName{Name: name})
-	if err != nil {
-		t.Fatalf("sync %s: %v", name, err)
-	}
+	requeue := controllertest.Sync(t, f.c.sync, cache.ObjectName{Name: name})
 	list, err := f.Inplace.AppsV1alpha1().NodeImages().List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -123,11 +123,7 @@ func New(kube kubernetes.Interface, client clientset.Interface, sets appsinforme
 		return nil, err
 	}
 	// The SidecarSets injected into the Pod, before and after the change.
-	if err := reconcile.Watch(pods.Informer(), "pods", reconcile.Handlers[*corev1.Pod]{
-		Add:    c.enqueuePod,
-		Update: func(old, pod *corev1.Pod) { c.enqueuePod(old); c.enqueuePod(pod) },
-		Delete: c.enqueuePod,
-	}); err != nil {
+	if err := reconcile.Watch(pods.Informer(), "pods", reconcile.OnEither(c.enqueuePod)); err != nil {
 		return nil, err
 	}
 	return c, nil

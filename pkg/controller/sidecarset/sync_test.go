@@ -19,8 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	kubeinformers "k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -28,8 +26,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
-	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 )
@@ -39,11 +36,8 @@ const revisionNS = "inplace-system"
 // fixture is the controller on fake clients whose informers are never started: objects go to the
 // caches by hand, so each sync sees exactly what the test put there.
 type fixture struct {
+	controllertest.Fakes
 	c        *Controller
-	kube     *kubefake.Clientset
-	inplace  *inplacefake.Clientset
-	kinf     kubeinformers.SharedInformerFactory
-	iinf     inplaceinformers.SharedInformerFactory
 	recorder *eventLog
 	// upgrades are the bodies POSTed to pods/inplaceupdate, by Pod name.
 	upgrades map[string][]*v1alpha1.InPlaceUpdate
@@ -107,11 +101,8 @@ func newFixture(t *testing.T, set *v1alpha1.SidecarSet, pods ...*corev1.Pod) *fi
 	for _, p := range pods {
 		kubeObjs = append(kubeObjs, p)
 	}
-	f := &fixture{kube: kubefake.NewClientset(kubeObjs...), inplace: inplacefake.NewClientset(set),
-		recorder: &eventLog{}, upgrades: map[string][]*v1alpha1.InPlaceUpdate{}}
-	f.kinf = kubeinformers.NewSharedInformerFactory(f.kube, 0)
-	f.iinf = inplaceinformers.NewSharedInformerFactory(f.inplace, 0)
-	f.inplace.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	f := &fixture{Fakes: controllertest.NewFakes(kubeObjs, set), recorder: &eventLog{}, upgrades: map[string][]*v1alpha1.InPlaceUpdate{}}
+	f.Inplace.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		ca := a.(k8stesting.CreateAction)
 		if a.GetSubresource() != "inplaceupdate" {
 			return false, nil, nil
@@ -124,88 +115,68 @@ func newFixture(t *testing.T, set *v1alpha1.SidecarSet, pods ...*corev1.Pod) *fi
 		f.upgrades[name] = append(f.upgrades[name], body.DeepCopy())
 		return true, &v1alpha1.InPlaceUpdate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.GetNamespace(), ResourceVersion: "100"}}, nil
 	})
-	c, err := New(f.kube, f.inplace, f.iinf.Apps().V1alpha1().SidecarSets(), f.kinf.Core().V1().Pods(),
-		f.kinf.Core().V1().Namespaces(), f.kinf.Apps().V1().ControllerRevisions(), revisionNS, f.recorder)
+	c, err := New(f.Kube, f.Inplace, f.InplaceInformers.Apps().V1alpha1().SidecarSets(), f.KubeInformers.Core().V1().Pods(),
+		f.KubeInformers.Core().V1().Namespaces(), f.KubeInformers.Apps().V1().ControllerRevisions(), revisionNS, f.recorder)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.c = c
-	f.cache(set)
+	f.Cache(set)
 	for _, p := range pods {
-		f.cache(p)
+		f.Cache(p)
 	}
 	return f
-}
-
-// cache puts the object into its informer's cache (replacing an older one).
-func (f *fixture) cache(obj runtime.Object) {
-	var inf cache.SharedIndexInformer
-	switch obj.(type) {
-	case *v1alpha1.SidecarSet:
-		inf = f.iinf.Apps().V1alpha1().SidecarSets().Informer()
-	case *corev1.Pod:
-		inf = f.kinf.Core().V1().Pods().Informer()
-	case *appsv1.ControllerRevision:
-		inf = f.kinf.Apps().V1().ControllerRevisions().Informer()
-	}
-	if err := inf.GetIndexer().Update(obj); err != nil {
-		panic(err)
-	}
 }
 
 // cacheRevisions copies the revisions the controller wrote into the cache (and drops deleted ones).
 func (f *fixture) cacheRevisions(t *testing.T) []appsv1.ControllerRevision {
 	t.Helper()
-	list, err := f.kube.AppsV1().ControllerRevisions(revisionNS).List(context.Background(), metav1.ListOptions{})
+	list, err := f.Kube.AppsV1().ControllerRevisions(revisionNS).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx := f.kinf.Apps().V1().ControllerRevisions().Informer().GetIndexer()
+	idx := f.KubeInformers.Apps().V1().ControllerRevisions().Informer().GetIndexer()
 	for _, o := range idx.List() {
 		_ = idx.Delete(o)
 	}
 	for i := range list.Items {
-		f.cache(&list.Items[i])
+		f.Cache(&list.Items[i])
 	}
 	return list.Items
 }
 
 func (f *fixture) sync(t *testing.T) time.Duration {
 	t.Helper()
-	d, err := f.c.sync(context.Background(), cache.ObjectName{Name: "logs"})
-	if err != nil {
-		t.Fatalf("sync: %v", err)
-	}
-	return d
+	return controllertest.Sync(t, f.c.sync, cache.ObjectName{Name: "logs"})
 }
 
 // setSpec replaces the SidecarSet in the client and the cache with set.
 func (f *fixture) setSpec(t *testing.T, set *v1alpha1.SidecarSet) {
 	t.Helper()
-	cur, err := f.inplace.AppsV1alpha1().SidecarSets().Get(context.Background(), set.Name, metav1.GetOptions{})
+	cur, err := f.Inplace.AppsV1alpha1().SidecarSets().Get(context.Background(), set.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	set.Status = cur.Status
-	if _, err := f.inplace.AppsV1alpha1().SidecarSets().Update(context.Background(), set, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.Inplace.AppsV1alpha1().SidecarSets().Update(context.Background(), set, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.cache(set)
+	f.Cache(set)
 }
 
 // cacheSet copies the SidecarSet as the client has it (its status written) into the cache.
 func (f *fixture) cacheSet(t *testing.T) {
 	t.Helper()
-	s, err := f.inplace.AppsV1alpha1().SidecarSets().Get(context.Background(), "logs", metav1.GetOptions{})
+	s, err := f.Inplace.AppsV1alpha1().SidecarSets().Get(context.Background(), "logs", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.cache(s)
+	f.Cache(s)
 }
 
 func (f *fixture) status(t *testing.T) v1alpha1.SidecarSetStatus {
 	t.Helper()
-	s, err := f.inplace.AppsV1alpha1().SidecarSets().Get(context.Background(), "logs", metav1.GetOptions{})
+	s, err := f.Inplace.AppsV1alpha1().SidecarSets().Get(context.Background(), "logs", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +186,7 @@ func (f *fixture) status(t *testing.T) v1alpha1.SidecarSetStatus {
 // statusPatches are the Pods whose status the controller patched (the SidecarSetUpgradable condition).
 func (f *fixture) statusPatches() []string {
 	var out []string
-	for _, a := range f.kube.Actions() {
+	for _, a := range f.Kube.Actions() {
 		if a.GetVerb() == "patch" && a.GetResource().Resource == "pods" && a.GetSubresource() == "status" {
 			out = append(out, a.(k8stesting.PatchAction).GetName()+" "+string(a.(k8stesting.PatchAction).GetPatch()))
 		}
@@ -251,7 +222,7 @@ func TestSyncRevisionsAndStatus(t *testing.T) {
 	// The Pods record the revision they were injected at (as the Pod webhook writes it).
 	for _, p := range pods {
 		recordRevision(t, p, r.Name)
-		f.cache(p)
+		f.Cache(p)
 	}
 
 	f.setSpec(t, logSet("agent:v2", func(s *v1alpha1.SidecarSet) { s.Spec.RevisionHistoryLimit = ptr.To[int32](5) }))
@@ -368,11 +339,11 @@ func TestSyncNotUpgradable(t *testing.T) {
 	}
 	// The Pods are marked already: the next pass says nothing again.
 	for _, p := range injectedPods(t, 2) {
-		cur, err := f.kube.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
+		cur, err := f.Kube.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.cache(cur)
+		f.Cache(cur)
 	}
 	f.sync(t)
 	if n := len(f.recorder.on("SidecarSet", ReasonNotUpgradable)); n != 1 {
@@ -409,7 +380,7 @@ func TestSyncEventsOnSidecarSet(t *testing.T) {
 		for i := range u.Status.ContainerStatuses {
 			u.Status.ContainerStatuses[i].Image = u.Spec.Containers[i].Image
 		}
-		f.cache(u)
+		f.Cache(u)
 	}
 	f.sync(t)
 	if st := f.status(t); st.UpdatedReadyPods != 2 {
@@ -438,7 +409,7 @@ func TestSyncNoUpgradedEventWithoutUpgrade(t *testing.T) {
 	f.cacheSet(t)
 	for _, p := range injectedPods(t, 2) {
 		p.ResourceVersion = "11"
-		f.cache(p)
+		f.Cache(p)
 	}
 	f.sync(t)
 	if st := f.status(t); st.UpdatedReadyPods != 2 {
@@ -600,7 +571,7 @@ func TestSyncUpgradesNativeSidecar(t *testing.T) {
 		u.Status.InitContainerStatuses[1].Image = "shipper:v2"
 		u.Status.InitContainerStatuses[1].Ready = i == 0
 		u.ResourceVersion = "100"
-		f.cache(u)
+		f.Cache(u)
 	}
 	f.sync(t)
 	if st := f.status(t); st.MatchedPods != 2 || st.UpdatedPods != 2 || st.ReadyPods != 1 || st.UpdatedReadyPods != 1 {

@@ -8,7 +8,6 @@ package statefulset
 
 import (
 	"context"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,15 +16,14 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1beta1"
 	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/util/reconcile"
-	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/ownership"
+	"github.com/inplace-dev/inplace/pkg/workload/scaffold"
 
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -44,21 +42,12 @@ const (
 
 // Controller reconciles Advanced StatefulSets.
 type Controller struct {
-	kube    kubernetes.Interface
-	inplace clientset.Interface
-	sets    listers.StatefulSetLister
-	pods    corelisters.PodLister
-	owned   ownership.Indexes // the Pods and revisions by controller
-	claims  corelisters.PersistentVolumeClaimLister
+	scaffold.Parts[*v1beta1.StatefulSet]
+	sets   listers.StatefulSetLister
+	pods   corelisters.PodLister
+	claims corelisters.PersistentVolumeClaimLister
 	// classes are the StorageClasses, read when claims resize (WatchClaimResize); nil when not.
 	classes storagelisters.StorageClassLister
-	synced  []cache.InformerSynced
-	queue   reconcile.Queue
-	// router takes the events of the Pods and revisions to their StatefulSet.
-	router   *ownership.Router[*v1beta1.StatefulSet]
-	recorder record.EventRecorder
-	exp      *expectations.Expectations
-	clock    clock.PassiveClock
 }
 
 // New builds the controller on the StatefulSet (v1beta1), Pod, PersistentVolumeClaim and
@@ -66,46 +55,30 @@ type Controller struct {
 func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informers.StatefulSetInformer,
 	podInf coreinformers.PodInformer, claimInf coreinformers.PersistentVolumeClaimInformer,
 	revInf appsinformers.ControllerRevisionInformer, recorder record.EventRecorder) (*Controller, error) {
-	c := &Controller{
-		kube:    kube,
-		inplace: inplace,
-		sets:    setInf.Lister(),
-		pods:    podInf.Lister(),
-		claims:  claimInf.Lister(),
-		synced: []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced,
-			claimInf.Informer().HasSynced, revInf.Informer().HasSynced},
-		recorder: recorder,
-		clock:    clock.RealClock{},
-		queue:    reconcile.NewQueue(Name),
-	}
-	// Through c.clock at each call: a test sets its fake clock after New.
-	c.exp = expectations.New(func() time.Time { return c.clock.Now() })
-	c.router = ownership.NewRouter(v1beta1.SchemeGroupVersion.WithKind("StatefulSet"),
-		func(namespace string) ownership.NamespaceLister[*v1beta1.StatefulSet] {
+	c := &Controller{sets: setInf.Lister(), pods: podInf.Lister(), claims: claimInf.Lister()}
+	if err := c.Init(scaffold.Config[*v1beta1.StatefulSet]{
+		Name: Name, Kind: v1beta1.SchemeGroupVersion.WithKind("StatefulSet"), Resource: "statefulsets",
+		Namespaced: func(namespace string) ownership.NamespaceLister[*v1beta1.StatefulSet] {
 			return c.sets.StatefulSets(namespace)
 		},
-		func(set *v1beta1.StatefulSet) *metav1.LabelSelector { return set.Spec.Selector }, c.queue)
-	owned, err := ownership.NewIndexes(podInf.Informer(), revInf.Informer())
-	if err != nil {
-		return nil, err
-	}
-	c.owned = owned
-	if err := reconcile.Watch(setInf.Informer(), "statefulsets", c.router.WorkloadHandlers(func(set *v1beta1.StatefulSet) {
-		c.exp.Forget(cache.MetaObjectToName(set).String())
-	})); err != nil {
+		Selector: func(set *v1beta1.StatefulSet) *metav1.LabelSelector { return set.Spec.Selector },
+		Kube:     kube, Inplace: inplace, Recorder: recorder,
+		Workloads: setInf.Informer(), Pods: podInf.Informer(), Revisions: revInf.Informer(),
+		Others: []cache.SharedIndexInformer{claimInf.Informer()},
+	}); err != nil {
 		return nil, err
 	}
 	// The expectations settle against the cache in sync; a Pod gone is also noted here (the cache
 	// no longer shows it terminating).
 	observe := func(key string, pod *corev1.Pod, deleted bool) {
 		if deleted {
-			c.exp.DeletionObserved(key, pod.Name)
+			c.Exp.DeletionObserved(key, pod.Name)
 		}
 	}
-	if err := reconcile.Watch(podInf.Informer(), "pods", c.router.PodHandlers(observe)); err != nil {
+	if err := reconcile.Watch(podInf.Informer(), "pods", c.Router.PodHandlers(observe)); err != nil {
 		return nil, err
 	}
-	if err := reconcile.Watch(revInf.Informer(), "controllerrevisions", c.router.RevisionHandlers()); err != nil {
+	if err := reconcile.Watch(revInf.Informer(), "controllerrevisions", c.Router.RevisionHandlers()); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -113,5 +86,5 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	reconcile.Run(ctx, Name, workers, c.queue, c.sync, c.synced...)
+	reconcile.Run(ctx, Name, workers, c.Queue, c.sync, c.Synced...)
 }

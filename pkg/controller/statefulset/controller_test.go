@@ -10,11 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	kubeinformers "k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -22,31 +19,27 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
-	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
-	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 )
 
 type fixture struct {
-	c       *Controller
-	kube    *kubefake.Clientset
-	inplace *inplacefake.Clientset
-	pods    cache.Indexer
+	controllertest.Fakes
+	c    *Controller
+	pods cache.Indexer
 }
 
 // newFixture builds the controller on fake clients; the objects go to both the clients and the
 // informer caches (the informers are never started).
 func newFixture(t *testing.T, set *v1beta1.StatefulSet, objs ...runtime.Object) *fixture {
 	t.Helper()
-	f := &fixture{kube: kubefake.NewClientset(objs...), inplace: inplacefake.NewClientset(set)}
-	kinf := kubeinformers.NewSharedInformerFactory(f.kube, 0)
-	iinf := inplaceinformers.NewSharedInformerFactory(f.inplace, 0)
-	setInf := iinf.Apps().V1beta1().StatefulSets()
-	podInf, claimInf, revInf := kinf.Core().V1().Pods(), kinf.Core().V1().PersistentVolumeClaims(), kinf.Apps().V1().ControllerRevisions()
-	c, err := New(f.kube, f.inplace, setInf, podInf, claimInf, revInf, record.NewFakeRecorder(100))
+	f := &fixture{Fakes: controllertest.NewFakes(objs, set)}
+	setInf := f.InplaceInformers.Apps().V1beta1().StatefulSets()
+	core := f.KubeInformers.Core().V1()
+	podInf, claimInf, revInf := core.Pods(), core.PersistentVolumeClaims(), f.KubeInformers.Apps().V1().ControllerRevisions()
+	c, err := New(f.Kube, f.Inplace, setInf, podInf, claimInf, revInf, f.Recorder)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.clock = clocktesting.NewFakePassiveClock(now)
+	c.Clock = clocktesting.NewFakePassiveClock(now)
 	f.c = c
 	f.pods = podInf.Informer().GetIndexer()
 	add := func(inf cache.SharedIndexInformer, obj any) { controllertest.Add(t, inf.GetIndexer(), obj) }
@@ -61,14 +54,12 @@ func newFixture(t *testing.T, set *v1beta1.StatefulSet, objs ...runtime.Object) 
 
 func (f *fixture) sync(t *testing.T, set *v1beta1.StatefulSet) {
 	t.Helper()
-	if _, err := f.c.sync(context.Background(), cache.MetaObjectToName(set)); err != nil {
-		t.Fatalf("sync: %v", err)
-	}
+	controllertest.Sync(t, f.c.sync, cache.MetaObjectToName(set))
 }
 
 // podActions are the names of the Pods acted on with verb.
 func (f *fixture) podActions(verb string) map[string]string {
-	return controllertest.Acted(f.kube.Actions(), verb, "pods")
+	return controllertest.Acted(f.Kube.Actions(), verb, "pods")
 }
 
 func orphan(p *corev1.Pod) *corev1.Pod {
@@ -135,13 +126,13 @@ func TestSpecifiedDeleteIsRecreatedWithItsOrdinal(t *testing.T) {
 	if err := f.pods.Delete(labelled); err != nil {
 		t.Fatal(err)
 	}
-	f.kube.ClearActions()
+	f.Kube.ClearActions()
 	f.sync(t, set)
 	created := f.podActions("create")
 	if _, ok := created["db-1"]; !ok || len(created) != 1 {
 		t.Fatalf("created %v, want db-1", created)
 	}
-	pod, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), "db-1", metav1.GetOptions{})
+	pod, err := f.Kube.CoreV1().Pods("ns").Get(context.Background(), "db-1", metav1.GetOptions{})
 	if err != nil || specifiedDelete(pod) {
 		t.Errorf("db-1 again: %v, labels %v", err, pod.Labels)
 	}
@@ -211,7 +202,7 @@ func TestRestoreClaimsOfPendingPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	var created []string
-	for _, a := range f.kube.Actions() {
+	for _, a := range f.Kube.Actions() {
 		if a.GetVerb() == "create" && a.GetResource().Resource == "persistentvolumeclaims" {
 			created = append(created, a.(k8stesting.CreateAction).GetObject().(*corev1.PersistentVolumeClaim).Name)
 		}

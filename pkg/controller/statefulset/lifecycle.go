@@ -6,14 +6,12 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
 	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
-	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
 
 // An Advanced StatefulSet's lifecycle hooks (spec.lifecycle: preDelete, inPlaceUpdate, preNormal)
@@ -43,7 +41,7 @@ func (c *Controller) refreshLifecycles(ctx context.Context, set *v1beta1.Statefu
 			continue
 		}
 		if podreadiness.HasGate(pod) {
-			_, err := lifecycle.SyncKruisePodReady(ctx, c.kube.CoreV1(), pod, lifecycle.State(pod), c.clock.Now())
+			_, err := lifecycle.SyncKruisePodReady(ctx, c.Kube.CoreV1(), pod, lifecycle.State(pod), c.Clock.Now())
 			errs = append(errs, err)
 		}
 	}
@@ -54,19 +52,10 @@ func (c *Controller) refreshLifecycles(ctx context.Context, set *v1beta1.Statefu
 }
 
 // setLifecycle moves a Pod to a lifecycle state, arming rearm again when not nil (see
-// lifecycle.Move); the move is expected and, with hooks, reported as an Event (without hooks the
-// Pods pass through the states by themselves, and an Event for each would tell nobody anything).
+// lifecycle.Mover: the move is expected and, with hooks, reported as an Event).
 func (c *Controller) setLifecycle(ctx context.Context, set *v1beta1.StatefulSet, pod *corev1.Pod, state pub.LifecycleStateType, rearm *pub.LifecycleHook) (bool, error) {
-	moved, err := lifecycle.Move(ctx, c.kube.CoreV1(), pod, state, rearm, c.clock.Now())
-	if moved {
-		c.exp.ExpectLifecycle(cache.MetaObjectToName(set).String(), pod.Name, string(state))
-		klog.FromContext(ctx).V(2).Info("Pod lifecycle state", "statefulset", klog.KObj(set), "pod", klog.KObj(pod),
-			"from", lifecycle.State(pod), "to", state)
-		if set.Spec.Lifecycle != nil {
-			c.recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonPodLifecyclePrefix+string(state), "pod %s is %s", pod.Name, state)
-		}
-	}
-	return moved, err
+	mover := lifecycle.Mover{Pods: c.Kube.CoreV1(), Exp: c.Exp, Recorder: c.Recorder, Kind: Name}
+	return mover.Move(ctx, set, set.Spec.Lifecycle, pod, state, rearm, c.Clock.Now())
 }
 
 // holdForInPlaceUpdate moves a Pod about to be updated in place through the inPlaceUpdate hook, as

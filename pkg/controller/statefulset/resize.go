@@ -185,13 +185,13 @@ func (c *Controller) resizeClaims(ctx context.Context, set *v1beta1.StatefulSet,
 			continue
 		}
 		if !needsExpansion(pair) {
-			c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonFailedUpdatePVC,
+			c.Recorder.Eventf(set, corev1.EventTypeWarning, ReasonFailedUpdatePVC,
 				"failed to update pvc %s: contains diff other than spec resource, wait pvc to be deleted", pair.claim.Name)
 			errs = append(errs, fmt.Errorf("claim %s of pod %s differs from its template in more than its size", pair.claim.Name, pod.Name))
 			continue
 		}
 		if err := c.checkExpandable(pair.claim); err != nil {
-			c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonFailedUpdatePVC, "failed to resize pvc %s: %v", pair.claim.Name, err)
+			c.Recorder.Eventf(set, corev1.EventTypeWarning, ReasonFailedUpdatePVC, "failed to resize pvc %s: %v", pair.claim.Name, err)
 			errs = append(errs, fmt.Errorf("resizing claim %s of pod %s: %w", pair.claim.Name, pod.Name, err))
 			continue
 		}
@@ -201,15 +201,15 @@ func (c *Controller) resizeClaims(ctx context.Context, set *v1beta1.StatefulSet,
 		}
 		claim.Annotations[OwnedByAnnotation] = set.Name
 		claim.Spec.Resources = *pair.template.Spec.Resources.DeepCopy()
-		if _, err := c.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, claim, metav1.UpdateOptions{}); err != nil {
-			c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonFailedResize, "Resize Claim %s for Pod %s in StatefulSet %s failed error: %v",
+		if _, err := c.Kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, claim, metav1.UpdateOptions{}); err != nil {
+			c.Recorder.Eventf(set, corev1.EventTypeWarning, ReasonFailedResize, "Resize Claim %s for Pod %s in StatefulSet %s failed error: %v",
 				claim.Name, pod.Name, set.Name, err)
 			errs = append(errs, fmt.Errorf("resizing claim %s of pod %s: %w", claim.Name, pod.Name, err))
 			continue
 		}
 		klog.FromContext(ctx).Info("Resized claim", "statefulset", klog.KObj(set), "pod", klog.KObj(pod), "claim", klog.KObj(claim),
 			"storage", claim.Spec.Resources.Requests.Storage().String())
-		c.recorder.Eventf(set, corev1.EventTypeNormal, ReasonSuccessfulResize, "Resize Claim %s Pod %s in StatefulSet %s success",
+		c.Recorder.Eventf(set, corev1.EventTypeNormal, ReasonSuccessfulResize, "Resize Claim %s Pod %s in StatefulSet %s success",
 			claim.Name, pod.Name, set.Name)
 	}
 	return errors.Join(errs...)
@@ -240,7 +240,7 @@ func (c *Controller) checkExpandable(claim *corev1.PersistentVolumeClaim) error 
 // them), and the StorageClasses say whether a claim may grow. Call it before the informers start.
 func (c *Controller) WatchClaimResize(claimInf coreinformers.PersistentVolumeClaimInformer, classInf storageinformers.StorageClassInformer) error {
 	c.classes = classInf.Lister()
-	c.synced = append(c.synced, classInf.Informer().HasSynced)
+	c.Synced = append(c.Synced, classInf.Informer().HasSynced)
 	if _, err := claimInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: c.claimChanged}); err != nil {
 		return fmt.Errorf("watching persistentvolumeclaims: %w", err)
 	}
@@ -275,7 +275,7 @@ func (c *Controller) enqueueClaimSets(obj any) {
 	for _, set := range sets {
 		for _, t := range set.Spec.VolumeClaimTemplates {
 			if strings.HasPrefix(claim.Name, t.Name+"-"+set.Name+"-") {
-				c.queue.Add(cache.MetaObjectToName(set))
+				c.Queue.Add(cache.MetaObjectToName(set))
 				break
 			}
 		}

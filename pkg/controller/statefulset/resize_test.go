@@ -24,6 +24,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	"github.com/inplace-dev/inplace/pkg/features"
+	"github.com/inplace-dev/inplace/pkg/workload/scaffold"
 )
 
 // resizeSet is a set of 2 Pods whose template "data" asks 2Gi of StorageClass class, its claims
@@ -67,8 +68,11 @@ func resizeController(t *testing.T, claims []*corev1.PersistentVolumeClaim, clas
 		}
 	}
 	kube.ClearActions()
-	return &Controller{kube: kube, claims: corelisters.NewPersistentVolumeClaimLister(claimIdx),
-		classes: storagelisters.NewStorageClassLister(classIdx), recorder: record.NewFakeRecorder(10), clock: clocktesting.NewFakePassiveClock(now)}, kube
+	return &Controller{
+		Parts:   scaffold.Parts[*v1beta1.StatefulSet]{Kube: kube, Recorder: record.NewFakeRecorder(10), Clock: clocktesting.NewFakePassiveClock(now)},
+		claims:  corelisters.NewPersistentVolumeClaimLister(claimIdx),
+		classes: storagelisters.NewStorageClassLister(classIdx),
+	}, kube
 }
 
 func expandable(name string, allow bool) *storagev1.StorageClass {

@@ -152,7 +152,7 @@ func partitionOf(set *v1beta1.StatefulSet) int {
 
 // scale carries out planScale and says whether it did anything.
 func (c *Controller) scale(ctx context.Context, set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.Revisions) (bool, error) {
-	plan := planScale(set, pods, c.clock.Now())
+	plan := planScale(set, pods, c.Clock.Now())
 	if len(plan.create)+len(plan.recreate)+len(plan.released)+len(plan.condemned) == 0 {
 		return false, nil
 	}
@@ -235,17 +235,17 @@ func (c *Controller) createPod(ctx context.Context, set *v1beta1.StatefulSet, re
 	}
 	pod := newPod(set, template, rev.Name, ordinal)
 	key := cache.MetaObjectToName(set).String()
-	c.exp.ExpectCreations(key, pod.Name)
-	if _, err := c.kube.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		c.exp.CreationObserved(key, pod.Name)
+	c.Exp.ExpectCreations(key, pod.Name)
+	if _, err := c.Kube.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		c.Exp.CreationObserved(key, pod.Name)
 		if apierrors.IsAlreadyExists(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil
 		}
-		c.recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "failed to create pod %s: %v", pod.Name, err)
+		c.Recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "failed to create pod %s: %v", pod.Name, err)
 		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 	}
 	klog.FromContext(ctx).Info("Created Pod", "statefulset", klog.KObj(set), "pod", klog.KObj(pod), "revision", rev.Name)
-	c.recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "create Pod %s in StatefulSet %s successful (revision %s)", pod.Name, set.Name, rev.Name)
+	c.Recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "create Pod %s in StatefulSet %s successful (revision %s)", pod.Name, set.Name, rev.Name)
 	return nil
 }
 
@@ -264,11 +264,11 @@ func (c *Controller) ensureClaims(ctx context.Context, set *v1beta1.StatefulSet,
 		if !apierrors.IsNotFound(err) {
 			return err
 		}
-		if _, err := c.kube.CoreV1().PersistentVolumeClaims(set.Namespace).Create(ctx, want, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			c.recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "failed to create claim %s: %v", want.Name, err)
+		if _, err := c.Kube.CoreV1().PersistentVolumeClaims(set.Namespace).Create(ctx, want, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			c.Recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedCreate, "failed to create claim %s: %v", want.Name, err)
 			return fmt.Errorf("creating claim %s: %w", want.Name, err)
 		}
-		c.recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "create Claim %s for Pod %s in StatefulSet %s success",
+		c.Recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonSuccessfulCreate, "create Claim %s for Pod %s in StatefulSet %s success",
 			want.Name, podName(set, ordinal), set.Name)
 	}
 	return nil
@@ -279,7 +279,7 @@ func (c *Controller) deleteClaims(ctx context.Context, set *v1beta1.StatefulSet,
 	var errs []error
 	for _, t := range set.Spec.VolumeClaimTemplates {
 		name := claimName(set, t.Name, ordinal)
-		err := c.kube.CoreV1().PersistentVolumeClaims(set.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		err := c.Kube.CoreV1().PersistentVolumeClaims(set.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting claim %s: %w", name, err))
 		}
@@ -299,14 +299,14 @@ func (c *Controller) deletePod(ctx context.Context, set *v1beta1.StatefulSet, po
 		}
 		return err
 	}
-	c.exp.ExpectDeletions(key, pod.Name)
-	err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	c.Exp.ExpectDeletions(key, pod.Name)
+	err := c.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
-		c.exp.DeletionObserved(key, pod.Name)
-		c.recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "failed to delete pod %s: %v", pod.Name, err)
+		c.Exp.DeletionObserved(key, pod.Name)
+		c.Recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "failed to delete pod %s: %v", pod.Name, err)
 		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 	}
 	klog.FromContext(ctx).Info("Deleted Pod", "statefulset", klog.KObj(set), "pod", klog.KObj(pod), "why", why)
-	c.recorder.Eventf(set, corev1.EventTypeNormal, reason, "delete Pod %s in StatefulSet %s: %s", pod.Name, set.Name, why)
+	c.Recorder.Eventf(set, corev1.EventTypeNormal, reason, "delete Pod %s in StatefulSet %s: %s", pod.Name, set.Name, why)
 	return nil
 }

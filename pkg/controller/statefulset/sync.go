@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
@@ -27,21 +26,13 @@ import (
 // shows what the last sync did) one of lifecycle moves, scaling or the rolling update, then status
 // and history.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
-	set, err := c.sets.StatefulSets(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		c.exp.Forget(key.String())
-		return 0, nil
-	}
-	if err != nil {
+	set, selector, ok, err := c.Load(key)
+	if !ok || err != nil {
 		return 0, err
-	}
-	selector, ok := ownership.PodSelector(c.recorder, set, set.Spec.Selector)
-	if !ok {
-		return 0, nil
 	}
 	// Expectations before the Pods, as in the CloneSet controller: a Pod that settles an
 	// expectation is then in the list too.
-	satisfied, left := c.exp.Satisfied(key.String(), c.podState(set.Namespace))
+	satisfied, left := c.Exp.Satisfied(key.String(), c.podState(set.Namespace))
 	pods, revisions, err := c.claim(ctx, set, selector)
 	if err != nil {
 		return 0, err
@@ -75,23 +66,15 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			requeue = left
 		}
 	}
-	status, wait := calculateStatus(set, pods, revs, c.clock.Now())
+	status, wait := calculateStatus(set, pods, revs, c.Clock.Now())
 	// Counted whatever StatefulSetAutoResizePVCGate says, as OpenKruise does.
 	claims, err := c.volumeClaimStatus(set, pods)
 	if err != nil {
 		return 0, errors.Join(actErr, err)
 	}
 	status.VolumeClaims = claims
-	if err := c.updateStatus(ctx, set, status); err != nil {
-		return 0, errors.Join(actErr, err)
-	}
-	if err := history.TruncateUnused(ctx, c.kube.AppsV1(), revisions, revs, pods, history.Limit(set.Spec.RevisionHistoryLimit)); err != nil {
-		return 0, errors.Join(actErr, err)
-	}
-	if actErr != nil {
-		return 0, actErr
-	}
-	return reconcile.Soonest(requeue, wait), nil
+	return c.Finish(ctx, actErr, func() error { return c.updateStatus(ctx, set, status) },
+		revisions, revs, pods, history.Limit(set.Spec.RevisionHistoryLimit), requeue, wait)
 }
 
 // claim returns the set's Pods, lowest ordinal first, and its revisions, oldest first. Like
@@ -101,16 +84,16 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 func (c *Controller) claim(ctx context.Context, set *v1beta1.StatefulSet, selector labels.Selector) ([]*corev1.Pod, []*appsv1.ControllerRevision, error) {
 	owner := ownership.Owner{Object: set, Ref: controllerRef(set), Wants: ownership.Selects(selector),
 		Fresh: func(ctx context.Context) (metav1.Object, error) {
-			return c.inplace.AppsV1beta1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+			return c.Inplace.AppsV1beta1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
 		}}
-	revisions, err := ownership.ClaimRevisions(ctx, owner, c.owned.Revisions, c.kube.AppsV1())
+	revisions, err := ownership.ClaimRevisions(ctx, owner, c.Owned.Revisions, c.Kube.AppsV1())
 	if err != nil {
 		return nil, nil, err
 	}
 	owner.Wants = func(o metav1.Object) bool {
 		return selector.Matches(labels.Set(o.GetLabels())) && isMember(set, o.GetName())
 	}
-	pods, err := ownership.ClaimPods(ctx, owner, c.owned.Pods, c.kube.CoreV1())
+	pods, err := ownership.ClaimPods(ctx, owner, c.Owned.Pods, c.Kube.CoreV1())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -135,7 +118,7 @@ func (c *Controller) manageRevisions(ctx context.Context, set *v1beta1.StatefulS
 		return history.Revisions{CollisionCount: collisionCount}, fmt.Errorf("encoding the template of StatefulSet %s/%s: %w", set.Namespace, set.Name, err)
 	}
 	owner := history.Owner{Object: set, Ref: controllerRef(set), Labels: set.Spec.Template.Labels}
-	return history.Manage(ctx, c.kube.AppsV1(), owner, data, revisions, set.Status.CurrentRevision, collisionCount)
+	return history.Manage(ctx, c.Kube.AppsV1(), owner, data, revisions, set.Status.CurrentRevision, collisionCount)
 }
 
 // calculateStatus counts the set's Pods as OpenKruise's and kube's StatefulSet do, and says when
@@ -207,7 +190,7 @@ func (c *Controller) updateStatus(ctx context.Context, set *v1beta1.StatefulSet,
 	}
 	fresh := set.DeepCopy()
 	fresh.Status = *status
-	_, err := c.inplace.AppsV1beta1().StatefulSets(set.Namespace).UpdateStatus(ctx, fresh, metav1.UpdateOptions{})
+	_, err := c.Inplace.AppsV1beta1().StatefulSets(set.Namespace).UpdateStatus(ctx, fresh, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("updating the status of StatefulSet %s/%s: %w", set.Namespace, set.Name, err)
 	}

@@ -239,7 +239,7 @@ func planStep(set *v1beta1.StatefulSet, pod *corev1.Pod, templates map[string]*a
 // rollingUpdate deletes the Pods labelled specified-delete that planUpdate picked, and moves the
 // candidates the budget allows to the update revision.
 func (c *Controller) rollingUpdate(ctx context.Context, set *v1beta1.StatefulSet, pods []*corev1.Pod, revs history.Revisions, revisions []*appsv1.ControllerRevision) error {
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	claims, err := c.claimStates(set, pods)
 	if err != nil {
 		return err
@@ -293,7 +293,7 @@ func (c *Controller) applyStep(ctx context.Context, set *v1beta1.StatefulSet, st
 	pod := step.pod
 	switch {
 	case step.refused:
-		c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonCannotUpdateInPlace,
+		c.Recorder.Eventf(set, corev1.EventTypeWarning, ReasonCannotUpdateInPlace,
 			"pod %s cannot be updated in place to revision %s (podUpdatePolicy InPlaceOnly): %s", pod.Name, updateRevision, step.reason)
 		return nil
 	case step.spec == nil:
@@ -305,20 +305,20 @@ func (c *Controller) applyStep(ctx context.Context, set *v1beta1.StatefulSet, st
 	key := cache.MetaObjectToName(set).String()
 	// The request moves the Pod to Updating, and to Normal with the update's completion when no
 	// hook holds it; else refreshLifecycles moves it on once the update is done.
-	o := inplacerequest.Options{Now: c.clock.Now(), StateAfterUpdate: lifecycle.StateAfterUpdate(set.Spec.Lifecycle),
+	o := inplacerequest.Options{Now: c.Clock.Now(), StateAfterUpdate: lifecycle.StateAfterUpdate(set.Spec.Lifecycle),
 		StayInServiceContainers: pub.StayInServiceContainers(set.Annotations)}
 	if s := set.Spec.UpdateStrategy.RollingUpdate.InPlaceUpdateStrategy; s != nil {
 		o.GracePeriodSeconds = s.GracePeriodSeconds
 	}
 	body := inplacerequest.Body(pod, step.spec, updateRevision, o)
-	c.exp.ExpectUpdate(key, pod.Name, updateRevision)
-	if _, err := c.inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{}); err != nil {
-		c.exp.UpdateObserved(key, pod.Name)
-		c.recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedUpdatePodInPlace, "failed to update pod %s in place to revision %s: %v", pod.Name, updateRevision, err)
+	c.Exp.ExpectUpdate(key, pod.Name, updateRevision)
+	if _, err := c.Inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{}); err != nil {
+		c.Exp.UpdateObserved(key, pod.Name)
+		c.Recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedUpdatePodInPlace, "failed to update pod %s in place to revision %s: %v", pod.Name, updateRevision, err)
 		return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
 	}
 	klog.FromContext(ctx).Info("Updating Pod in place", "statefulset", klog.KObj(set), "pod", klog.KObj(pod),
 		"updateRevision", updateRevision, "spec", step.spec.String())
-	c.recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonSuccessfulUpdatePodInPlace, "updating pod %s in place to revision %s", pod.Name, updateRevision)
+	c.Recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonSuccessfulUpdatePodInPlace, "updating pod %s in place to revision %s", pod.Name, updateRevision)
 	return nil
 }

@@ -139,21 +139,11 @@ func (h *harness) write(pod *corev1.Pod) *corev1.Pod {
 
 func (h *harness) sync(pod *corev1.Pod) time.Duration {
 	h.t.Helper()
-	requeue, err := h.c.sync(context.Background(), cache.MetaObjectToName(pod))
-	if err != nil {
-		h.t.Fatalf("sync: %v", err)
-	}
-	return requeue
+	return daemontest.Sync(h.t, context.Background(), h.c.sync, cache.MetaObjectToName(pod))
 }
 
 func (h *harness) patches() []k8stesting.PatchAction {
-	var patches []k8stesting.PatchAction
-	for _, a := range h.client.Actions() {
-		if p, ok := a.(k8stesting.PatchAction); ok {
-			patches = append(patches, p)
-		}
-	}
-	return patches
+	return daemontest.Patches(h.client.Actions(), "")
 }
 
 func (h *harness) stopped() []string {

@@ -330,11 +330,7 @@ func (h *harness) sync() time.Duration {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	after, err := h.c.sync(h.ctx, name)
-	if err != nil {
-		h.t.Fatalf("sync: %v", err)
-	}
-	return after
+	return daemontest.Sync(h.t, h.ctx, h.c.sync, name)
 }
 
 // wantStopped fails the test unless the containers stopped so far are exactly want, in order.

@@ -103,21 +103,11 @@ func newHarness(t *testing.T, cfg Config, pod *corev1.Pod) *harness {
 
 func (h *harness) sync() time.Duration {
 	h.t.Helper()
-	requeue, err := h.c.sync(context.Background(), cache.ObjectName{Namespace: "default", Name: "web-0"})
-	if err != nil {
-		h.t.Fatalf("sync: %v", err)
-	}
-	return requeue
+	return daemontest.Sync(h.t, context.Background(), h.c.sync, cache.ObjectName{Namespace: "default", Name: "web-0"})
 }
 
 func (h *harness) statusPatches() []k8stesting.PatchAction {
-	var out []k8stesting.PatchAction
-	for _, a := range h.client.Actions() {
-		if p, ok := a.(k8stesting.PatchAction); ok && p.GetSubresource() == "status" {
-			out = append(out, p)
-		}
-	}
-	return out
+	return daemontest.Patches(h.client.Actions(), "status")
 }
 
 func (h *harness) condition() *corev1.PodCondition {

@@ -34,6 +34,13 @@ func OnChange[T any](f func(obj T)) Handlers[T] {
 	return Handlers[T]{Add: f, Update: func(_, obj T) { f(obj) }, Delete: f}
 }
 
+// OnEither calls f with the object of every add and delete, and with both the old and the new
+// object of an update: for a controller whose key is read from a field an update may change (an
+// owner, the SidecarSets a Pod names), so that the key it had and the key it has both hear of it.
+func OnEither[T any](f func(obj T)) Handlers[T] {
+	return Handlers[T]{Add: f, Update: func(old, obj T) { f(old); f(obj) }, Delete: f}
+}
+
 // EnqueueIf enqueues, on every add and update, the objects wants selects: the handlers of a
 // controller that acts on some objects of a kind (the Pods with an update under way...).
 func EnqueueIf[T metav1.Object](queue Queue, wants func(obj T) bool) Handlers[T] {

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,14 +54,23 @@ func TestWatch(t *testing.T) {
 	}
 }
 
-// OnChange calls its func with the new object of every event.
-func TestOnChange(t *testing.T) {
-	var got []string
-	h := OnChange(func(p *corev1.Pod) { got = append(got, p.Name) })
-	h.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a"}})
-	h.Update(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "old"}}, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b"}})
-	h.Delete(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c"}})
-	if len(got) != 3 || got[0] != "a" || got[1] != "b" || got[2] != "c" {
-		t.Errorf("OnChange called with %v, want [a b c]", got)
+// OnChange calls its func with the new object of every event; OnEither with the old one of an
+// update too.
+func TestOnChangeAndOnEither(t *testing.T) {
+	for name, tc := range map[string]struct {
+		handlers func(func(*corev1.Pod)) Handlers[*corev1.Pod]
+		want     string
+	}{
+		"OnChange": {OnChange[*corev1.Pod], "a b c"},
+		"OnEither": {OnEither[*corev1.Pod], "a old b c"},
+	} {
+		var got []string
+		h := tc.handlers(func(p *corev1.Pod) { got = append(got, p.Name) })
+		h.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a"}})
+		h.Update(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "old"}}, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b"}})
+		h.Delete(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c"}})
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%s called with %v, want [%s]", name, got, tc.want)
+		}
 	}
 }

@@ -242,3 +242,15 @@ func (w *Writer) markRevision(ctx context.Context, r Rollout, label string) erro
 	}
 	return nil
 }
+
+// Enable is what a workload controller's EnableImagePreDownload does: a Writer on the ImagePullJob
+// informer, with expectations of its own on now, watching the jobs (owner names the workload of a
+// job, enqueue brings it back). Call it before the informer starts.
+func Enable(client clientset.Interface, revisions appsv1client.ControllerRevisionsGetter, jobs appsinformers.ImagePullJobInformer,
+	recorder record.EventRecorder, now func() time.Time, owner OwnerFunc, enqueue func(cache.ObjectName)) (*Writer, error) {
+	w, err := NewWriter(client, revisions, jobs, recorder, expectations.New(now))
+	if err != nil {
+		return nil, err
+	}
+	return w, w.Watch(owner, enqueue)
+}

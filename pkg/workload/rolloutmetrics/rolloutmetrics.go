@@ -1,7 +1,6 @@
 // Package rolloutmetrics is the opt-in gauge (inplace-controller --rollout-metrics) of each
-// workload's Pods by state, which the workload controllers (CloneSet, Advanced StatefulSet,
-// Advanced DaemonSet) expose, one gauge per kind: <program>_<controller>_pods{namespace, <kind>,
-// state}. It is read from the controller's informer cache at scrape time, as kube-state-metrics
+// workload's Pods by state, one gauge per workload kind (CloneSet, Advanced StatefulSet, Advanced
+// DaemonSet; kinds.go): <program>_<controller>_pods{namespace, <kind>, state}. It is read from the controller's informer cache at scrape time, as kube-state-metrics
 // reads its objects: a deleted workload's series go with it, and nothing is written on the sync
 // path.
 package rolloutmetrics

@@ -4,6 +4,8 @@
 package controllertest
 
 import (
+	"context"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -23,12 +25,24 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 )
 
 // Now is where the tests' fake clocks start.
 var Now = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// Sync runs a controller's sync of key once, as a worker would, failing t on an error; it returns
+// when the sync asks to look again.
+func Sync(t testing.TB, sync func(context.Context, cache.ObjectName) (time.Duration, error), key cache.ObjectName) time.Duration {
+	t.Helper()
+	requeue, err := sync(context.Background(), key)
+	if err != nil {
+		t.Fatalf("sync %s: %v", key, err)
+	}
+	return requeue
+}
 
 // Events drains what the recorder caught so far, one Event a line.
 func Events(recorder *record.FakeRecorder) string {
@@ -166,6 +180,32 @@ func NewFakes(kubeObjs []runtime.Object, objs ...runtime.Object) Fakes {
 	f.KubeInformers = kubeinformers.NewSharedInformerFactory(f.Kube, 0)
 	f.InplaceInformers = inplaceinformers.NewSharedInformerFactory(f.Inplace, 0)
 	return f
+}
+
+// Cache puts obj into the cache of its kind's informer (replacing an older one), as if the
+// informer had seen it; a kind it does not know is a bug of the test (panic).
+func (f Fakes) Cache(obj runtime.Object) {
+	apps, core := f.InplaceInformers.Apps(), f.KubeInformers.Core().V1()
+	var inf cache.SharedIndexInformer
+	switch obj.(type) {
+	case *v1alpha1.CloneSet:
+		inf = apps.V1alpha1().CloneSets().Informer()
+	case *v1alpha1.SidecarSet:
+		inf = apps.V1alpha1().SidecarSets().Informer()
+	case *v1alpha1.ImagePullJob:
+		inf = apps.V1alpha1().ImagePullJobs().Informer()
+	case *corev1.Pod:
+		inf = core.Pods().Informer()
+	case *corev1.PersistentVolumeClaim:
+		inf = core.PersistentVolumeClaims().Informer()
+	case *appsv1.ControllerRevision:
+		inf = f.KubeInformers.Apps().V1().ControllerRevisions().Informer()
+	default:
+		panic(fmt.Sprintf("controllertest: no informer for %T", obj))
+	}
+	if err := inf.GetIndexer().Update(obj); err != nil {
+		panic(err)
+	}
 }
 
 // Events drains what the recorder caught so far, one Event a line.

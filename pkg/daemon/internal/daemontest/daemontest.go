@@ -1,11 +1,15 @@
 // Package daemontest holds what the unit tests of the daemon's controllers share: running a
-// controller off its informers for one test, and the Events a fake recorder caught.
+// controller off its informers for one test, one sync of a key, the patches a fake client saw and
+// the Events a fake recorder caught.
 package daemontest
 
 import (
 	"context"
 	"testing"
+	"time"
 
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -46,4 +50,28 @@ func Events(recorder *record.FakeRecorder) []string {
 			return events
 		}
 	}
+}
+
+// Sync runs a controller's sync of key once, as a worker would, failing t on an error; it returns
+// when the sync asks to look again.
+func Sync(t testing.TB, ctx context.Context, sync func(context.Context, cache.ObjectName) (time.Duration, error),
+	key cache.ObjectName) time.Duration {
+	t.Helper()
+	requeue, err := sync(ctx, key)
+	if err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	return requeue
+}
+
+// Patches are the patches among a fake client's actions, in order; with subresource set, only
+// those of that subresource.
+func Patches(actions []k8stesting.Action, subresource string) []k8stesting.PatchAction {
+	var out []k8stesting.PatchAction
+	for _, a := range actions {
+		if p, ok := a.(k8stesting.PatchAction); ok && (subresource == "" || p.GetSubresource() == subresource) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

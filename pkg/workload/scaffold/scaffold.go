@@ -1,0 +1,153 @@
+// Package scaffold is what the three workload controllers (CloneSet, Advanced StatefulSet,
+// Advanced DaemonSet) have alike, written once: the clients, queue, owner router, Pod and revision
+// indexes and expectations each builds in New (Parts.Init), the switch of image pre-download
+// (EnableImagePreDownload), the head of a sync (Load) and, for the two whose status ends with the
+// revision history, its tail (Finish). Each controller embeds Parts and adds its own informers,
+// handlers and steps.
+package scaffold
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
+	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
+	"github.com/inplace-dev/inplace/pkg/workload/expectations"
+	"github.com/inplace-dev/inplace/pkg/workload/history"
+	"github.com/inplace-dev/inplace/pkg/workload/ownership"
+	"github.com/inplace-dev/inplace/pkg/workload/predownload"
+)
+
+// Workload is a workload kind's object.
+type Workload interface {
+	metav1.Object
+	runtime.Object
+}
+
+// Parts are the parts every workload controller has.
+type Parts[W Workload] struct {
+	Kube    kubernetes.Interface
+	Inplace clientset.Interface
+	Owned   ownership.Indexes // the Pods and revisions by controller
+	// Synced are the informers the workers wait for.
+	Synced []cache.InformerSynced
+	Queue  reconcile.Queue
+	// Router takes the events of the Pods, claims and revisions to their workload.
+	Router   *ownership.Router[W]
+	Recorder record.EventRecorder
+	Exp      *expectations.Expectations
+	Clock    clock.PassiveClock
+	// Predl pre-downloads the images of rollouts (EnableImagePreDownload); nil when off.
+	Predl *predownload.Writer
+}
+
+// Config is what Init needs to know of a workload kind and its controller.
+type Config[W Workload] struct {
+	// Name is the controller's: its queue's name.
+	Name string
+	// Kind is the workload's, as its controllerRefs name it; Resource its resource.
+	Kind     schema.GroupVersionKind
+	Resource string
+	// Namespaced reads one namespace's workloads from the cache (the lister's namespace method).
+	Namespaced func(namespace string) ownership.NamespaceLister[W]
+	// Selector is a workload's Pod selector.
+	Selector func(W) *metav1.LabelSelector
+	Kube     kubernetes.Interface
+	Inplace  clientset.Interface
+	Recorder record.EventRecorder
+	// Workloads, Pods and Revisions are the informers of the kind, its Pods and its
+	// ControllerRevisions; Others the other informers the controller reads.
+	Workloads, Pods, Revisions cache.SharedIndexInformer
+	Others                     []cache.SharedIndexInformer
+	// Deleted is told of a workload deleted; nil forgets its expectations.
+	Deleted func(W)
+}
+
+// Init builds the parts, with the real clock, and enqueues each workload added or updated (Deleted
+// is told of one deleted). The controller watches its Pods, revisions and other objects itself.
+func (p *Parts[W]) Init(cfg Config[W]) error {
+	p.Kube, p.Inplace, p.Recorder = cfg.Kube, cfg.Inplace, cfg.Recorder
+	p.Synced = []cache.InformerSynced{cfg.Workloads.HasSynced, cfg.Pods.HasSynced, cfg.Revisions.HasSynced}
+	for _, inf := range cfg.Others {
+		p.Synced = append(p.Synced, inf.HasSynced)
+	}
+	p.Clock = clock.RealClock{}
+	p.Queue = reconcile.NewQueue(cfg.Name)
+	// Through p.Clock at each call: a test sets its fake clock after New.
+	p.Exp = expectations.New(func() time.Time { return p.Clock.Now() })
+	p.Router = ownership.NewRouter(cfg.Kind, cfg.Namespaced, cfg.Selector, p.Queue)
+	owned, err := ownership.NewIndexes(cfg.Pods, cfg.Revisions)
+	if err != nil {
+		return err
+	}
+	p.Owned = owned
+	deleted := cfg.Deleted
+	if deleted == nil {
+		deleted = func(w W) { p.Exp.Forget(cache.MetaObjectToName(w).String()) }
+	}
+	return reconcile.Watch(cfg.Workloads, cfg.Resource, p.Router.WorkloadHandlers(deleted))
+}
+
+// EnableImagePreDownload makes the workloads pre-download the new images of their rollouts
+// (package predownload, with the kind's rules: the CloneSet and DaemonSet controllers call it
+// from cmd/controller): it watches the ImagePullJobs the workloads control, whose creation and
+// deletion settle the pre-download expectations and bring their workload back. Call it before
+// the informers start.
+func (p *Parts[W]) EnableImagePreDownload(revisions appsv1client.ControllerRevisionsGetter, jobs informers.ImagePullJobInformer) error {
+	w, err := predownload.Enable(p.Inplace, revisions, jobs, p.Recorder, func() time.Time { return p.Clock.Now() },
+		p.Router.OwnerKey, p.Queue.Add)
+	if err != nil {
+		return err
+	}
+	p.Predl = w
+	p.Synced = append(p.Synced, jobs.Informer().HasSynced)
+	return nil
+}
+
+// Load reads the workload of key from the cache for a sync, with its Pod selector. ok is false
+// when there is nothing to sync: the workload is gone (its expectations are forgotten) or its
+// selector is invalid (ownership.PodSelector reports it).
+func (p *Parts[W]) Load(key cache.ObjectName) (w W, selector labels.Selector, ok bool, err error) {
+	w, err = p.Router.Get(key.Namespace, key.Name)
+	if apierrors.IsNotFound(err) {
+		p.Exp.Forget(key.String())
+		return w, nil, false, nil
+	}
+	if err != nil {
+		return w, nil, false, err
+	}
+	selector, ok = ownership.PodSelector(p.Recorder, w, p.Router.Selector(w))
+	return w, selector, ok, nil
+}
+
+// Finish ends a sync whose steps returned actErr: it writes the status the sync computed (write),
+// then drops the revisions no Pod uses beyond limit; it returns the first error, joined to
+// actErr, or when to look again: the sooner of requeue and wait.
+func (p *Parts[W]) Finish(ctx context.Context, actErr error, write func() error, revisions []*appsv1.ControllerRevision,
+	revs history.Revisions, pods []*corev1.Pod, limit int, requeue, wait time.Duration) (time.Duration, error) {
+	if err := write(); err != nil {
+		return 0, errors.Join(actErr, err)
+	}
+	if err := history.TruncateUnused(ctx, p.Kube.AppsV1(), revisions, revs, pods, limit); err != nil {
+		return 0, errors.Join(actErr, err)
+	}
+	if actErr != nil {
+		return 0, actErr
+	}
+	return reconcile.Soonest(requeue, wait), nil
+}

@@ -1,0 +1,122 @@
+package scaffold
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/inplace-dev/inplace/pkg/workload/expectations"
+	"github.com/inplace-dev/inplace/pkg/workload/history"
+	"github.com/inplace-dev/inplace/pkg/workload/ownership"
+)
+
+// parts stands ReplicaSets in for a workload kind, read from a cache holding sets.
+func parts(t *testing.T, kube *fake.Clientset, sets ...*appsv1.ReplicaSet) (*Parts[*appsv1.ReplicaSet], *record.FakeRecorder) {
+	t.Helper()
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, s := range sets {
+		if err := idx.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recorder := record.NewFakeRecorder(10)
+	p := &Parts[*appsv1.ReplicaSet]{Kube: kube, Recorder: recorder, Exp: expectations.New(time.Now)}
+	p.Router = ownership.NewRouter(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
+		func(namespace string) ownership.NamespaceLister[*appsv1.ReplicaSet] {
+			return appslisters.NewReplicaSetLister(idx).ReplicaSets(namespace)
+		},
+		func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector }, nil)
+	return p, recorder
+}
+
+func replicaSet(name string, selector *metav1.LabelSelector) *appsv1.ReplicaSet {
+	return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: appsv1.ReplicaSetSpec{Selector: selector}}
+}
+
+// TestLoad: a workload in the cache comes with its Pod selector; one gone has its expectations
+// forgotten; one whose selector is invalid is not synced, with a Warning Event.
+func TestLoad(t *testing.T) {
+	p, recorder := parts(t, nil,
+		replicaSet("web", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}),
+		replicaSet("bad", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}}))
+
+	w, selector, ok, err := p.Load(cache.ObjectName{Namespace: "ns", Name: "web"})
+	if err != nil || !ok || w.Name != "web" || selector.String() != "app=web" {
+		t.Errorf("web: %v %v %v %v, want it with selector app=web", w, selector, ok, err)
+	}
+
+	p.Exp.ExpectCreations("ns/gone", "gone-1")
+	if _, _, ok, err := p.Load(cache.ObjectName{Namespace: "ns", Name: "gone"}); ok || err != nil {
+		t.Errorf("gone: ok %v, err %v; want nothing to sync", ok, err)
+	}
+	if satisfied, _ := p.Exp.Satisfied("ns/gone", func(string) expectations.Cached { return expectations.Cached{} }); !satisfied {
+		t.Error("the expectations of a workload gone are still there")
+	}
+
+	if _, _, ok, err := p.Load(cache.ObjectName{Namespace: "ns", Name: "bad"}); ok || err != nil {
+		t.Errorf("bad selector: ok %v, err %v; want nothing to sync", ok, err)
+	}
+	select {
+	case e := <-recorder.Events:
+		t.Logf("event: %s", e)
+	default:
+		t.Error("no Event for the invalid selector")
+	}
+}
+
+// TestFinish: the status is written first and a failed write stops there; then the revisions no
+// Pod uses beyond the limit go; the steps' error wins over the requeue, the sooner of the two
+// waits otherwise.
+func TestFinish(t *testing.T) {
+	rev := func(name string) *appsv1.ControllerRevision {
+		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+	}
+	revisions := []*appsv1.ControllerRevision{rev("r1"), rev("r2"), rev("r3")}
+	revs := history.Revisions{Current: revisions[2], Update: revisions[2]}
+	ok := func() error { return nil }
+	stepErr, writeErr := errors.New("step"), errors.New("write")
+
+	for name, tc := range map[string]struct {
+		actErr, writeErr error
+		wantErr          []error
+		wantDeleted      int
+		wantRequeue      time.Duration
+	}{
+		"clean":        {wantDeleted: 1, wantRequeue: 2 * time.Second},
+		"step failed":  {actErr: stepErr, wantErr: []error{stepErr}, wantDeleted: 1},
+		"write failed": {actErr: stepErr, writeErr: writeErr, wantErr: []error{stepErr, writeErr}},
+	} {
+		kube := fake.NewClientset(revisions[0], revisions[1], revisions[2])
+		p, _ := parts(t, kube)
+		write := ok
+		if tc.writeErr != nil {
+			write = func() error { return tc.writeErr }
+		}
+		requeue, err := p.Finish(context.Background(), tc.actErr, write, revisions, revs, nil, 1, 5*time.Second, 2*time.Second)
+		for _, want := range tc.wantErr {
+			if !errors.Is(err, want) {
+				t.Errorf("%s: error %v, want it to hold %v", name, err, want)
+			}
+		}
+		if tc.wantErr == nil && err != nil {
+			t.Errorf("%s: error %v", name, err)
+		}
+		deleted := 0
+		for _, a := range kube.Actions() {
+			if a.GetVerb() == "delete" {
+				deleted++
+			}
+		}
+		if deleted != tc.wantDeleted || requeue != tc.wantRequeue {
+			t.Errorf("%s: %d revisions deleted, requeue %v; want %d, %v", name, deleted, requeue, tc.wantDeleted, tc.wantRequeue)
+		}
+	}
+}
