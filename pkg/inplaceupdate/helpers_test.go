@@ -140,7 +140,7 @@ func write(t *testing.T, pod *corev1.Pod, step *Step) *corev1.Pod {
 	}
 	SetConditions(&out.Status, step.Conditions...)
 	for name, r := range step.Resize {
-		c := findContainer(out.Spec.Containers, name)
+		c := FindContainer(out.Spec.Containers, name)
 		if c == nil {
 			t.Fatalf("resize of unknown container %s", name)
 		}
@@ -152,7 +152,7 @@ func write(t *testing.T, pod *corev1.Pod, step *Step) *corev1.Pod {
 // kubeletRestart is the kubelet recreating a container with its spec image (a new instance).
 func kubeletRestart(pod *corev1.Pod, name string) {
 	s := status(pod, name)
-	c := findContainer(pod.Spec.Containers, name)
+	c := FindContainer(pod.Spec.Containers, name)
 	s.Image = c.Image
 	s.ImageID = imageIDOf(c.Image)
 	s.ContainerID = s.ContainerID + "-restarted"
@@ -161,7 +161,7 @@ func kubeletRestart(pod *corev1.Pod, name string) {
 
 // kubeletResized is the kubelet reporting the spec resources of a container as applied.
 func kubeletResized(pod *corev1.Pod, name string) {
-	status(pod, name).Resources = findContainer(pod.Spec.Containers, name).Resources.DeepCopy()
+	status(pod, name).Resources = FindContainer(pod.Spec.Containers, name).Resources.DeepCopy()
 }
 
 // daemonReports is the daemon writing runtime-containers-meta for every container, with the

@@ -83,7 +83,7 @@ func UnconfirmedImages(pod *corev1.Pod) []string {
 	}
 	var names []string
 	for _, name := range st.currentBatch() {
-		c := findContainer(pod.Spec.Containers, name)
+		c := FindContainer(pod.Spec.Containers, name)
 		last, changesImage := st.LastContainerStatuses[name]
 		if c != nil && changesImage && !imageUpdated(c, findStatus(pod, name), last) {
 			names = append(names, name)

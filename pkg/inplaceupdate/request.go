@@ -98,9 +98,9 @@ func SpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSpec, err
 	for i := range in.Containers {
 		rc := &in.Containers[i]
 		p := specPath.Child("containers").Index(i)
-		c := findContainer(pod.Spec.Containers, rc.Name)
+		c := FindContainer(pod.Spec.Containers, rc.Name)
 		if c == nil {
-			if findContainer(pod.Spec.InitContainers, rc.Name) != nil {
+			if FindContainer(pod.Spec.InitContainers, rc.Name) != nil {
 				what := p.Child("image")
 				if rc.Image == "" {
 					what = p.Child("resources")
@@ -125,7 +125,7 @@ func SpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSpec, err
 		// diffResources cannot refuse.
 		merged := mergeResources(c.Resources, *rc.Resources)
 		changed, want, _ := diffResources(p.Child("resources"), c.Resources, merged)
-		findContainer(resized.Containers, rc.Name).Resources = merged
+		FindContainer(resized.Containers, rc.Name).Resources = merged
 		if changed && !pend.hasResources(rc.Name, want) {
 			setMap(&spec.ContainerResources, rc.Name, want)
 		}
@@ -275,7 +275,7 @@ func sidecarSpecFromRequest(pod *corev1.Pod, req *apps.InPlaceUpdate) (*UpdateSp
 		case !sidecars[rc.Name]:
 			errs = append(errs, field.Invalid(p.Child("name"), rc.Name, fmt.Sprintf("not a sidecar container of SidecarSet %s in this pod (its sidecars: %s)",
 				in.SidecarSet.Name, strings.Join(entry.SidecarList, ", "))))
-		case c == nil && findContainer(pod.Spec.InitContainers, rc.Name) != nil:
+		case c == nil && FindContainer(pod.Spec.InitContainers, rc.Name) != nil:
 			errs = append(errs, field.Forbidden(p.Child("image"), fmt.Sprintf(
 				"%q is a plain init container (no restartPolicy Always): it ran before the app containers and never runs again, so it cannot be upgraded in place; only native sidecars can", rc.Name)))
 		case c == nil:
@@ -324,7 +324,7 @@ func sidecarAnnotations(pod *corev1.Pod, in *apps.InPlaceUpdateSpec, sidecars ma
 			}
 		case pub.IsSidecarSetHotUpgradeAnnotation(k):
 			container := strings.TrimPrefix(strings.TrimPrefix(k, pub.SidecarSetVersionAltAnnotationPrefix), pub.SidecarSetVersionAnnotationPrefix)
-			if !sidecars[container] || findContainer(pod.Spec.Containers, container) == nil {
+			if !sidecars[container] || FindContainer(pod.Spec.Containers, container) == nil {
 				errs = append(errs, field.Invalid(p.Key(k), v, fmt.Sprintf("%q is not a hot-upgrade container of SidecarSet %s in this pod", container, in.SidecarSet.Name)))
 				continue
 			}

@@ -50,7 +50,7 @@ func ImagesToWatch(pod *corev1.Pod) (map[string]ImageWait, bool) {
 	}
 	waits := map[string]ImageWait{}
 	for _, name := range st.currentBatch() {
-		c := findContainer(pod.Spec.Containers, name)
+		c := FindContainer(pod.Spec.Containers, name)
 		last, changesImage := st.LastContainerStatuses[name]
 		if c == nil || !changesImage {
 			// A container of the batch whose change the runtime cannot show (metadata only).

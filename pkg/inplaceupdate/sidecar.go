@@ -397,11 +397,11 @@ func sidecarWaiting(pod *corev1.Pod, st *state) []string {
 // spec.initContainers, with its status among status.initContainerStatuses. A plain init container
 // is not one (see the top of this file).
 func sidecarContainer(pod *corev1.Pod, name string) (*corev1.Container, *corev1.ContainerStatus) {
-	if c := findContainer(pod.Spec.Containers, name); c != nil {
+	if c := FindContainer(pod.Spec.Containers, name); c != nil {
 		return c, findStatus(pod, name)
 	}
-	if c := findContainer(pod.Spec.InitContainers, name); c != nil && IsNativeSidecar(c) {
-		return c, findInitStatus(pod, name)
+	if c := FindContainer(pod.Spec.InitContainers, name); c != nil && IsNativeSidecar(c) {
+		return c, FindInitStatus(pod, name)
 	}
 	return nil, nil
 }

@@ -71,7 +71,7 @@ func TestSidecarSetUpgradeKeepsServiceByDefault(t *testing.T) {
 	if len(step.Conditions) != 0 {
 		t.Errorf("a sidecar upgrade that keeps service wrote conditions %v", step.Conditions)
 	}
-	if got := findContainer(pod.Spec.Containers, "log").Image; got != "log:v2" {
+	if got := FindContainer(pod.Spec.Containers, "log").Image; got != "log:v2" {
 		t.Errorf("sidecar image %s", got)
 	}
 	if pod.Labels[RevisionLabelKey] != "rev-1" {
@@ -157,7 +157,7 @@ func TestSidecarSetUpgradeBesideWorkloadUpdate(t *testing.T) {
 	req := sidecarRequest("logs", "h2", "log=log:v2")
 	req.Spec.SidecarSet.LeaveService = true
 	pod, _ = begin(t, pod, req, t0.Add(time.Second))
-	if findContainer(pod.Spec.Containers, "main").Image != "app:v2" || findContainer(pod.Spec.Containers, "log").Image != "log:v2" {
+	if FindContainer(pod.Spec.Containers, "main").Image != "app:v2" || FindContainer(pod.Spec.Containers, "log").Image != "log:v2" {
 		t.Fatal("both images must be set")
 	}
 	if pod.Labels[RevisionLabelKey] != "rev-2" {
@@ -294,7 +294,7 @@ func TestSidecarSetHotUpgradeAnnotations(t *testing.T) {
 }
 
 func specImageOf(pod *corev1.Pod, name string) string {
-	if c := findContainer(pod.Spec.Containers, name); c != nil {
+	if c := FindContainer(pod.Spec.Containers, name); c != nil {
 		return c.Image
 	}
 	return ""
@@ -373,8 +373,8 @@ func nativePod() *corev1.Pod {
 
 // kubeletRestartInit is the kubelet restarting native sidecar name on its spec image.
 func kubeletRestartInit(pod *corev1.Pod, name string) {
-	s := findInitStatus(pod, name)
-	c := findContainer(pod.Spec.InitContainers, name)
+	s := FindInitStatus(pod, name)
+	c := FindContainer(pod.Spec.InitContainers, name)
 	s.Image, s.ImageID = c.Image, imageIDOf(c.Image)
 	s.ContainerID += "-restarted"
 	s.RestartCount++
@@ -388,10 +388,10 @@ func kubeletRestartInit(pod *corev1.Pod, name string) {
 func TestSidecarSetUpgradesNativeSidecar(t *testing.T) {
 	pod := withGate(nativePod())
 	pod, step := begin(t, pod, sidecarRequest("mesh", "h2", "proxy=proxy:v2"), t0)
-	if got := findContainer(pod.Spec.InitContainers, "proxy").Image; got != "proxy:v2" {
+	if got := FindContainer(pod.Spec.InitContainers, "proxy").Image; got != "proxy:v2" {
 		t.Errorf("native sidecar image %s, want proxy:v2", got)
 	}
-	if findContainer(pod.Spec.InitContainers, "setup").Image != "setup:v1" || findContainer(pod.Spec.Containers, "main").Image != "app:v1" ||
+	if FindContainer(pod.Spec.InitContainers, "setup").Image != "setup:v1" || FindContainer(pod.Spec.Containers, "main").Image != "app:v1" ||
 		len(pod.Spec.Containers) != 1 {
 		t.Errorf("other containers changed: init %v, containers %v", pod.Spec.InitContainers, pod.Spec.Containers)
 	}

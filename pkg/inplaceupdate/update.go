@@ -71,7 +71,7 @@ func Begin(pod *corev1.Pod, spec *UpdateSpec, now time.Time) (*Step, error) {
 		return nil, err
 	}
 	for name := range spec.containerNames() {
-		found := findContainer(pod.Spec.Containers, name) != nil
+		found := FindContainer(pod.Spec.Containers, name) != nil
 		if spec.SidecarSet != nil {
 			// A SidecarSet's upgrade may change its native sidecars too (sidecar.go).
 			c, _ := sidecarContainer(pod, name)
@@ -379,7 +379,7 @@ func checkBatch(pod *corev1.Pod, st *state) ([]string, map[string]corev1.Resourc
 	}
 
 	for _, name := range st.currentBatch() {
-		c := findContainer(pod.Spec.Containers, name)
+		c := FindContainer(pod.Spec.Containers, name)
 		if c == nil {
 			continue
 		}
@@ -456,7 +456,8 @@ func notReadyContainers(pod *corev1.Pod, preCheck *pub.InPlaceUpdatePreCheckBefo
 	return names
 }
 
-func findContainer(containers []corev1.Container, name string) *corev1.Container {
+// FindContainer is the container of containers named name, or nil.
+func FindContainer(containers []corev1.Container, name string) *corev1.Container {
 	if i := slices.IndexFunc(containers, func(c corev1.Container) bool { return c.Name == name }); i >= 0 {
 		return &containers[i]
 	}
@@ -473,7 +474,8 @@ func findStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
 }
 
 // findInitStatus is the status of init container name (nil when the kubelet reports none).
-func findInitStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
+// FindInitStatus is the status of the Pod's init container named name, or nil.
+func FindInitStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
 	for i := range pod.Status.InitContainerStatuses {
 		if pod.Status.InitContainerStatuses[i].Name == name {
 			return &pod.Status.InitContainerStatuses[i]

@@ -7,8 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
-
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
 
 const (
@@ -176,7 +176,7 @@ func containerReady(pod *corev1.Pod, name string) bool {
 		}
 	}
 	// A native sidecar's readiness is among the init containers'.
-	s := initStatus(pod, name)
+	s := inplaceupdate.FindInitStatus(pod, name)
 	return s != nil && s.Ready
 }
 

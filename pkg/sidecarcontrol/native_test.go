@@ -9,6 +9,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
 
 // nativeSet is SidecarSet "mesh" with the native sidecar proxy (restartPolicy Always) on image and
@@ -101,7 +102,7 @@ func TestNativeSidecarUpgrade(t *testing.T) {
 	// Upgrade begun (image in spec.initContainers, state recorded), the kubelet not yet there: the
 	// next pass waits for the ready native sidecar to restart, and the Pod is updated, not ready.
 	markUpgraded(t, pod, v2)
-	podInitContainer(pod, "proxy").Image = "proxy:v2"
+	inplaceupdate.FindContainer(pod.Spec.InitContainers, "proxy").Image = "proxy:v2"
 	pod.Annotations[pub.SidecarSetInPlaceUpdateStateKey] = `{"mesh":{"revision":"h2","updateTimestamp":"2026-01-01T00:00:00Z",` +
 		`"lastContainerStatuses":{"proxy":{"imageID":"proxy:v1@id"}},"containerBatchesRecord":[{"timestamp":"2026-01-01T00:00:00Z","containers":["proxy"]}]}}`
 	if !upgrading(pod, v2) {
@@ -115,7 +116,7 @@ func TestNativeSidecarUpgrade(t *testing.T) {
 	}
 
 	// The kubelet restarted the native sidecar; the Pod's Ready may still lag its readiness.
-	s := initStatus(pod, "proxy")
+	s := inplaceupdate.FindInitStatus(pod, "proxy")
 	s.Image, s.ImageID, s.Ready = "proxy:v2", "proxy:v2@id", false
 	if IsReady(pod, v2) {
 		t.Error("ready while the native sidecar is not")

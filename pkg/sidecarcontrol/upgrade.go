@@ -93,29 +93,11 @@ func nativeSidecars(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) []*appsv1alph
 		if !inplaceupdate.IsNativeSidecar(&c.Container) || isHotUpgrade(c) {
 			continue
 		}
-		if pc := podInitContainer(pod, c.Name); pc != nil && inplaceupdate.IsNativeSidecar(pc) {
+		if pc := inplaceupdate.FindContainer(pod.Spec.InitContainers, c.Name); pc != nil && inplaceupdate.IsNativeSidecar(pc) {
 			out = append(out, c)
 		}
 	}
 	return out
-}
-
-func podInitContainer(pod *corev1.Pod, name string) *corev1.Container {
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	return nil
-}
-
-func initStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
-	for i := range pod.Status.InitContainerStatuses {
-		if pod.Status.InitContainerStatuses[i].Name == name {
-			return &pod.Status.InitContainerStatuses[i]
-		}
-	}
-	return nil
 }
 
 // podHash is the Pod's entry of the SidecarSet in kruise.io/sidecarset-hash (or -without-image).
@@ -149,7 +131,7 @@ func IsConsistent(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
 		return false
 	}
 	for _, c := range nativeSidecars(pod, set) {
-		if initStatus(pod, c.Name) == nil {
+		if inplaceupdate.FindInitStatus(pod, c.Name) == nil {
 			return false
 		}
 	}
@@ -164,7 +146,7 @@ func IsConsistent(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
 // condition that has not caught up with a native sidecar just restarted on its new image.
 func IsReady(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
 	for _, c := range nativeSidecars(pod, set) {
-		if s := initStatus(pod, c.Name); s == nil || !s.Ready {
+		if s := inplaceupdate.FindInitStatus(pod, c.Name); s == nil || !s.Ready {
 			return false
 		}
 	}
@@ -359,7 +341,7 @@ func UpgradeImages(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) map[string]str
 		}
 	}
 	for _, c := range nativeSidecars(pod, set) {
-		if pc := podInitContainer(pod, c.Name); pc.Image != c.Image {
+		if pc := inplaceupdate.FindContainer(pod.Spec.InitContainers, c.Name); pc.Image != c.Image {
 			images[c.Name] = c.Image
 		}
 	}
