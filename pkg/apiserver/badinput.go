@@ -15,6 +15,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/apis/policy"
 )
 
 // clientMistakesAre4xx answers what is the client's mistake with a 4xx where the generic
@@ -29,10 +30,10 @@ import (
 //   - a strategic merge patch with an unknown $patch directive: the handler maps some of
 //     mergepatch's errors to 400, not ErrBadPatchType ("unknown patch type").
 //
-// Only requests of this group are looked at, after authentication and authorization.
+// Only requests of inplace's groups are looked at, after authentication and authorization.
 func clientMistakesAre4xx(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasPrefix(r.URL.Path, "/apis/"+apps.GroupName+"/") {
+		if !strings.HasPrefix(r.URL.Path, "/apis/"+apps.GroupName+"/") && !strings.HasPrefix(r.URL.Path, "/apis/"+policy.GroupName+"/") {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	policyv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/test/badinput"
 	"github.com/inplace-dev/inplace/test/integration/framework"
 )
@@ -30,19 +31,34 @@ type storedKind struct {
 	// statusField is a field of .status with a value of the wrong type for it.
 	statusField string
 	scale       bool
+	// group is the kind's API group version when not apps.kruise.io/v1alpha1.
+	group string
+}
+
+// groupVersion is the kind's API group and version.
+func (k storedKind) groupVersion() string {
+	if k.group != "" {
+		return k.group
+	}
+	return appsv1alpha1.SchemeGroupVersion.String()
 }
 
 func (k storedKind) collection() string {
 	if k.namespaced {
-		return "/apis/apps.kruise.io/v1alpha1/namespaces/default/" + k.resource
+		return "/apis/" + k.groupVersion() + "/namespaces/default/" + k.resource
 	}
-	return "/apis/apps.kruise.io/v1alpha1/" + k.resource
+	return "/apis/" + k.groupVersion() + "/" + k.resource
 }
 
 func (k storedKind) item(name string) string { return k.collection() + "/" + name }
 
 // toMap turns a typed object into its JSON form, apiVersion and kind included.
 func toMap(t *testing.T, obj runtime.Object, kind string) map[string]any {
+	return toMapAt(t, obj, appsv1alpha1.SchemeGroupVersion.String(), kind)
+}
+
+// toMapAt is obj as JSON fields, at the API version apiVersion, without its status.
+func toMapAt(t *testing.T, obj runtime.Object, apiVersion, kind string) map[string]any {
 	t.Helper()
 	raw, err := json.Marshal(obj)
 	if err != nil {
@@ -52,7 +68,7 @@ func toMap(t *testing.T, obj runtime.Object, kind string) map[string]any {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatal(err)
 	}
-	m["apiVersion"], m["kind"] = appsv1alpha1.SchemeGroupVersion.String(), kind
+	m["apiVersion"], m["kind"] = apiVersion, kind
 	delete(m, "status")
 	return m
 }
@@ -126,6 +142,13 @@ func badInputKinds(t *testing.T) []storedKind {
 		valid:     func(name string) map[string]any { return toMap(t, newNodeImage(name), "NodeImage") },
 		wrongType: "spec.images", wrongTypeValue: []any{"nginx"},
 		statusField: "status.imageStatuses",
+	}, {
+		resource: "podunavailablebudgets", namespaced: true, kind: "PodUnavailableBudget", group: policyv1alpha1.SchemeGroupVersion.String(),
+		valid: func(name string) map[string]any {
+			return toMapAt(t, newPUBV1alpha1(name), policyv1alpha1.SchemeGroupVersion.String(), "PodUnavailableBudget")
+		},
+		wrongType: "spec.selector", wrongTypeValue: "app=web",
+		statusField: "status.unavailableAllowed",
 	}}
 }
 
@@ -170,9 +193,9 @@ func badRequestsFor(t *testing.T, k storedKind, victim map[string]any) []badinpu
 		post("a JSON string", []byte(`"CloneSet"`), 400, ""),
 		post("a JSON number", []byte(`42`), 400, ""),
 		post("binary garbage", []byte{0xff, 0xfe, 0x00, 0x01, 0x80}, 400, ""),
-		post("YAML sent as JSON", []byte("apiVersion: apps.kruise.io/v1alpha1\nkind: "+k.kind+"\n"), 400, ""),
+		post("YAML sent as JSON", []byte("apiVersion: "+k.groupVersion()+"\nkind: "+k.kind+"\n"), 400, ""),
 		post("another kind", mustJSON(with(t, valid, "kind", "Pod")), 400, ""),
-		post("another version", mustJSON(with(t, valid, "apiVersion", "apps.kruise.io/v9")), 400, ""),
+		post("another version", mustJSON(with(t, valid, "apiVersion", strings.Split(k.groupVersion(), "/")[0]+"/v9")), 400, ""),
 		post("another group", mustJSON(with(t, valid, "apiVersion", "apps/v1")), 400, ""),
 		// Wrong types.
 		post("wrong type at "+k.wrongType, mustJSON(with(t, valid, k.wrongType, k.wrongTypeValue)), 400, k.wrongType),
@@ -202,7 +225,7 @@ func badRequestsFor(t *testing.T, k storedKind, victim map[string]any) []badinpu
 		// Sizes and depth.
 		post("annotations of 300 KiB", mustJSON(with(t, valid, "metadata.annotations", map[string]any{"big": strings.Repeat("x", 300<<10)})), 422, "metadata.annotations"),
 		post("a body of 4 MiB", mustJSON(with(t, valid, "metadata.annotations", map[string]any{"big": strings.Repeat("x", 4<<20)})), 413, ""),
-		post("JSON nested 20000 levels deep", []byte(`{"apiVersion":"apps.kruise.io/v1alpha1","kind":"`+k.kind+`","metadata":{"name":"deep"},"spec":`+nested(20000)+`}`), 400, ""),
+		post("JSON nested 20000 levels deep", []byte(`{"apiVersion":"`+k.groupVersion()+`","kind":"`+k.kind+`","metadata":{"name":"deep"},"spec":`+nested(20000)+`}`), 400, ""),
 		postQ("JSON nested 200 levels deep in an unknown field, Strict", "fieldValidation=Strict", mustJSON(with(t, valid, "spec.bogus", json.RawMessage(nested(200)))), 400, "spec.bogus"),
 		// Query parameters and media types.
 		postQ("dryRun=Maybe", "dryRun=Maybe", validRaw, 422, "dryRun"),
@@ -244,14 +267,14 @@ func badRequestsFor(t *testing.T, k storedKind, victim map[string]any) []badinpu
 		patch("wrong type at "+k.wrongType, strategic, string(mustJSON(with(t, map[string]any{}, k.wrongType, k.wrongTypeValue))), 422, ""),
 		patch("labels is a list", strategic, `{"metadata":{"labels":["a"]}}`, 0, "labels"),
 		patch("bad finalizer", strategic, `{"metadata":{"finalizers":["not a finalizer!"]}}`, 422, "metadata.finalizers"),
-		patch("no fieldManager", apply, "apiVersion: apps.kruise.io/v1alpha1\nkind: "+k.kind+"\nmetadata:\n  name: "+name+"\n", 422, "fieldManager"),
+		patch("no fieldManager", apply, "apiVersion: "+k.groupVersion()+"\nkind: "+k.kind+"\nmetadata:\n  name: "+name+"\n", 422, "fieldManager"),
 		{Name: "apply: bad YAML", Method: http.MethodPatch, Path: item, Query: "fieldManager=bad", ContentType: apply, Body: []byte("metadata: [\n"), WantCode: 400},
 		{Name: "apply: no apiVersion or kind", Method: http.MethodPatch, Path: item, Query: "fieldManager=bad", ContentType: apply, Body: []byte("metadata:\n  Name: " + name + "\n"), WantCode: 400},
 		{Name: "apply: another kind", Method: http.MethodPatch, Path: item, Query: "fieldManager=bad", ContentType: apply, Body: []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  Name: " + name + "\n"), WantCode: 400},
 		{Name: "apply: unknown field", Method: http.MethodPatch, Path: item, Query: "fieldManager=bad&fieldValidation=Strict", ContentType: apply,
-			Body: []byte("apiVersion: apps.kruise.io/v1alpha1\nkind: " + k.kind + "\nmetadata:\n  Name: " + name + "\nspec:\n  bogus: 1\n"), WantCode: 400, Field: ".spec.bogus"},
+			Body: []byte("apiVersion: " + k.groupVersion() + "\nkind: " + k.kind + "\nmetadata:\n  Name: " + name + "\nspec:\n  bogus: 1\n"), WantCode: 400, Field: ".spec.bogus"},
 		{Name: "apply: wrong type at " + k.wrongType, Method: http.MethodPatch, Path: item, Query: "fieldManager=bad", ContentType: apply,
-			Body: mustJSON(with(t, with(t, map[string]any{"apiVersion": "apps.kruise.io/v1alpha1", "kind": k.kind}, "metadata.name", name), k.wrongType, k.wrongTypeValue)), WantCode: 400, Field: "." + k.wrongType},
+			Body: mustJSON(with(t, with(t, map[string]any{"apiVersion": k.groupVersion(), "kind": k.kind}, "metadata.name", name), k.wrongType, k.wrongTypeValue)), WantCode: 400, Field: "." + k.wrongType},
 		{Name: "patch: unsupported patch type", Method: http.MethodPatch, Path: item, ContentType: "application/xml", Body: []byte("<x/>"), WantCode: 415},
 		{Name: "patch: dryRun=Maybe", Method: http.MethodPatch, Path: item, Query: "dryRun=Maybe", ContentType: merge, Body: []byte(`{}`), WantCode: 422, Field: "dryRun"},
 		{Name: "patch: no such object", Method: http.MethodPatch, Path: k.item("nobody"), ContentType: merge, Body: []byte(`{"metadata":{"labels":{"a":"b"}}}`), WantCode: 404},
