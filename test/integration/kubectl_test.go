@@ -429,4 +429,33 @@ spec:
 			t.Errorf("kubectl get after delete: %q", out)
 		}
 	})
+
+	// policy.kruise.io: a v1alpha1 manifest as OpenKruise v1.9's users write it, its columns and
+	// short name, and the v1beta1 fields its annotations become.
+	t.Run("podunavailablebudgets", func(t *testing.T) {
+		manifest := `apiVersion: policy.kruise.io/v1alpha1
+kind: PodUnavailableBudget
+metadata:
+  name: web
+  annotations:
+    kruise.io/pub-protect-operations: DELETE,EVICT
+spec:
+  selector:
+    matchLabels:
+      app: web
+  maxUnavailable: 25%
+`
+		if out := k.mustRun("apply", "-f", k.writeFile("pub.yaml", manifest)); !strings.Contains(out, "podunavailablebudget.policy.kruise.io/web created") {
+			t.Errorf("kubectl apply of a PodUnavailableBudget: %q", out)
+		}
+		out := k.mustRun("get", "pub")
+		header, rows := table(t, out)
+		if want := []string{"NAME", "ALLOWED", "CURRENT", "DESIRED", "TOTAL", "AGE"}; !slices.Equal(header, want) || len(rows) != 1 || rows[0][0] != "web" {
+			t.Errorf("kubectl get pub: want header %v and one row for web, got\n%s", want, out)
+		}
+		ops := k.mustRun("get", "podunavailablebudgets.v1beta1.policy.kruise.io", "web", "-o", "jsonpath={.spec.protectOperations}")
+		if ops != `["DELETE","EVICT"]` {
+			t.Errorf("the v1beta1 protectOperations of the applied v1alpha1 manifest: %q", ops)
+		}
+	})
 }
