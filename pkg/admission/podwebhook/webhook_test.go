@@ -20,9 +20,9 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
-	"github.com/inplace-dev/inplace/pkg/launchpriority"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+	"github.com/inplace-dev/inplace/pkg/launchpriority"
 )
 
 func handler(t testing.TB, nsErr error, sets ...*v1alpha1.SidecarSet) *Handler {
