@@ -9,8 +9,9 @@
 // the container. So it lets the Pod go on at once when there is nothing to hold back (the Pod is
 // not on this node or unknown, its lower containers started before: a later restart, an in-place
 // update) or nothing to wait for (a container it waits on does not run, or its startup probe
-// failed: the kubelet cannot start it again while the hook runs), and after MaxWait at most.
-// It listens on loopback only.
+// failed: the kubelet cannot start it again while the hook runs), when the Pod is being deleted
+// (the kubelet sends the hook with no deadline and cannot stop the Pod before it is answered),
+// and after MaxWait at most. It listens on loopback only.
 package launchbarrier
 
 import (
@@ -278,6 +279,11 @@ func (s *Server) waitReady(ctx context.Context, pod *corev1.Pod, name, podIP str
 		// creating it.
 		StartedAt: cur.CreatedAt,
 		Running: func(ctx context.Context) (bool, error) {
+			// The kubelet sends the hook without a deadline and cannot stop the Pod before it
+			// is answered: a Pod being deleted ends the wait.
+			if s.deleted(ctx, pod) {
+				return false, errDeleted
+			}
 			containers, err := s.runtime.ListPodContainers(ctx, string(pod.UID))
 			if err != nil {
 				return false, err
@@ -286,6 +292,24 @@ func (s *Server) waitReady(ctx context.Context, pod *corev1.Pod, name, podIP str
 			return c != nil && c.ID == id && c.State == criruntime.StateRunning, nil
 		},
 	})
+}
+
+// errDeleted ends the wait of a Pod being deleted.
+var errDeleted = errors.New("the Pod is being deleted")
+
+// deleted is true when the Pod is being deleted, or gone (asked to the API when the node's
+// informer does not have it: it may not have seen it yet).
+func (s *Server) deleted(ctx context.Context, pod *corev1.Pod) bool {
+	cur, err := s.pods.Pods(pod.Namespace).Get(pod.Name)
+	if apierrors.IsNotFound(err) || (err == nil && cur.UID != pod.UID) {
+		if cur, err = s.podFromAPI(ctx, pod.Namespace, pod.Name); err != nil {
+			return false
+		}
+		if cur == nil || cur.UID != pod.UID {
+			return true
+		}
+	}
+	return err == nil && cur.DeletionTimestamp != nil
 }
 
 func specOf(pod *corev1.Pod, name string) *corev1.Container {

@@ -101,3 +101,28 @@ func TestAnyCreated(t *testing.T) {
 		t.Errorf("anyCreated = %q, want none", got)
 	}
 }
+
+// TestDeleted: the kubelet sends the hook without a deadline, so a Pod being deleted, gone, or
+// replaced by another of the same name ends the wait.
+func TestDeleted(t *testing.T) {
+	now := metav1.Now()
+	live := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "live", UID: "u1"}}
+	dying := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "dying", UID: "u2", DeletionTimestamp: &now, Finalizers: []string{"x"}}}
+	s := newServer(t, DefaultConfig(), live, dying)
+	ctx := context.Background()
+	if s.deleted(ctx, live) {
+		t.Error("a live Pod counts as deleted")
+	}
+	if !s.deleted(ctx, dying) {
+		t.Error("a Pod being deleted does not count")
+	}
+	gone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone", UID: "u3"}}
+	if !s.deleted(ctx, gone) {
+		t.Error("a Pod gone does not count")
+	}
+	older := live.DeepCopy()
+	older.UID = "u0"
+	if !s.deleted(ctx, older) {
+		t.Error("a Pod replaced by another of its name does not count")
+	}
+}
