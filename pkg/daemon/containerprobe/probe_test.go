@@ -11,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 func running(context.Context) (bool, error) { return true, nil }
@@ -186,5 +190,29 @@ func TestWaitReadyStops(t *testing.T) {
 	start := time.Now()
 	if err := p.WaitReady(ctx, target(c)); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 900*time.Millisecond {
 		t.Errorf("ctx ended: %v after %v, want its error at once", err, time.Since(start))
+	}
+}
+
+func TestOnceGRPC(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(srv, hs)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(srv.Stop)
+	hs.SetServingStatus("app", healthpb.HealthCheckResponse_NOT_SERVING)
+	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{
+		Port: int32(l.Addr().(*net.TCPAddr).Port), Service: ptr.To("app")}}, TimeoutSeconds: 2}
+	p := New(noExec)
+	c := &corev1.Container{Name: "app"}
+	if err := p.Once(context.Background(), probe, target(c)); err == nil {
+		t.Error("NOT_SERVING passed")
+	}
+	hs.SetServingStatus("app", healthpb.HealthCheckResponse_SERVING)
+	if err := p.Once(context.Background(), probe, target(c)); err != nil {
+		t.Errorf("SERVING: %v", err)
 	}
 }
