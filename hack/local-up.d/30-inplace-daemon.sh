@@ -52,12 +52,17 @@ inplace_start_host_program daemon "$(inplace_hook_mode "${BASH_SOURCE[0]}")" \
   ${INPLACE_DAEMON_FLAGS:-} # word splitting wanted: a list of flags
 
 # The second node (INPLACE_NODES=2 hack/local-up.sh) has its own daemon, talking to its own
-# containerd: inplace-daemon-node2, health on 127.0.0.1:10392.
+# containerd: inplace-daemon-node2, health on 127.0.0.1:10392. Both nodes share this machine's
+# loopback, where the first daemon answers the launch barrier hooks of 127.0.0.1:10393: the
+# second answers on 10394, which no hook names, so the hooks of its Pods reach the first daemon,
+# which lets them go at once (not its node): on this two-node test setup only, the Pods of the
+# second node start their ordered containers without waiting.
 if daemon_pid node2-kubelet >/dev/null; then
   inplace_start_host_program daemon@node2 "$(inplace_hook_mode "${BASH_SOURCE[0]}")" \
     "inplace-daemon of $NODE2_NAME ready" inplace_node2_daemon_ready \
     --node-name="$NODE2_NAME" \
     --runtime-endpoint="$NODE2_RUNTIME_ENDPOINT" \
     --bind-address="$INPLACE_NODE2_DAEMON_HEALTH" \
+    --launch-barrier-address=127.0.0.1:10394 \
     ${INPLACE_DAEMON_FLAGS:-} # word splitting wanted: a list of flags
 fi

@@ -2,7 +2,8 @@
 // the cluster, watches the Pods of its node, serves health and metrics, and runs the daemon's
 // controllers (container meta and env-from-metadata restarts; InPlaceUpdateReady as soon as the
 // kubelet took an in-place update's new images over; the node's side of ContainerRecreateRequests;
-// the image pulls its NodeImage asks for) until stopped.
+// the image pulls its NodeImage asks for; the postStart launch barriers of ordered containers)
+// until stopped.
 package daemon
 
 import (
@@ -30,6 +31,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
 	"github.com/inplace-dev/inplace/pkg/daemon/imagepuller"
 	"github.com/inplace-dev/inplace/pkg/daemon/inplaceready"
+	"github.com/inplace-dev/inplace/pkg/daemon/launchbarrier"
 	"github.com/inplace-dev/inplace/pkg/daemon/skewclock"
 	"github.com/inplace-dev/inplace/pkg/features"
 	"github.com/inplace-dev/inplace/pkg/util/reconcile"
@@ -82,6 +84,13 @@ func Controllers() []reconcile.Init[*Context] {
 			cfg.Clock = cc.Clock
 			return containerrecreator.New(cc.NodeCRRInformers.Apps().V1alpha1().ContainerRecreateRequests(),
 				cc.KubeInformers.Core().V1().Pods(), cc.KubeClient, cc.InplaceClient, cc.Runtime, cc.Recorder, cfg)
+		}},
+		{Name: launchbarrier.Name, New: func(cc *Context) (reconcile.Runner, error) {
+			cfg := launchbarrier.DefaultConfig()
+			cfg.Address = cc.Options.LaunchBarrierAddress
+			cfg.NodeName = cc.NodeName
+			cfg.MaxWait = cc.Options.LaunchBarrierMaxWait
+			return launchbarrier.New(cc.KubeInformers.Core().V1().Pods(), cc.KubeClient, cc.Runtime, cfg)
 		}},
 		{Name: imagepuller.Name, New: func(cc *Context) (reconcile.Runner, error) {
 			cfg := imagepuller.DefaultConfig()

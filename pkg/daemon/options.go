@@ -13,7 +13,9 @@ import (
 	"github.com/inplace-dev/inplace/pkg/daemon/containermeta"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
 	"github.com/inplace-dev/inplace/pkg/daemon/inplaceready"
+	"github.com/inplace-dev/inplace/pkg/daemon/launchbarrier"
 	"github.com/inplace-dev/inplace/pkg/features"
+	"github.com/inplace-dev/inplace/pkg/launchpriority"
 )
 
 // Options are the settings of inplace-daemon.
@@ -44,6 +46,11 @@ type Options struct {
 	// in-place image update run, with kubelets that report no observedGeneration (see
 	// inplaceready.Config.PollInterval).
 	InPlaceReadyPollInterval time.Duration
+	// LaunchBarrierAddress is the loopback host:port where the kubelet's postStart launch barrier
+	// hooks are answered (package launchbarrier); empty: not answered.
+	LaunchBarrierAddress string
+	// LaunchBarrierMaxWait bounds how long a launch barrier hook waits.
+	LaunchBarrierMaxWait time.Duration
 	// QPS and Burst limit the daemon's requests to the API servers.
 	QPS   float32
 	Burst int
@@ -67,6 +74,8 @@ func NewOptions() *Options {
 		MaxStopGracePeriod:       30 * time.Second,
 		EnvRestartDelay:          containermeta.DefaultConfig().EnvRestartDelay,
 		InPlaceReadyPollInterval: inplaceready.DefaultConfig().PollInterval,
+		LaunchBarrierAddress:     launchbarrier.DefaultConfig().Address,
+		LaunchBarrierMaxWait:     launchbarrier.DefaultConfig().MaxWait,
 		QPS:                      20,
 		Burst:                    40,
 	}
@@ -91,6 +100,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How long a container must be seen needing a restart for new env-from-metadata values before it is stopped, so the kubelet has the new Pod labels when it starts it again.")
 	fs.DurationVar(&o.InPlaceReadyPollInterval, "inplace-ready-poll-interval", o.InPlaceReadyPollInterval,
 		"With a kubelet that reports no status.observedGeneration (before 1.34): how often the container runtime is asked whether the new containers of an in-place image update run, to set InPlaceUpdateReady True before the kubelet's next relist (keep it well under 1s).")
+	fs.StringVar(&o.LaunchBarrierAddress, "launch-barrier-address", o.LaunchBarrierAddress,
+		"Loopback host:port answering the postStart hooks that order the launch of a Pod's containers (the Pod webhook points them at 127.0.0.1:"+
+			fmt.Sprint(launchpriority.DefaultHookPort)+"; the daemon must share the node's network for the kubelet to reach it); empty: not answered.")
+	fs.DurationVar(&o.LaunchBarrierMaxWait, "launch-barrier-max-wait", o.LaunchBarrierMaxWait,
+		"Longest a launch barrier hook waits for the containers of a higher priority to be ready; then the next ones start anyway.")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API servers.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API servers.")
 	fs.DurationVar(&o.ClockSkew, "clock-skew", o.ClockSkew,
@@ -122,6 +136,16 @@ func (o *Options) Validate() error {
 	}
 	if o.InPlaceReadyPollInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--inplace-ready-poll-interval=%s: must be positive", o.InPlaceReadyPollInterval))
+	}
+	if a := o.LaunchBarrierAddress; a != "" {
+		if host, _, err := net.SplitHostPort(a); err != nil {
+			errs = append(errs, fmt.Errorf("--launch-barrier-address=%q: %w", a, err))
+		} else if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			errs = append(errs, fmt.Errorf("--launch-barrier-address=%q: want a loopback IP", a))
+		}
+	}
+	if o.LaunchBarrierMaxWait <= 0 {
+		errs = append(errs, fmt.Errorf("--launch-barrier-max-wait=%s: must be positive", o.LaunchBarrierMaxWait))
 	}
 	if o.MaxStopGracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--max-stop-grace-period=%s: must not be negative", o.MaxStopGracePeriod))

@@ -55,6 +55,13 @@ const (
 	EnablePodProbeMarkerOnServerless         featuregate.Feature = "EnablePodProbeMarkerOnServerless"
 	EnableSortSidecarContainerByName         featuregate.Feature = "EnableSortSidecarContainerByName"
 	InPlacePodVerticalScaling                featuregate.Feature = "InPlacePodVerticalScaling"
+
+	// ContainerLaunchPostStartBarrier is inplace's own (not OpenKruise's): the Pod webhook holds
+	// back containers of a lower launch priority with a postStart hook that inplace-daemon answers
+	// (no object per Pod) instead of OpenKruise's barrier ConfigMap per Pod, whenever the hook
+	// keeps the order exactly (see package launchpriority). Off: every ordered Pod gets the
+	// ConfigMap barrier, as with OpenKruise.
+	ContainerLaunchPostStartBarrier featuregate.Feature = "ContainerLaunchPostStartBarrier"
 )
 
 // defaultFeatureGates are OpenKruise v1.9.0's defaults and stages, unchanged.
@@ -98,6 +105,8 @@ var defaultFeatureGates = map[featuregate.Feature]featuregate.FeatureSpec{
 	EnablePodProbeMarkerOnServerless: {Default: false, PreRelease: featuregate.Alpha},
 	EnableSortSidecarContainerByName: {Default: false, PreRelease: featuregate.Alpha},
 	InPlacePodVerticalScaling:        {Default: false, PreRelease: featuregate.Alpha},
+
+	ContainerLaunchPostStartBarrier: {Default: true, PreRelease: featuregate.Beta},
 }
 
 // DefaultMutableFeatureGate holds OpenKruise's gates for this process; --feature-gates sets it

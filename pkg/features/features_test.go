@@ -21,7 +21,7 @@ func newGate(t *testing.T) featuregate.MutableFeatureGate {
 
 // TestDefaultsAreOpenKruiseV190: every gate of OpenKruise v1.9.0 is known, with its default (a
 // few spot checks of defaults that differ: on by default, or beta and off), but for the one
-// inplace turns on by default: InPlaceWorkloadVerticalScaling.
+// inplace turns on by default: InPlaceWorkloadVerticalScaling; plus inplace's own gates (inplaceOnly).
 func TestDefaultsAreOpenKruiseV190(t *testing.T) {
 	// The names of pkg/features/kruise_features.go at openkruise/kruise v1.9.0.
 	names := []string{"KruiseDaemon", "PodWebhook", "CloneSetShortHash", "KruisePodReadinessGate",
@@ -40,13 +40,18 @@ func TestDefaultsAreOpenKruiseV190(t *testing.T) {
 			t.Errorf("gate %s is not registered", n)
 		}
 	}
-	if got := len(defaultFeatureGates); got != len(names) {
-		t.Errorf("%d gates registered, OpenKruise v1.9.0 has %d", got, len(names))
+	// inplace's own gates, which OpenKruise does not have, with their defaults.
+	inplaceOnly := map[featuregate.Feature]bool{ContainerLaunchPostStartBarrier: true}
+	if got := len(defaultFeatureGates) - len(inplaceOnly); got != len(names) {
+		t.Errorf("%d of OpenKruise's gates registered, OpenKruise v1.9.0 has %d", got, len(names))
 	}
 	on := map[featuregate.Feature]bool{PodWebhook: true, KruiseDaemon: true, DaemonWatchingPod: true, WorkloadSpread: true,
 		PodUnavailableBudgetDeleteGate: true, InPlaceUpdateEnvFromMetadata: true, StatefulSetAutoDeletePVC: true,
 		PodProbeMarkerGate: true, PodIndexLabel: true}
 	on[InPlaceWorkloadVerticalScaling] = true // inplace's own default
+	for f, def := range inplaceOnly {
+		on[f] = def
+	}
 	for f, spec := range defaultFeatureGates {
 		if spec.Default != on[f] {
 			t.Errorf("%s default %t, OpenKruise v1.9.0's is %t", f, spec.Default, on[f])

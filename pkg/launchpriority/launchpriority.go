@@ -3,7 +3,12 @@
 // apps.kruise.io/container-launch-priority: Ordered (the order of spec.containers) or with env
 // KRUISE_CONTAINER_PRIORITY (an integer, 0 when absent) in its containers.
 //
-// At creation the Pod webhook (Assign) gives each container env KRUISE_CONTAINER_BARRIER, read
+// Two barriers hold a container back until its turn. The postStart barrier (poststart.go,
+// AssignBarrier), by default, costs no object per Pod: a postStart hook that inplace-daemon
+// answers. OpenKruise's ConfigMap barrier is for the Pods the hook cannot order exactly, with the
+// gate ContainerLaunchPostStartBarrier off, and for the Pods created with it before:
+//
+// at creation the Pod webhook (Assign) gives each container env KRUISE_CONTAINER_BARRIER, read
 // from key p_<priority> of ConfigMap <pod>-barrier. The kubelet cannot start a container whose
 // env refers to a missing key (CreateContainerConfigError) and tries again at its next sync of the
 // Pod, so a container waits until that key exists. inplace-controller (Next) creates the ConfigMap,

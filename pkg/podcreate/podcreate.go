@@ -5,7 +5,9 @@
 //     InPlaceUpdateReady readiness gate, so that an in-place update can take it out of service;
 //  2. the SidecarSets that select it are injected (package sidecarcontrol);
 //  3. when it asks for ordered container launch, its containers get their launch barriers
-//     (package launchpriority) — after injection, so that injected sidecars take part.
+//     (package launchpriority) — after injection, so that injected sidecars take part: the
+//     postStart barrier that inplace-daemon answers when it keeps the order exactly and the
+//     ContainerLaunchPostStartBarrier gate is on, else OpenKruise's barrier ConfigMap.
 //
 // It is pure logic: the caller finds the SidecarSets.
 package podcreate
@@ -17,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/features"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/launchpriority"
 	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
@@ -50,12 +53,20 @@ func Mutate(pod *corev1.Pod, sidecarSets []*appsv1alpha1.SidecarSet, now metav1.
 		}
 		res.Pod, res.Injected, res.Changed = injected.Pod, injected.Injected, true
 	}
-	changed, warning := launchpriority.Assign(res.Pod)
+	changed, warning := launchpriority.AssignBarrier(res.Pod, barrier(), launchpriority.DefaultHookPort)
 	res.Changed = res.Changed || changed
 	if warning != "" {
 		res.Warnings = append(res.Warnings, warning)
 	}
 	return res, nil
+}
+
+// barrier is the launch barrier the ContainerLaunchPostStartBarrier gate asks for.
+func barrier() launchpriority.Barrier {
+	if features.Enabled(features.ContainerLaunchPostStartBarrier) {
+		return launchpriority.BarrierPostStart
+	}
+	return launchpriority.BarrierConfigMap
 }
 
 // controlledByWorkload is true when the Pod's controller is one of the apps.kruise.io kinds.

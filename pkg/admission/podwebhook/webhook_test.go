@@ -22,6 +22,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+	"github.com/inplace-dev/inplace/pkg/launchpriority"
 )
 
 func handler(t testing.TB, nsErr error, sets ...*v1alpha1.SidecarSet) *Handler {
@@ -162,14 +163,9 @@ func TestLaunchPriorityAfterInjection(t *testing.T) {
 	if !strings.HasPrefix(got.Name, "web-") || len(got.Name) == len("web-") {
 		t.Fatalf("name %q, want one generated from web-", got.Name)
 	}
-	for i, want := range []string{"p_0", "p_-1"} {
-		c := got.Spec.Containers[i]
-		env := c.Env[len(c.Env)-1]
-		if env.Name != pub.ContainerLaunchBarrierEnvName || env.ValueFrom.ConfigMapKeyRef.Key != want ||
-			env.ValueFrom.ConfigMapKeyRef.Name != got.Name+"-barrier" {
-			t.Errorf("container %s: last env %+v, want %s from %s-barrier", c.Name, env, want, got.Name)
-		}
-	}
+	// The injected sidecar agent comes first: it holds back the app container with the postStart
+	// barrier, which names the generated Pod.
+	expectHooks(t, got, map[string]string{"agent": launchpriority.HookPath("ns", got.Name, "agent")})
 
 	// Without SidecarSets too, and a priority that is not an integer is a warning.
 	pod = webPod(nil)
@@ -178,11 +174,51 @@ func TestLaunchPriorityAfterInjection(t *testing.T) {
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "5"}}
 	resp = review(t, handler(t, nil), pod)
 	got = applyPatch(t, pod, resp.Patch)
-	if got.Name != "web-1" || len(got.Spec.Containers[1].Env) != 2 || got.Spec.Containers[1].Env[1].ValueFrom.ConfigMapKeyRef.Key != "p_0" {
-		t.Errorf("pod %+v: want the barriers p_5 and p_0", got.Spec.Containers)
-	}
+	expectHooks(t, got, map[string]string{"main": launchpriority.HookPath("ns", "web-1", "main")})
 	if len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "spec.containers[1].env[0].value") {
 		t.Errorf("warnings %q, want one naming spec.containers[1].env[0].value", resp.Warnings)
+	}
+
+	// A container that needs the hook has a postStart hook of its own: OpenKruise's ConfigMap.
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	got = applyPatch(t, pod, review(t, handler(t, nil), pod).Patch)
+	if got.Annotations[launchpriority.BarrierAnnotation] != string(launchpriority.BarrierConfigMap) {
+		t.Errorf("annotations %v, want the ConfigMap barrier", got.Annotations)
+	}
+	for i, want := range []string{"p_5", "p_0"} {
+		c := got.Spec.Containers[i]
+		env := c.Env[len(c.Env)-1]
+		if env.Name != pub.ContainerLaunchBarrierEnvName || env.ValueFrom.ConfigMapKeyRef.Key != want ||
+			env.ValueFrom.ConfigMapKeyRef.Name != got.Name+"-barrier" {
+			t.Errorf("container %s: last env %+v, want %s from %s-barrier", c.Name, env, want, got.Name)
+		}
+	}
+}
+
+// expectHooks checks that the Pod has the postStart barrier and the containers hooks (container:
+// path), and no other container a hook or a barrier env.
+func expectHooks(t *testing.T, pod *corev1.Pod, hooks map[string]string) {
+	t.Helper()
+	if pod.Annotations[launchpriority.BarrierAnnotation] != string(launchpriority.BarrierPostStart) {
+		t.Errorf("annotations %v, want the PostStart barrier", pod.Annotations)
+	}
+	for _, c := range pod.Spec.Containers {
+		var path string
+		if c.Lifecycle != nil && c.Lifecycle.PostStart != nil && c.Lifecycle.PostStart.HTTPGet != nil {
+			g := c.Lifecycle.PostStart.HTTPGet
+			if g.Host != "127.0.0.1" || g.Port.IntValue() != launchpriority.DefaultHookPort {
+				t.Errorf("container %s: hook to %s:%s, want 127.0.0.1:%d", c.Name, g.Host, g.Port.String(), launchpriority.DefaultHookPort)
+			}
+			path = g.Path
+		}
+		if path != hooks[c.Name] {
+			t.Errorf("container %s: hook path %q, want %q", c.Name, path, hooks[c.Name])
+		}
+		for _, e := range c.Env {
+			if e.Name == pub.ContainerLaunchBarrierEnvName {
+				t.Errorf("container %s has %s too", c.Name, e.Name)
+			}
+		}
 	}
 }
 

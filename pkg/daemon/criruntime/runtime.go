@@ -131,6 +131,9 @@ type Runtime interface {
 	// ListPodContainers lists every container (any state) of the Pod with that UID, newest
 	// attempt first.
 	ListPodContainers(ctx context.Context, podUID string) ([]Container, error)
+	// PodIP is the IP of the Pod's ready sandbox, "" when it has none (a Pod of the host's
+	// network, or no ready sandbox).
+	PodIP(ctx context.Context, podUID string) (string, error)
 	// ContainerEnv is the environment the container's process was started with.
 	ContainerEnv(ctx context.Context, id string) (map[string]string, error)
 	// StopContainer stops a container, killing it after timeout. The kubelet then creates a new
@@ -295,6 +298,32 @@ func fromCRI(rc *runtimeapi.Container) Container {
 		c.CreatedAt = time.Unix(0, rc.CreatedAt)
 	}
 	return c
+}
+
+func (c *client) PodIP(ctx context.Context, podUID string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{PodUIDLabel: podUID},
+		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+	}})
+	if err != nil {
+		return "", fmt.Errorf("listing the sandboxes of pod %s: %w", podUID, err)
+	}
+	for _, sb := range resp.Items {
+		if sb.Labels[PodUIDLabel] != podUID || sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+			continue // a runtime that ignores the filter
+		}
+		st, err := c.rs.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb.Id})
+		if err != nil {
+			return "", fmt.Errorf("reading sandbox %s of pod %s: %w", sb.Id, podUID, err)
+		}
+		if n := st.GetStatus().GetNetwork(); n != nil {
+			return n.Ip, nil
+		}
+		return "", nil
+	}
+	return "", nil
 }
 
 // SortNewestFirst orders containers by name, then newest instance first: higher attempt, then
