@@ -120,7 +120,7 @@ writes() {
   "$KUBECTL" get --raw /metrics | awk '$1 ~ /^apiserver_request_total\{/ {
       verb = $1; sub(/.*verb="/, "", verb); sub(/".*/, "", verb)
       if (verb !~ /^(POST|PUT|PATCH|DELETE|APPLY|CREATE|UPDATE)$/) next
-      res = $1; sub(/.*resource="/, "", res); sub(/".*/, "", res)
+      res = $1; sub(/.*[{,]resource="/, "", res); sub(/".*/, "", res)
       sub_ = ""; if ($1 ~ /subresource="/) { sub_ = $1; sub(/.*subresource="/, "", sub_); sub(/".*/, "", sub_) }
       key = res (sub_ == "" ? "" : "/" sub_)
       n[key] += $2
