@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/policy"
@@ -170,4 +171,102 @@ func Charge(pub *policy.PodUnavailableBudget, pod string, op policy.PubOperation
 	st.UnavailableAllowed--
 	*recorded = setTime(*recorded, pod, metav1.NewTime(now))
 	return st, true, nil
+}
+
+// Conflict names the budget among others that protects the same Pods as pub, as OpenKruise's
+// webhook judges it (a Pod may be guarded by one budget only): the same workload (targetRef of
+// the same group, kind and name), or selectors that overlap loosely — the same label keys, whose
+// requirements can all be met at once (OpenKruise's util.IsSelectorLooseOverlap: {app: web} and
+// {app: web, tier: db} do not conflict). field is the path to name in the refusal; "" when none
+// conflicts. pub itself (same name) is skipped.
+func Conflict(pub *policy.PodUnavailableBudget, others []*policy.PodUnavailableBudget) (name, field string) {
+	for _, o := range others {
+		if o.Name == pub.Name || o.Namespace != pub.Namespace {
+			continue
+		}
+		a, b := pub.Spec, o.Spec
+		switch {
+		case a.TargetReference != nil && b.TargetReference != nil:
+			if sameWorkload(a.TargetReference, b.TargetReference) {
+				return o.Name, "spec.targetRef"
+			}
+		case a.Selector != nil && b.Selector != nil:
+			if looseOverlap(a.Selector, b.Selector) {
+				return o.Name, "spec.selector"
+			}
+		}
+	}
+	return "", ""
+}
+
+func sameWorkload(a, b *policy.TargetReference) bool {
+	ga, _ := schema.ParseGroupVersion(a.APIVersion)
+	gb, _ := schema.ParseGroupVersion(b.APIVersion)
+	return ga.Group == gb.Group && a.Kind == b.Kind && a.Name == b.Name
+}
+
+// looseOverlap: both selectors require the same keys, and for each key the two requirements can
+// be met by one value.
+func looseOverlap(s1, s2 *metav1.LabelSelector) bool {
+	r1, r2 := requirements(s1), requirements(s2)
+	if len(r1) != len(r2) {
+		return false
+	}
+	for k, a := range r1 {
+		b, ok := r2[k]
+		if !ok || !requirementsOverlap(a, b) || !requirementsOverlap(b, a) {
+			return false
+		}
+	}
+	return true
+}
+
+// requirements are a selector's requirements by key, matchLabels as In (one per key, the
+// matchLabels entry winning, as OpenKruise's convertSelectorToMatchExpressions).
+func requirements(s *metav1.LabelSelector) map[string]metav1.LabelSelectorRequirement {
+	out := map[string]metav1.LabelSelectorRequirement{}
+	for _, r := range s.MatchExpressions {
+		out[r.Key] = r
+	}
+	for k, v := range s.MatchLabels {
+		out[k] = metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{v}}
+	}
+	return out
+}
+
+// requirementsOverlap is OpenKruise's isMatchExpOverlap(a, b).
+func requirementsOverlap(a, b metav1.LabelSelectorRequirement) bool {
+	switch a.Operator {
+	case metav1.LabelSelectorOpIn:
+		switch b.Operator {
+		case metav1.LabelSelectorOpExists:
+			return true
+		case metav1.LabelSelectorOpIn:
+			return slices.ContainsFunc(a.Values, func(v string) bool { return slices.Contains(b.Values, v) })
+		case metav1.LabelSelectorOpNotIn:
+			return !containsAll(b.Values, a.Values)
+		}
+	case metav1.LabelSelectorOpExists:
+		return b.Operator != metav1.LabelSelectorOpDoesNotExist
+	case metav1.LabelSelectorOpNotIn:
+		switch b.Operator {
+		case metav1.LabelSelectorOpExists, metav1.LabelSelectorOpDoesNotExist, metav1.LabelSelectorOpNotIn:
+			return true
+		case metav1.LabelSelectorOpIn:
+			return !containsAll(a.Values, b.Values)
+		}
+	case metav1.LabelSelectorOpDoesNotExist:
+		return b.Operator == metav1.LabelSelectorOpDoesNotExist || b.Operator == metav1.LabelSelectorOpNotIn
+	}
+	return false
+}
+
+// containsAll: every value of sub is in set.
+func containsAll(set, sub []string) bool {
+	for _, v := range sub {
+		if !slices.Contains(set, v) {
+			return false
+		}
+	}
+	return true
 }

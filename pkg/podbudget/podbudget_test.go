@@ -135,3 +135,44 @@ func TestCharge(t *testing.T) {
 		t.Errorf("a budget whose new generation is not counted: %v, want ErrNoBudget", err)
 	}
 }
+
+// TestConflict holds Conflict to OpenKruise's rule: one budget per workload, and selectors that
+// overlap loosely (the same keys, each satisfiable at once) conflict.
+func TestConflict(t *testing.T) {
+	sel := func(labels map[string]string, exprs ...metav1.LabelSelectorRequirement) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: labels, MatchExpressions: exprs}
+	}
+	req := func(key string, op metav1.LabelSelectorOperator, values ...string) metav1.LabelSelectorRequirement {
+		return metav1.LabelSelectorRequirement{Key: key, Operator: op, Values: values}
+	}
+	ref := func(apiVersion, kind, name string) *policy.TargetReference {
+		return &policy.TargetReference{APIVersion: apiVersion, Kind: kind, Name: name}
+	}
+	pub := func(name string, s *metav1.LabelSelector, r *policy.TargetReference) *policy.PodUnavailableBudget {
+		return &policy.PodUnavailableBudget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+			Spec: policy.PodUnavailableBudgetSpec{Selector: s, TargetReference: r}}
+	}
+	for _, c := range []struct {
+		name      string
+		new, old  *policy.PodUnavailableBudget
+		wantField string
+	}{
+		{"same labels", pub("a", sel(map[string]string{"app": "web"}), nil), pub("b", sel(map[string]string{"app": "web"}), nil), "spec.selector"},
+		{"other value", pub("a", sel(map[string]string{"app": "web"}), nil), pub("b", sel(map[string]string{"app": "db"}), nil), ""},
+		{"more keys (loose: no conflict)", pub("a", sel(map[string]string{"app": "web"}), nil), pub("b", sel(map[string]string{"app": "web", "tier": "x"}), nil), ""},
+		{"In overlapping", pub("a", sel(nil, req("app", metav1.LabelSelectorOpIn, "web", "db")), nil), pub("b", sel(map[string]string{"app": "db"}), nil), "spec.selector"},
+		{"NotIn excluding", pub("a", sel(nil, req("app", metav1.LabelSelectorOpNotIn, "web")), nil), pub("b", sel(map[string]string{"app": "web"}), nil), ""},
+		{"Exists against In", pub("a", sel(nil, req("app", metav1.LabelSelectorOpExists)), nil), pub("b", sel(map[string]string{"app": "web"}), nil), "spec.selector"},
+		{"DoesNotExist against In", pub("a", sel(nil, req("app", metav1.LabelSelectorOpDoesNotExist)), nil), pub("b", sel(map[string]string{"app": "web"}), nil), ""},
+		{"same workload, other version", pub("a", nil, ref("apps.kruise.io/v1alpha1", "CloneSet", "web")), pub("b", nil, ref("apps.kruise.io/v1beta1", "CloneSet", "web")), "spec.targetRef"},
+		{"other workload", pub("a", nil, ref("apps/v1", "Deployment", "web")), pub("b", nil, ref("apps.kruise.io/v1alpha1", "CloneSet", "web")), ""},
+		{"itself", pub("a", sel(map[string]string{"app": "web"}), nil), pub("a", sel(map[string]string{"app": "web"}), nil), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			name, field := Conflict(c.new, []*policy.PodUnavailableBudget{c.old})
+			if field != c.wantField || (field != "" && name != c.old.Name) {
+				t.Errorf("Conflict = %q, %q; want field %q", name, field, c.wantField)
+			}
+		})
+	}
+}

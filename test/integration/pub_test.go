@@ -1,14 +1,17 @@
 package integration
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	policyv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/policy/v1alpha1"
@@ -148,5 +151,53 @@ func TestPodUnavailableBudgetValidation(t *testing.T) {
 	}
 	if _, err := alpha.Get(ctx, "bad", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a refused create stored something: %v", err)
+	}
+}
+
+// TestPodUnavailableBudgetConflict: a Pod may be guarded by one budget only, as OpenKruise's
+// webhook holds: a budget whose selector overlaps another's of the namespace, or that names the
+// same workload, is refused with a 422 naming the other; one in another namespace, or over other
+// Pods, is not.
+func TestPodUnavailableBudgetConflict(t *testing.T) {
+	s, ctx := parallelServer(t)
+	pubs := s.Client.PolicyV1alpha1().PodUnavailableBudgets("default")
+	if _, err := pubs.Create(ctx, newPUBV1alpha1("web"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	byRef := newPUBV1alpha1("by-ref")
+	byRef.Spec.Selector = nil
+	byRef.Spec.TargetReference = &policyv1alpha1.TargetReference{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "web"}
+	if _, err := pubs.Create(ctx, byRef, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The plugin reads the budgets from this server's informer: a dry run until it has seen both.
+	dup := newPUBV1alpha1("web-again")
+	dup.Spec.Selector.MatchLabels["app"] = "web"
+	refDup := byRef.DeepCopy()
+	refDup.Name = "by-ref-again"
+	refDup.Spec.TargetReference.APIVersion = "apps.kruise.io/v1beta1"
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, e1 := pubs.Create(ctx, dup, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, e2 := pubs.Create(ctx, refDup, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsInvalid(e1) && apierrors.IsInvalid(e2), nil
+	})
+	if err != nil {
+		t.Fatalf("the conflicting budgets were never refused: %v", err)
+	}
+	_, err = pubs.Create(ctx, dup, metav1.CreateOptions{})
+	expectInvalid(t, err, "spec.selector")
+	if !strings.Contains(err.Error(), "PodUnavailableBudget web,") {
+		t.Errorf("the refusal does not name the other budget: %v", err)
+	}
+	_, err = pubs.Create(ctx, refDup, metav1.CreateOptions{})
+	expectInvalid(t, err, "spec.targetRef")
+
+	other := newPUBV1alpha1("db")
+	if _, err := pubs.Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Errorf("a budget over other Pods: %v", err)
+	}
+	elsewhere := newPUBV1alpha1("web")
+	if _, err := s.Client.PolicyV1alpha1().PodUnavailableBudgets("kube-public").Create(ctx, elsewhere, metav1.CreateOptions{}); err != nil {
+		t.Errorf("the same budget in another namespace: %v", err)
 	}
 }

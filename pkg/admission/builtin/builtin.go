@@ -16,6 +16,7 @@ import (
 	admissionmetrics "k8s.io/apiserver/pkg/admission/metrics"
 	"k8s.io/klog/v2"
 
+	"github.com/inplace-dev/inplace/pkg/admission/plugin/budgetconflict"
 	"github.com/inplace-dev/inplace/pkg/admission/plugin/containerrecreaterequest"
 	"github.com/inplace-dev/inplace/pkg/admission/plugin/deletionprotection"
 	"github.com/inplace-dev/inplace/pkg/admission/plugin/sidecarset"
@@ -31,6 +32,7 @@ var plugins = []struct {
 	{sidecarset.PluginName, sidecarset.Register},
 	{sidecarsetpatch.PluginName, sidecarsetpatch.Register},
 	{deletionprotection.PluginName, deletionprotection.Register},
+	{budgetconflict.PluginName, budgetconflict.Register},
 }
 
 // Register registers every built-in plugin.
