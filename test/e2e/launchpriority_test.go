@@ -228,7 +228,7 @@ spec:
 		t.Errorf("Ordered: start order %v, want first, second, third", order)
 	}
 	// The runtime's start times are exact here (the daemon counts the initial delay from the
-	// runtime's creation of the container, as the kubelet from its start, to the millisecond).
+	// runtime's start of the container, as the kubelet does, to the millisecond).
 	expectStartedAfter(t, started, "first", "second", 2900*time.Millisecond)
 	expectStartedAfter(t, started, "second", "third", 1900*time.Millisecond)
 

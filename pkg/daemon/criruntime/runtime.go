@@ -136,6 +136,8 @@ type Runtime interface {
 	PodIP(ctx context.Context, podUID string) (string, error)
 	// ContainerEnv is the environment the container's process was started with.
 	ContainerEnv(ctx context.Context, id string) (map[string]string, error)
+	// ContainerStartedAt is when the runtime started the container (zero when not started).
+	ContainerStartedAt(ctx context.Context, id string) (time.Time, error)
 	// StopContainer stops a container, killing it after timeout. The kubelet then creates a new
 	// instance of it (restartPolicy permitting) as it does after a crash. Stopping a stopped
 	// container is not an error.
@@ -374,6 +376,19 @@ func (c *client) ContainerEnv(ctx context.Context, id string) (map[string]string
 		return nil, fmt.Errorf("environment of container %s (runtime %s): %w", id, c.name, err)
 	}
 	return env, nil
+}
+
+func (c *client) ContainerStartedAt(ctx context.Context, id string) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("status of container %s: %w", id, err)
+	}
+	if resp.Status == nil || resp.Status.StartedAt == 0 {
+		return time.Time{}, nil
+	}
+	return time.Unix(0, resp.Status.StartedAt), nil
 }
 
 func (c *client) StopContainer(ctx context.Context, id string, timeout time.Duration) error {

@@ -271,13 +271,18 @@ func (s *Server) waitReady(ctx context.Context, pod *corev1.Pod, name, podIP str
 		return fmt.Errorf("container %s: %w", name, containerprobe.ErrNotRunning)
 	}
 	id := cur.ID
+	// initialDelaySeconds counts from the container's start, as the kubelet counts it (the
+	// runtime's list has only the creation, which can come hundreds of milliseconds earlier on a
+	// busy node); the creation when the runtime does not say.
+	started := cur.CreatedAt
+	if at, err := s.runtime.ContainerStartedAt(ctx, id); err == nil && !at.IsZero() {
+		started = at
+	}
 	return s.prober.WaitReady(ctx, containerprobe.Target{
 		Container: spec,
 		ID:        id,
 		PodIP:     podIP,
-		// The runtime's list has no start time: the kubelet starts a container right after
-		// creating it.
-		StartedAt: cur.CreatedAt,
+		StartedAt: started,
 		Running: func(ctx context.Context) (bool, error) {
 			// The kubelet sends the hook without a deadline and cannot stop the Pod before it
 			// is answered: a Pod being deleted ends the wait.
