@@ -5,8 +5,8 @@
 // controller (ordinal Pods and claims, rolling updates in place), the Advanced DaemonSet controller
 // (a Pod per eligible node, rolling updates in place or with a surge), image pre-pull (a NodeImage
 // per node, ImagePullJobs writing their tags into them, ImageListPullJobs fanning out into
-// ImagePullJobs), and the one that releases the containers of Pods launching in order (their
-// barrier ConfigMaps).
+// ImagePullJobs), the one that releases the containers of Pods launching in order (their
+// barrier ConfigMaps), and the one that keeps PodUnavailableBudgets' status.
 package main
 
 import (
@@ -26,6 +26,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/launchrelease"
 	"github.com/inplace-dev/inplace/pkg/controller/manager"
 	"github.com/inplace-dev/inplace/pkg/controller/nodeimage"
+	"github.com/inplace-dev/inplace/pkg/controller/podunavailablebudget"
 	"github.com/inplace-dev/inplace/pkg/controller/sidecarset"
 	"github.com/inplace-dev/inplace/pkg/controller/statefulset"
 	"github.com/inplace-dev/inplace/pkg/features"
@@ -104,6 +105,16 @@ var controllers = []reconcile.Init[*manager.Context]{
 	{Name: imagelistpulljob.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
 		apps := cc.InplaceInformers.Apps().V1alpha1()
 		return imagelistpulljob.New(cc.InplaceClient, apps.ImageListPullJobs(), apps.ImagePullJobs(), cc.Recorder, clock.RealClock{})
+	}},
+	{Name: podunavailablebudget.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
+		// As OpenKruise: the budgets are kept while either of their gates is on.
+		if !features.Enabled(features.PodUnavailableBudgetDeleteGate) && !features.Enabled(features.PodUnavailableBudgetUpdateGate) {
+			return nil, nil
+		}
+		return podunavailablebudget.New(cc.KubeClient, cc.InplaceClient, cc.InplaceInformers.Policy().V1beta1().PodUnavailableBudgets(),
+			cc.KubeInformers.Core().V1().Pods(),
+			podunavailablebudget.Workloads{Kube: cc.KubeInformers.Apps().V1(), Inplace: cc.InplaceInformers.Apps()},
+			cc.Recorder, clock.RealClock{})
 	}},
 	{Name: launchrelease.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {
 		return launchrelease.New(cc.KubeClient, cc.KubeInformers.Core().V1().Pods(), cc.Recorder)

@@ -100,7 +100,11 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	revisions := revisionLister(kube)
-	storage, err := c.storage(kube, revisions)
+	budgets, err := podunavailablebudget.NewStorage(Scheme, c.generic.RESTOptionsGetter)
+	if err != nil {
+		return nil, err
+	}
+	storage, err := c.storage(kube, revisions, podunavailablebudget.NewCharger(budgets.Status))
 	if err != nil {
 		return nil, err
 	}
@@ -109,11 +113,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("installing the %s API group: %w", apps.GroupName, err)
 	}
-	policyGroup, err := podunavailablebudget.APIGroup(Scheme, Codecs, c.generic.RESTOptionsGetter)
-	if err != nil {
-		return nil, err
-	}
-	if err := generic.InstallAPIGroup(policyGroup); err != nil {
+	if err := generic.InstallAPIGroup(podunavailablebudget.APIGroup(Scheme, Codecs, budgets)); err != nil {
 		return nil, fmt.Errorf("installing the %s API group: %w", policy.GroupName, err)
 	}
 	// In aggregated mode admission (namespace lifecycle, webhooks) reads the cluster through
@@ -225,7 +225,7 @@ func revisionLister(kube kubernetes.Interface) sidecarcontrol.RevisionLister {
 // storage maps every version of apps.kruise.io, and in it every resource and subresource path, to
 // its storage. A kind served in two versions has one store: the server converts each request's
 // version to the internal one, so both versions read and write the same objects.
-func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecarcontrol.RevisionLister) (map[string]map[string]rest.Storage, error) {
+func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecarcontrol.RevisionLister, budgets pod.Budgets) (map[string]map[string]rest.Storage, error) {
 	optsGetter := c.generic.RESTOptionsGetter
 	cloneSets, err := strategy.NewStorage(Scheme, optsGetter, cloneset.Kind)
 	if err != nil {
@@ -277,7 +277,7 @@ func (c CompletedConfig) storage(kube kubernetes.Interface, revisions sidecarcon
 	pods := pod.NewStorage(corePods, pod.RecreateStorage{
 		Store: crrs.Main.Store, Admission: c.generic.AdmissionControl,
 		ObjectInterfaces: admission.NewObjectInterfacesFromScheme(Scheme),
-	}, listSidecarSets)
+	}, listSidecarSets, budgets)
 	v1alpha1Storage := map[string]rest.Storage{
 		"clonesets":                        cloneSets.Main,
 		"clonesets/status":                 cloneSets.Status,

@@ -9,6 +9,7 @@ package podbudget
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/policy"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
 
 const (
@@ -84,6 +86,74 @@ func DesiredAvailable(spec *policy.PodUnavailableBudgetSpec, total int32) (int32
 // Active is a Pod that is not terminating and has not ended.
 func Active(pod *corev1.Pod) bool {
 	return pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+// Available is a Pod that counts as available to a budget, as OpenKruise judges it: running and
+// Ready, no unavailable-pod.kruise.io/ label, and no in-place update or sidecar upgrade under way
+// (its containers run the spec it has).
+func Available(pod *corev1.Pod) bool {
+	if !Active(pod) || pod.Status.Phase != corev1.PodRunning || !ready(pod) {
+		return false
+	}
+	for k := range pod.Labels {
+		if strings.HasPrefix(k, policy.PubUnavailablePodLabelPrefix) {
+			return false
+		}
+	}
+	return !inplaceupdate.AnyInProgress(pod)
+}
+
+func ready(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Operation is what an in-place update spec does to a Pod, as a budget protects it: UPDATE when
+// a container restarts (a new image, new env-from-metadata values) or an unavailable-pod.kruise.io/
+// label is added; RESIZE for a resize alone whose containers all resize without a restart;
+// nothing (false) for a change of labels and annotations alone, which leaves the Pod available.
+func Operation(pod *corev1.Pod, spec *inplaceupdate.UpdateSpec) (policy.PubOperation, bool) {
+	if len(spec.ContainerImages) > 0 || spec.UpdateEnvFromMetadata {
+		return policy.PubUpdateOperation, true
+	}
+	if spec.Metadata != nil {
+		for k := range spec.Metadata.Labels {
+			if strings.HasPrefix(k, policy.PubUnavailablePodLabelPrefix) && pod.Labels[k] == "" {
+				return policy.PubUpdateOperation, true
+			}
+		}
+	}
+	if len(spec.ContainerResources) == 0 {
+		return "", false
+	}
+	for name, res := range spec.ContainerResources {
+		c := inplaceupdate.FindContainer(pod.Spec.Containers, name)
+		if c == nil {
+			continue
+		}
+		for _, p := range c.ResizePolicy {
+			if p.RestartPolicy == corev1.RestartContainer && resourceChanges(c.Resources, res, p.ResourceName) {
+				return policy.PubUpdateOperation, true
+			}
+		}
+	}
+	return policy.PubResizeOperation, true
+}
+
+func resourceChanges(old, new corev1.ResourceRequirements, name corev1.ResourceName) bool {
+	return !old.Requests[name].Equal(new.Requests[name]) || !old.Limits[name].Equal(new.Limits[name])
+}
+
+// Related is the name of the budget a Pod is annotated with (either key), "" when none.
+func Related(pod *corev1.Pod) string {
+	if name := pod.Annotations[policy.PodRelatedPubAnnotation]; name != "" {
+		return name
+	}
+	return pod.Annotations[policy.DeprecatedPodRelatedPubAnnotation]
 }
 
 // Status is the budget's status for its Pods at now: the recorded Pods that still count (their

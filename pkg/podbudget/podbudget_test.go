@@ -6,11 +6,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/policy"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 )
 
 func TestDesiredAvailable(t *testing.T) {
@@ -72,8 +74,29 @@ func pod(name string, ready bool) *corev1.Pod {
 	return p
 }
 
-func ready(p *corev1.Pod) bool {
-	return len(p.Status.Conditions) > 0 && p.Status.Conditions[0].Status == corev1.ConditionTrue
+// TestAvailable: running and Ready, no unavailable-pod.kruise.io/ label, no in-place update under
+// way; and Related reads either related-pub key, the new one first.
+func TestAvailable(t *testing.T) {
+	unlabelled, labelled, updating := pod("a", true), pod("b", true), pod("c", true)
+	labelled.Labels = map[string]string{"unavailable-pod.kruise.io/offline": "true"}
+	updating.Annotations = map[string]string{"apps.kruise.io/inplace-update-grace": "{}"}
+	for _, c := range []struct {
+		pod  *corev1.Pod
+		want bool
+	}{{unlabelled, true}, {pod("d", false), false}, {labelled, false}, {updating, false}} {
+		if got := Available(c.pod); got != c.want {
+			t.Errorf("Available(%s) = %v, want %v", c.pod.Name, got, c.want)
+		}
+	}
+	p := pod("e", true)
+	p.Annotations = map[string]string{"kruise.io/related-pub": "old"}
+	if got := Related(p); got != "old" {
+		t.Errorf("Related with the v1.9 key = %q, want old", got)
+	}
+	p.Annotations["pub.kruise.io/related-pub"] = "new"
+	if got := Related(p); got != "new" {
+		t.Errorf("Related with both keys = %q, want new", got)
+	}
 }
 
 // TestStatus: recorded Pods count as unavailable until their timeout, then are dropped (and the
@@ -89,7 +112,7 @@ func TestStatus(t *testing.T) {
 		UnavailablePods: map[string]metav1.Time{"b": at(2 * time.Second), "c": at(11 * time.Second)},
 	}}
 	pods := []*corev1.Pod{pod("a", true), pod("b", true), pod("c", true), terminating, pod("e", false), pod("f", true)}
-	st, recheck := Status(pub, pods, 6, 1, now, ready)
+	st, recheck := Status(pub, pods, 6, 1, now, Available)
 	if len(st.DisruptedPods) != 1 || st.DisruptedPods["a"] != at(5*time.Second) {
 		t.Errorf("disruptedPods %v, want only a (gone and terminating dropped)", st.DisruptedPods)
 	}
@@ -103,7 +126,7 @@ func TestStatus(t *testing.T) {
 	if want := now.Add(UpdateTimeout - 2*time.Second); recheck == nil || !recheck.Equal(want) {
 		t.Errorf("recheck %v, want %v (b's timeout, the earliest)", recheck, want)
 	}
-	if st, _ := Status(pub, pods, 6, 5, now, ready); st.UnavailableAllowed != 0 {
+	if st, _ := Status(pub, pods, 6, 5, now, Available); st.UnavailableAllowed != 0 {
 		t.Errorf("desired above available: allowed %d, want 0", st.UnavailableAllowed)
 	}
 }
@@ -174,5 +197,35 @@ func TestConflict(t *testing.T) {
 				t.Errorf("Conflict = %q, %q; want field %q", name, field, c.wantField)
 			}
 		})
+	}
+}
+
+// TestOperation: what an in-place update does to a Pod, as a budget protects it.
+func TestOperation(t *testing.T) {
+	p := pod("a", true)
+	p.Spec.Containers = []corev1.Container{
+		{Name: "app", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}},
+		{Name: "db", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
+			ResizePolicy: []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}},
+	}
+	cpu := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}}
+	mem := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}}
+	for _, c := range []struct {
+		name string
+		spec inplaceupdate.UpdateSpec
+		want policy.PubOperation
+	}{
+		{"image", inplaceupdate.UpdateSpec{ContainerImages: map[string]string{"app": "v2"}}, policy.PubUpdateOperation},
+		{"env from metadata", inplaceupdate.UpdateSpec{UpdateEnvFromMetadata: true}, policy.PubUpdateOperation},
+		{"labels", inplaceupdate.UpdateSpec{Metadata: &inplaceupdate.MetadataChange{Labels: map[string]string{"x": "y"}}}, ""},
+		{"unavailable label", inplaceupdate.UpdateSpec{Metadata: &inplaceupdate.MetadataChange{
+			Labels: map[string]string{"unavailable-pod.kruise.io/drain": "true"}}}, policy.PubUpdateOperation},
+		{"resize without restart", inplaceupdate.UpdateSpec{ContainerResources: map[string]corev1.ResourceRequirements{"app": cpu}}, policy.PubResizeOperation},
+		{"resize with restart", inplaceupdate.UpdateSpec{ContainerResources: map[string]corev1.ResourceRequirements{"db": mem}}, policy.PubUpdateOperation},
+	} {
+		got, disrupts := Operation(p, &c.spec)
+		if got != c.want || disrupts != (c.want != "") {
+			t.Errorf("%s: %q, %v; want %q", c.name, got, disrupts, c.want)
+		}
 	}
 }

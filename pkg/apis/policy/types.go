@@ -22,8 +22,15 @@ const (
 	// PodPubNoProtectionAnnotation on a Pod ("true") takes it out of every budget's protection
 	// (OpenKruise's way to force-delete a Pod).
 	PodPubNoProtectionAnnotation = "pub.kruise.io/no-protect"
-	// PodRelatedPubAnnotation on a Pod names the budget that selects it (set by the controller).
+	// PodRelatedPubAnnotation on a Pod names the budget that protects it (OpenKruise master's key;
+	// set by the controller and the Pod webhook together with DeprecatedPodRelatedPubAnnotation).
 	PodRelatedPubAnnotation = "pub.kruise.io/related-pub"
+	// DeprecatedPodRelatedPubAnnotation is OpenKruise v1.9's key for the same, still written and
+	// read, so that Pods annotated by either keep their budget.
+	DeprecatedPodRelatedPubAnnotation = "kruise.io/related-pub"
+	// PubUnavailablePodLabelPrefix: a Pod with a label of this prefix counts as unavailable to
+	// every budget, however ready it is (OpenKruise's way to take a Pod out of service gently).
+	PubUnavailablePodLabelPrefix = "unavailable-pod.kruise.io/"
 )
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -17,6 +17,7 @@ type Runner interface {
 
 // Init builds one controller of a program from what the program hands every controller (C:
 // inplace-controller's *manager.Context, inplace-daemon's *daemon.Context); Name is used in logs.
+// New returns a nil Runner (and no error) for a controller its feature gates switch off.
 type Init[C any] struct {
 	Name string
 	New  func(C) (Runner, error)
@@ -41,6 +42,10 @@ func RunAll[C any](ctx context.Context, cc C, workers int, inits []Init[C], fact
 		c, err := init.New(cc)
 		if err != nil {
 			return fmt.Errorf("creating controller %s: %w", init.Name, err)
+		}
+		if c == nil {
+			logger.Info("Controller switched off by its feature gates", "controller", init.Name)
+			continue
 		}
 		built = append(built, c)
 		logger.Info("Created controller", "controller", init.Name)

@@ -24,7 +24,9 @@ func TestRunAll(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ran := make(chan int, 1)
-	inits := []Init[kubeinformers.SharedInformerFactory]{{Name: "pods", New: func(f kubeinformers.SharedInformerFactory) (Runner, error) {
+	inits := []Init[kubeinformers.SharedInformerFactory]{{Name: "off", New: func(kubeinformers.SharedInformerFactory) (Runner, error) {
+		return nil, nil // switched off: RunAll passes it over
+	}}, {Name: "pods", New: func(f kubeinformers.SharedInformerFactory) (Runner, error) {
 		f.Core().V1().Pods().Informer() // registered before the start, as controllers do
 		return runnerFunc(func(ctx context.Context, workers int) {
 			if !syncedCalled.Load() {

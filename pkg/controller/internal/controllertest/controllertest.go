@@ -26,6 +26,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	policyv1beta1 "github.com/inplace-dev/inplace/pkg/apis/policy/v1beta1"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 )
@@ -200,6 +201,12 @@ func (f Fakes) Cache(obj runtime.Object) {
 		inf = core.PersistentVolumeClaims().Informer()
 	case *appsv1.ControllerRevision:
 		inf = f.KubeInformers.Apps().V1().ControllerRevisions().Informer()
+	case *appsv1.Deployment:
+		inf = f.KubeInformers.Apps().V1().Deployments().Informer()
+	case *appsv1.ReplicaSet:
+		inf = f.KubeInformers.Apps().V1().ReplicaSets().Informer()
+	case *policyv1beta1.PodUnavailableBudget:
+		inf = f.InplaceInformers.Policy().V1beta1().PodUnavailableBudgets().Informer()
 	default:
 		panic(fmt.Sprintf("controllertest: no informer for %T", obj))
 	}

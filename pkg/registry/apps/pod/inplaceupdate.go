@@ -23,6 +23,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/validation"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate/podwriter"
+	"github.com/inplace-dev/inplace/pkg/podbudget"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
 )
@@ -37,6 +38,8 @@ type InPlaceUpdateREST struct {
 	// sidecarSets lists the SidecarSets whose resourcesPolicy sidecars follow a resize of their
 	// targets (followingSidecars); nil leaves sidecars as they are.
 	sidecarSets func() ([]*v1alpha1.SidecarSet, error)
+	// budgets is charged for an update that makes the Pod unavailable; nil charges nothing.
+	budgets Budgets
 }
 
 var _ rest.NamedCreater = &InPlaceUpdateREST{}
@@ -68,8 +71,8 @@ func (r *InPlaceUpdateREST) Create(ctx context.Context, name string, obj runtime
 	now := r.now()
 	// dryRun=All: every write is sent with dryRun, so kube-apiserver's admission and validation
 	// answer, and nothing is stored.
-	write := podwriter.Apply
-	if options != nil && len(options.DryRun) > 0 {
+	write, dryRun := podwriter.Apply, options != nil && len(options.DryRun) > 0
+	if dryRun {
 		write = podwriter.DryRun
 	}
 	effective := req
@@ -79,7 +82,19 @@ func (r *InPlaceUpdateREST) Create(ctx context.Context, name string, obj runtime
 		if err != nil {
 			return nil, err
 		}
-		return inplaceupdate.Begin(pod, spec, now)
+		step, err := inplaceupdate.Begin(pod, spec, now)
+		if err != nil {
+			return nil, err
+		}
+		// The Pod's budget is charged once the update is known to be possible, before the Pod is
+		// written: a refusal (429) leaves the Pod untouched. A write that then fails leaves a unit
+		// taken until the budget's entry for the Pod times out; a retried write does not charge again.
+		if op, disrupts := podbudget.Operation(pod, spec); disrupts && r.budgets != nil {
+			if err := r.budgets.Charge(ctx, pod, op, dryRun); err != nil {
+				return nil, err
+			}
+		}
+		return step, nil
 	})
 	if err != nil {
 		return nil, requestError(name, err)

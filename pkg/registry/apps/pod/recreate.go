@@ -15,6 +15,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
+	"github.com/inplace-dev/inplace/pkg/apis/policy"
 	"github.com/inplace-dev/inplace/pkg/registry/apps/strategy"
 )
 
@@ -35,6 +36,8 @@ type RecreateStorage struct {
 type RecreateREST struct {
 	pods corev1client.PodsGetter
 	crrs RecreateStorage
+	// budgets is charged (UPDATE) before the request is created; nil charges nothing.
+	budgets Budgets
 }
 
 var _ rest.NamedCreater = &RecreateREST{}
@@ -94,11 +97,26 @@ func (r *RecreateREST) Create(ctx context.Context, name string, obj runtime.Obje
 			}
 		}
 		if v, ok := r.crrs.Admission.(admission.ValidationInterface); ok && v.Handles(admission.Create) {
-			return v.Validate(ctx, attributes(obj), r.crrs.ObjectInterfaces)
+			if err := v.Validate(ctx, attributes(obj), r.crrs.ObjectInterfaces); err != nil {
+				return err
+			}
 		}
-		return nil
+		// Last, once the request is known to be admitted: the Pod's budget (a 429 refuses it).
+		return r.charge(ctx, namespace, name, len(options.DryRun) > 0)
 	}
 	return r.crrs.Store.Create(ctx, crr, validate, options)
+}
+
+// charge takes a unit of the Pod's budget for the recreation (an UPDATE: its containers restart).
+func (r *RecreateREST) charge(ctx context.Context, namespace, name string, dryRun bool) error {
+	if r.budgets == nil {
+		return nil
+	}
+	pod, err := r.pods.Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return passOn(err)
+	}
+	return r.budgets.Charge(ctx, pod, policy.PubUpdateOperation, dryRun)
 }
 
 // passOn gives a client what kube-apiserver said (NotFound, Forbidden...) as it said it.

@@ -4,14 +4,17 @@
 package pod
 
 import (
+	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/apis/policy"
 )
 
 // Storage holds the pods resource of this group and its subresources.
@@ -21,14 +24,21 @@ type Storage struct {
 	Recreate      *RecreateREST
 }
 
+// Budgets takes a unit of a Pod's PodUnavailableBudget before the Pod is disrupted by op, or
+// refuses with the error the client gets (a 429 naming the budget); with dryRun it only checks.
+type Budgets interface {
+	Charge(ctx context.Context, pod *corev1.Pod, op policy.PubOperation, dryRun bool) error
+}
+
 // NewStorage returns the pods handle and its subresources. pods reaches the core Pods; it is nil in
 // standalone mode, where the subresources answer 503. sidecarSets, when not nil, lists the
 // SidecarSets whose resourcesPolicy sidecars follow a resize of their app (InPlaceUpdateREST).
-func NewStorage(pods corev1client.PodsGetter, crrs RecreateStorage, sidecarSets func() ([]*v1alpha1.SidecarSet, error)) Storage {
+// budgets are charged by both subresources before they change a Pod.
+func NewStorage(pods corev1client.PodsGetter, crrs RecreateStorage, sidecarSets func() ([]*v1alpha1.SidecarSet, error), budgets Budgets) Storage {
 	return Storage{
 		Pod:           &REST{},
-		InPlaceUpdate: &InPlaceUpdateREST{pods: pods, now: time.Now, sidecarSets: sidecarSets},
-		Recreate:      &RecreateREST{pods: pods, crrs: crrs},
+		InPlaceUpdate: &InPlaceUpdateREST{pods: pods, now: time.Now, sidecarSets: sidecarSets, budgets: budgets},
+		Recreate:      &RecreateREST{pods: pods, crrs: crrs, budgets: budgets},
 	}
 }
 

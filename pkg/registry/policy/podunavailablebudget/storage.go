@@ -67,13 +67,14 @@ func errorPaths(version string, errs field.ErrorList) field.ErrorList {
 	return out
 }
 
+// NewStorage is the budgets' store, with its /status.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (strategy.Storage[*policy.PodUnavailableBudget], error) {
+	return strategy.NewStorage(scheme, optsGetter, Kind)
+}
+
 // APIGroup is policy.kruise.io: PodUnavailableBudgets, one store served at v1alpha1 (OpenKruise
 // v1.9's version) and v1beta1 (OpenKruise master's).
-func APIGroup(scheme *runtime.Scheme, codecs serializer.CodecFactory, optsGetter generic.RESTOptionsGetter) (*genericapiserver.APIGroupInfo, error) {
-	pubs, err := strategy.NewStorage(scheme, optsGetter, Kind)
-	if err != nil {
-		return nil, err
-	}
+func APIGroup(scheme *runtime.Scheme, codecs serializer.CodecFactory, pubs strategy.Storage[*policy.PodUnavailableBudget]) *genericapiserver.APIGroupInfo {
 	resources := map[string]rest.Storage{
 		"podunavailablebudgets":        pubs.Main,
 		"podunavailablebudgets/status": pubs.Status,
@@ -83,5 +84,5 @@ func APIGroup(scheme *runtime.Scheme, codecs serializer.CodecFactory, optsGetter
 		v1alpha1.SchemeGroupVersion.Version: resources,
 		v1beta1.SchemeGroupVersion.Version:  resources,
 	}
-	return &group, nil
+	return &group
 }
