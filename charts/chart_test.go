@@ -285,6 +285,8 @@ func TestChartStandby(t *testing.T) {
 	left := map[string]bool{
 		"APIService v1alpha1.apps.kruise.io":               true,
 		"APIService v1beta1.apps.kruise.io":                true,
+		"APIService v1alpha1.policy.kruise.io":             true,
+		"APIService v1beta1.policy.kruise.io":              true,
 		"MutatingWebhookConfiguration inplace-pod-webhook": true,
 		"DaemonSet inplace-system/inplace-daemon":          true,
 	}
@@ -331,8 +333,9 @@ func TestChartStandby(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	if !slices.Equal(names, []string{"APIService v1alpha1.apps.kruise.io", "APIService v1beta1.apps.kruise.io"}) {
-		t.Errorf("--show-only templates/apiservice.yaml: %v, want the two APIServices", names)
+	if !slices.Equal(names, []string{"APIService v1alpha1.apps.kruise.io", "APIService v1alpha1.policy.kruise.io",
+		"APIService v1beta1.apps.kruise.io", "APIService v1beta1.policy.kruise.io"}) {
+		t.Errorf("--show-only templates/apiservice.yaml: %v, want the four APIServices", names)
 	}
 }
 
@@ -496,7 +499,8 @@ func TestChartServingCertificate(t *testing.T) {
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
 		t.Errorf("the serving certificate does not verify for inplace-apiserver.inplace-system.svc against the Secret's CA: %v", err)
 	}
-	for _, name := range []string{"APIService v1alpha1.apps.kruise.io", "APIService v1beta1.apps.kruise.io"} {
+	for _, name := range []string{"APIService v1alpha1.apps.kruise.io", "APIService v1beta1.apps.kruise.io",
+		"APIService v1alpha1.policy.kruise.io", "APIService v1beta1.policy.kruise.io"} {
 		if got, _, _ := unstructured.NestedString(objects[name].Object, "spec", "caBundle"); got != data["ca.crt"] {
 			t.Errorf("%s: caBundle is not the Secret's CA", name)
 		}

@@ -25,7 +25,7 @@
 # 3. kubectl apply --server-side -k of the overlay, then waits until etcd (the ha
 #    base's StatefulSet), inplace-apiserver, inplace-controller and
 #    inplace-daemon are rolled out,
-#    the APIServices v1alpha1 and v1beta1.apps.kruise.io are Available and
+#    the APIServices v1alpha1 and v1beta1 of apps.kruise.io and policy.kruise.io are Available and
 #    `kubectl get clonesets.apps.kruise.io -A` answers through kube-apiserver.
 #
 # Idempotent: a second run with the same arguments changes nothing. Needs
@@ -39,7 +39,7 @@ DEPLOY_DIR="${DEPLOY_DIR:-$ROOT/_output/deploy}"
 NAMESPACE=inplace-system
 SERVICE=inplace-apiserver
 SECRET=inplace-apiserver-tls
-APISERVICES=(v1alpha1.apps.kruise.io v1beta1.apps.kruise.io)
+APISERVICES=(v1alpha1.apps.kruise.io v1beta1.apps.kruise.io v1alpha1.policy.kruise.io v1beta1.policy.kruise.io)
 WEBHOOK=inplace-pod-webhook
 FIELD_MANAGER=inplace-deploy
 TIMEOUT="${DEPLOY_TIMEOUT:-180}"

@@ -182,7 +182,8 @@ inplace_deploy_in_cluster() {
   fi
   kubectl -n "$INPLACE_NAMESPACE" rollout status "$workload" --timeout=180s >/dev/null
   if [[ "$workload" == deployment/inplace-apiserver ]]; then
-    kubectl wait --for=condition=Available apiservice/v1alpha1.apps.kruise.io apiservice/v1beta1.apps.kruise.io --timeout=120s >/dev/null
+    kubectl wait --for=condition=Available apiservice/v1alpha1.apps.kruise.io apiservice/v1beta1.apps.kruise.io \
+      apiservice/v1alpha1.policy.kruise.io apiservice/v1beta1.policy.kruise.io --timeout=120s >/dev/null
   fi
   log "inplace: restarted $workload in the cluster"
 }

@@ -45,7 +45,7 @@
 #     APIService at once instead of after its back-off.
 #   - $INPLACE_APISERVER_FLAGS (space-separated) adds flags, e.g. the tests'
 #     INPLACE_APISERVER_FLAGS=--feature-gates=EnableSortSidecarContainerByName=true.
-#   - Done when APIService v1alpha1.apps.kruise.io is Available and
+#   - Done when the APIServices (INPLACE_APISERVICES) are Available and
 #     `kubectl get clonesets.apps.kruise.io -A` works through kube-apiserver.
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
@@ -62,7 +62,7 @@ source hack/lib/inplace.sh
 INPLACE_APISERVER_PORT="${INPLACE_APISERVER_PORT:-8443}"
 INPLACE_SERVICE=inplace-apiserver
 # Both versions of the group are served by the one server.
-INPLACE_APISERVICES=(v1alpha1.apps.kruise.io v1beta1.apps.kruise.io)
+INPLACE_APISERVICES=(v1alpha1.apps.kruise.io v1beta1.apps.kruise.io v1alpha1.policy.kruise.io v1beta1.policy.kruise.io)
 
 # inplace_endpointslice READY: the EndpointSlice that points the Service at the host.
 inplace_endpointslice() {

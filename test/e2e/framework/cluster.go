@@ -28,8 +28,12 @@ const (
 	APIServiceName   = "v1alpha1.apps.kruise.io"
 	// BetaAPIServiceName serves the Advanced StatefulSet's v1beta1 from the same server.
 	BetaAPIServiceName = "v1beta1.apps.kruise.io"
-	GroupVersion       = "apps.kruise.io/v1alpha1"
-	AppImageV1         = "inplace.local/app:v1"
+	// PolicyAPIServiceName and PolicyBetaAPIServiceName serve policy.kruise.io
+	// (PodUnavailableBudgets) from the same server.
+	PolicyAPIServiceName     = "v1alpha1.policy.kruise.io"
+	PolicyBetaAPIServiceName = "v1beta1.policy.kruise.io"
+	GroupVersion             = "apps.kruise.io/v1alpha1"
+	AppImageV1               = "inplace.local/app:v1"
 	// PodTimeout bounds a pod's way to Running on the local node (measured: ~1 s).
 	PodTimeout = 60 * time.Second
 )
@@ -125,9 +129,12 @@ func ServiceAccountConfig(t *testing.T, ctx context.Context, namespace, name str
 	return cfg
 }
 
-// APIServiceAvailable reads the APIService's Available condition.
+// APIServiceNames are every APIService inplace-apiserver is registered with.
+var APIServiceNames = []string{APIServiceName, BetaAPIServiceName, PolicyAPIServiceName, PolicyBetaAPIServiceName}
+
+// APIServiceAvailable reads the Available condition of every APIService of inplace.
 func APIServiceAvailable(ctx context.Context) (bool, error) {
-	for _, name := range []string{APIServiceName, BetaAPIServiceName} {
+	for _, name := range APIServiceNames {
 		if ok, err := oneAPIServiceAvailable(ctx, name); !ok {
 			return false, fmt.Errorf("APIService %s: %w", name, err)
 		}
