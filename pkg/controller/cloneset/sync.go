@@ -19,6 +19,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/util/reconcile"
+	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
@@ -102,6 +103,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if upd != nil && upd.err != nil {
 		return 0, upd.err
 	}
+	if upd != nil && len(upd.blocked) > 0 {
+		requeue = reconcile.Soonest(requeue, inplacerequest.BudgetRetry)
+	}
 	// A Pod becoming available, or the progress deadline passing, is not an event.
 	return reconcile.Soonest(requeue, wait, preWait), nil
 }
@@ -125,6 +129,13 @@ func (c *Controller) setUpdateCondition(cs *v1alpha1.CloneSet, status *v1alpha1.
 	switch {
 	case upd.err != nil:
 		reason, message = reasonUpdateFailed, upd.err.Error()
+	case len(upd.blocked) > 0:
+		// Not a failure of the Pods, but the rollout is stopped, as OpenKruise shows a budget's
+		// refusal (its webhook fails the Pod update): FailedUpdate with the budget's reason.
+		reason, message = inplacerequest.ReasonBlockedByBudget, upd.blocked[0].Error()
+		if n := len(upd.blocked) - 1; n > 0 {
+			message += fmt.Sprintf(" (and %d more pods)", n)
+		}
 	case len(upd.refused) > 0:
 		reason = reasonCannotUpdateInPlace
 		message = "updateStrategy.type is InPlaceOnly and the change cannot be made in place: " + upd.refused[0]

@@ -33,6 +33,8 @@ import (
 type updateResult struct {
 	// refused says, for each Pod that updateStrategy InPlaceOnly could not update in place, why.
 	refused []string
+	// blocked are the Pods whose update a PodUnavailableBudget held back (a 429): they wait.
+	blocked []*inplacerequest.BudgetWait
 	// err joins the errors of the Pods whose update failed.
 	err error
 }
@@ -133,7 +135,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, cs *v1alpha1.CloneSet, p
 		wg.Go(func() { applyErrs[i] = c.applyUpdate(ctx, cs, d.pod, d.plan, revs.Update.Name) })
 	}
 	wg.Wait()
-	res.err = errors.Join(append(errs, applyErrs...)...)
+	res.blocked, res.err = inplacerequest.BudgetWaits(errors.Join(append(errs, applyErrs...)...))
 	return res
 }
 
@@ -368,6 +370,12 @@ func (c *Controller) updateInPlace(ctx context.Context, cs *v1alpha1.CloneSet, p
 	_, err := c.Inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{})
 	if err != nil {
 		c.Exp.UpdateObserved(key, pod.Name)
+		if wait, ok := inplacerequest.AsBudgetWait(pod.Name, err).(*inplacerequest.BudgetWait); ok {
+			// A PodUnavailableBudget holds the Pod back: the update waits (no error, no backoff).
+			c.Recorder.Eventf(cs, corev1.EventTypeNormal, inplacerequest.ReasonBlockedByBudget,
+				"waiting to update pod %s in place: %s", pod.Name, wait.Message)
+			return wait
+		}
 		c.Recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedUpdatePodInPlace,
 			"failed to update pod %s in place to revision %s: %v", pod.Name, updateRevision, err)
 		return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -23,6 +24,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	"github.com/inplace-dev/inplace/pkg/features"
+	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
 )
 
 // rollout is a CloneSet whose template moved from an old revision (image nginx:1) to a new one
@@ -569,5 +571,34 @@ func TestRevisionVolumeClaimTemplatesHash(t *testing.T) {
 	cs.Spec.VolumeClaimTemplates[0].Name = "logs"
 	if c, _ := newRevision(cs, 3, 0); c.Annotations[vctHashAnnotation] == b.Annotations[vctHashAnnotation] {
 		t.Errorf("same hash %q for other templates", c.Annotations[vctHashAnnotation])
+	}
+}
+
+// A PodUnavailableBudget that refuses a Pod's update (429) holds the rollout back: the other Pods
+// of the step still go, the sync returns no error and looks again after BudgetRetry, the
+// FailedUpdate condition and a Normal Event name the budget.
+func TestUpdateWaitsForBudget(t *testing.T) {
+	r := newRollout(t, 2, v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, newImage)
+	r.cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+	f := r.fixture(t)
+	refused := r.pods[1].Name
+	f.Inplace.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "inplaceupdate" || a.(k8stesting.CreateActionImpl).Name != refused {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewTooManyRequests("Cannot update pod "+refused+" now: PodUnavailableBudget pub allows no more unavailable Pods", 1)
+	})
+	if requeue := f.sync(t); requeue <= 0 || requeue > inplacerequest.BudgetRetry {
+		t.Errorf("requeue after %v, want at most %v", requeue, inplacerequest.BudgetRetry)
+	}
+	if got := len(inPlaceUpdates(f)); got != 2 {
+		t.Errorf("%d in-place update requests, want both Pods asked", got)
+	}
+	c := condition(lastStatus(t, f), v1alpha1.CloneSetConditionFailedUpdate)
+	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != inplacerequest.ReasonBlockedByBudget || !strings.Contains(c.Message, "PodUnavailableBudget pub") {
+		t.Errorf("FailedUpdate %+v: want True with reason %s naming the budget", c, inplacerequest.ReasonBlockedByBudget)
+	}
+	if ev := events(f); !strings.Contains(ev, "Normal "+inplacerequest.ReasonBlockedByBudget) || strings.Contains(ev, "Warning") {
+		t.Errorf("events %q: want a Normal %s and no warning", ev, inplacerequest.ReasonBlockedByBudget)
 	}
 }

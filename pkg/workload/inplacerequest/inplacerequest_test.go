@@ -1,14 +1,18 @@
 package inplacerequest
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
@@ -84,5 +88,24 @@ func TestBodyStaysInService(t *testing.T) {
 				t.Errorf("gracePeriodSeconds %d, want %d", body.Spec.GracePeriodSeconds, want)
 			}
 		})
+	}
+}
+
+// A 429 from pods/inplaceupdate is a budget wait; BudgetWaits tells it from the other errors of a
+// sync, nested joins too.
+func TestBudgetWaits(t *testing.T) {
+	refused := apierrors.NewTooManyRequests("Cannot update pod a now: PodUnavailableBudget pub allows no more unavailable Pods", 1)
+	other := errors.New("boom")
+	err := errors.Join(fmt.Errorf("updating pod a in place: %w", AsBudgetWait("a", refused)), other,
+		AsBudgetWait("b", apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "b", other)))
+	waits, rest := BudgetWaits(err)
+	if len(waits) != 1 || waits[0].Pod != "a" || !strings.Contains(waits[0].Message, "PodUnavailableBudget pub") {
+		t.Errorf("waits %v, want pod a's", waits)
+	}
+	if rest == nil || !strings.Contains(rest.Error(), "boom") || strings.Contains(rest.Error(), "PodUnavailableBudget") {
+		t.Errorf("rest %v, want the two other errors", rest)
+	}
+	if waits, rest := BudgetWaits(nil); waits != nil || rest != nil {
+		t.Errorf("BudgetWaits(nil) = %v, %v", waits, rest)
 	}
 }

@@ -1,0 +1,58 @@
+package inplacerequest
+
+import (
+	"errors"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// ReasonBlockedByBudget is the Event reason (and the FailedUpdate condition's reason) of a Pod
+// update that a PodUnavailableBudget holds back: pods/inplaceupdate or pods/recreate answered 429.
+const ReasonBlockedByBudget = "PodUnavailableBudget"
+
+// BudgetRetry is how soon a workload whose update a budget held back looks again when nothing
+// else wakes it: a Pod that becomes available again (an event) usually does first.
+const BudgetRetry = 5 * time.Second
+
+// BudgetWait is an update a PodUnavailableBudget holds back: not a failure to retry with backoff,
+// a wait (the message is the server's: which budget, how many Pods it has and needs).
+type BudgetWait struct {
+	Pod     string
+	Message string
+}
+
+func (w *BudgetWait) Error() string { return "pod " + w.Pod + ": " + w.Message }
+
+// AsBudgetWait is err as a *BudgetWait when the server refused the update of pod with a 429 (a
+// PodUnavailableBudget with no unit left), else err unchanged.
+func AsBudgetWait(pod string, err error) error {
+	var status apierrors.APIStatus
+	if apierrors.IsTooManyRequests(err) && errors.As(err, &status) {
+		return &BudgetWait{Pod: pod, Message: status.Status().Message}
+	}
+	return err
+}
+
+// BudgetWaits splits err (a join of Pod update errors) into the budget waits and the rest.
+func BudgetWaits(err error) (waits []*BudgetWait, rest error) {
+	if err == nil {
+		return nil, nil
+	}
+	var errs []error
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = joined.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	var others []error
+	for _, e := range errs {
+		var w *BudgetWait
+		if errors.As(e, &w) {
+			waits = append(waits, w)
+		} else {
+			others = append(others, e)
+		}
+	}
+	return waits, errors.Join(others...)
+}
