@@ -30,9 +30,10 @@ import (
 // chart): the two alpha gates OpenKruise's CloneSet specs need, the DaemonSet's image
 // pre-download, the Advanced StatefulSet's claim resize, SidecarSet patchPodMetadata without an
 // allow-list, workloads resized by recreating their Pods (a gate set off: inplace's default is
-// on), spec.ordinals.start, sidecars injected in name order, and a gate of a newer OpenKruise that
-// inplace does not have, which every program must log and ignore.
-const openKruiseGates = "PreparingUpdateAsUpdate=true,RecreatePodWhenChangeVCTInCloneSetGate=true," +
+// on), spec.ordinals.start, sidecars injected in name order, PodUnavailableBudgets guarding in-place
+// updates, and a gate of a newer OpenKruise that inplace does not have, which every program must
+// log and ignore.
+const openKruiseGates = "PreparingUpdateAsUpdate=true,RecreatePodWhenChangeVCTInCloneSetGate=true,PodUnavailableBudgetUpdateGate=true," +
 	"PreDownloadImageForDaemonSetUpdate=true,StatefulSetAutoResizePVCGate=true,SidecarSetPatchPodMetadataDefaultsAllowed=true," +
 	"InPlaceWorkloadVerticalScaling=false,StatefulSetStartOrdinal=true,EnableSortSidecarContainerByName=true," +
 	"DaemonSetPruneIneligibleNodes=true"
@@ -160,6 +161,7 @@ func TestFeatureGates(t *testing.T) {
 		}},
 		{"StatefulSet Pods start at spec.ordinals.start", func(t *testing.T, ctx context.Context) { testStatefulSetStartOrdinal(t, ctx, true) }},
 		{"sidecars injected in name order", func(t *testing.T, ctx context.Context) { testSortSidecarContainersByName(t, ctx, true) }},
+		{"PodUnavailableBudget blocks an in-place update with a failing image", testBudgetBlocksInPlaceUpdate},
 	})
 }
 

@@ -34,25 +34,28 @@ func AsBudgetWait(pod string, err error) error {
 	return err
 }
 
-// BudgetWaits splits err (a join of Pod update errors) into the budget waits and the rest.
+// BudgetWaits splits err (a join of Pod update errors, joins of joins too) into the budget waits
+// and the rest.
 func BudgetWaits(err error) (waits []*BudgetWait, rest error) {
-	if err == nil {
-		return nil, nil
-	}
-	var errs []error
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = joined.Unwrap()
-	} else {
-		errs = []error{err}
-	}
 	var others []error
-	for _, e := range errs {
+	var split func(error)
+	split = func(err error) {
+		if err == nil {
+			return
+		}
+		if joined, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range joined.Unwrap() {
+				split(e)
+			}
+			return
+		}
 		var w *BudgetWait
-		if errors.As(e, &w) {
+		if errors.As(err, &w) {
 			waits = append(waits, w)
 		} else {
-			others = append(others, e)
+			others = append(others, err)
 		}
 	}
+	split(err)
 	return waits, errors.Join(others...)
 }

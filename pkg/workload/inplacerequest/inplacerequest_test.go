@@ -96,8 +96,8 @@ func TestBodyStaysInService(t *testing.T) {
 func TestBudgetWaits(t *testing.T) {
 	refused := apierrors.NewTooManyRequests("Cannot update pod a now: PodUnavailableBudget pub allows no more unavailable Pods", 1)
 	other := errors.New("boom")
-	err := errors.Join(fmt.Errorf("updating pod a in place: %w", AsBudgetWait("a", refused)), other,
-		AsBudgetWait("b", apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "b", other)))
+	err := errors.Join(fmt.Errorf("updating pod a in place: %w", AsBudgetWait("a", refused)),
+		errors.Join(other, AsBudgetWait("b", apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "b", other))))
 	waits, rest := BudgetWaits(err)
 	if len(waits) != 1 || waits[0].Pod != "a" || !strings.Contains(waits[0].Message, "PodUnavailableBudget pub") {
 		t.Errorf("waits %v, want pod a's", waits)

@@ -29,6 +29,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
+	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
 	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 	"github.com/inplace-dev/inplace/pkg/workload/predownload"
 )
@@ -137,9 +138,15 @@ func (p *Parts[W]) Load(key cache.ObjectName) (w W, selector labels.Selector, ok
 
 // Finish ends a sync whose steps returned actErr: it writes the status the sync computed (write),
 // then drops the revisions no Pod uses beyond limit; it returns the first error, joined to
-// actErr, or when to look again: the sooner of requeue and wait.
+// actErr, or when to look again: the sooner of requeue and wait. Pod updates a
+// PodUnavailableBudget held back (inplacerequest.BudgetWait in actErr) are no error: the sync
+// looks again after inplacerequest.BudgetRetry.
 func (p *Parts[W]) Finish(ctx context.Context, actErr error, write func() error, revisions []*appsv1.ControllerRevision,
 	revs history.Revisions, pods []*corev1.Pod, limit int, requeue, wait time.Duration) (time.Duration, error) {
+	waits, actErr := inplacerequest.BudgetWaits(actErr)
+	if len(waits) > 0 {
+		requeue = reconcile.Soonest(requeue, inplacerequest.BudgetRetry)
+	}
 	if err := write(); err != nil {
 		return 0, errors.Join(actErr, err)
 	}

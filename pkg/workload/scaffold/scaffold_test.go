@@ -15,6 +15,7 @@ import (
 
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
+	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
 	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
 
@@ -90,9 +91,14 @@ func TestFinish(t *testing.T) {
 		wantDeleted      int
 		wantRequeue      time.Duration
 	}{
-		"clean":        {wantDeleted: 1, wantRequeue: 2 * time.Second},
+		"clean":        {wantDeleted: 1, wantRequeue: 6 * time.Second},
 		"step failed":  {actErr: stepErr, wantErr: []error{stepErr}, wantDeleted: 1},
 		"write failed": {actErr: stepErr, writeErr: writeErr, wantErr: []error{stepErr, writeErr}},
+		// A Pod a PodUnavailableBudget holds back is a wait, not an error: looked at again soon.
+		"budget wait": {actErr: &inplacerequest.BudgetWait{Pod: "a", Message: "no unit left"}, wantDeleted: 1,
+			wantRequeue: inplacerequest.BudgetRetry},
+		"budget wait and a failure": {actErr: errors.Join(&inplacerequest.BudgetWait{Pod: "a"}, stepErr),
+			wantErr: []error{stepErr}, wantDeleted: 1},
 	} {
 		kube := fake.NewClientset(revisions[0], revisions[1], revisions[2])
 		p, _ := parts(t, kube)
@@ -100,7 +106,7 @@ func TestFinish(t *testing.T) {
 		if tc.writeErr != nil {
 			write = func() error { return tc.writeErr }
 		}
-		requeue, err := p.Finish(context.Background(), tc.actErr, write, revisions, revs, nil, 1, 5*time.Second, 2*time.Second)
+		requeue, err := p.Finish(context.Background(), tc.actErr, write, revisions, revs, nil, 1, 7*time.Second, 6*time.Second)
 		for _, want := range tc.wantErr {
 			if !errors.Is(err, want) {
 				t.Errorf("%s: error %v, want it to hold %v", name, err, want)
