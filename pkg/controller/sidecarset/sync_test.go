@@ -29,6 +29,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
+	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
 )
 
 const revisionNS = "inplace-system"
@@ -311,6 +312,26 @@ func TestSyncWaitsOnBusyContainer(t *testing.T) {
 	f.answer = apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web-0", fmt.Errorf("container agent is being updated"))
 	if d := f.sync(t); d <= 0 {
 		t.Errorf("a 409 from pods/inplaceupdate: requeue %v, want > 0", d)
+	}
+}
+
+// A PodUnavailableBudget that refuses the upgrade (429) makes the SidecarSet wait, with no error:
+// it looks again after inplacerequest.BudgetRetry.
+func TestSyncWaitsForBudget(t *testing.T) {
+	f := newFixture(t, logSet("agent:v2", nil), injectedPods(t, 2)...)
+	f.answer = apierrors.NewTooManyRequests("Cannot update pod web-0 now: PodUnavailableBudget pub allows no more unavailable Pods", 1)
+	if d := f.sync(t); d <= 0 || d > inplacerequest.BudgetRetry {
+		t.Errorf("a 429 from pods/inplaceupdate: requeue %v, want at most %v", d, inplacerequest.BudgetRetry)
+	}
+	found := false
+	for _, e := range f.recorder.events {
+		found = found || e.kind == "SidecarSet" && e.reason == inplacerequest.ReasonBlockedByBudget && strings.Contains(e.message, "PodUnavailableBudget pub")
+		if e.reason == ReasonUpgradeFailed {
+			t.Errorf("event %+v: a budget's wait is no failure", e)
+		}
+	}
+	if !found {
+		t.Errorf("events %+v: want a %s Event on the SidecarSet naming the budget", f.recorder.events, inplacerequest.ReasonBlockedByBudget)
 	}
 }
 

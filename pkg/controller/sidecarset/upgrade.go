@@ -21,6 +21,8 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/sidecarcontrol"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
+	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
 )
 
 // cacheLagRetry is how soon a SidecarSet is looked at again while the Pod cache has not caught up
@@ -103,6 +105,15 @@ func (c *Controller) upgradePods(ctx context.Context, set *v1alpha1.SidecarSet, 
 			requeue = cacheLagRetry
 			continue
 		case apierrors.IsNotFound(err):
+			continue
+		case apierrors.IsTooManyRequests(err):
+			// A PodUnavailableBudget holds the Pod back: the others of the step still go, and
+			// this one's turn comes again once a Pod of the budget is available again.
+			logger.V(2).Info("Sidecar upgrade waits for a PodUnavailableBudget", "sidecarset", set.Name, "pod", klog.KObj(pod), "reason", err.Error())
+			c.recorder.Eventf(set, corev1.EventTypeNormal, inplacerequest.ReasonBlockedByBudget, "waiting to upgrade the sidecars of pod %s: %s",
+				klog.KObj(pod), err.Error())
+			podUpgrades.WithLabelValues(set.Name, resultWaiting).Inc()
+			requeue = reconcile.Soonest(requeue, inplacerequest.BudgetRetry)
 			continue
 		case err != nil:
 			podUpgrades.WithLabelValues(set.Name, resultFailed).Inc()
@@ -196,6 +207,15 @@ func (c *Controller) resetHotUpgrades(ctx context.Context, set *v1alpha1.Sidecar
 			requeue = cacheLagRetry
 			continue
 		case apierrors.IsNotFound(err):
+			continue
+		case apierrors.IsTooManyRequests(err):
+			// A PodUnavailableBudget holds the Pod back: the others of the step still go, and
+			// this one's turn comes again once a Pod of the budget is available again.
+			klog.FromContext(ctx).V(2).Info("Sidecar upgrade waits for a PodUnavailableBudget", "sidecarset", set.Name, "pod", klog.KObj(pod), "reason", err.Error())
+			c.recorder.Eventf(set, corev1.EventTypeNormal, inplacerequest.ReasonBlockedByBudget, "waiting to upgrade the sidecars of pod %s: %s",
+				klog.KObj(pod), err.Error())
+			podUpgrades.WithLabelValues(set.Name, resultWaiting).Inc()
+			requeue = reconcile.Soonest(requeue, inplacerequest.BudgetRetry)
 			continue
 		case err != nil:
 			podUpgrades.WithLabelValues(set.Name, resultFailed).Inc()

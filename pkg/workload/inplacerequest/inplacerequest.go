@@ -1,6 +1,8 @@
 // Package inplacerequest builds the pods/inplaceupdate request a workload controller (CloneSet,
 // Advanced StatefulSet, Advanced DaemonSet) sends to move one Pod to a new revision in place: the
-// same body whichever workload owns the Pod, so every workload updates through the same engine.
+// same body whichever workload owns the Pod, so every workload updates through the same engine;
+// and how a refusal by a PodUnavailableBudget (a 429) is waited out rather than failed
+// (budget.go), by the workloads and the SidecarSet controller alike.
 package inplacerequest
 
 import (
