@@ -433,3 +433,21 @@ func sidecarUpgradeStartedSince(pod *corev1.Pod, t metav1.Time) bool {
 func AnyInProgress(pod *corev1.Pod) bool {
 	return IsInProgress(pod) || len(SidecarSetUpgradesInProgress(pod)) > 0
 }
+
+// LatestUpdateStart is when the latest in-place change of the Pod began: the updateTimestamp of
+// its workload's in-place update state or of a SidecarSet's upgrade state, whichever is latest
+// (zero when it has none that decodes). A PodUnavailableBudget releases the unit it charged for a
+// change once the Pod shows it (see package podbudget).
+func LatestUpdateStart(pod *corev1.Pod) time.Time {
+	var latest time.Time
+	if st, ok, err := readState(pod); ok && err == nil {
+		latest = st.UpdateTimestamp.Time
+	}
+	states, _ := readSidecarStates(pod)
+	for _, st := range states {
+		if st.UpdateTimestamp.After(latest) {
+			latest = st.UpdateTimestamp.Time
+		}
+	}
+	return latest
+}

@@ -157,7 +157,8 @@ func Related(pod *corev1.Pod) string {
 }
 
 // Status is the budget's status for its Pods at now: the recorded Pods that still count (their
-// timeouts not passed, the Pods still there and active), the available Pods among the others
+// timeouts not passed, the Pods still there and active; a Pod recorded for an in-place change no
+// longer once it shows that change began, see inplaceupdate.LatestUpdateStart), the available Pods among the others
 // (available tells), and the number that may be made unavailable. recheck is when the next
 // recorded entry times out (nil when none is left): the status changes then without any event.
 func Status(pub *policy.PodUnavailableBudget, pods []*corev1.Pod, total, desired int32, now time.Time,
@@ -186,6 +187,12 @@ func Status(pub *policy.PodUnavailableBudget, pods []*corev1.Pod, total, desired
 			st.DisruptedPods = setTime(st.DisruptedPods, pod.Name, disrupted)
 		}
 		unavailable, u := keep(pub.Status.UnavailablePods, pod.Name, UpdateTimeout)
+		if u && !inplaceupdate.LatestUpdateStart(pod).Before(unavailable.Time) {
+			// The Pod shows the in-place change charged (its state began at the charge, as
+			// pods/inplaceupdate writes both with one time): from here its own state says whether
+			// it is available, and the unit comes back as soon as it is again, not at the timeout.
+			u = false
+		}
 		if u {
 			st.UnavailablePods = setTime(st.UnavailablePods, pod.Name, unavailable)
 		}

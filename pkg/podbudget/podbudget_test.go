@@ -229,3 +229,27 @@ func TestOperation(t *testing.T) {
 		}
 	}
 }
+
+// A Pod charged for an in-place change counts as unavailable until it shows the change (a state
+// whose updateTimestamp is the charge's time or later): from then its own state decides — here
+// the update completed and the Pod is ready, so the unit is back before the 10 s timeout. A Pod
+// whose state is older (the cache has not seen the change yet) keeps its entry.
+func TestStatusReleasesObservedChange(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	charged := metav1.NewTime(now.Add(-2 * time.Second))
+	state := func(at time.Time) string {
+		return `{"revision":"r2","updateTimestamp":"` + at.Format(time.RFC3339) + `","completedTimestamp":"` + now.Format(time.RFC3339) + `"}`
+	}
+	done, stale := pod("done", true), pod("stale", true)
+	done.Annotations = map[string]string{"apps.kruise.io/inplace-update-state": state(charged.Time)}
+	stale.Annotations = map[string]string{"apps.kruise.io/inplace-update-state": state(charged.Add(-time.Minute))}
+	pub := &policy.PodUnavailableBudget{Status: policy.PodUnavailableBudgetStatus{
+		UnavailablePods: map[string]metav1.Time{"done": charged, "stale": charged}}}
+	st, _ := Status(pub, []*corev1.Pod{done, stale}, 2, 1, now, Available)
+	if _, ok := st.UnavailablePods["done"]; ok || st.CurrentAvailable != 1 {
+		t.Errorf("unavailable %v, current %d: want done released and counted, stale kept", st.UnavailablePods, st.CurrentAvailable)
+	}
+	if _, ok := st.UnavailablePods["stale"]; !ok {
+		t.Errorf("unavailable %v: want stale kept until the cache shows its change", st.UnavailablePods)
+	}
+}

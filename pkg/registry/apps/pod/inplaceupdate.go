@@ -90,7 +90,7 @@ func (r *InPlaceUpdateREST) Create(ctx context.Context, name string, obj runtime
 		// written: a refusal (429) leaves the Pod untouched. A write that then fails leaves a unit
 		// taken until the budget's entry for the Pod times out; a retried write does not charge again.
 		if op, disrupts := podbudget.Operation(pod, spec); disrupts && r.budgets != nil {
-			if err := r.budgets.Charge(ctx, pod, op, dryRun); err != nil {
+			if err := r.budgets.Charge(ctx, pod, op, now, dryRun); err != nil {
 				return nil, err
 			}
 		}

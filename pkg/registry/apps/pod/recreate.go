@@ -3,6 +3,7 @@ package pod
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,7 +117,7 @@ func (r *RecreateREST) charge(ctx context.Context, namespace, name string, dryRu
 	if err != nil {
 		return passOn(err)
 	}
-	return r.budgets.Charge(ctx, pod, policy.PubUpdateOperation, dryRun)
+	return r.budgets.Charge(ctx, pod, policy.PubUpdateOperation, time.Now(), dryRun)
 }
 
 // passOn gives a client what kube-apiserver said (NotFound, Forbidden...) as it said it.

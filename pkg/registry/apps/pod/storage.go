@@ -24,10 +24,11 @@ type Storage struct {
 	Recreate      *RecreateREST
 }
 
-// Budgets takes a unit of a Pod's PodUnavailableBudget before the Pod is disrupted by op, or
-// refuses with the error the client gets (a 429 naming the budget); with dryRun it only checks.
+// Budgets takes a unit of a Pod's PodUnavailableBudget before the Pod is disrupted by op at time
+// at, or refuses with the error the client gets (a 429 naming the budget); with dryRun it only
+// checks.
 type Budgets interface {
-	Charge(ctx context.Context, pod *corev1.Pod, op policy.PubOperation, dryRun bool) error
+	Charge(ctx context.Context, pod *corev1.Pod, op policy.PubOperation, at time.Time, dryRun bool) error
 }
 
 // NewStorage returns the pods handle and its subresources. pods reaches the core Pods; it is nil in

@@ -35,12 +35,11 @@ type statusStore interface {
 // the budget's store, in this server, with no webhook between.
 type Charger struct {
 	status statusStore
-	now    func() time.Time
 }
 
 // NewCharger charges the budgets of storage.
 func NewCharger(status statusStore) *Charger {
-	return &Charger{status: status, now: time.Now}
+	return &Charger{status: status}
 }
 
 // conflictRetry is how often a charge is tried again when the budget changed under it (another
@@ -53,9 +52,11 @@ var conflictRetry = retry.DefaultRetry
 // RESIZE, PodUnavailableBudgetDeleteGate for DELETE and EVICT), when the Pod is not available now
 // (it counts as unavailable already), is left out of the budget (pub.kruise.io/no-protect,
 // spec.ignoredPodSelector), names no budget or one that is gone, when the budget does not
-// protect op or wants no Pod available, or when the Pod is recorded already. With dryRun the
-// budget is checked and not written. A budget with no unit left is a 429 naming it.
-func (c *Charger) Charge(ctx context.Context, pod *corev1.Pod, op policy.PubOperation, dryRun bool) error {
+// protect op or wants no Pod available, or when the Pod is recorded already. at is the change's
+// time (pods/inplaceupdate's, which its state annotation carries too: the controller releases the
+// unit once the Pod shows a change begun at or after it). With dryRun the budget is checked and
+// not written. A budget with no unit left is a 429 naming it.
+func (c *Charger) Charge(ctx context.Context, pod *corev1.Pod, op policy.PubOperation, at time.Time, dryRun bool) error {
 	if !gateOn(op) || !podbudget.Available(pod) {
 		return nil
 	}
@@ -76,7 +77,7 @@ func (c *Charger) Charge(ctx context.Context, pod *corev1.Pod, op policy.PubOper
 		if err != nil || ignored || !podbudget.Protects(&pub.Spec, op) || pub.Status.DesiredAvailable == 0 {
 			return nil
 		}
-		status, charged, err := podbudget.Charge(pub, pod.Name, op, c.now())
+		status, charged, err := podbudget.Charge(pub, pod.Name, op, at)
 		var none *podbudget.ErrNoBudget
 		if errors.As(err, &none) {
 			return refusal(pod, op, none)

@@ -81,7 +81,7 @@ func TestChargeConcurrent(t *testing.T) {
 	errs := make([]error, 10)
 	for i := range errs {
 		wg.Go(func() {
-			errs[i] = c.Charge(t.Context(), readyPod("p"+strconv.Itoa(i)), policy.PubUpdateOperation, false)
+			errs[i] = c.Charge(t.Context(), readyPod("p"+strconv.Itoa(i)), policy.PubUpdateOperation, time.Now(), false)
 		})
 	}
 	wg.Wait()
@@ -129,7 +129,7 @@ func TestChargeFreeCases(t *testing.T) {
 		{"no-protect", noProtect, policy.PubUpdateOperation, false},
 		{"unprotected resize", readyPod("b"), policy.PubResizeOperation, false},
 	} {
-		if err := c.Charge(t.Context(), tc.pod, tc.op, tc.dryRun); err != nil {
+		if err := c.Charge(t.Context(), tc.pod, tc.op, time.Now(), tc.dryRun); err != nil {
 			t.Errorf("%s: %v, want it to pass", tc.name, err)
 		}
 	}
@@ -138,10 +138,10 @@ func TestChargeFreeCases(t *testing.T) {
 	}
 	featuregatetesting.SetFeatureGateDuringTest(t, features.DefaultFeatureGate, features.PodUnavailableBudgetUpdateGate, false)
 	s.pub.Status.UnavailableAllowed = 0
-	if err := c.Charge(t.Context(), readyPod("c"), policy.PubUpdateOperation, false); err != nil {
+	if err := c.Charge(t.Context(), readyPod("c"), policy.PubUpdateOperation, time.Now(), false); err != nil {
 		t.Errorf("with PodUnavailableBudgetUpdateGate off: %v, want it to pass", err)
 	}
-	if err := c.Charge(t.Context(), readyPod("c"), policy.PubDeleteOperation, false); !apierrors.IsTooManyRequests(err) {
+	if err := c.Charge(t.Context(), readyPod("c"), policy.PubDeleteOperation, time.Now(), false); !apierrors.IsTooManyRequests(err) {
 		t.Errorf("a DELETE with no unit left: %v, want a 429 (PodUnavailableBudgetDeleteGate is on by default)", err)
 	}
 }
