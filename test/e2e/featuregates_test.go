@@ -162,6 +162,7 @@ func TestFeatureGates(t *testing.T) {
 		{"StatefulSet Pods start at spec.ordinals.start", func(t *testing.T, ctx context.Context) { testStatefulSetStartOrdinal(t, ctx, true) }},
 		{"sidecars injected in name order", func(t *testing.T, ctx context.Context) { testSortSidecarContainersByName(t, ctx, true) }},
 		{"PodUnavailableBudget blocks an in-place update with a failing image", testBudgetBlocksInPlaceUpdate},
+		{"PodUnavailableBudget bounds two CloneSets and a SidecarSet together", testBudgetAcrossUpdaters},
 	})
 }
 

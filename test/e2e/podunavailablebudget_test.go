@@ -3,15 +3,19 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	policyv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/policy/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/podbudget"
 	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
@@ -101,4 +105,84 @@ func testBudgetBlocksInPlaceUpdate(t *testing.T, ctx context.Context) {
 	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
 	framework.WaitRolledOut(t, ctx, cs, 2)
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both updated Pods")
+}
+
+// testBudgetAcrossUpdaters: two CloneSets (5 Pods each) and a SidecarSet injected into all 10
+// update them in place at once, each allowed to take all its Pods at once (maxUnavailable 100%),
+// under one budget of maxUnavailable 2 over the 10: at every change the Pod watch delivers, at
+// most 2 of them are unavailable (not Ready, or an in-place change under way), and all three
+// finish. Needs PodUnavailableBudgetUpdateGate.
+func testBudgetAcrossUpdaters(t *testing.T, ctx context.Context) {
+	ns := framework.NewNamespace(t, ctx, "pub-three")
+	set := framework.ScopedSidecarSet(ns, ns, "web")
+	set.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(corev1.Container{
+		Name: framework.UpgradeSidecar, Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever,
+	}, v1alpha1.AfterAppContainerType)}
+	set.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+	framework.CreateSidecarSet(t, ctx, set)
+	probe := framework.LabeledPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
+	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
+		return framework.FindContainer(p.Spec.Containers, framework.UpgradeSidecar) != nil
+	})
+	var sets []*v1alpha1.CloneSet
+	for _, name := range []string{"web-a", "web-b"} {
+		sets = append(sets, framework.NewUpdateCloneSet(t, ctx, ns, 5, v1alpha1.CloneSetUpdateStrategy{
+			Type:           v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
+			MaxUnavailable: ptr.To(intstr.FromString("100%")),
+		}, func(cs *v1alpha1.CloneSet) {
+			cs.Name = name
+			cs.Spec.Selector.MatchLabels["set"] = name
+			cs.Spec.Template.Labels["set"] = name
+		}))
+	}
+	for _, cs := range sets {
+		framework.WaitCloneSetReady(t, ctx, cs, 5)
+	}
+	framework.WaitSidecarSetStatus(t, ctx, ns, 10, 10, 10, 10)
+	pub := &policyv1alpha1.PodUnavailableBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-pub"},
+		Spec: policyv1alpha1.PodUnavailableBudgetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			MaxUnavailable: ptr.To(intstr.FromInt32(2)),
+		},
+	}
+	if _, err := framework.Inplace.PolicyV1alpha1().PodUnavailableBudgets(ns).Create(ctx, pub, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the PodUnavailableBudget: %v", err)
+	}
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 2, desired: 8, current: 10, total: 10}, "counts the 10 Pods")
+	rec := framework.RecordPods(t, ctx, ns)
+
+	for i, cs := range sets {
+		sets[i] = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
+	}
+	framework.UpdateSidecarSet(t, ctx, set.Name, framework.SidecarImage(framework.AppImageV2))
+	for _, cs := range sets {
+		framework.WaitRolledOut(t, ctx, cs, 5)
+	}
+	framework.WaitSidecarSetStatus(t, ctx, ns, 10, 10, 10, 10)
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 2, desired: 8, current: 10, total: 10}, "counts the 10 updated Pods")
+
+	events := rec.UpTo(t, ctx, ns)
+	most, worst := 0, ""
+	rec.Replay(events, func(_ framework.PodEvent, pods map[string]*corev1.Pod) {
+		var unavailable []string
+		for name, p := range pods {
+			if !podbudget.Available(p) {
+				unavailable = append(unavailable, name)
+			}
+		}
+		if len(unavailable) > most {
+			most, worst = len(unavailable), strings.Join(slices.Sorted(slices.Values(unavailable)), ",")
+		}
+	})
+	t.Logf("%d Pod events, at most %d Pods unavailable at once (%s)", len(events), most, worst)
+	if most > 2 {
+		t.Errorf("%d Pods unavailable at once (%s), want at most 2 (the budget's maxUnavailable)", most, worst)
+	}
+	if most == 0 {
+		t.Error("no Pod was ever unavailable: the updates did not happen in place")
+	}
+	if changed := framework.PodsAddedOrDeleted(rec, events); len(changed) > 0 {
+		t.Errorf("pods created or deleted during in-place updates: %v", changed)
+	}
 }
