@@ -92,7 +92,7 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, budgets policyi
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: c.workloadChanged,
 			UpdateFunc: func(old, obj any) {
-				if scaleOf(old) != scaleOf(obj) {
+				if replicasOf(old) != replicasOf(obj) {
 					c.workloadChanged(obj)
 				}
 			},
@@ -146,6 +146,11 @@ func selects(pub *v1beta1.PodUnavailableBudget, pod *corev1.Pod) bool {
 	}
 	sel, err := metav1.LabelSelectorAsSelector(pub.Spec.Selector)
 	return err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels))
+}
+
+func replicasOf(obj any) int32 {
+	_, n := shape(obj)
+	return n
 }
 
 // workloadChanged enqueues every budget of the workload's namespace.

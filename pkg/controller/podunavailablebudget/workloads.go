@@ -50,6 +50,8 @@ type finder struct {
 	advancedDaemons inplacelistersv1alpha1.DaemonSetLister
 	synced          []cache.InformerSynced
 	informers       []cache.SharedIndexInformer
+	// byKind reads a workload of each kind a budget can name from its lister.
+	byKind map[schema.GroupKind]func(ns, name string) (metav1.Object, error)
 }
 
 func newFinder(w Workloads) *finder {
@@ -71,6 +73,7 @@ func newFinder(w Workloads) *finder {
 	for _, inf := range f.informers {
 		f.synced = append(f.synced, inf.HasSynced)
 	}
+	f.byKind = f.getters()
 	return f
 }
 
@@ -82,76 +85,64 @@ func (e errUnsupported) Error() string {
 		"DaemonSet, CloneSet, Advanced StatefulSet or Advanced DaemonSet, or use spec.selector", e.apiVersion, e.kind)
 }
 
+// getters read a workload of each kind a budget can name from its lister.
+func (f *finder) getters() map[schema.GroupKind]func(ns, name string) (metav1.Object, error) {
+	return map[schema.GroupKind]func(ns, name string) (metav1.Object, error){
+		{Group: appsv1.GroupName, Kind: "Deployment"}:  func(ns, n string) (metav1.Object, error) { return f.deployments.Deployments(ns).Get(n) },
+		{Group: appsv1.GroupName, Kind: "ReplicaSet"}:  func(ns, n string) (metav1.Object, error) { return f.replicaSets.ReplicaSets(ns).Get(n) },
+		{Group: appsv1.GroupName, Kind: "StatefulSet"}: func(ns, n string) (metav1.Object, error) { return f.statefulSets.StatefulSets(ns).Get(n) },
+		{Group: appsv1.GroupName, Kind: "DaemonSet"}:   func(ns, n string) (metav1.Object, error) { return f.daemonSets.DaemonSets(ns).Get(n) },
+		{Group: apps.GroupName, Kind: "CloneSet"}:      func(ns, n string) (metav1.Object, error) { return f.cloneSets.CloneSets(ns).Get(n) },
+		{Group: apps.GroupName, Kind: "StatefulSet"}:   func(ns, n string) (metav1.Object, error) { return f.advancedSets.StatefulSets(ns).Get(n) },
+		{Group: apps.GroupName, Kind: "DaemonSet"}:     func(ns, n string) (metav1.Object, error) { return f.advancedDaemons.DaemonSets(ns).Get(n) },
+	}
+}
+
 // get is the workload named by apiVersion, kind and name in ns; nil when it does not exist.
 func (f *finder) get(ns, apiVersion, kind, name string) (*workload, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return nil, fmt.Errorf("apiVersion %q: %w", apiVersion, err)
 	}
-	var (
-		meta     metav1.Object
-		sel      *metav1.LabelSelector
-		replicas int32
-	)
-	switch gk := (schema.GroupKind{Group: gv.Group, Kind: kind}); gk {
-	case schema.GroupKind{Group: appsv1.GroupName, Kind: "Deployment"}:
-		o, err := f.deployments.Deployments(ns).Get(name)
-		if err == nil {
-			meta, sel, replicas = o, o.Spec.Selector, ptr.Deref(o.Spec.Replicas, 1)
-		}
-		return found(meta, sel, replicas, err)
-	case schema.GroupKind{Group: appsv1.GroupName, Kind: "ReplicaSet"}:
-		o, err := f.replicaSets.ReplicaSets(ns).Get(name)
-		if err == nil {
-			meta, sel, replicas = o, o.Spec.Selector, ptr.Deref(o.Spec.Replicas, 1)
-		}
-		return found(meta, sel, replicas, err)
-	case schema.GroupKind{Group: appsv1.GroupName, Kind: "StatefulSet"}:
-		o, err := f.statefulSets.StatefulSets(ns).Get(name)
-		if err == nil {
-			meta, sel, replicas = o, o.Spec.Selector, ptr.Deref(o.Spec.Replicas, 1)
-		}
-		return found(meta, sel, replicas, err)
-	case schema.GroupKind{Group: appsv1.GroupName, Kind: "DaemonSet"}:
-		o, err := f.daemonSets.DaemonSets(ns).Get(name)
-		if err == nil {
-			meta, sel, replicas = o, o.Spec.Selector, o.Status.DesiredNumberScheduled
-		}
-		return found(meta, sel, replicas, err)
-	case schema.GroupKind{Group: apps.GroupName, Kind: "CloneSet"}:
-		o, err := f.cloneSets.CloneSets(ns).Get(name)
-		if err == nil {
-			meta, sel, replicas = o, o.Spec.Selector, ptr.Deref(o.Spec.Replicas, 1)
-		}
-		return found(meta, sel, replicas, err)
-	case schema.GroupKind{Group: apps.GroupName, Kind: "StatefulSet"}:
-		o, err := f.advancedSets.StatefulSets(ns).Get(name)
-		if err == nil {
-			meta, sel, replicas = o, o.Spec.Selector, ptr.Deref(o.Spec.Replicas, 1)
-		}
-		return found(meta, sel, replicas, err)
-	case schema.GroupKind{Group: apps.GroupName, Kind: "DaemonSet"}:
-		o, err := f.advancedDaemons.DaemonSets(ns).Get(name)
-		if err == nil {
-			meta, sel, replicas = o, o.Spec.Selector, o.Status.DesiredNumberScheduled
-		}
-		return found(meta, sel, replicas, err)
+	get, ok := f.byKind[schema.GroupKind{Group: gv.Group, Kind: kind}]
+	if !ok {
+		return nil, errUnsupported{apiVersion: apiVersion, kind: kind}
 	}
-	return nil, errUnsupported{apiVersion: apiVersion, kind: kind}
-}
-
-func found(meta metav1.Object, sel *metav1.LabelSelector, replicas int32, err error) (*workload, error) {
+	obj, err := get(ns, name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	sel, replicas := shape(obj)
 	selector, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil {
-		return nil, fmt.Errorf("the selector of %s: %w", meta.GetName(), err)
+		return nil, fmt.Errorf("the selector of %s: %w", name, err)
 	}
-	return &workload{uid: meta.GetUID(), selector: selector, replicas: replicas, deleting: meta.GetDeletionTimestamp() != nil}, nil
+	return &workload{uid: obj.GetUID(), selector: selector, replicas: replicas, deleting: obj.GetDeletionTimestamp() != nil}, nil
+}
+
+// shape is a workload object's Pod selector and how many Pods it wants (a DaemonSet's desired
+// number scheduled); replicas is -1 for an object of another kind.
+func shape(obj any) (*metav1.LabelSelector, int32) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return o.Spec.Selector, ptr.Deref(o.Spec.Replicas, 1)
+	case *appsv1.ReplicaSet:
+		return o.Spec.Selector, ptr.Deref(o.Spec.Replicas, 1)
+	case *appsv1.StatefulSet:
+		return o.Spec.Selector, ptr.Deref(o.Spec.Replicas, 1)
+	case *appsv1.DaemonSet:
+		return o.Spec.Selector, o.Status.DesiredNumberScheduled
+	case *v1alpha1.CloneSet:
+		return o.Spec.Selector, ptr.Deref(o.Spec.Replicas, 1)
+	case *v1beta1.StatefulSet:
+		return o.Spec.Selector, ptr.Deref(o.Spec.Replicas, 1)
+	case *v1alpha1.DaemonSet:
+		return o.Spec.Selector, o.Status.DesiredNumberScheduled
+	}
+	return nil, -1
 }
 
 // owners are the UIDs whose Pods belong to w: w itself and, for a Deployment, its ReplicaSets.
@@ -210,25 +201,4 @@ func (f *finder) expectedScale(pods []*corev1.Pod) (int32, error) {
 		}
 	}
 	return total, nil
-}
-
-// scaleOf is how many Pods a workload object wants (-1 for an object of another kind).
-func scaleOf(obj any) int32 {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		return ptr.Deref(o.Spec.Replicas, 1)
-	case *appsv1.ReplicaSet:
-		return ptr.Deref(o.Spec.Replicas, 1)
-	case *appsv1.StatefulSet:
-		return ptr.Deref(o.Spec.Replicas, 1)
-	case *appsv1.DaemonSet:
-		return o.Status.DesiredNumberScheduled
-	case *v1alpha1.CloneSet:
-		return ptr.Deref(o.Spec.Replicas, 1)
-	case *v1beta1.StatefulSet:
-		return ptr.Deref(o.Spec.Replicas, 1)
-	case *v1alpha1.DaemonSet:
-		return o.Status.DesiredNumberScheduled
-	}
-	return -1
 }
