@@ -114,13 +114,17 @@ func testBudgetBlocksInPlaceUpdate(t *testing.T, ctx context.Context) {
 // finish. Needs PodUnavailableBudgetUpdateGate.
 func testBudgetAcrossUpdaters(t *testing.T, ctx context.Context) {
 	ns := framework.NewNamespace(t, ctx, "pub-three")
+	// The CloneSets' Pods are app=web-a and app=web-b (the framework finds a CloneSet's Pods by
+	// app=<name>); the SidecarSet and the budget select them all by group=web.
 	set := framework.ScopedSidecarSet(ns, ns, "web")
+	set.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"group": "web"}}
 	set.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(corev1.Container{
 		Name: framework.UpgradeSidecar, Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever,
 	}, v1alpha1.AfterAppContainerType)}
 	set.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("100%"))
 	framework.CreateSidecarSet(t, ctx, set)
 	probe := framework.LabeledPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
+	probe.Labels["group"] = "web"
 	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
 		return framework.FindContainer(p.Spec.Containers, framework.UpgradeSidecar) != nil
 	})
@@ -131,8 +135,9 @@ func testBudgetAcrossUpdaters(t *testing.T, ctx context.Context) {
 			MaxUnavailable: ptr.To(intstr.FromString("100%")),
 		}, func(cs *v1alpha1.CloneSet) {
 			cs.Name = name
-			cs.Spec.Selector.MatchLabels["set"] = name
-			cs.Spec.Template.Labels["set"] = name
+			cs.Spec.Selector.MatchLabels["app"] = name
+			cs.Spec.Template.Labels["app"] = name
+			cs.Spec.Template.Labels["group"] = "web"
 		}))
 	}
 	for _, cs := range sets {
@@ -142,7 +147,7 @@ func testBudgetAcrossUpdaters(t *testing.T, ctx context.Context) {
 	pub := &policyv1alpha1.PodUnavailableBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-pub"},
 		Spec: policyv1alpha1.PodUnavailableBudgetSpec{
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"group": "web"}},
 			MaxUnavailable: ptr.To(intstr.FromInt32(2)),
 		},
 	}
