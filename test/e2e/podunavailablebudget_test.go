@@ -78,6 +78,11 @@ func testBudgetBlocksInPlaceUpdate(t *testing.T, ctx context.Context) {
 		t.Fatalf("creating the PodUnavailableBudget: %v", err)
 	}
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods")
+	// kubectl finds it through kube-apiserver by OpenKruise's short name, with its columns.
+	out := framework.MustKubectl(t, ctx, "", "-n", ns, "get", "pub", pub.Name)
+	if want := "NAME      ALLOWED   CURRENT   DESIRED   TOTAL"; !strings.HasPrefix(out, want) || !strings.Contains(out, "web-pub   1         2         1         2") {
+		t.Errorf("kubectl get pub:\n%s\nwant the columns %q and 1 2 1 2", out, want)
+	}
 
 	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageBad))
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 0, desired: 1, current: 1, total: 2}, "has the updated Pod unavailable")
