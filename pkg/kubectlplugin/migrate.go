@@ -24,14 +24,15 @@ func NewCmdMigrate(f Factory, streams genericiooptions.IOStreams) *cobra.Command
 	cmd := &cobra.Command{
 		Use:   "migrate --backup FILE [--apiservices FILE | --to-openkruise [--crds FILE]] [--dry-run]",
 		Short: "Move a cluster from OpenKruise to inplace without touching a Pod",
-		Long: `Move every apps.kruise.io object from OpenKruise's CustomResourceDefinitions to inplace's
-aggregated API, keeping every Pod, PVC and ControllerRevision:
+		Long: `Move every apps.kruise.io object and every PodUnavailableBudget (policy.kruise.io) from
+OpenKruise's CustomResourceDefinitions to inplace's aggregated API, keeping every Pod, PVC and
+ControllerRevision (an OpenKruise without the PodUnavailableBudget CRD has simply none to carry):
 
-  1. backup       save every apps.kruise.io object to --backup FILE (a YAML List: the way back)
+  1. backup       save every object of the CRDs to --backup FILE (a YAML List: the way back)
   2. webhooks     delete OpenKruise's webhook configurations (kruise-*)
   3. orphan       remove the apps.kruise.io ownerReferences of Pods, PVCs, ControllerRevisions
-  4. crds         delete the apps.kruise.io CRDs and wait until they are gone
-  5. apiservices  register inplace's APIServices (--apiservices FILE) and wait until Available
+  4. crds         delete the apps.kruise.io and policy.kruise.io CRDs and wait until they are gone
+  5. apiservices  register inplace's APIServices of both groups (--apiservices FILE), wait until Available
   6. recreate     create every object again through inplace, same names
   7. adopt        give the Pods, PVCs and revisions their owners back (the new UIDs)
   8. verify       every Pod has the same UID, images and restart counts
@@ -47,7 +48,7 @@ CRDs, keeping every Pod, PVC and ControllerRevision (--backup names a file of it
   1. backup              save every object inplace serves, at OpenKruise's storage versions
   2. orphan              remove the apps.kruise.io ownerReferences of Pods, PVCs, ControllerRevisions
   3. objects             delete the objects from inplace
-  4. remove-apiservices  delete inplace's APIServices of apps.kruise.io
+  4. remove-apiservices  delete inplace's APIServices of apps.kruise.io and policy.kruise.io
   5. install-crds        create OpenKruise's CRDs (--crds FILE), or wait until you install them
   6. recreate            create every object again in the CRDs, same names
   7. adopt               give the dependents their owners back (the new UIDs)
@@ -92,7 +93,7 @@ rest of its chart (kruise-manager, webhooks) when it is done.`,
 			return m.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&o.Backup, "backup", "", "File to save the apps.kruise.io objects to (and the progress to FILE.state.json).")
+	cmd.Flags().StringVar(&o.Backup, "backup", "", "File to save the apps.kruise.io and policy.kruise.io objects to (and the progress to FILE.state.json).")
 	cmd.Flags().StringVar(&o.APIServices, "apiservices", "", "inplace's APIService manifests, registered once the CRDs are gone (default: wait for them to be registered).")
 	cmd.Flags().StringVar(&o.KruiseNamespace, "kruise-namespace", o.KruiseNamespace, "The namespace of kruise-manager.")
 	cmd.Flags().StringVar(&o.InplaceNamespace, "inplace-namespace", o.InplaceNamespace, "inplace's namespace (inplace-controller's --namespace): SidecarSets' ControllerRevisions are moved there from --kruise-namespace.")

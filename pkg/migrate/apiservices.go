@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// registerAPIServices applies inplace's APIServices (when given) and waits until each
-// apps.kruise.io APIService is served by a Service and Available.
+// registerAPIServices applies inplace's APIServices (when given) and waits until each APIService
+// of the carried kinds' groups (apps.kruise.io, and policy.kruise.io when OpenKruise had its CRD)
+// and each one applied is served by a Service and Available.
 func (m *Migrator) registerAPIServices(ctx context.Context) error {
+	names := apiServiceNames(m.state.Kinds)
 	if m.Opts.APIServices != "" {
 		services, err := loadAPIServices(m.Opts.APIServices)
 		if err != nil {
@@ -22,11 +25,13 @@ func (m *Migrator) registerAPIServices(ctx context.Context) error {
 			if err := m.applyAPIService(ctx, s); err != nil {
 				return err
 			}
+			if !slices.Contains(names, s.GetName()) {
+				names = append(names, s.GetName())
+			}
 		}
 	}
 	return m.poll(ctx, "inplace's APIServices Available", func(ctx context.Context) (bool, error) {
-		for _, v := range []string{"v1alpha1", "v1beta1"} {
-			name := v + "." + Group
+		for _, name := range names {
 			s, err := m.Dynamic.Resource(apiServiceGVR).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, fmt.Errorf("APIService %s: %w", name, err)

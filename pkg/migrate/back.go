@@ -8,7 +8,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -26,7 +25,7 @@ const (
 	// StepObjects deletes the objects from inplace (after they are saved and their dependents
 	// orphaned), so that inplace keeps no second copy that a later start of its controller acts on.
 	StepObjects = "objects"
-	// StepRemoveAPIServices deletes inplace's apps.kruise.io APIServices.
+	// StepRemoveAPIServices deletes inplace's APIServices of apps.kruise.io and policy.kruise.io.
 	StepRemoveAPIServices = "remove-apiservices"
 	// StepInstallCRDs installs OpenKruise's CRDs (--crds FILE) or waits for them, until each
 	// kind is served by kube-apiserver.
@@ -35,20 +34,6 @@ const (
 
 // BackSteps are the steps of the way back in the order they run.
 var BackSteps = []string{StepBackup, StepOrphan, StepObjects, StepRemoveAPIServices, StepInstallCRDs, StepRecreate, StepAdopt, StepVerify}
-
-// kruiseStorageKinds are the kinds inplace serves, at the storage versions of OpenKruise v1.9's
-// CRDs (config/crd/bases): the versions the objects are read from inplace and re-created at when
-// no --crds FILE says otherwise.
-var kruiseStorageKinds = []Kind{
-	{CRD: "clonesets.apps.kruise.io", Kind: "CloneSet", Plural: "clonesets", Version: "v1alpha1", Namespaced: true},
-	{CRD: "containerrecreaterequests.apps.kruise.io", Kind: "ContainerRecreateRequest", Plural: "containerrecreaterequests", Version: "v1alpha1", Namespaced: true},
-	{CRD: "daemonsets.apps.kruise.io", Kind: "DaemonSet", Plural: "daemonsets", Version: "v1beta1", Namespaced: true},
-	{CRD: "imagelistpulljobs.apps.kruise.io", Kind: "ImageListPullJob", Plural: "imagelistpulljobs", Version: "v1beta1", Namespaced: true},
-	{CRD: "imagepulljobs.apps.kruise.io", Kind: "ImagePullJob", Plural: "imagepulljobs", Version: "v1beta1", Namespaced: true},
-	{CRD: "nodeimages.apps.kruise.io", Kind: "NodeImage", Plural: "nodeimages", Version: "v1beta1"},
-	{CRD: "sidecarsets.apps.kruise.io", Kind: "SidecarSet", Plural: "sidecarsets", Version: "v1beta1"},
-	{CRD: "statefulsets.apps.kruise.io", Kind: "StatefulSet", Plural: "statefulsets", Version: "v1beta1", Namespaced: true},
-}
 
 // checkDirection refuses a state file of the other direction: its steps are not this run's.
 func (m *Migrator) checkDirection() error {
@@ -106,71 +91,10 @@ func (m *Migrator) runBack(ctx context.Context) error {
 	return nil
 }
 
-// backKinds are the kinds carried back and their versions: OpenKruise v1.9's storage versions,
-// or those of the CRDs in the file (each kind inplace serves that the file has).
-func backKinds(crdsFile string) ([]Kind, error) {
-	if crdsFile == "" {
-		return append([]Kind(nil), kruiseStorageKinds...), nil
-	}
-	crds, err := loadCRDs(crdsFile)
-	if err != nil {
-		return nil, err
-	}
-	var kinds []Kind
-	for _, k := range kruiseStorageKinds {
-		if c, ok := crds[k.CRD]; ok {
-			kinds = append(kinds, c)
-		} else {
-			k.Version = "" // not in the file: preflight refuses if inplace has objects of it
-			kinds = append(kinds, k)
-		}
-	}
-	return kinds, nil
-}
-
-// loadCRDs reads the apps.kruise.io CRDs of a manifest file, as Kinds at their storage versions.
-func loadCRDs(path string) (map[string]Kind, error) {
-	objs, err := loadManifests(path)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]Kind{}
-	for _, o := range objs {
-		if o.GetKind() != "CustomResourceDefinition" {
-			continue
-		}
-		if g, _, _ := unstructured.NestedString(o.Object, "spec", "group"); g != Group {
-			continue
-		}
-		if k := crdKind(o); k.Version != "" {
-			out[k.CRD] = k
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no CustomResourceDefinition of %s with a storage version", path, Group)
-	}
-	return out, nil
-}
-
-// crdKind is the Kind of a CRD object, at its storage version.
-func crdKind(crd unstructured.Unstructured) Kind {
-	k := Kind{CRD: crd.GetName()}
-	k.Kind, _, _ = unstructured.NestedString(crd.Object, "spec", "names", "kind")
-	k.Plural, _, _ = unstructured.NestedString(crd.Object, "spec", "names", "plural")
-	scope, _, _ := unstructured.NestedString(crd.Object, "spec", "scope")
-	k.Namespaced = scope == "Namespaced"
-	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	for _, v := range versions {
-		vm, _ := v.(map[string]any)
-		if storage, _ := vm["storage"].(bool); storage {
-			k.Version, _ = vm["name"].(string)
-		}
-	}
-	return k
-}
-
 // discoverBack lists every object inplace serves, at the version it is re-created at: the
-// current state, so changes made since the migration to inplace are kept.
+// current state, so changes made since the migration to inplace are kept. A group other than
+// apps.kruise.io that inplace does not serve (an older inplace without policy.kruise.io, or its
+// APIService left to a CRD) has nothing to carry back.
 func (m *Migrator) discoverBack(ctx context.Context) error {
 	m.objs = nil
 	for _, k := range m.state.Kinds {
@@ -181,6 +105,17 @@ func (m *Migrator) discoverBack(ctx context.Context) error {
 				if d.CRD == k.CRD {
 					v.Version = d.Version
 				}
+			}
+		}
+		if k.group() != Group {
+			name := v.Version + "." + k.group()
+			served, err := m.servedByInplace(ctx, name)
+			if err != nil {
+				return fmt.Errorf("reading APIService %s: %w", name, err)
+			}
+			if !served {
+				m.printf("inplace does not serve %s (APIService %s): no %s to carry back", k.group(), name, k.Kind)
+				continue
 			}
 		}
 		list, err := m.Dynamic.Resource(v.gvr()).List(ctx, metav1.ListOptions{})
@@ -204,13 +139,10 @@ func (m *Migrator) preflightBack(ctx context.Context) error {
 			problems = append(problems, fmt.Sprintf("APIService %s is not inplace's (%v): there is nothing to carry back", name, err))
 		}
 	}
-	counts := map[string]int{}
-	for _, o := range m.objs {
-		counts[o.GetKind()]++
-	}
+	counts := m.countByCRD()
 	for _, k := range m.state.Kinds {
-		if k.Version == "" && counts[k.Kind] > 0 {
-			problems = append(problems, fmt.Sprintf("%d %s objects: %s has no CRD %s to re-create them in", counts[k.Kind], k.Kind, m.Opts.CRDs, k.CRD))
+		if k.Version == "" && counts[k.CRD] > 0 {
+			problems = append(problems, fmt.Sprintf("%d %s objects: %s has no CRD %s to re-create them in", counts[k.CRD], k.Kind, m.Opts.CRDs, k.CRD))
 		}
 	}
 	for _, o := range m.objs {
@@ -235,7 +167,7 @@ func (m *Migrator) preflightBack(ctx context.Context) error {
 	// Only the kinds that are carried are recorded (and waited for in install-crds).
 	var kinds []Kind
 	for _, k := range m.state.Kinds {
-		if counts[k.Kind] > 0 {
+		if counts[k.CRD] > 0 {
 			kinds = append(kinds, k)
 		}
 	}
@@ -246,13 +178,10 @@ func (m *Migrator) preflightBack(ctx context.Context) error {
 // planBack prints what the way back would do.
 func (m *Migrator) planBack(ctx context.Context) error {
 	m.printf("plan of the way back to OpenKruise (dry run: nothing is changed):")
-	counts := map[string]int{}
-	for _, o := range m.objs {
-		counts[o.GetKind()]++
-	}
-	m.printf("  1. backup: save %d apps.kruise.io objects read from inplace to %s (progress in %s)", len(m.objs), m.Opts.Backup, StatePath(m.Opts.Backup))
+	counts := m.countByCRD()
+	m.printf("  1. backup: save %d objects of %s read from inplace to %s (progress in %s)", len(m.objs), kindGroups(m.state.Kinds), m.Opts.Backup, StatePath(m.Opts.Backup))
 	for _, k := range m.state.Kinds {
-		m.printf("       %-40s %d at %s", k.CRD, counts[k.Kind], k.Version)
+		m.printf("       %-40s %d at %s", k.CRD, counts[k.CRD], k.Version)
 	}
 	deps, err := m.findDependents(ctx)
 	if err != nil {
@@ -264,7 +193,7 @@ func (m *Migrator) planBack(ctx context.Context) error {
 	}
 	m.printf("  2. orphan: remove the apps.kruise.io ownerReferences of %d pods, %d persistentvolumeclaims, %d controllerrevisions", byRes["pods"], byRes["persistentvolumeclaims"], byRes["controllerrevisions"])
 	m.printf("  3. objects: delete the %d objects from inplace (saved in %s)", len(m.objs), m.Opts.Backup)
-	m.printf("  4. remove-apiservices: delete inplace's APIServices v1alpha1.%s, v1beta1.%s", Group, Group)
+	m.printf("  4. remove-apiservices: delete inplace's APIServices %s", strings.Join(groupAPIServices(Groups...), ", "))
 	var crds []string
 	for _, k := range m.state.Kinds {
 		crds = append(crds, k.CRD)
@@ -303,7 +232,7 @@ func (m *Migrator) deleteObjects(ctx context.Context) error {
 		}
 	}
 	for _, o := range m.objs {
-		k, ok := m.kindOf(o.GetKind())
+		k, ok := m.kindOfObject(o)
 		if !ok {
 			return fmt.Errorf("%s %s/%s: no kind recorded", o.GetKind(), o.GetNamespace(), o.GetName())
 		}
@@ -315,7 +244,7 @@ func (m *Migrator) deleteObjects(ctx context.Context) error {
 	}
 	return m.poll(ctx, "the objects gone from inplace", func(ctx context.Context) (bool, error) {
 		for _, o := range m.objs {
-			k, _ := m.kindOf(o.GetKind())
+			k, _ := m.kindOfObject(o)
 			got, err := m.client(k, o.GetNamespace()).Get(ctx, o.GetName(), metav1.GetOptions{})
 			if err == nil && got.GetUID() == o.GetUID() {
 				return false, fmt.Errorf("%s %s/%s still there", o.GetKind(), o.GetNamespace(), o.GetName())
@@ -328,11 +257,11 @@ func (m *Migrator) deleteObjects(ctx context.Context) error {
 	})
 }
 
-// removeAPIServices deletes inplace's apps.kruise.io APIServices (those with a Service; a local
-// one is already kube-apiserver's).
+// removeAPIServices deletes inplace's APIServices of every carried group (those with a Service; a
+// local one is already kube-apiserver's), policy.kruise.io's too when it had no budgets: inplace
+// is leaving, and a CRD of the group can be served only once its APIServices are gone.
 func (m *Migrator) removeAPIServices(ctx context.Context) error {
-	for _, v := range []string{"v1alpha1", "v1beta1"} {
-		name := v + "." + Group
+	for _, name := range groupAPIServices(Groups...) {
 		local, err := m.localAPIService(ctx, name)
 		if err != nil {
 			return fmt.Errorf("reading APIService %s: %w", name, err)
@@ -384,9 +313,9 @@ func (m *Migrator) installCRDs(ctx context.Context) error {
 				return false, fmt.Errorf("listing %s: %w", k.CRD, err)
 			}
 		}
-		for _, v := range kindVersions(m.state.Kinds) {
-			if local, err := m.localAPIService(ctx, v+"."+Group); err != nil || !local {
-				return false, fmt.Errorf("APIService %s.%s not kube-apiserver's yet (%v)", v, Group, err)
+		for _, name := range kindAPIServices(m.state.Kinds) {
+			if local, err := m.localAPIService(ctx, name); err != nil || !local {
+				return false, fmt.Errorf("APIService %s not kube-apiserver's yet (%v)", name, err)
 			}
 		}
 		return true, nil
@@ -424,30 +353,4 @@ func (m *Migrator) kruiseQuiet(ctx context.Context) error {
 		return fmt.Errorf("%s", strings.Join(problems, "; "))
 	}
 	return nil
-}
-
-// servesVersion tells whether the CRD serves the version.
-func servesVersion(crd unstructured.Unstructured, version string) bool {
-	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	for _, v := range versions {
-		vm, _ := v.(map[string]any)
-		if served, _ := vm["served"].(bool); served && vm["name"] == version {
-			return true
-		}
-	}
-	return false
-}
-
-// kindVersions are the distinct versions of the kinds.
-func kindVersions(kinds []Kind) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, k := range kinds {
-		if !seen[k.Version] {
-			seen[k.Version] = true
-			out = append(out, k.Version)
-		}
-	}
-	sort.Strings(out)
-	return out
 }

@@ -80,7 +80,7 @@ func TestBackKindsFromCRDsFile(t *testing.T) {
 	if len(got) != len(kruiseStorageKinds) {
 		t.Fatalf("%d kinds, want one per kind inplace serves (%d): %+v", len(got), len(kruiseStorageKinds), kinds)
 	}
-	if k := got["clonesets.apps.kruise.io"]; k != (Kind{CRD: "clonesets.apps.kruise.io", Kind: "CloneSet", Plural: "clonesets", Version: "v1alpha1", Namespaced: true}) {
+	if k := got["clonesets.apps.kruise.io"]; k != (Kind{CRD: "clonesets.apps.kruise.io", Group: "apps.kruise.io", Kind: "CloneSet", Plural: "clonesets", Version: "v1alpha1", Namespaced: true}) {
 		t.Errorf("CloneSet: %+v", k)
 	}
 	if k := got["statefulsets.apps.kruise.io"]; k.Version != "v1beta1" {
@@ -103,7 +103,7 @@ func TestBackKindsDefault(t *testing.T) {
 		t.Errorf("without --crds: %+v, want OpenKruise v1.9's storage versions", kinds)
 	}
 	for _, k := range kinds {
-		if !carried[k.Plural] || k.Version == "" {
+		if !carried[k.CRD] || k.Version == "" || k.CRD != k.Plural+"."+k.Group {
 			t.Errorf("%+v: not a kind inplace serves, or no version", k)
 		}
 	}
@@ -111,7 +111,7 @@ func TestBackKindsDefault(t *testing.T) {
 
 func TestLoadCRDsRefusesAFileWithoutKruiseCRDs(t *testing.T) {
 	_, err := loadCRDs(writeTemp(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n"))
-	if err == nil || !strings.Contains(err.Error(), "no CustomResourceDefinition of apps.kruise.io") {
+	if err == nil || !strings.Contains(err.Error(), "no CustomResourceDefinition of apps.kruise.io or policy.kruise.io") {
 		t.Errorf("err %v, want a refusal", err)
 	}
 }
@@ -126,10 +126,10 @@ func TestServesVersion(t *testing.T) {
 	}
 }
 
-func TestKindVersions(t *testing.T) {
-	got := kindVersions([]Kind{{Version: "v1beta1"}, {Version: "v1alpha1"}, {Version: "v1beta1"}})
-	if !reflect.DeepEqual(got, []string{"v1alpha1", "v1beta1"}) {
-		t.Errorf("kindVersions = %v", got)
+func TestKindAPIServices(t *testing.T) {
+	got := kindAPIServices([]Kind{{Version: "v1beta1"}, {Version: "v1alpha1"}, {Group: PolicyGroup, Version: "v1alpha1"}, {Group: Group, Version: "v1beta1"}})
+	if !reflect.DeepEqual(got, []string{"v1alpha1.apps.kruise.io", "v1alpha1.policy.kruise.io", "v1beta1.apps.kruise.io"}) {
+		t.Errorf("kindAPIServices = %v", got)
 	}
 }
 

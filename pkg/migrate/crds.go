@@ -3,7 +3,6 @@ package migrate
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,8 +11,8 @@ import (
 	"k8s.io/client-go/dynamic"
 )
 
-// deleteCRDs deletes the apps.kruise.io CRDs, which deletes their objects, and waits until they
-// are gone and kube-apiserver's autoregistration has let go of the group's APIServices. Before,
+// deleteCRDs deletes the CRDs of the carried groups, which deletes their objects, and waits until
+// they are gone and kube-apiserver's autoregistration has let go of the groups' APIServices. Before,
 // it orphans again (a dependent created since) and drops the objects' finalizers (the controllers
 // that would remove them are stopped; the objects are in the backup).
 func (m *Migrator) deleteCRDs(ctx context.Context) error {
@@ -29,7 +28,7 @@ func (m *Migrator) deleteCRDs(ctx context.Context) error {
 		}
 		m.printf("  deleted CustomResourceDefinition %s", k.CRD)
 	}
-	if err := m.poll(ctx, "the apps.kruise.io CustomResourceDefinitions gone", func(ctx context.Context) (bool, error) {
+	if err := m.poll(ctx, "the CustomResourceDefinitions of "+kindGroups(m.state.Kinds)+" gone", func(ctx context.Context) (bool, error) {
 		for _, k := range m.state.Kinds {
 			if _, err := m.Dynamic.Resource(crdGVR).Get(ctx, k.CRD, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return false, fmt.Errorf("%s still there (%v)", k.CRD, err)
@@ -39,28 +38,14 @@ func (m *Migrator) deleteCRDs(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	return m.poll(ctx, "kube-apiserver's CRD APIServices of apps.kruise.io gone", func(ctx context.Context) (bool, error) {
-		for _, v := range m.versions() {
-			if local, err := m.localAPIService(ctx, v+"."+Group); err != nil || local {
-				return false, fmt.Errorf("APIService %s.%s still local (%v)", v, Group, err)
+	return m.poll(ctx, "kube-apiserver's CRD APIServices of "+kindGroups(m.state.Kinds)+" gone", func(ctx context.Context) (bool, error) {
+		for _, name := range apiServiceNames(m.state.Kinds) {
+			if local, err := m.localAPIService(ctx, name); err != nil || local {
+				return false, fmt.Errorf("APIService %s still local (%v)", name, err)
 			}
 		}
 		return true, nil
 	})
-}
-
-func (m *Migrator) versions() []string {
-	vs := map[string]bool{}
-	for _, k := range m.state.Kinds {
-		vs[k.Version] = true
-	}
-	vs["v1alpha1"], vs["v1beta1"] = true, true
-	var out []string
-	for v := range vs {
-		out = append(out, v)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // localAPIService tells whether the APIService exists and is served by kube-apiserver itself (no
@@ -75,6 +60,19 @@ func (m *Migrator) localAPIService(ctx context.Context, name string) (bool, erro
 	}
 	svc, _, _ := unstructured.NestedMap(s.Object, "spec", "service")
 	return svc == nil, nil
+}
+
+// servedByInplace tells whether the APIService exists and is served by a Service (inplace's).
+func (m *Migrator) servedByInplace(ctx context.Context, name string) (bool, error) {
+	s, err := m.Dynamic.Resource(apiServiceGVR).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	svc, _, _ := unstructured.NestedMap(s.Object, "spec", "service")
+	return svc != nil, nil
 }
 
 func (m *Migrator) dropFinalizers(ctx context.Context, k Kind) error {

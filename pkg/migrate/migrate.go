@@ -70,13 +70,6 @@ var (
 	dependentOrder = []string{"controllerrevisions", "persistentvolumeclaims", "pods"}
 )
 
-// carried are the apps.kruise.io resources inplace serves: objects of any other kind cannot be
-// carried, and the migration refuses to start while there are any.
-var carried = map[string]bool{
-	"clonesets": true, "statefulsets": true, "daemonsets": true, "sidecarsets": true,
-	"containerrecreaterequests": true, "imagepulljobs": true, "imagelistpulljobs": true, "nodeimages": true,
-}
-
 func (m *Migrator) printf(format string, args ...any) {
 	fmt.Fprintf(m.Opts.Out, format+"\n", args...)
 }
@@ -161,7 +154,9 @@ func (m *Migrator) runSteps(ctx context.Context, order []string, steps map[strin
 	return nil
 }
 
-// discover lists the apps.kruise.io CRDs and every object of theirs (at the storage version).
+// discover lists the CRDs of the carried groups and every object of theirs (at the storage
+// version). An OpenKruise without the PodUnavailableBudget CRD (older than v0.10) has simply no
+// policy.kruise.io kind: nothing of it to carry, no CRD of it to delete.
 func (m *Migrator) discover(ctx context.Context) error {
 	list, err := m.Dynamic.Resource(crdGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -169,7 +164,7 @@ func (m *Migrator) discover(ctx context.Context) error {
 	}
 	m.state.Kinds = nil
 	for _, crd := range list.Items {
-		if g, _, _ := unstructured.NestedString(crd.Object, "spec", "group"); g != Group {
+		if g, _, _ := unstructured.NestedString(crd.Object, "spec", "group"); !carriedGroup(g) {
 			continue
 		}
 		m.state.Kinds = append(m.state.Kinds, crdKind(crd))
@@ -186,29 +181,13 @@ func (m *Migrator) discover(ctx context.Context) error {
 	return nil
 }
 
-func (k Kind) gvr() schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: Group, Version: k.Version, Resource: k.Plural}
-}
-
-func (m *Migrator) kindOf(kind string) (Kind, bool) {
-	for _, k := range m.state.Kinds {
-		if k.Kind == kind {
-			return k, true
-		}
-	}
-	return Kind{}, false
-}
-
 // plan prints what the migration would do.
 func (m *Migrator) plan(ctx context.Context) error {
 	m.printf("plan (dry run: nothing is changed):")
-	counts := map[string]int{}
-	for _, o := range m.objs {
-		counts[o.GetKind()]++
-	}
-	m.printf("  1. backup: save %d apps.kruise.io objects to %s (progress in %s)", len(m.objs), m.Opts.Backup, StatePath(m.Opts.Backup))
+	counts := m.countByCRD()
+	m.printf("  1. backup: save %d objects of %s to %s (progress in %s)", len(m.objs), kindGroups(m.state.Kinds), m.Opts.Backup, StatePath(m.Opts.Backup))
 	for _, k := range m.state.Kinds {
-		m.printf("       %-28s %d at %s", k.CRD, counts[k.Kind], k.Version)
+		m.printf("       %-40s %d at %s", k.CRD, counts[k.CRD], k.Version)
 	}
 	hooks, err := m.kruiseWebhooks(ctx)
 	if err != nil {
@@ -230,15 +209,26 @@ func (m *Migrator) plan(ctx context.Context) error {
 	}
 	m.printf("  4. crds: delete %s and wait until they and their objects are gone", strings.Join(crds, ", "))
 	if m.Opts.APIServices != "" {
-		m.printf("  5. apiservices: register the APIServices of %s and wait until Available", m.Opts.APIServices)
+		m.printf("  5. apiservices: register the APIServices of %s and wait until %s are Available", m.Opts.APIServices, strings.Join(apiServiceNames(m.state.Kinds), ", "))
 	} else {
-		m.printf("  5. apiservices: wait until inplace's APIServices of %s are registered (by you) and Available", Group)
+		m.printf("  5. apiservices: wait until inplace's APIServices %s are registered (by you) and Available", strings.Join(apiServiceNames(m.state.Kinds), ", "))
 	}
 	created, kept := m.carried()
 	m.printf("  6. recreate: create %d objects through inplace (same names, spec, labels, annotations; status where accepted); %d finished ContainerRecreateRequests stay in the backup only", created, kept)
 	m.printf("  7. adopt: give the %d dependents their owners back, with the new UIDs", len(deps))
 	m.printf("  8. verify: every owned Pod has the same UID, images and restart counts")
 	return nil
+}
+
+// countByCRD counts the objects by the CRD of their kind.
+func (m *Migrator) countByCRD() map[string]int {
+	counts := map[string]int{}
+	for _, o := range m.objs {
+		if k, ok := m.kindOfObject(o); ok {
+			counts[k.CRD]++
+		}
+	}
+	return counts
 }
 
 // backup saves the objects and snapshots the Pods they own.

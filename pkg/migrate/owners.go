@@ -40,9 +40,10 @@ func (set migrating) ownsAny(refs []metav1.OwnerReference) bool {
 	return false
 }
 
+// isKruiseRef tells whether the reference is to an object of a carried group.
 func isKruiseRef(r metav1.OwnerReference) bool {
 	gv, err := schema.ParseGroupVersion(r.APIVersion)
-	return err == nil && gv.Group == Group
+	return err == nil && carriedGroup(gv.Group)
 }
 
 // findDependents lists the Pods, PVCs and ControllerRevisions owned by the objects being migrated.

@@ -52,16 +52,13 @@ func (m *Migrator) checkKruiseManager(ctx context.Context) error {
 
 // preflight refuses, with the reason, when the migration would lose something: objects of a
 // kind inplace does not serve, a rollout in flight, a container recreate under way, inplace's
-// APIService manifests missing their Service.
+// APIService manifests missing their Service or missing for a carried group.
 func (m *Migrator) preflight(ctx context.Context) error {
 	var problems []string
-	counts := map[string]int{}
-	for _, o := range m.objs {
-		counts[o.GetKind()]++
-	}
+	counts := m.countByCRD()
 	for _, k := range m.state.Kinds {
-		if counts[k.Kind] > 0 && !carried[k.Plural] {
-			problems = append(problems, fmt.Sprintf("%d %s objects: inplace does not serve %s, they cannot be carried (delete them, or keep OpenKruise)", counts[k.Kind], k.Kind, k.CRD))
+		if counts[k.CRD] > 0 && !carried[k.CRD] {
+			problems = append(problems, fmt.Sprintf("%d %s objects: inplace does not serve %s, they cannot be carried (delete them, or keep OpenKruise)", counts[k.CRD], k.Kind, k.CRD))
 		}
 	}
 	for _, o := range m.objs {
@@ -73,6 +70,15 @@ func (m *Migrator) preflight(ctx context.Context) error {
 		services, err := loadAPIServices(m.Opts.APIServices)
 		if err != nil {
 			return err
+		}
+		names := map[string]bool{}
+		for _, s := range services {
+			names[s.GetName()] = true
+		}
+		for _, name := range apiServiceNames(m.state.Kinds) {
+			if !names[name] {
+				problems = append(problems, fmt.Sprintf("%s has no APIService %s: the objects of its group would have nothing to be re-created in (render it from an inplace that serves the group)", m.Opts.APIServices, name))
+			}
 		}
 		for _, s := range services {
 			ns, _, _ := unstructured.NestedString(s.Object, "spec", "service", "namespace")

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -20,7 +21,7 @@ func (m *Migrator) recreate(ctx context.Context) error {
 			m.printf("  kept in %s only: %s %s/%s (finished; created again it would run again)", m.Opts.Backup, o.GetKind(), o.GetNamespace(), o.GetName())
 			continue
 		}
-		k, ok := m.kindOf(o.GetKind())
+		k, ok := m.kindOfObject(o)
 		if !ok {
 			return fmt.Errorf("%s %s/%s: no CRD recorded for its kind", o.GetKind(), o.GetNamespace(), o.GetName())
 		}
@@ -147,7 +148,8 @@ func (m *Migrator) adopt(ctx context.Context) error {
 // ownerKey is the NewUIDs key of the dependent's owner r: a cluster-scoped owner (a SidecarSet,
 // whose revisions live in a namespace) is keyed without the dependent's namespace.
 func (m *Migrator) ownerKey(r metav1.OwnerReference, dependentNamespace string) string {
-	if k, ok := m.kindOf(r.Kind); ok && !k.Namespaced {
+	gv, _ := schema.ParseGroupVersion(r.APIVersion)
+	if k, ok := m.kindOf(gv.Group, r.Kind); ok && !k.Namespaced {
 		return objectKey(r.Kind, "", r.Name)
 	}
 	return objectKey(r.Kind, dependentNamespace, r.Name)

@@ -61,10 +61,10 @@ func TestAdoptMovesSidecarSetRevision(t *testing.T) {
 // one (a SidecarSet) without a namespace, as recreate records it.
 func TestOwnerKey(t *testing.T) {
 	m := &Migrator{state: &State{Kinds: []Kind{{Kind: "SidecarSet"}, {Kind: "CloneSet", Namespaced: true}}}}
-	if got := m.ownerKey(metav1.OwnerReference{Kind: "SidecarSet", Name: "sc"}, "kruise-system"); got != objectKey("SidecarSet", "", "sc") {
+	if got := m.ownerKey(metav1.OwnerReference{APIVersion: "apps.kruise.io/v1beta1", Kind: "SidecarSet", Name: "sc"}, "kruise-system"); got != objectKey("SidecarSet", "", "sc") {
 		t.Errorf("SidecarSet: %s", got)
 	}
-	if got := m.ownerKey(metav1.OwnerReference{Kind: "CloneSet", Name: "web"}, "ns"); got != objectKey("CloneSet", "ns", "web") {
+	if got := m.ownerKey(metav1.OwnerReference{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "web"}, "ns"); got != objectKey("CloneSet", "ns", "web") {
 		t.Errorf("CloneSet: %s", got)
 	}
 }

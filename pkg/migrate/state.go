@@ -1,5 +1,5 @@
-// Package migrate moves a cluster's apps.kruise.io objects from OpenKruise's CustomResourceDefinitions
-// to inplace's aggregated API without touching a Pod: it saves every object, orphans the Pods,
+// Package migrate moves a cluster's apps.kruise.io and policy.kruise.io objects from OpenKruise's
+// CustomResourceDefinitions to inplace's aggregated API without touching a Pod: it saves every object, orphans the Pods,
 // PVCs and ControllerRevisions they own, deletes the CRDs (which frees the APIServices that
 // kube-apiserver's CRD autoregistration holds), registers inplace's APIServices, re-creates every
 // object under the same name and gives the dependents back their owners (with the new UIDs).
@@ -19,8 +19,18 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Group is OpenKruise's (and inplace's) API group.
-const Group = "apps.kruise.io"
+// The API groups the migration carries, OpenKruise's and inplace's.
+const (
+	// Group is apps.kruise.io: the workloads, SidecarSets, requests and jobs. A Kind recorded
+	// without a group (a state file of a version before PolicyGroup was carried) is of this group.
+	Group = "apps.kruise.io"
+	// PolicyGroup is policy.kruise.io: PodUnavailableBudgets. An older OpenKruise has no CRD of it
+	// and an older inplace does not serve it: then there is nothing of it to carry.
+	PolicyGroup = "policy.kruise.io"
+)
+
+// Groups are the groups carried, in the order their kinds are handled.
+var Groups = []string{Group, PolicyGroup}
 
 // The steps, in order. State.Done records each one finished.
 const (
@@ -37,10 +47,12 @@ const (
 // Steps are the steps in the order they run.
 var Steps = []string{StepBackup, StepWebhooks, StepOrphan, StepCRDs, StepAPIServices, StepRecreate, StepAdopt, StepVerify}
 
-// Kind is one apps.kruise.io CRD: its kind, plural, scope and the version its objects are saved
-// and re-created at (the CRD's storage version).
+// Kind is one CRD of a carried group: its group, kind, plural, scope and the version its objects
+// are saved and re-created at (the CRD's storage version).
 type Kind struct {
-	CRD        string `json:"crd"`
+	CRD string `json:"crd"`
+	// Group is the CRD's group; "" (a state file written before it was recorded) is Group.
+	Group      string `json:"group,omitempty"`
 	Kind       string `json:"kind"`
 	Plural     string `json:"plural"`
 	Version    string `json:"version"`
@@ -109,6 +121,9 @@ func loadState(path string) (*State, bool, error) {
 	}
 	if s.NewUIDs == nil {
 		s.NewUIDs = map[string]types.UID{}
+	}
+	for i := range s.Kinds {
+		s.Kinds[i].Group = s.Kinds[i].group()
 	}
 	return s, true, nil
 }
