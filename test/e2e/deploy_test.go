@@ -45,6 +45,8 @@ func TestDeployManifests(t *testing.T) {
 		"Service inplace-system/inplace-apiserver",
 		"APIService " + framework.APIServiceName,
 		"APIService " + framework.BetaAPIServiceName,
+		"APIService " + framework.PolicyAPIServiceName,
+		"APIService " + framework.PolicyBetaAPIServiceName,
 		"Deployment inplace-system/inplace-apiserver",
 		"PersistentVolumeClaim inplace-system/inplace-apiserver-data",
 		"ClusterRole inplace:controller",
@@ -93,7 +95,11 @@ func TestDeployCertManagerOverlay(t *testing.T) {
 	if secret != "inplace-apiserver-tls" || !slices.Contains(names, "inplace-apiserver.inplace-system.svc") {
 		t.Errorf("Certificate: secretName %q dnsNames %v, want the Secret the Deployment mounts, for inplace-apiserver.inplace-system.svc", secret, names)
 	}
-	for _, id := range []string{"APIService " + framework.APIServiceName, "APIService " + framework.BetaAPIServiceName, "MutatingWebhookConfiguration inplace-pod-webhook"} {
+	ids := []string{"MutatingWebhookConfiguration inplace-pod-webhook"}
+	for _, name := range framework.APIServiceNames {
+		ids = append(ids, "APIService "+name)
+	}
+	for _, id := range ids {
 		obj := objects[id]
 		if obj == nil {
 			t.Errorf("no %s", id)

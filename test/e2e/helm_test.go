@@ -271,7 +271,7 @@ func TestHelmInstallUninstall(t *testing.T) {
 	serves("helm install over the kustomize installation's data")
 
 	runHelm(t, ctx, bin, "uninstall", helmRelease, "--namespace", helmReleaseNamespace, "--wait", "--timeout", "2m")
-	for _, name := range []string{framework.APIServiceName, framework.BetaAPIServiceName} {
+	for _, name := range framework.APIServiceNames {
 		if _, err := framework.DynamicClient.Resource(framework.APIServiceGVR).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("after helm uninstall, APIService %s: %v, want it gone", name, err)
 		}
@@ -349,7 +349,7 @@ func installStandbyThenTakeOver(t *testing.T, ctx context.Context, bin, values s
 	t.Helper()
 	runHelm(t, ctx, bin, "install", helmRelease, "charts/inplace", "--namespace", helmReleaseNamespace, "-f", values,
 		"--set", "standby=true", "--wait", "--timeout", "5m")
-	for _, name := range []string{framework.APIServiceName, framework.BetaAPIServiceName} {
+	for _, name := range framework.APIServiceNames {
 		if _, err := framework.DynamicClient.Resource(framework.APIServiceGVR).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("standby: APIService %s: %v, want none (OpenKruise's CRDs hold it)", name, err)
 		}
@@ -390,7 +390,7 @@ func installStandbyThenTakeOver(t *testing.T, ctx context.Context, bin, values s
 	if _, err := framework.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "inplace-pod-webhook", metav1.GetOptions{}); err != nil {
 		t.Errorf("out of standby: the Pod webhook: %v", err)
 	}
-	for _, name := range []string{framework.APIServiceName, framework.BetaAPIServiceName} {
+	for _, name := range framework.APIServiceNames {
 		s, err := framework.DynamicClient.Resource(framework.APIServiceGVR).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("out of standby: APIService %s: %v", name, err)

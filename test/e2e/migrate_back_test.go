@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -70,12 +71,14 @@ func migrateBack(t *testing.T, ctx context.Context, ns string, kruise map[string
 	claims := snapshotClaims(t, ctx, ns)
 
 	out := mustKubectlInplace(t, ctx, "migrate", "--to-openkruise", "--backup", backup, "--crds", crds, "--dry-run")
-	for _, want := range []string{"plan of the way back", "install-crds: create the CRDs of " + crds, cloneSetCRD, sidecarSetCRD, fmt.Sprintf("%d pods, 2 persistentvolumeclaims", 2+1+nodes)} {
+	for _, want := range []string{"plan of the way back", "install-crds: create the CRDs of " + crds, cloneSetCRD, sidecarSetCRD, budgetCRD,
+		fmt.Sprintf("%d pods, 2 persistentvolumeclaims", 2+1+nodes), "remove-apiservices: delete inplace's APIServices v1alpha1.apps.kruise.io, v1beta1.apps.kruise.io, v1alpha1.policy.kruise.io, v1beta1.policy.kruise.io"} {
 		if !strings.Contains(out, want) {
 			framework.LogLines(t, "dry run", out)
 			t.Fatalf("dry run of the way back: no %q in its output (logged above)", want)
 		}
 	}
+	checkBudgetCounted(t, out, "dry run of the way back")
 	if _, err := os.Stat(backup); !os.IsNotExist(err) {
 		t.Fatalf("--dry-run wrote %s (%v)", backup, err)
 	}
@@ -123,6 +126,7 @@ func migrateBack(t *testing.T, ctx context.Context, ns string, kruise map[string
 		t.Fatalf("after the way back: Pods %+v, were %+v", now, before)
 	}
 	checkBackInCRDs(t, ctx, ns, kruise, oldUIDs, nodes)
+	checkBudgetBack(t, ctx, ns, kruise[budgetCRD], oldUIDs[budgetCRD])
 	checkClaimsKept(t, ctx, ns, claims, "after the way back")
 	checkClaimsOwned(t, ctx, ns, claims, cloneSetGVR, kruise[cloneSetCRD].name, "after the way back")
 
@@ -144,10 +148,11 @@ func namespaceOf(crd, ns string) string {
 	return ns
 }
 
-// checkServedByInplace: apps.kruise.io is still inplace's (a refused or dry run changed nothing).
+// checkServedByInplace: apps.kruise.io and policy.kruise.io are still inplace's (a refused or dry
+// run changed nothing).
 func checkServedByInplace(t *testing.T, ctx context.Context) {
 	t.Helper()
-	for _, name := range []string{framework.APIServiceName, framework.BetaAPIServiceName} {
+	for _, name := range framework.APIServiceNames {
 		s, err := framework.DynamicClient.Resource(framework.APIServiceGVR).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -158,15 +163,20 @@ func checkServedByInplace(t *testing.T, ctx context.Context) {
 	}
 }
 
-// checkBackInCRDs: kube-apiserver serves apps.kruise.io from the CRDs again; each object is there
+// checkBackInCRDs: none of inplace's APIServices is left (apps.kruise.io and policy.kruise.io
+// v1alpha1 are kube-apiserver's again, for the CRDs; policy.kruise.io v1beta1, which OpenKruise's
+// CRD does not serve, is gone); each object is there
 // with a new UID and the spec inplace had (the CloneSet's rolled-out image); the Pods and revisions
 // of the workloads are controlled by the new objects (the counts of the workloads' Pods), the
 // SidecarSet's revisions are in kruise-system controlled by the new SidecarSet, none left in
 // inplace's namespace.
 func checkBackInCRDs(t *testing.T, ctx context.Context, ns string, kruise map[string]*kruiseObject, oldUIDs map[string]types.UID, nodes int32) {
 	t.Helper()
-	for _, name := range []string{framework.APIServiceName, framework.BetaAPIServiceName} {
+	for _, name := range framework.APIServiceNames {
 		s, err := framework.DynamicClient.Resource(framework.APIServiceGVR).Get(ctx, name, metav1.GetOptions{})
+		if name == framework.PolicyBetaAPIServiceName && apierrors.IsNotFound(err) {
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,6 +46,9 @@ var (
 	crdGVR        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	cloneSetGVR   = schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1alpha1", Resource: "clonesets"}
 	sidecarSetGVR = schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1beta1", Resource: "sidecarsets"}
+	// budgetGVR is OpenKruise v1.9's PodUnavailableBudget CRD (v1alpha1 only, served and stored).
+	budgetGVR     = schema.GroupVersionResource{Group: "policy.kruise.io", Version: "v1alpha1", Resource: "podunavailablebudgets"}
+	budgetBetaGVR = schema.GroupVersionResource{Group: "policy.kruise.io", Version: "v1beta1", Resource: "podunavailablebudgets"}
 )
 
 const (
@@ -55,20 +58,26 @@ const (
 	sidecarSetCRD  = "sidecarsets.apps.kruise.io"
 	crrCRD         = "containerrecreaterequests.apps.kruise.io"
 	pullJobCRD     = "imagepulljobs.apps.kruise.io"
+	budgetCRD      = "podunavailablebudgets.policy.kruise.io"
 )
 
 // kruiseCRD is one of OpenKruise's CRDs, reduced to its names, its storage version in OpenKruise
 // v1.9 and subresources (its schema keeps every field).
 func kruiseCRD(plural, kind, version string, namespaced bool, shortNames ...any) map[string]any {
+	return kruiseGroupCRD("apps.kruise.io", plural, kind, version, namespaced, shortNames...)
+}
+
+// kruiseGroupCRD is kruiseCRD in another of OpenKruise's groups (policy.kruise.io).
+func kruiseGroupCRD(group, plural, kind, version string, namespaced bool, shortNames ...any) map[string]any {
 	scope := "Cluster"
 	if namespaced {
 		scope = "Namespaced"
 	}
 	return map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": plural + ".apps.kruise.io"},
+		"metadata": map[string]any{"name": plural + "." + group},
 		"spec": map[string]any{
-			"group": "apps.kruise.io", "scope": scope,
+			"group": group, "scope": scope,
 			"names": map[string]any{"kind": kind, "listKind": kind + "List", "plural": plural, "singular": strings.ToLower(kind), "shortNames": shortNames},
 			"versions": []any{map[string]any{
 				"name": version, "served": true, "storage": true,
@@ -87,6 +96,7 @@ var kruiseCRDs = []map[string]any{
 	kruiseCRD("sidecarsets", "SidecarSet", "v1beta1", false),
 	kruiseCRD("containerrecreaterequests", "ContainerRecreateRequest", "v1alpha1", true, "crr"),
 	kruiseCRD("imagepulljobs", "ImagePullJob", "v1beta1", true),
+	kruiseGroupCRD("policy.kruise.io", "podunavailablebudgets", "PodUnavailableBudget", "v1alpha1", true, "pub"),
 }
 
 // kubeRevisionHash is kube's controller-history hash (history.HashControllerRevision: fnv-32 of
@@ -185,7 +195,8 @@ func restoreInplaceAPIServices(t *testing.T, saved []*unstructured.Unstructured)
 }
 
 // TestMigrateFromOpenKruise: one migration run carries a CloneSet, an Advanced StatefulSet, an
-// Advanced DaemonSet and a SidecarSet (with a Pod it injected) from OpenKruise's CRDs to inplace.
+// Advanced DaemonSet, a SidecarSet (with a Pod it injected) and a PodUnavailableBudget
+// (policy.kruise.io) from OpenKruise's CRDs to inplace.
 // Every Pod keeps its UID, containers and restart counts, through the migration and while
 // inplace's controller runs afterwards; each controller takes OpenKruise's revision as current
 // (no new ControllerRevision); afterwards a CloneSet rollout and a SidecarSet image change go in
@@ -231,12 +242,13 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 	// --dry-run prints the plan and changes nothing.
 	out := mustKubectlInplace(t, ctx, "migrate", "--backup", backup, "--apiservices", apiservices, "--dry-run", "--scale-down-kruise")
 	for _, want := range []string{"plan", "would scale Deployment kruise-system/kruise-manager", cloneSetCRD, sidecarSetCRD, "kruise-mutating-webhook-configuration",
-		fmt.Sprintf("%d pods, 2 persistentvolumeclaims", 2+1+nodes)} {
+		fmt.Sprintf("%d pods, 2 persistentvolumeclaims", 2+1+nodes), framework.PolicyAPIServiceName} {
 		if !strings.Contains(out, want) {
 			framework.LogLines(t, "dry run", out)
 			t.Fatalf("dry run: no %q in its output (logged above)", want)
 		}
 	}
+	checkBudgetCounted(t, out, "dry run")
 	if _, err := framework.DynamicClient.Resource(crdGVR).Get(ctx, cloneSetCRD, metav1.GetOptions{}); err != nil {
 		t.Fatalf("after --dry-run: CRD %s: %v", cloneSetCRD, err)
 	}
@@ -278,6 +290,7 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 		t.Errorf("migrate: no %q in the output of its runs", want)
 	}
 	checkPodsKept(t, ctx, ns, before, revsBefore, kruise[sidecarSetCRD].revName, "after the migration, before inplace's controller runs", 0)
+	checkBudgetMigrated(t, ctx, ns, kruise[budgetCRD])
 	// From here to the end of the way back (over a minute), every change of every Pod is recorded:
 	// the Pods no later step means to change must never change (untouchedSince, at the end).
 	migrated, watched := time.Now(), framework.RecordPods(t, ctx, ns)
@@ -287,6 +300,7 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 	}
 	checkClaimsKept(t, ctx, ns, claims, "after the migration")
 	checkMigrated(t, ctx, ns, kruise, nodes)
+	checkBudgetLive(t, ctx, ns, kruise[budgetCRD])
 	checkPodsKept(t, ctx, ns, before, revsBefore, kruise[sidecarSetCRD].revName, "while inplace's controller runs", 10*time.Second)
 	checkClaimsOwned(t, ctx, ns, claims, cloneSetGVR, cs.Name, "after inplace's CloneSet controller ran")
 	checkBackup(t, backup)
@@ -386,7 +400,8 @@ type kruiseObject struct {
 	name    string
 	revName string
 	hash    string
-	status  map[string]any // a finished object's status, as OpenKruise left it
+	status  map[string]any // a finished object's (or the budget's) status, as OpenKruise left it
+	uid     types.UID      // the budget's UID in OpenKruise's CRD
 }
 
 // buildOpenKruiseState turns inplace's objects into what OpenKruise leaves: the objects in CRDs
@@ -418,7 +433,7 @@ func buildOpenKruiseState(t *testing.T, ctx context.Context, ns, sidecarSet stri
 	// inplace's APIServices out, OpenKruise's CRDs in.
 	dyn := framework.DynamicClient
 	var saved []*unstructured.Unstructured
-	for _, name := range []string{framework.APIServiceName, framework.BetaAPIServiceName} {
+	for _, name := range framework.APIServiceNames {
 		s, err := dyn.Resource(framework.APIServiceGVR).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -449,6 +464,7 @@ func buildOpenKruiseState(t *testing.T, ctx context.Context, ns, sidecarSet stri
 	}
 	// The request stays in the backup only (pkg/migrate: finishedRequest); the job is carried.
 	objs[pullJobCRD] = finished[pullJobCRD]
+	objs[budgetCRD] = createKruiseBudget(t, ctx, ns)
 	createKruiseControlPlane(t, ctx, ns)
 	return objs, saved
 }
@@ -1049,7 +1065,7 @@ func checkPodsKept(t *testing.T, ctx context.Context, ns string, before map[stri
 	})
 }
 
-// checkBackup: the backup holds the six objects, as OpenKruise served them.
+// checkBackup: the backup holds the seven objects, as OpenKruise served them.
 func checkBackup(t *testing.T, path string) {
 	t.Helper()
 	raw, err := os.ReadFile(path)
@@ -1072,7 +1088,7 @@ func checkBackup(t *testing.T, path string) {
 		kinds = append(kinds, u.GetKind()+"/"+u.GetName())
 	}
 	sort.Strings(kinds)
-	if list.Kind != "List" || len(kinds) != 6 {
-		t.Fatalf("backup: kind %s, items %v, want a List of the six objects", list.Kind, kinds)
+	if list.Kind != "List" || len(kinds) != 7 {
+		t.Fatalf("backup: kind %s, items %v, want a List of the seven objects", list.Kind, kinds)
 	}
 }

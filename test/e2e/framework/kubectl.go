@@ -87,7 +87,7 @@ func LogInstallation(t *testing.T, ctx context.Context) {
 	t.Helper()
 	for _, args := range [][]string{
 		{"get", "statefulsets,deployments,daemonsets,pods,pvc", "-n", InplaceNamespace, "-o", "wide"},
-		{"get", "apiservices", APIServiceName, BetaAPIServiceName},
+		append([]string{"get", "apiservices"}, APIServiceNames...),
 		{"get", "events", "-n", InplaceNamespace, "--sort-by=.lastTimestamp"},
 	} {
 		out, stderr, err := Kubectl(ctx, "", args...)
