@@ -128,8 +128,9 @@ func NewOptions() *Options {
 	// admitted the request and holds its seat until the proxied answer is back, so a second
 	// queue here would only queue it again. What APF costs an idle server: watches of the
 	// cluster's FlowSchemas and PriorityLevelConfigurations, its config worker (every second),
-	// its borrowing adjustment (every 10 s) and its queue's metrics loop (twice a second); 1.5
-	// mCPU of inplace-apiserver's idle 10 on the local cluster (docs/benchmarks.md). Without it
+	// its borrowing adjustment (every 10 s) and its queue's metrics loop (twice a second): 15 of
+	// the idle server's ~285 context switches per second on the local cluster
+	// (docs/benchmarks.md, hack/bench-idle.sh). Without it
 	// the generic server's max-in-flight limits (--max-requests-inflight,
 	// --max-mutating-requests-inflight) bound what it serves at once, also for the requests
 	// that reach it directly (kube-apiserver's availability and OpenAPI checks); its own
