@@ -3,6 +3,7 @@
 package etcd
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/url"
@@ -28,7 +29,29 @@ type Options struct {
 	// Defrag, when set, rewrites the database file without its free pages when it is idle and
 	// mostly free or much grown (see DefragPolicy); nil never does.
 	Defrag *DefragPolicy
+	// HeartbeatInterval is the raft tick (etcd's --heartbeat-interval); the election timeout is
+	// five ticks, the least etcd accepts. 0 means DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+	// BackendBatchInterval is the longest a write stays in the backend's open bbolt transaction
+	// before it is committed to the database file (etcd's --backend-batch-interval). 0 means
+	// DefaultBackendBatchInterval.
+	BackendBatchInterval time.Duration
 }
+
+const (
+	// DefaultHeartbeatInterval is 200 ms, twice etcd's default: every tick wakes the process
+	// (raft's node loop and etcd's ticker), and a lone member sends heartbeats to nobody. The
+	// price is at start: a fresh or restarted lone member fast-forwards its election ticks and
+	// leads after 1 to 5 more ticks, 0.2-1 s instead of 0.1-0.5 s at 100 ms.
+	DefaultHeartbeatInterval = 200 * time.Millisecond
+	// DefaultBackendBatchInterval is 1 s instead of etcd's 100 ms: the backend goroutine wakes
+	// once per interval, idle or not. It decides when applied writes reach the bbolt file, not
+	// when they are durable or visible: etcd acknowledges a write once its raft entry is in the
+	// fsynced WAL, replays the WAL from the backend's consistent index after a crash, and serves
+	// reads of not yet committed writes from the transaction's read buffer. Deletes, the batch
+	// limit (10000 writes), snapshots, compactions and defragmentation commit at once anyway.
+	DefaultBackendBatchInterval = time.Second
+)
 
 // Server is a running embedded etcd.
 type Server struct {
@@ -54,11 +77,20 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	// One member needs no long election timeout: etcd fast-forwards a lone member's election
-	// ticks, so it leads within one election timeout (up to ~0.5 s here instead of ~1 s). The
-	// tick stays at etcd's 100 ms: every tick wakes the process, and a 10 ms tick made idle
-	// inplace-apiserver spend 22 mCPU instead of 7 (standalone, 60 s of /proc ticks; its
-	// readiness at start did not move, 1.1-1.7 s either way on the loaded 2-core machine).
-	cfg.TickMs, cfg.ElectionMs = 100, 500
+	// ticks, so it leads within one election timeout; five ticks is the least etcd accepts.
+	// Every tick wakes the process: a 10 ms tick made idle inplace-apiserver spend 22 mCPU
+	// instead of 7 at 100 ms (standalone, 60 s of /proc ticks), and the default is now 200 ms
+	// (see DefaultHeartbeatInterval; docs/benchmarks.md, hack/bench-idle.sh).
+	tick := o.HeartbeatInterval
+	if tick <= 0 {
+		tick = DefaultHeartbeatInterval
+	}
+	cfg.TickMs = uint(max(tick.Milliseconds(), 1))
+	cfg.ElectionMs = 5 * cfg.TickMs
+	cfg.BackendBatchInterval = o.BackendBatchInterval
+	if cfg.BackendBatchInterval <= 0 {
+		cfg.BackendBatchInterval = DefaultBackendBatchInterval
+	}
 	// etcd keeps the raft log since its last snapshot in memory, plus SnapshotCatchUpEntries
 	// for followers that fall behind: 10000 + 5000 entries by default, each a whole stored
 	// object. One member has no follower, and a snapshot of it is a small file, so snapshot
@@ -119,8 +151,17 @@ type klogWriter struct {
 }
 
 func (w *klogWriter) Write(p []byte) (int, error) {
-	if !w.closing.Load() {
+	if !w.closing.Load() && !startupNoise(p) {
 		klog.Info("etcd: " + strings.TrimSpace(string(p)))
 	}
 	return len(p), nil
+}
+
+// startupNoise tells etcd's one error of a fresh data directory that is no error: its storage
+// version monitor first runs as the cluster version is set, a few ms after the start, and reads
+// the raft term from the database file, which the backend writes only at its next commit (up to
+// BackendBatchInterval later). It logs "failed to update storage version ... missing term
+// information" and succeeds at its next run, 4 s later.
+func startupNoise(p []byte) bool {
+	return bytes.Contains(p, []byte(`"failed to update storage version"`)) && bytes.Contains(p, []byte("missing term information"))
 }

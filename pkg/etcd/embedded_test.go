@@ -141,3 +141,57 @@ func TestDefragPolicy(t *testing.T) {
 		}
 	}
 }
+
+// The embedded etcd ticks every DefaultHeartbeatInterval and commits its backend every
+// DefaultBackendBatchInterval unless told otherwise, with an election timeout of five ticks (the
+// least etcd accepts), and serves either way.
+func TestTimings(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		name                  string
+		heartbeat, batch      time.Duration
+		wantTick, wantElected uint
+		wantBatch             time.Duration
+	}{
+		{name: "defaults", wantTick: 200, wantElected: 1000, wantBatch: time.Second},
+		{name: "set", heartbeat: 50 * time.Millisecond, batch: 300 * time.Millisecond, wantTick: 50, wantElected: 250, wantBatch: 300 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Start(ctx, Options{DataDir: t.TempDir(), UnsafeNoFsync: true, HeartbeatInterval: tc.heartbeat, BackendBatchInterval: tc.batch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			cfg := s.etcd.Config()
+			if cfg.TickMs != tc.wantTick || cfg.ElectionMs != tc.wantElected || cfg.BackendBatchInterval != tc.wantBatch {
+				t.Errorf("tick %d ms, election %d ms, backend batch %s; want %d ms, %d ms, %s",
+					cfg.TickMs, cfg.ElectionMs, cfg.BackendBatchInterval, tc.wantTick, tc.wantElected, tc.wantBatch)
+			}
+			c := client(t, s)
+			defer func() { _ = c.Close() }()
+			if _, err := c.Put(ctx, "/k", "v"); err != nil {
+				t.Fatalf("put: %v", err)
+			}
+			if resp, err := c.Get(ctx, "/k"); err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "v" {
+				t.Errorf("get right after the put (not yet committed to the backend file): %v, %v", resp, err)
+			}
+		})
+	}
+}
+
+// Only etcd's storage-version error of a fresh start is dropped from the log.
+func TestStartupNoise(t *testing.T) {
+	noise := `{"level":"error","msg":"failed to update storage version","cluster-version":"3.7.0","error":"cannot detect storage schema version: missing term information"}`
+	if !startupNoise([]byte(noise)) {
+		t.Error("the fresh start's storage version error is logged")
+	}
+	for _, line := range []string{
+		`{"level":"error","msg":"failed to update storage version","cluster-version":"3.7.0","error":"some other failure"}`,
+		`{"level":"warn","msg":"apply request took too long"}`,
+	} {
+		if startupNoise([]byte(line)) {
+			t.Errorf("%s is dropped from the log", line)
+		}
+	}
+}

@@ -67,6 +67,12 @@ type Options struct {
 	// EmbeddedEtcdDefrag rewrites the embedded etcd's database without its free pages when the
 	// server is idle and the file mostly free or much grown (see etcd.DefragPolicy).
 	EmbeddedEtcdDefrag bool
+	// EmbeddedEtcdHeartbeatInterval is the embedded etcd's raft tick (its election timeout is
+	// five of them); EmbeddedEtcdBackendBatchInterval how long its applied writes may wait before
+	// they are committed to its database file. See etcd.DefaultHeartbeatInterval and
+	// etcd.DefaultBackendBatchInterval for why they are longer than etcd's defaults.
+	EmbeddedEtcdHeartbeatInterval    time.Duration
+	EmbeddedEtcdBackendBatchInterval time.Duration
 	// TrustFrontProxyAuthorization allows requests kube-apiserver proxied without asking it again
 	// (aggregated mode; see apiserver.FrontProxy).
 	TrustFrontProxyAuthorization bool
@@ -98,6 +104,9 @@ func NewOptions() *Options {
 		TrustFrontProxyAuthorization: true,
 		TrimIdleMemory:               true,
 		EmbeddedEtcdDefrag:           true,
+
+		EmbeddedEtcdHeartbeatInterval:    etcd.DefaultHeartbeatInterval,
+		EmbeddedEtcdBackendBatchInterval: etcd.DefaultBackendBatchInterval,
 	}
 	o.ServerRun = genericoptions.NewServerRunOptionsForComponent(basecompatibility.DefaultKubeComponent, o.componentGlobals)
 	// Watches end within 5 s of SIGTERM instead of the default minute: kube-controller-manager
@@ -114,6 +123,20 @@ func NewOptions() *Options {
 	// by default; with the plugin on, /readyz would never pass there. --enable-admission-plugins
 	// turns it back on for clusters that serve admissionregistration.k8s.io MutatingAdmissionPolicy.
 	o.Recommended.Admission.DisablePlugins = append(o.Recommended.Admission.DisablePlugins, "MutatingAdmissionPolicy")
+	// API Priority and Fairness is off by default (--enable-priority-and-fairness turns it on):
+	// the clients of an aggregated server reach it through kube-apiserver, whose own APF has
+	// admitted the request and holds its seat until the proxied answer is back, so a second
+	// queue here would only queue it again. What APF costs an idle server: watches of the
+	// cluster's FlowSchemas and PriorityLevelConfigurations, its config worker (every second),
+	// its borrowing adjustment (every 10 s) and its queue's metrics loop (twice a second): 15 of
+	// the idle server's ~285 context switches per second on the local cluster
+	// (docs/benchmarks.md, hack/bench-idle.sh). Without it
+	// the generic server's max-in-flight limits (--max-requests-inflight,
+	// --max-mutating-requests-inflight) bound what it serves at once, also for the requests
+	// that reach it directly (kube-apiserver's availability and OpenAPI checks); its own
+	// loopback client and the Pod webhook (served ahead of the filter chain) were never
+	// queued by APF.
+	o.Recommended.Features.EnablePriorityAndFairness = false
 	// The generic server reads feature gates and the effective version from this registry.
 	_, _ = o.componentGlobals.ComponentGlobalsOrRegister(basecompatibility.DefaultKubeComponent,
 		basecompatibility.NewEffectiveVersionFromString(baseversion.DefaultKubeBinaryVersion, "", ""),
@@ -139,6 +162,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"and half free or doubled since its last defragmentation, "+
 			"as operators run `etcdctl defrag` on their etcd: without it the file and its memory map keep the size of the "+
 			"largest burst of history. It blocks the embedded etcd while it copies the data in use (39 ms here for a 35 MB file holding 77 KB; longer the more is in use).")
+	fs.DurationVar(&o.EmbeddedEtcdHeartbeatInterval, "embedded-etcd-heartbeat-interval", o.EmbeddedEtcdHeartbeatInterval,
+		"Raft tick of the embedded etcd (etcd's --heartbeat-interval; its election timeout is five ticks). Each tick wakes the "+
+			"process; a shorter one makes the embedded etcd lead sooner at start (within five ticks).")
+	fs.DurationVar(&o.EmbeddedEtcdBackendBatchInterval, "embedded-etcd-backend-batch-interval", o.EmbeddedEtcdBackendBatchInterval,
+		"Longest time the embedded etcd keeps applied writes in its open database transaction before committing them to the file "+
+			"(etcd's --backend-batch-interval). Writes are durable once in its write-ahead log either way; each interval wakes the process.")
 	fs.BoolVar(&o.EmbeddedEtcdUnsafeNoFsync, "embedded-etcd-unsafe-no-fsync", false, "Skip fsync in the embedded etcd. Data may be lost on a crash: tests only.")
 	_ = fs.MarkHidden("embedded-etcd-unsafe-no-fsync")
 	o.Recommended.AddFlags(fs)
@@ -228,6 +257,13 @@ func (o *Options) Validate() error {
 	}
 	if o.embeddedEtcd() && o.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir: required for the embedded etcd (or give --etcd-servers)"))
+	}
+	// etcd refuses an election timeout over 50 s, five ticks here.
+	if d := o.EmbeddedEtcdHeartbeatInterval; d < time.Millisecond || d > 10*time.Second {
+		errs = append(errs, fmt.Errorf("--embedded-etcd-heartbeat-interval=%s: must be from 1ms to 10s", d))
+	}
+	if d := o.EmbeddedEtcdBackendBatchInterval; d <= 0 {
+		errs = append(errs, fmt.Errorf("--embedded-etcd-backend-batch-interval=%s: must be positive", d))
 	}
 	errs = append(errs, o.Recommended.Validate()...)
 	errs = append(errs, o.ServerRun.Validate()...) // with --feature-gates and --emulated-version
@@ -338,7 +374,8 @@ func (o *Options) Start(ctx context.Context) (*Running, error) {
 		var err error
 		embedded, err = etcd.Start(ctx, etcd.Options{
 			DataDir: o.DataDir, ClientPort: o.EmbeddedEtcdPort, UnsafeNoFsync: o.EmbeddedEtcdUnsafeNoFsync,
-			Defrag: o.embeddedEtcdDefrag(),
+			Defrag: o.embeddedEtcdDefrag(), HeartbeatInterval: o.EmbeddedEtcdHeartbeatInterval,
+			BackendBatchInterval: o.EmbeddedEtcdBackendBatchInterval,
 		})
 		if err != nil {
 			return nil, err

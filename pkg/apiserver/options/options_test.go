@@ -80,6 +80,15 @@ func TestDefaults(t *testing.T) {
 	if o.ServerRun.ShutdownWatchTerminationGracePeriod != 5*time.Second {
 		t.Errorf("watch termination grace %s, want 5s", o.ServerRun.ShutdownWatchTerminationGracePeriod)
 	}
+	// What an idle server wakes up for (docs/benchmarks.md, hack/bench-idle.sh): APF off, the
+	// embedded etcd ticking every 200 ms and committing its backend once a second.
+	if o.Recommended.Features.EnablePriorityAndFairness {
+		t.Error("priority and fairness on by default, want off (kube-apiserver's APF admits what is proxied here)")
+	}
+	if o.EmbeddedEtcdHeartbeatInterval != 200*time.Millisecond || o.EmbeddedEtcdBackendBatchInterval != time.Second {
+		t.Errorf("embedded etcd heartbeat %s, backend batch %s; want 200ms, 1s",
+			o.EmbeddedEtcdHeartbeatInterval, o.EmbeddedEtcdBackendBatchInterval)
+	}
 	if err := o.Complete(); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
@@ -106,6 +115,11 @@ func TestFlags(t *testing.T) {
 	NewOptions().AddFlags(fs)
 	if f := fs.Lookup("embedded-etcd-unsafe-no-fsync"); f == nil || !f.Hidden {
 		t.Error("--embedded-etcd-unsafe-no-fsync is not hidden")
+	}
+	o = parse(t, "--embedded-etcd-heartbeat-interval=100ms", "--embedded-etcd-backend-batch-interval=250ms")
+	if o.EmbeddedEtcdHeartbeatInterval != 100*time.Millisecond || o.EmbeddedEtcdBackendBatchInterval != 250*time.Millisecond {
+		t.Errorf("embedded etcd heartbeat %s, backend batch %s; want the flags' 100ms, 250ms",
+			o.EmbeddedEtcdHeartbeatInterval, o.EmbeddedEtcdBackendBatchInterval)
 	}
 }
 
@@ -168,6 +182,17 @@ func TestCompleteAggregated(t *testing.T) {
 	if o.Recommended.ExtraAdmissionInitializers == nil {
 		t.Error("no initializer hands inplace's plugins their client and informers")
 	}
+	if o.Recommended.Features.EnablePriorityAndFairness {
+		t.Error("priority and fairness on without --enable-priority-and-fairness")
+	}
+	// The generic flag still turns it on in aggregated mode.
+	o = parse(t, "--mode=aggregated", "--enable-priority-and-fairness")
+	if err := o.Complete(); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	if !o.Recommended.Features.EnablePriorityAndFairness {
+		t.Error("--enable-priority-and-fairness did not turn priority and fairness on")
+	}
 }
 
 // TestValidate: a bad mode, a non-loopback address in standalone mode and an embedded etcd
@@ -185,6 +210,12 @@ func TestValidate(t *testing.T) {
 		{name: "embedded etcd without data dir", args: []string{"--data-dir=", "--cert-dir=/c"},
 			want: []string{"--data-dir: required for the embedded etcd"}},
 		{name: "external etcd without data dir", args: []string{"--data-dir=", "--cert-dir=/c", "--etcd-servers=https://etcd:2379"}},
+		{name: "no heartbeat", args: []string{"--embedded-etcd-heartbeat-interval=0"},
+			want: []string{"--embedded-etcd-heartbeat-interval=0s: must be from 1ms to 10s"}},
+		{name: "heartbeat over etcd's limit", args: []string{"--embedded-etcd-heartbeat-interval=11s"},
+			want: []string{"--embedded-etcd-heartbeat-interval=11s"}},
+		{name: "no backend batch interval", args: []string{"--embedded-etcd-backend-batch-interval=0"},
+			want: []string{"--embedded-etcd-backend-batch-interval=0s: must be positive"}},
 		{name: "all at once", args: []string{"--mode=x", "--data-dir=", "--cert-dir=/c"},
 			want: []string{`--mode="x"`, "--data-dir"}},
 	} {
