@@ -370,10 +370,8 @@ func (c *Controller) updateInPlace(ctx context.Context, cs *v1alpha1.CloneSet, p
 	_, err := c.Inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{})
 	if err != nil {
 		c.Exp.UpdateObserved(key, pod.Name)
-		if wait, ok := inplacerequest.AsBudgetWait(pod.Name, err).(*inplacerequest.BudgetWait); ok {
+		if wait, ok := inplacerequest.Waiting(c.Recorder, cs, pod.Name, err); ok {
 			// A PodUnavailableBudget holds the Pod back: the update waits (no error, no backoff).
-			c.Recorder.Eventf(cs, corev1.EventTypeNormal, inplacerequest.ReasonBlockedByBudget,
-				"waiting to update pod %s in place: %s", pod.Name, wait.Message)
 			return wait
 		}
 		c.Recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedUpdatePodInPlace,

@@ -160,8 +160,8 @@ func (c *Controller) updateInPlace(ctx context.Context, ds *v1alpha1.DaemonSet, 
 	c.Exp.ExpectUpdate(key, pod.Name, revision)
 	if _, err := c.Inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{}); err != nil {
 		c.Exp.UpdateObserved(key, pod.Name)
-		if wait, ok := inplacerequest.AsBudgetWait(pod.Name, err).(*inplacerequest.BudgetWait); ok {
-			c.Recorder.Eventf(ds, corev1.EventTypeNormal, inplacerequest.ReasonBlockedByBudget, "waiting to update pod %s in place: %s", pod.Name, wait.Message)
+		if wait, ok := inplacerequest.Waiting(c.Recorder, ds, pod.Name, err); ok {
+			// A PodUnavailableBudget holds the Pod back: the update waits (no error, no backoff).
 			return wait
 		}
 		c.Recorder.Eventf(ds, corev1.EventTypeWarning, ownership.ReasonFailedUpdatePodInPlace, "failed to update pod %s in place to revision %s: %v", pod.Name, revision, err)

@@ -107,13 +107,7 @@ func (c *Controller) upgradePods(ctx context.Context, set *v1alpha1.SidecarSet, 
 		case apierrors.IsNotFound(err):
 			continue
 		case apierrors.IsTooManyRequests(err):
-			// A PodUnavailableBudget holds the Pod back: the others of the step still go, and
-			// this one's turn comes again once a Pod of the budget is available again.
-			logger.V(2).Info("Sidecar upgrade waits for a PodUnavailableBudget", "sidecarset", set.Name, "pod", klog.KObj(pod), "reason", err.Error())
-			c.recorder.Eventf(set, corev1.EventTypeNormal, inplacerequest.ReasonBlockedByBudget, "waiting to upgrade the sidecars of pod %s: %s",
-				klog.KObj(pod), err.Error())
-			podUpgrades.WithLabelValues(set.Name, resultWaiting).Inc()
-			requeue = reconcile.Soonest(requeue, inplacerequest.BudgetRetry)
+			requeue = reconcile.Soonest(requeue, c.waitForBudget(ctx, set, pod, err))
 			continue
 		case err != nil:
 			podUpgrades.WithLabelValues(set.Name, resultFailed).Inc()
@@ -209,13 +203,7 @@ func (c *Controller) resetHotUpgrades(ctx context.Context, set *v1alpha1.Sidecar
 		case apierrors.IsNotFound(err):
 			continue
 		case apierrors.IsTooManyRequests(err):
-			// A PodUnavailableBudget holds the Pod back: the others of the step still go, and
-			// this one's turn comes again once a Pod of the budget is available again.
-			klog.FromContext(ctx).V(2).Info("Sidecar upgrade waits for a PodUnavailableBudget", "sidecarset", set.Name, "pod", klog.KObj(pod), "reason", err.Error())
-			c.recorder.Eventf(set, corev1.EventTypeNormal, inplacerequest.ReasonBlockedByBudget, "waiting to upgrade the sidecars of pod %s: %s",
-				klog.KObj(pod), err.Error())
-			podUpgrades.WithLabelValues(set.Name, resultWaiting).Inc()
-			requeue = reconcile.Soonest(requeue, inplacerequest.BudgetRetry)
+			requeue = reconcile.Soonest(requeue, c.waitForBudget(ctx, set, pod, err))
 			continue
 		case err != nil:
 			podUpgrades.WithLabelValues(set.Name, resultFailed).Inc()
@@ -300,4 +288,15 @@ func olderVersion(a, b string) bool {
 	x, errA := strconv.ParseUint(a, 10, 64)
 	y, errB := strconv.ParseUint(b, 10, 64)
 	return errA == nil && errB == nil && x < y
+}
+
+// waitForBudget records that a PodUnavailableBudget holds the Pod back (pods/inplaceupdate
+// answered 429): the other Pods of the step still go, and this one's turn comes again once a Pod
+// of the budget is available again. It returns when to look again.
+func (c *Controller) waitForBudget(ctx context.Context, set *v1alpha1.SidecarSet, pod *corev1.Pod, err error) time.Duration {
+	klog.FromContext(ctx).V(2).Info("Sidecar upgrade waits for a PodUnavailableBudget", "sidecarset", set.Name, "pod", klog.KObj(pod), "reason", err.Error())
+	c.recorder.Eventf(set, corev1.EventTypeNormal, inplacerequest.ReasonBlockedByBudget, "waiting to upgrade the sidecars of pod %s: %s",
+		klog.KObj(pod), err.Error())
+	podUpgrades.WithLabelValues(set.Name, resultWaiting).Inc()
+	return inplacerequest.BudgetRetry
 }

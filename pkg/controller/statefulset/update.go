@@ -314,8 +314,8 @@ func (c *Controller) applyStep(ctx context.Context, set *v1beta1.StatefulSet, st
 	c.Exp.ExpectUpdate(key, pod.Name, updateRevision)
 	if _, err := c.Inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{}); err != nil {
 		c.Exp.UpdateObserved(key, pod.Name)
-		if wait, ok := inplacerequest.AsBudgetWait(pod.Name, err).(*inplacerequest.BudgetWait); ok {
-			c.Recorder.Eventf(set, corev1.EventTypeNormal, inplacerequest.ReasonBlockedByBudget, "waiting to update pod %s in place: %s", pod.Name, wait.Message)
+		if wait, ok := inplacerequest.Waiting(c.Recorder, set, pod.Name, err); ok {
+			// A PodUnavailableBudget holds the Pod back: the update waits (no error, no backoff).
 			return wait
 		}
 		c.Recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedUpdatePodInPlace, "failed to update pod %s in place to revision %s: %v", pod.Name, updateRevision, err)

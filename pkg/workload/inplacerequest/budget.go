@@ -4,7 +4,10 @@ import (
 	"errors"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
 )
 
 // ReasonBlockedByBudget is the Event reason (and the FailedUpdate condition's reason) of a Pod
@@ -32,6 +35,16 @@ func AsBudgetWait(pod string, err error) error {
 		return &BudgetWait{Pod: pod, Message: status.Status().Message}
 	}
 	return err
+}
+
+// Waiting is how a workload takes the error of its in-place update of pod: a refusal by a
+// PodUnavailableBudget (a 429) becomes a *BudgetWait, told in a Normal Event about the workload
+// obj; ok is false for any other error, which is the caller's to report.
+func Waiting(recorder record.EventRecorder, obj runtime.Object, pod string, err error) (wait *BudgetWait, ok bool) {
+	if wait, ok = AsBudgetWait(pod, err).(*BudgetWait); ok {
+		recorder.Eventf(obj, corev1.EventTypeNormal, ReasonBlockedByBudget, "waiting to update pod %s in place: %s", pod, wait.Message)
+	}
+	return wait, ok
 }
 
 // BudgetWaits splits err (a join of Pod update errors, joins of joins too) into the budget waits
