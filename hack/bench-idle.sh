@@ -162,14 +162,7 @@ report() {
 }
 
 if [[ "$MODE" == cluster ]]; then
-  trap bench_cleanup EXIT
-  if ! cluster_running; then
-    [[ $EUID -eq 0 ]] || die "the local cluster is not running and starting it needs root"
-    log "the local cluster is not running: starting it with hack/local-up.sh"
-    STARTED_CLUSTER=true
-    hack/local-up.sh >&2
-  fi
-  cluster_running || die "the local cluster is not up"
+  bench_cluster_up
   BASE_FLAGS="${INPLACE_APISERVER_FLAGS:-}"
   restore() {
     log "restarting inplace-apiserver with its usual flags (INPLACE_APISERVER_FLAGS='$BASE_FLAGS')"

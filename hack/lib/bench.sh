@@ -77,10 +77,9 @@ bench_cleanup() {
   exit "$rc"
 }
 
-# bench_start PREFIX: sets the cleanup trap, starts the local cluster when it
-# is not running, creates the namespace $NS (PREFIX-TIME-PID, with its default
-# ServiceAccount) and the scratch directory $WORK.
-bench_start() {
+# bench_cluster_up: sets the cleanup trap and starts the local cluster when it
+# is not running (bench_cleanup brings it down again then).
+bench_cluster_up() {
   trap bench_cleanup EXIT
   if ! cluster_running; then
     [[ $EUID -eq 0 ]] || die "the local cluster is not running and starting it needs root"
@@ -89,6 +88,14 @@ bench_start() {
     hack/local-up.sh >&2
   fi
   cluster_running || die "the local cluster is not up"
+}
+
+# bench_start PREFIX: sets the cleanup trap, starts the local cluster when it
+# is not running, creates the namespace $NS (PREFIX-TIME-PID, with its default
+# ServiceAccount) and the scratch directory $WORK.
+bench_start() {
+  bench_cluster_up
+
 
   NS="$1-$(date +%s)-$$"
   "$KUBECTL" create namespace "$NS" >/dev/null
