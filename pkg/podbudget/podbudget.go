@@ -159,10 +159,9 @@ func Related(pod *corev1.Pod) string {
 // Status is the budget's status for its Pods at now: the recorded Pods that still count (their
 // timeouts not passed, the Pods still there and active; a Pod recorded for an in-place change no
 // longer once it shows that change began, see inplaceupdate.LatestUpdateStart), the available Pods among the others
-// (available tells), and the number that may be made unavailable. recheck is when the next
+// (Available tells), and the number that may be made unavailable. recheck is when the next
 // recorded entry times out (nil when none is left): the status changes then without any event.
-func Status(pub *policy.PodUnavailableBudget, pods []*corev1.Pod, total, desired int32, now time.Time,
-	available func(*corev1.Pod) bool) (st policy.PodUnavailableBudgetStatus, recheck *time.Time) {
+func Status(pub *policy.PodUnavailableBudget, pods []*corev1.Pod, total, desired int32, now time.Time) (st policy.PodUnavailableBudgetStatus, recheck *time.Time) {
 	st = policy.PodUnavailableBudgetStatus{ObservedGeneration: pub.Generation, TotalReplicas: total, DesiredAvailable: desired}
 	keep := func(recorded map[string]metav1.Time, name string, timeout time.Duration) (metav1.Time, bool) {
 		at, ok := recorded[name]
@@ -196,7 +195,7 @@ func Status(pub *policy.PodUnavailableBudget, pods []*corev1.Pod, total, desired
 		if u {
 			st.UnavailablePods = setTime(st.UnavailablePods, pod.Name, unavailable)
 		}
-		if !d && !u && available(pod) {
+		if !d && !u && Available(pod) {
 			st.CurrentAvailable++
 		}
 	}

@@ -112,7 +112,7 @@ func TestStatus(t *testing.T) {
 		UnavailablePods: map[string]metav1.Time{"b": at(2 * time.Second), "c": at(11 * time.Second)},
 	}}
 	pods := []*corev1.Pod{pod("a", true), pod("b", true), pod("c", true), terminating, pod("e", false), pod("f", true)}
-	st, recheck := Status(pub, pods, 6, 1, now, Available)
+	st, recheck := Status(pub, pods, 6, 1, now)
 	if len(st.DisruptedPods) != 1 || st.DisruptedPods["a"] != at(5*time.Second) {
 		t.Errorf("disruptedPods %v, want only a (gone and terminating dropped)", st.DisruptedPods)
 	}
@@ -126,7 +126,7 @@ func TestStatus(t *testing.T) {
 	if want := now.Add(UpdateTimeout - 2*time.Second); recheck == nil || !recheck.Equal(want) {
 		t.Errorf("recheck %v, want %v (b's timeout, the earliest)", recheck, want)
 	}
-	if st, _ := Status(pub, pods, 6, 5, now, Available); st.UnavailableAllowed != 0 {
+	if st, _ := Status(pub, pods, 6, 5, now); st.UnavailableAllowed != 0 {
 		t.Errorf("desired above available: allowed %d, want 0", st.UnavailableAllowed)
 	}
 }
@@ -245,7 +245,7 @@ func TestStatusReleasesObservedChange(t *testing.T) {
 	stale.Annotations = map[string]string{"apps.kruise.io/inplace-update-state": state(charged.Add(-time.Minute))}
 	pub := &policy.PodUnavailableBudget{Status: policy.PodUnavailableBudgetStatus{
 		UnavailablePods: map[string]metav1.Time{"done": charged, "stale": charged}}}
-	st, _ := Status(pub, []*corev1.Pod{done, stale}, 2, 1, now, Available)
+	st, _ := Status(pub, []*corev1.Pod{done, stale}, 2, 1, now)
 	if _, ok := st.UnavailablePods["done"]; ok || st.CurrentAvailable != 1 {
 		t.Errorf("unavailable %v, current %d: want done released and counted, stale kept", st.UnavailablePods, st.CurrentAvailable)
 	}

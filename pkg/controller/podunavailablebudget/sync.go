@@ -52,7 +52,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		c.recorder.Eventf(cached, corev1.EventTypeWarning, ReasonCountFailed, "Failed to calculate the number of expected pods: %v", err)
 		return 0, err
 	}
-	status, recheck := podbudget.Status(pub, pods, total, desired, c.clock.Now(), podbudget.Available)
+	status, recheck := podbudget.Status(pub, pods, total, desired, c.clock.Now())
 	if equality.Semantic.DeepEqual(pub.Status, status) {
 		return c.syncedAt(recheck), nil
 	}
