@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -69,9 +70,11 @@ func (r *RecreateREST) Create(ctx context.Context, name string, obj runtime.Obje
 	if crr.Name == "" && crr.GenerateName == "" {
 		crr.GenerateName = name + "-"
 	}
+	// The Pod, read once for an empty container list and for the budget's charge.
+	var pod *corev1.Pod
 	if len(crr.Spec.Containers) == 0 {
-		pod, err := r.pods.Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+		var err error
+		if pod, err = r.pods.Pods(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
 			return nil, passOn(err)
 		}
 		for _, c := range pod.Spec.Containers {
@@ -103,19 +106,22 @@ func (r *RecreateREST) Create(ctx context.Context, name string, obj runtime.Obje
 			}
 		}
 		// Last, once the request is known to be admitted: the Pod's budget (a 429 refuses it).
-		return r.charge(ctx, namespace, name, len(options.DryRun) > 0)
+		return r.charge(ctx, namespace, name, pod, len(options.DryRun) > 0)
 	}
 	return r.crrs.Store.Create(ctx, crr, validate, options)
 }
 
-// charge takes a unit of the Pod's budget for the recreation (an UPDATE: its containers restart).
-func (r *RecreateREST) charge(ctx context.Context, namespace, name string, dryRun bool) error {
+// charge takes a unit of the Pod's budget for the recreation (an UPDATE: its containers restart);
+// pod is the Pod when the request already read it, else nil.
+func (r *RecreateREST) charge(ctx context.Context, namespace, name string, pod *corev1.Pod, dryRun bool) error {
 	if r.budgets == nil {
 		return nil
 	}
-	pod, err := r.pods.Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return passOn(err)
+	if pod == nil {
+		var err error
+		if pod, err = r.pods.Pods(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return passOn(err)
+		}
 	}
 	return r.budgets.Charge(ctx, pod, policy.PubUpdateOperation, time.Now(), dryRun)
 }
