@@ -70,6 +70,7 @@ func Controllers() []reconcile.Init[*Context] {
 			cfg := containermeta.DefaultConfig()
 			cfg.MaxStopGracePeriod = cc.Options.MaxStopGracePeriod
 			cfg.EnvRestartDelay = cc.Options.EnvRestartDelay
+			cfg.Clock = cc.Clock
 			return containermeta.New(cc.KubeInformers.Core().V1().Pods(), cc.KubeClient, cc.Runtime, cc.Recorder, cfg)
 		}},
 		{Name: inplaceready.Name, New: func(cc *Context) (reconcile.Runner, error) {

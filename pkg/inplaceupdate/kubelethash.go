@@ -67,6 +67,27 @@ func RunsCurrentSpec(pod *corev1.Pod, set *pub.RuntimeContainerMetaSet) bool {
 	return true
 }
 
+// ReportBehindStatus is true when the Pod carries inplace-daemon's runtime-containers-meta (a
+// daemon reports on its node) and the status shows a container instance the report does not have
+// yet: the daemon's next report is due, and comes with the completion of an update it finishes
+// (containermeta's completeWithReport).
+func ReportBehindStatus(pod *corev1.Pod) bool {
+	metas, err := runtimeContainerMetas(pod)
+	if err != nil || metas == nil {
+		return false
+	}
+	for i := range pod.Status.ContainerStatuses {
+		status := &pod.Status.ContainerStatuses[i]
+		if status.ContainerID == "" {
+			continue
+		}
+		if meta := findMeta(metas, status.Name); meta == nil || meta.ContainerID != status.ContainerID {
+			return true
+		}
+	}
+	return false
+}
+
 // UnconfirmedImages are the containers of the current batch of an in-place update under way whose
 // new image the Pod status does not show: the imageID is the one recorded when the update began
 // and the status image is not the spec image — a new reference to the same image content, or a

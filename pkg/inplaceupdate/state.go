@@ -245,6 +245,14 @@ func OnlyStateChanged(pod, updated *corev1.Pod) bool {
 	return apiequality.Semantic.DeepEqual(withoutState(pod), withoutState(updated))
 }
 
+// CompletesThroughStatus is true when step completes an update (Done, with the Pod's records
+// marked completed) and changes nothing but the engine's records and conditions: one write
+// through pods/status can take it, which inplace-daemon may make (it has no Pod update
+// permission) together with its runtime-containers-meta report.
+func CompletesThroughStatus(pod *corev1.Pod, step *Step) bool {
+	return step != nil && step.Done && step.Pod != nil && len(step.Resize) == 0 && OnlyStateChanged(pod, step.Pod)
+}
+
 // withoutState is a shallow copy of pod without the keys of stateLabels and stateAnnotations.
 func withoutState(pod *corev1.Pod) *corev1.Pod {
 	p := *pod

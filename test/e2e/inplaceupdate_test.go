@@ -555,12 +555,13 @@ func TestInPlaceUpdateControllerKilled(t *testing.T) {
 }
 
 // TestInPlaceUpdateReadyFromDaemon: with inplace-controller stopped, an image update still
-// brings the Pod back to Ready: inplace-daemon sets InPlaceUpdateReady True once the kubelet
-// reports it observed the new spec (reason NewSpecObservedByKubelet: this kubelet reports
+// brings the Pod back to Ready and completes: inplace-daemon sets InPlaceUpdateReady True once the
+// kubelet reports it observed the new spec (reason NewSpecObservedByKubelet: this kubelet reports
 // status.observedGeneration), the kubelet turns Ready True on its own once it reports the new
-// container, and the update completes when inplace-controller is back. The facts the daemon's
-// fallback for older kubelets reads from the CRI (image ids of running containers and of image
-// references) are checked against this node's containerd.
+// container, and the daemon completes the update in the write of its runtime-containers-meta
+// report of that container (one pods/status update, event InPlaceUpdateCompleted from
+// inplace-daemon). The facts the daemon's fallback for older kubelets reads from the CRI (image
+// ids of running containers and of image references) are checked against this node's containerd.
 func TestInPlaceUpdateReadyFromDaemon(t *testing.T) {
 	ctx := framework.Context(t)
 	framework.StartAgainAfter(t, "inplace-controller")
@@ -575,7 +576,7 @@ func TestInPlaceUpdateReadyFromDaemon(t *testing.T) {
 		Containers: []v1alpha1.InPlaceUpdateContainer{{Name: "main", Image: framework.AppImageV2}},
 	})
 	var pod *corev1.Pod
-	framework.Poll(t, ctx, framework.UpdateTimeout, "Pod Ready on "+framework.AppImageV2+" with no inplace-controller", func(ctx context.Context) (bool, error) {
+	framework.Poll(t, ctx, framework.UpdateTimeout, "Pod Ready on "+framework.AppImageV2+" and its update completed, with no inplace-controller", func(ctx context.Context) (bool, error) {
 		var err error
 		if pod, err = framework.Kube.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{}); err != nil {
 			return false, err
@@ -589,6 +590,8 @@ func TestInPlaceUpdateReadyFromDaemon(t *testing.T) {
 			return false, fmt.Errorf("InPlaceUpdateReady %+v", c)
 		case framework.ConditionStatus(pod, corev1.PodReady) != corev1.ConditionTrue:
 			return false, fmt.Errorf("not Ready")
+		case !strings.Contains(pod.Annotations[pub.InPlaceUpdateStateKey], "completedTimestamp"):
+			return false, fmt.Errorf("state %s not completed", pod.Annotations[pub.InPlaceUpdateStateKey])
 		}
 		return true, nil
 	})
@@ -596,9 +599,11 @@ func TestInPlaceUpdateReadyFromDaemon(t *testing.T) {
 		t.Errorf("InPlaceUpdateReady reason %q, want NewSpecObservedByKubelet (set by inplace-daemon)", c.Reason)
 	}
 	checkRuntimeImageIDs(t, ctx, pod, "main", framework.AppImageV2, mainBefore.ImageID)
-	if st := framework.StateOf(t, pod); st == nil || st.CompletedTimestamp != nil {
-		t.Fatalf("state %s: want the update not completed while no inplace-controller runs", pod.Annotations[pub.InPlaceUpdateStateKey])
+	// The completion came with the daemon's report of main's new container.
+	if meta := pod.Annotations[pub.RuntimeContainerMetaKey]; !strings.Contains(meta, framework.ContainerStatus(t, pod, "main").ContainerID) {
+		t.Errorf("annotation %s %q does not report main's new container", pub.RuntimeContainerMetaKey, meta)
 	}
+	framework.WaitPodEvent(t, ctx, ns, "target", "InPlaceUpdateCompleted", "inplace-daemon")
 	if s := framework.ContainerStatus(t, pod, "sidecar"); s.ContainerID != sidecarBefore.ContainerID || s.RestartCount != 0 {
 		t.Errorf("sidecar restarted: %+v", s)
 	}

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -50,7 +51,15 @@ type Controller struct {
 	// the first write's event comes back while the second is on its way: a sync from that cache
 	// would compute the second write again on a stale Pod and conflict (409), once per Pod.
 	written sync.Map
+	// handedOver is when each Pod (by UID) was first found with a completion inplace-daemon is due
+	// to write together with its report (leftToDaemon).
+	handedOver sync.Map
 }
+
+// daemonCompletionWait is how long a completion is left to inplace-daemon (leftToDaemon) before
+// this controller writes it itself: the daemon writes it within milliseconds of the kubelet's
+// status, so only a daemon that is down or far behind makes the controller step in.
+const daemonCompletionWait = 3 * time.Second
 
 // New builds the controller on the shared Pod informer.
 func New(kube kubernetes.Interface, pods coreinformers.PodInformer, recorder record.EventRecorder) (*Controller, error) {
@@ -63,8 +72,14 @@ func New(kube kubernetes.Interface, pods coreinformers.PodInformer, recorder rec
 		queue:    reconcile.NewQueue(Name),
 	}
 	handlers := reconcile.EnqueueIf(c.queue, needsWork)
+	enqueue := handlers.Update
+	handlers.Update = func(old, pod *corev1.Pod) {
+		// Whoever wrote it (this controller or inplace-daemon), a completion is observed here.
+		observeCompletion(old, pod, c.clock.Now())
+		enqueue(old, pod)
+	}
 	// A deleted Pod's last write is of no more use.
-	handlers.Delete = func(pod *corev1.Pod) { c.written.Delete(pod.UID) }
+	handlers.Delete = func(pod *corev1.Pod) { c.forget(pod.UID) }
 	if err := reconcile.Watch(pods.Informer(), "pods", handlers); err != nil {
 		return nil, err
 	}
@@ -107,7 +122,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		return 0, err
 	}
 	if !needsWork(pod) {
-		c.written.Delete(pod.UID)
+		c.forget(pod.UID)
 		return 0, nil
 	}
 	if c.cacheBehind(pod) {
@@ -116,7 +131,14 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	now := c.clock.Now()
 	written, step, err := podwriter.ApplyTo(ctx, c.kube.CoreV1().Pods(pod.Namespace), pod, func(p *corev1.Pod) (*inplaceupdate.Step, error) {
-		return inplaceupdate.Progress(p, now)
+		step, err := inplaceupdate.Progress(p, now)
+		if err == nil {
+			if wait := c.leftToDaemon(p, step, now); wait > 0 {
+				return &inplaceupdate.Step{State: step.State, RequeueAfter: wait,
+					Message: "inplace-daemon completes the update with its report"}, nil
+			}
+		}
+		return step, err
 	})
 	if err != nil {
 		steps.WithLabelValues(resultError).Inc()
@@ -126,7 +148,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		c.written.Store(pod.UID, written.ResourceVersion)
 	}
 	if step.Pod != nil || len(step.Conditions) > 0 || len(step.Resize) > 0 {
-		observeStep(step, now)
+		observeStep(step)
 		reason := ReasonProgressing
 		if step.Done {
 			reason = ReasonCompleted
@@ -135,6 +157,25 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		klog.FromContext(ctx).V(2).Info("Pod in-place update step", "pod", key, "done", step.Done, "message", step.Message)
 	}
 	return step.RequeueAfter, nil
+}
+
+// leftToDaemon says how much longer the completion step is left to inplace-daemon: a completion
+// that goes through pods/status (inplaceupdate.CompletesThroughStatus) on a Pod whose daemon
+// report is due (inplaceupdate.ReportBehindStatus: the status shows a container the report does
+// not) is written by the daemon together with that report, one Pod write instead of two. After
+// daemonCompletionWait, or for any other step, 0: this controller writes it.
+func (c *Controller) leftToDaemon(pod *corev1.Pod, step *inplaceupdate.Step, now time.Time) time.Duration {
+	if !inplaceupdate.CompletesThroughStatus(pod, step) || !inplaceupdate.ReportBehindStatus(pod) {
+		c.handedOver.Delete(pod.UID)
+		return 0
+	}
+	first, _ := c.handedOver.LoadOrStore(pod.UID, now)
+	return max(first.(time.Time).Add(daemonCompletionWait).Sub(now), 0)
+}
+
+func (c *Controller) forget(uid types.UID) {
+	c.written.Delete(uid)
+	c.handedOver.Delete(uid)
 }
 
 // cacheBehind is true when the cached Pod is older than this controller's last write to it.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -45,18 +46,29 @@ func init() {
 	legacyregistry.MustRegister(duration, steps)
 }
 
-// observeStep records a step written at now; the step that completed an update also records the
-// update's duration. A completing step writes the Pod (its state marked completed); a done step
-// without a Pod only sets InPlaceUpdateReady (a new Pod, or an update completed earlier).
-func observeStep(step *inplaceupdate.Step, now time.Time) {
-	switch st := step.State; {
+// observeStep counts a step this controller wrote. A completing step writes the Pod (its state
+// marked completed); a done step without a Pod only sets InPlaceUpdateReady (a new Pod, or an
+// update completed earlier).
+func observeStep(step *inplaceupdate.Step) {
+	switch {
 	case !step.Done:
 		steps.WithLabelValues(resultProgressed).Inc()
-	case st != nil && step.Pod != nil:
+	case step.State != nil && step.Pod != nil:
 		steps.WithLabelValues(resultCompleted).Inc()
-		duration.WithLabelValues(changeOf(st)).Observe(now.Sub(st.UpdateTimestamp.Time).Seconds())
 	default:
 		steps.WithLabelValues(resultCondition).Inc()
+	}
+}
+
+// observeCompletion records the duration of an update that old had in progress and pod shows
+// completed, seen at now: the completion may be this controller's or inplace-daemon's (which
+// completes image and env updates with its runtime-containers-meta report).
+func observeCompletion(old, pod *corev1.Pod, now time.Time) {
+	if !inplaceupdate.IsInProgress(old) || !inplaceupdate.IsCompleted(pod) {
+		return
+	}
+	if st, ok, err := inplaceupdate.GetState(pod); ok && err == nil {
+		duration.WithLabelValues(changeOf(st)).Observe(now.Sub(st.UpdateTimestamp.Time).Seconds())
 	}
 }
 

@@ -38,6 +38,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -66,6 +67,9 @@ type Config struct {
 	// writes the readiness condition first); a container stopped while the kubelet still syncs
 	// the older Pod is started again with the old values. Measured on this node's clock only.
 	EnvRestartDelay time.Duration
+	// Clock gives the time an in-place update this daemon completes is recorded at (nil: the
+	// real clock).
+	Clock clock.PassiveClock
 }
 
 // DefaultConfig is the default Config.
@@ -81,6 +85,9 @@ func (c *Config) defaults() {
 	}
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = d.RetryAfter
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
 	}
 	if c.EnvRestartDelay < 0 {
 		c.EnvRestartDelay = 0

@@ -13,6 +13,13 @@ var (
 		Help:           "Writes of the apps.kruise.io/runtime-containers-meta Pod annotation.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	completions = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      "inplace_daemon",
+		Subsystem:      Name,
+		Name:           "inplace_update_completions_total",
+		Help:           "In-place updates this daemon completed in the write of its runtime-containers-meta report.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	containerStops = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "inplace_daemon",
 		Subsystem:      Name,
@@ -23,5 +30,5 @@ var (
 )
 
 func init() {
-	legacyregistry.MustRegister(annotationWrites, containerStops)
+	legacyregistry.MustRegister(annotationWrites, completions, containerStops)
 }

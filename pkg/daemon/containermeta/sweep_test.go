@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -253,8 +254,9 @@ func TestHandEditThenTemplateChange(t *testing.T) {
 // its spec image — and not earlier, nor for an update whose new imageID the status shows.
 func TestReportsWhenTheStatusCannotShowTheNewImage(t *testing.T) {
 	const to = "mirror.example.com/app:v1"
-	setup := func(t *testing.T) (*harness, *corev1.Pod) {
+	setup := func(t *testing.T, completionLabels map[string]string) (*harness, *corev1.Pod) {
 		pod := newPod()
+		pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}
 		for i := range pod.Status.ContainerStatuses {
 			s := &pod.Status.ContainerStatuses[i]
 			s.Image = pod.Spec.Containers[i].Image
@@ -265,7 +267,7 @@ func TestReportsWhenTheStatusCannotShowTheNewImage(t *testing.T) {
 		h.sync(pod)
 		pod = h.refresh(pod)
 		spec, err := inplaceupdate.SpecFromRequest(pod, &apps.InPlaceUpdate{Spec: apps.InPlaceUpdateSpec{
-			Revision: "r2", Containers: []apps.InPlaceUpdateContainer{{Name: "app", Image: to}}}})
+			Revision: "r2", Containers: []apps.InPlaceUpdateContainer{{Name: "app", Image: to}}, CompletionLabels: completionLabels}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,42 +290,78 @@ func TestReportsWhenTheStatusCannotShowTheNewImage(t *testing.T) {
 		return h, pod
 	}
 
-	t.Run("same image id: written, and the engine completes", func(t *testing.T) {
-		h, pod := setup(t)
+	// The report completes the update: the daemon writes both in one pods/status update, with
+	// InPlaceUpdateReady True, where the report and inplace-controller's completion were two writes.
+	completedWithReport := func(t *testing.T, h *harness, pod *corev1.Pod) {
+		t.Helper()
+		if n := len(h.patches()); n != 1 {
+			t.Errorf("%d patches, want still 1 (the report goes in the completion's write)", n)
+		}
+		if n := len(statusUpdates(h)); n != 1 {
+			t.Fatalf("%d pods/status updates, want 1", n)
+		}
+		pod = h.refresh(pod)
+		if m := metaOf(t, pod).Containers[0]; m.ContainerID != "containerd://app-1" || fmt.Sprintf("%x", m.Hashes.PlainHash) != kubeletHash("app", to) {
+			t.Errorf("app's entry %+v", m)
+		}
+		if !inplaceupdate.IsCompleted(pod) {
+			t.Errorf("state %s not completed", pod.Annotations[pub.InPlaceUpdateStateKey])
+		}
+		if i := slices.IndexFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == pub.InPlaceUpdateReady }); i < 0 || pod.Status.Conditions[i].Status != corev1.ConditionTrue {
+			t.Errorf("conditions %+v, want InPlaceUpdateReady True", pod.Status.Conditions)
+		}
+		if ev := h.events(); !slices.ContainsFunc(ev, func(e string) bool { return strings.Contains(e, inplaceupdate.ReasonInPlaceUpdateCompleted) }) {
+			t.Errorf("events %q, want %s", ev, inplaceupdate.ReasonInPlaceUpdateCompleted)
+		}
+	}
+	t.Run("same image id: the report completes the update", func(t *testing.T) {
+		h, pod := setup(t, nil)
 		pod.Status.ContainerStatuses[0].ContainerID = "containerd://app-1" // same imageID, old name
 		pod = h.write(pod)
 		if step, _ := inplaceupdate.Progress(pod, t0.Add(time.Second)); step.Done {
 			t.Fatal("done before the daemon reported")
 		}
 		h.sync(pod)
-		if n := len(h.patches()); n != 2 {
-			t.Fatalf("%d patches, want 2", n)
+		completedWithReport(t, h, pod)
+	})
+	t.Run("new image id: completed with the report", func(t *testing.T) {
+		h, pod := setup(t, nil)
+		pod.Status.ContainerStatuses[0].ContainerID = "containerd://app-1"
+		pod.Status.ContainerStatuses[0].ImageID = "sha256:other"
+		pod = h.write(pod)
+		if !inplaceupdate.ReportBehindStatus(pod) {
+			t.Error("ReportBehindStatus false: inplace-controller would not leave the completion to the daemon")
 		}
-		pod = h.refresh(pod)
-		if m := metaOf(t, pod).Containers[0]; m.ContainerID != "containerd://app-1" || fmt.Sprintf("%x", m.Hashes.PlainHash) != kubeletHash("app", to) {
-			t.Fatalf("app's entry %+v", m)
-		}
-		step, err := inplaceupdate.Progress(pod, t0.Add(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !step.Done {
-			t.Fatalf("engine not done: %s", step.Message)
+		h.sync(pod)
+		completedWithReport(t, h, pod)
+		if pod = h.refresh(pod); inplaceupdate.ReportBehindStatus(pod) {
+			t.Error("ReportBehindStatus still true after the report")
 		}
 	})
-	t.Run("new image id: the status shows it, nothing written", func(t *testing.T) {
-		h, pod := setup(t)
+	t.Run("a completion with a user's labels: left to the controller", func(t *testing.T) {
+		h, pod := setup(t, map[string]string{"stage": "done"})
 		pod.Status.ContainerStatuses[0].ContainerID = "containerd://app-1"
 		pod.Status.ContainerStatuses[0].ImageID = "sha256:other"
 		pod = h.write(pod)
 		h.sync(pod)
-		if n := len(h.patches()); n != 1 {
-			t.Fatalf("%d patches, want still 1", n)
+		if n, m := len(h.patches()), len(statusUpdates(h)); n != 1 || m != 0 {
+			t.Fatalf("%d patches and %d status updates, want 1 and 0: a Pod update (admission sees the label) is the controller's", n, m)
 		}
-		if step, _ := inplaceupdate.Progress(pod, t0.Add(time.Second)); !step.Done {
-			t.Fatalf("engine not done: %s", step.Message)
+		if pod = h.refresh(pod); inplaceupdate.IsCompleted(pod) {
+			t.Error("completed by the daemon")
 		}
 	})
+}
+
+// statusUpdates are the pods/status updates the daemon sent.
+func statusUpdates(h *harness) []k8stesting.UpdateAction {
+	var out []k8stesting.UpdateAction
+	for _, a := range h.client.Actions() {
+		if u, ok := a.(k8stesting.UpdateAction); ok && u.GetSubresource() == "status" {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 func TestReportNowWithRuntimeMeta(t *testing.T) {

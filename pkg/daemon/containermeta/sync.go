@@ -20,6 +20,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate/podwriter"
 )
 
 // Annotations the kubelet sets on the containers it creates.
@@ -56,7 +57,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	set, complete := c.metaSet(ctx, pod, containers)
 	var errs []error
-	if reportNow(pod, set) {
+	if done, err := c.completeWithReport(ctx, pod, set); err != nil {
+		errs = append(errs, err)
+	} else if !done && reportNow(pod, set) {
 		if err := c.report(ctx, pod, set); err != nil {
 			errs = append(errs, err)
 		}
@@ -202,6 +205,51 @@ func (c *Controller) report(ctx context.Context, pod *corev1.Pod, set *pub.Runti
 	annotationWrites.Inc()
 	klog.FromContext(ctx).V(2).Info("Reported runtime container meta", "meta", string(value))
 	return nil
+}
+
+// completeWithReport writes set together with the completion of the Pod's in-place update, when
+// the Pod with set reported is one whose update the engine completes through pods/status
+// (inplaceupdate.CompletesThroughStatus: the state marked completed, InPlaceUpdateReady True if it
+// is not yet): one write where the completion and the report were two, each a Pod write that
+// every watcher of Pods decodes. The report follows the kubelet's status that shows the new
+// containers, which is also what completes an image or env update, so the two are due together;
+// inplace-controller leaves such a completion to this daemon for a while (see
+// inplaceprogress). It says whether it wrote (or finds its write on the way).
+func (c *Controller) completeWithReport(ctx context.Context, pod *corev1.Pod, set *pub.RuntimeContainerMetaSet) (bool, error) {
+	if len(set.Containers) == 0 || !inplaceupdate.AnyInProgress(pod) {
+		return false, nil
+	}
+	if old := decodeMetaSet(pod); old != nil && equality.Semantic.DeepEqual(old, set) {
+		// Nothing new to report: the controller completes the update on its own.
+		return false, nil
+	}
+	value, err := json.Marshal(set)
+	if err != nil {
+		return false, err
+	}
+	if c.written.pending(pod, string(value)) {
+		return true, nil
+	}
+	reported := pod.DeepCopy()
+	reported.Annotations[pub.RuntimeContainerMetaKey] = string(value)
+	step, err := inplaceupdate.Progress(reported, c.cfg.Clock.Now())
+	if err != nil || !inplaceupdate.CompletesThroughStatus(reported, step) {
+		// Not done, or done with more than the engine's records to write (a user's labels, a
+		// resize): the controller's. A state that does not decode is its to report too.
+		return false, nil
+	}
+	if _, err := podwriter.CompleteThroughStatus(ctx, c.kubeClient.CoreV1().Pods(pod.Namespace), step); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}
+	c.written.record(pod, string(value))
+	annotationWrites.Inc()
+	completions.Inc()
+	c.recorder.Event(pod, corev1.EventTypeNormal, inplaceupdate.ReasonInPlaceUpdateCompleted, step.Message)
+	klog.FromContext(ctx).V(2).Info("Completed the in-place update with the runtime container meta report", "meta", string(value), "message", step.Message)
+	return true, nil
 }
 
 // restartForEnv stops running containers whose env from metadata does not have the Pod's current

@@ -154,9 +154,10 @@ func write(ctx context.Context, pods corev1client.PodInterface, pod *corev1.Pod,
 }
 
 // complete writes the last step of an update. When the step changes only the engine's records
-// (the state, the lifecycle label), the records and the conditions that put the Pod back in
-// service go in one write through pods/status, which takes labels and annotations along with the
-// status: one write instead of two, and one watch event less before the kubelet answers.
+// (the state, the lifecycle label; inplaceupdate.CompletesThroughStatus), the records and any
+// conditions that put the Pod back in service go in one write through pods/status, which takes
+// labels and annotations along with the status: one write instead of two, and one watch event
+// less before the kubelet answers; no Pod update, which other admission webhooks would see.
 //
 // Otherwise (the step sets labels a user asked for, which a Pod update's admission must see) it
 // writes in the opposite order of a start: the Pod first (its state says the update completed),
@@ -167,14 +168,10 @@ func write(ctx context.Context, pods corev1client.PodInterface, pod *corev1.Pod,
 // needed to put a Pod back in service.
 func complete(ctx context.Context, pods corev1client.PodInterface, pod *corev1.Pod, step *inplaceupdate.Step) (*corev1.Pod, *inplaceupdate.Step, []corev1.PodCondition, error) {
 	name := fmt.Sprintf("%s/%s", pod.Namespace, pod.Name)
-	if len(step.Conditions) > 0 && inplaceupdate.OnlyStateChanged(pod, step.Pod) {
-		// step.Pod carries pod's resourceVersion: the write fails with a conflict if the Pod moved
-		// on since it was read, as the Pod update would.
-		done := step.Pod.DeepCopy()
-		inplaceupdate.SetConditions(&done.Status, step.Conditions...)
-		updated, err := pods.UpdateStatus(ctx, done, metav1.UpdateOptions{})
+	if inplaceupdate.CompletesThroughStatus(pod, step) {
+		updated, err := CompleteThroughStatus(ctx, pods, step)
 		if err != nil {
-			return pod, step, nil, fmt.Errorf("recording the completed update of pod %s: %w", name, err)
+			return pod, step, nil, err
 		}
 		return updated, step, step.Conditions, nil
 	}
@@ -193,6 +190,20 @@ func complete(ctx context.Context, pods corev1client.PodInterface, pod *corev1.P
 		return updated, step, nil, err
 	}
 	return patched, step, step.Conditions, nil
+}
+
+// CompleteThroughStatus writes a completing step that inplaceupdate.CompletesThroughStatus
+// accepts: its Pod (the engine's records) and its conditions in one pods/status update. step.Pod
+// carries the resourceVersion it was computed from: the write fails with a conflict if the Pod
+// moved on since, as a Pod update would.
+func CompleteThroughStatus(ctx context.Context, pods corev1client.PodInterface, step *inplaceupdate.Step) (*corev1.Pod, error) {
+	done := step.Pod.DeepCopy()
+	inplaceupdate.SetConditions(&done.Status, step.Conditions...)
+	updated, err := pods.UpdateStatus(ctx, done, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("recording the completed update of pod %s/%s: %w", done.Namespace, done.Name, err)
+	}
+	return updated, nil
 }
 
 // patchConditions writes the step's conditions through pods/status, bound to pod's

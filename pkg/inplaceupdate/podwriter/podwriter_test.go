@@ -138,6 +138,35 @@ func TestCompleteRecordsOnlyInOneStatusWrite(t *testing.T) {
 	}
 }
 
+// A completion whose condition inplace-daemon set True already, and that changes only the
+// engine's records, is one pods/status update too, not a Pod update.
+func TestCompleteRecordsWithoutConditionsInOneStatusWrite(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: "7",
+		Annotations: map[string]string{pub.InPlaceUpdateStateKey: `{"revision":"r2"}`}}}
+	kube := fake.NewClientset(pod)
+	done := pod.DeepCopy()
+	done.Annotations[pub.InPlaceUpdateStateKey] = `{"revision":"r2","completedTimestamp":"2026-11-26T00:00:00Z"}`
+	if _, _, err := ApplyTo(context.Background(), kube.CoreV1().Pods("ns"), pod, func(*corev1.Pod) (*inplaceupdate.Step, error) {
+		return &inplaceupdate.Step{Pod: done, Done: true}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range kube.Actions() {
+		got = append(got, a.GetVerb()+" "+a.GetSubresource())
+	}
+	if strings.Join(got, ",") != "update status" {
+		t.Errorf("writes %v, want one pods/status update", got)
+	}
+	stored, err := kube.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Annotations[pub.InPlaceUpdateStateKey] != done.Annotations[pub.InPlaceUpdateStateKey] {
+		t.Errorf("stored state %q, want the completed one", stored.Annotations[pub.InPlaceUpdateStateKey])
+	}
+}
+
 // A step that restarts a container (a new image) and resizes it sends the resize first, then the
 // Pod update, rebased on the Pod the resize returned: its resourceVersion and its new resources
 // (a Pod update may not change resources, and must not undo them). The kubelet then lowers a

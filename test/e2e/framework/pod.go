@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -334,4 +335,28 @@ func ReadyTransition(p *corev1.Pod) string {
 	}
 	return fmt.Sprintf("rv %s gen %d/%d Ready=%s gate=%s containersReady=%s %s", p.ResourceVersion, p.Status.ObservedGeneration,
 		p.Generation, cond(corev1.PodReady), cond(pub.InPlaceUpdateReady), cond(corev1.ContainersReady), strings.Join(containers, ","))
+}
+
+// WaitPodEvent waits for an Event about Pod ns/name with the reason, recorded by component
+// (inplace-controller, inplace-daemon, ...), and returns it.
+func WaitPodEvent(t *testing.T, ctx context.Context, ns, name, reason, component string) corev1.Event {
+	t.Helper()
+	var got corev1.Event
+	Poll(t, ctx, 30*time.Second, fmt.Sprintf("Event %s from %s about Pod %s", reason, component, name), func(ctx context.Context) (bool, error) {
+		list, err := Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name).String()})
+		if err != nil {
+			return false, err
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == "Pod" && e.Reason == reason && e.Source.Component == component {
+				got = e
+				return true, nil
+			}
+			seen = append(seen, e.Source.Component+" "+e.Reason+": "+e.Message)
+		}
+		return false, fmt.Errorf("events %q", seen)
+	})
+	return got
 }
