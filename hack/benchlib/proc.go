@@ -7,11 +7,24 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
+
+// Percentile is the p-th percentile (0 < p <= 100) of d, the smallest value at or above p% of
+// them; 0 for none.
+func Percentile(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := (len(s)*p+99)/100 - 1
+	return s[max(i, 0)]
+}
 
 // CPUSeconds is the CPU time (user + system) process pid has used so far (/proc/PID/stat, clock
 // ticks of 1/100 s); 0 when it cannot be read.

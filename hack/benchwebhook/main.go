@@ -19,7 +19,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -33,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/inplace-dev/inplace/hack/benchlib"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 )
@@ -152,25 +152,25 @@ func run(ctx context.Context, kubeconfig, namespace string, pods, rounds, warmup
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "round %d/%d, %s: p50 %s p99 %s\n", round+1, rounds, p.name,
-				ms(percentile(d, 50)), ms(percentile(d, 99)))
+				ms(benchlib.Percentile(d, 50)), ms(benchlib.Percentile(d, 99)))
 		}
 	}
 
 	fmt.Printf("Pod create latency, %d Pods per phase x %d rounds, one at a time:\n", pods, rounds)
 	fmt.Printf("  %-32s %9s %9s\n", "", "p50", "p99")
 	for i, p := range phases {
-		fmt.Printf("  %-32s %9s %9s\n", p.name, ms(percentile(latencies[i], 50)), ms(percentile(latencies[i], 99)))
+		fmt.Printf("  %-32s %9s %9s\n", p.name, ms(benchlib.Percentile(latencies[i], 50)), ms(benchlib.Percentile(latencies[i], 99)))
 	}
 	for i := 1; i < len(phases); i++ {
 		fmt.Printf("  added by the %s: p50 %+.2f ms, p99 %+.2f ms\n", phases[i].name,
-			msf(percentile(latencies[i], 50)-percentile(latencies[0], 50)),
-			msf(percentile(latencies[i], 99)-percentile(latencies[0], 99)))
+			msf(benchlib.Percentile(latencies[i], 50)-benchlib.Percentile(latencies[0], 50)),
+			msf(benchlib.Percentile(latencies[i], 99)-benchlib.Percentile(latencies[0], 99)))
 	}
 	if len(phases) == 4 {
 		for _, i := range []int{1, 2} {
 			fmt.Printf("  %s over the no-op webhook: p50 %+.2f ms, p99 %+.2f ms\n", phases[i].name,
-				msf(percentile(latencies[i], 50)-percentile(latencies[3], 50)),
-				msf(percentile(latencies[i], 99)-percentile(latencies[3], 99)))
+				msf(benchlib.Percentile(latencies[i], 50)-benchlib.Percentile(latencies[3], 50)),
+				msf(benchlib.Percentile(latencies[i], 99)-benchlib.Percentile(latencies[3], 99)))
 		}
 	}
 	return nil
@@ -283,16 +283,6 @@ func (b *bench) restore(saved *admissionregistrationv1.MutatingWebhookConfigurat
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		fmt.Fprintln(os.Stderr, "benchwebhook: could not restore the webhook configuration:", err)
 	}
-}
-
-func percentile(d []time.Duration, p int) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := (len(s)*p+99)/100 - 1
-	return s[max(i, 0)]
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", msf(d)) }

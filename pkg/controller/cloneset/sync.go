@@ -132,10 +132,7 @@ func (c *Controller) setUpdateCondition(cs *v1alpha1.CloneSet, status *v1alpha1.
 	case len(upd.blocked) > 0:
 		// Not a failure of the Pods, but the rollout is stopped, as OpenKruise shows a budget's
 		// refusal (its webhook fails the Pod update): FailedUpdate with the budget's reason.
-		reason, message = inplacerequest.ReasonBlockedByBudget, upd.blocked[0].Error()
-		if n := len(upd.blocked) - 1; n > 0 {
-			message += fmt.Sprintf(" (and %d more pods)", n)
-		}
+		reason, message = inplacerequest.ReasonBlockedByBudget, inplacerequest.WaitMessage(upd.blocked)
 	case len(upd.refused) > 0:
 		reason = reasonCannotUpdateInPlace
 		message = "updateStrategy.type is InPlaceOnly and the change cannot be made in place: " + upd.refused[0]

@@ -1,12 +1,15 @@
 package daemonset
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -15,6 +18,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
+	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
 )
 
 var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -279,5 +283,22 @@ func TestWithRevisionNames(t *testing.T) {
 	}
 	if got[1] != named {
 		t.Errorf("a Pod labelled with a revision name was copied")
+	}
+}
+
+// While budgets hold its in-place updates back the DaemonSet shows FailedUpdatePod, as the
+// Advanced StatefulSet does; a rolling update with nothing held back drops it.
+func TestSetBudgetCondition(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	held := inplacerequest.AsBudgetWait("agent-x", apierrors.NewTooManyRequests("PodUnavailableBudget pub allows no more unavailable Pods", 1))
+	st := &v1alpha1.DaemonSetStatus{}
+	setBudgetCondition(st, true, errors.Join(held, held), t0)
+	if len(st.Conditions) != 1 || st.Conditions[0].Type != inplacerequest.ConditionFailedUpdatePod || st.Conditions[0].Status != corev1.ConditionTrue ||
+		st.Conditions[0].Reason != inplacerequest.ReasonBlockedByBudget || !strings.HasSuffix(st.Conditions[0].Message, "(and 1 more pods)") {
+		t.Fatalf("conditions %+v, want FailedUpdatePod True for two Pods", st.Conditions)
+	}
+	setBudgetCondition(st, true, nil, t0.Add(time.Minute))
+	if len(st.Conditions) != 0 {
+		t.Errorf("conditions %+v, want none once an update ran with nothing held back", st.Conditions)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/workload/availability"
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
+	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
 	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
@@ -66,6 +67,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 
 	var requeue time.Duration
 	var actErr error
+	var updated bool // the rolling update ran
 	if ds.DeletionTimestamp == nil {
 		if ok, left := c.Exp.Satisfied(key.String(), podState(pods)); ok {
 			var acted bool
@@ -76,6 +78,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			acted, requeue, actErr = c.manage(ctx, ds, states, revs)
 			if !acted && actErr == nil {
 				actErr = c.rollingUpdate(ctx, ds, states, revs, revisions)
+				updated = true
 			}
 			requeue = reconcile.Soonest(requeue, preWait)
 			actErr = errors.Join(readyErr, preErr, actErr)
@@ -84,8 +87,35 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		}
 	}
 	status, wait := calculateStatus(ds, states, revs, c.Clock.Now())
+	setBudgetCondition(status, updated, actErr, c.Clock.Now())
 	return c.Finish(ctx, actErr, func() error { return c.updateStatus(ctx, ds, status) },
 		revisions, revs, pods, history.Limit(ds.Spec.RevisionHistoryLimit), requeue, wait)
+}
+
+// setBudgetCondition shows in the FailedUpdatePod condition the in-place updates
+// PodUnavailableBudgets hold back (inplacerequest.BudgetCondition), keeping its transition time
+// while it holds.
+func setBudgetCondition(st *v1alpha1.DaemonSetStatus, updated bool, actErr error, now time.Time) {
+	message, hold, drop := inplacerequest.BudgetCondition(updated, actErr)
+	i := slices.IndexFunc(st.Conditions, func(c appsv1.DaemonSetCondition) bool {
+		return c.Type == inplacerequest.ConditionFailedUpdatePod
+	})
+	switch {
+	case hold:
+		c := appsv1.DaemonSetCondition{Type: inplacerequest.ConditionFailedUpdatePod, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(now), Reason: inplacerequest.ReasonBlockedByBudget, Message: message}
+		st.Conditions = slices.Clone(st.Conditions) // not the cached object's
+		if i < 0 {
+			st.Conditions = append(st.Conditions, c)
+			return
+		}
+		if st.Conditions[i].Status == corev1.ConditionTrue {
+			c.LastTransitionTime = st.Conditions[i].LastTransitionTime
+		}
+		st.Conditions[i] = c
+	case drop && i >= 0 && st.Conditions[i].Reason == inplacerequest.ReasonBlockedByBudget:
+		st.Conditions = slices.Delete(slices.Clone(st.Conditions), i, i+1)
+	}
 }
 
 // withRevisionNames returns the Pods with the controller-revision-hash label as inplace reads it:

@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -20,6 +21,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/features"
 	"github.com/inplace-dev/inplace/pkg/podreadiness"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
+	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
 	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
 )
 
@@ -531,4 +533,32 @@ func TestPlanScalePreDelete(t *testing.T) {
 			t.Errorf("candidates %v, want db-0", controllertest.Names(got))
 		}
 	})
+}
+
+// While budgets hold its in-place updates back the set shows FailedUpdatePod (reason
+// PodUnavailableBudget, its transition time kept); a rolling update with nothing held back drops
+// it; a sync whose update did not run leaves it.
+func TestSetBudgetCondition(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	held := inplacerequest.AsBudgetWait("web-1", apierrors.NewTooManyRequests("PodUnavailableBudget pub allows no more unavailable Pods", 1))
+	st := &v1beta1.StatefulSetStatus{Conditions: []appsv1.StatefulSetCondition{{Type: "Other", Status: corev1.ConditionTrue}}}
+	cached := st.Conditions
+	setBudgetCondition(st, true, held, t0)
+	setBudgetCondition(st, true, held, t0.Add(time.Minute))
+	i := slices.IndexFunc(st.Conditions, func(c appsv1.StatefulSetCondition) bool { return c.Type == inplacerequest.ConditionFailedUpdatePod })
+	if i < 0 || st.Conditions[i].Status != corev1.ConditionTrue || st.Conditions[i].Reason != inplacerequest.ReasonBlockedByBudget ||
+		!st.Conditions[i].LastTransitionTime.Time.Equal(t0) || st.Conditions[i].Message != "pod web-1: PodUnavailableBudget pub allows no more unavailable Pods" {
+		t.Fatalf("conditions %+v, want FailedUpdatePod True since t0 naming the Pod and budget", st.Conditions)
+	}
+	if len(cached) != 1 {
+		t.Errorf("the cached status's conditions were modified: %+v", cached)
+	}
+	setBudgetCondition(st, false, nil, t0)
+	if len(st.Conditions) != 2 {
+		t.Errorf("a sync whose update did not run changed the conditions: %+v", st.Conditions)
+	}
+	setBudgetCondition(st, true, nil, t0)
+	if len(st.Conditions) != 1 || st.Conditions[0].Type != "Other" {
+		t.Errorf("conditions %+v, want only Other once an update ran with nothing held back", st.Conditions)
+	}
 }

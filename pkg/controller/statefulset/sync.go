@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,6 +20,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/workload/availability"
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
+	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
 	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
 
@@ -49,6 +51,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 
 	var requeue time.Duration
 	var actErr error
+	var updated bool // the rolling update ran
 	if set.DeletionTimestamp == nil {
 		if satisfied {
 			var acted bool
@@ -61,12 +64,14 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 			}
 			if !acted && actErr == nil {
 				actErr = c.rollingUpdate(ctx, set, pods, revs, revisions)
+				updated = true
 			}
 		} else {
 			requeue = left
 		}
 	}
 	status, wait := calculateStatus(set, pods, revs, c.Clock.Now())
+	setBudgetCondition(status, updated, actErr, c.Clock.Now())
 	// Counted whatever StatefulSetAutoResizePVCGate says, as OpenKruise does.
 	claims, err := c.volumeClaimStatus(set, pods)
 	if err != nil {
@@ -75,6 +80,32 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	status.VolumeClaims = claims
 	return c.Finish(ctx, actErr, func() error { return c.updateStatus(ctx, set, status) },
 		revisions, revs, pods, history.Limit(set.Spec.RevisionHistoryLimit), requeue, wait)
+}
+
+// setBudgetCondition shows in the FailedUpdatePod condition the in-place updates
+// PodUnavailableBudgets hold back (inplacerequest.BudgetCondition), keeping its transition time
+// while it holds.
+func setBudgetCondition(st *v1beta1.StatefulSetStatus, updated bool, actErr error, now time.Time) {
+	message, hold, drop := inplacerequest.BudgetCondition(updated, actErr)
+	i := slices.IndexFunc(st.Conditions, func(c appsv1.StatefulSetCondition) bool {
+		return c.Type == inplacerequest.ConditionFailedUpdatePod
+	})
+	switch {
+	case hold:
+		c := appsv1.StatefulSetCondition{Type: inplacerequest.ConditionFailedUpdatePod, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(now), Reason: inplacerequest.ReasonBlockedByBudget, Message: message}
+		st.Conditions = slices.Clone(st.Conditions) // not the cached object's
+		if i < 0 {
+			st.Conditions = append(st.Conditions, c)
+			return
+		}
+		if st.Conditions[i].Status == corev1.ConditionTrue {
+			c.LastTransitionTime = st.Conditions[i].LastTransitionTime
+		}
+		st.Conditions[i] = c
+	case drop && i >= 0 && st.Conditions[i].Reason == inplacerequest.ReasonBlockedByBudget:
+		st.Conditions = slices.Delete(slices.Clone(st.Conditions), i, i+1)
+	}
 }
 
 // claim returns the set's Pods, lowest ordinal first, and its revisions, oldest first. Like

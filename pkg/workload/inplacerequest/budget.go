@@ -2,6 +2,7 @@ package inplacerequest
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +46,35 @@ func Waiting(recorder record.EventRecorder, obj runtime.Object, pod string, err 
 		recorder.Eventf(obj, corev1.EventTypeNormal, ReasonBlockedByBudget, "waiting to update pod %s in place: %s", pod, wait.Message)
 	}
 	return wait, ok
+}
+
+// ConditionFailedUpdatePod is the condition an Advanced StatefulSet or DaemonSet shows while
+// PodUnavailableBudgets hold its in-place updates back (OpenKruise's StatefulSet condition type of
+// a Pod update that failed; a CloneSet shows its FailedUpdate condition instead), with reason
+// ReasonBlockedByBudget.
+const ConditionFailedUpdatePod = "FailedUpdatePod"
+
+// BudgetCondition is what a workload's budget condition says after a sync that returned actErr,
+// whose rolling update ran (updated) or not: while budgets hold Pod updates back (waits in
+// actErr), hold is true and message names the first Pod and budget and how many more Pods wait;
+// once a rolling update ran with nothing held back, drop is true (a condition of reason
+// ReasonBlockedByBudget goes). A sync whose update did not run changes nothing.
+func BudgetCondition(updated bool, actErr error) (message string, hold, drop bool) {
+	waits, _ := BudgetWaits(actErr)
+	if len(waits) == 0 {
+		return "", false, updated
+	}
+	return WaitMessage(waits), true, false
+}
+
+// WaitMessage says what waits (not empty): the first Pod with its budget's message, and how many
+// more Pods wait.
+func WaitMessage(waits []*BudgetWait) string {
+	message := waits[0].Error()
+	if n := len(waits) - 1; n > 0 {
+		message += fmt.Sprintf(" (and %d more pods)", n)
+	}
+	return message
 }
 
 // BudgetWaits splits err (a join of Pod update errors, joins of joins too) into the budget waits

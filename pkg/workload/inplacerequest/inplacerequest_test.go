@@ -109,3 +109,30 @@ func TestBudgetWaits(t *testing.T) {
 		t.Errorf("BudgetWaits(nil) = %v, %v", waits, rest)
 	}
 }
+
+// BudgetCondition holds while budgets hold updates back, names the first Pod and counts the
+// others; it drops only after a rolling update ran with nothing held back.
+func TestBudgetCondition(t *testing.T) {
+	refused := func(pod string) error {
+		return AsBudgetWait(pod, apierrors.NewTooManyRequests("PodUnavailableBudget pub allows no more unavailable Pods", 1))
+	}
+	for _, tc := range []struct {
+		name       string
+		updated    bool
+		err        error
+		hold, drop bool
+		message    string
+	}{
+		{"two held back", true, errors.Join(refused("a"), refused("b")), true, false, "pod a: PodUnavailableBudget pub allows no more unavailable Pods (and 1 more pods)"},
+		{"one held back, another error", true, errors.Join(errors.New("boom"), refused("a")), true, false, "pod a: PodUnavailableBudget pub allows no more unavailable Pods"},
+		{"update ran, nothing held back", true, errors.New("boom"), false, true, ""},
+		{"update did not run", false, nil, false, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			message, hold, drop := BudgetCondition(tc.updated, tc.err)
+			if message != tc.message || hold != tc.hold || drop != tc.drop {
+				t.Errorf("BudgetCondition = %q, %v, %v; want %q, %v, %v", message, hold, drop, tc.message, tc.hold, tc.drop)
+			}
+		})
+	}
+}
