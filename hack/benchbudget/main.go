@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -154,13 +155,16 @@ func (b *bench) setBudget(ctx context.Context, on bool) error {
 	}
 	all := intstr.FromString("100%")
 	budget := &policyv1alpha1.PodUnavailableBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: budgetName},
+		// The Pods have no workload whose replicas would be the budget's total: it is said.
+		ObjectMeta: metav1.ObjectMeta{Name: budgetName, Annotations: map[string]string{
+			policyv1alpha1.PubProtectTotalReplicasAnnotation: strconv.Itoa(b.n)}},
 		Spec: policyv1alpha1.PodUnavailableBudgetSpec{
 			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": label}},
 			MaxUnavailable: &all,
 		},
 	}
-	if _, err := pubs.Create(ctx, budget, metav1.CreateOptions{}); err != nil {
+	// The last phase of a round may have left it (the order alternates).
+	if _, err := pubs.Create(ctx, budget, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating the budget: %w", err)
 	}
 	return b.poll(ctx, "the budget's status", func(ctx context.Context) (bool, error) {
