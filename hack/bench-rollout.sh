@@ -17,6 +17,20 @@
 #   sts         an apps/v1 StatefulSet, RollingUpdate, OrderedReady: one Pod at a
 #               time, recreated (what the native StatefulSet does);
 #               (asts and sts are not in the default BENCH_WAYS: BENCH_WAYS=asts,sts)
+#   kruise      the comparator: the inplace way's CloneSet, image change and wait, served
+#               and rolled out by OpenKruise v1.9 itself instead of inplace, on the same
+#               cluster in the same run (not in the default BENCH_WAYS:
+#               BENCH_WAYS=floor,inplace,kruise). For each kruise rollout the script takes
+#               inplace out of the way and puts OpenKruise in, then back (hack/lib/kruise.sh):
+#               inplace's APIServices and Pod webhook deleted and its three programs stopped;
+#               OpenKruise's CRDs and webhook configurations installed and its kruise-manager
+#               and kruise-daemon started as host processes, built once from OpenKruise's
+#               source by hack/build-kruise.sh into _output/kruise (first time ~10 min; it
+#               needs KRUISE_GIT_DIR, a clone of github.com/openkruise/kruise, or network to
+#               clone it); afterwards OpenKruise removed and inplace registered and started
+#               again by the hack/local-up.d hooks. The CPU table then has columns for
+#               kruise-manager and kruise-daemon and a line with the ratio of inplace's
+#               control-plane CPU to OpenKruise's (the goal of issue 43: <= 0.70).
 #
 # for two Pod shapes:
 #
@@ -41,13 +55,15 @@
 # way, what the rollout cost the control plane: the CPU seconds of each of its
 # processes (kube-apiserver, etcd, kube-controller-manager, kube-scheduler and
 # the three inplace programs, from /proc/PID/stat), their sum and its ratio to
-# the floor's, the inplace programs' CPU milliseconds per Pod, and the requests
-# each inplace program sent to kube-apiserver per Pod, by verb and resource
-# (their metric inplace_kube_requests_total).
+# the floor's, the project's own programs' CPU milliseconds per Pod (inplace's
+# three, or OpenKruise's two for the kruise way), and the requests each inplace
+# program sent to kube-apiserver per Pod, by verb and resource (their metric
+# inplace_kube_requests_total; none for the kruise way).
 #
 #   bash hack/bench-rollout.sh [N]          # N: number of Pods (default 20, or $BENCH_PODS)
 #   BENCH_ROUNDS=2 BENCH_SHAPES=b bash hack/bench-rollout.sh 20
 #   BENCH_WAYS=floor,inplace BENCH_TRACE=/tmp/trace bash hack/bench-rollout.sh
+#   BENCH_ROUNDS=2 BENCH_SHAPES=a BENCH_WAYS=floor,inplace,kruise bash hack/bench-rollout.sh 20
 #
 # Settings (environment):
 #   BENCH_PODS=20               number of Pods when no argument is given
@@ -73,6 +89,11 @@
 #                               (re)started with --profiling for it. Read one with
 #                               `go tool pprof -top -cum GROUP.apiserver.pprof`.
 #   BENCH_PROFILE_SECONDS=20    how long each profile runs (cover the rollout)
+#                               (the kruise way: kruise-manager's and kube-apiserver's)
+#   KRUISE_GIT_DIR=             the kruise way: a clone (or bare mirror) of OpenKruise's repository
+#                               holding the tag v1.9.0 (hack/build-kruise.sh)
+#   KRUISE_LOG_LEVEL=4          the kruise way: --v of kruise-manager and kruise-daemon (4: the
+#                               default of OpenKruise's Helm chart; inplace's programs run at 1)
 #
 # The cluster is left as found (see hack/lib/bench.sh); everything lives in a
 # namespace of its own, deleted at the end.
@@ -93,8 +114,18 @@ IFS=, read -r -a shapes <<< "$SHAPES"
 IFS=, read -r -a ways <<< "$WAYS"
 for s in "${shapes[@]}"; do [[ "$s" == a || "$s" == b ]] || usage "BENCH_SHAPES: unknown shape '$s'"; done
 for w in "${ways[@]}"; do
-  [[ "$w" =~ ^(floor|inplace|recreate|deployment|asts|sts)$ ]] || usage "BENCH_WAYS: unknown way '$w'"
+  [[ "$w" =~ ^(floor|inplace|recreate|deployment|asts|sts|kruise)$ ]] || usage "BENCH_WAYS: unknown way '$w'"
 done
+KRUISE=false
+if [[ " ${ways[*]} " == *" kruise "* ]]; then
+  KRUISE=true
+  # shellcheck source=hack/lib/kruise.sh
+  source hack/lib/kruise.sh
+  CONTROL_PLANE+=(kruise-manager kruise-daemon)
+  # Built before the cluster is touched: a failed build changes nothing.
+  hack/build-kruise.sh
+  BENCH_CLEANUP_HOOK=kruise_down
+fi
 if [[ "$MAX_UNAVAILABLE" =~ ^([0-9]+)%$ ]]; then
   WAVE=$(((N * BASH_REMATCH[1] + 99) / 100))
 elif [[ "$MAX_UNAVAILABLE" =~ ^[0-9]+$ ]]; then
@@ -120,6 +151,7 @@ declare -A WAY_NAME=(
   [deployment]="Deployment RollingUpdate"
   [asts]="Advanced StatefulSet in place"
   [sts]="StatefulSet RollingUpdate"
+  [kruise]="OpenKruise CloneSet InPlaceIfPossible"
 )
 declare -A SHAPE_NAME=(
   [a]="one container (app)"
@@ -197,9 +229,9 @@ EOF
 workload_yaml() {
   local api kind strategy
   case "$3" in
-    inplace | recreate)
+    inplace | recreate | kruise)
       api=apps.kruise.io/v1alpha1 kind=CloneSet
-      strategy="updateStrategy: {type: $([[ "$3" == inplace ]] && echo InPlaceIfPossible || echo ReCreate), maxUnavailable: $MAX_UNAVAILABLE}"
+      strategy="updateStrategy: {type: $([[ "$3" == recreate ]] && echo ReCreate || echo InPlaceIfPossible), maxUnavailable: $MAX_UNAVAILABLE}"
       ;;
     deployment)
       api=apps/v1 kind=Deployment
@@ -239,6 +271,8 @@ EOF
 workload_resource() {
   case "$1" in
     inplace | recreate) echo clonesets.apps.kruise.io ;;
+    # (the version named: OpenKruise's CRD serves v1alpha1 only, inplace v1beta1 too)
+    kruise) echo clonesets.v1alpha1.apps.kruise.io ;;
     deployment) echo deployments.apps ;;
     asts) echo statefulsets.apps.kruise.io ;;
     sts) echo statefulsets.apps ;;
@@ -335,12 +369,17 @@ trace_mark() { [[ -z "$TRACE" ]] || echo "$2 $3" >> "$TRACE/$1.times"; }
 
 # --- profiles (BENCH_PROFILE) ---------------------------------------------------
 
-# profile_start GROUP: CPU profiles of the inplace programs and kube-apiserver, in the
-# background, for PROFILE_SECONDS; profile_wait waits for them.
+# profile_start GROUP WAY: CPU profiles of the inplace programs (the kruise way: kruise-manager)
+# and kube-apiserver, in the background, for PROFILE_SECONDS; profile_wait waits for them.
 PROFILE_PIDS=()
 profile_start() {
   [[ -n "$PROFILE" ]] || return 0
   local g="$1" q="debug/pprof/profile?seconds=$PROFILE_SECONDS"
+  if [[ "$2" == kruise ]]; then
+    curl -sf -o "$PROFILE/$g.kruise-manager.pprof" "http://127.0.0.1:10482/$q" & PROFILE_PIDS+=($!)
+    "$KUBECTL" get --raw "/$q" > "$PROFILE/$g.kube-apiserver.pprof" & PROFILE_PIDS+=($!)
+    return 0
+  fi
   curl -sf -o "$PROFILE/$g.controller.pprof" "http://127.0.0.1:10390/$q" & PROFILE_PIDS+=($!)
   curl -sf -o "$PROFILE/$g.daemon.pprof" "http://127.0.0.1:10391/$q" & PROFILE_PIDS+=($!)
   "$KUBECTL" --server=https://10.77.0.1:8443 get --raw "/$q" > "$PROFILE/$g.apiserver.pprof" & PROFILE_PIDS+=($!)
@@ -388,22 +427,30 @@ declare -A TIMES UIDS IPS CPU
 # run_way SHAPE WAY ROUND: one measured rollout; its time, changed UIDs and
 # IPs, and CPU busy percentage are appended to TIMES, UIDS, IPS and CPU [SHAPE/WAY].
 run_way() {
-  local shape="$1" way="$2" round="$3" g resource before after t0 t1 t c0 c1 p0 p1 r0 r1
+  local shape="$1" way="$2" round="$3" g resource before after t0 t1 t c0 c1 p0 p1 r0 r1 gates
   g="$shape-$way-r$round"
   resource="$(workload_resource "$way")"
+  [[ "$way" != kruise ]] || kruise_up
   if [[ "$way" == floor ]]; then floor_yaml "$g" "$shape"; else workload_yaml "$g" "$shape" "$way"; fi |
     "$KUBECTL" -n "$NS" create -f - >/dev/null
   bench_poll "$TIMEOUT" "$g: creating the Pods on v1" all_on "bench=$g" "$N" "$IMAGE_OLD" "$resource"
+  if [[ "$way" == inplace || "$way" == kruise ]]; then
+    # Both CloneSet controllers add the InPlaceUpdateReady gate to the Pods: the same Pods.
+    gates="$("$KUBECTL" -n "$NS" get pods -l "bench=$g" -o 'jsonpath={.items[*].spec.readinessGates[*].conditionType}')"
+    [[ "$(grep -o InPlaceUpdateReady <<< "$gates" | wc -l)" -eq "$N" ]] ||
+      die "$g: not every Pod has the readiness gate InPlaceUpdateReady ($gates)"
+  fi
   sleep "$SETTLE" # not synchronisation: the same settled start for every way
   before="$(pod_ids "$g")"
   trace_start "$g" "$way"
 
-  r0="$(inplace_requests)"
+  r0="" r1=""
+  [[ "$way" == kruise ]] || r0="$(inplace_requests)"
   p0="$(proc_cpu)"
   c0="$(cpu_ticks)"
   t0="$(now)"
   trace_mark "$g" t0 "$t0"
-  [[ "$way" == floor ]] || profile_start "$g"
+  [[ "$way" == floor ]] || profile_start "$g" "$way"
   if [[ "$way" == floor ]]; then
     roll_floor "$g"
   else
@@ -415,7 +462,7 @@ run_way() {
   t1="$(now)"
   c1="$(cpu_ticks)"
   p1="$(proc_cpu)"
-  r1="$(inplace_requests)"
+  [[ "$way" == kruise ]] || r1="$(inplace_requests)"
   trace_mark "$g" t1 "$t1"
   trace_stop
   profile_wait "$g"
@@ -434,6 +481,7 @@ run_way() {
   [[ -z "$resource" ]] || "$KUBECTL" -n "$NS" delete "$resource" "$g" --wait=true --timeout="${TIMEOUT}s" >/dev/null
   "$KUBECTL" -n "$NS" delete pods,replicasets.apps -l "bench=$g" --ignore-not-found \
     --wait=true --timeout="${TIMEOUT}s" >/dev/null
+  [[ "$way" != kruise ]] || kruise_down
 }
 
 log "benchmark: $N Pods, $ROUNDS round(s), shapes ${shapes[*]}, ways ${ways[*]}, maxUnavailable $MAX_UNAVAILABLE, sidecar probes $PROBE, settle ${SETTLE}s, namespace $NS${TRACE:+, trace in $TRACE}"
@@ -470,33 +518,46 @@ for shape in "${shapes[@]}"; do
 done
 
 # What each rollout cost the control plane: CPU seconds per process (mean over the rounds), their
-# sum and its ratio to the floor's, the inplace programs' milliseconds per Pod, and the requests
-# each inplace program sent to kube-apiserver per Pod of the rollout.
-# cpu_row FILE FLOOR_ALL: the table's numbers for one way ("-" for the ratio without a floor).
+# sum and its ratio to the floor's, the project's own programs' milliseconds per Pod (inplace's, or
+# OpenKruise's for the kruise way), and the requests each inplace program sent to kube-apiserver
+# per Pod of the rollout.
+# cpu_all FILE: the mean sum of a way's CPU seconds.
+cpu_all() { awk -v r="$ROUNDS" '{ all += $2 } END { printf "%.4f", all / r }' "$1"; }
+# cpu_row FILE FLOOR_ALL OFF: the table's numbers for one way ("-" for the ratio without a floor,
+# and for the processes matching the regular expression OFF: not running in that way).
 cpu_row() {
-  awk -v r="$ROUNDS" -v n="$N" -v names="${CONTROL_PLANE[*]}" -v floor="$2" '
-    { s[$1] += $2; all += $2; if ($1 ~ /^inplace-/) own += $2 }
+  awk -v r="$ROUNDS" -v n="$N" -v names="${CONTROL_PLANE[*]}" -v floor="$2" -v off="$3" '
+    { s[$1] += $2; all += $2; if ($1 ~ /^(inplace|kruise)-/) own += $2 }
     END {
       k = split(names, p, " ")
-      for (i = 1; i <= k; i++) printf " %12.2f", s[p[i]] / r
+      for (i = 1; i <= k; i++) {
+        if (off != "" && p[i] ~ off) printf " %12s", "-"; else printf " %12.2f", s[p[i]] / r
+      }
       printf " %8.2f %7s %9.0fms\n", all / r, (floor > 0 ? sprintf("%.2f", all / r / floor) : "-"), 1000 * own / r / n
     }' "$1"
 }
+declare -A CPU_LABEL=([kube-apiserver]=kube-api [etcd]=etcd [kube-controller-manager]=kube-cm
+  [kube-scheduler]=kube-sched [inplace-apiserver]=inplace-api [inplace-controller]=inplace-ctrl
+  [inplace-daemon]=inplace-dmn [kruise-manager]=kruise-mgr [kruise-daemon]=kruise-dmn)
 for shape in "${shapes[@]}"; do
   echo
   echo "shape $shape: control plane CPU seconds per rollout of $N Pods (mean of $ROUNDS round(s), /proc/PID/stat;"
-  echo "  kube-cm: kube-controller-manager; inplace/Pod: the three inplace programs' CPU ms per Pod)"
+  echo "  kube-cm: kube-controller-manager; own/Pod: CPU ms per Pod of inplace's three programs, or OpenKruise's two)"
   printf '  %-38s' way
-  for p in kube-api etcd kube-cm kube-sched inplace-api inplace-ctrl inplace-dmn; do printf ' %12s' "$p"; done
-  printf ' %8s %7s %11s\n' all /floor inplace/Pod
+  for p in "${CONTROL_PLANE[@]}"; do printf ' %12s' "${CPU_LABEL[$p]}"; done
+  printf ' %8s %7s %11s\n' all /floor own/Pod
   floor_all=0
-  if [[ -s "$WORK/$shape-floor.cpu" ]]; then
-    floor_all="$(awk -v r="$ROUNDS" '{ all += $2 } END { printf "%.4f", all / r }' "$WORK/$shape-floor.cpu")"
-  fi
+  [[ ! -s "$WORK/$shape-floor.cpu" ]] || floor_all="$(cpu_all "$WORK/$shape-floor.cpu")"
   for way in "${ways[@]}"; do
     [[ -s "$WORK/$shape-$way.cpu" ]] || continue
-    printf '  %-38s%s\n' "${WAY_NAME[$way]}" "$(cpu_row "$WORK/$shape-$way.cpu" "$floor_all")"
+    off=""
+    if [[ "$way" == kruise ]]; then off="^inplace-"; elif $KRUISE; then off="^kruise-"; fi
+    printf '  %-38s%s\n' "${WAY_NAME[$way]}" "$(cpu_row "$WORK/$shape-$way.cpu" "$floor_all" "$off")"
   done
+  if [[ -s "$WORK/$shape-inplace.cpu" && -s "$WORK/$shape-kruise.cpu" ]]; then
+    echo "  control plane CPU, inplace / OpenKruise: $(ratio "$(cpu_all "$WORK/$shape-inplace.cpu")" \
+      "$(cpu_all "$WORK/$shape-kruise.cpu")") (all above; issue 43's goal: <= 0.70)"
+  fi
   for way in "${ways[@]}"; do
     [[ "$way" != floor && -s "$WORK/$shape-$way.requests" ]] || continue
     echo "  ${WAY_NAME[$way]}: requests to kube-apiserver per Pod (inplace_kube_requests_total), by program, verb, resource"

@@ -59,13 +59,17 @@ cluster_running() {
 STARTED_CLUSTER=false
 NS=""
 WORK=""
+# A function a benchmark sets to undo what it changed in the cluster (run by bench_cleanup in a
+# subshell, before $NS is deleted, also when the cluster goes down afterwards).
+BENCH_CLEANUP_HOOK=""
 
 # bench_cleanup (the EXIT trap): kills the script's own background jobs
-# (requests still being sent after a failure, watches), removes $WORK, deletes
-# $NS, and brings the cluster down if bench_start brought it up.
+# (requests still being sent after a failure, watches), runs $BENCH_CLEANUP_HOOK, removes $WORK,
+# deletes $NS, and brings the cluster down if bench_start brought it up.
 bench_cleanup() {
   local rc=$? job
   for job in $(jobs -p); do kill "$job" 2>/dev/null || true; done
+  if [[ -n "$BENCH_CLEANUP_HOOK" ]]; then ("$BENCH_CLEANUP_HOOK") || rc=1; fi
   [[ -z "$WORK" ]] || rm -rf "$WORK"
   if [[ -n "$NS" ]]; then
     "$KUBECTL" delete namespace "$NS" --wait=true --timeout=120s >/dev/null 2>&1 || log "could not delete namespace $NS"
