@@ -75,7 +75,7 @@ type Config[W Workload] struct {
 	// ControllerRevisions; Others the other informers the controller reads.
 	Workloads, Pods, Revisions cache.SharedIndexInformer
 	Others                     []cache.SharedIndexInformer
-	// Deleted is told of a workload deleted; nil forgets its expectations.
+	// Deleted is told of a workload deleted; nil forgets its expectations (Parts.Forget).
 	Deleted func(W)
 }
 
@@ -99,7 +99,7 @@ func (p *Parts[W]) Init(cfg Config[W]) error {
 	p.Owned = owned
 	deleted := cfg.Deleted
 	if deleted == nil {
-		deleted = func(w W) { p.Exp.Forget(cache.MetaObjectToName(w).String()) }
+		deleted = func(w W) { p.Forget(cache.MetaObjectToName(w).String()) }
 	}
 	return reconcile.Watch(cfg.Workloads, cfg.Resource, p.Router.WorkloadHandlers(deleted))
 }
@@ -120,13 +120,22 @@ func (p *Parts[W]) EnableImagePreDownload(revisions appsv1client.ControllerRevis
 	return nil
 }
 
+// Forget drops the expectations of the workload of key, which is gone: those of its Pods and
+// those of its image pre-download jobs.
+func (p *Parts[W]) Forget(key string) {
+	p.Exp.Forget(key)
+	if p.Predl != nil {
+		p.Predl.Forget(key)
+	}
+}
+
 // Load reads the workload of key from the cache for a sync, with its Pod selector. ok is false
 // when there is nothing to sync: the workload is gone (its expectations are forgotten) or its
 // selector is invalid (ownership.PodSelector reports it).
 func (p *Parts[W]) Load(key cache.ObjectName) (w W, selector labels.Selector, ok bool, err error) {
 	w, err = p.Router.Get(key.Namespace, key.Name)
 	if apierrors.IsNotFound(err) {
-		p.Exp.Forget(key.String())
+		p.Forget(key.String())
 		return w, nil, false, nil
 	}
 	if err != nil {
