@@ -105,8 +105,8 @@ func (p *Parts[W]) Init(cfg Config[W]) error {
 }
 
 // EnableImagePreDownload makes the workloads pre-download the new images of their rollouts
-// (package predownload, with the kind's rules: the CloneSet and DaemonSet controllers call it
-// from cmd/controller): it watches the ImagePullJobs the workloads control, whose creation and
+// (package predownload, with the kind's rules: cmd/controller calls it for each of the three
+// workload controllers): it watches the ImagePullJobs the workloads control, whose creation and
 // deletion settle the pre-download expectations and bring their workload back. Call it before
 // the informers start.
 func (p *Parts[W]) EnableImagePreDownload(revisions appsv1client.ControllerRevisionsGetter, jobs informers.ImagePullJobInformer) error {
