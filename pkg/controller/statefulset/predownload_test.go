@@ -55,13 +55,7 @@ func preDownloadRolloutOf(t *testing.T, mutate func(*v1beta1.StatefulSet)) (*fix
 }
 
 func createdJobs(f *fixture) []*v1alpha1.ImagePullJob {
-	var out []*v1alpha1.ImagePullJob
-	for _, a := range f.Inplace.Actions() {
-		if a.GetVerb() == "create" && a.GetResource().Resource == "imagepulljobs" {
-			out = append(out, a.(k8stesting.CreateAction).GetObject().(*v1alpha1.ImagePullJob))
-		}
-	}
-	return out
+	return controllertest.Created[*v1alpha1.ImagePullJob](f.Inplace.Actions(), "imagepulljobs")
 }
 
 // While Pods wait above the partition, the StatefulSet creates one ImagePullJob it controls for
