@@ -379,15 +379,9 @@ func untouchedSince(t *testing.T, ctx context.Context, ns string, rec *framework
 // Pod "side" it injects, and waits until the SidecarSet counts the Pod updated and ready.
 func readySidecarSetPod(t *testing.T, ctx context.Context, ns string) string {
 	t.Helper()
-	set := framework.ScopedSidecarSet(ns, ns, "side")
-	set.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(corev1.Container{
-		Name: framework.UpgradeSidecar, Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever,
-	}, v1alpha1.AfterAppContainerType)}
-	framework.CreateSidecarSet(t, ctx, set)
-	pod := framework.LabeledPod(ns, "side", "side", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
-	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, pod, func(p *corev1.Pod) bool {
-		return framework.FindContainer(p.Spec.Containers, framework.UpgradeSidecar) != nil
-	})
+	set := framework.CreateSidecarSet(t, ctx, framework.AgentSidecarSet(ns, "side"))
+	framework.WaitInjects(t, ctx, ns, set.Spec.Selector.MatchLabels, set.Name)
+	pod := framework.LabeledPod(ns, "side", "side", framework.Container("main", framework.AppImageV1))
 	framework.CreateCRRPod(t, ctx, pod)
 	framework.WaitSidecarSetStatus(t, ctx, ns, 1, 1, 1, 1)
 	return ns

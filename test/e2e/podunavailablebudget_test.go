@@ -121,18 +121,11 @@ func testBudgetAcrossUpdaters(t *testing.T, ctx context.Context) {
 	ns := framework.NewNamespace(t, ctx, "pub-three")
 	// The CloneSets' Pods are app=web-a and app=web-b (the framework finds a CloneSet's Pods by
 	// app=<name>); the SidecarSet and the budget select them all by group=web.
-	set := framework.ScopedSidecarSet(ns, ns, "web")
+	set := framework.AgentSidecarSet(ns, "web")
 	set.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"group": "web"}}
-	set.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(corev1.Container{
-		Name: framework.UpgradeSidecar, Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever,
-	}, v1alpha1.AfterAppContainerType)}
 	set.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("100%"))
 	framework.CreateSidecarSet(t, ctx, set)
-	probe := framework.LabeledPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
-	probe.Labels["group"] = "web"
-	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
-		return framework.FindContainer(p.Spec.Containers, framework.UpgradeSidecar) != nil
-	})
+	framework.WaitInjects(t, ctx, ns, set.Spec.Selector.MatchLabels, set.Name)
 	var sets []*v1alpha1.CloneSet
 	for _, name := range []string{"web-a", "web-b"} {
 		sets = append(sets, framework.NewUpdateCloneSet(t, ctx, ns, 5, v1alpha1.CloneSetUpdateStrategy{
