@@ -73,6 +73,10 @@ var controllers = []reconcile.Init[*manager.Context]{
 		if err == nil {
 			err = c.WatchClaimResize(cc.KubeInformers.Core().V1().PersistentVolumeClaims(), cc.KubeInformers.Storage().V1().StorageClasses())
 		}
+		// As OpenKruise, the CloneSet's switch (PreDownloadImageForInPlaceUpdate) covers StatefulSets.
+		if err == nil && cc.ImagePreDownload {
+			err = c.EnableImagePreDownload(cc.KubeClient.AppsV1(), cc.InplaceInformers.Apps().V1alpha1().ImagePullJobs())
+		}
 		return c, err
 	}},
 	{Name: daemonset.Name, New: func(cc *manager.Context) (reconcile.Runner, error) {

@@ -107,15 +107,7 @@ func migrateBack(t *testing.T, ctx context.Context, ns string, kruise map[string
 				}
 			}
 		}
-		out, stderr, err := kubectlInplaceEnv(ctx, 3*time.Minute, []string{"INPLACE_MIGRATE_CRASH_AFTER=" + step}, args...)
-		if err == nil || !strings.Contains(stderr, "step "+step+": crashed on purpose") {
-			t.Fatalf("the way back crashing after step %s: err %v, want the crash\nstdout: %s\nstderr: %s", step, err, out, stderr)
-		}
-		t.Logf("the way back crashed after step %s:\n%s", step, out)
-		if now := snapshotPods(t, ctx, ns); !maps.Equal(now, before) {
-			t.Fatalf("after the crash after step %s: Pods %+v, were %+v", step, now, before)
-		}
-		checkClaimsKept(t, ctx, ns, claims, "the way back, after the crash after step "+step)
+		crashAfterStep(t, ctx, ns, args, step, "the way back", before, claims)
 	}
 	out = mustKubectlInplace(t, ctx, args...)
 	t.Logf("the way back (%d crashes, then to the end) took %.1fs:\n%s", len(migrate.BackSteps), time.Since(start).Seconds(), out)

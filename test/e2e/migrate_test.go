@@ -270,16 +270,7 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 	args := []string{"migrate", "--backup", backup, "--apiservices", apiservices, "--scale-down-kruise"}
 	var runs strings.Builder // what every run printed
 	for _, step := range migrate.Steps {
-		out, stderr, err := kubectlInplaceEnv(ctx, 3*time.Minute, []string{"INPLACE_MIGRATE_CRASH_AFTER=" + step}, args...)
-		if err == nil || !strings.Contains(stderr, "step "+step+": crashed on purpose") {
-			t.Fatalf("migrate crashing after step %s: err %v, want the crash\nstdout: %s\nstderr: %s", step, err, out, stderr)
-		}
-		t.Logf("migrate crashed after step %s:\n%s", step, out)
-		runs.WriteString(out)
-		if now := snapshotPods(t, ctx, ns); !maps.Equal(now, before) {
-			t.Fatalf("after the crash after step %s: Pods %+v, were %+v", step, now, before)
-		}
-		checkClaimsKept(t, ctx, ns, claims, "after the crash after step "+step)
+		runs.WriteString(crashAfterStep(t, ctx, ns, args, step, "migrate", before, claims))
 	}
 	out = mustKubectlInplace(t, ctx, args...)
 	t.Logf("migrate (%d crashes, then to the end) took %.1fs:\n%s", len(migrate.Steps), time.Since(start).Seconds(), out)
@@ -379,15 +370,9 @@ func untouchedSince(t *testing.T, ctx context.Context, ns string, rec *framework
 // Pod "side" it injects, and waits until the SidecarSet counts the Pod updated and ready.
 func readySidecarSetPod(t *testing.T, ctx context.Context, ns string) string {
 	t.Helper()
-	set := framework.ScopedSidecarSet(ns, ns, "side")
-	set.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(corev1.Container{
-		Name: framework.UpgradeSidecar, Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever,
-	}, v1alpha1.AfterAppContainerType)}
-	framework.CreateSidecarSet(t, ctx, set)
-	pod := framework.LabeledPod(ns, "side", "side", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
-	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, pod, func(p *corev1.Pod) bool {
-		return framework.FindContainer(p.Spec.Containers, framework.UpgradeSidecar) != nil
-	})
+	set := framework.CreateSidecarSet(t, ctx, framework.AgentSidecarSet(ns, "side"))
+	framework.WaitInjects(t, ctx, ns, set.Spec.Selector.MatchLabels, set.Name)
+	pod := framework.LabeledPod(ns, "side", "side", framework.Container("main", framework.AppImageV1))
 	framework.CreateCRRPod(t, ctx, pod)
 	framework.WaitSidecarSetStatus(t, ctx, ns, 1, 1, 1, 1)
 	return ns
@@ -831,6 +816,25 @@ type podState struct {
 	Images   string
 	Restarts int32
 	Revision string
+}
+
+// crashAfterStep runs the migration command args so that it stops after the work of step, as a
+// crash would (INPLACE_MIGRATE_CRASH_AFTER, read by the command for tests only), and checks that no
+// Pod changed and every claim is kept; what names the run in messages. It returns what the run
+// printed.
+func crashAfterStep(t *testing.T, ctx context.Context, ns string, args []string, step, what string,
+	before map[string]podState, claims map[string]claimState) string {
+	t.Helper()
+	out, stderr, err := kubectlInplaceEnv(ctx, 3*time.Minute, []string{"INPLACE_MIGRATE_CRASH_AFTER=" + step}, args...)
+	if err == nil || !strings.Contains(stderr, "step "+step+": crashed on purpose") {
+		t.Fatalf("%s crashing after step %s: err %v, want the crash\nstdout: %s\nstderr: %s", what, step, err, out, stderr)
+	}
+	t.Logf("%s crashed after step %s:\n%s", what, step, out)
+	if now := snapshotPods(t, ctx, ns); !maps.Equal(now, before) {
+		t.Fatalf("%s, after the crash after step %s: Pods %+v, were %+v", what, step, now, before)
+	}
+	checkClaimsKept(t, ctx, ns, claims, what+", after the crash after step "+step)
+	return out
 }
 
 func snapshotPods(t *testing.T, ctx context.Context, ns string) map[string]podState {

@@ -22,6 +22,24 @@ import (
 // budgetCounts are the four numbers of a PodUnavailableBudget's status OpenKruise's e2e compares.
 type budgetCounts struct{ allowed, desired, current, total int32 }
 
+// createBudget creates, at policy.kruise.io/v1alpha1, the PodUnavailableBudget web-pub of the Pods
+// with the labels, maxUnavailable as given.
+func createBudget(t *testing.T, ctx context.Context, ns string, labels map[string]string, maxUnavailable int32) *policyv1alpha1.PodUnavailableBudget {
+	t.Helper()
+	pub := &policyv1alpha1.PodUnavailableBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-pub"},
+		Spec: policyv1alpha1.PodUnavailableBudgetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: labels},
+			MaxUnavailable: ptr.To(intstr.FromInt32(maxUnavailable)),
+		},
+	}
+	created, err := framework.Inplace.PolicyV1alpha1().PodUnavailableBudgets(ns).Create(ctx, pub, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the PodUnavailableBudget: %v", err)
+	}
+	return created
+}
+
 // waitBudget waits until the budget's status, read through kube-apiserver at
 // policy.kruise.io/v1alpha1, counts want.
 func waitBudget(t *testing.T, ctx context.Context, ns, name string, want budgetCounts, what string) {
@@ -67,16 +85,7 @@ func testBudgetBlocksInPlaceUpdate(t *testing.T, ctx context.Context) {
 		Type:           v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType,
 		MaxUnavailable: ptr.To(intstr.FromString("100%")),
 	})
-	pub := &policyv1alpha1.PodUnavailableBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-pub"},
-		Spec: policyv1alpha1.PodUnavailableBudgetSpec{
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-		},
-	}
-	if _, err := framework.Inplace.PolicyV1alpha1().PodUnavailableBudgets(ns).Create(ctx, pub, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating the PodUnavailableBudget: %v", err)
-	}
+	pub := createBudget(t, ctx, ns, map[string]string{"app": "web"}, 1)
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods")
 	// kubectl finds it through kube-apiserver by OpenKruise's short name, with its columns.
 	out := framework.MustKubectl(t, ctx, "", "-n", ns, "get", "pub", pub.Name)
@@ -121,18 +130,11 @@ func testBudgetAcrossUpdaters(t *testing.T, ctx context.Context) {
 	ns := framework.NewNamespace(t, ctx, "pub-three")
 	// The CloneSets' Pods are app=web-a and app=web-b (the framework finds a CloneSet's Pods by
 	// app=<name>); the SidecarSet and the budget select them all by group=web.
-	set := framework.ScopedSidecarSet(ns, ns, "web")
+	set := framework.AgentSidecarSet(ns, "web")
 	set.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"group": "web"}}
-	set.Spec.Containers = []v1alpha1.SidecarContainer{framework.Sidecar(corev1.Container{
-		Name: framework.UpgradeSidecar, Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever,
-	}, v1alpha1.AfterAppContainerType)}
 	set.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("100%"))
 	framework.CreateSidecarSet(t, ctx, set)
-	probe := framework.LabeledPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
-	probe.Labels["group"] = "web"
-	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
-		return framework.FindContainer(p.Spec.Containers, framework.UpgradeSidecar) != nil
-	})
+	framework.WaitInjects(t, ctx, ns, set.Spec.Selector.MatchLabels, set.Name)
 	var sets []*v1alpha1.CloneSet
 	for _, name := range []string{"web-a", "web-b"} {
 		sets = append(sets, framework.NewUpdateCloneSet(t, ctx, ns, 5, v1alpha1.CloneSetUpdateStrategy{
@@ -149,16 +151,7 @@ func testBudgetAcrossUpdaters(t *testing.T, ctx context.Context) {
 		framework.WaitCloneSetReady(t, ctx, cs, 5)
 	}
 	framework.WaitSidecarSetStatus(t, ctx, ns, 10, 10, 10, 10)
-	pub := &policyv1alpha1.PodUnavailableBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-pub"},
-		Spec: policyv1alpha1.PodUnavailableBudgetSpec{
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"group": "web"}},
-			MaxUnavailable: ptr.To(intstr.FromInt32(2)),
-		},
-	}
-	if _, err := framework.Inplace.PolicyV1alpha1().PodUnavailableBudgets(ns).Create(ctx, pub, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating the PodUnavailableBudget: %v", err)
-	}
+	pub := createBudget(t, ctx, ns, map[string]string{"group": "web"}, 2)
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 2, desired: 8, current: 10, total: 10}, "counts the 10 Pods")
 	rec := framework.RecordPods(t, ctx, ns)
 

@@ -117,10 +117,7 @@ func TestSidecarSetJobNativeSidecar(t *testing.T) {
 	set := framework.ScopedSidecarSet(name, ns, name)
 	set.Spec.InitContainers = []v1alpha1.SidecarContainer{nativeSidecar(framework.AppImageV1)}
 	framework.CreateSidecarSet(t, ctx, set)
-	probe := framework.LabeledPod(ns, "probe", name, framework.ShContainer("main", "echo main done"))
-	framework.WaitPodWebhook(t, ctx, "the webhook to inject SidecarSet "+name, probe, func(p *corev1.Pod) bool {
-		return p.Annotations[v1alpha1.SidecarSetListAnnotation] == name
-	})
+	framework.WaitInjects(t, ctx, ns, set.Spec.Selector.MatchLabels, name)
 
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "once"},

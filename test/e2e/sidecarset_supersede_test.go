@@ -123,10 +123,7 @@ func newHotSidecarSet(t *testing.T, ctx context.Context, prefix string, n int32)
 	mesh.UpgradeStrategy = v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: emptyImage}
 	set.Spec.Containers = []v1alpha1.SidecarContainer{mesh}
 	framework.CreateSidecarSet(t, ctx, set)
-	probe := framework.LabeledPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
-	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
-		return framework.FindContainer(p.Spec.Containers, "mesh-2") != nil
-	})
+	framework.WaitInjects(t, ctx, ns, set.Spec.Selector.MatchLabels, set.Name)
 	cs, before := framework.ReadyCloneSet(t, ctx, ns, n, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	framework.WaitSidecarSetStatus(t, ctx, ns, n, n, n, n)
 	return ns, cs, before

@@ -303,10 +303,7 @@ func TestSidecarSetHotUpgrade(t *testing.T) {
 	set.Spec.Containers = []v1alpha1.SidecarContainer{mesh}
 	set.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 	framework.CreateSidecarSet(t, ctx, set)
-	probe := framework.LabeledPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
-	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
-		return framework.FindContainer(p.Spec.Containers, "mesh-2") != nil
-	})
+	framework.WaitInjects(t, ctx, ns, set.Spec.Selector.MatchLabels, set.Name)
 	cs, before := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	framework.WaitSidecarSetStatus(t, ctx, ns, 2, 2, 2, 2)
 	for name, p := range before {

@@ -46,10 +46,7 @@ func TestSidecarSetV1beta1InjectAndUpgrade(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = sets.Delete(context.Background(), set.Name, metav1.DeleteOptions{}) })
 
-	probe := framework.LabeledPod(ns, "probe", "web", corev1.Container{Name: "main", Image: framework.AppImageV1, ImagePullPolicy: corev1.PullNever})
-	framework.WaitPodWebhook(t, ctx, "the Pod webhook to inject the v1beta1 SidecarSet "+ns, probe, func(p *corev1.Pod) bool {
-		return framework.FindContainer(p.Spec.Containers, framework.UpgradeSidecar) != nil
-	})
+	framework.WaitInjects(t, ctx, ns, set.Spec.Selector.MatchLabels, set.Name)
 	cs, before := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{Type: v1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType})
 	for name, p := range before {
 		if c := framework.FindContainer(p.Spec.Containers, framework.UpgradeSidecar); c == nil || c.Image != framework.AppImageV1 {

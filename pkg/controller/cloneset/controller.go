@@ -98,10 +98,7 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, setInf informer
 }
 
 func (c *Controller) deleteSet(cs *v1alpha1.CloneSet) {
-	c.Exp.Forget(cache.MetaObjectToName(cs).String())
-	if c.Predl != nil {
-		c.Predl.Forget(cache.MetaObjectToName(cs).String())
-	}
+	c.Forget(cache.MetaObjectToName(cs).String())
 	c.Queue.Add(cache.MetaObjectToName(cs))
 }
 

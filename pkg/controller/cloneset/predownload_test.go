@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/controllertest"
 	"github.com/inplace-dev/inplace/pkg/workload/predownload"
 )
 
@@ -39,13 +40,7 @@ func (r *rollout) preDownloadFixture(t *testing.T, on bool, extra ...runtime.Obj
 }
 
 func createdJobs(f *fixture) []*v1alpha1.ImagePullJob {
-	var out []*v1alpha1.ImagePullJob
-	for _, a := range f.Inplace.Actions() {
-		if a.GetVerb() == "create" && a.GetResource().Resource == "imagepulljobs" {
-			out = append(out, a.(k8stesting.CreateAction).GetObject().(*v1alpha1.ImagePullJob))
-		}
-	}
-	return out
+	return controllertest.Created[*v1alpha1.ImagePullJob](f.Inplace.Actions(), "imagepulljobs")
 }
 
 // partitioned is a rollout of 5 Pods in place, the image changed, partition 4: one Pod updates,

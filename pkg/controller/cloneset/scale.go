@@ -399,25 +399,9 @@ func sortForDeletion(pods []*corev1.Pod) {
 // state, a volume per volumeClaimTemplate claiming its PVC, the InPlaceUpdateReady readiness gate
 // (and KruisePodReady when a lifecycle hook marks Pods not ready), and the CloneSet as controller.
 func newPod(cs *v1alpha1.CloneSet, template *corev1.PodTemplateSpec, revision, id string) *corev1.Pod {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            cs.Name + "-" + id,
-			Namespace:       cs.Namespace,
-			Labels:          map[string]string{},
-			Annotations:     map[string]string{},
-			Finalizers:      slices.Clone(template.Finalizers),
-			OwnerReferences: []metav1.OwnerReference{*controllerRef(cs)},
-		},
-		Spec: *template.Spec.DeepCopy(),
-	}
-	for k, v := range template.Labels {
-		pod.Labels[k] = v
-	}
-	for k, v := range template.Annotations {
-		pod.Annotations[k] = v
-	}
+	pod := ownership.NewPod(template, cs.Namespace, controllerRef(cs), revision)
+	pod.Name = cs.Name + "-" + id
 	pod.Labels[v1alpha1.CloneSetInstanceID] = id
-	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
 	pod.Labels[podTemplateHashLabel] = revision
 	pod.Labels[pub.LifecycleStateKey] = string(lifecycle.InitialState)
 	injectClaimVolumes(cs, pod)

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -26,7 +25,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/workload/history"
 	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
 	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
-	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
 
 // updateResult is what one rolling update step did.
@@ -361,28 +359,10 @@ func (c *Controller) markSpecifiedDelete(ctx context.Context, pod *corev1.Pod) e
 	return nil
 }
 
-// updateInPlace sends POST pods/NAME/inplaceupdate for the spec, expected before it is sent so that
-// no sync counts the Pod as available (or asks again) before the informer shows it updating.
+// updateInPlace sends POST pods/NAME/inplaceupdate for the spec (scaffold's UpdateInPlace).
 func (c *Controller) updateInPlace(ctx context.Context, cs *v1alpha1.CloneSet, pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, updateRevision string) error {
-	key := cache.MetaObjectToName(cs).String()
 	body := inPlaceUpdateBody(cs, pod, spec, updateRevision, c.Clock.Now())
-	c.Exp.ExpectUpdate(key, pod.Name, updateRevision)
-	_, err := c.Inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{})
-	if err != nil {
-		c.Exp.UpdateObserved(key, pod.Name)
-		if wait, ok := inplacerequest.Waiting(c.Recorder, cs, pod.Name, err); ok {
-			// A PodUnavailableBudget holds the Pod back: the update waits (no error, no backoff).
-			return wait
-		}
-		c.Recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedUpdatePodInPlace,
-			"failed to update pod %s in place to revision %s: %v", pod.Name, updateRevision, err)
-		return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
-	}
-	klog.FromContext(ctx).Info("Updating Pod in place", "cloneset", klog.KObj(cs), "pod", klog.KObj(pod),
-		"updateRevision", updateRevision, "spec", spec.String())
-	c.Recorder.Eventf(cs, corev1.EventTypeNormal, ownership.ReasonSuccessfulUpdatePodInPlace,
-		"updating pod %s in place to revision %s", pod.Name, updateRevision)
-	return nil
+	return c.UpdateInPlace(ctx, cs, pod, spec, body, updateRevision)
 }
 
 // inPlaceUpdateBody is the request for the spec (see inplacerequest.Body); the CloneSet's

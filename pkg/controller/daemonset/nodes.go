@@ -1,10 +1,8 @@
 package daemonset
 
 import (
-	"maps"
 	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -14,6 +12,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
 
 // daemonTolerations are the tolerations kube's DaemonSet controller gives every daemon Pod, so that
@@ -36,21 +35,8 @@ func controllerRef(ds *v1alpha1.DaemonSet) *metav1.OwnerReference {
 // binds it there, accounting for its resources); plus the InPlaceUpdateReady readiness gate, and
 // KruisePodReady when a lifecycle hook marks Pods not ready.
 func newPod(ds *v1alpha1.DaemonSet, template *corev1.PodTemplateSpec, revision, node string) *corev1.Pod {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName:    ds.Name + "-",
-			Namespace:       ds.Namespace,
-			Labels:          maps.Clone(template.Labels),
-			Annotations:     maps.Clone(template.Annotations),
-			Finalizers:      slices.Clone(template.Finalizers),
-			OwnerReferences: []metav1.OwnerReference{*controllerRef(ds)},
-		},
-		Spec: *template.Spec.DeepCopy(),
-	}
-	if pod.Labels == nil {
-		pod.Labels = map[string]string{}
-	}
-	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
+	pod := ownership.NewPod(template, ds.Namespace, controllerRef(ds), revision)
+	pod.GenerateName = ds.Name + "-"
 	pod.Spec.Tolerations = withDaemonTolerations(pod.Spec.Tolerations)
 	setNodeAffinity(pod, node)
 	inplaceupdate.InjectReadinessGate(pod)

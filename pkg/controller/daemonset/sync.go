@@ -386,12 +386,8 @@ func (c *Controller) deletePod(ctx context.Context, ds *v1alpha1.DaemonSet, pod 
 		}
 		return err
 	}
-	c.Exp.ExpectDeletions(key, pod.Name)
-	err := c.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-	if err != nil && !apierrors.IsNotFound(err) {
-		c.Exp.DeletionObserved(key, pod.Name)
-		c.Recorder.Eventf(ds, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "failed to delete pod %s: %v", pod.Name, err)
-		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+	if err := c.DeletePod(ctx, ds, pod); err != nil {
+		return err
 	}
 	klog.FromContext(ctx).Info("Deleted daemon Pod", "daemonset", klog.KObj(ds), "pod", klog.KObj(pod), "node", nodeOf(pod), "why", why)
 	c.Recorder.Eventf(ds, corev1.EventTypeNormal, ownership.ReasonSuccessfulDelete, "Deleted pod: %s (%s)", pod.Name, why)

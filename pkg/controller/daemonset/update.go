@@ -3,7 +3,6 @@ package daemonset
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,8 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
@@ -20,7 +17,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/workload/availability"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
 	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
-	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
 
 // updatePlan is what a rolling update step may do: the nodes whose old Pod may be replaced now
@@ -155,19 +151,6 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *v1alpha1.DaemonSet, 
 }
 
 func (c *Controller) updateInPlace(ctx context.Context, ds *v1alpha1.DaemonSet, pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, revision string) error {
-	key := cache.MetaObjectToName(ds).String()
 	body := inplacerequest.Body(pod, spec, revision, inplacerequest.Options{Now: c.Clock.Now(), NoLifecycle: true})
-	c.Exp.ExpectUpdate(key, pod.Name, revision)
-	if _, err := c.Inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{}); err != nil {
-		c.Exp.UpdateObserved(key, pod.Name)
-		if wait, ok := inplacerequest.Waiting(c.Recorder, ds, pod.Name, err); ok {
-			// A PodUnavailableBudget holds the Pod back: the update waits (no error, no backoff).
-			return wait
-		}
-		c.Recorder.Eventf(ds, corev1.EventTypeWarning, ownership.ReasonFailedUpdatePodInPlace, "failed to update pod %s in place to revision %s: %v", pod.Name, revision, err)
-		return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
-	}
-	klog.FromContext(ctx).Info("Updating daemon Pod in place", "daemonset", klog.KObj(ds), "pod", klog.KObj(pod), "node", nodeOf(pod), "updateRevision", revision)
-	c.Recorder.Eventf(ds, corev1.EventTypeNormal, ownership.ReasonSuccessfulUpdatePodInPlace, "updating pod %s in place to revision %s", pod.Name, revision)
-	return nil
+	return c.UpdateInPlace(ctx, ds, pod, spec, body, revision)
 }

@@ -41,7 +41,7 @@ type Context struct {
 	Namespace string
 	// RolloutMetrics is Options.RolloutMetrics: per-workload gauges on /metrics.
 	RolloutMetrics bool
-	// ImagePreDownload is Options.ImagePreDownload: CloneSets pre-download the images of their
+	// ImagePreDownload is Options.ImagePreDownload: CloneSets and Advanced StatefulSets pre-download the images of their
 	// in-place rollouts through ImagePullJobs.
 	ImagePreDownload bool
 }

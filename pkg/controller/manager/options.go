@@ -36,8 +36,9 @@ type Options struct {
 	// RolloutMetrics exposes one gauge series per workload (CloneSet, Advanced StatefulSet and
 	// DaemonSet) and Pod state on /metrics.
 	RolloutMetrics bool
-	// ImagePreDownload makes CloneSets that update in place pre-download their new images onto
-	// the nodes of the Pods still waiting for them (OpenKruise's PreDownloadImageForInPlaceUpdate).
+	// ImagePreDownload makes CloneSets and Advanced StatefulSets that update in place pre-download
+	// their new images onto the nodes of the Pods still waiting for them (OpenKruise's
+	// PreDownloadImageForInPlaceUpdate, which covers both).
 	ImagePreDownload bool
 	// Workers is how many keys each controller reconciles at once.
 	Workers int
@@ -91,8 +92,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"(per workload: its Pods by state, e.g. desired, updated, ready, available) on /metrics. "+
 			"Off by default: their series grow with the number of workloads.")
 	fs.BoolVar(&o.ImagePreDownload, "cloneset-image-predownload", o.ImagePreDownload,
-		"Pre-download the new images of a CloneSet's in-place rollout onto the nodes of its Pods not updated yet, "+
-			"through ImagePullJobs owned by the CloneSet (OpenKruise's PreDownloadImageForInPlaceUpdate); "+
+		"Pre-download the new images of a CloneSet's or Advanced StatefulSet's in-place rollout onto the nodes of its Pods not updated yet, "+
+			"through ImagePullJobs owned by the workload (OpenKruise's PreDownloadImageForInPlaceUpdate); "+
 			"--cloneset-image-predownload=false turns it off.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Keys each controller reconciles at once.")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API servers.")

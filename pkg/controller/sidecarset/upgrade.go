@@ -85,7 +85,6 @@ func (c *Controller) markNotUpgradable(ctx context.Context, set *v1alpha1.Sideca
 // upgradePods starts the in-place upgrade of the Pods' sidecars, and says on the SidecarSet which
 // Pods it started. A Pod busy with another update waits for a later pass.
 func (c *Controller) upgradePods(ctx context.Context, set *v1alpha1.SidecarSet, pods []*corev1.Pod) (time.Duration, error) {
-	logger := klog.FromContext(ctx)
 	var requeue time.Duration
 	var started []string
 	defer func() {
@@ -96,23 +95,11 @@ func (c *Controller) upgradePods(ctx context.Context, set *v1alpha1.SidecarSet, 
 	}()
 	for _, pod := range pods {
 		rv, err := c.upgradePod(ctx, set, pod)
-		switch {
-		case apierrors.IsConflict(err):
-			// Another in-place update of the Pod is changing a sidecar, or the Pod is going away:
-			// its turn comes again once that is over.
-			logger.V(2).Info("Sidecar upgrade waits", "sidecarset", set.Name, "pod", klog.KObj(pod), "reason", err.Error())
-			podUpgrades.WithLabelValues(set.Name, resultWaiting).Inc()
-			requeue = cacheLagRetry
+		if taken, err := c.taken(ctx, set, pod, err, "Upgrading the sidecars", &requeue); !taken {
+			if err != nil {
+				return 0, err
+			}
 			continue
-		case apierrors.IsNotFound(err):
-			continue
-		case apierrors.IsTooManyRequests(err):
-			requeue = reconcile.Soonest(requeue, c.waitForBudget(ctx, set, pod, err))
-			continue
-		case err != nil:
-			podUpgrades.WithLabelValues(set.Name, resultFailed).Inc()
-			c.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonUpgradeFailed, "Upgrading the sidecars of SidecarSet %s: %v", set.Name, err)
-			return 0, fmt.Errorf("upgrading the sidecars of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		podUpgrades.WithLabelValues(set.Name, resultStarted).Inc()
 		started = append(started, klog.KObj(pod).String())
@@ -195,20 +182,11 @@ func (c *Controller) resetHotUpgrades(ctx context.Context, set *v1alpha1.Sidecar
 			return took, 0, fmt.Errorf("reading the sidecarset hashes of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		out, what, err := c.postUpgrade(ctx, set, pod, hashes[set.Name].Hash, "", change)
-		switch {
-		case apierrors.IsConflict(err):
-			podUpgrades.WithLabelValues(set.Name, resultWaiting).Inc()
-			requeue = cacheLagRetry
+		if taken, err := c.taken(ctx, set, pod, err, "Resetting the idle hot-upgrade sidecars", &requeue); !taken {
+			if err != nil {
+				return took, 0, err
+			}
 			continue
-		case apierrors.IsNotFound(err):
-			continue
-		case apierrors.IsTooManyRequests(err):
-			requeue = reconcile.Soonest(requeue, c.waitForBudget(ctx, set, pod, err))
-			continue
-		case err != nil:
-			podUpgrades.WithLabelValues(set.Name, resultFailed).Inc()
-			c.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonUpgradeFailed, "Resetting the idle hot-upgrade sidecars of SidecarSet %s: %v", set.Name, err)
-			return took, 0, fmt.Errorf("resetting the hot-upgrade sidecars of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		took = true
 		podUpgrades.WithLabelValues(set.Name, resultHotReset).Inc()
@@ -217,6 +195,31 @@ func (c *Controller) resetHotUpgrades(ctx context.Context, set *v1alpha1.Sidecar
 			"SidecarSet %s: the new sidecars work; the old ones go back to the empty image: %s", set.Name, what)
 	}
 	return took, requeue, nil
+}
+
+// taken sorts the answer err to an in-place request on the Pod (doing says which, for the Event
+// and the error): taken when it was accepted; else the Pod waits for a later pass, with requeue
+// brought forward (a conflict: another in-place update of the Pod is changing a sidecar, or the
+// Pod is going away; a PodUnavailableBudget's 429), or it is gone, or the request failed: an error,
+// with a Warning Event on the Pod.
+func (c *Controller) taken(ctx context.Context, set *v1alpha1.SidecarSet, pod *corev1.Pod, err error, doing string, requeue *time.Duration) (bool, error) {
+	switch {
+	case apierrors.IsConflict(err):
+		klog.FromContext(ctx).V(2).Info("Sidecar upgrade waits", "sidecarset", set.Name, "pod", klog.KObj(pod), "reason", err.Error())
+		podUpgrades.WithLabelValues(set.Name, resultWaiting).Inc()
+		*requeue = cacheLagRetry
+		return false, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case apierrors.IsTooManyRequests(err):
+		*requeue = reconcile.Soonest(*requeue, c.waitForBudget(ctx, set, pod, err))
+		return false, nil
+	case err != nil:
+		podUpgrades.WithLabelValues(set.Name, resultFailed).Inc()
+		c.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonUpgradeFailed, "%s of SidecarSet %s: %v", doing, set.Name, err)
+		return false, fmt.Errorf("%s of pod %s/%s: %w", strings.ToLower(doing[:1])+doing[1:], pod.Namespace, pod.Name, err)
+	}
+	return true, nil
 }
 
 // setUpgradable writes the Pod's SidecarSetUpgradable condition for this SidecarSet when it changes.

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -201,12 +200,7 @@ func TestRestoreClaimsOfPendingPods(t *testing.T) {
 	if err := f.c.restoreClaims(context.Background(), set, []*corev1.Pod{pending, readyPod(set, 1, "r", true)}); err != nil {
 		t.Fatal(err)
 	}
-	var created []string
-	for _, a := range f.Kube.Actions() {
-		if a.GetVerb() == "create" && a.GetResource().Resource == "persistentvolumeclaims" {
-			created = append(created, a.(k8stesting.CreateAction).GetObject().(*corev1.PersistentVolumeClaim).Name)
-		}
-	}
+	created := controllertest.Names(controllertest.Created[*corev1.PersistentVolumeClaim](f.Kube.Actions(), "persistentvolumeclaims"))
 	if !slices.Equal(created, []string{"data-db-0"}) {
 		t.Errorf("claims created %v, want data-db-0 (its Pod is Pending) only", created)
 	}

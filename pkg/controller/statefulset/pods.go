@@ -13,6 +13,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
+	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
 
 func controllerRef(set *v1beta1.StatefulSet) *metav1.OwnerReference {
@@ -32,21 +33,8 @@ func claimName(set *v1beta1.StatefulSet, template string, ordinal int) string {
 // lifecycle state.
 func newPod(set *v1beta1.StatefulSet, template *corev1.PodTemplateSpec, revision string, ordinal int) *corev1.Pod {
 	name := podName(set, ordinal)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            name,
-			Namespace:       set.Namespace,
-			Labels:          maps.Clone(template.Labels),
-			Annotations:     maps.Clone(template.Annotations),
-			Finalizers:      slices.Clone(template.Finalizers),
-			OwnerReferences: []metav1.OwnerReference{*controllerRef(set)},
-		},
-		Spec: *template.Spec.DeepCopy(),
-	}
-	if pod.Labels == nil {
-		pod.Labels = map[string]string{}
-	}
-	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
+	pod := ownership.NewPod(template, set.Namespace, controllerRef(set), revision)
+	pod.Name = name
 	pod.Labels[appsv1.StatefulSetPodNameLabel] = name
 	pod.Labels[appsv1.PodIndexLabel] = strconv.Itoa(ordinal)
 	pod.Spec.Hostname = name

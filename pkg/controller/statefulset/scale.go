@@ -291,7 +291,6 @@ func (c *Controller) deleteClaims(ctx context.Context, set *v1beta1.StatefulSet,
 // the preDelete hook holds is not deleted: it moves to PreparingDelete and waits there; the sync
 // that finds it released deletes it (planScale).
 func (c *Controller) deletePod(ctx context.Context, set *v1beta1.StatefulSet, pod *corev1.Pod, reason, why string) error {
-	key := cache.MetaObjectToName(set).String()
 	if lifecycle.Hooked(lifecycle.PreDeleteHook(set.Spec.Lifecycle), pod) {
 		moved, err := c.setLifecycle(ctx, set, pod, pub.LifecycleStatePreparingDelete, nil)
 		if moved {
@@ -299,12 +298,8 @@ func (c *Controller) deletePod(ctx context.Context, set *v1beta1.StatefulSet, po
 		}
 		return err
 	}
-	c.Exp.ExpectDeletions(key, pod.Name)
-	err := c.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-	if err != nil && !apierrors.IsNotFound(err) {
-		c.Exp.DeletionObserved(key, pod.Name)
-		c.Recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "failed to delete pod %s: %v", pod.Name, err)
-		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+	if err := c.DeletePod(ctx, set, pod); err != nil {
+		return err
 	}
 	klog.FromContext(ctx).Info("Deleted Pod", "statefulset", klog.KObj(set), "pod", klog.KObj(pod), "why", why)
 	c.Recorder.Eventf(set, corev1.EventTypeNormal, reason, "delete Pod %s in StatefulSet %s: %s", pod.Name, set.Name, why)

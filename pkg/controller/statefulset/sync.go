@@ -55,6 +55,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	if set.DeletionTimestamp == nil {
 		if satisfied {
 			var acted bool
+			// Before the Pods are touched, as OpenKruise: the first batch of an update starts
+			// while the other Pods' nodes pull. A failed pre-download step stops nothing else.
+			preWait, preErr := c.preDownload(ctx, set, revs)
 			acted, actErr = c.refreshLifecycles(ctx, set, pods, revs.Update.Name)
 			if !acted && actErr == nil {
 				actErr = c.restoreClaims(ctx, set, pods)
@@ -66,6 +69,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 				actErr = c.rollingUpdate(ctx, set, pods, revs, revisions)
 				updated = true
 			}
+			requeue = preWait
+			actErr = errors.Join(preErr, actErr)
 		} else {
 			requeue = left
 		}

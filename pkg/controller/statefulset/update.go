@@ -9,10 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
@@ -23,7 +20,6 @@ import (
 	"github.com/inplace-dev/inplace/pkg/workload/history"
 	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
 	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
-	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
 
 // updateStep is one Pod of a rolling update step and how it reaches the update revision.
@@ -302,7 +298,6 @@ func (c *Controller) applyStep(ctx context.Context, set *v1beta1.StatefulSet, st
 	if wait, err := c.holdForInPlaceUpdate(ctx, set, pod); wait || err != nil {
 		return err
 	}
-	key := cache.MetaObjectToName(set).String()
 	// The request moves the Pod to Updating, and to Normal with the update's completion when no
 	// hook holds it; else refreshLifecycles moves it on once the update is done.
 	o := inplacerequest.Options{Now: c.Clock.Now(), StateAfterUpdate: lifecycle.StateAfterUpdate(set.Spec.Lifecycle),
@@ -311,18 +306,5 @@ func (c *Controller) applyStep(ctx context.Context, set *v1beta1.StatefulSet, st
 		o.GracePeriodSeconds = s.GracePeriodSeconds
 	}
 	body := inplacerequest.Body(pod, step.spec, updateRevision, o)
-	c.Exp.ExpectUpdate(key, pod.Name, updateRevision)
-	if _, err := c.Inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{}); err != nil {
-		c.Exp.UpdateObserved(key, pod.Name)
-		if wait, ok := inplacerequest.Waiting(c.Recorder, set, pod.Name, err); ok {
-			// A PodUnavailableBudget holds the Pod back: the update waits (no error, no backoff).
-			return wait
-		}
-		c.Recorder.Eventf(set, corev1.EventTypeWarning, ownership.ReasonFailedUpdatePodInPlace, "failed to update pod %s in place to revision %s: %v", pod.Name, updateRevision, err)
-		return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
-	}
-	klog.FromContext(ctx).Info("Updating Pod in place", "statefulset", klog.KObj(set), "pod", klog.KObj(pod),
-		"updateRevision", updateRevision, "spec", step.spec.String())
-	c.Recorder.Eventf(set, corev1.EventTypeNormal, ownership.ReasonSuccessfulUpdatePodInPlace, "updating pod %s in place to revision %s", pod.Name, updateRevision)
-	return nil
+	return c.UpdateInPlace(ctx, set, pod, step.spec, body, updateRevision)
 }

@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -321,4 +323,27 @@ func RevisionPatch(client appsv1client.ControllerRevisionsGetter, namespace stri
 	return func(ctx context.Context, name string, patch []byte) (*appsv1.ControllerRevision, error) {
 		return client.ControllerRevisions(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	}
+}
+
+// NewPod is a Pod of the workload ref names as controller, in namespace, from template at
+// revision: copies of the template's labels (never nil, plus controller-revision-hash: revision),
+// annotations (never nil), finalizers and spec. The workload's controller names it and adds what
+// its kind does.
+func NewPod(template *corev1.PodTemplateSpec, namespace string, ref *metav1.OwnerReference, revision string) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       namespace,
+			Labels:          make(map[string]string, len(template.Labels)+1),
+			Annotations:     maps.Clone(template.Annotations),
+			Finalizers:      slices.Clone(template.Finalizers),
+			OwnerReferences: []metav1.OwnerReference{*ref},
+		},
+		Spec: *template.Spec.DeepCopy(),
+	}
+	maps.Copy(pod.Labels, template.Labels)
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
+	return pod
 }

@@ -350,3 +350,23 @@ func sortedNames[T metav1.Object](objs []T) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestNewPod: the Pod carries copies of the template's metadata and spec (a change to the Pod
+// leaves the template alone), the revision label and the controllerRef; its maps are never nil.
+func TestNewPod(t *testing.T) {
+	template := &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}, Finalizers: []string{"example.io/keep"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "app:v1"}}},
+	}
+	ref := metav1.NewControllerRef(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "owner-uid"}},
+		corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	pod := NewPod(template, "ns", ref, "web-r1")
+	if pod.Namespace != "ns" || pod.Labels["app"] != "web" || pod.Labels[appsv1.ControllerRevisionHashLabelKey] != "web-r1" ||
+		pod.Annotations == nil || !slices.Equal(pod.Finalizers, []string{"example.io/keep"}) || !metav1.IsControlledBy(pod, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{UID: "owner-uid"}}) {
+		t.Errorf("pod %+v: want the template's metadata in ns, the revision label and the controllerRef", pod.ObjectMeta)
+	}
+	pod.Labels["x"], pod.Finalizers[0], pod.Spec.Containers[0].Image = "y", "changed", "app:v2"
+	if template.Labels["x"] != "" || template.Finalizers[0] != "example.io/keep" || template.Spec.Containers[0].Image != "app:v1" {
+		t.Errorf("the template changed with its Pod: %+v", template)
+	}
+}

@@ -9,6 +9,7 @@ package scaffold
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -22,10 +23,13 @@ import (
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	informers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
@@ -55,6 +59,8 @@ type Parts[W Workload] struct {
 	Clock    clock.PassiveClock
 	// Predl pre-downloads the images of rollouts (EnableImagePreDownload); nil when off.
 	Predl *predownload.Writer
+	// name is the controller's: the key that names the workload in its log lines.
+	name string
 }
 
 // Config is what Init needs to know of a workload kind and its controller.
@@ -75,14 +81,14 @@ type Config[W Workload] struct {
 	// ControllerRevisions; Others the other informers the controller reads.
 	Workloads, Pods, Revisions cache.SharedIndexInformer
 	Others                     []cache.SharedIndexInformer
-	// Deleted is told of a workload deleted; nil forgets its expectations.
+	// Deleted is told of a workload deleted; nil forgets its expectations (Parts.Forget).
 	Deleted func(W)
 }
 
 // Init builds the parts, with the real clock, and enqueues each workload added or updated (Deleted
 // is told of one deleted). The controller watches its Pods, revisions and other objects itself.
 func (p *Parts[W]) Init(cfg Config[W]) error {
-	p.Kube, p.Inplace, p.Recorder = cfg.Kube, cfg.Inplace, cfg.Recorder
+	p.Kube, p.Inplace, p.Recorder, p.name = cfg.Kube, cfg.Inplace, cfg.Recorder, cfg.Name
 	p.Synced = []cache.InformerSynced{cfg.Workloads.HasSynced, cfg.Pods.HasSynced, cfg.Revisions.HasSynced}
 	for _, inf := range cfg.Others {
 		p.Synced = append(p.Synced, inf.HasSynced)
@@ -99,14 +105,14 @@ func (p *Parts[W]) Init(cfg Config[W]) error {
 	p.Owned = owned
 	deleted := cfg.Deleted
 	if deleted == nil {
-		deleted = func(w W) { p.Exp.Forget(cache.MetaObjectToName(w).String()) }
+		deleted = func(w W) { p.Forget(cache.MetaObjectToName(w).String()) }
 	}
 	return reconcile.Watch(cfg.Workloads, cfg.Resource, p.Router.WorkloadHandlers(deleted))
 }
 
 // EnableImagePreDownload makes the workloads pre-download the new images of their rollouts
-// (package predownload, with the kind's rules: the CloneSet and DaemonSet controllers call it
-// from cmd/controller): it watches the ImagePullJobs the workloads control, whose creation and
+// (package predownload, with the kind's rules: cmd/controller calls it for each of the three
+// workload controllers): it watches the ImagePullJobs the workloads control, whose creation and
 // deletion settle the pre-download expectations and bring their workload back. Call it before
 // the informers start.
 func (p *Parts[W]) EnableImagePreDownload(revisions appsv1client.ControllerRevisionsGetter, jobs informers.ImagePullJobInformer) error {
@@ -120,13 +126,22 @@ func (p *Parts[W]) EnableImagePreDownload(revisions appsv1client.ControllerRevis
 	return nil
 }
 
+// Forget drops the expectations of the workload of key, which is gone: those of its Pods and
+// those of its image pre-download jobs.
+func (p *Parts[W]) Forget(key string) {
+	p.Exp.Forget(key)
+	if p.Predl != nil {
+		p.Predl.Forget(key)
+	}
+}
+
 // Load reads the workload of key from the cache for a sync, with its Pod selector. ok is false
 // when there is nothing to sync: the workload is gone (its expectations are forgotten) or its
 // selector is invalid (ownership.PodSelector reports it).
 func (p *Parts[W]) Load(key cache.ObjectName) (w W, selector labels.Selector, ok bool, err error) {
 	w, err = p.Router.Get(key.Namespace, key.Name)
 	if apierrors.IsNotFound(err) {
-		p.Exp.Forget(key.String())
+		p.Forget(key.String())
 		return w, nil, false, nil
 	}
 	if err != nil {
@@ -134,6 +149,45 @@ func (p *Parts[W]) Load(key cache.ObjectName) (w W, selector labels.Selector, ok
 	}
 	selector, ok = ownership.PodSelector(p.Recorder, w, p.Router.Selector(w))
 	return w, selector, ok, nil
+}
+
+// UpdateInPlace sends POST pods/NAME/inplaceupdate with body, which moves the Pod to revision,
+// expected before it is sent so that no sync counts the Pod as available (or asks again) before
+// the informer shows it updating. A Pod a PodUnavailableBudget holds back is a wait
+// (inplacerequest.Waiting); any other failure is a Warning Event and an error; a request accepted
+// a Normal Event and a log line with the spec the body carries out.
+func (p *Parts[W]) UpdateInPlace(ctx context.Context, w W, pod *corev1.Pod, spec *inplaceupdate.UpdateSpec, body *v1alpha1.InPlaceUpdate, revision string) error {
+	key := cache.MetaObjectToName(w).String()
+	p.Exp.ExpectUpdate(key, pod.Name, revision)
+	if _, err := p.Inplace.AppsV1alpha1().Pods(pod.Namespace).InPlaceUpdate(ctx, pod.Name, body, metav1.CreateOptions{}); err != nil {
+		p.Exp.UpdateObserved(key, pod.Name)
+		if wait, ok := inplacerequest.Waiting(p.Recorder, w, pod.Name, err); ok {
+			// A PodUnavailableBudget holds the Pod back: the update waits (no error, no backoff).
+			return wait
+		}
+		p.Recorder.Eventf(w, corev1.EventTypeWarning, ownership.ReasonFailedUpdatePodInPlace,
+			"failed to update pod %s in place to revision %s: %v", pod.Name, revision, err)
+		return fmt.Errorf("updating pod %s in place: %w", pod.Name, err)
+	}
+	klog.FromContext(ctx).Info("Updating Pod in place", p.name, klog.KObj(w), "pod", klog.KObj(pod),
+		"node", pod.Spec.NodeName, "updateRevision", revision, "spec", spec.String())
+	p.Recorder.Eventf(w, corev1.EventTypeNormal, ownership.ReasonSuccessfulUpdatePodInPlace,
+		"updating pod %s in place to revision %s", pod.Name, revision)
+	return nil
+}
+
+// DeletePod deletes a Pod of w (only that very Pod: a precondition on its UID), expected first.
+// A failure is a Warning Event and an error; the caller reports the deletion, with its reason.
+func (p *Parts[W]) DeletePod(ctx context.Context, w W, pod *corev1.Pod) error {
+	key := cache.MetaObjectToName(w).String()
+	p.Exp.ExpectDeletions(key, pod.Name)
+	err := p.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		p.Exp.DeletionObserved(key, pod.Name)
+		p.Recorder.Eventf(w, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "failed to delete pod %s: %v", pod.Name, err)
+		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+	}
+	return nil
 }
 
 // Finish ends a sync whose steps returned actErr: it writes the status the sync computed (write),

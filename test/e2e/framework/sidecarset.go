@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,6 +143,26 @@ func WaitPodWebhook(t *testing.T, ctx context.Context, what string, pod *corev1.
 			ContainerNames(p.Spec.InitContainers), ContainerNames(p.Spec.Containers), p.Annotations)
 	})
 	return got
+}
+
+// AgentSidecarSet is a SidecarSet named after ns that selects Pods labelled app=label in ns and
+// injects the sidecar UpgradeSidecar on AppImageV1 after the app containers.
+func AgentSidecarSet(ns, label string) *v1alpha1.SidecarSet {
+	set := ScopedSidecarSet(ns, ns, label)
+	set.Spec.Containers = []v1alpha1.SidecarContainer{Sidecar(Container(UpgradeSidecar, AppImageV1), v1alpha1.AfterAppContainerType)}
+	return set
+}
+
+// WaitInjects waits until the Pod webhook injects the SidecarSet named set into a Pod of ns with
+// the labels (a dry run: the webhook's SidecarSet cache lags a new or updated SidecarSet by a
+// moment) and returns the Pod as the webhook answered.
+func WaitInjects(t *testing.T, ctx context.Context, ns string, labels map[string]string, set string) *corev1.Pod {
+	t.Helper()
+	probe := CRRPod(ns, "probe", false, Container("main", AppImageV1))
+	probe.Labels = maps.Clone(labels)
+	return WaitPodWebhook(t, ctx, "the Pod webhook to inject SidecarSet "+set, probe, func(p *corev1.Pod) bool {
+		return slices.Contains(strings.Split(p.Annotations[v1alpha1.SidecarSetListAnnotation], ","), set)
+	})
 }
 
 // ExpectUntouched checks that nothing was injected into the Pod: exactly its own containers,

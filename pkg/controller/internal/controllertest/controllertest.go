@@ -146,6 +146,20 @@ func Acted(actions []k8stesting.Action, verb, resource string) map[string]string
 	return out
 }
 
+// Created are the objects of type T that a fake clientset's actions created in resource, in
+// their order.
+func Created[T runtime.Object](actions []k8stesting.Action, resource string) []T {
+	var out []T
+	for _, a := range actions {
+		if a.GetVerb() == "create" && a.GetResource().Resource == resource {
+			if obj, ok := a.(k8stesting.CreateAction).GetObject().(T); ok {
+				out = append(out, obj)
+			}
+		}
+	}
+	return out
+}
+
 // RunningStatus is the status of a running Pod of a workload: Ready (or not) since readySince,
 // and InPlaceUpdateReady.
 func RunningStatus(ready bool, readySince time.Time) corev1.PodStatus {
