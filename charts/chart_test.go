@@ -374,7 +374,7 @@ func TestChartValues(t *testing.T) {
 		"daemon.nodeSelector.pool=workers",
 		"apiserver.resources.requests.cpu=1500m",
 		"webhookConfiguration.failurePolicy=Fail", "webhookConfiguration.timeoutSeconds=10",
-		"budgetWebhook.failurePolicy=Ignore", "budgetWebhook.timeoutSeconds=2",
+		"budgetWebhook.failurePolicy=Ignore", "budgetWebhook.timeoutSeconds=2", "budgetWebhook.updateFailurePolicy=Fail",
 	))
 	for _, w := range workloads {
 		c := containerOf(t, objects[w])
@@ -411,12 +411,16 @@ func TestChartValues(t *testing.T) {
 		t.Errorf("webhooks %v: want failurePolicy Fail, timeoutSeconds 10", hooks)
 	}
 	hooks, _, _ = unstructured.NestedSlice(objects["ValidatingWebhookConfiguration inplace-pod-budget-webhook"].Object, "webhooks")
-	if len(hooks) != 2 {
-		t.Fatalf("budget webhooks %v: want the DELETE one and the eviction one", hooks)
+	if len(hooks) != 3 {
+		t.Fatalf("budget webhooks %v: want the DELETE, eviction and UPDATE ones", hooks)
 	}
-	for _, h := range hooks {
-		if h.(map[string]any)["failurePolicy"] != "Ignore" || fmt.Sprint(h.(map[string]any)["timeoutSeconds"]) != "2" {
-			t.Errorf("budget webhook %v: want budgetWebhook's failurePolicy Ignore, timeoutSeconds 2", h)
+	for i, h := range hooks {
+		want := "Ignore"
+		if i == 2 {
+			want = "Fail" // the UPDATE one: updateFailurePolicy
+		}
+		if h.(map[string]any)["failurePolicy"] != want || fmt.Sprint(h.(map[string]any)["timeoutSeconds"]) != "2" {
+			t.Errorf("budget webhook %v: want failurePolicy %s, timeoutSeconds 2", h, want)
 		}
 	}
 }
@@ -519,8 +523,8 @@ func TestChartServingCertificate(t *testing.T) {
 	}
 	hooks, _, _ := unstructured.NestedSlice(objects["MutatingWebhookConfiguration inplace-pod-webhook"].Object, "webhooks")
 	budget, _, _ := unstructured.NestedSlice(objects["ValidatingWebhookConfiguration inplace-pod-budget-webhook"].Object, "webhooks")
-	if len(budget) != 2 {
-		t.Fatalf("budget webhooks %v: want 2", budget)
+	if len(budget) != 3 {
+		t.Fatalf("budget webhooks %v: want 3", budget)
 	}
 	for i, h := range append(hooks, budget...) {
 		if got, _, _ := unstructured.NestedString(h.(map[string]any), "clientConfig", "caBundle"); got != data["ca.crt"] {

@@ -145,7 +145,7 @@ patches:
 - target: {kind: MutatingWebhookConfiguration, name: $WEBHOOK}
   patch: '[{"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": "$CA_BUNDLE"}]'
 - target: {kind: ValidatingWebhookConfiguration, name: $BUDGET_WEBHOOK}
-  patch: '[{"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": "$CA_BUNDLE"}, {"op": "add", "path": "/webhooks/1/clientConfig/caBundle", "value": "$CA_BUNDLE"}]'
+  patch: '[{"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": "$CA_BUNDLE"}, {"op": "add", "path": "/webhooks/1/clientConfig/caBundle", "value": "$CA_BUNDLE"}, {"op": "add", "path": "/webhooks/2/clientConfig/caBundle", "value": "$CA_BUNDLE"}]'
 EOF
   [[ -z "$PATCHES" ]] || cat "$PATCHES"
 } > "$OVERLAY/kustomization.yaml"

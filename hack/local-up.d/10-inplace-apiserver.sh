@@ -164,6 +164,9 @@ patches:
     - op: add
       path: /webhooks/1/clientConfig/caBundle
       value: $(base64 -w0 "$PKI/ca.crt")
+    - op: add
+      path: /webhooks/2/clientConfig/caBundle
+      value: $(base64 -w0 "$PKI/ca.crt")
 EOF
 }
 

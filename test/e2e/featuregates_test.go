@@ -167,6 +167,7 @@ func TestFeatureGates(t *testing.T) {
 		{"PodUnavailableBudget blocks deleting a Deployment's Pods beyond the budget", testBudgetBlocksDeletion},
 		{"PodUnavailableBudget blocks eviction, deleting the Deployment is not blocked", testBudgetBlocksEvictionDeleteDeployment},
 		{"PodUnavailableBudget does not block scaling a Deployment down", testBudgetScaleDownDeployment},
+		{"PodUnavailableBudget blocks a direct Pod image change beyond the budget", testBudgetBlocksDirectUpdate},
 	})
 }
 

@@ -397,3 +397,44 @@ func testBudgetScaleDownDeployment(t *testing.T, ctx context.Context) {
 	waitBudgetPods(t, ctx, ns, 0)
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{}, "counts nothing once the Deployment is scaled to 0")
 }
+
+// testBudgetBlocksDirectUpdate: OpenKruise's webhook check of Pod updates
+// (PodUnavailableBudgetUpdateGate) for a write that does not go through pods/inplaceupdate: a
+// budget of maxUnavailable 1 over a Deployment's 2 Pods lets a label change through uncharged,
+// one Pod's image change through, and refuses the second Pod's with a 429 naming the budget.
+func testBudgetBlocksDirectUpdate(t *testing.T, ctx context.Context) {
+	ns := framework.NewNamespace(t, ctx, "pub-update")
+	budgetDeployment(t, ctx, ns, 2)
+	pub := createBudget(t, ctx, ns, intstr.FromInt32(1))
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods")
+	pods := waitBudgetPods(t, ctx, ns, 2)
+	first, second := pods[0].Name, pods[1].Name
+	podsAPI := framework.Kube.CoreV1().Pods(ns)
+	patchImage := func(name string) error {
+		patch := fmt.Sprintf(`{"spec":{"containers":[{"name":"main","image":%q}]}}`, framework.AppImageV2)
+		_, err := podsAPI.Patch(ctx, name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}
+
+	if _, err := podsAPI.Patch(ctx, second, types.MergePatchType, []byte(`{"metadata":{"labels":{"tier":"front"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("labelling %s: %v", second, err)
+	}
+	if err := patchImage(first); err != nil {
+		t.Fatalf("changing the image of %s with a unit left: %v", first, err)
+	}
+	got, err := framework.Inplace.PolicyV1alpha1().PodUnavailableBudgets(ns).Get(ctx, pub.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got.Status.UnavailablePods[first]; !ok || len(got.Status.UnavailablePods) != 1 {
+		t.Errorf("after the image change of %s: unavailablePods %v, want it alone (the label change charges nothing)", first, got.Status.UnavailablePods)
+	}
+	wantBudgetRefusal(t, "changing the image of "+second+" with no unit left", patchImage(second))
+	p, err := podsAPI.Get(ctx, second, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if image := framework.SpecImage(p, "main"); image != framework.AppImageV1 {
+		t.Errorf("%s after its refused image change: image %q, want %s", second, image, framework.AppImageV1)
+	}
+}

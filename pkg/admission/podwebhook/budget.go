@@ -16,10 +16,12 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/policy"
+	"github.com/inplace-dev/inplace/pkg/podbudget"
 )
 
-// BudgetPath is where inplace-apiserver serves the PodUnavailableBudget check of Pod DELETE and
-// eviction (a ValidatingWebhookConfiguration: artifacts/deploy/base/pod-budget-webhook.yaml).
+// BudgetPath is where inplace-apiserver serves the PodUnavailableBudget check of Pod DELETE,
+// eviction and direct updates (a ValidatingWebhookConfiguration:
+// artifacts/deploy/base/pod-budget-webhook.yaml).
 const BudgetPath = "/admission/pods/budget"
 
 // Charger takes a unit of the budget a Pod names for op, or answers why not (a 429 naming the
@@ -52,17 +54,16 @@ func (h *BudgetHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	serve(w, r, h.Admit)
 }
 
-// Admit answers one request: allowed unless it deletes or evicts a Pod whose budget has no unit
-// left, or the budget cannot be charged.
+// Admit answers one request: allowed unless it deletes, evicts or changes (as UpdateOperation
+// judges) a Pod whose budget has no unit left, or the budget cannot be charged.
 func (h *BudgetHandler) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	start := time.Now()
-	op, ok := budgetOperation(req)
-	if !ok {
+	pod, op, dryRun, err := h.target(ctx, req)
+	if err == nil && pod == nil {
 		observe(resultIgnored, start)
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	}
-	pod, dryRun, err := h.target(ctx, req, op)
-	if err == nil && pod != nil {
+	if err == nil {
 		err = h.Charger.Charge(ctx, pod, op, h.Now(), dryRun)
 	}
 	if err == nil {
@@ -73,54 +74,66 @@ func (h *BudgetHandler) Admit(ctx context.Context, req *admissionv1.AdmissionReq
 	if status.Code == http.StatusTooManyRequests {
 		observe(resultRefused, start)
 	} else {
-		klog.FromContext(ctx).Error(err, "Pod deletion denied: its PodUnavailableBudget could not be charged", "namespace", req.Namespace, "name", req.Name, "operation", op)
+		klog.FromContext(ctx).Error(err, "Pod request denied: its PodUnavailableBudget could not be charged", "namespace", req.Namespace, "name", req.Name, "operation", req.Operation, "subResource", req.SubResource)
 		observe(resultBudgetFailed, start)
 	}
 	return &admissionv1.AdmissionResponse{Allowed: false, Result: status}
 }
 
-// budgetOperation is what the request does to a Pod, as a budget protects it: DELETE for a Pod
-// DELETE, EVICT for a CREATE of pods/eviction; false for anything else (OpenKruise lets other
-// subresources and a DELETE without the old object through).
-func budgetOperation(req *admissionv1.AdmissionRequest) (policy.PubOperation, bool) {
+// target is the Pod the request disrupts (nil when it disrupts none), what it does to it as a
+// budget protects it, and whether the request is a dry run: DELETE for a Pod DELETE, EVICT for a
+// CREATE of pods/eviction, UPDATE or RESIZE (podbudget.UpdateOperation) for an UPDATE of the Pod or
+// of pods/resize that changes its spec or adds an unavailable-pod label — charged to the Pod as it
+// was, as OpenKruise does. Other subresources, and a DELETE without the old object, disrupt none.
+func (h *BudgetHandler) target(ctx context.Context, req *admissionv1.AdmissionRequest) (*corev1.Pod, policy.PubOperation, bool, error) {
 	if req.Resource.Group != "" || req.Resource.Resource != "pods" {
-		return "", false
+		return nil, "", false, nil
 	}
+	dryRun := req.DryRun != nil && *req.DryRun
 	switch {
 	case req.Operation == admissionv1.Delete && req.SubResource == "" && len(req.OldObject.Raw) > 0:
-		return policy.PubDeleteOperation, true
+		pod, err := decodePod(req.OldObject.Raw)
+		return pod, policy.PubDeleteOperation, dryRun, err
+	case req.Operation == admissionv1.Update && (req.SubResource == "" || req.SubResource == "resize"):
+		old, err := decodePod(req.OldObject.Raw)
+		if err != nil {
+			return nil, "", false, err
+		}
+		updated, err := decodePod(req.Object.Raw)
+		if err != nil {
+			return nil, "", false, err
+		}
+		op, ok := podbudget.UpdateOperation(old, updated)
+		if !ok {
+			return nil, "", false, nil
+		}
+		return old, op, dryRun, nil
 	case req.Operation == admissionv1.Create && req.SubResource == "eviction":
-		return policy.PubEvictOperation, true
+		// An Eviction of policy/v1 or v1beta1: only its deleteOptions matter here.
+		eviction := struct {
+			DeleteOptions *metav1.DeleteOptions `json:"deleteOptions"`
+		}{}
+		if err := json.Unmarshal(req.Object.Raw, &eviction); err != nil {
+			return nil, "", false, apierrors.NewBadRequest(fmt.Sprintf("decoding the Eviction: %v", err))
+		}
+		if o := eviction.DeleteOptions; o != nil && slices.Contains(o.DryRun, metav1.DryRunAll) {
+			dryRun = true
+		}
+		pod, err := h.GetPod(ctx, req.Namespace, req.Name)
+		if apierrors.IsNotFound(err) {
+			return nil, "", false, nil // the eviction answers 404 itself
+		}
+		return pod, policy.PubEvictOperation, dryRun, err
 	}
-	return "", false
+	return nil, "", false, nil
 }
 
-// target is the Pod the request disrupts (nil when there is none: an eviction of a Pod gone) and
-// whether the request is a dry run.
-func (h *BudgetHandler) target(ctx context.Context, req *admissionv1.AdmissionRequest, op policy.PubOperation) (*corev1.Pod, bool, error) {
-	dryRun := req.DryRun != nil && *req.DryRun
-	if op == policy.PubDeleteOperation {
-		pod := &corev1.Pod{}
-		if err := json.Unmarshal(req.OldObject.Raw, pod); err != nil {
-			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("decoding the Pod: %v", err))
-		}
-		return pod, dryRun, nil
+func decodePod(raw []byte) (*corev1.Pod, error) {
+	pod := &corev1.Pod{}
+	if err := json.Unmarshal(raw, pod); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding the Pod: %v", err))
 	}
-	// An Eviction of policy/v1 or v1beta1: only its deleteOptions matter here.
-	eviction := struct {
-		DeleteOptions *metav1.DeleteOptions `json:"deleteOptions"`
-	}{}
-	if err := json.Unmarshal(req.Object.Raw, &eviction); err != nil {
-		return nil, false, apierrors.NewBadRequest(fmt.Sprintf("decoding the Eviction: %v", err))
-	}
-	if o := eviction.DeleteOptions; o != nil && slices.Contains(o.DryRun, metav1.DryRunAll) {
-		dryRun = true
-	}
-	pod, err := h.GetPod(ctx, req.Namespace, req.Name)
-	if apierrors.IsNotFound(err) {
-		return nil, dryRun, nil // the eviction answers 404 itself
-	}
-	return pod, dryRun, err
+	return pod, nil
 }
 
 // denial is the Status a denied request answers with: the Charger's own (a 429 naming the budget,

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -42,7 +43,24 @@ func (f *fakeCharger) Charge(_ context.Context, pod *corev1.Pod, op policy.PubOp
 
 func budgetPod(name string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns",
-		Annotations: map[string]string{policy.PodRelatedPubAnnotation: "pub"}}}
+		Annotations: map[string]string{policy.PodRelatedPubAnnotation: "pub"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main"}}}}
+}
+
+func withImage(p *corev1.Pod, image string) *corev1.Pod {
+	p.Spec.Containers = []corev1.Container{{Name: "main", Image: image}}
+	return p
+}
+
+func withCPU(p *corev1.Pod, cpu string) *corev1.Pod {
+	p.Spec.Containers = []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}
+	return p
+}
+
+func withLabel(p *corev1.Pod, k, v string) *corev1.Pod {
+	p.Labels = map[string]string{k: v}
+	return p
 }
 
 func raw(t *testing.T, obj any) runtime.RawExtension {
@@ -93,6 +111,16 @@ func TestBudgetOperations(t *testing.T) {
 			[]charge{{"ns/web-1", policy.PubEvictOperation, true}}},
 		{"eviction of a Pod gone", admissionv1.AdmissionRequest{Operation: admissionv1.Create, Resource: podsResource,
 			SubResource: "eviction", Namespace: "ns", Name: "gone", Object: raw(t, eviction(nil))}, nil},
+		{"update of the image", admissionv1.AdmissionRequest{Operation: admissionv1.Update, Resource: podsResource, Namespace: "ns", Name: "web-0",
+			OldObject: raw(t, budgetPod("web-0")), Object: raw(t, withImage(budgetPod("web-0"), "app:v2"))},
+			[]charge{{"ns/web-0", policy.PubUpdateOperation, false}}},
+		{"resize, dry run", admissionv1.AdmissionRequest{Operation: admissionv1.Update, Resource: podsResource, SubResource: "resize",
+			Namespace: "ns", Name: "web-0", OldObject: raw(t, budgetPod("web-0")), Object: raw(t, withCPU(budgetPod("web-0"), "2")), DryRun: ptr.To(true)},
+			[]charge{{"ns/web-0", policy.PubResizeOperation, true}}},
+		{"update of labels", admissionv1.AdmissionRequest{Operation: admissionv1.Update, Resource: podsResource, Namespace: "ns", Name: "web-0",
+			OldObject: raw(t, budgetPod("web-0")), Object: raw(t, withLabel(budgetPod("web-0"), "tier", "front"))}, nil},
+		{"update of the status", admissionv1.AdmissionRequest{Operation: admissionv1.Update, Resource: podsResource, SubResource: "status",
+			Namespace: "ns", Name: "web-0", OldObject: raw(t, budgetPod("web-0")), Object: raw(t, withImage(budgetPod("web-0"), "app:v2"))}, nil},
 		{"delete without the old object", admissionv1.AdmissionRequest{Operation: admissionv1.Delete, Resource: podsResource, Namespace: "ns", Name: "web-0"}, nil},
 		{"delete of a subresource", admissionv1.AdmissionRequest{Operation: admissionv1.Delete, Resource: podsResource, SubResource: "status",
 			Namespace: "ns", Name: "web-0", OldObject: raw(t, budgetPod("web-0"))}, nil},
