@@ -438,3 +438,48 @@ func testBudgetBlocksDirectUpdate(t *testing.T, ctx context.Context) {
 		t.Errorf("%s after its refused image change: image %q, want %s", second, image, framework.AppImageV1)
 	}
 }
+
+// TestPodUnavailableBudgetWebhookDown: the budget check of deletions and evictions fails closed,
+// scoped as docs/podunavailablebudget.md says. With inplace-apiserver stopped, deleting or evicting
+// a Pod that names a budget is refused; a Pod that names none, and a protected Pod once annotated
+// pub.kruise.io/no-protect, are deleted (kube-apiserver does not call the webhook for them).
+func TestPodUnavailableBudgetWebhookDown(t *testing.T) {
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "pub-down")
+	budgetDeployment(t, ctx, ns, 2)
+	pub := createBudget(t, ctx, ns, intstr.FromInt32(1))
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods")
+	pods := waitBudgetPods(t, ctx, ns, 2)
+	protected, evicted := pods[0].Name, pods[1].Name
+	podsAPI := framework.Kube.CoreV1().Pods(ns)
+	plain := framework.AppPod(ns, "plain", framework.AppImageV1)
+	if _, err := podsAPI.Create(ctx, plain, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Pod plain: %v", err)
+	}
+
+	framework.StartAgainAfter(t, "inplace-apiserver")
+	framework.TakeDown(t, ctx, "inplace-apiserver")
+	err := podsAPI.Delete(ctx, protected, metav1.DeleteOptions{})
+	if err == nil || !strings.Contains(err.Error(), "delete.podunavailablebudget.policy.kruise.io") {
+		t.Errorf("deleting %s (it names a budget) with inplace-apiserver down: %v, want the webhook's failure", protected, err)
+	}
+	err = podsAPI.EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: evicted, Namespace: ns}})
+	if err == nil || !strings.Contains(err.Error(), "eviction.podunavailablebudget.policy.kruise.io") {
+		t.Errorf("evicting %s with inplace-apiserver down: %v, want the webhook's failure", evicted, err)
+	}
+	if err := podsAPI.Delete(ctx, plain.Name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting Pod plain (it names no budget) with inplace-apiserver down: %v", err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, policy.PodPubNoProtectionAnnotation)
+	if _, err := podsAPI.Patch(ctx, protected, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("annotating %s no-protect with inplace-apiserver down: %v", protected, err)
+	}
+	if err := podsAPI.Delete(ctx, protected, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting %s annotated no-protect with inplace-apiserver down: %v", protected, err)
+	}
+
+	if err := framework.RunLocalUpHook(t, framework.ApiserverHook); err != nil {
+		t.Fatalf("starting inplace-apiserver again: %v", err)
+	}
+	framework.Poll(t, ctx, 60*time.Second, "APIService Available again", func(ctx context.Context) (bool, error) { return framework.APIServiceAvailable(ctx) })
+}

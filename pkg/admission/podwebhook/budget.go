@@ -32,15 +32,17 @@ type Charger interface {
 	Charge(ctx context.Context, pod *corev1.Pod, op policy.PubOperation, at time.Time, dryRun bool) error
 }
 
-// BudgetHandler serves the AdmissionReviews of Pod DELETE and pods/eviction CREATE: it charges
-// the Pod's PodUnavailableBudget for the deletion (DELETE) or eviction (EVICT) and denies the
-// request when the budget has no unit left, as OpenKruise's Pod validating webhook
+// BudgetHandler serves the AdmissionReviews of Pod DELETE, pods/eviction CREATE and Pod (and
+// pods/resize) UPDATE: it charges the Pod's PodUnavailableBudget for the deletion (DELETE),
+// eviction (EVICT) or change of spec (UPDATE, RESIZE) and denies the request when the budget has
+// no unit left, as OpenKruise's Pod validating webhook
 // (pkg/webhook/pod/validating/pod_unavailable_budget.go) does.
 //
-// It fails closed: a budget that cannot be read or written denies the request (the
-// ValidatingWebhookConfiguration's failurePolicy is Fail too); the configuration calls it only for
-// Pods that name a budget, so a stopped inplace-apiserver blocks the deletion of those alone (and
-// the evictions of its namespaces, which do not carry the Pod). docs/podunavailablebudget.md says
+// A budget that cannot be read or written denies the request. For deletions and evictions the
+// ValidatingWebhookConfiguration fails closed too, and calls it only for Pods that name a budget
+// (and for every eviction, which does not carry the Pod); for direct updates it fails open, and
+// leaves out inplace-apiserver's own writes (pods/inplaceupdate charged the Pod before writing it;
+// were they sent, they would pass: a Pod is not charged twice). docs/podunavailablebudget.md says
 // why.
 type BudgetHandler struct {
 	Charger Charger
