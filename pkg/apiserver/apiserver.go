@@ -127,7 +127,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		})
 	}
 	// Aggregated mode: the Pod webhook (registered by a MutatingWebhookConfiguration) and the
-	// budget check of Pod DELETE and eviction (a ValidatingWebhookConfiguration).
+	// budget check of Pod DELETE, eviction and updates (a ValidatingWebhookConfiguration).
 	if c.inplace != nil && c.informers != nil && kube != nil {
 		namespaces := c.informers.Core().V1().Namespaces().Lister()
 		webhook := &podwebhook.Handler{
@@ -171,8 +171,9 @@ func (c CompletedConfig) New() (*Server, error) {
 // mutating one has nothing to protect — it reads caches, writes nothing and answers only
 // AdmissionReviews (hack/bench-webhook.sh measures it). The budget check writes a budget's
 // status; like OpenKruise's webhook server, it trusts whoever reaches the port with an
-// AdmissionReview (at worst a forged review takes a budget's unit for podbudget.DeletionTimeout:
-// a deletion or update waits, no Pod becomes unavailable).
+// AdmissionReview (at worst a forged review takes a unit of a budget for 10-20 s, its
+// podbudget.UpdateTimeout or DeletionTimeout: a deletion or update waits, no Pod becomes
+// unavailable).
 func servedAhead(path string, handler, chain http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != path {

@@ -1,16 +1,17 @@
-// Package podwebhook holds the handlers of the Pod admission webhooks that inplace-apiserver serves
-// on its own secure port. Handler (Path, mutating) is for core Pod CREATE: it makes the Pod what inplace creates (package
-// podcreate: the readiness gate of inplace's workloads, the SidecarSets that select the Pod, the
-// launch barriers of ordered containers), with the same code as sidecarsets/NAME/inject.
+// Package podwebhook holds the handlers of the Pod admission webhooks that inplace-apiserver
+// serves on its own secure port. Handler (Path, mutating) is for core Pod CREATE: it makes the Pod
+// what inplace creates (package podcreate: the readiness gate of inplace's workloads, the
+// SidecarSets that select the Pod, the launch barriers of ordered containers), with the same code
+// as sidecarsets/NAME/inject.
 //
 // It fails open: whatever goes wrong (a body it cannot read, a SidecarSet it cannot inject), the
 // Pod is allowed as it came, with a warning, so that inplace is never the reason a Pod cannot be
 // created. artifacts/deploy/base/pod-webhook.yaml (and hack/local-up.sh) registers it with
 // failurePolicy Ignore and a short timeout, for when inplace-apiserver is down.
 //
-// BudgetHandler (BudgetPath, validating) checks Pod DELETE and eviction against the Pod's
-// PodUnavailableBudget and takes a unit of it, as OpenKruise's Pod validating webhook does; it
-// fails closed (see budget.go).
+// BudgetHandler (BudgetPath, validating) checks Pod DELETE, eviction and direct updates against
+// the Pod's PodUnavailableBudget and takes a unit of it, as OpenKruise's Pod validating webhook
+// does; for deletions and evictions it fails closed (see budget.go).
 package podwebhook
 
 import (
