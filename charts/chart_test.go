@@ -160,7 +160,7 @@ func normalize(obj *unstructured.Unstructured) map[string]any {
 	switch o.GetKind() {
 	case "APIService":
 		unstructured.RemoveNestedField(o.Object, "spec", "caBundle")
-	case "MutatingWebhookConfiguration":
+	case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
 		hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
 		for _, h := range hooks {
 			unstructured.RemoveNestedField(h.(map[string]any), "clientConfig", "caBundle")
@@ -288,7 +288,9 @@ func TestChartStandby(t *testing.T) {
 		"APIService v1alpha1.policy.kruise.io":             true,
 		"APIService v1beta1.policy.kruise.io":              true,
 		"MutatingWebhookConfiguration inplace-pod-webhook": true,
-		"DaemonSet inplace-system/inplace-daemon":          true,
+		// OpenKruise's webhook checks its budgets until the migration.
+		"ValidatingWebhookConfiguration inplace-pod-budget-webhook": true,
+		"DaemonSet inplace-system/inplace-daemon":                   true,
 	}
 	for name := range left {
 		if full[name] == nil {
@@ -372,6 +374,7 @@ func TestChartValues(t *testing.T) {
 		"daemon.nodeSelector.pool=workers",
 		"apiserver.resources.requests.cpu=1500m",
 		"webhookConfiguration.failurePolicy=Fail", "webhookConfiguration.timeoutSeconds=10",
+		"budgetWebhook.failurePolicy=Ignore", "budgetWebhook.timeoutSeconds=2", "budgetWebhook.updateFailurePolicy=Fail",
 	))
 	for _, w := range workloads {
 		c := containerOf(t, objects[w])
@@ -406,6 +409,19 @@ func TestChartValues(t *testing.T) {
 	hooks, _, _ := unstructured.NestedSlice(objects["MutatingWebhookConfiguration inplace-pod-webhook"].Object, "webhooks")
 	if len(hooks) != 1 || hooks[0].(map[string]any)["failurePolicy"] != "Fail" || fmt.Sprint(hooks[0].(map[string]any)["timeoutSeconds"]) != "10" {
 		t.Errorf("webhooks %v: want failurePolicy Fail, timeoutSeconds 10", hooks)
+	}
+	hooks, _, _ = unstructured.NestedSlice(objects["ValidatingWebhookConfiguration inplace-pod-budget-webhook"].Object, "webhooks")
+	if len(hooks) != 3 {
+		t.Fatalf("budget webhooks %v: want the DELETE, eviction and UPDATE ones", hooks)
+	}
+	for i, h := range hooks {
+		want := "Ignore"
+		if i == 2 {
+			want = "Fail" // the UPDATE one: updateFailurePolicy
+		}
+		if h.(map[string]any)["failurePolicy"] != want || fmt.Sprint(h.(map[string]any)["timeoutSeconds"]) != "2" {
+			t.Errorf("budget webhook %v: want failurePolicy %s, timeoutSeconds 2", h, want)
+		}
 	}
 }
 
@@ -506,8 +522,14 @@ func TestChartServingCertificate(t *testing.T) {
 		}
 	}
 	hooks, _, _ := unstructured.NestedSlice(objects["MutatingWebhookConfiguration inplace-pod-webhook"].Object, "webhooks")
-	if got, _, _ := unstructured.NestedString(hooks[0].(map[string]any), "clientConfig", "caBundle"); got != data["ca.crt"] {
-		t.Errorf("the Pod webhook's caBundle is not the Secret's CA")
+	budget, _, _ := unstructured.NestedSlice(objects["ValidatingWebhookConfiguration inplace-pod-budget-webhook"].Object, "webhooks")
+	if len(budget) != 3 {
+		t.Fatalf("budget webhooks %v: want 3", budget)
+	}
+	for i, h := range append(hooks, budget...) {
+		if got, _, _ := unstructured.NestedString(h.(map[string]any), "clientConfig", "caBundle"); got != data["ca.crt"] {
+			t.Errorf("webhook %d (%v): its caBundle is not the Secret's CA", i, h.(map[string]any)["name"])
+		}
 	}
 }
 

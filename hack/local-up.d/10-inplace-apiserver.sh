@@ -154,6 +154,19 @@ patches:
     - op: add
       path: /webhooks/0/clientConfig/caBundle
       value: $(base64 -w0 "$PKI/ca.crt")
+- target:
+    kind: ValidatingWebhookConfiguration
+    name: inplace-pod-budget-webhook
+  patch: |-
+    - op: add
+      path: /webhooks/0/clientConfig/caBundle
+      value: $(base64 -w0 "$PKI/ca.crt")
+    - op: add
+      path: /webhooks/1/clientConfig/caBundle
+      value: $(base64 -w0 "$PKI/ca.crt")
+    - op: add
+      path: /webhooks/2/clientConfig/caBundle
+      value: $(base64 -w0 "$PKI/ca.crt")
 EOF
 }
 

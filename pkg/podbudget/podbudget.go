@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -146,6 +147,72 @@ func Operation(pod *corev1.Pod, spec *inplaceupdate.UpdateSpec) (policy.PubOpera
 
 func resourceChanges(old, new corev1.ResourceRequirements, name corev1.ResourceName) bool {
 	return !old.Requests[name].Equal(new.Requests[name]) || !old.Limits[name].Equal(new.Limits[name])
+}
+
+// UpdateOperation is what a write of a Pod from old to new does, as a budget protects it, when the
+// write does not come through pods/inplaceupdate (OpenKruise's webhook: IsPodUnavailableChanged,
+// CanResizeInplace): nothing (false) when the spec stays and no unavailable-pod.kruise.io/ label
+// is added; RESIZE when only containers' cpu and memory change and every changed resource resizes
+// without a restart; UPDATE otherwise.
+func UpdateOperation(old, new *corev1.Pod) (policy.PubOperation, bool) {
+	for k := range new.Labels {
+		if _, had := old.Labels[k]; strings.HasPrefix(k, policy.PubUnavailablePodLabelPrefix) && !had {
+			return policy.PubUpdateOperation, true
+		}
+	}
+	if equality.Semantic.DeepEqual(old.Spec, new.Spec) {
+		return "", false
+	}
+	if resizesInPlace(old, new) {
+		return policy.PubResizeOperation, true
+	}
+	return policy.PubUpdateOperation, true
+}
+
+// resizesInPlace: the two specs differ only in their containers' resources, each changed resource
+// is cpu or memory (what the kubelet resizes in place), and no changed one has the resize policy
+// RestartContainer.
+func resizesInPlace(old, new *corev1.Pod) bool {
+	if len(old.Spec.Containers) != len(new.Spec.Containers) {
+		return false
+	}
+	oldBare, newBare := old.Spec.DeepCopy(), new.Spec.DeepCopy()
+	for i := range oldBare.Containers {
+		oldBare.Containers[i].Resources = corev1.ResourceRequirements{}
+		newBare.Containers[i].Resources = corev1.ResourceRequirements{}
+	}
+	if !equality.Semantic.DeepEqual(oldBare, newBare) {
+		return false
+	}
+	for i, c := range new.Spec.Containers {
+		was := old.Spec.Containers[i].Resources
+		for _, list := range []corev1.ResourceList{was.Requests, was.Limits, c.Resources.Requests, c.Resources.Limits} {
+			for name := range list {
+				if !resourceSetChanges(was, c.Resources, name) {
+					continue
+				}
+				if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+					return false
+				}
+				for _, p := range c.ResizePolicy {
+					if p.ResourceName == name && p.RestartPolicy == corev1.RestartContainer {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
+// resourceSetChanges: the resource is set in one and not the other, or to another value.
+func resourceSetChanges(old, new corev1.ResourceRequirements, name corev1.ResourceName) bool {
+	changed := func(a, b corev1.ResourceList) bool {
+		x, inA := a[name]
+		y, inB := b[name]
+		return inA != inB || !x.Equal(y)
+	}
+	return changed(old.Requests, new.Requests) || changed(old.Limits, new.Limits)
 }
 
 // Related is the name of the budget a Pod is annotated with (either key), "" when none.

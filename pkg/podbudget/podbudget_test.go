@@ -253,3 +253,58 @@ func TestStatusReleasesObservedChange(t *testing.T) {
 		t.Errorf("unavailable %v: want stale kept until the cache shows its change", st.UnavailablePods)
 	}
 }
+
+// What a direct write of a Pod does, as OpenKruise's webhook judges it.
+func TestUpdateOperation(t *testing.T) {
+	base := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "main", Image: "app:v1",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
+			ResizePolicy: []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}},
+		}}},
+	}
+	with := func(change func(*corev1.Pod)) *corev1.Pod {
+		p := base.DeepCopy()
+		change(p)
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		new  *corev1.Pod
+		want policy.PubOperation // "" for no operation
+	}{
+		{"nothing", with(func(*corev1.Pod) {}), ""},
+		{"labels and annotations", with(func(p *corev1.Pod) {
+			p.Labels["tier"] = "front"
+			p.Annotations = map[string]string{"a": "b"}
+		}), ""},
+		{"the same quantity written another way", with(func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("0.1")
+		}), ""},
+		{"an unavailable-pod label added", with(func(p *corev1.Pod) { p.Labels[policy.PubUnavailablePodLabelPrefix+"hold"] = "true" }), policy.PubUpdateOperation},
+		{"an image", with(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "app:v2" }), policy.PubUpdateOperation},
+		{"cpu (no resize policy: NotRequired)", with(func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("200m")
+		}), policy.PubResizeOperation},
+		{"cpu limit set", with(func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		}), policy.PubResizeOperation},
+		{"memory, whose policy restarts the container", with(func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("128Mi")
+		}), policy.PubUpdateOperation},
+		{"ephemeral storage (not resized in place)", with(func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceEphemeralStorage] = resource.MustParse("1Gi")
+		}), policy.PubUpdateOperation},
+		{"cpu and an image", with(func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("200m")
+			p.Spec.Containers[0].Image = "app:v2"
+		}), policy.PubUpdateOperation},
+	} {
+		op, ok := UpdateOperation(base, tc.new)
+		if ok != (tc.want != "") || op != tc.want {
+			t.Errorf("%s: %q %v, want %q", tc.name, op, ok, tc.want)
+		}
+	}
+}

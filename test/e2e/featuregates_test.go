@@ -163,6 +163,11 @@ func TestFeatureGates(t *testing.T) {
 		{"sidecars injected in name order", func(t *testing.T, ctx context.Context) { testSortSidecarContainersByName(t, ctx, true) }},
 		{"PodUnavailableBudget blocks an in-place update with a failing image", testBudgetBlocksInPlaceUpdate},
 		{"PodUnavailableBudget bounds two CloneSets and a SidecarSet together", testBudgetAcrossUpdaters},
+		{"PodUnavailableBudget selector no matched pods", testBudgetNoMatchedPods},
+		{"PodUnavailableBudget blocks deleting a Deployment's Pods beyond the budget", testBudgetBlocksDeletion},
+		{"PodUnavailableBudget blocks eviction, deleting the Deployment is not blocked", testBudgetBlocksEvictionDeleteDeployment},
+		{"PodUnavailableBudget does not block scaling a Deployment down", testBudgetScaleDownDeployment},
+		{"PodUnavailableBudget blocks a direct Pod image change beyond the budget", testBudgetBlocksDirectUpdate},
 	})
 }
 

@@ -8,12 +8,18 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/apis/policy"
 	policyv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/podbudget"
 	"github.com/inplace-dev/inplace/test/e2e/framework"
@@ -188,4 +194,285 @@ func testBudgetAcrossUpdaters(t *testing.T, ctx context.Context) {
 	if changed := framework.PodsAddedOrDeleted(rec, events); len(changed) > 0 {
 		t.Errorf("pods created or deleted during in-place updates: %v", changed)
 	}
+}
+
+// budgetLabels select the Pods of budgetDeployment, as OpenKruise's PodUnavailableBudgetTester
+// labels its base Deployment and selects it with its base budget.
+var budgetLabels = map[string]string{"app": "busybox", "pub-controller": "true"}
+
+// budgetDeployment creates an apps/v1 Deployment "busybox" of replicas Pods labelled
+// budgetLabels (kube-controller-manager runs it; no inplace workload) and waits for them Ready.
+func budgetDeployment(t *testing.T, ctx context.Context, ns string, replicas int32) *appsv1.Deployment {
+	t.Helper()
+	pod := framework.AppPod(ns, "busybox", framework.AppImageV1)
+	pod.Labels = budgetLabels
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "busybox", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: budgetLabels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec},
+		},
+	}
+	d, err := framework.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating Deployment busybox: %v", err)
+	}
+	waitBudgetPods(t, ctx, ns, int(replicas))
+	return d
+}
+
+// waitBudgetPods waits until n active Pods carry budgetLabels, all Ready, and returns them.
+func waitBudgetPods(t *testing.T, ctx context.Context, ns string, n int) []corev1.Pod {
+	t.Helper()
+	var active []corev1.Pod
+	framework.Poll(t, ctx, framework.PodTimeout, fmt.Sprintf("%d Ready Pods of Deployment busybox", n), func(ctx context.Context) (bool, error) {
+		pods, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.FormatLabels(budgetLabels)})
+		if err != nil {
+			return false, err
+		}
+		active = active[:0]
+		ready := 0
+		for _, p := range pods.Items {
+			if podbudget.Active(&p) {
+				active = append(active, p)
+				if framework.PodReady(&p) {
+					ready++
+				}
+			}
+		}
+		return len(active) == n && ready == n, fmt.Errorf("%d active, %d ready", len(active), ready)
+	})
+	return active
+}
+
+// createBudget creates a budget "web-pub" over budgetLabels.
+func createBudget(t *testing.T, ctx context.Context, ns string, maxUnavailable intstr.IntOrString) *policyv1alpha1.PodUnavailableBudget {
+	t.Helper()
+	pub := &policyv1alpha1.PodUnavailableBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-pub"},
+		Spec: policyv1alpha1.PodUnavailableBudgetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"pub-controller": "true"}},
+			MaxUnavailable: &maxUnavailable,
+		},
+	}
+	pub, err := framework.Inplace.PolicyV1alpha1().PodUnavailableBudgets(ns).Create(ctx, pub, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the PodUnavailableBudget: %v", err)
+	}
+	return pub
+}
+
+// wantBudgetRefusal checks that err is the budget webhook's refusal: a 429 whose message and
+// cause name the budget web-pub.
+func wantBudgetRefusal(t *testing.T, what string, err error) {
+	t.Helper()
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || !apierrors.IsTooManyRequests(err) {
+		t.Fatalf("%s: %v, want a 429 from the PodUnavailableBudget", what, err)
+	}
+	s := status.Status()
+	if !strings.Contains(s.Message, "PodUnavailableBudget web-pub") || s.Details == nil ||
+		!slices.ContainsFunc(s.Details.Causes, func(c metav1.StatusCause) bool { return c.Type == "PodUnavailableBudget" }) {
+		t.Errorf("%s: refused with %+v, want the message and a PodUnavailableBudget cause to name web-pub", what, s)
+	}
+}
+
+// testBudgetNoMatchedPods is OpenKruise's "PodUnavailableBudget selector no matched pods": a
+// budget whose selector matches none of a Deployment's Pods counts nothing.
+func testBudgetNoMatchedPods(t *testing.T, ctx context.Context) {
+	ns := framework.NewNamespace(t, ctx, "pub-none")
+	pod := framework.AppPod(ns, "other", framework.AppImageV1)
+	pod.Labels = map[string]string{"app": "busybox", "pub-controller": "false"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "busybox", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: pod.Labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec}},
+	}
+	if _, err := framework.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Deployment busybox: %v", err)
+	}
+	pub := createBudget(t, ctx, ns, intstr.FromString("25%"))
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{}, "counts no Pod")
+}
+
+// testBudgetBlocksDeletion: OpenKruise's deletion protection of a Deployment's Pods
+// (PodUnavailableBudgetDeleteGate): a budget of maxUnavailable 1 over 2 Pods lets one Pod be
+// deleted and refuses the second with a 429 naming it, until the first's replacement is Ready; a
+// dry-run deletion is checked and takes nothing.
+func testBudgetBlocksDeletion(t *testing.T, ctx context.Context) {
+	ns := framework.NewNamespace(t, ctx, "pub-delete")
+	budgetDeployment(t, ctx, ns, 2)
+	pub := createBudget(t, ctx, ns, intstr.FromInt32(1))
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods")
+	pods := waitBudgetPods(t, ctx, ns, 2)
+	first, second := pods[0].Name, pods[1].Name
+	podsAPI := framework.Kube.CoreV1().Pods(ns)
+
+	if err := podsAPI.Delete(ctx, first, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatalf("dry-run deletion of %s: %v", first, err)
+	}
+	got, err := framework.Inplace.PolicyV1alpha1().PodUnavailableBudgets(ns).Get(ctx, pub.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.UnavailableAllowed != 1 || len(got.Status.DisruptedPods) != 0 {
+		t.Fatalf("after a dry-run deletion: status %+v, want the unit left and no Pod recorded", got.Status)
+	}
+
+	if err := podsAPI.Delete(ctx, first, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting %s with a unit left: %v", first, err)
+	}
+	err = podsAPI.Delete(ctx, second, metav1.DeleteOptions{})
+	wantBudgetRefusal(t, "deleting "+second+" with no unit left", err)
+	if p, err := podsAPI.Get(ctx, second, metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Fatalf("%s after its refused deletion: %v, deletionTimestamp %v; want it there, not terminating", second, err, p.GetDeletionTimestamp())
+	}
+	// The first Pod's replacement Ready, the unit is back and the second Pod goes.
+	framework.Poll(t, ctx, 30*time.Second, "deleting "+second+" once the budget allows it", func(ctx context.Context) (bool, error) {
+		err := podsAPI.Delete(ctx, second, metav1.DeleteOptions{})
+		return err == nil, err
+	})
+}
+
+// testBudgetBlocksEvictionDeleteDeployment is OpenKruise's "PodUnavailableBudget selector pods
+// and delete deployment ignore": a budget of maxUnavailable 0 refuses the eviction of the
+// Deployment's Pod (429 from pods/eviction, naming the budget) until the Pod is annotated
+// pub.kruise.io/no-protect; deleting the Deployment itself is not blocked — its Pods go and the
+// budget counts none.
+func testBudgetBlocksEvictionDeleteDeployment(t *testing.T, ctx context.Context) {
+	ns := framework.NewNamespace(t, ctx, "pub-evict")
+	pub := createBudget(t, ctx, ns, intstr.FromInt32(0))
+	d := budgetDeployment(t, ctx, ns, 1)
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 0, desired: 1, current: 1, total: 1}, "counts the Pod")
+	pod := waitBudgetPods(t, ctx, ns, 1)[0]
+	podsAPI := framework.Kube.CoreV1().Pods(ns)
+	evict := func() error {
+		return podsAPI.EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns}})
+	}
+	wantBudgetRefusal(t, "evicting "+pod.Name, evict())
+
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, policy.PodPubNoProtectionAnnotation)
+	if _, err := podsAPI.Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("annotating %s no-protect: %v", pod.Name, err)
+	}
+	if err := evict(); err != nil {
+		t.Fatalf("evicting %s annotated %s: %v", pod.Name, policy.PodPubNoProtectionAnnotation, err)
+	}
+	framework.Poll(t, ctx, 30*time.Second, "the evicted Pod "+pod.Name+" gone", func(ctx context.Context) (bool, error) {
+		_, err := podsAPI.Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+	// Its replacement is protected again.
+	waitBudgetPods(t, ctx, ns, 1)
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 0, desired: 1, current: 1, total: 1}, "counts the replacement")
+
+	if err := framework.Kube.AppsV1().Deployments(ns).Delete(ctx, d.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting Deployment %s: %v", d.Name, err)
+	}
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{}, "counts nothing once the Deployment is deleted")
+	waitBudgetPods(t, ctx, ns, 0)
+}
+
+// testBudgetScaleDownDeployment is OpenKruise's "PodUnavailableBudget selector pods and scale
+// down deployment ignore": a budget of maxUnavailable 25% over 4 Pods does not hold back the
+// Deployment's scale-down to 0 — its total and desired count follow the replicas down to 0.
+func testBudgetScaleDownDeployment(t *testing.T, ctx context.Context) {
+	ns := framework.NewNamespace(t, ctx, "pub-scale")
+	pub := createBudget(t, ctx, ns, intstr.FromString("25%"))
+	d := budgetDeployment(t, ctx, ns, 4)
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 3, current: 4, total: 4}, "counts the 4 Pods")
+
+	patch := []byte(`{"spec":{"replicas":0}}`)
+	if _, err := framework.Kube.AppsV1().Deployments(ns).Patch(ctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("scaling Deployment %s to 0: %v", d.Name, err)
+	}
+	waitBudgetPods(t, ctx, ns, 0)
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{}, "counts nothing once the Deployment is scaled to 0")
+}
+
+// testBudgetBlocksDirectUpdate: OpenKruise's webhook check of Pod updates
+// (PodUnavailableBudgetUpdateGate) for a write that does not go through pods/inplaceupdate: a
+// budget of maxUnavailable 1 over a Deployment's 2 Pods lets a label change through uncharged,
+// one Pod's image change through, and refuses the second Pod's with a 429 naming the budget.
+func testBudgetBlocksDirectUpdate(t *testing.T, ctx context.Context) {
+	ns := framework.NewNamespace(t, ctx, "pub-update")
+	budgetDeployment(t, ctx, ns, 2)
+	pub := createBudget(t, ctx, ns, intstr.FromInt32(1))
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods")
+	pods := waitBudgetPods(t, ctx, ns, 2)
+	first, second := pods[0].Name, pods[1].Name
+	podsAPI := framework.Kube.CoreV1().Pods(ns)
+	patchImage := func(name string) error {
+		patch := fmt.Sprintf(`{"spec":{"containers":[{"name":"main","image":%q}]}}`, framework.AppImageV2)
+		_, err := podsAPI.Patch(ctx, name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}
+
+	if _, err := podsAPI.Patch(ctx, second, types.MergePatchType, []byte(`{"metadata":{"labels":{"tier":"front"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("labelling %s: %v", second, err)
+	}
+	if err := patchImage(first); err != nil {
+		t.Fatalf("changing the image of %s with a unit left: %v", first, err)
+	}
+	got, err := framework.Inplace.PolicyV1alpha1().PodUnavailableBudgets(ns).Get(ctx, pub.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got.Status.UnavailablePods[first]; !ok || len(got.Status.UnavailablePods) != 1 {
+		t.Errorf("after the image change of %s: unavailablePods %v, want it alone (the label change charges nothing)", first, got.Status.UnavailablePods)
+	}
+	wantBudgetRefusal(t, "changing the image of "+second+" with no unit left", patchImage(second))
+	p, err := podsAPI.Get(ctx, second, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if image := framework.SpecImage(p, "main"); image != framework.AppImageV1 {
+		t.Errorf("%s after its refused image change: image %q, want %s", second, image, framework.AppImageV1)
+	}
+}
+
+// TestPodUnavailableBudgetWebhookDown: the budget check of deletions and evictions fails closed,
+// scoped as docs/podunavailablebudget.md says. With inplace-apiserver stopped, deleting or evicting
+// a Pod that names a budget is refused; a Pod that names none, and a protected Pod once annotated
+// pub.kruise.io/no-protect, are deleted (kube-apiserver does not call the webhook for them).
+func TestPodUnavailableBudgetWebhookDown(t *testing.T) {
+	ctx := framework.Context(t)
+	ns := framework.NewNamespace(t, ctx, "pub-down")
+	budgetDeployment(t, ctx, ns, 2)
+	pub := createBudget(t, ctx, ns, intstr.FromInt32(1))
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods")
+	pods := waitBudgetPods(t, ctx, ns, 2)
+	protected, evicted := pods[0].Name, pods[1].Name
+	podsAPI := framework.Kube.CoreV1().Pods(ns)
+	plain := framework.AppPod(ns, "plain", framework.AppImageV1)
+	if _, err := podsAPI.Create(ctx, plain, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Pod plain: %v", err)
+	}
+
+	framework.StartAgainAfter(t, "inplace-apiserver")
+	framework.TakeDown(t, ctx, "inplace-apiserver")
+	err := podsAPI.Delete(ctx, protected, metav1.DeleteOptions{})
+	if err == nil || !strings.Contains(err.Error(), "delete.podunavailablebudget.policy.kruise.io") {
+		t.Errorf("deleting %s (it names a budget) with inplace-apiserver down: %v, want the webhook's failure", protected, err)
+	}
+	err = podsAPI.EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: evicted, Namespace: ns}})
+	if err == nil || !strings.Contains(err.Error(), "eviction.podunavailablebudget.policy.kruise.io") {
+		t.Errorf("evicting %s with inplace-apiserver down: %v, want the webhook's failure", evicted, err)
+	}
+	if err := podsAPI.Delete(ctx, plain.Name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting Pod plain (it names no budget) with inplace-apiserver down: %v", err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, policy.PodPubNoProtectionAnnotation)
+	if _, err := podsAPI.Patch(ctx, protected, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("annotating %s no-protect with inplace-apiserver down: %v", protected, err)
+	}
+	if err := podsAPI.Delete(ctx, protected, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting %s annotated no-protect with inplace-apiserver down: %v", protected, err)
+	}
+
+	if err := framework.RunLocalUpHook(t, framework.ApiserverHook); err != nil {
+		t.Fatalf("starting inplace-apiserver again: %v", err)
+	}
+	framework.Poll(t, ctx, 60*time.Second, "APIService Available again", func(ctx context.Context) (bool, error) { return framework.APIServiceAvailable(ctx) })
 }

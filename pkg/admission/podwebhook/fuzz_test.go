@@ -53,3 +53,42 @@ func FuzzAdmissionReview(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBudgetReview: the same for the budget check (which anyone reaching the port may post to):
+// 200 with a review of the same UID, or 400; never a panic.
+func FuzzBudgetReview(f *testing.F) {
+	for _, req := range []admissionv1.AdmissionRequest{
+		{UID: "d", Operation: admissionv1.Delete, Resource: podsResource, Namespace: "ns", Name: "web-0",
+			OldObject: runtime.RawExtension{Raw: []byte(`{"metadata":{"name":"web-0","annotations":{"pub.kruise.io/related-pub":"pub"}}}`)}},
+		{UID: "e", Operation: admissionv1.Create, Resource: podsResource, SubResource: "eviction", Namespace: "ns", Name: "web-0",
+			Object: runtime.RawExtension{Raw: []byte(`{"deleteOptions":{"dryRun":["All"]}}`)}},
+		{UID: "u", Operation: admissionv1.Update, Resource: podsResource, SubResource: "resize", Namespace: "ns", Name: "web-0",
+			OldObject: runtime.RawExtension{Raw: []byte(`{"spec":{"containers":[{"name":"a"}]}}`)},
+			Object:    runtime.RawExtension{Raw: []byte(`{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"1"}}}]}}`)}},
+	} {
+		seed, _ := json.Marshal(&admissionv1.AdmissionReview{Request: &req})
+		f.Add(seed)
+	}
+	f.Add([]byte(`{"request":{"uid":"x","operation":"UPDATE","resource":{"version":"v1","resource":"pods"},"object":{"spec":1}}}`))
+	f.Add([]byte(`{}`))
+
+	h := newBudgetHandler(&fakeCharger{})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, BudgetPath, bytes.NewReader(body)))
+		switch rec.Code {
+		case http.StatusBadRequest:
+		case http.StatusOK:
+			var out admissionv1.AdmissionReview
+			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+				t.Fatalf("200 with a body that is not a review (%v): %s", err, rec.Body)
+			}
+			var in admissionv1.AdmissionReview
+			if json.Unmarshal(body, &in) == nil && in.Request != nil && out.Response.UID != in.Request.UID {
+				t.Fatalf("response UID %q for request UID %q", out.Response.UID, in.Request.UID)
+			}
+		default:
+			t.Fatalf("answered %d: %s", rec.Code, rec.Body)
+		}
+	})
+}

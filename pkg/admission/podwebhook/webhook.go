@@ -1,12 +1,17 @@
-// Package podwebhook is the handler of the Pod admission webhook that inplace-apiserver serves on
-// its own secure port (Path), for core Pod CREATE: it makes the Pod what inplace creates (package
-// podcreate: the readiness gate of inplace's workloads, the SidecarSets that select the Pod, the
-// launch barriers of ordered containers), with the same code as sidecarsets/NAME/inject.
+// Package podwebhook holds the handlers of the Pod admission webhooks that inplace-apiserver
+// serves on its own secure port. Handler (Path, mutating) is for core Pod CREATE: it makes the Pod
+// what inplace creates (package podcreate: the readiness gate of inplace's workloads, the
+// SidecarSets that select the Pod, the launch barriers of ordered containers), with the same code
+// as sidecarsets/NAME/inject.
 //
 // It fails open: whatever goes wrong (a body it cannot read, a SidecarSet it cannot inject), the
 // Pod is allowed as it came, with a warning, so that inplace is never the reason a Pod cannot be
 // created. artifacts/deploy/base/pod-webhook.yaml (and hack/local-up.sh) registers it with
 // failurePolicy Ignore and a short timeout, for when inplace-apiserver is down.
+//
+// BudgetHandler (BudgetPath, validating) checks Pod DELETE, eviction and direct updates against
+// the Pod's PodUnavailableBudget and takes a unit of it, as OpenKruise's Pod validating webhook
+// does; for deletions and evictions it fails closed (see budget.go).
 package podwebhook
 
 import (
@@ -50,6 +55,11 @@ type Handler struct {
 
 // ServeHTTP decodes the review, admits its request and writes the review back.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	serve(w, r, h.Admit)
+}
+
+// serve decodes an AdmissionReview, answers its request with admit and writes the review back.
+func serve(w http.ResponseWriter, r *http.Request, admit func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
 		return
@@ -66,7 +76,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	out := &admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"},
-		Response: h.Admit(r.Context(), review.Request),
+		Response: admit(r.Context(), review.Request),
 	}
 	out.Response.UID = review.Request.UID
 	w.Header().Set("Content-Type", "application/json")

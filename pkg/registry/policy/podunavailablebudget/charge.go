@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
@@ -64,6 +65,9 @@ func (c *Charger) Charge(ctx context.Context, pod *corev1.Pod, op policy.PubOper
 	if name == "" {
 		return nil
 	}
+	// The budget is in the Pod's namespace; a caller outside a request of that namespace (the Pod
+	// webhook, served ahead of the request chain) has none in ctx.
+	ctx = genericapirequest.WithNamespace(ctx, pod.Namespace)
 	return retry.RetryOnConflict(conflictRetry, func() error {
 		obj, err := c.status.Get(ctx, name, &metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

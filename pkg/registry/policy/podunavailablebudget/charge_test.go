@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
@@ -28,9 +29,21 @@ type store struct {
 	writes int
 }
 
-func (s *store) Get(_ context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+// inNamespace is the generic registry's rule: a namespaced object is read and written in a
+// context that carries its namespace.
+func (s *store) inNamespace(ctx context.Context) error {
+	if ns, ok := genericapirequest.NamespaceFrom(ctx); !ok || (s.pub != nil && ns != s.pub.Namespace) {
+		return apierrors.NewBadRequest("Namespace parameter required.")
+	}
+	return nil
+}
+
+func (s *store) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.inNamespace(ctx); err != nil {
+		return nil, err
+	}
 	if s.pub == nil || s.pub.Name != name {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Group: policy.GroupName, Resource: "podunavailablebudgets"}, name)
 	}
@@ -41,6 +54,9 @@ func (s *store) Update(ctx context.Context, name string, objInfo rest.UpdatedObj
 	_ rest.ValidateObjectUpdateFunc, _ bool, _ *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.inNamespace(ctx); err != nil {
+		return nil, false, err
+	}
 	obj, err := objInfo.UpdatedObject(ctx, s.pub)
 	if err != nil {
 		return nil, false, err
