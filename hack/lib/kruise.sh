@@ -91,8 +91,10 @@ kruise_up() {
   kruise_manifests
   KRUISE_UP=true
 
-  log "kruise: inplace out of the way (APIServices, Pod webhook, programs)"
+  log "kruise: inplace out of the way (APIServices, Pod webhooks, programs)"
   kubectl delete mutatingwebhookconfiguration inplace-pod-webhook --ignore-not-found >/dev/null
+  # It fails closed for evictions: with inplace-apiserver stopped it would refuse them all.
+  kubectl delete validatingwebhookconfiguration inplace-pod-budget-webhook --ignore-not-found >/dev/null
   kubectl delete apiservice "${KRUISE_INPLACE_APISERVICES[@]}" --ignore-not-found >/dev/null
   local p
   for p in inplace-daemon-node2 inplace-daemon inplace-controller inplace-apiserver; do local_stop "$p"; done

@@ -30,13 +30,13 @@ type budgetCounts struct{ allowed, desired, current, total int32 }
 
 // createBudget creates, at policy.kruise.io/v1alpha1, the PodUnavailableBudget web-pub of the Pods
 // with the labels, maxUnavailable as given.
-func createBudget(t *testing.T, ctx context.Context, ns string, labels map[string]string, maxUnavailable int32) *policyv1alpha1.PodUnavailableBudget {
+func createBudget(t *testing.T, ctx context.Context, ns string, labels map[string]string, maxUnavailable intstr.IntOrString) *policyv1alpha1.PodUnavailableBudget {
 	t.Helper()
 	pub := &policyv1alpha1.PodUnavailableBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-pub"},
 		Spec: policyv1alpha1.PodUnavailableBudgetSpec{
 			Selector:       &metav1.LabelSelector{MatchLabels: labels},
-			MaxUnavailable: ptr.To(intstr.FromInt32(maxUnavailable)),
+			MaxUnavailable: &maxUnavailable,
 		},
 	}
 	created, err := framework.Inplace.PolicyV1alpha1().PodUnavailableBudgets(ns).Create(ctx, pub, metav1.CreateOptions{})
@@ -91,7 +91,7 @@ func testBudgetBlocksInPlaceUpdate(t *testing.T, ctx context.Context) {
 		Type:           v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType,
 		MaxUnavailable: ptr.To(intstr.FromString("100%")),
 	})
-	pub := createBudget(t, ctx, ns, map[string]string{"app": "web"}, 1)
+	pub := createBudget(t, ctx, ns, map[string]string{"app": "web"}, intstr.FromInt32(1))
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods")
 	// kubectl finds it through kube-apiserver by OpenKruise's short name, with its columns.
 	out := framework.MustKubectl(t, ctx, "", "-n", ns, "get", "pub", pub.Name)
@@ -157,7 +157,7 @@ func testBudgetAcrossUpdaters(t *testing.T, ctx context.Context) {
 		framework.WaitCloneSetReady(t, ctx, cs, 5)
 	}
 	framework.WaitSidecarSetStatus(t, ctx, ns, 10, 10, 10, 10)
-	pub := createBudget(t, ctx, ns, map[string]string{"group": "web"}, 2)
+	pub := createBudget(t, ctx, ns, map[string]string{"group": "web"}, intstr.FromInt32(2))
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 2, desired: 8, current: 10, total: 10}, "counts the 10 Pods")
 	rec := framework.RecordPods(t, ctx, ns)
 
@@ -199,6 +199,9 @@ func testBudgetAcrossUpdaters(t *testing.T, ctx context.Context) {
 // budgetLabels select the Pods of budgetDeployment, as OpenKruise's PodUnavailableBudgetTester
 // labels its base Deployment and selects it with its base budget.
 var budgetLabels = map[string]string{"app": "busybox", "pub-controller": "true"}
+
+// pubControllerLabels is the selector of OpenKruise's budgets in its specs (of budgetLabels).
+var pubControllerLabels = map[string]string{"pub-controller": "true"}
 
 // budgetDeployment creates an apps/v1 Deployment "busybox" of replicas Pods labelled
 // budgetLabels (kube-controller-manager runs it; no inplace workload) and waits for them Ready.
@@ -246,23 +249,6 @@ func waitBudgetPods(t *testing.T, ctx context.Context, ns string, n int) []corev
 	return active
 }
 
-// createBudget creates a budget "web-pub" over budgetLabels.
-func createBudget(t *testing.T, ctx context.Context, ns string, maxUnavailable intstr.IntOrString) *policyv1alpha1.PodUnavailableBudget {
-	t.Helper()
-	pub := &policyv1alpha1.PodUnavailableBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-pub"},
-		Spec: policyv1alpha1.PodUnavailableBudgetSpec{
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"pub-controller": "true"}},
-			MaxUnavailable: &maxUnavailable,
-		},
-	}
-	pub, err := framework.Inplace.PolicyV1alpha1().PodUnavailableBudgets(ns).Create(ctx, pub, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating the PodUnavailableBudget: %v", err)
-	}
-	return pub
-}
-
 // wantBudgetRefusal checks that err is the budget webhook's refusal: a 429 whose message and
 // cause name the budget web-pub.
 func wantBudgetRefusal(t *testing.T, what string, err error) {
@@ -292,7 +278,7 @@ func testBudgetNoMatchedPods(t *testing.T, ctx context.Context) {
 	if _, err := framework.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating Deployment busybox: %v", err)
 	}
-	pub := createBudget(t, ctx, ns, intstr.FromString("25%"))
+	pub := createBudget(t, ctx, ns, pubControllerLabels, intstr.FromString("25%"))
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{}, "counts no Pod")
 }
 
@@ -303,7 +289,7 @@ func testBudgetNoMatchedPods(t *testing.T, ctx context.Context) {
 func testBudgetBlocksDeletion(t *testing.T, ctx context.Context) {
 	ns := framework.NewNamespace(t, ctx, "pub-delete")
 	budgetDeployment(t, ctx, ns, 2)
-	pub := createBudget(t, ctx, ns, intstr.FromInt32(1))
+	pub := createBudget(t, ctx, ns, pubControllerLabels, intstr.FromInt32(1))
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods")
 	pods := waitBudgetPods(t, ctx, ns, 2)
 	first, second := pods[0].Name, pods[1].Name
@@ -342,7 +328,7 @@ func testBudgetBlocksDeletion(t *testing.T, ctx context.Context) {
 // budget counts none.
 func testBudgetBlocksEvictionDeleteDeployment(t *testing.T, ctx context.Context) {
 	ns := framework.NewNamespace(t, ctx, "pub-evict")
-	pub := createBudget(t, ctx, ns, intstr.FromInt32(0))
+	pub := createBudget(t, ctx, ns, pubControllerLabels, intstr.FromInt32(0))
 	d := budgetDeployment(t, ctx, ns, 1)
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 0, desired: 1, current: 1, total: 1}, "counts the Pod")
 	pod := waitBudgetPods(t, ctx, ns, 1)[0]
@@ -379,7 +365,7 @@ func testBudgetBlocksEvictionDeleteDeployment(t *testing.T, ctx context.Context)
 // Deployment's scale-down to 0 — its total and desired count follow the replicas down to 0.
 func testBudgetScaleDownDeployment(t *testing.T, ctx context.Context) {
 	ns := framework.NewNamespace(t, ctx, "pub-scale")
-	pub := createBudget(t, ctx, ns, intstr.FromString("25%"))
+	pub := createBudget(t, ctx, ns, pubControllerLabels, intstr.FromString("25%"))
 	d := budgetDeployment(t, ctx, ns, 4)
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 3, current: 4, total: 4}, "counts the 4 Pods")
 
@@ -398,7 +384,7 @@ func testBudgetScaleDownDeployment(t *testing.T, ctx context.Context) {
 func testBudgetBlocksDirectUpdate(t *testing.T, ctx context.Context) {
 	ns := framework.NewNamespace(t, ctx, "pub-update")
 	budgetDeployment(t, ctx, ns, 2)
-	pub := createBudget(t, ctx, ns, intstr.FromInt32(1))
+	pub := createBudget(t, ctx, ns, pubControllerLabels, intstr.FromInt32(1))
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods")
 	pods := waitBudgetPods(t, ctx, ns, 2)
 	first, second := pods[0].Name, pods[1].Name
@@ -440,7 +426,7 @@ func TestPodUnavailableBudgetWebhookDown(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "pub-down")
 	budgetDeployment(t, ctx, ns, 2)
-	pub := createBudget(t, ctx, ns, intstr.FromInt32(1))
+	pub := createBudget(t, ctx, ns, pubControllerLabels, intstr.FromInt32(1))
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods")
 	pods := waitBudgetPods(t, ctx, ns, 2)
 	protected, evicted := pods[0].Name, pods[1].Name

@@ -140,10 +140,10 @@ func decodePod(raw []byte) (*corev1.Pod, error) {
 
 // denial is the Status a denied request answers with: the Charger's own (a 429 naming the budget,
 // which kubectl drain waits on as it waits on a PodDisruptionBudget), or a 500 saying the budget
-// could not be checked. Without a Retry-After, as pods/eviction refuses for a
-// PodDisruptionBudget: client-go would otherwise repeat the DELETE itself for up to ten seconds
-// (kubectl delete hanging, a ReplicaSet controller's worker held), where its caller has its own
-// backoff.
+// could not be checked. Never with a Retry-After (the Charger sends none either), as pods/eviction
+// refuses for a PodDisruptionBudget: client-go would otherwise repeat the DELETE itself for up to
+// ten seconds (kubectl delete hanging, a ReplicaSet controller's worker held), where its caller has
+// its own backoff.
 func denial(err error) *metav1.Status {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {

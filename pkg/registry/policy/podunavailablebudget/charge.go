@@ -114,12 +114,15 @@ func gateOn(op policy.PubOperation) bool {
 
 // refusal is the 429 a refused charge answers, as pods/eviction answers for a
 // PodDisruptionBudget: the message says what was refused and why, the cause names the budget.
+// Without a Retry-After, as pods/eviction: with one, client-go repeats the request itself for up
+// to ten seconds (a workload controller's worker held on one Pod, kubectl hanging), where the
+// caller has its own wait (inplacerequest.BudgetRetry, kubectl drain's).
 func refusal(pod *corev1.Pod, op policy.PubOperation, none *podbudget.ErrNoBudget) error {
 	what := map[policy.PubOperation]string{
 		policy.PubUpdateOperation: "update", policy.PubResizeOperation: "resize",
 		policy.PubDeleteOperation: "delete", policy.PubEvictOperation: "evict",
 	}[op]
-	err := apierrors.NewTooManyRequests(fmt.Sprintf("Cannot %s pod %s now: %s", what, pod.Name, none.Message), 1)
+	err := apierrors.NewTooManyRequests(fmt.Sprintf("Cannot %s pod %s now: %s", what, pod.Name, none.Message), 0)
 	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
 		Type:    BudgetCause,
 		Message: fmt.Sprintf("The PodUnavailableBudget %s needs %d available pods and has %d currently", none.Name, none.Status.DesiredAvailable, none.Status.CurrentAvailable),

@@ -112,6 +112,10 @@ func TestChargeConcurrent(t *testing.T) {
 				status.Details.Causes[0].Type != BudgetCause {
 				t.Errorf("refusal %+v, want it to name the budget in its message and cause", status)
 			}
+			// A Retry-After would make client-go repeat the request itself for ten seconds.
+			if status.Details.RetryAfterSeconds != 0 {
+				t.Errorf("refusal with retryAfterSeconds %d, want none (as pods/eviction)", status.Details.RetryAfterSeconds)
+			}
 		default:
 			t.Errorf("charge: %v, want nil or a 429", err)
 		}
