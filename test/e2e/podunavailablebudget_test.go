@@ -282,17 +282,25 @@ func testBudgetNoMatchedPods(t *testing.T, ctx context.Context) {
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{}, "counts no Pod")
 }
 
+// twoPodsOneUnit is the base of OpenKruise's webhook specs: budgetDeployment's 2 Pods in ns under a
+// budget of maxUnavailable 1, whose status counts them (allowed 1 of 2); it returns the budget and
+// the two Pods' names.
+func twoPodsOneUnit(t *testing.T, ctx context.Context, ns string) (*policyv1alpha1.PodUnavailableBudget, string, string) {
+	t.Helper()
+	budgetDeployment(t, ctx, ns, 2)
+	pub := createBudget(t, ctx, ns, pubControllerLabels, intstr.FromInt32(1))
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods")
+	pods := waitBudgetPods(t, ctx, ns, 2)
+	return pub, pods[0].Name, pods[1].Name
+}
+
 // testBudgetBlocksDeletion: OpenKruise's deletion protection of a Deployment's Pods
 // (PodUnavailableBudgetDeleteGate): a budget of maxUnavailable 1 over 2 Pods lets one Pod be
 // deleted and refuses the second with a 429 naming it, until the first's replacement is Ready; a
 // dry-run deletion is checked and takes nothing.
 func testBudgetBlocksDeletion(t *testing.T, ctx context.Context) {
 	ns := framework.NewNamespace(t, ctx, "pub-delete")
-	budgetDeployment(t, ctx, ns, 2)
-	pub := createBudget(t, ctx, ns, pubControllerLabels, intstr.FromInt32(1))
-	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods")
-	pods := waitBudgetPods(t, ctx, ns, 2)
-	first, second := pods[0].Name, pods[1].Name
+	pub, first, second := twoPodsOneUnit(t, ctx, ns)
 	podsAPI := framework.Kube.CoreV1().Pods(ns)
 
 	if err := podsAPI.Delete(ctx, first, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
@@ -383,11 +391,7 @@ func testBudgetScaleDownDeployment(t *testing.T, ctx context.Context) {
 // one Pod's image change through, and refuses the second Pod's with a 429 naming the budget.
 func testBudgetBlocksDirectUpdate(t *testing.T, ctx context.Context) {
 	ns := framework.NewNamespace(t, ctx, "pub-update")
-	budgetDeployment(t, ctx, ns, 2)
-	pub := createBudget(t, ctx, ns, pubControllerLabels, intstr.FromInt32(1))
-	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods")
-	pods := waitBudgetPods(t, ctx, ns, 2)
-	first, second := pods[0].Name, pods[1].Name
+	pub, first, second := twoPodsOneUnit(t, ctx, ns)
 	podsAPI := framework.Kube.CoreV1().Pods(ns)
 	patchImage := func(name string) error {
 		patch := fmt.Sprintf(`{"spec":{"containers":[{"name":"main","image":%q}]}}`, framework.AppImageV2)
@@ -425,11 +429,7 @@ func testBudgetBlocksDirectUpdate(t *testing.T, ctx context.Context) {
 func TestPodUnavailableBudgetWebhookDown(t *testing.T) {
 	ctx := framework.Context(t)
 	ns := framework.NewNamespace(t, ctx, "pub-down")
-	budgetDeployment(t, ctx, ns, 2)
-	pub := createBudget(t, ctx, ns, pubControllerLabels, intstr.FromInt32(1))
-	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods")
-	pods := waitBudgetPods(t, ctx, ns, 2)
-	protected, evicted := pods[0].Name, pods[1].Name
+	_, protected, evicted := twoPodsOneUnit(t, ctx, ns)
 	podsAPI := framework.Kube.CoreV1().Pods(ns)
 	plain := framework.AppPod(ns, "plain", framework.AppImageV1)
 	if _, err := podsAPI.Create(ctx, plain, metav1.CreateOptions{}); err != nil {
