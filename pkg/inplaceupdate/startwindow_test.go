@@ -49,6 +49,11 @@ func TestProgressLeavesAStartingRequestAlone(t *testing.T) {
 		{"request on a pod updated before is left alone", updatedBefore(gated(starting(5*time.Second)), now.Add(-time.Minute)), "", StartWindow - 5*time.Second},
 		// The update's own condition, left False when its completion could not set it True.
 		{"completed update's own condition is set True", updatedBefore(gated(starting(5*time.Second)), now.Add(-time.Second)), ReasonInPlaceUpdateCompleted, 0},
+		// Written by the same request as the update's start: the same second.
+		{"completed update's own condition, of its start's second, is set True", updatedBefore(gated(starting(5*time.Second)), now.Add(-4*time.Second)), ReasonInPlaceUpdateCompleted, 0},
+		// A request sent in the second the last update completed in (inplace-daemon completes
+		// within milliseconds of the kubelet's report; the next request may follow at once).
+		{"request in the second of the last completion is left alone", updatedBefore(gated(starting(5*time.Second)), now.Add(-5*time.Second)), "", StartWindow - 5*time.Second},
 		{"abandoned request is recovered", gated(starting(StartWindow + time.Second)), ReasonInPlaceUpdateAbandoned, 0},
 		{"False for another reason is set True", gated(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: "Other"}), ReasonNoInPlaceUpdate, 0},
 	} {

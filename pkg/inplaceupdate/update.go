@@ -298,11 +298,16 @@ func progressWorkload(pod *corev1.Pod, now time.Time) (*Step, error) {
 			reason = ReasonInPlaceUpdateCompleted
 		}
 		if c := getCondition(pod, pub.InPlaceUpdateReady); c != nil && c.Status == corev1.ConditionFalse &&
-			((c.Reason == ReasonStartInPlaceUpdate && (!hasState || st.CompletedTimestamp.Before(&c.LastTransitionTime))) ||
+			((c.Reason == ReasonStartInPlaceUpdate && (!hasState || st.UpdateTimestamp.Before(&c.LastTransitionTime))) ||
 				(c.Reason == ReasonStartSidecarSetUpgrade && !sidecarUpgradeStartedSince(pod, c.LastTransitionTime))) {
 			// A pods/inplaceupdate request set the condition and is about to write its update: on
 			// a Pod with no update yet, or after the last update completed (a Pod updated in place
-			// before keeps its completed state until the next update writes its own).
+			// before keeps its completed state until the next update writes its own). The last
+			// update's own condition, left False when its completion could not set it True, has
+			// that update's start time (the same request wrote both); a later one is a new
+			// request's, even in the second the last update completed in (times are in seconds:
+			// compared with the completion, a request sent right after it was taken for a leftover
+			// and its condition set back to True, and its update conflicted).
 			// Setting it True now would undo its first write (and make its second one conflict).
 			// Past StartWindow the request is taken as abandoned. The condition's time comes from
 			// the API server's clock: a skew between it and this clock only shifts the window.
