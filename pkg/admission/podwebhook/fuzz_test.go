@@ -35,22 +35,7 @@ func FuzzAdmissionReview(f *testing.F) {
 
 	h := handler(f, nil, agent())
 	f.Fuzz(func(t *testing.T, body []byte) {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body)))
-		switch rec.Code {
-		case http.StatusBadRequest:
-		case http.StatusOK:
-			var out admissionv1.AdmissionReview
-			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
-				t.Fatalf("200 with a body that is not a review (%v): %s", err, rec.Body)
-			}
-			var in admissionv1.AdmissionReview
-			if json.Unmarshal(body, &in) == nil && in.Request != nil && out.Response.UID != in.Request.UID {
-				t.Fatalf("response UID %q for request UID %q", out.Response.UID, in.Request.UID)
-			}
-		default:
-			t.Fatalf("answered %d: %s", rec.Code, rec.Body)
-		}
+		answersReview(t, h, Path, body)
 	})
 }
 
@@ -74,21 +59,28 @@ func FuzzBudgetReview(f *testing.F) {
 
 	h := newBudgetHandler(&fakeCharger{})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, BudgetPath, bytes.NewReader(body)))
-		switch rec.Code {
-		case http.StatusBadRequest:
-		case http.StatusOK:
-			var out admissionv1.AdmissionReview
-			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
-				t.Fatalf("200 with a body that is not a review (%v): %s", err, rec.Body)
-			}
-			var in admissionv1.AdmissionReview
-			if json.Unmarshal(body, &in) == nil && in.Request != nil && out.Response.UID != in.Request.UID {
-				t.Fatalf("response UID %q for request UID %q", out.Response.UID, in.Request.UID)
-			}
-		default:
-			t.Fatalf("answered %d: %s", rec.Code, rec.Body)
-		}
+		answersReview(t, h, BudgetPath, body)
 	})
+}
+
+// answersReview posts body to h at path and fails unless the answer is a 400, or a 200 whose body
+// is a review with the request's UID (when the body had one).
+func answersReview(t *testing.T, h http.Handler, path string, body []byte) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+	switch rec.Code {
+	case http.StatusBadRequest:
+	case http.StatusOK:
+		var out admissionv1.AdmissionReview
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+			t.Fatalf("200 with a body that is not a review (%v): %s", err, rec.Body)
+		}
+		var in admissionv1.AdmissionReview
+		if json.Unmarshal(body, &in) == nil && in.Request != nil && out.Response.UID != in.Request.UID {
+			t.Fatalf("response UID %q for request UID %q", out.Response.UID, in.Request.UID)
+		}
+	default:
+		t.Fatalf("answered %d: %s", rec.Code, rec.Body)
+	}
 }
