@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -88,29 +87,16 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 }
 
 // setBudgetCondition shows in the FailedUpdatePod condition the in-place updates
-// PodUnavailableBudgets hold back (inplacerequest.BudgetCondition), keeping its transition time
-// while it holds.
+// PodUnavailableBudgets hold back (inplacerequest.SetBudgetCondition).
 func setBudgetCondition(st *v1beta1.StatefulSetStatus, updated bool, actErr error, now time.Time) {
-	message, hold, drop := inplacerequest.BudgetCondition(updated, actErr)
-	i := slices.IndexFunc(st.Conditions, func(c appsv1.StatefulSetCondition) bool {
-		return c.Type == inplacerequest.ConditionFailedUpdatePod
-	})
-	switch {
-	case hold:
-		c := appsv1.StatefulSetCondition{Type: inplacerequest.ConditionFailedUpdatePod, Status: corev1.ConditionTrue,
-			LastTransitionTime: metav1.NewTime(now), Reason: inplacerequest.ReasonBlockedByBudget, Message: message}
-		st.Conditions = slices.Clone(st.Conditions) // not the cached object's
-		if i < 0 {
-			st.Conditions = append(st.Conditions, c)
-			return
-		}
-		if st.Conditions[i].Status == corev1.ConditionTrue {
-			c.LastTransitionTime = st.Conditions[i].LastTransitionTime
-		}
-		st.Conditions[i] = c
-	case drop && i >= 0 && st.Conditions[i].Reason == inplacerequest.ReasonBlockedByBudget:
-		st.Conditions = slices.Delete(slices.Clone(st.Conditions), i, i+1)
-	}
+	st.Conditions = inplacerequest.SetBudgetCondition(st.Conditions, updated, actErr, now,
+		func(c appsv1.StatefulSetCondition) (string, corev1.ConditionStatus, string, metav1.Time) {
+			return string(c.Type), c.Status, c.Reason, c.LastTransitionTime
+		},
+		func(message string, since metav1.Time) appsv1.StatefulSetCondition {
+			return appsv1.StatefulSetCondition{Type: inplacerequest.ConditionFailedUpdatePod, Status: corev1.ConditionTrue,
+				LastTransitionTime: since, Reason: inplacerequest.ReasonBlockedByBudget, Message: message}
+		})
 }
 
 // claim returns the set's Pods, lowest ordinal first, and its revisions, oldest first. Like

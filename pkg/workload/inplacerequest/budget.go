@@ -3,10 +3,12 @@ package inplacerequest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 )
@@ -65,6 +67,35 @@ func BudgetCondition(updated bool, actErr error) (message string, hold, drop boo
 		return "", false, updated
 	}
 	return WaitMessage(waits), true, false
+}
+
+// SetBudgetCondition returns conds, a workload status's conditions of type C, with its
+// ConditionFailedUpdatePod condition as BudgetCondition says: set True (its transition time kept
+// while it holds) or dropped. info reads a condition's type, status, reason and transition time;
+// held builds the True condition from its message and transition time. conds itself (the cached
+// object's) is not modified.
+func SetBudgetCondition[C any](conds []C, updated bool, actErr error, now time.Time,
+	info func(C) (typ string, status corev1.ConditionStatus, reason string, since metav1.Time),
+	held func(message string, since metav1.Time) C) []C {
+	message, hold, drop := BudgetCondition(updated, actErr)
+	i := slices.IndexFunc(conds, func(c C) bool { typ, _, _, _ := info(c); return typ == ConditionFailedUpdatePod })
+	switch {
+	case hold:
+		since := metav1.NewTime(now)
+		if i < 0 {
+			return append(slices.Clone(conds), held(message, since))
+		}
+		if _, status, _, t := info(conds[i]); status == corev1.ConditionTrue {
+			since = t
+		}
+		conds = slices.Clone(conds)
+		conds[i] = held(message, since)
+	case drop && i >= 0:
+		if _, _, reason, _ := info(conds[i]); reason == ReasonBlockedByBudget {
+			return slices.Delete(slices.Clone(conds), i, i+1)
+		}
+	}
+	return conds
 }
 
 // WaitMessage says what waits (not empty): the first Pod with its budget's message, and how many
