@@ -290,7 +290,9 @@ func TestChartStandby(t *testing.T) {
 		"MutatingWebhookConfiguration inplace-pod-webhook": true,
 		// OpenKruise's webhook checks its budgets until the migration.
 		"ValidatingWebhookConfiguration inplace-pod-budget-webhook": true,
-		"DaemonSet inplace-system/inplace-daemon":                   true,
+		// and its deletion protection.
+		"ValidatingWebhookConfiguration inplace-deletion-protection-webhook": true,
+		"DaemonSet inplace-system/inplace-daemon":                            true,
 	}
 	for name := range left {
 		if full[name] == nil {
@@ -526,7 +528,11 @@ func TestChartServingCertificate(t *testing.T) {
 	if len(budget) != 3 {
 		t.Fatalf("budget webhooks %v: want 3", budget)
 	}
-	for i, h := range append(hooks, budget...) {
+	protection, _, _ := unstructured.NestedSlice(objects["ValidatingWebhookConfiguration inplace-deletion-protection-webhook"].Object, "webhooks")
+	if len(protection) != 1 {
+		t.Fatalf("deletion-protection webhooks %v: want 1", protection)
+	}
+	for i, h := range append(append(hooks, budget...), protection...) {
 		if got, _, _ := unstructured.NestedString(h.(map[string]any), "clientConfig", "caBundle"); got != data["ca.crt"] {
 			t.Errorf("webhook %d (%v): its caBundle is not the Secret's CA", i, h.(map[string]any)["name"])
 		}

@@ -42,6 +42,7 @@ SECRET=inplace-apiserver-tls
 APISERVICES=(v1alpha1.apps.kruise.io v1beta1.apps.kruise.io v1alpha1.policy.kruise.io v1beta1.policy.kruise.io)
 WEBHOOK=inplace-pod-webhook
 BUDGET_WEBHOOK=inplace-pod-budget-webhook
+PROTECTION_WEBHOOK=inplace-deletion-protection-webhook
 FIELD_MANAGER=inplace-deploy
 TIMEOUT="${DEPLOY_TIMEOUT:-180}"
 
@@ -146,6 +147,8 @@ patches:
   patch: '[{"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": "$CA_BUNDLE"}]'
 - target: {kind: ValidatingWebhookConfiguration, name: $BUDGET_WEBHOOK}
   patch: '[{"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": "$CA_BUNDLE"}, {"op": "add", "path": "/webhooks/1/clientConfig/caBundle", "value": "$CA_BUNDLE"}, {"op": "add", "path": "/webhooks/2/clientConfig/caBundle", "value": "$CA_BUNDLE"}]'
+- target: {kind: ValidatingWebhookConfiguration, name: $PROTECTION_WEBHOOK}
+  patch: '[{"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": "$CA_BUNDLE"}]'
 EOF
   [[ -z "$PATCHES" ]] || cat "$PATCHES"
 } > "$OVERLAY/kustomization.yaml"

@@ -95,6 +95,8 @@ kruise_up() {
   kubectl delete mutatingwebhookconfiguration inplace-pod-webhook --ignore-not-found >/dev/null
   # It fails closed for evictions: with inplace-apiserver stopped it would refuse them all.
   kubectl delete validatingwebhookconfiguration inplace-pod-budget-webhook --ignore-not-found >/dev/null
+  # It fails closed for protected objects; OpenKruise's own webhook protects them instead.
+  kubectl delete validatingwebhookconfiguration inplace-deletion-protection-webhook --ignore-not-found >/dev/null
   kubectl delete apiservice "${KRUISE_INPLACE_APISERVICES[@]}" --ignore-not-found >/dev/null
   local p
   for p in inplace-daemon-node2 inplace-daemon inplace-controller inplace-apiserver; do local_stop "$p"; done

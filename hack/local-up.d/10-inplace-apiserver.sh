@@ -167,6 +167,13 @@ patches:
     - op: add
       path: /webhooks/2/clientConfig/caBundle
       value: $(base64 -w0 "$PKI/ca.crt")
+- target:
+    kind: ValidatingWebhookConfiguration
+    name: inplace-deletion-protection-webhook
+  patch: |-
+    - op: add
+      path: /webhooks/0/clientConfig/caBundle
+      value: $(base64 -w0 "$PKI/ca.crt")
 EOF
 }
 

@@ -21,8 +21,10 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 	restclient "k8s.io/client-go/rest"
 
+	"github.com/inplace-dev/inplace/pkg/admission/deletionwebhook"
 	"github.com/inplace-dev/inplace/pkg/admission/podwebhook"
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
@@ -126,8 +128,9 @@ func (c CompletedConfig) New() (*Server, error) {
 			return nil
 		})
 	}
-	// Aggregated mode: the Pod webhook (registered by a MutatingWebhookConfiguration) and the
-	// budget check of Pod DELETE, eviction and updates (a ValidatingWebhookConfiguration).
+	// Aggregated mode: the Pod webhook (registered by a MutatingWebhookConfiguration), the
+	// budget check of Pod DELETE, eviction and updates and the deletion protection of kube's
+	// objects (ValidatingWebhookConfigurations).
 	if c.inplace != nil && c.informers != nil && kube != nil {
 		namespaces := c.informers.Core().V1().Namespaces().Lister()
 		webhook := &podwebhook.Handler{
@@ -150,8 +153,14 @@ func (c CompletedConfig) New() (*Server, error) {
 			},
 			Now: time.Now,
 		}
+		meta, err := metadata.NewForConfig(c.coreClient)
+		if err != nil {
+			return nil, fmt.Errorf("creating the metadata client: %w", err)
+		}
+		protection := &deletionwebhook.Handler{Kube: kube, Metadata: meta}
 		chain := servedAhead(podwebhook.Path, webhook, generic.Handler.FullHandlerChain)
-		generic.Handler.FullHandlerChain = servedAhead(podwebhook.BudgetPath, budgetCheck, chain)
+		chain = servedAhead(podwebhook.BudgetPath, budgetCheck, chain)
+		generic.Handler.FullHandlerChain = servedAhead(deletionwebhook.Path, protection, chain)
 	}
 	// The admission plugins' informers of this group read it through the loopback client, which
 	// answers only once the server serves.
@@ -173,7 +182,8 @@ func (c CompletedConfig) New() (*Server, error) {
 // status; like OpenKruise's webhook server, it trusts whoever reaches the port with an
 // AdmissionReview (at worst a forged review takes a unit of a budget for 10-20 s, its
 // podbudget.UpdateTimeout or DeletionTimeout: a deletion or update waits, no Pod becomes
-// unavailable).
+// unavailable). The deletion-protection webhook writes nothing; a forged review learns only
+// whether a Namespace has active Pods or a CustomResourceDefinition has objects, and how many.
 func servedAhead(path string, handler, chain http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != path {

@@ -95,7 +95,8 @@ func TestDeployCertManagerOverlay(t *testing.T) {
 	if secret != "inplace-apiserver-tls" || !slices.Contains(names, "inplace-apiserver.inplace-system.svc") {
 		t.Errorf("Certificate: secretName %q dnsNames %v, want the Secret the Deployment mounts, for inplace-apiserver.inplace-system.svc", secret, names)
 	}
-	ids := []string{"MutatingWebhookConfiguration inplace-pod-webhook", "ValidatingWebhookConfiguration inplace-pod-budget-webhook"}
+	ids := []string{"MutatingWebhookConfiguration inplace-pod-webhook", "ValidatingWebhookConfiguration inplace-pod-budget-webhook",
+		"ValidatingWebhookConfiguration inplace-deletion-protection-webhook"}
 	for _, name := range framework.APIServiceNames {
 		ids = append(ids, "APIService "+name)
 	}

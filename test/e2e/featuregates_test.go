@@ -31,12 +31,12 @@ import (
 // pre-download, the Advanced StatefulSet's claim resize, SidecarSet patchPodMetadata without an
 // allow-list, workloads resized by recreating their Pods (a gate set off: inplace's default is
 // on), spec.ordinals.start, sidecars injected in name order, PodUnavailableBudgets guarding in-place
-// updates, and a gate of a newer OpenKruise that inplace does not have, which every program must
-// log and ignore.
+// updates, deletion protection (a CustomResourceDefinition's Cascading too), and a gate of a newer
+// OpenKruise that inplace does not have, which every program must log and ignore.
 const openKruiseGates = "PreparingUpdateAsUpdate=true,RecreatePodWhenChangeVCTInCloneSetGate=true,PodUnavailableBudgetUpdateGate=true," +
 	"PreDownloadImageForDaemonSetUpdate=true,StatefulSetAutoResizePVCGate=true,SidecarSetPatchPodMetadataDefaultsAllowed=true," +
 	"InPlaceWorkloadVerticalScaling=false,StatefulSetStartOrdinal=true,EnableSortSidecarContainerByName=true," +
-	"DaemonSetPruneIneligibleNodes=true"
+	"ResourcesDeletionProtection=true,DeletionProtectionForCRDCascadingGate=true,DaemonSetPruneIneligibleNodes=true"
 
 // featureGateHooks restart the three programs, and the variable that gives each its flags.
 var featureGateHooks = []struct{ hook, env, program string }{
@@ -127,6 +127,7 @@ func TestFeatureGates(t *testing.T) {
 		}},
 		{"StatefulSetStartOrdinal off", func(t *testing.T, ctx context.Context) { testStatefulSetStartOrdinal(t, ctx, false) }},
 		{"EnableSortSidecarContainerByName off", func(t *testing.T, ctx context.Context) { testSortSidecarContainersByName(t, ctx, false) }},
+		{"ResourcesDeletionProtection off", testNoDeletionProtection},
 	})
 	if t.Failed() {
 		return
@@ -168,6 +169,10 @@ func TestFeatureGates(t *testing.T) {
 		{"PodUnavailableBudget blocks eviction, deleting the Deployment is not blocked", testBudgetBlocksEvictionDeleteDeployment},
 		{"PodUnavailableBudget does not block scaling a Deployment down", testBudgetScaleDownDeployment},
 		{"PodUnavailableBudget blocks a direct Pod image change beyond the budget", testBudgetBlocksDirectUpdate},
+		{"deletion protection of a namespace", testDeletionProtectionNamespace},
+		{"deletion protection of a CRD", testDeletionProtectionCRD},
+		{"deletion protection of a CloneSet and a Deployment", testDeletionProtectionWorkloads},
+		{"deletion protection of a Service and an Ingress", testDeletionProtectionServiceIngress},
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/inplace-dev/inplace/pkg/admission/review"
 	"github.com/inplace-dev/inplace/pkg/apis/policy"
 	"github.com/inplace-dev/inplace/pkg/podbudget"
 )
@@ -53,7 +54,7 @@ type BudgetHandler struct {
 
 // ServeHTTP decodes the review, admits its request and writes the review back.
 func (h *BudgetHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	serve(w, r, h.Admit)
+	review.Serve(w, r, h.Admit)
 }
 
 // Admit answers one request: allowed unless it deletes, evicts or changes (as UpdateOperation

@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
+	"github.com/inplace-dev/inplace/pkg/admission/review"
 	appsv1alpha1 "github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	listers "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
 	"github.com/inplace-dev/inplace/pkg/podcreate"
@@ -37,9 +37,6 @@ import (
 
 // Path is where inplace-apiserver serves the webhook.
 const Path = "/admission/pods"
-
-// maxBody bounds an AdmissionReview (kube-apiserver sends at most a few MiB).
-const maxBody = 8 << 20
 
 // Handler serves AdmissionReview v1 requests for Pods.
 type Handler struct {
@@ -55,34 +52,7 @@ type Handler struct {
 
 // ServeHTTP decodes the review, admits its request and writes the review back.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	serve(w, r, h.Admit)
-}
-
-// serve decodes an AdmissionReview, answers its request with admit and writes the review back.
-func serve(w http.ResponseWriter, r *http.Request, admit func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	if err != nil {
-		http.Error(w, fmt.Sprintf("reading the AdmissionReview: %v", err), http.StatusBadRequest)
-		return
-	}
-	review := &admissionv1.AdmissionReview{}
-	if err := json.Unmarshal(body, review); err != nil || review.Request == nil {
-		http.Error(w, fmt.Sprintf("want an AdmissionReview v1 with a request: %v", err), http.StatusBadRequest)
-		return
-	}
-	out := &admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"},
-		Response: admit(r.Context(), review.Request),
-	}
-	out.Response.UID = review.Request.UID
-	w.Header().Set("Content-Type", "application/json")
-	if err := json.NewEncoder(w).Encode(out); err != nil {
-		klog.FromContext(r.Context()).Error(err, "Writing the AdmissionReview response")
-	}
+	review.Serve(w, r, h.Admit)
 }
 
 // Admit answers one request: allowed, except a Pod that cannot be injected because of what it

@@ -53,8 +53,8 @@ func agent() *v1alpha1.SidecarSet {
 	}
 }
 
-// review posts a Pod CREATE review and returns the response.
-func review(t *testing.T, h *Handler, pod *corev1.Pod) *admissionv1.AdmissionResponse {
+// admitPod posts a Pod CREATE review and returns the response.
+func admitPod(t *testing.T, h *Handler, pod *corev1.Pod) *admissionv1.AdmissionResponse {
 	t.Helper()
 	raw, _ := json.Marshal(pod)
 	body, _ := json.Marshal(&admissionv1.AdmissionReview{
@@ -117,7 +117,7 @@ func applyPatch(t *testing.T, pod *corev1.Pod, patch []byte) *corev1.Pod {
 
 func TestInjectsOnCreate(t *testing.T) {
 	pod := webPod(map[string]string{"app": "web"})
-	resp := review(t, handler(t, nil, agent()), pod)
+	resp := admitPod(t, handler(t, nil, agent()), pod)
 	if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
 		t.Fatalf("response %+v: want a JSON patch", resp)
 	}
@@ -131,17 +131,17 @@ func TestInjectsOnCreate(t *testing.T) {
 }
 
 func TestLeavesOtherPodsAlone(t *testing.T) {
-	if resp := review(t, handler(t, nil, agent()), webPod(map[string]string{"app": "db"})); resp.Patch != nil {
+	if resp := admitPod(t, handler(t, nil, agent()), webPod(map[string]string{"app": "db"})); resp.Patch != nil {
 		t.Errorf("patch %s for a Pod no SidecarSet selects", resp.Patch)
 	}
-	if resp := review(t, handler(t, nil), webPod(map[string]string{"app": "web"})); resp.Patch != nil {
+	if resp := admitPod(t, handler(t, nil), webPod(map[string]string{"app": "web"})); resp.Patch != nil {
 		t.Errorf("patch %s with no SidecarSet at all", resp.Patch)
 	}
 }
 
 // Whatever fails, the Pod is allowed as it came, with a warning.
 func TestFailsOpen(t *testing.T) {
-	resp := review(t, handler(t, errors.New("namespaces unreachable"), agent()), webPod(map[string]string{"app": "web"}))
+	resp := admitPod(t, handler(t, errors.New("namespaces unreachable"), agent()), webPod(map[string]string{"app": "web"}))
 	if resp.Patch != nil || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "namespaces unreachable") {
 		t.Errorf("response %+v: want allowed without a patch, warning why", resp)
 	}
@@ -158,7 +158,7 @@ func TestLaunchPriorityAfterInjection(t *testing.T) {
 	pod := webPod(map[string]string{"app": "web"})
 	pod.Name, pod.GenerateName = "", "web-"
 	pod.Annotations = map[string]string{pub.ContainerLaunchPriorityKey: pub.ContainerLaunchOrdered}
-	resp := review(t, handler(t, nil, agent()), pod)
+	resp := admitPod(t, handler(t, nil, agent()), pod)
 	got := applyPatch(t, pod, resp.Patch)
 	if !strings.HasPrefix(got.Name, "web-") || len(got.Name) == len("web-") {
 		t.Fatalf("name %q, want one generated from web-", got.Name)
@@ -172,7 +172,7 @@ func TestLaunchPriorityAfterInjection(t *testing.T) {
 	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "second", Image: "app:1",
 		Env: []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "first"}}})
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "5"}}
-	resp = review(t, handler(t, nil), pod)
+	resp = admitPod(t, handler(t, nil), pod)
 	got = applyPatch(t, pod, resp.Patch)
 	expectHooks(t, got, map[string]string{"main": launchpriority.HookPath("ns", "web-1", "main")})
 	if len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "spec.containers[1].env[0].value") {
@@ -181,7 +181,7 @@ func TestLaunchPriorityAfterInjection(t *testing.T) {
 
 	// A container that needs the hook has a postStart hook of its own: OpenKruise's ConfigMap.
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
-	got = applyPatch(t, pod, review(t, handler(t, nil), pod).Patch)
+	got = applyPatch(t, pod, admitPod(t, handler(t, nil), pod).Patch)
 	if got.Annotations[launchpriority.BarrierAnnotation] != string(launchpriority.BarrierConfigMap) {
 		t.Errorf("annotations %v, want the ConfigMap barrier", got.Annotations)
 	}
@@ -227,15 +227,15 @@ func TestReadinessGateForWorkloadPods(t *testing.T) {
 	yes := true
 	pod := webPod(nil)
 	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "web", UID: "u", Controller: &yes}}
-	got := applyPatch(t, pod, review(t, handler(t, nil), pod).Patch)
+	got := applyPatch(t, pod, admitPod(t, handler(t, nil), pod).Patch)
 	if len(got.Spec.ReadinessGates) != 1 || got.Spec.ReadinessGates[0].ConditionType != pub.InPlaceUpdateReady {
 		t.Errorf("readiness gates %v, want InPlaceUpdateReady", got.Spec.ReadinessGates)
 	}
-	if resp := review(t, handler(t, nil), got); resp.Patch != nil {
+	if resp := admitPod(t, handler(t, nil), got); resp.Patch != nil {
 		t.Errorf("a Pod that has the gate already: patch %s", resp.Patch)
 	}
 	pod.OwnerReferences[0].APIVersion = "apps/v1"
-	if resp := review(t, handler(t, nil), pod); resp.Patch != nil {
+	if resp := admitPod(t, handler(t, nil), pod); resp.Patch != nil {
 		t.Errorf("a ReplicaSet's Pod: patch %s", resp.Patch)
 	}
 }
@@ -243,9 +243,9 @@ func TestReadinessGateForWorkloadPods(t *testing.T) {
 // TestDurationByResult: each answer is timed once under its result.
 func TestDurationByResult(t *testing.T) {
 	duration.Reset()
-	review(t, handler(t, nil, agent()), webPod(map[string]string{"app": "web"}))                                  // patched
-	review(t, handler(t, nil, agent()), webPod(map[string]string{"app": "db"}))                                   // unchanged
-	review(t, handler(t, errors.New("namespaces unreachable"), agent()), webPod(map[string]string{"app": "web"})) // failed
+	admitPod(t, handler(t, nil, agent()), webPod(map[string]string{"app": "web"}))                                  // patched
+	admitPod(t, handler(t, nil, agent()), webPod(map[string]string{"app": "db"}))                                   // unchanged
+	admitPod(t, handler(t, errors.New("namespaces unreachable"), agent()), webPod(map[string]string{"app": "web"})) // failed
 	for _, result := range []string{resultPatched, resultUnchanged, resultFailed} {
 		if n, err := testutil.GetHistogramMetricCount(duration.WithLabelValues(result)); err != nil || n != 1 {
 			t.Errorf("%s: observed %d times (%v), want once", result, n, err)

@@ -10,8 +10,10 @@
 //
 // The refusal is a 403 whose message starts "forbidden by ResourcesProtectionDeletion", as
 // OpenKruise's, and says what to do. An object already being deleted is not held back, nor is any
-// other value of the label. Namespaces and kube's own workloads are the Pod webhook's to protect
-// (not yet done). The plugin needs nothing of the cluster and runs in standalone mode too.
+// other value of the label. Refusal is the same rule for any kind: the deletion-protection
+// webhook (package deletionwebhook) applies it to Namespaces, CustomResourceDefinitions and kube's
+// own workloads, Services and Ingresses. The plugin needs nothing of the cluster and runs in
+// standalone mode too.
 package deletionprotection
 
 import (
@@ -20,6 +22,7 @@ import (
 	"io"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 
@@ -73,19 +76,53 @@ func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission
 	return nil
 }
 
-// Check returns why obj may not be deleted, or nil.
+// Check returns why obj, one of inplace's kinds, may not be deleted, or nil.
 func Check(obj runtime.Object) error {
 	m, err := meta.Accessor(obj)
-	if err != nil || m.GetDeletionTimestamp() != nil {
+	if err != nil {
+		return nil
+	}
+	what, n, known := pods(obj)
+	if !known {
+		return Refusal(m, nil)
+	}
+	return Refusal(m, func() (Dependents, error) {
+		return Dependents{What: what, N: int64(n), Remedy: "scale it to 0 (or remove the label) first"}, nil
+	})
+}
+
+// Dependents is what deleting an object would take with it, in the words of its kind.
+type Dependents struct {
+	// What is counted: "replicas", "active pods", ...
+	What string
+	// N is how many there are.
+	N int64
+	// Remedy says what to do before the deletion can go.
+	Remedy string
+}
+
+// Refusal is the rule of the label for any kind: why an object with this metadata may not be
+// deleted, or nil. count says what a Cascading deletion would take with it; nil means the kind
+// has no Cascading rule (as OpenKruise's Services and Ingresses: only Always protects them). A
+// count that fails refuses the deletion: protection that holds only while the count works is
+// none. An object already being deleted is not held back, nor is any other value of the label.
+func Refusal(m metav1.Object, count func() (Dependents, error)) error {
+	if m.GetDeletionTimestamp() != nil {
 		return nil
 	}
 	switch value := m.GetLabels()[Label]; value {
 	case Always:
 		return fmt.Errorf("%s for %s=%s: remove the label first to delete it", forbidden, Label, value)
 	case Cascading:
-		what, n, known := pods(obj)
-		if known && n > 0 {
-			return fmt.Errorf("%s for %s=%s and %s %d>0: scale it to 0 (or remove the label) first", forbidden, Label, value, what, n)
+		if count == nil {
+			return nil
+		}
+		d, err := count()
+		if err != nil {
+			return fmt.Errorf("%s for %s=%s: cannot tell what its deletion would take with it: %w", forbidden, Label, value, err)
+		}
+		if d.N > 0 {
+			return fmt.Errorf("%s for %s=%s and %s %d>0: %s", forbidden, Label, value, d.What, d.N, d.Remedy)
 		}
 	}
 	return nil
