@@ -1,6 +1,7 @@
 package deletionprotection
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -35,6 +36,38 @@ func TestCheck(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := Check(c.obj)
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), forbidden)):
+				t.Errorf("got %v, want a refusal starting %q and saying %q", err, forbidden, c.want)
+			}
+		})
+	}
+}
+
+// TestRefusal: the rule for any kind, given how to count what a Cascading deletion takes.
+func TestRefusal(t *testing.T) {
+	meta := func(value string) *metav1.ObjectMeta {
+		return &metav1.ObjectMeta{Name: "x", Labels: map[string]string{Label: value}}
+	}
+	counted := func(n int64, err error) func() (Dependents, error) {
+		return func() (Dependents, error) { return Dependents{What: "active pods", N: n, Remedy: "delete them first"}, err }
+	}
+	for _, c := range []struct {
+		name  string
+		meta  *metav1.ObjectMeta
+		count func() (Dependents, error)
+		want  string // substring of the refusal; "" = allowed
+	}{
+		{"cascading with dependents", meta(Cascading), counted(3, nil), "active pods 3>0: delete them first"},
+		{"cascading without", meta(Cascading), counted(0, nil), ""},
+		{"cascading, the count fails: refused", meta(Cascading), counted(0, errors.New("etcd is down")), "cannot tell what its deletion would take with it: etcd is down"},
+		{"cascading, no rule for the kind", meta(Cascading), nil, ""},
+		{"always, no rule for the kind", meta(Always), nil, "=Always: remove the label"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := Refusal(c.meta, c.count)
 			switch {
 			case c.want == "" && err != nil:
 				t.Errorf("refused: %v", err)
