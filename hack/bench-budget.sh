@@ -32,22 +32,8 @@ source hack/lib/bench.sh
 
 bench_settings 20 "${1:-}"
 ROUNDS="${BENCH_ROUNDS:-3}"
-GATE=--feature-gates=PodUnavailableBudgetUpdateGate=true
-FLAGS_BEFORE="${INPLACE_APISERVER_FLAGS:-}"
-# The hook reads this when it starts inplace-apiserver (hack/local-up.d).
-export INPLACE_APISERVER_FLAGS="$FLAGS_BEFORE $GATE"
+BENCH_APISERVER_GATES=PodUnavailableBudgetUpdateGate=true
 bench_start bench-budget
-if [[ "${STARTED_CLUSTER:-}" != true ]]; then
-  log "restarting inplace-apiserver with $GATE"
-  hack/local-up.d/10-inplace-apiserver.sh >&2
-  restore_apiserver() {
-    log "restarting inplace-apiserver as it was"
-    INPLACE_APISERVER_FLAGS="$FLAGS_BEFORE" hack/local-up.d/10-inplace-apiserver.sh >&2 ||
-      log "WARNING: inplace-apiserver did not start again: run hack/local-up.d/10-inplace-apiserver.sh"
-  }
-  # (exit "$rc") hands bench_cleanup the script's exit status.
-  trap 'rc=$?; restore_apiserver; (exit "$rc"); bench_cleanup' EXIT
-fi
 
 go build -o "$WORK/benchbudget" ./hack/benchbudget
 "$WORK/benchbudget" -kubeconfig "$KUBECONFIG" -namespace "$NS" -pods "$N" -rounds "$ROUNDS" -timeout "${TIMEOUT}s"

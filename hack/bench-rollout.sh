@@ -11,6 +11,15 @@
 #   inplace     a CloneSet (apps.kruise.io/v1alpha1), updateStrategy.type
 #               InPlaceIfPossible, maxUnavailable; its template image patched;
 #   recreate    the same CloneSet with updateStrategy.type ReCreate;
+#   budget      the inplace way's CloneSet under a PodUnavailableBudget
+#               (policy.kruise.io/v1alpha1) of the same maxUnavailable: every
+#               in-place update takes a unit of it in pods/inplaceupdate and the
+#               budget's controller gives it back, so the CloneSet is held to the
+#               budget as well as to its strategy. Not in the default BENCH_WAYS
+#               (BENCH_WAYS=inplace,budget): with it, inplace-apiserver runs with
+#               PodUnavailableBudgetUpdateGate for the whole run (hack/lib/bench.sh
+#               restarts it, and restores it at the end), the inplace way too, so
+#               that the two differ only by the budget;
 #   deployment  an apps/v1 Deployment, RollingUpdate, maxUnavailable, maxSurge 0;
 #   asts        an Advanced StatefulSet (apps.kruise.io/v1beta1), podUpdatePolicy
 #               InPlaceIfPossible, OrderedReady: one Pod at a time, in place;
@@ -114,8 +123,9 @@ IFS=, read -r -a shapes <<< "$SHAPES"
 IFS=, read -r -a ways <<< "$WAYS"
 for s in "${shapes[@]}"; do [[ "$s" == a || "$s" == b ]] || usage "BENCH_SHAPES: unknown shape '$s'"; done
 for w in "${ways[@]}"; do
-  [[ "$w" =~ ^(floor|inplace|recreate|deployment|asts|sts|kruise)$ ]] || usage "BENCH_WAYS: unknown way '$w'"
+  [[ "$w" =~ ^(floor|inplace|recreate|deployment|asts|sts|kruise|budget)$ ]] || usage "BENCH_WAYS: unknown way '$w'"
 done
+[[ " ${ways[*]} " != *" budget "* ]] || BENCH_APISERVER_GATES=PodUnavailableBudgetUpdateGate=true
 KRUISE=false
 if [[ " ${ways[*]} " == *" kruise "* ]]; then
   KRUISE=true
@@ -152,6 +162,7 @@ declare -A WAY_NAME=(
   [asts]="Advanced StatefulSet in place"
   [sts]="StatefulSet RollingUpdate"
   [kruise]="OpenKruise CloneSet InPlaceIfPossible"
+  [budget]="CloneSet InPlaceIfPossible + budget"
 )
 declare -A SHAPE_NAME=(
   [a]="one container (app)"
@@ -229,7 +240,7 @@ EOF
 workload_yaml() {
   local api kind strategy
   case "$3" in
-    inplace | recreate | kruise)
+    inplace | recreate | kruise | budget)
       api=apps.kruise.io/v1alpha1 kind=CloneSet
       strategy="updateStrategy: {type: $([[ "$3" == recreate ]] && echo ReCreate || echo InPlaceIfPossible), maxUnavailable: $MAX_UNAVAILABLE}"
       ;;
@@ -267,10 +278,38 @@ $(pod_spec "$2" "$IMAGE_OLD" | indent 6)
 EOF
 }
 
+# create_budget GROUP: a PodUnavailableBudget of the group's Pods with the
+# workloads' maxUnavailable; waits until its controller has counted all N Pods
+# available and named it on each of them (pods/inplaceupdate charges the budget a
+# Pod names).
+create_budget() {
+  "$KUBECTL" -n "$NS" create -f - >/dev/null <<EOF
+apiVersion: policy.kruise.io/v1alpha1
+kind: PodUnavailableBudget
+metadata:
+  name: $1
+spec:
+  selector:
+    matchLabels: {bench: $1}
+  maxUnavailable: $MAX_UNAVAILABLE
+EOF
+  bench_poll "$TIMEOUT" "$1: the budget counting the Pods" budget_counts "$1"
+}
+
+# budget_counts GROUP: the group's budget has counted N Pods available, and
+# every Pod names it.
+budget_counts() {
+  local available named
+  available="$("$KUBECTL" -n "$NS" get podunavailablebudgets.policy.kruise.io "$1" -o 'jsonpath={.status.currentAvailable}')"
+  named="$("$KUBECTL" -n "$NS" get pods -l "bench=$1" -o 'jsonpath={range .items[*]}{.metadata.annotations.pub\.kruise\.io/related-pub}{"\n"}{end}' | grep -cx "$1" || true)"
+  BENCH_POLL_STATE="currentAvailable ${available:-?}, $named of $N Pods naming it"
+  [[ "$available" == "$N" && "$named" == "$N" ]]
+}
+
 # workload_resource WAY: the resource of the way's workload (empty for the floor).
 workload_resource() {
   case "$1" in
-    inplace | recreate) echo clonesets.apps.kruise.io ;;
+    inplace | recreate | budget) echo clonesets.apps.kruise.io ;;
     # (the version named: OpenKruise's CRD serves v1alpha1 only, inplace v1beta1 too)
     kruise) echo clonesets.v1alpha1.apps.kruise.io ;;
     deployment) echo deployments.apps ;;
@@ -434,7 +473,8 @@ run_way() {
   if [[ "$way" == floor ]]; then floor_yaml "$g" "$shape"; else workload_yaml "$g" "$shape" "$way"; fi |
     "$KUBECTL" -n "$NS" create -f - >/dev/null
   bench_poll "$TIMEOUT" "$g: creating the Pods on v1" all_on "bench=$g" "$N" "$IMAGE_OLD" "$resource"
-  if [[ "$way" == inplace || "$way" == kruise ]]; then
+  [[ "$way" != budget ]] || create_budget "$g"
+  if [[ "$way" == inplace || "$way" == kruise || "$way" == budget ]]; then
     # Both CloneSet controllers add the InPlaceUpdateReady gate to the Pods: the same Pods.
     gates="$("$KUBECTL" -n "$NS" get pods -l "bench=$g" -o 'jsonpath={.items[*].spec.readinessGates[*].conditionType}')"
     [[ "$(grep -o InPlaceUpdateReady <<< "$gates" | wc -l)" -eq "$N" ]] ||
@@ -515,6 +555,12 @@ for shape in "${shapes[@]}"; do
       "$([[ -n "$deploy" ]] && ratio "$t" "$deploy" || echo -)" "$([[ -n "$floor" ]] && ratio "$t" "$floor" || echo -)" \
       "$(counts "${UIDS[$shape/$way]}")" "$(counts "${IPS[$shape/$way]}")" "$(mean "${cs[@]}" | cut -d. -f1)" "${ts[*]}"
   done
+  if [[ -n "${TIMES[$shape/budget]:-}" && -n "${TIMES[$shape/inplace]:-}" ]]; then
+    read -r -a ts <<< "${TIMES[$shape/budget]}"
+    t="$(mean "${ts[@]}")"
+    read -r -a ts <<< "${TIMES[$shape/inplace]}"
+    echo "  rollout time, with the budget / without: $(ratio "$t" "$(mean "${ts[@]}")") (both with PodUnavailableBudgetUpdateGate)"
+  fi
 done
 
 # What each rollout cost the control plane: CPU seconds per process (mean over the rounds), their

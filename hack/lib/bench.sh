@@ -62,6 +62,12 @@ WORK=""
 # A function a benchmark sets to undo what it changed in the cluster (run by bench_cleanup in a
 # subshell, before $NS is deleted, also when the cluster goes down afterwards).
 BENCH_CLEANUP_HOOK=""
+# Feature gates a benchmark sets, before bench_start, for inplace-apiserver to run with
+# (--feature-gates=...): a cluster bench_start brings up starts it so; in one already running
+# bench_start restarts it so, and bench_cleanup restarts it as it was.
+BENCH_APISERVER_GATES=""
+APISERVER_FLAGS_BEFORE="${INPLACE_APISERVER_FLAGS:-}"
+APISERVER_RESTARTED=false
 
 # bench_cleanup (the EXIT trap): kills the script's own background jobs
 # (requests still being sent after a failure, watches), runs $BENCH_CLEANUP_HOOK, removes $WORK,
@@ -70,6 +76,11 @@ bench_cleanup() {
   local rc=$? job
   for job in $(jobs -p); do kill "$job" 2>/dev/null || true; done
   if [[ -n "$BENCH_CLEANUP_HOOK" ]]; then ("$BENCH_CLEANUP_HOOK") || rc=1; fi
+  if $APISERVER_RESTARTED; then
+    log "restarting inplace-apiserver as it was"
+    INPLACE_APISERVER_FLAGS="$APISERVER_FLAGS_BEFORE" hack/local-up.d/10-inplace-apiserver.sh >&2 ||
+      log "WARNING: inplace-apiserver did not start again: run hack/local-up.d/10-inplace-apiserver.sh"
+  fi
   [[ -z "$WORK" ]] || rm -rf "$WORK"
   if [[ -n "$NS" ]]; then
     "$KUBECTL" delete namespace "$NS" --wait=true --timeout=120s >/dev/null 2>&1 || log "could not delete namespace $NS"
@@ -98,8 +109,16 @@ bench_cluster_up() {
 # is not running, creates the namespace $NS (PREFIX-TIME-PID, with its default
 # ServiceAccount) and the scratch directory $WORK.
 bench_start() {
+  if [[ -n "$BENCH_APISERVER_GATES" ]]; then
+    # The hook reads this when it starts inplace-apiserver (hack/local-up.d).
+    export INPLACE_APISERVER_FLAGS="$APISERVER_FLAGS_BEFORE --feature-gates=$BENCH_APISERVER_GATES"
+  fi
   bench_cluster_up
-
+  if [[ -n "$BENCH_APISERVER_GATES" ]] && ! $STARTED_CLUSTER; then
+    log "restarting inplace-apiserver with --feature-gates=$BENCH_APISERVER_GATES"
+    APISERVER_RESTARTED=true
+    hack/local-up.d/10-inplace-apiserver.sh >&2
+  fi
 
   NS="$1-$(date +%s)-$$"
   "$KUBECTL" create namespace "$NS" >/dev/null

@@ -90,6 +90,16 @@ endpoints:
 EOF
 }
 
+# webhook_ca_patch KIND NAME COUNT: the overlay's patch putting the local CA in the
+# caBundle of each of the COUNT webhooks of the configuration.
+webhook_ca_patch() {
+  local i
+  printf -- '- target:\n    kind: %s\n    name: %s\n  patch: |-\n' "$1" "$2"
+  for ((i = 0; i < $3; i++)); do
+    printf -- '    - op: add\n      path: /webhooks/%d/clientConfig/caBundle\n      value: %s\n' "$i" "$(base64 -w0 "$PKI/ca.crt")"
+  done
+}
+
 # inplace_overlay DIR: the local overlay of artifacts/deploy.
 inplace_overlay() {
   local dir="$1" base
@@ -147,33 +157,9 @@ patches:
     - op: add
       path: /spec/caBundle
       value: $(base64 -w0 "$PKI/ca.crt")
-- target:
-    kind: MutatingWebhookConfiguration
-    name: inplace-pod-webhook
-  patch: |-
-    - op: add
-      path: /webhooks/0/clientConfig/caBundle
-      value: $(base64 -w0 "$PKI/ca.crt")
-- target:
-    kind: ValidatingWebhookConfiguration
-    name: inplace-pod-budget-webhook
-  patch: |-
-    - op: add
-      path: /webhooks/0/clientConfig/caBundle
-      value: $(base64 -w0 "$PKI/ca.crt")
-    - op: add
-      path: /webhooks/1/clientConfig/caBundle
-      value: $(base64 -w0 "$PKI/ca.crt")
-    - op: add
-      path: /webhooks/2/clientConfig/caBundle
-      value: $(base64 -w0 "$PKI/ca.crt")
-- target:
-    kind: ValidatingWebhookConfiguration
-    name: inplace-deletion-protection-webhook
-  patch: |-
-    - op: add
-      path: /webhooks/0/clientConfig/caBundle
-      value: $(base64 -w0 "$PKI/ca.crt")
+$(webhook_ca_patch MutatingWebhookConfiguration inplace-pod-webhook 1)
+$(webhook_ca_patch ValidatingWebhookConfiguration inplace-pod-budget-webhook 3)
+$(webhook_ca_patch ValidatingWebhookConfiguration inplace-deletion-protection-webhook 1)
 EOF
 }
 

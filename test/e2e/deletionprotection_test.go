@@ -235,34 +235,12 @@ func grantList(t *testing.T, ctx context.Context, gr schema.GroupResource) {
 // the workload go at 0.
 func testDeletionProtectionWorkloads(t *testing.T, ctx context.Context) {
 	ns := framework.NewNamespace(t, ctx, "dp-workloads")
-	pod := framework.AppPod(ns, "web", framework.AppImageV1)
 	for _, w := range []struct {
 		gvr    schema.GroupVersionResource
 		object map[string]any
-		status func(ctx context.Context) (int32, error)
 	}{
-		{deploymentsGVR, map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
-			"metadata": map[string]any{"name": "deploy", "namespace": ns},
-			"spec": map[string]any{"replicas": int64(0), "selector": map[string]any{"matchLabels": map[string]any{"owner": "deploy"}},
-				"template": template(t, "deploy", pod.Spec)}},
-			func(ctx context.Context) (int32, error) {
-				d, err := framework.Kube.AppsV1().Deployments(ns).Get(ctx, "deploy", metav1.GetOptions{})
-				if err != nil {
-					return 0, err
-				}
-				return d.Status.Replicas, nil
-			}},
-		{clonesetsGVR, map[string]any{"apiVersion": v1alpha1.SchemeGroupVersion.String(), "kind": "CloneSet",
-			"metadata": map[string]any{"name": "clone", "namespace": ns},
-			"spec": map[string]any{"replicas": int64(0), "selector": map[string]any{"matchLabels": map[string]any{"owner": "clone"}},
-				"template": template(t, "clone", pod.Spec)}},
-			func(ctx context.Context) (int32, error) {
-				cs, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, "clone", metav1.GetOptions{})
-				if err != nil {
-					return 0, err
-				}
-				return cs.Status.Replicas, nil
-			}},
+		{deploymentsGVR, appWorkload(t, "apps/v1", "Deployment", ns, "deploy")},
+		{clonesetsGVR, appWorkload(t, v1alpha1.SchemeGroupVersion.String(), "CloneSet", ns, "clone")},
 	} {
 		p := createProtected(t, ctx, w.gvr, w.object, "Always")
 		p.wantRefused(t, ctx, protectionLabel+"=Always")
@@ -272,8 +250,12 @@ func testDeletionProtectionWorkloads(t *testing.T, ctx context.Context) {
 				t.Fatalf("scaling %s to %d: %v", p, replicas, err)
 			}
 			framework.Poll(t, ctx, time.Minute, fmt.Sprintf("%s at %d replicas", p, replicas), func(ctx context.Context) (bool, error) {
-				n, err := w.status(ctx)
-				return n == replicas, err
+				obj, err := p.client().Get(ctx, p.name, metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				n, _, err := unstructured.NestedInt64(obj.Object, "status", "replicas")
+				return n == int64(replicas), err
 			})
 		}
 		scale(2)
@@ -283,18 +265,21 @@ func testDeletionProtectionWorkloads(t *testing.T, ctx context.Context) {
 	}
 }
 
-// template is a Pod template labelled owner=name, as unstructured content.
-func template(t *testing.T, name string, spec corev1.PodSpec) map[string]any {
+// appWorkload is a workload (Deployment, CloneSet) of 0 replicas of the app's Pods, labelled
+// owner=name, as unstructured content.
+func appWorkload(t *testing.T, apiVersion, kind, ns, name string) map[string]any {
 	t.Helper()
-	raw, err := json.Marshal(corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"owner": name}}, Spec: spec})
+	pod := framework.AppPod(ns, name, framework.AppImageV1)
+	raw, err := json.Marshal(corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"owner": name}}, Spec: pod.Spec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]any{}
-	if err := json.Unmarshal(raw, &out); err != nil {
+	template := map[string]any{}
+	if err := json.Unmarshal(raw, &template); err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{"replicas": int64(0), "selector": map[string]any{"matchLabels": map[string]any{"owner": name}}, "template": template}}
 }
 
 // testDeletionProtectionServiceIngress is OpenKruise's "Service deletion should be protected" and
@@ -325,9 +310,5 @@ func testNoDeletionProtection(t *testing.T, ctx context.Context) {
 	createProtected(t, ctx, servicesGVR, map[string]any{"apiVersion": "v1", "kind": "Service",
 		"metadata": map[string]any{"name": "svc", "namespace": ns},
 		"spec":     map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}}, "Always").deleted(t, ctx)
-	pod := framework.AppPod(ns, "web", framework.AppImageV1)
-	createProtected(t, ctx, clonesetsGVR, map[string]any{"apiVersion": v1alpha1.SchemeGroupVersion.String(), "kind": "CloneSet",
-		"metadata": map[string]any{"name": "clone", "namespace": ns},
-		"spec": map[string]any{"replicas": int64(0), "selector": map[string]any{"matchLabels": map[string]any{"owner": "clone"}},
-			"template": template(t, "clone", pod.Spec)}}, "Always").deleted(t, ctx)
+	createProtected(t, ctx, clonesetsGVR, appWorkload(t, v1alpha1.SchemeGroupVersion.String(), "CloneSet", ns, "clone"), "Always").deleted(t, ctx)
 }
