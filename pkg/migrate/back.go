@@ -219,7 +219,8 @@ func (m *Migrator) client(k Kind, namespace string) dynamic.ResourceInterface {
 }
 
 // deleteObjects deletes the saved objects from inplace: it orphans again first (a dependent
-// created since), drops their finalizers (inplace's controller is stopped), deletes each one
+// created since), releases them (finalizers: inplace's controller is stopped; deletion
+// protection: inplace's admission would refuse), deletes each one
 // (its UID as precondition: a newer object of the same name is not the saved one) and waits
 // until they are gone.
 func (m *Migrator) deleteObjects(ctx context.Context) error {
@@ -227,7 +228,7 @@ func (m *Migrator) deleteObjects(ctx context.Context) error {
 		return err
 	}
 	for _, k := range m.state.Kinds {
-		if err := m.dropFinalizers(ctx, k); err != nil {
+		if err := m.release(ctx, k); err != nil {
 			return err
 		}
 	}

@@ -2,19 +2,23 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 )
 
 // crdsYAML is two of OpenKruise's CRDs (reduced) and an object of another kind, as a chart's
@@ -218,5 +222,41 @@ func TestPreflightBack(t *testing.T) {
 				t.Errorf("%s: refusal %q does not say %q", c.name, err, w)
 			}
 		}
+	}
+}
+
+// TestDeleteObjectsReleasesProtectedOnes: on the way back inplace's admission refuses to delete an
+// object labelled policy.kruise.io/delete-protection (as OpenKruise's webhook would); the
+// migration drops the label (and the finalizers) before deleting it, the backup keeping both for
+// the re-created object.
+func TestDeleteObjectsReleasesProtectedOnes(t *testing.T) {
+	ctx := context.Background()
+	cs := obj("CloneSet", nil)
+	cs.SetUID("cs-1")
+	cs.SetLabels(map[string]string{protectionLabel: "Always", "app": "web"})
+	cs.SetFinalizers([]string{"example.com/keep"})
+	client := fakeCluster(cs.DeepCopy())
+	// What inplace's DeletionProtection admission does with the gate on.
+	client.PrependReactor("delete", "clonesets", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		got, err := client.Tracker().Get(action.GetResource(), action.GetNamespace(), action.(clienttesting.DeleteAction).GetName())
+		if err != nil {
+			return false, nil, nil
+		}
+		if u, ok := got.(*unstructured.Unstructured); ok && u.GetLabels()[protectionLabel] != "" {
+			return true, nil, apierrors.NewForbidden(action.GetResource().GroupResource(), u.GetName(), errors.New("forbidden by ResourcesProtectionDeletion"))
+		}
+		return false, nil, nil
+	})
+	m := &Migrator{Dynamic: client, Kube: kubefake.NewSimpleClientset(),
+		Opts:  Options{Backup: filepath.Join(t.TempDir(), "b.yaml"), Out: &strings.Builder{}, Timeout: 5 * time.Second},
+		state: &State{Done: map[string]bool{}, Kinds: kruiseStorageKinds[:1]}, objs: []unstructured.Unstructured{cs}}
+	if err := m.deleteObjects(ctx); err != nil {
+		t.Fatalf("deleteObjects: %v", err)
+	}
+	if _, err := client.Resource(kruiseStorageKinds[0].gvr()).Namespace("ns").Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the protected CloneSet is still there (%v)", err)
+	}
+	if cs.GetLabels()[protectionLabel] != "Always" {
+		t.Errorf("the saved object lost its label: %v", cs.GetLabels())
 	}
 }

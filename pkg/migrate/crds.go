@@ -13,14 +13,14 @@ import (
 
 // deleteCRDs deletes the CRDs of the carried groups, which deletes their objects, and waits until
 // they are gone and kube-apiserver's autoregistration has let go of the groups' APIServices. Before,
-// it orphans again (a dependent created since) and drops the objects' finalizers (the controllers
-// that would remove them are stopped; the objects are in the backup).
+// it orphans again (a dependent created since) and releases the objects (their finalizers and
+// deletion protection dropped; the objects are in the backup).
 func (m *Migrator) deleteCRDs(ctx context.Context) error {
 	if err := m.orphan(ctx); err != nil {
 		return err
 	}
 	for _, k := range m.state.Kinds {
-		if err := m.dropFinalizers(ctx, k); err != nil {
+		if err := m.release(ctx, k); err != nil {
 			return err
 		}
 		if err := m.Dynamic.Resource(crdGVR).Delete(ctx, k.CRD, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -75,7 +75,14 @@ func (m *Migrator) servedByInplace(ctx context.Context, name string) (bool, erro
 	return svc != nil, nil
 }
 
-func (m *Migrator) dropFinalizers(ctx context.Context, k Kind) error {
+// protectionLabel is OpenKruise's deletion-protection label (policy.kruise.io/delete-protection).
+const protectionLabel = "policy.kruise.io/delete-protection"
+
+// release readies the objects of a kind for their deletion by the migration: it drops their
+// finalizers (the controllers that would remove them are stopped) and their deletion-protection
+// label (inplace's admission would refuse to delete a protected one on the way back). Both are in
+// the backup, which the objects are re-created from on the other side.
+func (m *Migrator) release(ctx context.Context, k Kind) error {
 	list, err := m.Dynamic.Resource(k.gvr()).List(ctx, metav1.ListOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -84,15 +91,16 @@ func (m *Migrator) dropFinalizers(ctx context.Context, k Kind) error {
 		return fmt.Errorf("listing %s: %w", k.CRD, err)
 	}
 	for _, o := range list.Items {
-		if len(o.GetFinalizers()) == 0 {
+		if _, protected := o.GetLabels()[protectionLabel]; len(o.GetFinalizers()) == 0 && !protected {
 			continue
 		}
 		var client dynamic.ResourceInterface = m.Dynamic.Resource(k.gvr())
 		if k.Namespaced {
 			client = m.Dynamic.Resource(k.gvr()).Namespace(o.GetNamespace())
 		}
-		if _, err := client.Patch(ctx, o.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("removing the finalizers of %s %s/%s: %w", k.Kind, o.GetNamespace(), o.GetName(), err)
+		patch := `{"metadata":{"finalizers":null,"labels":{"` + protectionLabel + `":null}}}`
+		if _, err := client.Patch(ctx, o.GetName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing the finalizers and deletion protection of %s %s/%s: %w", k.Kind, o.GetNamespace(), o.GetName(), err)
 		}
 	}
 	return nil
