@@ -52,7 +52,9 @@ func TestRefusal(t *testing.T) {
 		return &metav1.ObjectMeta{Name: "x", Labels: map[string]string{Label: value}}
 	}
 	counted := func(n int64, err error) func() (Dependents, error) {
-		return func() (Dependents, error) { return Dependents{What: "active pods", N: n, Remedy: "delete them first"}, err }
+		return func() (Dependents, error) {
+			return Dependents{What: "active pods", N: n, Remedy: "delete them first"}, err
+		}
 	}
 	for _, c := range []struct {
 		name  string
