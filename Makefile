@@ -71,7 +71,8 @@ test-unit:
 # test-unit); a crasher is written to the package's testdata/fuzz/ and fails the target.
 FUZZ_TIME ?= 10s
 FUZZ_TARGETS := pkg/inplaceupdate:FuzzPodUpdate pkg/apis/apps/validation:FuzzValidate \
-	pkg/admission/podwebhook:FuzzAdmissionReview pkg/admission/podwebhook:FuzzBudgetReview pkg/resourceexpr:FuzzParse
+	pkg/admission/podwebhook:FuzzAdmissionReview pkg/admission/podwebhook:FuzzBudgetReview pkg/resourceexpr:FuzzParse \
+	pkg/admission/deletionwebhook:FuzzDeletionReview
 test-fuzz:
 	for t in $(FUZZ_TARGETS); do \
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZ_TIME) ./$${t%%:*} || exit 1; \
