@@ -166,6 +166,7 @@ func TestFeatureGates(t *testing.T) {
 		{"PodUnavailableBudget blocks a recreate update with a failing image", testBudgetBlocksRecreate},
 		{"PodUnavailableBudget blocks a SidecarSet upgrade with a failing sidecar image", testBudgetBlocksSidecarUpgrade},
 		{"PodUnavailableBudget targetReference pods, update failed image and block", testBudgetTargetRefDeployment},
+		{"PodUnavailableBudget two Deployments roll out under one budget", testBudgetTwoDeployments},
 		{"PodUnavailableBudget selector no matched pods", testBudgetNoMatchedPods},
 		{"PodUnavailableBudget blocks deleting a Deployment's Pods beyond the budget", testBudgetBlocksDeletion},
 		{"PodUnavailableBudget blocks eviction, deleting the Deployment is not blocked", testBudgetBlocksEvictionDeleteDeployment},

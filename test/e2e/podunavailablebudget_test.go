@@ -346,6 +346,14 @@ var pubControllerLabels = map[string]string{"pub-controller": "true"}
 // and waits for them Ready.
 func budgetDeployment(t *testing.T, ctx context.Context, ns string, replicas int32, mutate ...func(*appsv1.Deployment)) *appsv1.Deployment {
 	t.Helper()
+	d := newBudgetDeployment(t, ctx, ns, replicas, mutate...)
+	waitBudgetPods(t, ctx, ns, int(replicas))
+	return d
+}
+
+// newBudgetDeployment creates the Deployment of budgetDeployment, without waiting.
+func newBudgetDeployment(t *testing.T, ctx context.Context, ns string, replicas int32, mutate ...func(*appsv1.Deployment)) *appsv1.Deployment {
+	t.Helper()
 	pod := framework.AppPod(ns, "busybox", framework.AppImageV1)
 	pod.Labels = budgetLabels
 	d := &appsv1.Deployment{
@@ -361,13 +369,13 @@ func budgetDeployment(t *testing.T, ctx context.Context, ns string, replicas int
 	}
 	d, err := framework.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("creating Deployment busybox: %v", err)
+		t.Fatalf("creating Deployment %s: %v", d.Name, err)
 	}
-	waitBudgetPods(t, ctx, ns, int(replicas))
 	return d
 }
 
-// waitBudgetPods waits until n active Pods carry budgetLabels, all Ready, and returns them.
+// waitBudgetPods waits until n active Pods carry pubControllerLabels (budgetLabels, in the
+// namespaces of one Deployment), all Ready, and returns them.
 func waitBudgetPods(t *testing.T, ctx context.Context, ns string, n int) []corev1.Pod {
 	t.Helper()
 	return waitBudgetPodsOn(t, ctx, ns, n, "")
@@ -378,8 +386,8 @@ func waitBudgetPods(t *testing.T, ctx context.Context, ns string, n int) []corev
 func waitBudgetPodsOn(t *testing.T, ctx context.Context, ns string, n int, image string) []corev1.Pod {
 	t.Helper()
 	var active []corev1.Pod
-	framework.Poll(t, ctx, framework.PodTimeout, fmt.Sprintf("%d Ready Pods of Deployment busybox on %q", n, image), func(ctx context.Context) (bool, error) {
-		pods, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.FormatLabels(budgetLabels)})
+	framework.Poll(t, ctx, framework.PodTimeout, fmt.Sprintf("%d Ready Pods labelled %v on %q", n, pubControllerLabels, image), func(ctx context.Context) (bool, error) {
+		pods, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.FormatLabels(pubControllerLabels)})
 		if err != nil {
 			return false, err
 		}
@@ -710,4 +718,45 @@ func testBudgetTargetRefDeployment(t *testing.T, ctx context.Context) {
 		t.Fatalf("removing the label of %s: %v", first, err)
 	}
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods once the label is gone")
+}
+
+// testBudgetTwoDeployments is OpenKruise's "PodUnavailableBudget selector two deployments,
+// deployment.strategy.maxUnavailable=25% and maxSurge=25%, pub.spec.maxUnavailable=25%, and
+// update success image": two Deployments of 5 Pods under one budget of maxUnavailable 25% (3 of
+// 10) roll out a new image — the ReplicaSet controller's deletions beyond the budget are refused
+// and retried — to the end; scaling one to 0 brings the budget down to its 5 Pods, and deleting
+// the other to nothing.
+func testBudgetTwoDeployments(t *testing.T, ctx context.Context) {
+	ns := framework.NewNamespace(t, ctx, "pub-two-deploy")
+	pub := createBudget(t, ctx, ns, pubControllerLabels, intstr.FromString("25%"))
+	var ds []*appsv1.Deployment
+	for _, name := range []string{"busybox-1", "busybox-2"} {
+		ds = append(ds, newBudgetDeployment(t, ctx, ns, 5, func(d *appsv1.Deployment) {
+			d.Name = name
+			l := map[string]string{"app": name, "pub-controller": "true"}
+			d.Spec.Selector = &metav1.LabelSelector{MatchLabels: l}
+			d.Spec.Template.Labels = l
+			d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{
+				MaxUnavailable: ptr.To(intstr.FromString("25%")), MaxSurge: ptr.To(intstr.FromString("25%"))}
+		}))
+	}
+	waitBudgetPods(t, ctx, ns, 10)
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 3, desired: 7, current: 10, total: 10}, "counts the 10 Pods")
+
+	deployments := framework.Kube.AppsV1().Deployments(ns)
+	for _, d := range ds {
+		framework.Modify(t, ctx, deployments, d.Name, func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2
+		})
+	}
+	waitBudgetPodsOn(t, ctx, ns, 10, framework.AppImageV2)
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 3, desired: 7, current: 10, total: 10}, "counts the 10 new Pods")
+
+	framework.Modify(t, ctx, deployments, ds[0].Name, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](0) })
+	waitBudgetPods(t, ctx, ns, 5)
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 2, desired: 3, current: 5, total: 5}, "counts the 5 Pods of "+ds[1].Name)
+	if err := deployments.Delete(ctx, ds[1].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting Deployment %s: %v", ds[1].Name, err)
+	}
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{}, "counts nothing once the Deployments are gone")
 }
