@@ -25,6 +25,12 @@ import (
 	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
+// budgetHoldWindow is how long a scenario watches that a budget keeps holding the other Pods
+// back, once its status counts and the workload's condition or Event showed a refusal: the
+// workload syncs again on every change of the failing Pod (its container restarting), within the
+// window. Short, as the scenarios share a CI budget (OpenKruise waits 5-20 s).
+const budgetHoldWindow = 2 * time.Second
+
 // budgetCounts are the four numbers of a PodUnavailableBudget's status OpenKruise's e2e compares.
 type budgetCounts struct{ allowed, desired, current, total int32 }
 
@@ -155,7 +161,7 @@ func testBudgetBlocksRecreate(t *testing.T, ctx context.Context) {
 	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageBad))
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 0, desired: 1, current: 1, total: 2}, "has the recreated Pod unavailable")
 	waitCloneSetWaitsForBudget(t, ctx, cs)
-	framework.Consistently(t, ctx, 5*time.Second, time.Second, func(ctx context.Context) error {
+	framework.Consistently(t, ctx, budgetHoldWindow, 500*time.Millisecond, func(ctx context.Context) error {
 		pods, err := framework.CloneSetPods(ctx, cs)
 		if err != nil {
 			return err
@@ -210,7 +216,7 @@ func testBudgetBlocksSidecarUpgrade(t *testing.T, ctx context.Context) {
 	framework.WaitSidecarSetStatus(t, ctx, set.Name, 5, 1, 4, 0)
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 0, desired: 4, current: 4, total: 5}, "has the upgraded Pod unavailable")
 	framework.WaitEvent(t, ctx, metav1.NamespaceDefault, "SidecarSet", set.Name, "PodUnavailableBudget", "PodUnavailableBudget web-pub allows no more unavailable Pods")
-	framework.Consistently(t, ctx, 5*time.Second, time.Second, func(ctx context.Context) error {
+	framework.Consistently(t, ctx, budgetHoldWindow, 500*time.Millisecond, func(ctx context.Context) error {
 		pods, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.FormatLabels(budgetLabels)})
 		if err != nil {
 			return err
@@ -279,7 +285,7 @@ func testBudgetAcrossUpdaters(t *testing.T, ctx context.Context) {
 		// Each sent its 5 Pods at once, and only 2 of the 10 got through.
 		waitCloneSetWaitsForBudget(t, ctx, cs)
 	}
-	framework.Consistently(t, ctx, 3*time.Second, time.Second, func(ctx context.Context) error {
+	framework.Consistently(t, ctx, budgetHoldWindow, 500*time.Millisecond, func(ctx context.Context) error {
 		n := 0
 		for _, cs := range sets {
 			on, err := podsOnImage(ctx, cs, framework.AppImageV1)
@@ -652,7 +658,7 @@ func testBudgetTargetRefDeployment(t *testing.T, ctx context.Context) {
 
 	setImage(framework.AppImageBad)
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 0, desired: 1, current: 1, total: 2}, "has the failing Pod unavailable")
-	framework.Consistently(t, ctx, 3*time.Second, time.Second, func(ctx context.Context) error {
+	framework.Consistently(t, ctx, budgetHoldWindow, 500*time.Millisecond, func(ctx context.Context) error {
 		pods, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.FormatLabels(budgetLabels)})
 		if err != nil {
 			return err
