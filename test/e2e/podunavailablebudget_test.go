@@ -25,6 +25,12 @@ import (
 	"github.com/inplace-dev/inplace/test/e2e/framework"
 )
 
+// budgetHoldWindow is how long a scenario watches that a budget keeps holding the other Pods
+// back, once its status counts and the workload's condition or Event showed a refusal: the
+// workload syncs again on every change of the failing Pod (its container restarting), within the
+// window. Short, as the scenarios share a CI budget (OpenKruise waits 5-20 s).
+const budgetHoldWindow = 2 * time.Second
+
 // budgetCounts are the four numbers of a PodUnavailableBudget's status OpenKruise's e2e compares.
 type budgetCounts struct{ allowed, desired, current, total int32 }
 
@@ -101,19 +107,7 @@ func testBudgetBlocksInPlaceUpdate(t *testing.T, ctx context.Context) {
 
 	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageBad))
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 0, desired: 1, current: 1, total: 2}, "has the updated Pod unavailable")
-	framework.Poll(t, ctx, 30*time.Second, "CloneSet FailedUpdate for the budget", func(ctx context.Context) (bool, error) {
-		got, err := framework.Inplace.AppsV1alpha1().CloneSets(ns).Get(ctx, cs.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == v1alpha1.CloneSetConditionFailedUpdate && c.Status == "True" && c.Reason == "PodUnavailableBudget" {
-				return true, nil
-			}
-		}
-		return false, fmt.Errorf("conditions %+v", got.Status.Conditions)
-	})
-	framework.WaitCloneSetEvent(t, ctx, cs, "PodUnavailableBudget", "PodUnavailableBudget web-pub allows no more unavailable Pods")
+	waitCloneSetWaitsForBudget(t, ctx, cs)
 	// The second Pod stays on the old image while the first cannot start (OpenKruise waits 20 s).
 	framework.Consistently(t, ctx, 5*time.Second, time.Second, func(ctx context.Context) error {
 		if n, err := podsOnImage(ctx, cs, framework.AppImageV1); err != nil || n != 1 {
@@ -127,11 +121,133 @@ func testBudgetBlocksInPlaceUpdate(t *testing.T, ctx context.Context) {
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both updated Pods")
 }
 
+// waitCloneSetWaitsForBudget waits until the CloneSet says that the budget web-pub holds its
+// update back: its FailedUpdate condition True with reason PodUnavailableBudget, and a Normal
+// Event of that reason naming the budget.
+func waitCloneSetWaitsForBudget(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet) {
+	t.Helper()
+	framework.Poll(t, ctx, 30*time.Second, "CloneSet FailedUpdate for the budget", func(ctx context.Context) (bool, error) {
+		got, err := framework.Inplace.AppsV1alpha1().CloneSets(cs.Namespace).Get(ctx, cs.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == v1alpha1.CloneSetConditionFailedUpdate && c.Status == "True" && c.Reason == "PodUnavailableBudget" &&
+				strings.Contains(c.Message, "PodUnavailableBudget web-pub") {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("conditions %+v", got.Status.Conditions)
+	})
+	framework.WaitCloneSetEvent(t, ctx, cs, "PodUnavailableBudget", "PodUnavailableBudget web-pub allows no more unavailable Pods")
+}
+
+// testBudgetBlocksRecreate is OpenKruise's "PodUnavailableBudget selector cloneSet,
+// strategy.type=recreate, update failed image and block": as testBudgetBlocksInPlaceUpdate, but
+// the CloneSet (ReCreate, maxUnavailable 100%, maxSurge 0) updates by deleting its Pods. The
+// budget webhook lets one deletion through and refuses the other with a 429; the replacement
+// cannot start, and the CloneSet waits, saying so, with the other Pod — the same Pod, not
+// deleted — on the old image, until a good image lets the rollout through.
+func testBudgetBlocksRecreate(t *testing.T, ctx context.Context) {
+	ns := framework.NewNamespace(t, ctx, "pub-recreate")
+	cs, before := framework.ReadyCloneSet(t, ctx, ns, 2, v1alpha1.CloneSetUpdateStrategy{
+		Type:           v1alpha1.RecreateCloneSetUpdateStrategyType,
+		MaxUnavailable: ptr.To(intstr.FromString("100%")),
+		MaxSurge:       ptr.To(intstr.FromInt32(0)),
+	})
+	pub := createBudget(t, ctx, ns, map[string]string{"app": "web"}, intstr.FromInt32(1))
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods")
+
+	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageBad))
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 0, desired: 1, current: 1, total: 2}, "has the recreated Pod unavailable")
+	waitCloneSetWaitsForBudget(t, ctx, cs)
+	framework.Consistently(t, ctx, budgetHoldWindow, 500*time.Millisecond, func(ctx context.Context) error {
+		pods, err := framework.CloneSetPods(ctx, cs)
+		if err != nil {
+			return err
+		}
+		var kept []string
+		for name, p := range pods {
+			if framework.SpecImage(p, "main") == framework.AppImageV1 {
+				if b := before[name]; b == nil || b.UID != p.UID {
+					return fmt.Errorf("pod %s on %s is new", name, framework.AppImageV1)
+				}
+				kept = append(kept, name)
+			}
+		}
+		if len(pods) != 2 || len(kept) != 1 {
+			return fmt.Errorf("%d pods, %v on %s; want 2, one of them an old one: the budget let a second Pod go", len(pods), kept, framework.AppImageV1)
+		}
+		return nil
+	})
+
+	cs = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
+	_, after := framework.WaitRolledOut(t, ctx, cs, 2)
+	for name, p := range after {
+		if framework.SpecImage(p, "main") != framework.AppImageV2 || before[name] != nil {
+			t.Errorf("pod %s on %s after the rollout, want a new Pod on %s", name, framework.SpecImage(p, "main"), framework.AppImageV2)
+		}
+	}
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both new Pods")
+}
+
+// testBudgetBlocksSidecarUpgrade is OpenKruise's "PodUnavailableBudget selector SidecarSet, inject
+// sidecar container, update failed sidecar image, block": a SidecarSet (maxUnavailable 100%)
+// injects its sidecar into a Deployment's 5 Pods under a budget of maxUnavailable 1; a sidecar
+// image that never starts reaches one Pod, the budget holds the other 4 back and the SidecarSet
+// waits, saying so in an Event, until a good image lets the upgrade through.
+func testBudgetBlocksSidecarUpgrade(t *testing.T, ctx context.Context) {
+	ns := framework.NewNamespace(t, ctx, "pub-sidecar")
+	set := framework.AgentSidecarSet(ns, budgetLabels["app"])
+	set.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+	framework.CreateSidecarSet(t, ctx, set)
+	framework.WaitInjects(t, ctx, ns, budgetLabels, set.Name)
+	pub := createBudget(t, ctx, ns, pubControllerLabels, intstr.FromInt32(1))
+	budgetDeployment(t, ctx, ns, 5)
+	for _, p := range waitBudgetPods(t, ctx, ns, 5) {
+		if framework.SpecImage(&p, framework.UpgradeSidecar) != framework.AppImageV1 {
+			t.Fatalf("pod %s: containers %v, want the sidecar %s injected", p.Name, framework.ContainerNames(p.Spec.Containers), framework.UpgradeSidecar)
+		}
+	}
+	framework.WaitSidecarSetStatus(t, ctx, set.Name, 5, 5, 5, 5)
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 4, current: 5, total: 5}, "counts the 5 Pods")
+
+	framework.UpdateSidecarSet(t, ctx, set.Name, framework.SidecarImage(framework.AppImageBad))
+	framework.WaitSidecarSetStatus(t, ctx, set.Name, 5, 1, 4, 0)
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 0, desired: 4, current: 4, total: 5}, "has the upgraded Pod unavailable")
+	framework.WaitEvent(t, ctx, metav1.NamespaceDefault, "SidecarSet", set.Name, "PodUnavailableBudget", "PodUnavailableBudget web-pub allows no more unavailable Pods")
+	framework.Consistently(t, ctx, budgetHoldWindow, 500*time.Millisecond, func(ctx context.Context) error {
+		pods, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.FormatLabels(budgetLabels)})
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if framework.SpecImage(&p, framework.UpgradeSidecar) == framework.AppImageBad {
+				n++
+			}
+		}
+		if n != 1 || len(pods.Items) != 5 {
+			return fmt.Errorf("%d of %d sidecars on %s, want 1 of 5: the budget let a second Pod go", n, len(pods.Items), framework.AppImageBad)
+		}
+		return nil
+	})
+
+	framework.UpdateSidecarSet(t, ctx, set.Name, framework.SidecarImage(framework.AppImageV2))
+	framework.WaitSidecarSetStatus(t, ctx, set.Name, 5, 5, 5, 5)
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 4, current: 5, total: 5}, "counts the 5 upgraded Pods")
+}
+
 // testBudgetAcrossUpdaters: two CloneSets (5 Pods each) and a SidecarSet injected into all 10
 // update them in place at once, each allowed to take all its Pods at once (maxUnavailable 100%),
-// under one budget of maxUnavailable 2 over the 10: at every change the Pod watch delivers, at
-// most 2 of them are unavailable (not Ready, or an in-place change under way), and all three
-// finish. Needs PodUnavailableBudgetUpdateGate.
+// under one budget of maxUnavailable 20% (2) over the 10: at every change the Pod watch delivers,
+// at most 2 of them are unavailable (not Ready, or an in-place change under way), and all three
+// finish, no Pod recreated. It holds OpenKruise's "PodUnavailableBudget selector two cloneSets,
+// strategy.type=in-place, update success image" (first an image that never starts: 2 Pods take
+// it, the budget holds the 8 others back and both CloneSets wait) and "selector cloneSet and
+// sidecarSet, strategy.type=in-place, update success image" (the CloneSets and the SidecarSet
+// then update all 10 Pods, and the budget counts them all available). Needs
+// PodUnavailableBudgetUpdateGate.
 func testBudgetAcrossUpdaters(t *testing.T, ctx context.Context) {
 	ns := framework.NewNamespace(t, ctx, "pub-three")
 	// The CloneSets' Pods are app=web-a and app=web-b (the framework finds a CloneSet's Pods by
@@ -157,9 +273,32 @@ func testBudgetAcrossUpdaters(t *testing.T, ctx context.Context) {
 		framework.WaitCloneSetReady(t, ctx, cs, 5)
 	}
 	framework.WaitSidecarSetStatus(t, ctx, ns, 10, 10, 10, 10)
-	pub := createBudget(t, ctx, ns, map[string]string{"group": "web"}, intstr.FromInt32(2))
+	pub := createBudget(t, ctx, ns, map[string]string{"group": "web"}, intstr.FromString("20%"))
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 2, desired: 8, current: 10, total: 10}, "counts the 10 Pods")
 	rec := framework.RecordPods(t, ctx, ns)
+
+	for i, cs := range sets {
+		sets[i] = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageBad))
+	}
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 0, desired: 8, current: 8, total: 10}, "has the 2 failing Pods unavailable")
+	for _, cs := range sets {
+		// Each sent its 5 Pods at once, and only 2 of the 10 got through.
+		waitCloneSetWaitsForBudget(t, ctx, cs)
+	}
+	framework.Consistently(t, ctx, budgetHoldWindow, 500*time.Millisecond, func(ctx context.Context) error {
+		n := 0
+		for _, cs := range sets {
+			on, err := podsOnImage(ctx, cs, framework.AppImageV1)
+			if err != nil {
+				return err
+			}
+			n += on
+		}
+		if n != 8 {
+			return fmt.Errorf("%d pods on %s, want 8: the budget let a third Pod go", n, framework.AppImageV1)
+		}
+		return nil
+	})
 
 	for i, cs := range sets {
 		sets[i] = framework.UpdateCloneSet(t, ctx, cs, framework.SetImage(framework.AppImageV2))
@@ -169,6 +308,11 @@ func testBudgetAcrossUpdaters(t *testing.T, ctx context.Context) {
 		framework.WaitRolledOut(t, ctx, cs, 5)
 	}
 	framework.WaitSidecarSetStatus(t, ctx, ns, 10, 10, 10, 10)
+	for _, cs := range sets {
+		if n, err := podsOnImage(ctx, cs, framework.AppImageV2); err != nil || n != 5 {
+			t.Errorf("CloneSet %s: %d Pods on %s (%v), want 5", cs.Name, n, framework.AppImageV2, err)
+		}
+	}
 	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 2, desired: 8, current: 10, total: 10}, "counts the 10 updated Pods")
 
 	events := rec.UpTo(t, ctx, ns)
@@ -204,8 +348,17 @@ var budgetLabels = map[string]string{"app": "busybox", "pub-controller": "true"}
 var pubControllerLabels = map[string]string{"pub-controller": "true"}
 
 // budgetDeployment creates an apps/v1 Deployment "busybox" of replicas Pods labelled
-// budgetLabels (kube-controller-manager runs it; no inplace workload) and waits for them Ready.
-func budgetDeployment(t *testing.T, ctx context.Context, ns string, replicas int32) *appsv1.Deployment {
+// budgetLabels (kube-controller-manager runs it; no inplace workload), changed by the mutators,
+// and waits for them Ready.
+func budgetDeployment(t *testing.T, ctx context.Context, ns string, replicas int32, mutate ...func(*appsv1.Deployment)) *appsv1.Deployment {
+	t.Helper()
+	d := newBudgetDeployment(t, ctx, ns, replicas, mutate...)
+	waitBudgetPods(t, ctx, ns, int(replicas))
+	return d
+}
+
+// newBudgetDeployment creates the Deployment of budgetDeployment, without waiting.
+func newBudgetDeployment(t *testing.T, ctx context.Context, ns string, replicas int32, mutate ...func(*appsv1.Deployment)) *appsv1.Deployment {
 	t.Helper()
 	pod := framework.AppPod(ns, "busybox", framework.AppImageV1)
 	pod.Labels = budgetLabels
@@ -217,20 +370,30 @@ func budgetDeployment(t *testing.T, ctx context.Context, ns string, replicas int
 			Template: corev1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec},
 		},
 	}
+	for _, m := range mutate {
+		m(d)
+	}
 	d, err := framework.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("creating Deployment busybox: %v", err)
+		t.Fatalf("creating Deployment %s: %v", d.Name, err)
 	}
-	waitBudgetPods(t, ctx, ns, int(replicas))
 	return d
 }
 
-// waitBudgetPods waits until n active Pods carry budgetLabels, all Ready, and returns them.
+// waitBudgetPods waits until n active Pods carry pubControllerLabels (budgetLabels, in the
+// namespaces of one Deployment), all Ready, and returns them.
 func waitBudgetPods(t *testing.T, ctx context.Context, ns string, n int) []corev1.Pod {
 	t.Helper()
+	return waitBudgetPodsOn(t, ctx, ns, n, "")
+}
+
+// waitBudgetPodsOn is waitBudgetPods of Pods whose main container's spec has image (any, when
+// empty).
+func waitBudgetPodsOn(t *testing.T, ctx context.Context, ns string, n int, image string) []corev1.Pod {
+	t.Helper()
 	var active []corev1.Pod
-	framework.Poll(t, ctx, framework.PodTimeout, fmt.Sprintf("%d Ready Pods of Deployment busybox", n), func(ctx context.Context) (bool, error) {
-		pods, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.FormatLabels(budgetLabels)})
+	framework.Poll(t, ctx, framework.PodTimeout, fmt.Sprintf("%d Ready Pods labelled %v on %q", n, pubControllerLabels, image), func(ctx context.Context) (bool, error) {
+		pods, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.FormatLabels(pubControllerLabels)})
 		if err != nil {
 			return false, err
 		}
@@ -239,7 +402,7 @@ func waitBudgetPods(t *testing.T, ctx context.Context, ns string, n int) []corev
 		for _, p := range pods.Items {
 			if podbudget.Active(&p) {
 				active = append(active, p)
-				if framework.PodReady(&p) {
+				if framework.PodReady(&p) && (image == "" || framework.SpecImage(&p, "main") == image) {
 					ready++
 				}
 			}
@@ -461,4 +624,145 @@ func TestPodUnavailableBudgetWebhookDown(t *testing.T) {
 		t.Fatalf("starting inplace-apiserver again: %v", err)
 	}
 	framework.Poll(t, ctx, 60*time.Second, "APIService Available again", func(ctx context.Context) (bool, error) { return framework.APIServiceAvailable(ctx) })
+}
+
+// testBudgetTargetRefDeployment is OpenKruise's "PodUnavailableBudget targetReference pods, update
+// failed image and block": a budget of maxUnavailable 1 over Deployment busybox by targetRef (2
+// Pods; maxUnavailable 50%, maxSurge 0). A failing image takes one Pod and the other stays; a good
+// image rolls both. Then the label unavailable-pod.kruise.io/data counts a Pod unavailable: the
+// labelled Pod's image change passes, while the other Pod's label and image change are refused,
+// until the budget protects only DELETE; removing the label gives the unit back.
+func testBudgetTargetRefDeployment(t *testing.T, ctx context.Context) {
+	ns := framework.NewNamespace(t, ctx, "pub-target")
+	pub := &policyv1alpha1.PodUnavailableBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-pub"},
+		Spec: policyv1alpha1.PodUnavailableBudgetSpec{
+			TargetReference: &policyv1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "busybox"},
+			MaxUnavailable:  ptr.To(intstr.FromInt32(1)),
+		},
+	}
+	pubs := framework.Inplace.PolicyV1alpha1().PodUnavailableBudgets(ns)
+	pub, err := pubs.Create(ctx, pub, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the PodUnavailableBudget: %v", err)
+	}
+	d := budgetDeployment(t, ctx, ns, 2, func(d *appsv1.Deployment) {
+		d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{
+			MaxUnavailable: ptr.To(intstr.FromString("50%")), MaxSurge: ptr.To(intstr.FromInt32(0))}
+	})
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods")
+	deployments := framework.Kube.AppsV1().Deployments(ns)
+	setImage := func(image string) {
+		framework.Modify(t, ctx, deployments, d.Name, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = image })
+	}
+
+	setImage(framework.AppImageBad)
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 0, desired: 1, current: 1, total: 2}, "has the failing Pod unavailable")
+	framework.Consistently(t, ctx, budgetHoldWindow, 500*time.Millisecond, func(ctx context.Context) error {
+		pods, err := framework.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.FormatLabels(budgetLabels)})
+		if err != nil {
+			return err
+		}
+		var old []string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && framework.SpecImage(&p, "main") == framework.AppImageV1 {
+				old = append(old, p.Name)
+			}
+		}
+		if len(old) != 1 {
+			return fmt.Errorf("pods %v on %s, want 1", old, framework.AppImageV1)
+		}
+		return nil
+	})
+
+	setImage(framework.AppImageV2)
+	pods := waitBudgetPodsOn(t, ctx, ns, 2, framework.AppImageV2)
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both new Pods")
+
+	podsAPI := framework.Kube.CoreV1().Pods(ns)
+	label := func(name, value string) error {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, policy.PubUnavailablePodLabelPrefix+"data", value)
+		_, err := podsAPI.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}
+	patchImage := func(name string) error {
+		patch := fmt.Sprintf(`{"spec":{"containers":[{"name":"main","image":%q}]}}`, framework.AppImageV1)
+		_, err := podsAPI.Patch(ctx, name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}
+	first, second := pods[0].Name, pods[1].Name
+	if err := label(first, `"true"`); err != nil {
+		t.Fatalf("labelling %s unavailable: %v", first, err)
+	}
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 0, desired: 1, current: 1, total: 2}, "has the labelled Pod unavailable")
+	if err := patchImage(first); err != nil {
+		t.Fatalf("changing the image of %s, unavailable already: %v", first, err)
+	}
+	wantBudgetRefusal(t, "labelling "+second+" unavailable with no unit left", label(second, `"true"`))
+	wantBudgetRefusal(t, "changing the image of "+second+" with no unit left", patchImage(second))
+
+	framework.Modify(t, ctx, pubs, pub.Name, func(p *policyv1alpha1.PodUnavailableBudget) {
+		metav1.SetMetaDataAnnotation(&p.ObjectMeta, policyv1alpha1.PubProtectOperationAnnotation, string(policyv1alpha1.PubDeleteOperation))
+	})
+	// The Charger reads the budget from inplace-apiserver's store: the change holds at once, or
+	// within its cache's moment.
+	framework.Poll(t, ctx, 30*time.Second, "changing the image of "+second+" once the budget protects only DELETE", func(ctx context.Context) (bool, error) {
+		err := patchImage(second)
+		return err == nil, err
+	})
+	for _, name := range []string{first, second} {
+		p, err := podsAPI.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if image := framework.SpecImage(p, "main"); image != framework.AppImageV1 {
+			t.Errorf("pod %s: image %s, want %s", name, image, framework.AppImageV1)
+		}
+	}
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 0, desired: 1, current: 1, total: 2}, "has the labelled Pod unavailable still")
+	if err := label(first, "null"); err != nil {
+		t.Fatalf("removing the label of %s: %v", first, err)
+	}
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 1, desired: 1, current: 2, total: 2}, "counts both Pods once the label is gone")
+}
+
+// testBudgetTwoDeployments is OpenKruise's "PodUnavailableBudget selector two deployments,
+// deployment.strategy.maxUnavailable=25% and maxSurge=25%, pub.spec.maxUnavailable=25%, and
+// update success image": two Deployments of 5 Pods under one budget of maxUnavailable 25% (3 of
+// 10) roll out a new image — the ReplicaSet controller's deletions beyond the budget are refused
+// and retried — to the end; scaling one to 0 brings the budget down to its 5 Pods, and deleting
+// the other to nothing.
+func testBudgetTwoDeployments(t *testing.T, ctx context.Context) {
+	ns := framework.NewNamespace(t, ctx, "pub-two-deploy")
+	pub := createBudget(t, ctx, ns, pubControllerLabels, intstr.FromString("25%"))
+	var ds []*appsv1.Deployment
+	for _, name := range []string{"busybox-1", "busybox-2"} {
+		ds = append(ds, newBudgetDeployment(t, ctx, ns, 5, func(d *appsv1.Deployment) {
+			d.Name = name
+			l := map[string]string{"app": name, "pub-controller": "true"}
+			d.Spec.Selector = &metav1.LabelSelector{MatchLabels: l}
+			d.Spec.Template.Labels = l
+			d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{
+				MaxUnavailable: ptr.To(intstr.FromString("25%")), MaxSurge: ptr.To(intstr.FromString("25%"))}
+		}))
+	}
+	waitBudgetPods(t, ctx, ns, 10)
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 3, desired: 7, current: 10, total: 10}, "counts the 10 Pods")
+
+	deployments := framework.Kube.AppsV1().Deployments(ns)
+	for _, d := range ds {
+		framework.Modify(t, ctx, deployments, d.Name, func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Image = framework.AppImageV2
+		})
+	}
+	waitBudgetPodsOn(t, ctx, ns, 10, framework.AppImageV2)
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 3, desired: 7, current: 10, total: 10}, "counts the 10 new Pods")
+
+	framework.Modify(t, ctx, deployments, ds[0].Name, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](0) })
+	waitBudgetPods(t, ctx, ns, 5)
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{allowed: 2, desired: 3, current: 5, total: 5}, "counts the 5 Pods of "+ds[1].Name)
+	if err := deployments.Delete(ctx, ds[1].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting Deployment %s: %v", ds[1].Name, err)
+	}
+	waitBudget(t, ctx, ns, pub.Name, budgetCounts{}, "counts nothing once the Deployments are gone")
 }

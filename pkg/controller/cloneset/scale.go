@@ -26,6 +26,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/updatesort"
 	"github.com/inplace-dev/inplace/pkg/workload/availability"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
+	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
 	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/workload/ownership"
 )
@@ -514,6 +515,12 @@ func (c *Controller) deletePods(ctx context.Context, cs *v1alpha1.CloneSet, pods
 				Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 			if err != nil && !apierrors.IsNotFound(err) {
 				c.Exp.DeletionObserved(key, pod.Name)
+				if wait, ok := inplacerequest.WaitingToDelete(c.Recorder, cs, pod.Name, err); ok {
+					// A PodUnavailableBudget holds the deletion back: the CloneSet waits, as
+					// for a refused in-place update (a recreate update's BudgetWait).
+					delErrs[i] = wait
+					return
+				}
 				delErrs[i] = fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 				c.Recorder.Eventf(cs, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "failed to delete pod %s: %v", pod.Name, err)
 				return

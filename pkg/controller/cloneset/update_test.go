@@ -602,3 +602,36 @@ func TestUpdateWaitsForBudget(t *testing.T) {
 		t.Errorf("events %q: want a Normal %s and no warning", ev, inplacerequest.ReasonBlockedByBudget)
 	}
 }
+
+// A recreate update deletes its Pods, and the budget webhook refuses a deletion beyond the budget
+// (429): the CloneSet waits as for a refused in-place update — the other Pod of the step still
+// goes, no error, a look again after BudgetRetry, FailedUpdate and a Normal Event naming the
+// budget, no FailedDelete warning.
+func TestRecreateWaitsForBudget(t *testing.T) {
+	r := newRollout(t, 2, v1alpha1.RecreateCloneSetUpdateStrategyType, newImage)
+	r.cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+	f := r.fixture(t)
+	refused := r.pods[1].Name
+	f.Kube.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.DeleteAction).GetName() != refused {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewTooManyRequests(`admission webhook "delete.podunavailablebudget.policy.kruise.io" denied the request: `+
+			"Cannot delete pod "+refused+" now: PodUnavailableBudget pub allows no more unavailable Pods", 0)
+	})
+	if requeue := f.sync(t); requeue <= 0 || requeue > inplacerequest.BudgetRetry {
+		t.Errorf("requeue after %v, want at most %v", requeue, inplacerequest.BudgetRetry)
+	}
+	if got := deletedPods(f); len(got) != 2 {
+		t.Errorf("deletions %v, want both Pods asked", got)
+	}
+	c := condition(lastStatus(t, f), v1alpha1.CloneSetConditionFailedUpdate)
+	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != inplacerequest.ReasonBlockedByBudget ||
+		!strings.Contains(c.Message, "pod "+refused+": ") || !strings.Contains(c.Message, "PodUnavailableBudget pub") {
+		t.Errorf("FailedUpdate %+v: want True with reason %s naming the Pod and the budget", c, inplacerequest.ReasonBlockedByBudget)
+	}
+	ev := events(f)
+	if !strings.Contains(ev, "Normal "+inplacerequest.ReasonBlockedByBudget+" waiting to delete pod "+refused) || strings.Contains(ev, "Warning") {
+		t.Errorf("events %q: want a Normal %s about deleting %s and no warning", ev, inplacerequest.ReasonBlockedByBudget, refused)
+	}
+}

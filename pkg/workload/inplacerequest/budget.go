@@ -14,7 +14,8 @@ import (
 )
 
 // ReasonBlockedByBudget is the Event reason (and the FailedUpdate condition's reason) of a Pod
-// update that a PodUnavailableBudget holds back: pods/inplaceupdate or pods/recreate answered 429.
+// update that a PodUnavailableBudget holds back: pods/inplaceupdate or pods/recreate answered 429,
+// or the budget's Pod webhook refused the deletion of a recreate update with a 429.
 const ReasonBlockedByBudget = "PodUnavailableBudget"
 
 // BudgetRetry is how soon a workload whose update a budget held back looks again when nothing
@@ -44,8 +45,18 @@ func AsBudgetWait(pod string, err error) error {
 // PodUnavailableBudget (a 429) becomes a *BudgetWait, told in a Normal Event about the workload
 // obj; ok is false for any other error, which is the caller's to report.
 func Waiting(recorder record.EventRecorder, obj runtime.Object, pod string, err error) (wait *BudgetWait, ok bool) {
+	return waiting(recorder, obj, pod, "update pod "+pod+" in place", err)
+}
+
+// WaitingToDelete is Waiting for the deletion of pod that a workload's recreate update sends:
+// the budget's Pod webhook refuses a deletion beyond the budget with the same 429.
+func WaitingToDelete(recorder record.EventRecorder, obj runtime.Object, pod string, err error) (wait *BudgetWait, ok bool) {
+	return waiting(recorder, obj, pod, "delete pod "+pod, err)
+}
+
+func waiting(recorder record.EventRecorder, obj runtime.Object, pod, doing string, err error) (wait *BudgetWait, ok bool) {
 	if wait, ok = AsBudgetWait(pod, err).(*BudgetWait); ok {
-		recorder.Eventf(obj, corev1.EventTypeNormal, ReasonBlockedByBudget, "waiting to update pod %s in place: %s", pod, wait.Message)
+		recorder.Eventf(obj, corev1.EventTypeNormal, ReasonBlockedByBudget, "waiting to %s: %s", doing, wait.Message)
 	}
 	return wait, ok
 }

@@ -177,13 +177,18 @@ func (p *Parts[W]) UpdateInPlace(ctx context.Context, w W, pod *corev1.Pod, spec
 }
 
 // DeletePod deletes a Pod of w (only that very Pod: a precondition on its UID), expected first.
-// A failure is a Warning Event and an error; the caller reports the deletion, with its reason.
+// A deletion a PodUnavailableBudget holds back (the budget webhook's 429) is a wait
+// (inplacerequest.WaitingToDelete); any other failure is a Warning Event and an error; the caller
+// reports the deletion, with its reason.
 func (p *Parts[W]) DeletePod(ctx context.Context, w W, pod *corev1.Pod) error {
 	key := cache.MetaObjectToName(w).String()
 	p.Exp.ExpectDeletions(key, pod.Name)
 	err := p.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		p.Exp.DeletionObserved(key, pod.Name)
+		if wait, ok := inplacerequest.WaitingToDelete(p.Recorder, w, pod.Name, err); ok {
+			return wait
+		}
 		p.Recorder.Eventf(w, corev1.EventTypeWarning, ownership.ReasonFailedDelete, "failed to delete pod %s: %v", pod.Name, err)
 		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 	}

@@ -252,7 +252,8 @@ func TestUpdateInPlace(t *testing.T) {
 }
 
 // TestDeletePod: the Pod is deleted with a precondition on its UID, expected first; a failure
-// drops the expectation, with a Warning Event; a Pod already gone is no failure.
+// drops the expectation, with a Warning Event; a Pod already gone is no failure; a
+// PodUnavailableBudget's 429 is a BudgetWait, with a Normal Event.
 func TestDeletePod(t *testing.T) {
 	rs := replicaSet("web", nil)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "uid-1"}}
@@ -283,6 +284,19 @@ func TestDeletePod(t *testing.T) {
 	}
 	if satisfied, _ := p.Exp.Satisfied("ns/web", func(string) expectations.Cached { return expectations.Cached{Exists: true} }); !satisfied {
 		t.Error("the refused deletion is still expected")
+	}
+	kube.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewTooManyRequests("Cannot delete pod web-1 now: PodUnavailableBudget pub allows no more unavailable Pods", 0)
+	})
+	err := p.DeletePod(context.Background(), rs, pod)
+	if wait, ok := err.(*inplacerequest.BudgetWait); !ok || wait.Pod != "web-1" || !strings.Contains(wait.Message, "PodUnavailableBudget pub") {
+		t.Errorf("deletion refused by a budget: %v, want a BudgetWait of web-1 naming the budget", err)
+	}
+	if e := firstEvent(recorder); !strings.HasPrefix(e, "Normal "+inplacerequest.ReasonBlockedByBudget+" waiting to delete pod web-1") {
+		t.Errorf("event %q, want a Normal %s", e, inplacerequest.ReasonBlockedByBudget)
+	}
+	if satisfied, _ := p.Exp.Satisfied("ns/web", func(string) expectations.Cached { return expectations.Cached{Exists: true} }); !satisfied {
+		t.Error("the deletion a budget refused is still expected")
 	}
 }
 

@@ -171,14 +171,21 @@ func WaitRolledOut(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, n i
 // want.
 func WaitCloneSetEvent(t *testing.T, ctx context.Context, cs *v1alpha1.CloneSet, reason, want string) {
 	t.Helper()
-	Poll(t, ctx, 30*time.Second, fmt.Sprintf("Event %s %q about CloneSet %s", reason, want, cs.Name), func(ctx context.Context) (bool, error) {
-		list, err := Kube.CoreV1().Events(cs.Namespace).List(ctx, metav1.ListOptions{})
+	WaitEvent(t, ctx, cs.Namespace, "CloneSet", cs.Name, reason, want)
+}
+
+// WaitEvent waits for an Event in ns about the object of the kind and name with the reason and a
+// message containing want (the Events of a cluster-scoped object are in namespace default).
+func WaitEvent(t *testing.T, ctx context.Context, ns, kind, name, reason, want string) {
+	t.Helper()
+	Poll(t, ctx, 30*time.Second, fmt.Sprintf("Event %s %q about %s %s", reason, want, kind, name), func(ctx context.Context) (bool, error) {
+		list, err := Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
 		var seen []string
 		for _, e := range list.Items {
-			if e.InvolvedObject.Kind != "CloneSet" || e.InvolvedObject.Name != cs.Name {
+			if e.InvolvedObject.Kind != kind || e.InvolvedObject.Name != name {
 				continue
 			}
 			if e.Reason == reason && strings.Contains(e.Message, want) {
