@@ -61,6 +61,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	revs, err := c.manageRevisions(ctx, ds, revisions)
 	if err != nil {
+		// Keep a bumped collision count: the next try must not reuse the taken name.
+		if ds.Status.CollisionCount == nil || *ds.Status.CollisionCount != revs.CollisionCount {
+			st := ds.Status.DeepCopy()
+			st.CollisionCount = &revs.CollisionCount
+			_ = c.updateStatus(ctx, ds, st)
+		}
 		return 0, err
 	}
 	states := nodeStates(ds, nodes, pods)
