@@ -28,6 +28,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
 	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/workload/ownership"
+	"github.com/inplace-dev/inplace/pkg/workload/scaffold"
 )
 
 // nodeState is one node as the DaemonSet sees it: whether a Pod should run there, and the
@@ -61,13 +62,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	revs, err := c.manageRevisions(ctx, ds, revisions)
 	if err != nil {
-		// Keep a bumped collision count: the next try must not reuse the taken name.
-		if ds.Status.CollisionCount == nil || *ds.Status.CollisionCount != revs.CollisionCount {
+		return scaffold.RevisionsFailed(err, ds.Status.CollisionCount, revs, func(count *int32) error {
 			st := ds.Status.DeepCopy()
-			st.CollisionCount = &revs.CollisionCount
-			_ = c.updateStatus(ctx, ds, st)
-		}
-		return 0, err
+			st.CollisionCount = count
+			return c.updateStatus(ctx, ds, st)
+		})
 	}
 	states := nodeStates(ds, nodes, pods)
 
