@@ -35,6 +35,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/imagejob"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
@@ -53,7 +54,7 @@ const (
 	ReasonFailed           = "PullFailed"
 	ReasonDeadlineExceeded = "DeadlineExceeded"
 	ReasonInvalid          = "InvalidJob"
-	ReasonTTLExpired       = "TTLExpired"
+	ReasonTTLExpired       = imagejob.ReasonTTLExpired
 )
 
 // jobIndex indexes NodeImages by the ImagePullJobs (namespace/name) that own their tags.
