@@ -191,19 +191,9 @@ func New(client clientset.Interface, jobs appsinformers.ImagePullJobInformer, no
 }
 
 // ownerJobs are the ImagePullJobs (namespace/name) that own a NodeImage's tags.
-func ownerJobs(obj any) ([]string, error) {
-	ni, ok := obj.(*v1alpha1.NodeImage)
-	if !ok {
-		return nil, nil
-	}
-	var keys []string
-	for _, r := range imagepull.TagOwners(ni) {
-		if r.Kind == "ImagePullJob" {
-			keys = append(keys, r.Namespace+"/"+r.Name)
-		}
-	}
-	return keys, nil
-}
+var ownerJobs = imagepull.TagOwnerIndex(func(r corev1.ObjectReference) (string, bool) {
+	return r.Namespace + "/" + r.Name, r.Kind == "ImagePullJob"
+})
 
 func (c *Controller) enqueue(job *v1alpha1.ImagePullJob) {
 	c.queue.Add(cache.MetaObjectToName(job))
