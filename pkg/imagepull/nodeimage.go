@@ -45,6 +45,25 @@ func TagOwners(ni *v1alpha1.NodeImage) []corev1.ObjectReference {
 	return refs
 }
 
+// TagOwnerIndex is an index function of NodeImages (a cache.IndexFunc): the keys of the owners
+// of their tags, key(owner) for each owner key takes (true); no keys for an object that is not a
+// NodeImage.
+func TagOwnerIndex(key func(owner corev1.ObjectReference) (string, bool)) func(obj any) ([]string, error) {
+	return func(obj any) ([]string, error) {
+		ni, ok := obj.(*v1alpha1.NodeImage)
+		if !ok {
+			return nil, nil
+		}
+		var keys []string
+		for _, r := range TagOwners(ni) {
+			if k, ok := key(r); ok {
+				keys = append(keys, k)
+			}
+		}
+		return keys, nil
+	}
+}
+
 // OwnerRef is the reference to job that a NodeImage tag carries (OpenKruise's getOwnerRef).
 func OwnerRef(job *v1alpha1.ImagePullJob) corev1.ObjectReference {
 	return corev1.ObjectReference{

@@ -202,3 +202,20 @@ func TestRemoveJobDropsItsSecrets(t *testing.T) {
 		t.Errorf("input spec modified: %v", spec.Images["nginx"].PullSecrets)
 	}
 }
+
+// TagOwnerIndex keys a NodeImage by the owners of its tags that key takes, and nothing else.
+func TestTagOwnerIndex(t *testing.T) {
+	other := corev1.ObjectReference{Kind: "Other", Namespace: "ns", Name: "x", UID: "ux"}
+	ni := &v1alpha1.NodeImage{Spec: specOf("nginx", tagSpec("1", 1, jobRef("a", "ua")), tagSpec("2", 1, jobRef("b", "ub"), other))}
+	uids := TagOwnerIndex(func(r corev1.ObjectReference) (string, bool) { return string(r.UID), true })
+	jobs := TagOwnerIndex(func(r corev1.ObjectReference) (string, bool) { return r.Name, r.Kind == "ImagePullJob" })
+	if got, err := uids(ni); err != nil || !slices.Equal(got, []string{"ua", "ub", "ux"}) {
+		t.Errorf("uids %v %v, want ua ub ux", got, err)
+	}
+	if got, err := jobs(ni); err != nil || !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("jobs %v %v, want a b", got, err)
+	}
+	if got, err := uids(&corev1.Pod{}); err != nil || got != nil {
+		t.Errorf("not a NodeImage: %v %v, want no keys", got, err)
+	}
+}

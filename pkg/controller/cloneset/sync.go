@@ -22,6 +22,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
 	"github.com/inplace-dev/inplace/pkg/workload/ownership"
+	"github.com/inplace-dev/inplace/pkg/workload/scaffold"
 )
 
 // sync reconciles one CloneSet: claim its Pods, settle its revisions, scale, write status, trim
@@ -43,13 +44,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	revs, revErr := c.manageRevisions(ctx, cs, revisions)
 	if revErr != nil {
-		// Keep a bumped collision count: the next try must not reuse the taken name.
-		if cs.Status.CollisionCount == nil || *cs.Status.CollisionCount != revs.CollisionCount {
+		return scaffold.RevisionsFailed(revErr, cs.Status.CollisionCount, revs, func(count *int32) error {
 			st := cs.Status.DeepCopy()
-			st.CollisionCount = &revs.CollisionCount
-			_ = c.updateStatus(ctx, cs, st)
-		}
-		return 0, revErr
+			st.CollisionCount = count
+			return c.updateStatus(ctx, cs, st)
+		})
 	}
 
 	active := activePods(pods)

@@ -2,6 +2,7 @@ package daemonset
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -162,5 +164,44 @@ func TestSyncRequeuesUntilTheSurgePodIsAvailable(t *testing.T) {
 	}
 	if d := f.actions("delete", "pods"); len(d) != 1 || d[old.Name] != "" {
 		t.Errorf("deleted %v at the requeue, want the old Pod %s", d, old.Name)
+	}
+}
+
+// TestCollisionCountKeptWhenCreatingTheRevisionFails: the name of the template's revision is
+// taken by another object's revision, so creating it bumps the collision count; creating it under
+// the next name then fails. The status still carries the bumped count (as the CloneSet's and the
+// Advanced StatefulSet's do), so that the next try does not reuse the taken name.
+func TestCollisionCountKeptWhenCreatingTheRevisionFails(t *testing.T) {
+	ds := testDaemonSet()
+	data, err := history.TemplateData(&ds.Spec.Template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns",
+		Name: history.RevisionName(ds.Name, history.HashRevision(data, ptr.To[int32](0)))},
+		Data: runtime.RawExtension{Raw: []byte(`{"other":true}`)}}
+	f := newFixture(t, ds, node("a", nil), taken)
+	creates := 0
+	f.Kube.PrependReactor("create", "controllerrevisions", func(k8stesting.Action) (bool, runtime.Object, error) {
+		creates++
+		if creates > 1 { // the try under the bumped name
+			return true, nil, errors.New("injected")
+		}
+		return false, nil, nil
+	})
+	if _, err := f.c.sync(context.Background(), cache.MetaObjectToName(ds)); err == nil {
+		t.Fatal("sync succeeded, want the injected error")
+	}
+	var st *v1alpha1.DaemonSetStatus
+	for _, a := range f.Inplace.Actions() {
+		if u, ok := a.(k8stesting.UpdateAction); ok && a.GetSubresource() == "status" {
+			st = &u.GetObject().(*v1alpha1.DaemonSet).Status
+		}
+	}
+	if st == nil || st.CollisionCount == nil || *st.CollisionCount != 1 {
+		t.Fatalf("status written %+v, want collisionCount 1", st)
+	}
+	if created := f.actions("create", "pods"); len(created) != 0 {
+		t.Errorf("created pods %v, want none without a revision", created)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
 	"github.com/inplace-dev/inplace/pkg/workload/lifecycle"
 	"github.com/inplace-dev/inplace/pkg/workload/ownership"
+	"github.com/inplace-dev/inplace/pkg/workload/scaffold"
 )
 
 // nodeState is one node as the DaemonSet sees it: whether a Pod should run there, and the
@@ -61,7 +62,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	revs, err := c.manageRevisions(ctx, ds, revisions)
 	if err != nil {
-		return 0, err
+		return scaffold.RevisionsFailed(err, ds.Status.CollisionCount, revs, func(count *int32) error {
+			st := ds.Status.DeepCopy()
+			st.CollisionCount = count
+			return c.updateStatus(ctx, ds, st)
+		})
 	}
 	states := nodeStates(ds, nodes, pods)
 

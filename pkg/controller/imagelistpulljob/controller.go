@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/imagejob"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
@@ -38,7 +39,7 @@ const (
 	ReasonFailedCreateJob = "FailedCreateImagePullJob"
 	ReasonFailedDeleteJob = "FailedDeleteImagePullJob"
 	ReasonCompleted       = "Completed"
-	ReasonTTLExpired      = "TTLExpired"
+	ReasonTTLExpired      = imagejob.ReasonTTLExpired
 )
 
 // Controller keeps each ImageListPullJob's ImagePullJobs.

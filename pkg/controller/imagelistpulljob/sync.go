@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/imagejob"
 	"github.com/inplace-dev/inplace/pkg/imagepull"
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 )
@@ -150,22 +151,6 @@ func (c *Controller) writeStatus(ctx context.Context, lj *v1alpha1.ImageListPull
 
 // expire deletes a completed list job ttlSecondsAfterFinished after its completion, or says when to.
 func (c *Controller) expire(ctx context.Context, lj *v1alpha1.ImageListPullJob, now metav1.Time) (time.Duration, error) {
-	left, ok := imagepull.TTLLeft(&lj.Spec.CompletionPolicy, lj.Status.CompletionTime, now)
-	if !ok {
-		return 0, nil
-	}
-	if left > 0 {
-		return max(left, minRequeue), nil
-	}
-	err := c.client.AppsV1alpha1().ImageListPullJobs(lj.Namespace).Delete(ctx, lj.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &lj.UID}})
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("deleting imagelistpulljob %s after its ttlSecondsAfterFinished: %w", klog.KObj(lj), err)
-	}
-	klog.FromContext(ctx).Info("Deleted ImageListPullJob: ttlSecondsAfterFinished passed")
-	c.recorder.Eventf(lj, corev1.EventTypeNormal, ReasonTTLExpired, "Deleted: %ds after completion", *lj.Spec.CompletionPolicy.TTLSecondsAfterFinished)
-	return 0, nil
+	return imagejob.Expire(ctx, lj, "ImageListPullJob", &lj.Spec.CompletionPolicy, lj.Status.CompletionTime, now, minRequeue,
+		c.client.AppsV1alpha1().ImageListPullJobs(lj.Namespace).Delete, c.recorder)
 }

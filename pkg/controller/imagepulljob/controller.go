@@ -35,6 +35,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/imagejob"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	appsinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/inplace-dev/inplace/pkg/generated/listers/apps/v1alpha1"
@@ -53,7 +54,7 @@ const (
 	ReasonFailed           = "PullFailed"
 	ReasonDeadlineExceeded = "DeadlineExceeded"
 	ReasonInvalid          = "InvalidJob"
-	ReasonTTLExpired       = "TTLExpired"
+	ReasonTTLExpired       = imagejob.ReasonTTLExpired
 )
 
 // jobIndex indexes NodeImages by the ImagePullJobs (namespace/name) that own their tags.
@@ -190,19 +191,9 @@ func New(client clientset.Interface, jobs appsinformers.ImagePullJobInformer, no
 }
 
 // ownerJobs are the ImagePullJobs (namespace/name) that own a NodeImage's tags.
-func ownerJobs(obj any) ([]string, error) {
-	ni, ok := obj.(*v1alpha1.NodeImage)
-	if !ok {
-		return nil, nil
-	}
-	var keys []string
-	for _, r := range imagepull.TagOwners(ni) {
-		if r.Kind == "ImagePullJob" {
-			keys = append(keys, r.Namespace+"/"+r.Name)
-		}
-	}
-	return keys, nil
-}
+var ownerJobs = imagepull.TagOwnerIndex(func(r corev1.ObjectReference) (string, bool) {
+	return r.Namespace + "/" + r.Name, r.Kind == "ImagePullJob"
+})
 
 func (c *Controller) enqueue(job *v1alpha1.ImagePullJob) {
 	c.queue.Add(cache.MetaObjectToName(job))

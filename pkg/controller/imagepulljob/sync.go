@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
+	"github.com/inplace-dev/inplace/pkg/controller/internal/imagejob"
 	"github.com/inplace-dev/inplace/pkg/imagepull"
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 )
@@ -225,24 +226,8 @@ func (c *Controller) writeStatus(ctx context.Context, job *v1alpha1.ImagePullJob
 
 // expire deletes a completed job ttlSecondsAfterFinished after its completion, or says when to.
 func (c *Controller) expire(ctx context.Context, job *v1alpha1.ImagePullJob, now metav1.Time) (time.Duration, error) {
-	left, ok := imagepull.TTLLeft(&job.Spec.CompletionPolicy, job.Status.CompletionTime, now)
-	if !ok {
-		return 0, nil
-	}
-	if left > 0 {
-		return max(left, minRequeue), nil
-	}
-	err := c.client.AppsV1alpha1().ImagePullJobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &job.UID}})
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("deleting imagepulljob %s after its ttlSecondsAfterFinished: %w", klog.KObj(job), err)
-	}
-	klog.FromContext(ctx).Info("Deleted ImagePullJob: ttlSecondsAfterFinished passed")
-	c.recorder.Eventf(job, corev1.EventTypeNormal, ReasonTTLExpired, "Deleted: %ds after completion", *job.Spec.CompletionPolicy.TTLSecondsAfterFinished)
-	return 0, nil
+	return imagejob.Expire(ctx, job, "ImagePullJob", &job.Spec.CompletionPolicy, job.Status.CompletionTime, now, minRequeue,
+		c.client.AppsV1alpha1().ImagePullJobs(job.Namespace).Delete, c.recorder)
 }
 
 // removeTags takes the jobs named key off the tags of every NodeImage, but for the one of UID

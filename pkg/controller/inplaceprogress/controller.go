@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -114,11 +113,8 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 // sync takes the next step of one Pod's update, and says when to look again if time, not an
 // event, is what the Pod waits for (a grace period).
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
-	pod, err := c.pods.Pods(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	pod, ok, err := reconcile.Found(c.pods.Pods(key.Namespace).Get(key.Name))
+	if !ok || err != nil {
 		return 0, err
 	}
 	if !needsWork(pod) {

@@ -79,11 +79,8 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 
 // sync takes one Pod's launch a step further: the next barrier key, then the completed mark.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
-	pod, err := c.pods.Pods(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	pod, ok, err := reconcile.Found(c.pods.Pods(key.Namespace).Get(key.Name))
+	if !ok || err != nil {
 		return 0, err
 	}
 	if !needsWork(pod) {

@@ -95,17 +95,7 @@ func New(client clientset.Interface, nodes coreinformers.NodeInformer, nodeImage
 }
 
 // ownerUIDs are the UIDs of the owners of a NodeImage's tags.
-func ownerUIDs(obj any) ([]string, error) {
-	ni, ok := obj.(*v1alpha1.NodeImage)
-	if !ok {
-		return nil, nil
-	}
-	var uids []string
-	for _, r := range imagepull.TagOwners(ni) {
-		uids = append(uids, string(r.UID))
-	}
-	return uids, nil
-}
+var ownerUIDs = imagepull.TagOwnerIndex(func(r corev1.ObjectReference) (string, bool) { return string(r.UID), true })
 
 // enqueue enqueues a node's name: it is the name of its NodeImage too.
 func (c *Controller) enqueue(name string) {

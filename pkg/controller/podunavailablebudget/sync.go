@@ -16,16 +16,14 @@ import (
 	"github.com/inplace-dev/inplace/pkg/apis/policy"
 	"github.com/inplace-dev/inplace/pkg/apis/policy/v1beta1"
 	"github.com/inplace-dev/inplace/pkg/podbudget"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
 // sync writes one budget's status from its Pods, annotating those that do not name it yet. It
 // asks to look again when the first recorded Pod's entry times out.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
-	cached, err := c.budgets.PodUnavailableBudgets(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	cached, ok, err := reconcile.Found(c.budgets.PodUnavailableBudgets(key.Namespace).Get(key.Name))
+	if !ok || err != nil {
 		return 0, err
 	}
 	if cached.DeletionTimestamp != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/workload/history"
 	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
 	"github.com/inplace-dev/inplace/pkg/workload/ownership"
+	"github.com/inplace-dev/inplace/pkg/workload/scaffold"
 )
 
 // sync brings one StatefulSet a step closer to its spec: revisions first, then (once the cache
@@ -40,12 +41,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 	}
 	revs, err := c.manageRevisions(ctx, set, revisions)
 	if err != nil {
-		if set.Status.CollisionCount == nil || *set.Status.CollisionCount != revs.CollisionCount {
+		return scaffold.RevisionsFailed(err, set.Status.CollisionCount, revs, func(count *int32) error {
 			st := set.Status.DeepCopy()
-			st.CollisionCount = &revs.CollisionCount
-			_ = c.updateStatus(ctx, set, st)
-		}
-		return 0, err
+			st.CollisionCount = count
+			return c.updateStatus(ctx, set, st)
+		})
 	}
 
 	var requeue time.Duration

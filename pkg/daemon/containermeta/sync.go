@@ -21,6 +21,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate/podwriter"
+	"github.com/inplace-dev/inplace/pkg/util/reconcile"
 )
 
 // Annotations the kubelet sets on the containers it creates.
@@ -39,10 +40,8 @@ const (
 // sync reconciles one Pod: report the annotation, then restart the containers whose env must
 // change. It returns how soon to look at the Pod again (0: on its next event only).
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
-	pod, err := c.pods.Pods(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	} else if err != nil {
+	pod, ok, err := reconcile.Found(c.pods.Pods(key.Namespace).Get(key.Name))
+	if !ok || err != nil {
 		return 0, err
 	}
 	if !relevant(pod) {

@@ -157,10 +157,8 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 // InPlaceUpdateReady True; with a kubelet that reports no observedGeneration it polls the runtime
 // every PollInterval while the update is young.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
-	pod, err := c.pods.Pods(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	} else if err != nil {
+	pod, ok, err := reconcile.Found(c.pods.Pods(key.Namespace).Get(key.Name))
+	if !ok || err != nil {
 		return 0, err
 	}
 	waits, watch := inplaceupdate.ImagesToWatch(pod)

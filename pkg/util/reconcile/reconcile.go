@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
@@ -76,6 +77,20 @@ func ObjectOf[T any](obj any) (T, bool) {
 	}
 	t, ok := obj.(T)
 	return t, ok
+}
+
+// Found is what a lister's Get returned, for a sync: false, with no error, when the object is
+// not found (it is gone, so there is nothing to do); the lister's error otherwise.
+//
+//	pod, ok, err := reconcile.Found(c.pods.Pods(key.Namespace).Get(key.Name))
+//	if !ok || err != nil {
+//		return 0, err
+//	}
+func Found[T any](obj T, err error) (T, bool, error) {
+	if apierrors.IsNotFound(err) {
+		return obj, false, nil
+	}
+	return obj, err == nil, err
 }
 
 // Soonest is the shortest of the positive delays (when to look at an object again, for the

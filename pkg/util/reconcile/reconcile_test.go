@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -93,5 +94,21 @@ func TestSoonest(t *testing.T) {
 		if got := Soonest(tc.delays...); got != tc.want {
 			t.Errorf("Soonest(%v) = %v, want %v", tc.delays, got, tc.want)
 		}
+	}
+}
+
+// Found: an object not found is nothing to do (false, no error); another error is passed on.
+func TestFound(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	if got, ok, err := Found(pod, nil); got != pod || !ok || err != nil {
+		t.Errorf("found: %v %v %v, want the pod, true, nil", got, ok, err)
+	}
+	gone := apierrors.NewNotFound(corev1.Resource("pods"), "p")
+	if _, ok, err := Found[*corev1.Pod](nil, gone); ok || err != nil {
+		t.Errorf("not found: %v %v, want false, nil", ok, err)
+	}
+	broken := errors.New("broken")
+	if _, ok, err := Found[*corev1.Pod](nil, broken); ok || !errors.Is(err, broken) {
+		t.Errorf("error: %v %v, want false and the error", ok, err)
 	}
 }

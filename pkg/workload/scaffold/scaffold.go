@@ -217,3 +217,14 @@ func (p *Parts[W]) Finish(ctx context.Context, actErr error, write func() error,
 	}
 	return reconcile.Soonest(requeue, wait), nil
 }
+
+// RevisionsFailed ends a sync whose revision management (history.Manage) failed with err. A
+// collision count it bumped (revs) that the status (count, nil: 0 not written yet) does not show
+// is written (write, given the new count; its own error is dropped, err is what failed): the next
+// try must not reuse the taken name.
+func RevisionsFailed(err error, count *int32, revs history.Revisions, write func(count *int32) error) (time.Duration, error) {
+	if count == nil || *count != revs.CollisionCount {
+		_ = write(&revs.CollisionCount)
+	}
+	return 0, err
+}

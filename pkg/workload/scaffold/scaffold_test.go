@@ -19,6 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
@@ -307,5 +308,33 @@ func firstEvent(recorder *record.FakeRecorder) string {
 		return e
 	default:
 		return ""
+	}
+}
+
+// RevisionsFailed writes a collision count the status does not show, and nothing else; it
+// returns the revisions' error either way.
+func TestRevisionsFailed(t *testing.T) {
+	failed := errors.New("creating revision")
+	for _, tc := range []struct {
+		name   string
+		status *int32
+		bumped int32
+		want   *int32 // written; nil: nothing written
+	}{
+		{"bumped", ptr.To[int32](0), 1, ptr.To[int32](1)},
+		{"never written", nil, 0, ptr.To[int32](0)},
+		{"unchanged", ptr.To[int32](2), 2, nil},
+	} {
+		var written *int32
+		requeue, err := RevisionsFailed(failed, tc.status, history.Revisions{CollisionCount: tc.bumped}, func(count *int32) error {
+			written = count
+			return errors.New("write failed")
+		})
+		if requeue != 0 || !errors.Is(err, failed) {
+			t.Errorf("%s: returned %v, %v, want 0 and the revisions' error", tc.name, requeue, err)
+		}
+		if (written == nil) != (tc.want == nil) || (written != nil && *written != *tc.want) {
+			t.Errorf("%s: wrote %v, want %v", tc.name, ptr.Deref(written, -1), ptr.Deref(tc.want, -1))
+		}
 	}
 }
