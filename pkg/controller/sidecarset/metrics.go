@@ -15,7 +15,8 @@ const (
 )
 
 // podUpgrades counts, per SidecarSet, the in-place upgrade steps the controller asked of Pods and
-// how they went: started, waiting (the Pod's container was busy with another update: 409),
+// how they went: started, waiting (the Pod's container was busy with another update, 409, or a
+// PodUnavailableBudget had no unit left, 429),
 // failed, not_upgradable (changes beyond images; marked SidecarSetUpgradable=False) and
 // hot_upgrade_reset (the second step of a hot upgrade).
 var podUpgrades = metrics.NewCounterVec(&metrics.CounterOpts{
