@@ -180,11 +180,10 @@ func (h *Handler) customResources(ctx context.Context, crd *object) (deletionpro
 	if !features.Enabled(features.DeletionProtectionForCRDCascadingGate) {
 		return deletionprotection.Dependents{}, fmt.Errorf("protecting a CustomResourceDefinition by Cascading needs inplace-apiserver's feature gate %s", features.DeletionProtectionForCRDCascadingGate)
 	}
-	version := ""
-	for _, v := range crd.Spec.Versions {
-		if v.Storage || (version == "" && v.Served) {
-			version = v.Name
-		}
+	version := servedVersion(crd)
+	if version == "" {
+		// No version is served: no object of it can be read, nor can a client have any in use.
+		return deletionprotection.Dependents{What: "objects of served versions", Remedy: "delete them (or remove the label) first"}, nil
 	}
 	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
 	list, err := h.Metadata.Resource(gvr).List(ctx, metav1.ListOptions{})
@@ -201,4 +200,21 @@ func (h *Handler) customResources(ctx context.Context, crd *object) (deletionpro
 		}
 	}
 	return deletionprotection.Dependents{What: "active " + gvr.GroupResource().String(), N: active, Remedy: "delete them (or remove the label) first"}, nil
+}
+
+// servedVersion is the version to list a CustomResourceDefinition's objects at: the storage
+// version when it is served, else the first served one ("" when none is: kube-apiserver serves
+// no objects of it then). A storage version that is not served cannot be listed.
+func servedVersion(crd *object) string {
+	version := ""
+	for _, v := range crd.Spec.Versions {
+		switch {
+		case !v.Served:
+		case v.Storage:
+			return v.Name
+		case version == "":
+			version = v.Name
+		}
+	}
+	return version
 }

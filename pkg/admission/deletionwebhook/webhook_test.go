@@ -165,3 +165,32 @@ func wantRefusal(t *testing.T, resp *admissionv1.AdmissionResponse, want string)
 		t.Errorf("refused with %d %q, want a 403 starting %q and saying %q", resp.Result.Code, resp.Result.Message, "forbidden by ResourcesProtectionDeletion", want)
 	}
 }
+
+func TestServedVersion(t *testing.T) {
+	type v = map[string]any
+	for _, c := range []struct {
+		name     string
+		versions []any
+		want     string
+	}{
+		{"storage served", []any{v{"name": "v1alpha1", "served": true}, v{"name": "v1beta1", "served": true, "storage": true}}, "v1beta1"},
+		{"storage not served: the first served", []any{v{"name": "v1", "storage": true}, v{"name": "v2", "served": true}, v{"name": "v3", "served": true}}, "v2"},
+		{"none served", []any{v{"name": "v1", "storage": true}}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			u := crd("Cascading")
+			u["spec"].(map[string]any)["versions"] = c.versions
+			raw, err := json.Marshal(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj := &object{}
+			if err := json.Unmarshal(raw, obj); err != nil {
+				t.Fatal(err)
+			}
+			if got := servedVersion(obj); got != c.want {
+				t.Errorf("servedVersion = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
