@@ -76,6 +76,7 @@ func Controllers() []reconcile.Init[*Context] {
 		{Name: inplaceready.Name, New: func(cc *Context) (reconcile.Runner, error) {
 			cfg := inplaceready.DefaultConfig()
 			cfg.PollInterval = cc.Options.InPlaceReadyPollInterval
+			cfg.Clock = cc.Clock
 			return inplaceready.New(cc.KubeInformers.Core().V1().Pods(), cc.KubeClient, cc.Runtime, cfg)
 		}},
 		{Name: containerrecreator.Name, New: func(cc *Context) (reconcile.Runner, error) {

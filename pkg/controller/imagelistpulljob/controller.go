@@ -66,7 +66,7 @@ func New(client clientset.Interface, listJobs appsinformers.ImageListPullJobInfo
 		clock:    clk,
 		queue:    reconcile.NewQueue(Name),
 	}
-	c.exp = expectations.New(c.clock.Now)
+	c.exp = expectations.New(c.clock)
 	if err := reconcile.Watch(listJobs.Informer(), "imagelistpulljobs", reconcile.OnChange(func(lj *v1alpha1.ImageListPullJob) {
 		c.queue.Add(cache.MetaObjectToName(lj))
 	})); err != nil {

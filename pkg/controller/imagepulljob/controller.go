@@ -137,7 +137,7 @@ func New(client clientset.Interface, jobs appsinformers.ImagePullJobInformer, no
 		clock:    clk,
 		queue:    reconcile.NewQueue(Name),
 	}
-	c.exp = expectations.New(c.clock.Now)
+	c.exp = expectations.New(c.clock)
 	if err := pods.Informer().AddIndexers(cache.Indexers{podLabelIndex: podLabelKeys}); err != nil {
 		return nil, fmt.Errorf("indexing pods by label: %w", err)
 	}

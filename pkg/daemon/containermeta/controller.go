@@ -139,9 +139,9 @@ func New(podInformer coreinformers.PodInformer, kubeClient kubernetes.Interface,
 		queue:       reconcile.NewQueue(Name),
 		envHashes:   newHashCache(),
 		written:     newWriteCache(),
-		stopped:     newIDSet(time.Hour),
-		warned:      newIDSet(time.Hour),
-		needRestart: newIDSet(time.Hour),
+		stopped:     newIDSet(time.Hour, cfg.Clock),
+		warned:      newIDSet(time.Hour, cfg.Clock),
+		needRestart: newIDSet(time.Hour, cfg.Clock),
 	}
 	if err := reconcile.Watch(podInformer.Informer(), "pods", reconcile.Handlers[*corev1.Pod]{
 		Add: func(pod *corev1.Pod) {

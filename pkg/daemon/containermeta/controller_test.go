@@ -18,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
@@ -570,13 +571,12 @@ func TestChanged(t *testing.T) {
 }
 
 func TestIDSetExpires(t *testing.T) {
-	now := t0
-	s := newIDSet(time.Hour)
-	s.now = func() time.Time { return now }
+	clk := testingclock.NewFakePassiveClock(t0)
+	s := newIDSet(time.Hour, clk)
 	if !s.add("a") || s.add("a") || !s.has("a") {
 		t.Fatal("add/has")
 	}
-	now = now.Add(2 * time.Hour)
+	clk.SetTime(t0.Add(2 * time.Hour))
 	s.add("b")
 	if s.has("a") || !s.has("b") {
 		t.Error("a did not expire")
@@ -627,8 +627,8 @@ func TestRunWithInformer(t *testing.T) {
 func TestEnvRestartWaitsForTheDelay(t *testing.T) {
 	pod := newPod()
 	h := newHarness(t, DefaultConfig(), pod)
-	clock := time.Now()
-	h.c.needRestart.now = func() time.Time { return clock }
+	clock := testingclock.NewFakePassiveClock(time.Now())
+	h.c.needRestart.clock = clock
 	h.startPod()
 	h.sync(pod)
 	pod = h.write(beginUpdate(t, h.refresh(pod)))
@@ -639,12 +639,12 @@ func TestEnvRestartWaitsForTheDelay(t *testing.T) {
 	if got := h.stopped(); len(got) != 0 {
 		t.Fatalf("stopped %v at once, want nothing before EnvRestartDelay", got)
 	}
-	clock = clock.Add(DefaultConfig().EnvRestartDelay - time.Millisecond)
+	clock.SetTime(clock.Now().Add(DefaultConfig().EnvRestartDelay - time.Millisecond))
 	h.sync(h.refresh(pod))
 	if got := h.stopped(); len(got) != 0 {
 		t.Fatalf("stopped %v just before EnvRestartDelay", got)
 	}
-	clock = clock.Add(time.Millisecond)
+	clock.SetTime(clock.Now().Add(time.Millisecond))
 	h.sync(h.refresh(pod))
 	// The two stops run in parallel: compare them in name order.
 	if got := slices.Sorted(slices.Values(h.stopped())); !reflect.DeepEqual(got, []string{"app-0", "app2-0"}) {

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 )
 
 // hashCache holds the env-from-metadata hash of container instances, per Pod UID.
@@ -95,14 +96,14 @@ func (w *writeCache) forget(uid types.UID) {
 // idSet is a set of container ids whose members expire after ttl (container ids are unique, the
 // expiry only bounds memory).
 type idSet struct {
-	mu  sync.Mutex
-	ttl time.Duration
-	now func() time.Time
-	ids map[string]time.Time
+	mu    sync.Mutex
+	ttl   time.Duration
+	clock clock.PassiveClock
+	ids   map[string]time.Time
 }
 
-func newIDSet(ttl time.Duration) *idSet {
-	return &idSet{ttl: ttl, now: time.Now, ids: map[string]time.Time{}}
+func newIDSet(ttl time.Duration, clk clock.PassiveClock) *idSet {
+	return &idSet{ttl: ttl, clock: clk, ids: map[string]time.Time{}}
 }
 
 func (s *idSet) has(id string) bool {
@@ -121,13 +122,13 @@ func (s *idSet) add(id string) bool {
 // age adds id if it is not there and says how long ago it was first added.
 func (s *idSet) age(id string) time.Duration {
 	_, at := s.addAt(id)
-	return s.now().Sub(at)
+	return s.clock.Since(at)
 }
 
 func (s *idSet) addAt(id string) (bool, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := s.clock.Now()
 	for k, t := range s.ids {
 		if now.Sub(t) > s.ttl {
 			delete(s.ids, k)

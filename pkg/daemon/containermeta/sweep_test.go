@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps"
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
@@ -168,14 +169,14 @@ func TestSweepSafeguards(t *testing.T) {
 		pod.Labels["version"] = "v2"
 		setInPlaceUpdateReady(pod, corev1.ConditionFalse)
 		h := newHarness(t, DefaultConfig(), pod)
-		clock := time.Now()
-		h.c.needRestart.now = func() time.Time { return clock }
+		clock := testingclock.NewFakePassiveClock(time.Now())
+		h.c.needRestart.clock = clock
 		h.startPodFromSpec()
 		h.sync(pod)
 		if got := h.stopped(); len(got) != 0 {
 			t.Fatalf("stopped %v before EnvRestartDelay", got)
 		}
-		clock = clock.Add(DefaultConfig().EnvRestartDelay)
+		clock.SetTime(clock.Now().Add(DefaultConfig().EnvRestartDelay))
 		h.sync(pod)
 		if got := slices.Sorted(slices.Values(h.stopped())); !reflect.DeepEqual(got, []string{"app-0", "app2-0"}) {
 			t.Fatalf("stopped %v after EnvRestartDelay", got)

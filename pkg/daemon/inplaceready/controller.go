@@ -47,6 +47,7 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
@@ -79,6 +80,8 @@ type Config struct {
 	PollFor time.Duration
 	// ImageIDTTL is how long the id the runtime resolves an image reference to is remembered.
 	ImageIDTTL time.Duration
+	// Clock gives the time of the condition it writes and of its polling (nil: the real one).
+	Clock clock.PassiveClock
 }
 
 // DefaultConfig is the default Config.
@@ -94,7 +97,6 @@ type Controller struct {
 	podsSynced cache.InformerSynced
 	runtime    criruntime.Runtime
 	queue      reconcile.Queue
-	now        func() time.Time
 
 	mu sync.Mutex
 	// firstSeen is when this daemon first saw each update (Pod UID + batch) waiting, on its own clock.
@@ -120,13 +122,15 @@ func New(podInformer coreinformers.PodInformer, kubeClient kubernetes.Interface,
 	if cfg.ImageIDTTL <= 0 {
 		cfg.ImageIDTTL = d.ImageIDTTL
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	c := &Controller{
 		cfg:        cfg,
 		kubeClient: kubeClient,
 		pods:       podInformer.Lister(),
 		podsSynced: podInformer.Informer().HasSynced,
 		runtime:    runtime,
-		now:        time.Now,
 		queue:      reconcile.NewQueue(Name),
 		firstSeen:  map[string]time.Time{},
 		imageIDs:   map[string]cachedImageID{},
@@ -188,7 +192,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (time.Durat
 		reason = inplaceupdate.ReasonNewImagesRunning
 	}
 
-	patch, err := statusPatch(pod, inplaceupdate.HandedOverConditions(pod, c.now(), reason))
+	patch, err := statusPatch(pod, inplaceupdate.HandedOverConditions(pod, c.cfg.Clock.Now(), reason))
 	if err != nil {
 		return 0, err
 	}
@@ -253,7 +257,7 @@ func runsImage(containers []criruntime.Container, name, id string) bool {
 
 // imageID resolves an image reference through the runtime, cached for ImageIDTTL.
 func (c *Controller) imageID(ctx context.Context, ref string) (string, error) {
-	now := c.now()
+	now := c.cfg.Clock.Now()
 	c.mu.Lock()
 	cached, ok := c.imageIDs[ref]
 	c.mu.Unlock()
@@ -289,7 +293,7 @@ func watchKey(pod *corev1.Pod) string {
 
 // age is how long ago this daemon first saw the update waiting.
 func (c *Controller) age(key string) time.Duration {
-	now := c.now()
+	now := c.cfg.Clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	first, ok := c.firstSeen[key]

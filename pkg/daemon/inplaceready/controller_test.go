@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime"
@@ -209,12 +210,12 @@ func TestLeavesUnprovableUpdatesAlone(t *testing.T) {
 	})
 	t.Run("polling stops after PollFor", func(t *testing.T) {
 		h := newHarness(t, cfg, begin(t, runningPod(), "app:v2"))
-		now := t0
-		h.c.now = func() time.Time { return now }
+		clk := testingclock.NewFakePassiveClock(t0)
+		h.c.cfg.Clock = clk
 		if got := h.sync(); got != cfg.PollInterval {
 			t.Fatalf("requeue %v", got)
 		}
-		now = now.Add(cfg.PollFor + time.Second)
+		clk.SetTime(t0.Add(cfg.PollFor + time.Second))
 		if got := h.sync(); got != 0 {
 			t.Fatalf("still polling after PollFor: %v", got)
 		}

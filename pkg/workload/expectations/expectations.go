@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/pub"
 )
@@ -30,7 +31,7 @@ const Timeout = 5 * time.Minute
 type Expectations struct {
 	mu      sync.Mutex
 	pending map[string]*pending
-	now     func() time.Time
+	clock   clock.PassiveClock
 	timeout time.Duration
 }
 
@@ -44,10 +45,10 @@ type pending struct {
 	since time.Time
 }
 
-// New returns empty expectations that read the time from now (a controller's clock, so that tests
+// New returns empty expectations that read the time from clk (a controller's clock, so that tests
 // can move it past Timeout).
-func New(now func() time.Time) *Expectations {
-	return &Expectations{pending: map[string]*pending{}, now: now, timeout: Timeout}
+func New(clk clock.PassiveClock) *Expectations {
+	return &Expectations{pending: map[string]*pending{}, clock: clk, timeout: Timeout}
 }
 
 func (e *Expectations) get(key string) *pending {
@@ -66,7 +67,7 @@ func (e *Expectations) ExpectCreations(key string, names ...string) {
 	defer e.mu.Unlock()
 	p := e.get(key)
 	p.creations.Insert(names...)
-	p.since = e.now()
+	p.since = e.clock.Now()
 }
 
 // ExpectDeletions records objects about to be deleted.
@@ -75,7 +76,7 @@ func (e *Expectations) ExpectDeletions(key string, names ...string) {
 	defer e.mu.Unlock()
 	p := e.get(key)
 	p.deletions.Insert(names...)
-	p.since = e.now()
+	p.since = e.clock.Now()
 }
 
 // ExpectUpdate records a Pod about to be updated in place to revision.
@@ -84,7 +85,7 @@ func (e *Expectations) ExpectUpdate(key, name, revision string) {
 	defer e.mu.Unlock()
 	p := e.get(key)
 	p.updates[name] = revision
-	p.since = e.now()
+	p.since = e.clock.Now()
 }
 
 // ExpectLifecycle records a Pod just moved to a lifecycle state.
@@ -93,7 +94,7 @@ func (e *Expectations) ExpectLifecycle(key, name, state string) {
 	defer e.mu.Unlock()
 	p := e.get(key)
 	p.lifecycles[name] = state
-	p.since = e.now()
+	p.since = e.clock.Now()
 }
 
 // UpdateObserved forgets an expected in-place update: its request failed.
@@ -169,7 +170,7 @@ func (e *Expectations) Satisfied(key string, lookup Lookup) (bool, time.Duration
 		delete(e.pending, key)
 		return true, 0
 	}
-	if left := p.since.Add(e.timeout).Sub(e.now()); left > 0 {
+	if left := p.since.Add(e.timeout).Sub(e.clock.Now()); left > 0 {
 		return false, left
 	}
 	delete(e.pending, key)

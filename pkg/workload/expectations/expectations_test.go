@@ -3,6 +3,8 @@ package expectations
 import (
 	"testing"
 	"time"
+
+	clock "k8s.io/utils/clock/testing"
 )
 
 var testNow = time.Date(2024, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -10,8 +12,8 @@ var testNow = time.Date(2024, 1, 1, 12, 0, 0, 0, time.UTC)
 // A sequence as a controller lives it: creations and deletions settle as the cache shows them, and
 // a key whose expectations time out is satisfied.
 func TestExpectations(t *testing.T) {
-	now := testNow
-	e := New(func() time.Time { return now })
+	clk := clock.NewFakePassiveClock(testNow)
+	e := New(clk)
 	none := func(string) Cached { return Cached{} }
 	onlyC := func(n string) Cached { return Cached{Exists: n == "c"} }
 	e.ExpectCreations("k", "a", "b")
@@ -28,7 +30,7 @@ func TestExpectations(t *testing.T) {
 		t.Fatal("not satisfied once the deleted pod is gone")
 	}
 	e.ExpectCreations("k", "d")
-	now = now.Add(Timeout + time.Second)
+	clk.SetTime(testNow.Add(Timeout + time.Second))
 	if ok, _ := e.Satisfied("k", none); !ok {
 		t.Fatal("not satisfied after the timeout")
 	}
@@ -63,7 +65,7 @@ func TestSatisfied(t *testing.T) {
 		{"other key", func(e *Expectations) { e.ExpectCreations("other", "p") }, Cached{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := New(func() time.Time { return testNow })
+			e := New(clock.NewFakePassiveClock(testNow))
 			tc.expect(e)
 			if ok, _ := e.Satisfied("k", func(string) Cached { return tc.cached }); ok != tc.want {
 				t.Errorf("satisfied %v, want %v", ok, tc.want)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
@@ -244,11 +245,11 @@ func (w *Writer) markRevision(ctx context.Context, r Rollout, label string) erro
 }
 
 // Enable is what a workload controller's EnableImagePreDownload does: a Writer on the ImagePullJob
-// informer, with expectations of its own on now, watching the jobs (owner names the workload of a
+// informer, with expectations of its own on clk, watching the jobs (owner names the workload of a
 // job, enqueue brings it back). Call it before the informer starts.
 func Enable(client clientset.Interface, revisions appsv1client.ControllerRevisionsGetter, jobs appsinformers.ImagePullJobInformer,
-	recorder record.EventRecorder, now func() time.Time, owner OwnerFunc, enqueue func(cache.ObjectName)) (*Writer, error) {
-	w, err := NewWriter(client, revisions, jobs, recorder, expectations.New(now))
+	recorder record.EventRecorder, clk clock.PassiveClock, owner OwnerFunc, enqueue func(cache.ObjectName)) (*Writer, error) {
+	w, err := NewWriter(client, revisions, jobs, recorder, expectations.New(clk))
 	if err != nil {
 		return nil, err
 	}

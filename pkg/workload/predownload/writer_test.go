@@ -13,6 +13,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
@@ -37,7 +38,7 @@ func newWriter(t *testing.T, r Rollout) *writerFixture {
 		recorder: record.NewFakeRecorder(100), now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	f.iinf = inplaceinformers.NewSharedInformerFactory(f.inplace, 0)
 	w, err := NewWriter(f.inplace, f.kube.AppsV1(), f.iinf.Apps().V1alpha1().ImagePullJobs(), f.recorder,
-		expectations.New(func() time.Time { return f.now }))
+		expectations.New(testingclock.NewFakePassiveClock(f.now)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,8 +95,7 @@ func (p *Parts[W]) Init(cfg Config[W]) error {
 	}
 	p.Clock = clock.RealClock{}
 	p.Queue = reconcile.NewQueue(cfg.Name)
-	// Through p.Clock at each call: a test sets its fake clock after New.
-	p.Exp = expectations.New(func() time.Time { return p.Clock.Now() })
+	p.Exp = expectations.New(partsClock[W]{p})
 	p.Router = ownership.NewRouter(cfg.Kind, cfg.Namespaced, cfg.Selector, p.Queue)
 	owned, err := ownership.NewIndexes(cfg.Pods, cfg.Revisions)
 	if err != nil {
@@ -110,13 +109,20 @@ func (p *Parts[W]) Init(cfg Config[W]) error {
 	return reconcile.Watch(cfg.Workloads, cfg.Resource, p.Router.WorkloadHandlers(deleted))
 }
 
+// partsClock is p.Clock read at each call, for the expectations and the pre-download writer
+// built in Init: a test sets its fake clock on the controller after New.
+type partsClock[W Workload] struct{ p *Parts[W] }
+
+func (c partsClock[W]) Now() time.Time                  { return c.p.Clock.Now() }
+func (c partsClock[W]) Since(t time.Time) time.Duration { return c.p.Clock.Since(t) }
+
 // EnableImagePreDownload makes the workloads pre-download the new images of their rollouts
 // (package predownload, with the kind's rules: cmd/controller calls it for each of the three
 // workload controllers): it watches the ImagePullJobs the workloads control, whose creation and
 // deletion settle the pre-download expectations and bring their workload back. Call it before
 // the informers start.
 func (p *Parts[W]) EnableImagePreDownload(revisions appsv1client.ControllerRevisionsGetter, jobs informers.ImagePullJobInformer) error {
-	w, err := predownload.Enable(p.Inplace, revisions, jobs, p.Recorder, func() time.Time { return p.Clock.Now() },
+	w, err := predownload.Enable(p.Inplace, revisions, jobs, p.Recorder, partsClock[W]{p},
 		p.Router.OwnerKey, p.Queue.Add)
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/pkg/apis/apps/v1alpha1"
@@ -42,7 +43,7 @@ func parts(t *testing.T, kube *fake.Clientset, sets ...*appsv1.ReplicaSet) (*Par
 		}
 	}
 	recorder := record.NewFakeRecorder(10)
-	p := &Parts[*appsv1.ReplicaSet]{Kube: kube, Recorder: recorder, Exp: expectations.New(time.Now)}
+	p := &Parts[*appsv1.ReplicaSet]{Kube: kube, Recorder: recorder, Exp: expectations.New(clock.RealClock{})}
 	p.Router = ownership.NewRouter(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
 		func(namespace string) ownership.NamespaceLister[*appsv1.ReplicaSet] {
 			return appslisters.NewReplicaSetLister(idx).ReplicaSets(namespace)
@@ -56,7 +57,7 @@ func withPreDownload(t *testing.T, p *Parts[*appsv1.ReplicaSet]) *expectations.E
 	t.Helper()
 	inplace := inplacefake.NewClientset()
 	jobs := inplaceinformers.NewSharedInformerFactory(inplace, 0).Apps().V1alpha1().ImagePullJobs()
-	exp := expectations.New(time.Now)
+	exp := expectations.New(clock.RealClock{})
 	w, err := predownload.NewWriter(inplace, fake.NewClientset().AppsV1(), jobs, p.Recorder, exp)
 	if err != nil {
 		t.Fatal(err)
