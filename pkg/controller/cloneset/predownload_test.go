@@ -152,14 +152,14 @@ func TestPreDownloadJobEventRequeues(t *testing.T) {
 	job := &v1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns",
 		OwnerReferences: []metav1.OwnerReference{*controllerRef(r.cs)}}}
 	jobEvents := f.c.Predl.Handler(f.c.Router.OwnerKey, f.c.Queue.Add)
-	jobEvents.OnAdd(job, false)
+	jobEvents.Add(job)
 	if n := f.c.Queue.Len(); n != 1 {
 		t.Fatalf("queue length %d, want the CloneSet", n)
 	}
 	if key, _ := f.c.Queue.Get(); key != (cache.ObjectName{Namespace: "ns", Name: "web"}) {
 		t.Errorf("queued %v", key)
 	}
-	jobEvents.OnAdd(&v1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Name: "k", Namespace: "ns"}}, false)
+	jobEvents.Add(&v1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Name: "k", Namespace: "ns"}})
 	if n := f.c.Queue.Len(); n != 0 {
 		t.Errorf("a job of no CloneSet queued something")
 	}

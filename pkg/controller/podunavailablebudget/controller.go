@@ -89,14 +89,14 @@ func New(kube kubernetes.Interface, inplace clientset.Interface, budgets policyi
 	// A workload's size is a budget's total: a workload that comes, goes or changes its size may
 	// change the budgets of its namespace (a handful each).
 	for _, inf := range c.finder.informers {
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: c.workloadChanged,
-			UpdateFunc: func(old, obj any) {
+		if err := reconcile.Watch(inf, "workloads", reconcile.Handlers[metav1.Object]{
+			Add: c.workloadChanged,
+			Update: func(old, obj metav1.Object) {
 				if replicasOf(old) != replicasOf(obj) {
 					c.workloadChanged(obj)
 				}
 			},
-			DeleteFunc: c.workloadChanged,
+			Delete: c.workloadChanged,
 		}); err != nil {
 			return nil, err
 		}
@@ -154,15 +154,8 @@ func replicasOf(obj any) int32 {
 }
 
 // workloadChanged enqueues every budget of the workload's namespace.
-func (c *Controller) workloadChanged(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	key, err := cache.ObjectToName(obj)
-	if err != nil {
-		return
-	}
-	budgets, err := c.budgets.PodUnavailableBudgets(key.Namespace).List(labels.Everything())
+func (c *Controller) workloadChanged(obj metav1.Object) {
+	budgets, err := c.budgets.PodUnavailableBudgets(obj.GetNamespace()).List(labels.Everything())
 	if err != nil {
 		return
 	}

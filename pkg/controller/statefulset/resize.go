@@ -241,20 +241,12 @@ func (c *Controller) checkExpandable(claim *corev1.PersistentVolumeClaim) error 
 func (c *Controller) WatchClaimResize(claimInf coreinformers.PersistentVolumeClaimInformer, classInf storageinformers.StorageClassInformer) error {
 	c.classes = classInf.Lister()
 	c.Synced = append(c.Synced, classInf.Informer().HasSynced)
-	if _, err := claimInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: c.claimChanged}); err != nil {
-		return fmt.Errorf("watching persistentvolumeclaims: %w", err)
-	}
-	return nil
+	return reconcile.Watch(claimInf.Informer(), "persistentvolumeclaims", reconcile.Handlers[*corev1.PersistentVolumeClaim]{Update: c.claimChanged})
 }
 
 // claimChanged brings back the sets a claim belongs to (by its name <template>-<set>-<ordinal>)
 // when its request, capacity or conditions changed: a resize it waits for may be done.
-func (c *Controller) claimChanged(old, cur any) {
-	o, ok1 := old.(*corev1.PersistentVolumeClaim)
-	n, ok2 := cur.(*corev1.PersistentVolumeClaim)
-	if !ok1 || !ok2 {
-		return
-	}
+func (c *Controller) claimChanged(o, n *corev1.PersistentVolumeClaim) {
 	if maps.EqualFunc(o.Spec.Resources.Requests, n.Spec.Resources.Requests, func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }) &&
 		maps.EqualFunc(o.Status.Capacity, n.Status.Capacity, func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }) &&
 		len(o.Status.Conditions) == len(n.Status.Conditions) {

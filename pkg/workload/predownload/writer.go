@@ -77,21 +77,14 @@ type OwnerFunc func(namespace string, ref *metav1.OwnerReference) (cache.ObjectN
 
 // Watch adds Handler to the ImagePullJob informer. Call it before the informer starts.
 func (w *Writer) Watch(owner OwnerFunc, enqueue func(cache.ObjectName)) error {
-	if _, err := w.informer.AddEventHandler(w.Handler(owner, enqueue)); err != nil {
-		return fmt.Errorf("watching imagepulljobs: %w", err)
-	}
-	return nil
+	return reconcile.Watch(w.informer, "imagepulljobs", w.Handler(owner, enqueue))
 }
 
 // Handler is what the ImagePullJob informer reports to the writer: a job's creation and its
 // deletion (or deletion timestamp) settle the expectations of the workload owner names, and
 // enqueue its key. Status updates of a job do not: the workloads do not read them.
-func (w *Writer) Handler(owner OwnerFunc, enqueue func(cache.ObjectName)) cache.ResourceEventHandlerFuncs {
-	event := func(obj any, gone bool) {
-		job, ok := reconcile.ObjectOf[*v1alpha1.ImagePullJob](obj)
-		if !ok {
-			return
-		}
+func (w *Writer) Handler(owner OwnerFunc, enqueue func(cache.ObjectName)) reconcile.Handlers[*v1alpha1.ImagePullJob] {
+	event := func(job *v1alpha1.ImagePullJob, gone bool) {
 		key, ok := owner(job.Namespace, metav1.GetControllerOf(job))
 		if !ok {
 			return
@@ -103,16 +96,14 @@ func (w *Writer) Handler(owner OwnerFunc, enqueue func(cache.ObjectName)) cache.
 		}
 		enqueue(key)
 	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { event(obj, false) },
-		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*v1alpha1.ImagePullJob)
-			n, ok2 := newObj.(*v1alpha1.ImagePullJob)
-			if ok1 && ok2 && o.DeletionTimestamp == nil && n.DeletionTimestamp != nil {
-				event(n, true)
+	return reconcile.Handlers[*v1alpha1.ImagePullJob]{
+		Add: func(job *v1alpha1.ImagePullJob) { event(job, false) },
+		Update: func(old, job *v1alpha1.ImagePullJob) {
+			if old.DeletionTimestamp == nil && job.DeletionTimestamp != nil {
+				event(job, true)
 			}
 		},
-		DeleteFunc: func(obj any) { event(obj, true) },
+		Delete: func(job *v1alpha1.ImagePullJob) { event(job, true) },
 	}
 }
 
