@@ -225,6 +225,28 @@ func removeKustomizeInstallation(t *testing.T, ctx context.Context, objects []*u
 	framework.MustKubectl(t, ctx, "", append([]string{"delete", "--ignore-not-found", "--wait=true"}, deletes...)...)
 }
 
+// waitInplacePodsGone waits until no Pod of an inplace installation is left in its namespace. The
+// Pods of a deleted installation stop within their grace periods, after their owners are gone. A
+// StatefulSet installed again meanwhile cannot create a member while the old Pod of its name is
+// there, and kube-controller-manager does not bring it back when that Pod goes (the Pod's owner
+// was the old StatefulSet): it retries on its own backoff, which after the failures of those
+// seconds can be minutes (seen: helm install --wait timing out after 5 min, the etcd StatefulSet
+// at 2/3). On a loaded machine the old etcd members took 40 s and more to be deleted.
+func waitInplacePodsGone(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	framework.Poll(t, ctx, 3*time.Minute, what, func(ctx context.Context) (bool, error) {
+		left, err := framework.Kube.CoreV1().Pods(framework.InplaceNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/part-of=inplace"})
+		if err != nil {
+			return false, err
+		}
+		var names []string
+		for _, p := range left.Items {
+			names = append(names, p.Name)
+		}
+		return len(names) == 0, fmt.Errorf("still there: %v", names)
+	})
+}
+
 // waitInplaceServes waits for every APIService of apps.kruise.io to be Available.
 func waitInplaceServes(t *testing.T, ctx context.Context, what string) {
 	t.Helper()
@@ -255,6 +277,7 @@ func TestHelmInstallUninstall(t *testing.T) {
 	if ok, _ := framework.APIServiceAvailable(ctx); ok {
 		t.Fatalf("the APIServices are still Available after the kustomize installation was removed")
 	}
+	waitInplacePodsGone(t, ctx, "the kustomize installation's Pods to be gone")
 
 	serves := func(what string) {
 		waitInplaceServes(t, ctx, what)
@@ -304,21 +327,7 @@ func TestHelmInstallUninstall(t *testing.T) {
 		}
 	}
 
-	// The uninstalled release's Pods stop within their grace periods. A StatefulSet creates a
-	// member only once the old Pod of its name is gone, so an install at once waits for them too;
-	// waiting here keeps the install's own --wait for what it starts (on a loaded machine the old
-	// etcd members took 40 s and more to be deleted).
-	framework.Poll(t, ctx, 3*time.Minute, "the uninstalled release's Pods to be gone", func(ctx context.Context) (bool, error) {
-		left, err := framework.Kube.CoreV1().Pods(framework.InplaceNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/part-of=inplace"})
-		if err != nil {
-			return false, err
-		}
-		var names []string
-		for _, p := range left.Items {
-			names = append(names, p.Name)
-		}
-		return len(names) == 0, fmt.Errorf("still there: %v", names)
-	})
+	waitInplacePodsGone(t, ctx, "the uninstalled release's Pods to be gone")
 	// Installed again the way a migration from OpenKruise installs it (docs/migration.md): in standby,
 	// then the APIServices from `helm template` (what `kubectl inplace migrate --apiservices`
 	// registers), then out of standby.
