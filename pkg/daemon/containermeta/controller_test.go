@@ -589,7 +589,7 @@ func TestIDSetExpires(t *testing.T) {
 func TestRunWithInformer(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.startPod()
-	ctx := daemontest.RunWithInformers(t, h.factory, func(ctx context.Context) { h.c.Run(ctx, 2) })
+	ctx := daemontest.RunWithInformers(t, h.factory, h.client, func(ctx context.Context) { h.c.Run(ctx, 2) })
 
 	if _, err := h.client.CoreV1().Pods("default").Create(ctx, newPod(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

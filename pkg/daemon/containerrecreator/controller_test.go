@@ -39,6 +39,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/daemon/skewclock"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+	"github.com/inplace-dev/inplace/pkg/util/informertest"
 )
 
 const (
@@ -75,6 +76,9 @@ type harness struct {
 
 	kubeletMu sync.Mutex // one kubelet change of the Pod status at a time
 	rv        atomic.Int64
+
+	// the informers' watches, waited for after each start: the fake drops what is written before
+	kubeWatches, crrWatches *informertest.Watches
 }
 
 // newHarness: Pod web-0 (UID uid-web) on node-1 with containers app (port http) and sidecar,
@@ -105,6 +109,7 @@ func newHarness(t *testing.T, opts options) *harness {
 	}
 	h := &harness{t: t, ctx: context.Background(), cri: cri, rt: rt, kube: kubefake.NewClientset(pod), inplace: inplacefake.NewClientset(),
 		recorder: record.NewFakeRecorder(1000), opts: opts}
+	h.kubeWatches, h.crrWatches = informertest.Track(h.kube), informertest.Track(h.inplace)
 	h.serveLikeAPIServer()
 	return h
 }
@@ -168,10 +173,13 @@ func (h *harness) start(workers int) {
 		h.t.Fatal(err)
 	}
 	h.c = c
+	podWatches, crrWatches := h.kubeWatches.Count("pods"), h.crrWatches.Count("containerrecreaterequests")
 	h.kubeFactory.Start(ctx.Done())
 	h.crrFactory.Start(ctx.Done())
 	h.kubeFactory.WaitForCacheSync(ctx.Done())
 	h.crrFactory.WaitForCacheSync(ctx.Done())
+	h.kubeWatches.WaitFor(h.t, "pods", podWatches+1)
+	h.crrWatches.WaitFor(h.t, "containerrecreaterequests", crrWatches+1)
 	if workers > 0 {
 		done := make(chan struct{})
 		go func() { defer close(done); c.Run(ctx, workers) }()

@@ -27,6 +27,7 @@ import (
 	"github.com/inplace-dev/inplace/pkg/daemon/criruntime/fakecri"
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
+	"github.com/inplace-dev/inplace/pkg/util/informertest"
 )
 
 const (
@@ -95,7 +96,10 @@ func (f *fixture) run(ni *v1alpha1.NodeImage, cfg Config, objs ...runtime.Object
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
+	watches := informertest.Track(f.client)
 	informers.Start(ctx.Done())
+	// A spec update through the fake before the informer watches would be lost.
+	watches.WaitFor(t, "nodeimages", 1)
 	go func() {
 		defer close(f.done)
 		c.Run(ctx, 1)

@@ -227,7 +227,7 @@ func TestLeavesUnprovableUpdatesAlone(t *testing.T) {
 func TestRunPollsTheRuntime(t *testing.T) {
 	pod := runningPod()
 	h := newHarness(t, Config{PollInterval: 20 * time.Millisecond, PollFor: time.Minute}, pod)
-	ctx := daemontest.RunWithInformers(t, h.factory, func(ctx context.Context) { h.c.Run(ctx, 2) })
+	ctx := daemontest.RunWithInformers(t, h.factory, h.client, func(ctx context.Context) { h.c.Run(ctx, 2) })
 
 	if _, err := h.client.CoreV1().Pods("default").Update(ctx, begin(t, pod, "app:v2"), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

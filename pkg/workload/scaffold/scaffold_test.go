@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -28,6 +26,7 @@ import (
 	inplacefake "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned/fake"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 	"github.com/inplace-dev/inplace/pkg/inplaceupdate"
+	"github.com/inplace-dev/inplace/pkg/util/informertest"
 	"github.com/inplace-dev/inplace/pkg/workload/expectations"
 	"github.com/inplace-dev/inplace/pkg/workload/history"
 	"github.com/inplace-dev/inplace/pkg/workload/inplacerequest"
@@ -172,7 +171,7 @@ func TestFinish(t *testing.T) {
 func TestDeletedForgets(t *testing.T) {
 	rs := replicaSet("web", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}})
 	kube := fake.NewClientset(rs)
-	watching := watchStarted(kube, "replicasets")
+	watches := informertest.Track(kube)
 	factory := kubeinformers.NewSharedInformerFactory(kube, 0)
 	apps, core := factory.Apps().V1(), factory.Core().V1()
 	p := &Parts[*appsv1.ReplicaSet]{}
@@ -197,11 +196,7 @@ func TestDeletedForgets(t *testing.T) {
 		factory.Shutdown()
 	}()
 	factory.WaitForCacheSync(ctx.Done())
-	select {
-	case <-watching:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the ReplicaSet informer did not start its watch")
-	}
+	watches.WaitFor(t, "replicasets", 1)
 
 	p.Exp.ExpectCreations("ns/web", "web-1")
 	predl.ExpectCreations("ns/web", "web-rev-main")
@@ -218,23 +213,6 @@ func TestDeletedForgets(t *testing.T) {
 		jobs, _ := predl.Satisfied("ns/web", nothingCached)
 		t.Errorf("after the delete event: Pod expectations forgotten %v, pre-download expectations forgotten %v; want both", pods, jobs)
 	}
-}
-
-// watchStarted is closed once an informer's watch of resource is registered with the fake
-// clientset's tracker. The tracker does not replay what happened between an informer's list and
-// its watch (it has no resource versions), so a test that changes an object after
-// WaitForCacheSync must wait for this too or its event can be lost.
-func watchStarted(kube *fake.Clientset, resource string) <-chan struct{} {
-	started := make(chan struct{})
-	var once sync.Once
-	kube.PrependWatchReactor(resource, func(action k8stesting.Action) (bool, watch.Interface, error) {
-		w, err := kube.Tracker().Watch(action.GetResource(), action.GetNamespace())
-		if err == nil {
-			once.Do(func() { close(started) })
-		}
-		return true, w, err
-	})
-	return started
 }
 
 // TestUpdateInPlace: the update is expected before the request and the expectation dropped when

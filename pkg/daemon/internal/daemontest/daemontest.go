@@ -5,28 +5,35 @@ package daemontest
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/inplace-dev/inplace/pkg/util/informertest"
 )
 
-// Informers is an informer factory: what RunWithInformers starts and shuts down.
+// Informers is a client-go informer factory: what RunWithInformers starts and shuts down.
 type Informers interface {
 	Start(stopCh <-chan struct{})
+	WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
 	Shutdown()
 }
 
-// RunWithInformers starts the informers and run (a controller's Run) as the daemon does, and stops
-// both when the test ends, waiting for run to return first. Its context is the one they run
-// under.
-func RunWithInformers(t testing.TB, informers Informers, run func(context.Context)) context.Context {
+// RunWithInformers starts the informers (of client, a fake clientset) and run (a controller's Run)
+// as the daemon does, and stops both when the test ends, waiting for run to return first. Its
+// context is the one they run under. It returns once every informer has synced and watches: a
+// write through client after it reaches the informers.
+func RunWithInformers(t testing.TB, informers Informers, client informertest.FakeClientset, run func(context.Context)) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	watches := informertest.Track(client)
 	informers.Start(ctx.Done())
+	watches.WaitForTotal(t, len(informers.WaitForCacheSync(ctx.Done())))
 	go func() {
 		defer close(done)
 		run(ctx)
