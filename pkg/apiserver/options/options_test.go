@@ -3,6 +3,7 @@ package options
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -283,6 +284,14 @@ func TestConfigStandalone(t *testing.T) {
 	if err := o.Complete(); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
+	// config() opens the serving listener: a free loopback port of the test's own, not the
+	// default 8443 that another server on a shared machine (or this test run again) may hold.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	o.Recommended.SecureServing.Listener = ln
 	cfg, err := o.config()
 	if err != nil {
 		t.Fatalf("config: %v", err)
