@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/storage/mvcc"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
@@ -134,6 +135,23 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}()
 	klog.InfoS("Embedded etcd is ready", "dataDir", cfg.Dir, "clientURL", s.ClientURL)
 	return s, nil
+}
+
+// ModRevision is the revision of the last write of key (an etcd key, with its storage prefix), read
+// in process from the member's in-memory index: no request, no raft read index, no value read.
+// found is false when the key does not exist. Every write this member acknowledged is in that
+// index: etcd applies a write (its index and read buffer updated) before it answers the writer,
+// and this lone member is the only one that can commit writes, so the revision is at least that of
+// every write acknowledged before the call.
+func (s *Server) ModRevision(ctx context.Context, key string) (rev int64, found bool, err error) {
+	r, err := s.etcd.Server.KV().Range(ctx, []byte(key), nil, mvcc.RangeOptions{Limit: 1, FastKeysOnly: true})
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the revision of %s from the embedded etcd: %w", key, err)
+	}
+	if len(r.KVs) == 0 {
+		return 0, false, nil
+	}
+	return r.KVs[0].ModRevision, true, nil
 }
 
 // Close stops etcd cleanly, flushing its data.

@@ -35,6 +35,7 @@ import (
 	clientset "github.com/inplace-dev/inplace/pkg/generated/clientset/versioned"
 	inplaceinformers "github.com/inplace-dev/inplace/pkg/generated/informers/externalversions"
 	generatedopenapi "github.com/inplace-dev/inplace/pkg/generated/openapi"
+	"github.com/inplace-dev/inplace/pkg/registry/cachedget"
 	"github.com/inplace-dev/inplace/pkg/util/memtrim"
 )
 
@@ -73,6 +74,9 @@ type Options struct {
 	// etcd.DefaultBackendBatchInterval for why they are longer than etcd's defaults.
 	EmbeddedEtcdHeartbeatInterval    time.Duration
 	EmbeddedEtcdBackendBatchInterval time.Duration
+	// EmbeddedEtcdGetsFromCache answers GETs from the watch cache once it holds the object's last
+	// write, which the embedded etcd tells in process (see cachedget).
+	EmbeddedEtcdGetsFromCache bool
 	// TrustFrontProxyAuthorization allows requests kube-apiserver proxied without asking it again
 	// (aggregated mode; see apiserver.FrontProxy).
 	TrustFrontProxyAuthorization bool
@@ -104,6 +108,7 @@ func NewOptions() *Options {
 		TrustFrontProxyAuthorization: true,
 		TrimIdleMemory:               true,
 		EmbeddedEtcdDefrag:           true,
+		EmbeddedEtcdGetsFromCache:    true,
 
 		EmbeddedEtcdHeartbeatInterval:    etcd.DefaultHeartbeatInterval,
 		EmbeddedEtcdBackendBatchInterval: etcd.DefaultBackendBatchInterval,
@@ -168,6 +173,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.EmbeddedEtcdBackendBatchInterval, "embedded-etcd-backend-batch-interval", o.EmbeddedEtcdBackendBatchInterval,
 		"Longest time the embedded etcd keeps applied writes in its open database transaction before committing them to the file "+
 			"(etcd's --backend-batch-interval). Writes are durable once in its write-ahead log either way; each interval wakes the process.")
+	fs.BoolVar(&o.EmbeddedEtcdGetsFromCache, "embedded-etcd-gets-from-cache", o.EmbeddedEtcdGetsFromCache,
+		"Answer a GET of one object from the watch cache once it holds the object's last write, which the embedded etcd tells "+
+			"in process, instead of reading the object from etcd: as fresh, and without the request to etcd and the decoding "+
+			"(false: every GET without resourceVersion reads etcd, as with --etcd-servers).")
 	fs.BoolVar(&o.EmbeddedEtcdUnsafeNoFsync, "embedded-etcd-unsafe-no-fsync", false, "Skip fsync in the embedded etcd. Data may be lost on a crash: tests only.")
 	_ = fs.MarkHidden("embedded-etcd-unsafe-no-fsync")
 	o.Recommended.AddFlags(fs)
@@ -391,6 +400,9 @@ func (o *Options) Start(ctx context.Context) (*Running, error) {
 	if err != nil {
 		closeEtcd()
 		return nil, err
+	}
+	if embedded != nil && o.EmbeddedEtcdGetsFromCache && o.Recommended.Etcd.EnableWatchCache {
+		config.GenericConfig.RESTOptionsGetter = cachedget.RESTOptionsGetter(config.GenericConfig.RESTOptionsGetter, embedded)
 	}
 	server, err := config.Complete().New()
 	if err != nil {
