@@ -358,14 +358,17 @@ write_kubelet_config "$STATE/kubelet-config.yaml" kubelet-serving 10250 10248 "$
 
 # --- 5. start etcd and containerd ----------------------------------------------
 # etcd: plain HTTP on loopback, short election timeout (ready in well under a
-# second), no fsync (a throwaway cluster: every local-up starts empty).
+# second), no fsync (a throwaway cluster: every local-up starts empty);
+# LOCAL_ETCD_FSYNC=1 keeps etcd's fsync, as a real cluster's etcd does, for
+# benchmarks that compare writes through kube's etcd with writes through
+# inplace-apiserver's embedded one, which always syncs (hack/bench-api.sh).
 rm -rf "$STATE/etcd"
 rm -rf "$KUBECACHEDIR"   # a new cluster: nothing of an earlier one's discovery
 local_start etcd "$BIN/etcd" --name local --data-dir "$STATE/etcd" \
   --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
   --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
   --initial-cluster local=http://127.0.0.1:2380 --initial-cluster-state new \
-  --heartbeat-interval 10 --election-timeout 100 --unsafe-no-fsync --log-level warn
+  --heartbeat-interval 10 --election-timeout 100 $([[ "${LOCAL_ETCD_FSYNC:-}" == 1 ]] || echo --unsafe-no-fsync) --log-level warn
 start_containerd
 
 # Images into containerd (only the missing ones), and a clean node: no pod
