@@ -36,12 +36,18 @@ func etcdGets(t *testing.T, s *framework.Server) int {
 // TestGetsFromWatchCache: with the embedded etcd a GET of one object is answered by the watch
 // cache (no etcd request, by the server's own etcd_requests_total), and as fresh as etcd: each
 // GET right after an update returns that update; a deleted object is gone at once. With
-// --embedded-etcd-gets-from-cache=false every GET reads etcd, as k8s.io/apiserver does.
+// --embedded-etcd-gets-from-cache=false, or without a watch cache (--watch-cache=false), every GET
+// reads etcd, as k8s.io/apiserver does.
 func TestGetsFromWatchCache(t *testing.T) {
 	const gets = 30
-	for _, fromCache := range []bool{true, false} {
-		t.Run(fmt.Sprintf("gets-from-cache=%v", fromCache), func(t *testing.T) {
-			s := framework.StartServerWith(t, t.TempDir(), func(o *options.Options) { o.EmbeddedEtcdGetsFromCache = fromCache })
+	for _, tc := range []struct{ getsFromCache, watchCache bool }{{true, true}, {false, true}, {true, false}} {
+		// Without a watch cache there is no cache to answer from: GETs read etcd whatever the flag.
+		fromCache := tc.getsFromCache && tc.watchCache
+		t.Run(fmt.Sprintf("gets-from-cache=%v,watch-cache=%v", tc.getsFromCache, tc.watchCache), func(t *testing.T) {
+			s := framework.StartServerWith(t, t.TempDir(), func(o *options.Options) {
+				o.EmbeddedEtcdGetsFromCache = tc.getsFromCache
+				o.Recommended.Etcd.EnableWatchCache = tc.watchCache
+			})
 			ctx := testContext(t)
 			clonesets := s.Client.AppsV1alpha1().CloneSets("default")
 			cs, err := clonesets.Create(ctx, newCloneSet("fresh"), metav1.CreateOptions{})

@@ -401,7 +401,7 @@ func (o *Options) Start(ctx context.Context) (*Running, error) {
 		closeEtcd()
 		return nil, err
 	}
-	if embedded != nil && o.EmbeddedEtcdGetsFromCache && o.Recommended.Etcd.EnableWatchCache {
+	if embedded != nil && o.EmbeddedEtcdGetsFromCache {
 		config.GenericConfig.RESTOptionsGetter = cachedget.RESTOptionsGetter(config.GenericConfig.RESTOptionsGetter, embedded)
 	}
 	server, err := config.Complete().New()

@@ -3,6 +3,7 @@ package cachedget
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -77,13 +78,8 @@ func TestGet(t *testing.T) {
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("error %v, want %v", err, tc.wantErr)
 			}
-			if len(b.asked) != len(tc.wantAsked) {
+			if !slices.Equal(b.asked, tc.wantAsked) {
 				t.Fatalf("asked the storage below for resourceVersions %q, want %q", b.asked, tc.wantAsked)
-			}
-			for i := range b.asked {
-				if b.asked[i] != tc.wantAsked[i] {
-					t.Fatalf("asked the storage below for resourceVersions %q, want %q", b.asked, tc.wantAsked)
-				}
 			}
 			if tc.rv == "" && (len(tc.revs.keys) != 1 || tc.revs.keys[0] != "/registry/pods/ns/p") {
 				t.Errorf("looked up etcd keys %q, want [/registry/pods/ns/p]", tc.revs.keys)
